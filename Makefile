@@ -1,0 +1,47 @@
+# oncehook: `make run` for the demo, `make test` for everything the tests need.
+SHELL := /bin/bash
+BIN   := $(CURDIR)/.bin
+SQLC_VERSION  := v1.31.1
+TEMPL_VERSION := v0.3.1100
+export PATH := $(BIN):$(PATH)
+
+.PHONY: run test generate check-generated tools vet build
+
+## run: the server on an embedded Postgres with the example config
+# The example secrets below are throwaway values for a local try-out only.
+run: build
+	STRIPE_WEBHOOK_SECRET=whsec_example_stripe GITHUB_WEBHOOK_SECRET=example-github \
+	SHOPIFY_WEBHOOK_SECRET=example-shopify STANDARD_WEBHOOK_SECRET=whsec_ZXhhbXBsZS1zdGFuZGFyZC1zZWNyZXQ= \
+	CRM_TOKEN=example-crm-token ./oncehook serve --config oncehook.example.yaml
+
+build:
+	go build -o oncehook ./cmd/oncehook
+
+## test: generated code is current, vet, and the whole suite with the race detector
+test: tools check-generated vet
+	go test -race -count=1 -timeout 20m ./...
+
+vet:
+	go vet ./...
+
+## generate: regenerate sqlc queries and templ views from their sources
+generate: tools
+	sqlc generate
+	templ generate -path views
+
+## check-generated: fail when the committed generated code does not match its sources
+GENERATED = ls db/*.sql.go db/sqlc_*.go views/*_templ.go 2>/dev/null | sort | xargs -r sha256sum
+check-generated: tools
+	@before="$$($(GENERATED))"; $(MAKE) --no-print-directory generate >/dev/null; \
+	after="$$($(GENERATED))"; \
+	if [ "$$before" != "$$after" ]; then \
+		echo "generated code did not match its sources (now regenerated): commit the result"; \
+		diff <(echo "$$before") <(echo "$$after"); exit 1; fi
+
+tools: $(BIN)/sqlc $(BIN)/templ
+
+$(BIN)/sqlc:
+	GOBIN=$(BIN) go install github.com/sqlc-dev/sqlc/cmd/sqlc@$(SQLC_VERSION)
+
+$(BIN)/templ:
+	GOBIN=$(BIN) go install github.com/a-h/templ/cmd/templ@$(TEMPL_VERSION)

@@ -1,0 +1,87 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"log/slog"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/oncehook/oncehook/db"
+)
+
+// dbFlags are the flags every command that reaches the database accepts.
+type dbFlags struct {
+	dataDir string
+}
+
+func (f *dbFlags) register(fs *flag.FlagSet, env *environment) {
+	def := env.getenv("ONCEHOOK_DATA_DIR")
+	if def == "" {
+		def = ".oncehook/pg"
+	}
+	fs.StringVar(&f.dataDir, "data-dir", def, "embedded Postgres data directory when DATABASE_URL is unset (env ONCEHOOK_DATA_DIR)")
+}
+
+// database is an open pool plus whatever must be stopped after it closes.
+type database struct {
+	Pool     *pgxpool.Pool
+	DSN      string
+	embedded *db.Embedded
+}
+
+// openDatabase connects to DATABASE_URL or, without it, to the embedded Postgres
+// (starting it unless another oncehook process already runs it), then migrates.
+func openDatabase(ctx context.Context, env *environment, f dbFlags, logger *slog.Logger, maxConns int32) (*database, error) {
+	d := &database{DSN: env.getenv("DATABASE_URL")}
+	if d.DSN == "" {
+		emb, err := db.StartEmbedded(ctx, db.EmbeddedParams{Dir: f.dataDir, Logger: logger})
+		if err != nil {
+			return nil, err
+		}
+		d.embedded = emb
+		d.DSN = emb.DSN("oncehook")
+		if emb.Owned() {
+			logger.Info("embedded postgres started", "dir", f.dataDir)
+		} else {
+			logger.Info("embedded postgres already running; using it", "dir", f.dataDir)
+		}
+	}
+	if err := db.Migrate(ctx, d.DSN); err != nil {
+		d.Close(context.WithoutCancel(ctx), logger)
+		return nil, err
+	}
+	pool, err := db.Open(ctx, d.DSN, maxConns)
+	if err != nil {
+		d.Close(context.WithoutCancel(ctx), logger)
+		return nil, err
+	}
+	d.Pool = pool
+	return d, nil
+}
+
+// Close closes the pool, then stops the embedded Postgres if this process started it.
+func (d *database) Close(ctx context.Context, logger *slog.Logger) {
+	if d.Pool != nil {
+		d.Pool.Close()
+	}
+	if d.embedded != nil && d.embedded.Owned() {
+		if err := d.embedded.Stop(ctx); err != nil {
+			logger.Error("stop embedded postgres", "err", err)
+			return
+		}
+		logger.Info("embedded postgres stopped")
+	}
+}
+
+func newLogger(env *environment) *slog.Logger {
+	level := slog.LevelInfo
+	if env.getenv("ONCEHOOK_LOG_LEVEL") == "debug" {
+		level = slog.LevelDebug
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	if env.getenv("ONCEHOOK_LOG_FORMAT") == "json" {
+		return slog.New(slog.NewJSONHandler(env.stderr, opts))
+	}
+	return slog.New(slog.NewTextHandler(env.stderr, opts))
+}

@@ -1,0 +1,755 @@
+package oncehook
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/goccy/go-yaml"
+	"github.com/goccy/go-yaml/ast"
+	"github.com/goccy/go-yaml/parser"
+	"github.com/goccy/go-yaml/token"
+)
+
+// loader reads the config from the YAML syntax tree instead of through a struct
+// decoder: every value keeps its position, so each problem is reported at its own
+// line, and all of them in one pass rather than the first one only.
+type loader struct {
+	file    string
+	getenv  func(string) string
+	anchors map[string][]*ast.AnchorNode // by name, in file order, for resolving aliases
+	pos     map[string]*token.Position   // where each field path was read
+	errs    []configError
+	budget  int  // nodes const values may still expand to: aliases can nest exponentially
+	tooBig  bool // the budget ran out and that was reported
+}
+
+type configError struct {
+	line, col int
+	msg       string
+}
+
+// maxErrors keeps a badly broken file (or the wrong file) from flooding the terminal.
+const maxErrors = 50
+
+func newLoader(file string, getenv func(string) string) *loader {
+	return &loader{file: file, getenv: getenv, anchors: map[string][]*ast.AnchorNode{},
+		pos: map[string]*token.Position{}, budget: 10000}
+}
+
+// errorf records a problem with the field at path, at the position recorded for it
+// or else for its nearest recorded parent (a missing field is reported where its
+// mapping is).
+func (l *loader) errorf(path, format string, args ...any) {
+	p := path
+	for l.pos[p] == nil && p != "" {
+		p = parentPath(p)
+	}
+	l.errorAt(l.pos[p], path, format, args...)
+}
+
+// errorAt records a problem at a position (line 1 when unknown).
+func (l *loader) errorAt(at *token.Position, path, format string, args ...any) {
+	line, col := 1, 1
+	if at != nil {
+		line, col = at.Line, at.Column
+	}
+	msg := fmt.Sprintf(format, args...)
+	if path != "" {
+		msg = path + ": " + msg
+	}
+	l.errs = append(l.errs, configError{line, col, fmt.Sprintf("%s:%d:%d: %s", l.file, line, col, msg)})
+}
+
+// err returns the recorded problems as one EINVALID error, in file order.
+func (l *loader) err() error {
+	if len(l.errs) == 0 {
+		return nil
+	}
+	sort.SliceStable(l.errs, func(i, j int) bool {
+		a, b := l.errs[i], l.errs[j]
+		return a.line < b.line || a.line == b.line && a.col < b.col
+	})
+	var lines []string
+	for _, e := range l.errs {
+		if len(lines) == 0 || lines[len(lines)-1] != e.msg {
+			lines = append(lines, e.msg)
+		}
+	}
+	if len(lines) > maxErrors {
+		lines = append(lines[:maxErrors], fmt.Sprintf("%s: and %d more problems", l.file, len(lines)-maxErrors))
+	}
+	return &Error{Code: EINVALID, Message: strings.Join(lines, "\n")}
+}
+
+// load parses data into a Config, recording every problem found.
+func (l *loader) load(data []byte) *Config {
+	f, err := parser.ParseBytes(data, 0)
+	if err != nil {
+		var ye yaml.Error
+		if errors.As(err, &ye) && ye.GetToken() != nil {
+			l.errorAt(ye.GetToken().Position, "", "invalid YAML: %s", ye.GetMessage())
+		} else {
+			l.errorf("", "invalid YAML: %s", strings.SplitN(err.Error(), "\n", 2)[0])
+		}
+		return nil
+	}
+	var body ast.Node
+	if len(f.Docs) > 0 {
+		body = f.Docs[0].Body
+	}
+	for _, doc := range f.Docs[min(1, len(f.Docs)):] {
+		if doc.Body != nil {
+			l.errorAt(posOf(doc.Body), "", "the config is one YAML document; this is a second one")
+			break
+		}
+	}
+	ast.Walk(anchorCollector{l}, body)
+	for _, same := range l.anchors {
+		sort.SliceStable(same, func(i, j int) bool { return posOf(same[i]).Offset < posOf(same[j]).Offset })
+	}
+	l.record("", body)
+	if n := l.resolve("", body); n != nil {
+		if _, ok := n.(ast.MapNode); !ok {
+			l.errorAt(posOf(n), "", "the config must be a mapping of listen, sources, destinations and actions, not %s", kindOf(n))
+			return nil
+		}
+	}
+
+	m := l.mapping("", body, "listen", "base_url", "sources", "destinations", "actions")
+	c := &Config{Path: l.file, Listen: m.hostPort("listen", DefaultListen, false)}
+	c.BaseURL = m.url("base_url", false, false)
+	if c.BaseURL == "" && c.Listen != "" {
+		c.BaseURL = defaultBaseURL(c.Listen)
+	}
+	c.BaseURL = strings.TrimRight(c.BaseURL, "/")
+	for i, n := range l.list("sources", m.vals["sources"]) {
+		c.Sources = append(c.Sources, l.source(fmt.Sprintf("sources[%d]", i), n))
+	}
+	if len(c.Sources) == 0 {
+		l.errorf("sources", "at least one source is required")
+	}
+	for i, n := range l.list("destinations", m.vals["destinations"]) {
+		c.Destinations = append(c.Destinations, l.destination(fmt.Sprintf("destinations[%d]", i), n))
+	}
+	for i, n := range l.list("actions", m.vals["actions"]) {
+		c.Actions = append(c.Actions, l.action(fmt.Sprintf("actions[%d]", i), n))
+	}
+	l.check(c)
+	return c
+}
+
+// defaultBaseURL makes links work from the machine itself when listen binds every
+// interface, where "http://:8080" would not be a URL.
+func defaultBaseURL(listen string) string {
+	host, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		return ""
+	}
+	if host == "" || host == "0.0.0.0" || host == "::" {
+		host = "localhost"
+	}
+	return "http://" + net.JoinHostPort(host, port)
+}
+
+type anchorCollector struct{ l *loader }
+
+func (v anchorCollector) Visit(n ast.Node) ast.Visitor {
+	if a, ok := n.(*ast.AnchorNode); ok && a.Value != nil && posOf(a) != nil {
+		name := tokenValue(a.Name)
+		v.l.anchors[name] = append(v.l.anchors[name], a)
+	}
+	return v
+}
+
+// record remembers where the field at path is.
+func (l *loader) record(path string, n ast.Node) {
+	if p := posOf(n); p != nil {
+		l.pos[path] = p
+	}
+}
+
+func posOf(n ast.Node) *token.Position {
+	switch v := n.(type) {
+	case nil:
+		return nil
+	case *ast.MappingNode:
+		// Its own token is the first ":"; people read a mapping as starting at its first key.
+		if len(v.Values) > 0 {
+			return posOf(v.Values[0].Key)
+		}
+	case *ast.MappingValueNode:
+		return posOf(v.Key)
+	}
+	if tk := n.GetToken(); tk != nil {
+		return tk.Position
+	}
+	return nil
+}
+
+// resolve follows anchors, tags and aliases to the node that holds the value, and
+// turns null into nil, so that "key:" and a missing key mean the same.
+func (l *loader) resolve(path string, n ast.Node) ast.Node {
+	for range 64 {
+		switch v := n.(type) {
+		case *ast.AnchorNode:
+			n = v.Value
+		case *ast.TagNode:
+			n = v.Value
+		case *ast.AliasNode:
+			if n = l.alias(path, v); n == nil {
+				return nil
+			}
+		case *ast.NullNode:
+			return nil
+		default:
+			return n
+		}
+	}
+	l.errorf(path, "aliases refer to each other in a loop")
+	return nil
+}
+
+// alias finds the anchor an alias names: the closest one before it, as YAML says.
+func (l *loader) alias(path string, a *ast.AliasNode) ast.Node {
+	name, at := tokenValue(a.Value), posOf(a)
+	same := l.anchors[name]
+	i := 0
+	if at != nil {
+		i = sort.Search(len(same), func(i int) bool { return posOf(same[i]).Offset >= at.Offset })
+	}
+	if i == 0 {
+		l.errorf(path, "alias *%s has no anchor &%s before it", name, name)
+		return nil
+	}
+	return same[i-1].Value
+}
+
+func tokenValue(n ast.Node) string {
+	if n == nil || n.GetToken() == nil {
+		return ""
+	}
+	return n.GetToken().Value
+}
+
+// scalarText is the text of a scalar as the file wrote it (quotes and escapes
+// resolved); false for mappings and lists. Numbers and booleans count as text so
+// "account: 123" works.
+func scalarText(n ast.Node) (string, bool) {
+	switch v := n.(type) {
+	case nil:
+		return "", true
+	case *ast.StringNode:
+		return v.Value, true
+	case *ast.LiteralNode:
+		if v.Value == nil {
+			return "", true
+		}
+		return v.Value.Value, true
+	case *ast.IntegerNode, *ast.FloatNode, *ast.BoolNode, *ast.InfinityNode, *ast.NanNode:
+		return tokenValue(v), true
+	}
+	return "", false
+}
+
+func kindOf(n ast.Node) string {
+	switch n.(type) {
+	case *ast.MappingNode, *ast.MappingValueNode:
+		return "a mapping"
+	case *ast.SequenceNode:
+		return "a list"
+	}
+	if s, ok := scalarText(n); ok {
+		return strconv.Quote(s)
+	}
+	return n.Type().String()
+}
+
+var plainKey = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+
+// joinPath names a field the way a person would type it: "sources[1].provider".
+func joinPath(path, key string) string {
+	if !plainKey.MatchString(key) {
+		return path + "[" + strconv.Quote(key) + "]"
+	}
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+func parentPath(path string) string {
+	return path[:max(0, strings.LastIndexAny(path, ".["))]
+}
+
+// fields is one YAML mapping being read: its values, resolved, in file order.
+type fields struct {
+	l    *loader
+	path string
+	keys []string
+	vals map[string]ast.Node // nil for null
+}
+
+// mapping reads the mapping n at path. Keys outside known are reported as unknown
+// fields at their own line; with no known keys, any key is accepted.
+func (l *loader) mapping(path string, n ast.Node, known ...string) fields {
+	m := fields{l: l, path: path, vals: map[string]ast.Node{}}
+	n = l.resolve(path, n)
+	if n == nil {
+		return m
+	}
+	mn, ok := n.(ast.MapNode)
+	if !ok {
+		l.errorf(path, "must be a mapping, not %s", kindOf(n))
+		return m
+	}
+	for it := mn.MapRange(); it.Next(); {
+		key, ok := l.key(path, it.Key())
+		if !ok {
+			continue
+		}
+		p := joinPath(path, key)
+		l.record(p, it.Key())
+		switch _, dup := m.vals[key]; {
+		case len(known) > 0 && !slices.Contains(known, key):
+			l.errorf(p, "unknown field (known: %s)", strings.Join(known, ", "))
+		case dup:
+			l.errorf(p, "is set twice")
+		default:
+			m.keys = append(m.keys, key)
+			m.vals[key] = l.resolve(p, it.Value())
+		}
+	}
+	return m
+}
+
+func (l *loader) key(path string, k ast.MapKeyNode) (string, bool) {
+	var n ast.Node = k
+	switch v := k.(type) {
+	case *ast.MergeKeyNode:
+		l.errorAt(posOf(v), path, "merge keys (<<) are not supported; alias the whole value instead")
+		return "", false
+	case *ast.MappingKeyNode:
+		n = v.Value
+	}
+	s, ok := scalarText(l.resolve(path, n))
+	if !ok {
+		l.errorAt(posOf(k), path, "keys must be strings")
+	}
+	return s, ok
+}
+
+// list reads the list n at path, recording where each element is.
+func (l *loader) list(path string, n ast.Node) []ast.Node {
+	n = l.resolve(path, n)
+	if n == nil {
+		return nil
+	}
+	seq, ok := n.(*ast.SequenceNode)
+	if !ok {
+		l.errorf(path, "must be a list, not %s", kindOf(n))
+		return nil
+	}
+	out := make([]ast.Node, len(seq.Values))
+	for i, e := range seq.Values {
+		p := fmt.Sprintf("%s[%d]", path, i)
+		l.record(p, e)
+		out[i] = l.resolve(p, e)
+	}
+	return out
+}
+
+func (m fields) has(key string) bool { _, ok := m.vals[key]; return ok }
+
+func (m fields) at(key string) string { return joinPath(m.path, key) }
+
+// sub reads the nested mapping under key.
+func (m fields) sub(key string, known ...string) fields {
+	return m.l.mapping(m.at(key), m.vals[key], known...)
+}
+
+func (m fields) str(key string) string {
+	s, ok := scalarText(m.vals[key])
+	if !ok {
+		m.l.errorf(m.at(key), "must be a string, not %s", kindOf(m.vals[key]))
+	}
+	return s
+}
+
+func (m fields) required(key string) string {
+	n := m.vals[key]
+	s, ok := scalarText(n)
+	switch {
+	case !ok:
+		m.l.errorf(m.at(key), "must be a string, not %s", kindOf(n))
+	case n == nil:
+		m.l.errorf(m.path, "%s is required", key)
+	case strings.TrimSpace(s) == "":
+		m.l.errorf(m.at(key), "must not be empty")
+	}
+	return s
+}
+
+// text reads a required or optional string.
+func (m fields) text(key string, required bool) string {
+	if required {
+		return m.required(key)
+	}
+	return m.str(key)
+}
+
+var validName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
+// name reads a name used in URLs (/hooks/{source}) and references between rules.
+func (m fields) name(key string) string {
+	s := m.required(key)
+	if s != "" && !validName.MatchString(s) {
+		m.l.errorf(m.at(key), "%q must be 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit", s)
+	}
+	return s
+}
+
+// oneOf reads one of options; with no default the field is required.
+func (m fields) oneOf(key, def string, options ...string) string {
+	s := m.text(key, def == "")
+	switch {
+	case s == "":
+		return def
+	case !slices.Contains(options, s):
+		m.l.errorf(m.at(key), "%q is not one of %s", s, strings.Join(options, ", "))
+	}
+	return s
+}
+
+func (m fields) duration(key string, def time.Duration) time.Duration {
+	s := m.str(key)
+	if s == "" {
+		return def
+	}
+	d, err := time.ParseDuration(s)
+	switch {
+	case err != nil:
+		m.l.errorf(m.at(key), "%q is not a duration like 90s, 5m or 72h (30 days is 720h)", s)
+	case d <= 0:
+		m.l.errorf(m.at(key), "%q must be positive", s)
+	}
+	return d
+}
+
+func (m fields) size(key string, def int64) int64 {
+	s := m.str(key)
+	if s == "" {
+		return def
+	}
+	n, err := ParseSize(s)
+	switch {
+	case err != nil:
+		m.l.errorf(m.at(key), "%s", ErrorMessage(err))
+	case n <= 0:
+		m.l.errorf(m.at(key), "%q must be positive", s)
+	}
+	return n
+}
+
+func (m fields) integer(key string, def, lo, hi int) int {
+	s := m.str(key)
+	if s == "" {
+		return def
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < lo || n > hi {
+		m.l.errorf(m.at(key), "%q is not a whole number from %d to %d", s, lo, hi)
+	}
+	return n
+}
+
+func (m fields) boolean(key string) bool {
+	switch v := m.vals[key].(type) {
+	case nil:
+		return false
+	case *ast.BoolNode:
+		return v.Value
+	}
+	m.l.errorf(m.at(key), "must be true or false, not %s", kindOf(m.vals[key]))
+	return false
+}
+
+// strs reads a list of non-empty, distinct strings; a single string is a list of one.
+func (m fields) strs(key string, required bool) []string {
+	n, p := m.vals[key], m.at(key)
+	nodes := []ast.Node{n}
+	switch n.(type) {
+	case nil:
+		if required {
+			m.l.errorf(m.path, "%s is required", key)
+		}
+		return nil
+	case *ast.SequenceNode:
+		if nodes = m.l.list(p, n); len(nodes) == 0 && required {
+			m.l.errorf(p, "must list at least one")
+		}
+	}
+	_, isList := n.(*ast.SequenceNode)
+	var out []string
+	for i, e := range nodes {
+		s, ok := scalarText(e)
+		ep := p
+		if isList {
+			ep = fmt.Sprintf("%s[%d]", p, i)
+		}
+		switch {
+		case !ok:
+			m.l.errorf(ep, "must be a string, not %s", kindOf(e))
+		case strings.TrimSpace(s) == "":
+			m.l.errorf(ep, "must not be empty")
+		case slices.Contains(out, s):
+			m.l.errorf(ep, "%q is listed twice", s)
+		default:
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// pointer reads a JSON pointer into a document; "" (the whole document) is never
+// what a config means, so a pointer here must start with "/".
+func (m fields) pointer(key, def string) string {
+	s := m.str(key)
+	if s == "" {
+		return def
+	}
+	m.l.checkPointer(m.at(key), s)
+	return s
+}
+
+func (l *loader) checkPointer(path, s string) {
+	if !strings.HasPrefix(s, "/") {
+		l.errorf(path, "%q is not a JSON pointer: it must start with \"/\"", s)
+	} else if err := ValidPointer(s); err != nil {
+		l.errorf(path, "%s", ErrorMessage(err))
+	}
+}
+
+// hostPort reads host:port with a numeric port; with no default the field is required.
+func (m fields) hostPort(key, def string, needHost bool) string {
+	s := m.text(key, def == "")
+	if s == "" {
+		return def
+	}
+	host, port, err := net.SplitHostPort(s)
+	if _, perr := strconv.ParseUint(port, 10, 16); err != nil || perr != nil || needHost && host == "" {
+		m.l.errorf(m.at(key), "%q is not host:port", s)
+		return ""
+	}
+	return s
+}
+
+// url reads an absolute http(s) URL; withRef requires the "{ref}" placeholder.
+func (m fields) url(key string, required, withRef bool) string {
+	s := m.text(key, required)
+	if s == "" {
+		return ""
+	}
+	if withRef && !strings.Contains(s, "{ref}") {
+		m.l.errorf(m.at(key), "%q has no {ref}, where the operation key goes", s)
+		return s
+	}
+	u, err := url.Parse(strings.ReplaceAll(s, "{ref}", "ref"))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		m.l.errorf(m.at(key), "%q is not an absolute http or https URL", s)
+	}
+	return s
+}
+
+var envName = regexp.MustCompile(`^[A-Z_][A-Z0-9_]*$`)
+
+// env reads the name of an environment variable and returns its value, trimmed
+// unless raw. A value that does not look like a variable name is probably the secret
+// itself pasted into the file, so the message does not repeat it.
+func (m fields) env(key string, required, raw bool) (name, value string) {
+	name = m.text(key, required)
+	switch {
+	case name == "":
+		return "", ""
+	case !envName.MatchString(name):
+		m.l.errorf(m.at(key), "must name an environment variable (A-Z, 0-9, _), not hold the secret itself")
+		return "", ""
+	}
+	value = m.l.getenv(name)
+	if !raw {
+		value = strings.TrimSpace(value)
+	}
+	if value == "" {
+		m.l.errorf(m.at(key), "environment variable %s is not set or empty", name)
+	}
+	return name, value
+}
+
+// value converts a {const: v} value at root to what encoding/json would have
+// decoded, so a destination can render it like any other param.
+func (l *loader) value(root, path string, n ast.Node, depth int) any {
+	n = l.resolve(path, n)
+	// Children are paid for before they are visited, so an alias repeated many times
+	// costs at most the budget plus one list.
+	switch v := n.(type) {
+	case *ast.SequenceNode:
+		l.budget -= len(v.Values)
+	case *ast.MappingNode:
+		l.budget -= len(v.Values)
+	}
+	if l.budget < 0 || depth > 32 {
+		if !l.tooBig {
+			l.tooBig = true
+			l.errorf(root, "is nested too deeply or expands too far")
+		}
+		return nil
+	}
+	switch v := n.(type) {
+	case nil:
+		return nil
+	case *ast.IntegerNode:
+		return v.Value
+	case *ast.FloatNode:
+		return v.Value
+	case *ast.BoolNode:
+		return v.Value
+	case *ast.InfinityNode, *ast.NanNode:
+		l.errorf(path, "%s has no JSON form", kindOf(v))
+		return nil
+	case *ast.SequenceNode:
+		out := []any{}
+		for i, e := range l.list(path, v) {
+			out = append(out, l.value(root, fmt.Sprintf("%s[%d]", path, i), e, depth+1))
+		}
+		return out
+	case ast.MapNode:
+		m, out := l.mapping(path, n), map[string]any{}
+		for _, k := range m.keys {
+			out[k] = l.value(root, m.at(k), m.vals[k], depth+1)
+		}
+		return out
+	}
+	s, _ := scalarText(n)
+	return s
+}
+
+// check validates what no single field shows: unique names and the references
+// between sections.
+func (l *loader) check(c *Config) {
+	srcs := l.unique("sources", len(c.Sources), func(i int) string { return c.Sources[i].Name })
+	dests := l.unique("destinations", len(c.Destinations), func(i int) string { return c.Destinations[i].Name })
+	rules := l.unique("actions", len(c.Actions), func(i int) string { return c.Actions[i].Name })
+	for i := range c.Actions {
+		a, path := &c.Actions[i], fmt.Sprintf("actions[%d]", i)
+		if _, ok := srcs[a.Source]; !ok && a.Source != "" {
+			l.errorf(path+".source", "no source is named %q (sources: %s)", a.Source, names(srcs))
+		}
+		if j, ok := dests[a.Destination]; ok {
+			l.checkTarget(path, a, c.Destinations[j])
+		} else if a.Destination != "" {
+			l.errorf(path+".destination", "no destination is named %q (destinations: %s)", a.Destination, names(dests))
+		}
+		if j, ok := rules[a.After]; ok && c.Actions[j].Source != a.Source {
+			l.errorf(path+".after", "%q acts on source %q, not %q: after links rules of one source", a.After, c.Actions[j].Source, a.Source)
+		} else if !ok && a.After != "" {
+			l.errorf(path+".after", "no action is named %q (actions: %s)", a.After, names(rules))
+		}
+		chain := afterChain(c, rules, i)
+		for _, p := range a.Params {
+			if p.Result != "" && !slices.Contains(chain, p.Result) {
+				l.errorf(joinPath(joinPath(path+".params", p.Name), "result"), "%q is not on this action's after chain (%s): only a result it waits for exists in time",
+					p.Result, strings.Join(append([]string{a.Name}, chain...), " -> "))
+			}
+		}
+		if cycle := afterCycle(c, rules, i); cycle != nil {
+			l.errorf(path+".after", "after forms a cycle: %s", strings.Join(cycle, " -> "))
+		}
+	}
+}
+
+// checkTarget validates a rule's params against its destination and gives the rule
+// the destination's owner when it names none, so every failure has a person.
+func (l *loader) checkTarget(path string, a *ActionRule, d Destination) {
+	if a.Owner == "" {
+		a.Owner = d.Owner
+	}
+	for _, p := range a.Params {
+		if d.ReferenceField != "" && p.Name == d.ReferenceField {
+			l.errorf(joinPath(path+".params", p.Name), "%q is the reference_field of destination %q, which carries the operation key", p.Name, d.Name)
+		}
+	}
+	has := func(name string) bool {
+		return slices.ContainsFunc(a.Params, func(p Param) bool { return p.Name == name })
+	}
+	if d.Type == DestinationSMTP && !has("to") {
+		l.errorf(path+".params", "a mail needs a \"to\" param")
+	}
+}
+
+// unique reports repeated names and returns each name's first index.
+func (l *loader) unique(section string, n int, name func(int) string) map[string]int {
+	idx := map[string]int{}
+	for i := range n {
+		s := name(i)
+		if s == "" {
+			continue
+		}
+		if j, dup := idx[s]; dup {
+			first := fmt.Sprintf("%s[%d].name", section, j)
+			line := 0
+			if p := l.pos[first]; p != nil {
+				line = p.Line
+			}
+			l.errorf(fmt.Sprintf("%s[%d].name", section, i), "%q is already the name of %s[%d] (line %d)", s, section, j, line)
+			continue
+		}
+		idx[s] = i
+	}
+	return idx
+}
+
+func names(idx map[string]int) string {
+	if len(idx) == 0 {
+		return "none"
+	}
+	out := make([]string, 0, len(idx))
+	for s := range idx {
+		out = append(out, s)
+	}
+	sort.Strings(out)
+	return strings.Join(out, ", ")
+}
+
+// afterChain lists the rules rule i waits for, nearest first; it stops at a cycle.
+func afterChain(c *Config, rules map[string]int, i int) []string {
+	var chain []string
+	seen := map[int]bool{i: true}
+	for j, ok := rules[c.Actions[i].After]; ok && !seen[j]; j, ok = rules[c.Actions[j].After] {
+		seen[j] = true
+		chain = append(chain, c.Actions[j].Name)
+	}
+	return chain
+}
+
+// afterCycle returns the cycle through rule i, reported for the cycle's first rule
+// in the file only, so a cycle is one error and not one per member.
+func afterCycle(c *Config, rules map[string]int, i int) []string {
+	cycle := []string{c.Actions[i].Name}
+	for j, ok := rules[c.Actions[i].After]; ok && len(cycle) <= len(c.Actions); j, ok = rules[c.Actions[j].After] {
+		if j < i {
+			return nil
+		}
+		cycle = append(cycle, c.Actions[j].Name)
+		if j == i {
+			return cycle
+		}
+	}
+	return nil
+}

@@ -1,0 +1,380 @@
+// Package dbtest gives every database test a fresh database cloned from a migrated
+// template, on one Postgres server per test run.
+//
+// The server is ONCEHOOK_TEST_DATABASE_URL when set (the Makefile starts one and
+// shares it between packages); otherwise the first New starts a private one for
+// the test binary, which Main stops after the run.
+package dbtest
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/oncehook/oncehook/db"
+	"github.com/oncehook/oncehook/migrations"
+)
+
+// EnvURL names the variable that points every test package at one shared server.
+const EnvURL = "ONCEHOOK_TEST_DATABASE_URL"
+
+// templateLockKey serialises template creation between test binaries sharing a
+// server; any fixed number works as long as nothing else uses it.
+const templateLockKey = 0x6f6e6365686f6f6b // "oncehook"
+
+// server is this test binary's database server, reached on first use so that a
+// package (or a fuzz worker process) that never asks for a database starts none.
+var server struct {
+	mu       sync.Mutex
+	inMain   bool
+	dsn      string        // superuser DSN on a maintenance database
+	admin    *pgxpool.Pool // creates and drops the per-test databases
+	template string        // created and migrated
+	err      error         // a failed setup, reported to every test rather than retried
+}
+
+// clusters are the servers this binary started, each with the directory to remove
+// once it is stopped. starting is held (shared) while one starts, so that stopAll
+// on a signal waits for it instead of missing it.
+var clusters struct {
+	starting sync.RWMutex
+	mu       sync.Mutex
+	m        map[*db.Embedded]string
+}
+
+// Main is called from a package's TestMain: it runs m, with a server for the run
+// started on first use unless ONCEHOOK_TEST_DATABASE_URL names one, then stops
+// what it started and exits with m's code.
+func Main(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	// Our servers are in their own process group, so Ctrl-C reaches only us: stop
+	// them before dying rather than leave them running. (A -timeout panic still
+	// leaks them; nothing runs after it.)
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	go func() {
+		<-sigs
+		stopAll()
+		os.Exit(1)
+	}()
+	defer stopAll()
+
+	server.mu.Lock()
+	server.inMain = true
+	server.mu.Unlock()
+	defer func() {
+		server.mu.Lock()
+		defer server.mu.Unlock()
+		if server.admin != nil {
+			server.admin.Close()
+		}
+	}()
+	return m.Run()
+}
+
+// setup connects to the server, starting one if need be, and makes the template;
+// once per binary.
+func setup(ctx context.Context) (admin *pgxpool.Pool, dsn, template string, err error) {
+	server.mu.Lock()
+	defer server.mu.Unlock()
+	if !server.inMain {
+		return nil, "", "", errors.New("no database server: call dbtest.Main(m) from TestMain")
+	}
+	if server.template == "" && server.err == nil {
+		server.err = connect(ctx)
+	}
+	return server.admin, server.dsn, server.template, server.err
+}
+
+func connect(ctx context.Context) error {
+	server.dsn = os.Getenv(EnvURL)
+	if server.dsn == "" {
+		e, err := startCluster(ctx)
+		if err != nil {
+			return err
+		}
+		server.dsn = e.DSN("postgres")
+	}
+	cfg, err := pgxpool.ParseConfig(server.dsn)
+	if err != nil {
+		return fmt.Errorf("parse %s: %w", EnvURL, err)
+	}
+	cfg.MaxConns = 4
+	server.admin, err = pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("connect: %w", err)
+	}
+	server.template, err = ensureTemplate(ctx, server.dsn)
+	return err
+}
+
+// startCluster starts a private server under a short /tmp path: the unix socket
+// path must stay under ~100 bytes and t.TempDir's can be long.
+func startCluster(ctx context.Context) (*db.Embedded, error) {
+	clusters.starting.RLock()
+	defer clusters.starting.RUnlock()
+	dir, err := os.MkdirTemp("/tmp", "ohtest-")
+	if err != nil {
+		return nil, fmt.Errorf("create cluster directory: %w", err)
+	}
+	// MkdirTemp makes it 0700; when we are root Postgres runs as another user
+	// that must pass through it.
+	if err := os.Chmod(dir, 0o755); err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("create cluster directory: %w", err)
+	}
+	e, err := db.StartEmbedded(ctx, db.EmbeddedParams{Dir: dir + "/pg"})
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	clusters.mu.Lock()
+	defer clusters.mu.Unlock()
+	if clusters.m == nil {
+		clusters.m = map[*db.Embedded]string{}
+	}
+	clusters.m[e] = dir
+	return e, nil
+}
+
+// stopCluster stops e and removes its files; later calls do nothing.
+func stopCluster(e *db.Embedded) error {
+	clusters.mu.Lock()
+	dir, ok := clusters.m[e]
+	delete(clusters.m, e)
+	clusters.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	err := e.Stop(ctx)
+	os.RemoveAll(dir)
+	return err
+}
+
+func stopAll() {
+	clusters.starting.Lock()
+	defer clusters.starting.Unlock()
+	clusters.mu.Lock()
+	var all []*db.Embedded
+	for e := range clusters.m {
+		all = append(all, e)
+	}
+	clusters.mu.Unlock()
+	for _, e := range all {
+		if err := stopCluster(e); err != nil {
+			fmt.Fprintln(os.Stderr, "dbtest:", err)
+		}
+	}
+}
+
+// New returns a pool (at most 8 connections) on a fresh database cloned from the
+// migrated template; the pool is closed and the database dropped at t.Cleanup.
+func New(t testing.TB) *pgxpool.Pool {
+	t.Helper()
+	pool, _ := NewDSN(t)
+	return pool
+}
+
+// NewDSN is New but also returns the database's DSN, for code that opens its own
+// connections (migrations, the command under test).
+func NewDSN(t testing.TB) (*pgxpool.Pool, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	admin, serverDSN, tmpl, err := setup(ctx)
+	if err != nil {
+		t.Fatalf("dbtest: %v", err)
+	}
+	name := "t_" + randomHex(8)
+	if err := cloneDatabase(ctx, admin, name, tmpl); err != nil {
+		t.Fatalf("dbtest: %v", err)
+	}
+	dsn, err := withDBName(serverDSN, name)
+	if err != nil {
+		t.Fatalf("dbtest: %v", err)
+	}
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		t.Fatalf("dbtest: parse dsn: %v", err)
+	}
+	cfg.MaxConns = 8
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatalf("dbtest: open pool: %v", err)
+	}
+	t.Cleanup(func() {
+		pool.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		// FORCE ends connections the test leaked outside the pool.
+		if _, err := admin.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
+			t.Errorf("dbtest: drop database %s: %v", name, err)
+		}
+	})
+	return pool, dsn
+}
+
+// Cluster starts a private server of its own for a test that stops and starts
+// Postgres (say, to see a 503), and returns it with a DSN to its migrated
+// "oncehook" database. The server is stopped and its files removed at t.Cleanup.
+func Cluster(t testing.TB) (*db.Embedded, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	e, err := startCluster(ctx)
+	if err != nil {
+		t.Fatalf("dbtest: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := stopCluster(e); err != nil {
+			t.Errorf("dbtest: %v", err)
+		}
+	})
+	dsn := e.DSN("oncehook")
+	if err := db.Migrate(ctx, dsn); err != nil {
+		t.Fatalf("dbtest: %v", err)
+	}
+	return e, dsn
+}
+
+// templateName changes whenever a migration file does, so a shared server never
+// hands out a template built from older migrations.
+func templateName() (string, error) {
+	h := sha256.New()
+	err := fs.WalkDir(migrations.FS, ".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := fs.ReadFile(migrations.FS, path)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(h, "%s\x00%d\x00", path, len(b))
+		h.Write(b)
+		return nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("hash migrations: %w", err)
+	}
+	return "oncehook_tmpl_" + hex.EncodeToString(h.Sum(nil))[:12], nil
+}
+
+// ensureTemplate creates and migrates the template once per server. Test binaries
+// run in parallel against a shared server, so the check and the creation happen
+// under an advisory lock, on a connection of its own whose close releases it.
+// A template is marked IS_TEMPLATE only once fully migrated; one without the mark
+// is a leftover of a failed run and is rebuilt.
+func ensureTemplate(ctx context.Context, serverDSN string) (string, error) {
+	name, err := templateName()
+	if err != nil {
+		return "", err
+	}
+	conn, err := pgx.Connect(ctx, serverDSN)
+	if err != nil {
+		return "", fmt.Errorf("connect: %w", err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", int64(templateLockKey)); err != nil {
+		return "", fmt.Errorf("lock template: %w", err)
+	}
+	var ready bool
+	err = conn.QueryRow(ctx, "SELECT datistemplate FROM pg_database WHERE datname = $1", name).Scan(&ready)
+	switch {
+	case err == nil && ready:
+		return name, nil
+	case err != nil && !errors.Is(err, pgx.ErrNoRows):
+		return "", fmt.Errorf("look up template: %w", err)
+	}
+	ident := pgx.Identifier{name}.Sanitize()
+	if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+ident+" WITH (FORCE)"); err != nil {
+		return "", fmt.Errorf("drop unfinished template: %w", err)
+	}
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+ident); err != nil {
+		return "", fmt.Errorf("create template: %w", err)
+	}
+	dsn, err := withDBName(serverDSN, name)
+	if err != nil {
+		return "", err
+	}
+	if err := db.Migrate(ctx, dsn); err != nil {
+		return "", fmt.Errorf("migrate template: %w", err)
+	}
+	// Cloning fails while anyone is connected to the template, so shut the door
+	// and end the sessions Migrate's pool may still be closing.
+	if _, err := conn.Exec(ctx, "ALTER DATABASE "+ident+" ALLOW_CONNECTIONS false"); err != nil {
+		return "", fmt.Errorf("seal template: %w", err)
+	}
+	if _, err := conn.Exec(ctx, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1", name); err != nil {
+		return "", fmt.Errorf("seal template: %w", err)
+	}
+	if _, err := conn.Exec(ctx, "ALTER DATABASE "+ident+" IS_TEMPLATE true"); err != nil {
+		return "", fmt.Errorf("seal template: %w", err)
+	}
+	return name, nil
+}
+
+// cloneDatabase creates name from tmpl, retrying while a session on the template
+// (an exiting backend) makes Postgres refuse with object_in_use.
+func cloneDatabase(ctx context.Context, admin *pgxpool.Pool, name, tmpl string) error {
+	q := "CREATE DATABASE " + pgx.Identifier{name}.Sanitize() + " TEMPLATE " + pgx.Identifier{tmpl}.Sanitize()
+	wait := 50 * time.Millisecond
+	for {
+		_, err := admin.Exec(ctx, q)
+		if err == nil {
+			return nil
+		}
+		var pgErr *pgconn.PgError
+		if !errors.As(err, &pgErr) || pgErr.Code != "55006" { // object_in_use
+			return fmt.Errorf("create database %s: %w", name, err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("create database %s: %w", name, err)
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, time.Second)
+	}
+}
+
+// withDBName returns dsn pointed at database name, in either DSN form.
+func withDBName(dsn, name string) (string, error) {
+	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+		u, err := url.Parse(dsn)
+		if err != nil {
+			return "", fmt.Errorf("parse dsn: %w", err)
+		}
+		u.Path = "/" + name
+		u.RawPath = ""
+		return u.String(), nil
+	}
+	// In keyword/value form a later setting overrides an earlier one.
+	return dsn + " dbname=" + name, nil
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	rand.Read(b) // never fails since Go 1.24
+	return hex.EncodeToString(b)
+}

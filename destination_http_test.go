@@ -1,0 +1,403 @@
+package oncehook
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/oncehook/oncehook/sandbox"
+)
+
+const crmToken = "crm-test-token-5f1c"
+
+// crmEnv is a sandbox CRM served over real HTTP and a destination pointing at it.
+type crmEnv struct {
+	crm  *sandbox.CRM
+	srv  *httptest.Server
+	dest Destination
+}
+
+func newCRMEnv(t *testing.T) *crmEnv {
+	t.Helper()
+	crm := sandbox.NewCRM(sandbox.CRMParams{Token: crmToken})
+	srv := httptest.NewServer(crm.Handler())
+	t.Cleanup(srv.Close)
+	return &crmEnv{crm: crm, srv: srv, dest: Destination{
+		Name:           "crm",
+		Type:           DestinationHTTP,
+		Create:         Endpoint{Method: http.MethodPost, URL: srv.URL + "/opportunities"},
+		Auth:           Auth{Token: crmToken},
+		Idempotency:    Idempotency{Header: "Idempotency-Key", TTL: 24 * time.Hour},
+		ReferenceField: "source_ref",
+		Lookup:         Lookup{URL: srv.URL + "/opportunities?source_ref={ref}", Consistency: ConsistencyStrong},
+		ResultID:       "/id",
+		Timeout:        5 * time.Second,
+	}}
+}
+
+// refusedAddr is the address of a listener that has been closed: connecting is refused.
+func refusedAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+var (
+	opCall   = Call{OperationKey: "opk_1", Params: json.RawMessage(`{"enquiry_id":"enq_1","amount":4200}`)}
+	opRecord = json.RawMessage(`{"amount":4200,"enquiry_id":"enq_1","id":"opp_1","source_ref":"opk_1"}`)
+)
+
+func TestHTTPDestinationPerform(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
+	tests := []struct {
+		name           string
+		faults         []sandbox.Fault
+		edit           func(t *testing.T, d *Destination)
+		params         string // replaces the call's params when set
+		want           Outcome
+		detailContains string // when set, Detail is checked by substring instead
+		wantRecords    int
+	}{
+		{name: "CreatedRecordIsConfirmed", wantRecords: 1,
+			want: Outcome{Observed: ObsSuccess, HTTPStatus: 201, ExternalRef: "opp_1", Result: opRecord}},
+		{name: "WrongTokenIsUnauthorized", edit: func(t *testing.T, d *Destination) { d.Auth.Token = "stale" },
+			want: Outcome{Observed: ObsUnauthorized, HTTPStatus: 401, Detail: `HTTP 401: {"error":"missing or invalid bearer token"}`}},
+		{name: "ForbiddenIsUnauthorized", faults: []sandbox.Fault{{Status: 403}},
+			want: Outcome{Observed: ObsUnauthorized, HTTPStatus: 403, Detail: `HTTP 403: {"error":"Forbidden"}`}},
+		{name: "ConflictIsInFlight", faults: []sandbox.Fault{{Status: 409}},
+			want: Outcome{Observed: ObsInFlight, HTTPStatus: 409, Detail: `HTTP 409: {"error":"Conflict"}`}},
+		{name: "TooManyRequestsWaitsRetryAfterSeconds", faults: []sandbox.Fault{{Status: 429, RetryAfter: "7"}},
+			want: Outcome{Observed: ObsThrottled, HTTPStatus: 429, RetryAfter: 7 * time.Second, Detail: `HTTP 429: {"error":"Too Many Requests"}`}},
+		{name: "TooManyRequestsWaitsRetryAfterDate",
+			faults: []sandbox.Fault{{Status: 429, RetryAfter: now.Add(90 * time.Second).Format(http.TimeFormat)}},
+			want:   Outcome{Observed: ObsThrottled, HTTPStatus: 429, RetryAfter: 90 * time.Second, Detail: `HTTP 429: {"error":"Too Many Requests"}`}},
+		{name: "UnavailableIsThrottled", faults: []sandbox.Fault{{Status: 503}},
+			want: Outcome{Observed: ObsThrottled, HTTPStatus: 503, Detail: `HTTP 503: {"error":"Service Unavailable"}`}},
+		{name: "UnreadableRetryAfterIsIgnored", faults: []sandbox.Fault{{Status: 503, RetryAfter: "soon"}},
+			want: Outcome{Observed: ObsThrottled, HTTPStatus: 503, Detail: `HTTP 503: {"error":"Service Unavailable"}`}},
+		{name: "PastRetryAfterDateIsIgnored",
+			faults: []sandbox.Fault{{Status: 503, RetryAfter: now.Add(-time.Hour).Format(http.TimeFormat)}},
+			want:   Outcome{Observed: ObsThrottled, HTTPStatus: 503, Detail: `HTTP 503: {"error":"Service Unavailable"}`}},
+		{name: "UnprocessableIsRejectedWithReason", faults: []sandbox.Fault{{Status: 422, Message: "amount must be positive"}},
+			want: Outcome{Observed: ObsRejected, HTTPStatus: 422, Detail: `HTTP 422: {"error":"amount must be positive"}`}},
+		{name: "LongReasonIsCut", faults: []sandbox.Fault{{Status: 400, Message: strings.Repeat("é", 400)}},
+			want: Outcome{Observed: ObsRejected, HTTPStatus: 400,
+				Detail: `HTTP 400: {"error":"` + strings.Repeat("é", (maxExcerptBytes-len(`{"error":"`))/2) + "…"}},
+		{name: "UnknownPathIsRejected", edit: func(t *testing.T, d *Destination) { d.Create.URL += "/nope/x" },
+			want: Outcome{Observed: ObsRejected, HTTPStatus: 404, Detail: "HTTP 404: 404 page not found"}},
+		{name: "ServerErrorIsUnsure", faults: []sandbox.Fault{{Status: 500}},
+			want: Outcome{Observed: ObsUnsure, HTTPStatus: 500, Detail: `HTTP 500: {"error":"Internal Server Error"}`}},
+		{name: "ServerErrorAfterCommitIsUnsure", faults: []sandbox.Fault{{Status: 502, AfterCommit: true}}, wantRecords: 1,
+			want: Outcome{Observed: ObsUnsure, HTTPStatus: 502, Detail: `HTTP 502: {"error":"Bad Gateway"}`}},
+		{name: "TimeoutAfterCommitIsUnsure", faults: []sandbox.Fault{{AfterCommit: true, Delay: time.Minute}}, wantRecords: 1,
+			edit: func(t *testing.T, d *Destination) { d.Timeout = 200 * time.Millisecond },
+			want: Outcome{Observed: ObsUnsure}, detailContains: "no reply after the request was sent"},
+		{name: "TimeoutBeforeCommitIsUnsure", faults: []sandbox.Fault{{Delay: time.Minute}},
+			edit: func(t *testing.T, d *Destination) { d.Timeout = 200 * time.Millisecond },
+			want: Outcome{Observed: ObsUnsure}, detailContains: "it may have been performed"},
+		{name: "RefusedConnectionIsThrottled",
+			edit: func(t *testing.T, d *Destination) { d.Create.URL = "http://" + refusedAddr(t) + "/opportunities" },
+			want: Outcome{Observed: ObsThrottled}, detailContains: "not sent: "},
+		{name: "ParamsThatAreNotAnObjectAreRejected", params: `[1,2]`,
+			want: Outcome{Observed: ObsRejected}, detailContains: "params are not a JSON object"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			e := newCRMEnv(t)
+			for _, f := range tt.faults {
+				e.crm.Fail(f)
+			}
+			if tt.edit != nil {
+				tt.edit(t, &e.dest)
+			}
+			h := NewHTTPDestination(e.dest, nil)
+			h.now = func() time.Time { return now }
+			call := opCall
+			if tt.params != "" {
+				call.Params = json.RawMessage(tt.params)
+			}
+			got := h.Perform(context.Background(), call)
+			if strings.Contains(got.Detail, crmToken) {
+				t.Errorf("Detail %q contains the token", got.Detail)
+			}
+			if tt.detailContains != "" {
+				if !strings.Contains(got.Detail, tt.detailContains) {
+					t.Errorf("Detail = %q, want it to contain %q", got.Detail, tt.detailContains)
+				}
+				got.Detail = ""
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("Perform() mismatch (-want +got):\n%s", diff)
+			}
+			if n := e.crm.CountByRef("opk_1"); n != tt.wantRecords {
+				t.Errorf("CRM holds %d records for the operation, want %d", n, tt.wantRecords)
+			}
+		})
+	}
+}
+
+func TestHTTPDestinationReplayKeepsOneRecord(t *testing.T) {
+	t.Parallel()
+	e := newCRMEnv(t)
+	h := NewHTTPDestination(e.dest, nil)
+	first := h.Perform(context.Background(), opCall)
+	again := h.Perform(context.Background(), opCall)
+	if diff := cmp.Diff(first, again); diff != "" {
+		t.Errorf("replay differs from the first reply (-first +again):\n%s", diff)
+	}
+	if first.ExternalRef != "opp_1" {
+		t.Errorf("ExternalRef = %q, want opp_1", first.ExternalRef)
+	}
+	want := []sandbox.RequestLog{
+		{Method: "POST", Path: "/opportunities", IdempotencyKey: "opk_1", Status: 201},
+		{Method: "POST", Path: "/opportunities", IdempotencyKey: "opk_1", Status: 201},
+	}
+	if diff := cmp.Diff(want, e.crm.Requests()); diff != "" {
+		t.Errorf("requests mismatch (-want +got):\n%s", diff)
+	}
+	if n := len(e.crm.Records()); n != 1 {
+		t.Errorf("CRM holds %d records, want 1", n)
+	}
+}
+
+func TestHTTPDestinationSameKeyInFlight(t *testing.T) {
+	t.Parallel()
+	e := newCRMEnv(t)
+	h := NewHTTPDestination(e.dest, nil)
+	reached, release := make(chan struct{}), make(chan struct{})
+	e.crm.Fail(sandbox.Fault{Hang: release, Reached: reached})
+	firstDone := make(chan Outcome, 1)
+	go func() { firstDone <- h.Perform(context.Background(), opCall) }()
+	<-reached // the first request holds the key
+
+	second := h.Perform(context.Background(), opCall)
+	want := Outcome{Observed: ObsInFlight, HTTPStatus: 409,
+		Detail: `HTTP 409: {"error":"a request with this idempotency key is in progress"}`}
+	if diff := cmp.Diff(want, second); diff != "" {
+		t.Errorf("second Perform() mismatch (-want +got):\n%s", diff)
+	}
+	close(release)
+	first := <-firstDone
+	if diff := cmp.Diff(Outcome{Observed: ObsSuccess, HTTPStatus: 201, ExternalRef: "opp_1", Result: opRecord}, first); diff != "" {
+		t.Errorf("first Perform() mismatch (-want +got):\n%s", diff)
+	}
+	if n := e.crm.CountByRef("opk_1"); n != 1 {
+		t.Errorf("CRM holds %d records for the operation, want 1", n)
+	}
+}
+
+// A server that reads the whole request and hangs up is the connection drop after
+// sending: the destination may have acted.
+func TestHTTPDestinationDropAfterSendingIsUnsure(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		conn, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		if req, err := http.ReadRequest(bufio.NewReader(conn)); err == nil {
+			_, _ = io.Copy(io.Discard, req.Body)
+		}
+	}()
+	d := newCRMEnv(t).dest
+	d.Create.URL = "http://" + ln.Addr().String() + "/opportunities"
+	got := NewHTTPDestination(d, nil).Perform(context.Background(), opCall)
+	if got.Observed != ObsUnsure || !strings.Contains(got.Detail, "no reply after the request was sent") {
+		t.Errorf("Perform() = %+v, want unsure after sending", got)
+	}
+}
+
+// Replies the CRM does not produce: what counts as evidence of a 2xx, redirects,
+// and a destination that echoes the token.
+func TestHTTPDestinationReplies(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		status   int
+		body     string
+		resultID string
+		want     Outcome
+	}{
+		{name: "BigNumericIDStaysExact", status: 200, body: `{"data":{"id":12345678901234567890}}`, resultID: "/data/id",
+			want: Outcome{Observed: ObsSuccess, HTTPStatus: 200, ExternalRef: "12345678901234567890",
+				Result: json.RawMessage(`{"data":{"id":12345678901234567890}}`)}},
+		{name: "ReplyWithoutIDIsStillSuccess", status: 201, body: `{"ok": true}`,
+			want: Outcome{Observed: ObsSuccess, HTTPStatus: 201, Result: json.RawMessage(`{"ok":true}`),
+				Detail: "HTTP 201, but the reply has no record id at /id"}},
+		{name: "NonJSONReplyIsStillSuccess", status: 200, body: "created",
+			want: Outcome{Observed: ObsSuccess, HTTPStatus: 200, Detail: "HTTP 200, but the reply is not JSON, so no record id is known"}},
+		{name: "RedirectIsNotFollowed", status: 302, body: "",
+			want: Outcome{Observed: ObsUnsure, HTTPStatus: 302, Detail: "HTTP 302"}},
+		{name: "EchoedTokenIsRedacted", status: 422, body: "bad request from Bearer " + crmToken,
+			want: Outcome{Observed: ObsRejected, HTTPStatus: 422, Detail: "HTTP 422: bad request from Bearer [redacted]"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if tt.status == 302 {
+					w.Header().Set("Location", "/elsewhere")
+				}
+				w.WriteHeader(tt.status)
+				io.WriteString(w, tt.body)
+			}))
+			t.Cleanup(srv.Close)
+			d := Destination{Create: Endpoint{URL: srv.URL}, Auth: Auth{Token: crmToken}, ResultID: tt.resultID}
+			got := NewHTTPDestination(d, nil).Perform(context.Background(), opCall)
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("Perform() mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestHTTPDestinationLookup(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name           string
+		setup          func(t *testing.T, e *crmEnv)
+		want           LookupResult
+		detailContains string
+	}{
+		{name: "CreatedRecordIsFound",
+			setup: func(t *testing.T, e *crmEnv) { NewHTTPDestination(e.dest, nil).Perform(context.Background(), opCall) },
+			want:  LookupResult{Found: true, ExternalRef: "opp_1", Result: opRecord, HTTPStatus: 200}},
+		{name: "EmptyListIsAbsent",
+			want: LookupResult{HTTPStatus: 200, Detail: "HTTP 200: no record with this reference"}},
+		{name: "NotFoundStatusIsAbsent",
+			setup: func(t *testing.T, e *crmEnv) { e.dest.Lookup.URL = e.srv.URL + "/opportunities/{ref}" },
+			want:  LookupResult{HTTPStatus: 404, Detail: "HTTP 404: no record with this reference"}},
+		{name: "ServerErrorIsUnsure",
+			setup: func(t *testing.T, e *crmEnv) { e.crm.Fail(sandbox.Fault{Method: "GET", Status: 500}) },
+			want:  LookupResult{Unsure: true, HTTPStatus: 500, Detail: `lookup answered HTTP 500: {"error":"Internal Server Error"}`}},
+		{name: "RefusedTokenIsUnsure",
+			setup: func(t *testing.T, e *crmEnv) { e.crm.SetToken("rotated") },
+			want:  LookupResult{Unsure: true, HTTPStatus: 401, Detail: `lookup answered HTTP 401: {"error":"missing or invalid bearer token"}`}},
+		{name: "TimeoutIsUnsure",
+			setup: func(t *testing.T, e *crmEnv) {
+				e.crm.Fail(sandbox.Fault{Method: "GET", Delay: time.Minute})
+				e.dest.Timeout = 200 * time.Millisecond
+			},
+			want: LookupResult{Unsure: true}, detailContains: "lookup failed: "},
+		{name: "UnreachableIsUnsure",
+			setup: func(t *testing.T, e *crmEnv) { e.dest.Lookup.URL = "http://" + refusedAddr(t) + "/?ref={ref}" },
+			want:  LookupResult{Unsure: true}, detailContains: "lookup failed: "},
+		{name: "UnfilteredListIsUnsure",
+			setup: func(t *testing.T, e *crmEnv) {
+				other := opCall
+				other.OperationKey = "opk_other"
+				NewHTTPDestination(e.dest, nil).Perform(context.Background(), other)
+				e.dest.Lookup.URL = e.srv.URL + "/opportunities?ignored={ref}"
+			},
+			want: LookupResult{Unsure: true, HTTPStatus: 200,
+				Detail: "lookup listed 1 records of other operations: check that its URL filters by {ref}"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			e := newCRMEnv(t)
+			if tt.setup != nil {
+				tt.setup(t, e)
+			}
+			got := NewHTTPDestination(e.dest, nil).Lookup(context.Background(), "opk_1")
+			if tt.detailContains != "" {
+				if !strings.Contains(got.Detail, tt.detailContains) {
+					t.Errorf("Detail = %q, want it to contain %q", got.Detail, tt.detailContains)
+				}
+				got.Detail = ""
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("Lookup() mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestHTTPDestinationCheck(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		setup   func(t *testing.T, e *crmEnv)
+		wantErr string // "" for nil; else a prefix
+	}{
+		{name: "LookupAcceptsToken"},
+		{name: "RotatedTokenIsRefused", setup: func(t *testing.T, e *crmEnv) { e.crm.SetToken("rotated") },
+			wantErr: "the destination refused the credentials (HTTP 401)"},
+		{name: "OptionsAcceptsToken", setup: func(t *testing.T, e *crmEnv) { e.dest.Lookup = Lookup{} }},
+		{name: "OptionsRotatedTokenIsRefused", setup: func(t *testing.T, e *crmEnv) {
+			e.dest.Lookup = Lookup{}
+			e.crm.SetToken("rotated")
+		}, wantErr: "the destination refused the credentials (HTTP 401)"},
+		{name: "UnreachableIsAnError", setup: func(t *testing.T, e *crmEnv) {
+			e.dest.Lookup.URL = "http://" + refusedAddr(t) + "/?ref={ref}"
+		}, wantErr: "the destination could not be reached: "},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			e := newCRMEnv(t)
+			if tt.setup != nil {
+				tt.setup(t, e)
+			}
+			err := NewHTTPDestination(e.dest, nil).Check(context.Background())
+			got := ""
+			if err != nil {
+				got = err.Error()[:min(len(err.Error()), len(tt.wantErr))]
+				if tt.wantErr == "" {
+					got = err.Error()
+				}
+			}
+			if diff := cmp.Diff(tt.wantErr, got); diff != "" {
+				t.Errorf("Check() error mismatch (-want +got):\n%s", diff)
+			}
+			if n := len(e.crm.Records()); n != 0 {
+				t.Errorf("Check created %d records", n)
+			}
+		})
+	}
+}
+
+func TestHTTPDestinationCapabilities(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		lookup Lookup
+		want   Capabilities
+	}{
+		{name: "StrongLookup", lookup: Lookup{URL: "http://crm/?r={ref}", Consistency: ConsistencyStrong},
+			want: Capabilities{Lookup: true, StrongLookup: true, KeyMemory: 24 * time.Hour}},
+		{name: "EventualLookup", lookup: Lookup{URL: "http://crm/?r={ref}", Consistency: ConsistencyEventual},
+			want: Capabilities{Lookup: true, KeyMemory: 24 * time.Hour}},
+		{name: "KeyMemoryOnly", want: Capabilities{KeyMemory: 24 * time.Hour}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := Destination{Lookup: tt.lookup, Idempotency: Idempotency{TTL: 24 * time.Hour}}
+			if diff := cmp.Diff(tt.want, NewHTTPDestination(d, nil).Capabilities()); diff != "" {
+				t.Errorf("Capabilities() mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

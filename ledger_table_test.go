@@ -1,0 +1,302 @@
+package oncehook_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/oncehook/oncehook/sandbox"
+)
+
+// One test per row of the decision table (DESIGN.md section 3), each checking what
+// the destination actually holds. The crash rows are in ledger_crash_test.go.
+
+func TestDecision2xxConfirmed(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, worldOptions{})
+	w.deliver(checkout{eventID: "evt_ok", enquiry: "enq_ok"})
+	a := w.waitFor("open_opportunity", "enq_ok", "confirmed")
+	attempts := w.detail(a.ID)["attempts"].([]any)
+	last := attempts[len(attempts)-1].(map[string]any)
+	if last["http_status"] != float64(201) || last["evidence"] != a.ExternalRef || a.ExternalRef == "" {
+		t.Errorf("attempt %v; want the response status and the record id %q kept", last, a.ExternalRef)
+	}
+	if n := len(w.crm.Records()); n != 1 {
+		t.Errorf("CRM holds %d records, want 1", n)
+	}
+}
+
+func TestDecisionAlreadyConfirmedRunsOnlyLaterSteps(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, worldOptions{})
+	w.mail.FailNext(550, "mailbox unavailable")
+	w.deliver(checkout{eventID: "evt_s1", enquiry: "enq_s"})
+	opp := w.waitFor("open_opportunity", "enq_s", "confirmed")
+	email := w.waitFor("send_welcome_email", "enq_s", "failed")
+	requestsBefore := len(w.crm.Requests())
+
+	// A retry of the failed email step performs only the email.
+	if status, out := w.api(w.token, "POST", "/actions/"+email.ID+"/retry", map[string]any{"note": "mailbox fixed", "checked_destination": true}); status != 200 {
+		t.Fatalf("retry: %d %v", status, out)
+	}
+	w.waitFor("send_welcome_email", "enq_s", "confirmed")
+	if n := len(w.crm.Requests()); n != requestsBefore {
+		t.Errorf("the CRM got %d more requests; the confirmed step must not run again", n-requestsBefore)
+	}
+	// A later event for the same operation links to the confirmed action.
+	w.waitEvent(w.deliver(checkout{eventID: "evt_s2", enquiry: "enq_s"})["event_id"].(string))
+	if a := w.actions("open_opportunity"); len(a) != 1 || a[0].State != "confirmed" || a[0].ExternalRef != opp.ExternalRef {
+		t.Errorf("actions %+v; want the one confirmed action", a)
+	}
+	if n, m := len(w.crm.Records()), len(w.mail.Messages()); n != 1 || m != 1 {
+		t.Errorf("CRM %d records, mail %d messages; want 1 and 1", n, m)
+	}
+}
+
+func TestDecisionRejectedFailsThenManualRetry(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, worldOptions{})
+	w.crm.Fail(sandbox.Fault{Status: 422, Message: "amount must be positive"})
+	w.deliver(checkout{eventID: "evt_422", enquiry: "enq_422"})
+	a := w.waitFor("open_opportunity", "enq_422", "failed")
+	if !strings.Contains(a.Reason, "amount must be positive") {
+		t.Errorf("reason %q lacks the provider's reason", a.Reason)
+	}
+	if n := len(w.crm.Records()); n != 0 {
+		t.Fatalf("CRM holds %d records after a 422", n)
+	}
+	if status, out := w.api(w.token, "POST", "/actions/"+a.ID+"/retry", map[string]any{"note": "fixed the amount rule"}); status != 200 {
+		t.Fatalf("manual retry: %d %v", status, out)
+	}
+	b := w.waitFor("open_opportunity", "enq_422", "confirmed")
+	reqs := w.crm.Requests()
+	var keys []string
+	for _, r := range reqs {
+		if r.Method == "POST" {
+			keys = append(keys, r.IdempotencyKey)
+		}
+	}
+	if len(keys) != 2 || keys[0] != a.OperationKey || keys[1] != a.OperationKey || b.OperationKey != a.OperationKey {
+		t.Errorf("POST keys %v; want the original key %s twice", keys, a.OperationKey)
+	}
+	if n := len(w.crm.Records()); n != 1 {
+		t.Errorf("CRM holds %d records, want 1", n)
+	}
+	audit := w.detail(a.ID)["audit"].([]any)
+	if len(audit) == 0 || audit[len(audit)-1].(map[string]any)["act"] != "retry" {
+		t.Errorf("audit %v lacks the retry", audit)
+	}
+}
+
+func TestDecisionUnauthorizedHoldsDestination(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, worldOptions{})
+	w.crm.SetToken("rotated-token")
+	w.deliver(checkout{eventID: "evt_401", enquiry: "enq_401"})
+	w.waitFor("open_opportunity", "enq_401", "held")
+	w.waitEvent(w.deliver(checkout{eventID: "evt_401b", enquiry: "enq_401b"})["event_id"].(string))
+	w.waitFor("open_opportunity", "enq_401b", "held")
+	posts := 0
+	for _, r := range w.crm.Requests() {
+		if r.Method == "POST" {
+			posts++
+		}
+	}
+	if posts != 1 {
+		t.Errorf("%d POSTs reached the CRM; after a 401 no further calls", posts)
+	}
+	_, dests := w.api(w.token, "GET", "/destinations", nil)
+	crm := dests["destinations"].([]any)[0].(map[string]any)
+	if crm["status"] != "disconnected" || crm["held"] != float64(2) || crm["owner"] != "crm-admin@example.com" {
+		t.Errorf("destination %v; want disconnected with 2 held and its owner", crm)
+	}
+	if status, _ := w.api(w.token, "POST", "/destinations/crm/reconnect", nil); status != 403 {
+		t.Errorf("operator reconnect: %d, want 403", status)
+	}
+	if status, out := w.api(w.admin, "POST", "/destinations/crm/reconnect", nil); status != 409 {
+		t.Errorf("reconnect while still refused: %d %v, want 409", status, out)
+	}
+	w.crm.SetToken(crmToken)
+	if status, out := w.api(w.admin, "POST", "/destinations/crm/reconnect", nil); status != 200 {
+		t.Fatalf("reconnect: %d %v", status, out)
+	}
+	w.waitFor("open_opportunity", "enq_401", "confirmed")
+	w.waitFor("open_opportunity", "enq_401b", "confirmed")
+	if n := len(w.crm.Records()); n != 2 {
+		t.Errorf("CRM holds %d records, want 2", n)
+	}
+}
+
+func TestDecisionInFlightRetries(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, worldOptions{})
+	w.crm.Fail(sandbox.Fault{Status: 409})
+	w.deliver(checkout{eventID: "evt_409", enquiry: "enq_409"})
+	a := w.waitFor("open_opportunity", "enq_409", "confirmed")
+	if a.Attempts != 2 || len(w.crm.Records()) != 1 {
+		t.Errorf("attempts %d, records %d; want 2 and 1", a.Attempts, len(w.crm.Records()))
+	}
+}
+
+func TestDecisionThrottledHonoursRetryAfter(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, worldOptions{})
+	w.crm.Fail(sandbox.Fault{Status: 429, RetryAfter: "1"})
+	w.deliver(checkout{eventID: "evt_429", enquiry: "enq_429"})
+	r := w.waitFor("open_opportunity", "enq_429", "retrying")
+	if r.Attempts != 1 {
+		t.Errorf("attempts %d while retrying", r.Attempts)
+	}
+	a := w.waitFor("open_opportunity", "enq_429", "confirmed")
+	attempts := w.detail(a.ID)["attempts"].([]any)
+	if len(attempts) != 2 {
+		t.Fatalf("attempts %v, want 2", attempts)
+	}
+	first, _ := time.Parse(time.RFC3339Nano, attempts[0].(map[string]any)["finished_at"].(string))
+	second, _ := time.Parse(time.RFC3339Nano, attempts[1].(map[string]any)["started_at"].(string))
+	if gap := second.Sub(first); gap < 900*time.Millisecond {
+		t.Errorf("retried after %s, before Retry-After: 1", gap)
+	}
+	if n := len(w.crm.Records()); n != 1 {
+		t.Errorf("CRM holds %d records, want 1", n)
+	}
+}
+
+func TestDecisionNotSentRetries(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, worldOptions{})
+	w.crm.Fail(sandbox.Fault{Status: 503, RetryAfter: "0"})
+	w.deliver(checkout{eventID: "evt_503", enquiry: "enq_503"})
+	a := w.waitFor("open_opportunity", "enq_503", "confirmed")
+	if a.Attempts != 2 || len(w.crm.Records()) != 1 {
+		t.Errorf("attempts %d, records %d; want 2 and 1", a.Attempts, len(w.crm.Records()))
+	}
+}
+
+func TestDecisionTimeoutAfterCommitReconciledByLookup(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, worldOptions{lookup: "strong"})
+	w.crm.Fail(sandbox.Fault{AfterCommit: true, Delay: 4 * time.Second}) // past the 2s timeout
+	w.deliver(checkout{eventID: "evt_to", enquiry: "enq_to"})
+	a := w.waitFor("open_opportunity", "enq_to", "confirmed")
+	recs := w.crm.Records()
+	if len(recs) != 1 || a.ExternalRef != recs[0].ID {
+		t.Fatalf("records %+v, action ref %q; want one record found by lookup", recs, a.ExternalRef)
+	}
+	if a.Attempts != 1 {
+		t.Errorf("attempts %d; the lookup must confirm it without a second call", a.Attempts)
+	}
+	found := false
+	for _, at := range w.detail(a.ID)["attempts"].([]any) {
+		m := at.(map[string]any)
+		found = found || (m["kind"] == "lookup" && strings.Contains(m["observed"].(string), "found"))
+	}
+	if !found {
+		t.Errorf("no lookup attempt recorded how it was found")
+	}
+}
+
+func TestDecision5xxBeforeCommitStrongLookupAbsentRetriesSameKey(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, worldOptions{lookup: "strong"})
+	w.crm.Fail(sandbox.Fault{Status: 500})
+	w.deliver(checkout{eventID: "evt_500", enquiry: "enq_500"})
+	a := w.waitFor("open_opportunity", "enq_500", "confirmed")
+	var keys []string
+	for _, r := range w.crm.Requests() {
+		if r.Method == "POST" {
+			keys = append(keys, r.IdempotencyKey)
+		}
+	}
+	if len(keys) != 2 || keys[0] != keys[1] || keys[0] != a.OperationKey {
+		t.Errorf("POST keys %v; want the same key twice", keys)
+	}
+	if n := len(w.crm.Records()); n != 1 {
+		t.Errorf("CRM holds %d records, want 1", n)
+	}
+}
+
+func TestDecisionNoLookupKeyRemembered(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, worldOptions{})
+	w.crm.Fail(sandbox.Fault{AfterCommit: true, Status: 502})
+	w.deliver(checkout{eventID: "evt_502", enquiry: "enq_502"})
+	a := w.waitFor("open_opportunity", "enq_502", "confirmed")
+	if n := len(w.crm.Records()); n != 1 {
+		t.Errorf("CRM holds %d records; the remembered key must prevent a second", n)
+	}
+	if a.Attempts != 2 {
+		t.Errorf("attempts %d, want 2 (the retry relied on the key)", a.Attempts)
+	}
+}
+
+func TestDecisionEventualLookupAbsentFails(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, worldOptions{lookup: "eventual"})
+	w.crm.Fail(sandbox.Fault{Status: 500})
+	w.deliver(checkout{eventID: "evt_ev", enquiry: "enq_ev"})
+	a := w.waitFor("open_opportunity", "enq_ev", "failed")
+	if !strings.Contains(a.Reason, "outcome unknown") {
+		t.Errorf("reason %q, want outcome unknown", a.Reason)
+	}
+	if a.Attempts != 1 || len(w.crm.Records()) != 0 {
+		t.Errorf("attempts %d, records %d; never a blind repeat", a.Attempts, len(w.crm.Records()))
+	}
+}
+
+func TestDecisionSMTPUnsureGoesToPerson(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, worldOptions{})
+	hang := make(chan struct{})
+	defer close(hang)
+	w.mail.HangNext(hang)
+	w.deliver(checkout{eventID: "evt_mail", enquiry: "enq_mail"})
+	a := w.waitFor("send_welcome_email", "enq_mail", "failed")
+	if !strings.Contains(a.Reason, "outcome unknown") || a.Attempts != 1 {
+		t.Errorf("reason %q after %d attempts; want outcome unknown after one", a.Reason, a.Attempts)
+	}
+	if n := len(w.mail.Messages()); n > 1 {
+		t.Errorf("%d messages; an unsure send is never repeated blindly", n)
+	}
+	// The retry guard: SMTP has no lookup and no key memory.
+	status, out := w.api(w.token, "POST", "/actions/"+a.ID+"/retry", map[string]any{})
+	if status != 409 || !strings.Contains(out["error"].(string), "Check the destination") {
+		t.Errorf("unguarded retry: %d %v; want 409 with the reason", status, out)
+	}
+}
+
+func TestDecisionBudgetSpentNamesOwner(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, worldOptions{})
+	for range 4 {
+		w.crm.Fail(sandbox.Fault{Status: 503, RetryAfter: "0"})
+	}
+	w.deliver(checkout{eventID: "evt_budget", enquiry: "enq_budget"})
+	a := w.waitFor("open_opportunity", "enq_budget", "failed")
+	if a.Attempts != 4 || !strings.Contains(a.Reason, "sales-ops@example.com") || !strings.Contains(a.Reason, "4 attempts") {
+		t.Errorf("attempts %d, reason %q; want 4 attempts and the owner named", a.Attempts, a.Reason)
+	}
+	if n := len(w.crm.Records()); n != 0 {
+		t.Errorf("CRM holds %d records", n)
+	}
+}
+
+func TestDecisionLeaseExpiredWithoutAttemptIsPending(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, worldOptions{noEngine: true})
+	w.deliver(checkout{eventID: "evt_lease", enquiry: "enq_lease"})
+	// A worker that claimed the action and died before writing an attempt: route the
+	// event, then claim by hand with a lease already expired.
+	w.route()
+	w.waitFor("open_opportunity", "enq_lease", "pending")
+	if _, err := w.pool.Exec(context.Background(), `UPDATE actions SET state='processing', claimed_from='pending',
+		lease_owner='dead-worker', lease_expires_at=now() - interval '1 second' WHERE name='open_opportunity'`); err != nil {
+		t.Fatal(err)
+	}
+	w.startEngine(0)
+	a := w.waitFor("open_opportunity", "enq_lease", "confirmed")
+	if a.Attempts != 1 || len(w.crm.Records()) != 1 {
+		t.Errorf("attempts %d, records %d; want 1 and 1", a.Attempts, len(w.crm.Records()))
+	}
+}

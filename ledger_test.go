@@ -1,0 +1,219 @@
+package oncehook_test
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/oncehook/oncehook/sandbox"
+)
+
+// Each test checks the destination's own records: one effect per operation.
+
+func TestLedgerConfirmsOnceWithStableKey(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, worldOptions{lookup: "strong"})
+	w.deliver(checkout{eventID: "evt_1", enquiry: "enq_1", amount: 500})
+	opp := w.waitFor("open_opportunity", "enq_1", "confirmed")
+	mail := w.waitFor("send_welcome_email", "enq_1", "confirmed")
+
+	recs := w.crm.Records()
+	if len(recs) != 1 {
+		t.Fatalf("CRM holds %d records, want 1", len(recs))
+	}
+	rec := recs[0]
+	if rec.ID != opp.ExternalRef || rec.IdempotencyKey != opp.OperationKey || rec.Fields["source_ref"] != opp.OperationKey {
+		t.Errorf("record %+v does not carry the action's key %s / ref %s", rec, opp.OperationKey, opp.ExternalRef)
+	}
+	if rec.Fields["enquiry_id"] != "enq_1" {
+		t.Errorf("record fields %v, want the rendered params", rec.Fields)
+	}
+	if strings.Contains(opp.OperationKey, "enq_1") || strings.Contains(opp.OperationKey, "ada@") {
+		t.Errorf("operation key %q carries payload data", opp.OperationKey)
+	}
+	msgs := w.mail.Messages()
+	if len(msgs) != 1 || msgs[0].MessageID != mail.ExternalRef || !strings.Contains(mail.ExternalRef, mail.OperationKey) {
+		t.Fatalf("mail sink holds %+v; want one message whose Message-ID %q derives from %s", msgs, mail.ExternalRef, mail.OperationKey)
+	}
+	if !strings.Contains(msgs[0].Body, opp.ExternalRef) {
+		t.Errorf("the email did not receive the CRM step's result %s: %q", opp.ExternalRef, msgs[0].Body)
+	}
+}
+
+func TestLedgerDuplicateDeliveries(t *testing.T) {
+	t.Parallel()
+	t.Run("ThreeInARow", func(t *testing.T) {
+		t.Parallel()
+		w := newWorld(t, worldOptions{})
+		c := checkout{eventID: "evt_seq", enquiry: "enq_seq"}
+		for range 3 {
+			w.deliver(c)
+		}
+		w.waitFor("open_opportunity", "enq_seq", "confirmed")
+		w.waitFor("send_welcome_email", "enq_seq", "confirmed")
+		if n := w.crm.CountByRef(w.actions("open_opportunity")[0].OperationKey); n != 1 || len(w.crm.Records()) != 1 {
+			t.Errorf("CRM records: %d for the key, %d in all; want 1", n, len(w.crm.Records()))
+		}
+		if n := len(w.mail.Messages()); n != 1 {
+			t.Errorf("%d emails, want 1", n)
+		}
+	})
+	for _, copies := range []int{2, 20} {
+		t.Run(map[int]string{2: "TwoAtOnce", 20: "TwentyAtOnce"}[copies], func(t *testing.T) {
+			t.Parallel()
+			w := newWorld(t, worldOptions{})
+			c := checkout{eventID: "evt_par", enquiry: "enq_par"}
+			var wg sync.WaitGroup
+			start := make(chan struct{})
+			for range copies {
+				wg.Add(1)
+				go func() { defer wg.Done(); <-start; w.deliver(c) }()
+			}
+			close(start)
+			wg.Wait()
+			w.waitFor("send_welcome_email", "enq_par", "confirmed")
+			if n := len(w.crm.Records()); n != 1 {
+				t.Errorf("CRM holds %d records, want 1", n)
+			}
+			if n := len(w.mail.Messages()); n != 1 {
+				t.Errorf("%d emails, want 1", n)
+			}
+		})
+	}
+}
+
+func TestLedgerBusinessIdentity(t *testing.T) {
+	t.Parallel()
+	t.Run("TwoEventsOneOperation", func(t *testing.T) {
+		t.Parallel()
+		w := newWorld(t, worldOptions{})
+		w.deliver(checkout{eventID: "evt_a", enquiry: "enq_same", amount: 10})
+		w.deliver(checkout{eventID: "evt_b", enquiry: "enq_same", amount: 10})
+		a := w.waitFor("open_opportunity", "enq_same", "confirmed")
+		w.waitFor("send_welcome_email", "enq_same", "confirmed")
+		if n := len(w.crm.Records()); n != 1 {
+			t.Errorf("CRM holds %d records, want 1", n)
+		}
+		if evs := w.detail(a.ID)["events"].([]any); len(evs) != 2 {
+			t.Errorf("action links %d events, want both", len(evs))
+		}
+	})
+	t.Run("OneCustomerTwoEnquiries", func(t *testing.T) {
+		t.Parallel()
+		w := newWorld(t, worldOptions{})
+		w.deliver(checkout{eventID: "evt_x", enquiry: "enq_x", email: "same@example.com"})
+		w.deliver(checkout{eventID: "evt_y", enquiry: "enq_y", email: "same@example.com"})
+		x := w.waitFor("open_opportunity", "enq_x", "confirmed")
+		y := w.waitFor("open_opportunity", "enq_y", "confirmed")
+		if x.OperationKey == y.OperationKey {
+			t.Errorf("two enquiries share operation key %s", x.OperationKey)
+		}
+		if n := len(w.crm.Records()); n != 2 {
+			t.Errorf("CRM holds %d records, want 2", n)
+		}
+	})
+}
+
+func TestLedgerConflicts(t *testing.T) {
+	t.Parallel()
+	t.Run("ChangedPayloadUnderKnownDelivery", func(t *testing.T) {
+		t.Parallel()
+		w := newWorld(t, worldOptions{})
+		first := w.deliver(checkout{eventID: "evt_chg", enquiry: "enq_chg", amount: 100})
+		w.waitFor("open_opportunity", "enq_chg", "confirmed")
+		again := w.deliver(checkout{eventID: "evt_chg", enquiry: "enq_chg", amount: 999})
+		if again["duplicate"] != true || again["event_id"] != first["event_id"] {
+			t.Fatalf("changed repeat answered %v", again)
+		}
+		ev := w.waitEvent(first["event_id"].(string))
+		if ev["conflict"] != true || len(ev["conflicting_bodies"].([]any)) != 1 {
+			t.Errorf("event not flagged as a conflict: %v", ev)
+		}
+		w.waitFor("send_welcome_email", "enq_chg", "confirmed")
+		if recs := w.crm.Records(); len(recs) != 1 || fmt.Sprint(recs[0].Fields["amount"]) != "100" {
+			t.Errorf("CRM records %+v; want one with the original amount", recs)
+		}
+	})
+	t.Run("ChangedParamsForKnownOperation", func(t *testing.T) {
+		t.Parallel()
+		w := newWorld(t, worldOptions{})
+		w.deliver(checkout{eventID: "evt_p1", enquiry: "enq_p", amount: 100})
+		w.waitFor("open_opportunity", "enq_p", "confirmed")
+		second := w.deliver(checkout{eventID: "evt_p2", enquiry: "enq_p", amount: 250})
+		ev := w.waitEvent(second["event_id"].(string))
+		if ev["status"] != "conflict" {
+			t.Errorf("event with different params has status %v, want conflict", ev["status"])
+		}
+		a := w.actions("open_opportunity")[0]
+		evs := w.detail(a.ID)["events"].([]any)
+		if len(evs) != 2 {
+			t.Fatalf("action shows %d events, want both parameter sets", len(evs))
+		}
+		var amounts []any
+		for _, e := range evs {
+			amounts = append(amounts, e.(map[string]any)["params"].(map[string]any)["amount"])
+		}
+		if amounts[0] != float64(100) || amounts[1] != float64(250) {
+			t.Errorf("parameter sets side by side = %v, want [100 250]", amounts)
+		}
+		if n := len(w.crm.Records()); n != 1 {
+			t.Errorf("CRM holds %d records, want 1", n)
+		}
+	})
+	t.Run("ChangedParamsBeforePerforming", func(t *testing.T) {
+		t.Parallel()
+		w := newWorld(t, worldOptions{noEngine: true})
+		w.deliver(checkout{eventID: "evt_q1", enquiry: "enq_q", amount: 100})
+		w.deliver(checkout{eventID: "evt_q2", enquiry: "enq_q", amount: 250})
+		w.startEngine(0)
+		a := w.waitFor("open_opportunity", "enq_q", "failed")
+		if !strings.Contains(a.Reason, "conflict") {
+			t.Errorf("reason %q, want the conflict named", a.Reason)
+		}
+		if n := len(w.crm.Records()); n != 0 {
+			t.Errorf("CRM holds %d records; a conflict must wait for a person", n)
+		}
+	})
+}
+
+func TestLedgerOrderingAndCancellation(t *testing.T) {
+	t.Parallel()
+	t.Run("OlderEventAfterNewer", func(t *testing.T) {
+		t.Parallel()
+		w := newWorld(t, worldOptions{})
+		w.deliver(checkout{eventID: "evt_new", sessionID: "cs_1", enquiry: "enq_new", created: 2000})
+		w.waitFor("open_opportunity", "enq_new", "confirmed")
+		old := w.deliver(checkout{eventID: "evt_old", sessionID: "cs_1", enquiry: "enq_old", created: 1000})
+		if ev := w.waitEvent(old["event_id"].(string)); ev["status"] != "stale" {
+			t.Errorf("older event status %v, want stale", ev["status"])
+		}
+		if n := len(w.actions("open_opportunity")); n != 1 {
+			t.Errorf("%d actions; the stale event must start none", n)
+		}
+		if n := len(w.crm.Records()); n != 1 {
+			t.Errorf("CRM holds %d records, want 1", n)
+		}
+	})
+	t.Run("OlderEventAfterCancellation", func(t *testing.T) {
+		t.Parallel()
+		w := newWorld(t, worldOptions{noEngine: true})
+		w.deliver(checkout{eventID: "evt_o1", sessionID: "cs_2", enquiry: "enq_c", created: 1000})
+		w.deliver(checkout{eventID: "evt_cancel", sessionID: "cs_2", enquiry: "enq_c", created: 3000, typ: "checkout.session.expired"})
+		w.startEngine(0)
+		w.waitFor("open_opportunity", "enq_c", "cancelled")
+		late := w.deliver(checkout{eventID: "evt_o2", sessionID: "cs_2", enquiry: "enq_c", created: 2000})
+		if ev := w.waitEvent(late["event_id"].(string)); ev["status"] != "stale" {
+			t.Errorf("late event status %v, want stale", ev["status"])
+		}
+		a := w.actions("open_opportunity")
+		if len(a) != 1 || a[0].State != "cancelled" {
+			t.Errorf("actions %+v; the cancelled one must stay cancelled", a)
+		}
+		if n := len(w.crm.Records()); n != 0 {
+			t.Errorf("CRM holds %d records, want 0", n)
+		}
+	})
+}
+
+var _ = sandbox.Fault{}

@@ -1,0 +1,207 @@
+package oncehook
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/oncehook/oncehook/db"
+)
+
+// ActionFilter selects actions for a queue page or the API. Empty fields match all.
+type ActionFilter struct {
+	States      []string
+	Source      string
+	Name        string
+	Owner       string
+	Destination string
+	Client      string
+	Q           string // business key, operation key, external ref or source event id
+	Limit       int
+	Cursor      string // from the previous page's NextCursor
+}
+
+// ActionPage is one page of actions, newest first.
+type ActionPage struct {
+	Actions    []db.Action
+	NextCursor string
+}
+
+// ListActions returns one page of actions, by keyset pagination on the id.
+func (r *Review) ListActions(ctx context.Context, f ActionFilter) (ActionPage, error) {
+	limit := f.Limit
+	if limit <= 0 || limit > 500 {
+		limit = 50
+	}
+	before, err := parseCursor(f.Cursor)
+	if err != nil {
+		return ActionPage{}, err
+	}
+	states := f.States
+	if states == nil {
+		states = []string{}
+	}
+	rows, err := db.New(r.pool).ActionList(ctx, db.ActionListParams{
+		States: states, Source: f.Source, Name: f.Name, Owner: f.Owner, Destination: f.Destination,
+		Client: f.Client, Q: f.Q, BeforeID: before, MaxRows: int32(limit),
+	})
+	if err != nil {
+		return ActionPage{}, fmt.Errorf("list actions: %w", err)
+	}
+	page := ActionPage{Actions: rows}
+	if len(rows) == limit {
+		page.NextCursor = strconv.FormatInt(rows[len(rows)-1].ID, 10)
+	}
+	return page, nil
+}
+
+func parseCursor(c string) (*int64, error) {
+	if c == "" {
+		return nil, nil
+	}
+	id, err := strconv.ParseInt(c, 10, 64)
+	if err != nil || id <= 0 {
+		return nil, Errorf(EINVALID, "The cursor %q is not one this server gave out.", c)
+	}
+	return &id, nil
+}
+
+// ActionDetail is an action with everything that explains it.
+type ActionDetail struct {
+	Action   db.Action
+	Events   []db.ActionEventListRow
+	Attempts []db.Attempt
+	Audit    []db.Audit
+}
+
+// GetAction returns one action with its events, attempts and audit trail.
+func (r *Review) GetAction(ctx context.Context, id int64) (ActionDetail, error) {
+	q := db.New(r.pool)
+	a, err := q.ActionGet(ctx, id)
+	if db.IsNotFound(err) {
+		return ActionDetail{}, Errorf(ENOTFOUND, "Action %d does not exist.", id)
+	}
+	if err != nil {
+		return ActionDetail{}, fmt.Errorf("read action: %w", err)
+	}
+	d := ActionDetail{Action: a}
+	if d.Events, err = q.ActionEventList(ctx, db.ActionEventListParams{Client: a.Client, ActionID: a.ID}); err != nil {
+		return d, fmt.Errorf("read action events: %w", err)
+	}
+	if d.Attempts, err = q.AttemptList(ctx, db.AttemptListParams{Client: a.Client, ActionID: a.ID}); err != nil {
+		return d, fmt.Errorf("read attempts: %w", err)
+	}
+	if d.Audit, err = q.AuditList(ctx, db.AuditListParams{Client: a.Client, ActionID: a.ID}); err != nil {
+		return d, fmt.Errorf("read audit: %w", err)
+	}
+	return d, nil
+}
+
+// EventFilter selects events.
+type EventFilter struct {
+	Source, Status string
+	Limit          int
+	Cursor         string
+}
+
+// EventPage is one page of events, newest first.
+type EventPage struct {
+	Events     []db.EventListRow
+	NextCursor string
+}
+
+// ListEvents returns one page of events.
+func (r *Review) ListEvents(ctx context.Context, f EventFilter) (EventPage, error) {
+	limit := f.Limit
+	if limit <= 0 || limit > 500 {
+		limit = 50
+	}
+	before, err := parseCursor(f.Cursor)
+	if err != nil {
+		return EventPage{}, err
+	}
+	rows, err := db.New(r.pool).EventList(ctx, db.EventListParams{Source: f.Source, Status: f.Status, BeforeID: before, MaxRows: int32(limit)})
+	if err != nil {
+		return EventPage{}, fmt.Errorf("list events: %w", err)
+	}
+	page := EventPage{Events: rows}
+	if len(rows) == limit {
+		page.NextCursor = strconv.FormatInt(rows[len(rows)-1].ID, 10)
+	}
+	return page, nil
+}
+
+// EventDetail is an event with its conflicting bodies and the actions it asked for.
+type EventDetail struct {
+	Event     db.Event
+	Conflicts []db.EventConflict
+	Actions   []db.Action
+}
+
+// GetEvent returns one event with what hangs off it.
+func (r *Review) GetEvent(ctx context.Context, id int64) (EventDetail, error) {
+	q := db.New(r.pool)
+	ev, err := q.EventGet(ctx, id)
+	if db.IsNotFound(err) {
+		return EventDetail{}, Errorf(ENOTFOUND, "Event %d does not exist.", id)
+	}
+	if err != nil {
+		return EventDetail{}, fmt.Errorf("read event: %w", err)
+	}
+	d := EventDetail{Event: ev}
+	if d.Conflicts, err = q.EventConflictList(ctx, db.EventConflictListParams{Client: ev.Client, EventID: ev.ID}); err != nil {
+		return d, fmt.Errorf("read conflicting bodies: %w", err)
+	}
+	if d.Actions, err = q.ActionListByEvent(ctx, db.ActionListByEventParams{Client: ev.Client, EventID: ev.ID}); err != nil {
+		return d, fmt.Errorf("read event's actions: %w", err)
+	}
+	return d, nil
+}
+
+// StateCount is how many actions are in a state and how old the oldest is.
+type StateCount struct {
+	State  string
+	Count  int64
+	Oldest time.Time
+}
+
+// Summary counts actions by state.
+func (r *Review) Summary(ctx context.Context) ([]StateCount, error) {
+	rows, err := db.New(r.pool).ActionCountByState(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("count actions: %w", err)
+	}
+	out := make([]StateCount, 0, len(rows))
+	for _, row := range rows {
+		out = append(out, StateCount{State: row.State, Count: row.N, Oldest: row.Oldest})
+	}
+	return out, nil
+}
+
+// DestinationStatus is a configured destination with its connection state.
+type DestinationStatus struct {
+	Name, Type, Status, Reason, Owner string
+	Held                              int64
+}
+
+// Destinations lists every configured destination with its status and held count.
+func (r *Review) Destinations(ctx context.Context) ([]DestinationStatus, error) {
+	rows, err := db.New(r.pool).DestinationList(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list destinations: %w", err)
+	}
+	byName := map[string]db.DestinationListRow{}
+	for _, row := range rows {
+		byName[row.Name] = row
+	}
+	out := make([]DestinationStatus, 0, len(r.cfg.Destinations))
+	for _, d := range r.cfg.Destinations {
+		s := DestinationStatus{Name: d.Name, Type: d.Type, Status: "connected", Owner: d.Owner}
+		if row, ok := byName[d.Name]; ok {
+			s.Status, s.Reason, s.Held = row.Status, row.Reason, row.Held
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}

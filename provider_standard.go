@@ -1,0 +1,91 @@
+package oncehook
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"strings"
+	"time"
+)
+
+// verifyStandardWebhooks checks webhook-signature, a space-separated list of
+// "v1,<base64>" HMAC-SHA256 of id + "." + timestamp + "." + body. The key is the base64
+// after the whsec_ prefix. The id is part of the signed content, so a missing id is only
+// reported as such when the signature over an empty id holds.
+func verifyStandardWebhooks(p VerifyParams) (Delivery, error) {
+	header := p.Header.Get("webhook-signature")
+	if header == "" {
+		return Delivery{}, errSignature("missing webhook-signature header")
+	}
+	ts := p.Header.Get("webhook-timestamp")
+	if ts == "" {
+		return Delivery{}, errSignature("missing webhook-timestamp header")
+	}
+	at, ok := parseUnixSeconds(ts)
+	if !ok {
+		return Delivery{}, errSignature("malformed webhook-timestamp header")
+	}
+	sigs := parseStandardSignatures(header)
+	if len(sigs) == 0 {
+		return Delivery{}, errSignature("no v1 signature in webhook-signature header")
+	}
+	id := p.Header.Get("webhook-id")
+	dot := []byte(".")
+	if err := checkHMAC(p.Secrets, standardKey, sigs, []byte(id), dot, []byte(ts), dot, p.Body); err != nil {
+		return Delivery{}, err
+	}
+	if err := checkTolerance(at, verifyNow(p), p.Tolerance); err != nil {
+		return Delivery{}, err
+	}
+
+	if id == "" {
+		return Delivery{}, Errorf(EINVALID, "missing webhook-id header")
+	}
+	var body struct {
+		Type      json.RawMessage `json:"type"`
+		Timestamp json.RawMessage `json:"timestamp"`
+	}
+	if err := decodeJSONObject(p.Body, &body); err != nil {
+		return Delivery{}, err
+	}
+	// The payload's own timestamp is when the event happened; webhook-timestamp is
+	// when this attempt was signed, which moves on every retry.
+	occurred := at
+	if t, err := time.Parse(time.RFC3339, jsonString(body.Timestamp)); err == nil {
+		occurred = t.UTC()
+	}
+	return Delivery{
+		ID:         id,
+		Type:       jsonString(body.Type),
+		OccurredAt: occurred,
+		Headers:    keepHeaders(p.Header, "webhook-id", "webhook-timestamp"),
+		Payload:    p.Body,
+	}, nil
+}
+
+// parseStandardSignatures returns the decodable v1 signatures. Other versions (v1a is
+// the asymmetric scheme) and unreadable entries are skipped, as the specification
+// asks, so a sender may add schemes without breaking receivers.
+func parseStandardSignatures(header string) [][]byte {
+	var sigs [][]byte
+	for entry := range strings.FieldsSeq(header) {
+		version, value, ok := strings.Cut(entry, ",")
+		if !ok || version != "v1" {
+			continue
+		}
+		if sig, err := base64.StdEncoding.DecodeString(value); err == nil && len(sig) == sha256.Size {
+			sigs = append(sigs, sig)
+		}
+	}
+	return sigs
+}
+
+// standardKey decodes a whsec_ secret; one that is not base64 yields nil and so never
+// matches rather than failing the whole request.
+func standardKey(secret string) []byte {
+	key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, "whsec_"))
+	if err != nil {
+		return nil
+	}
+	return key
+}

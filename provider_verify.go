@@ -1,0 +1,164 @@
+package oncehook
+
+import (
+	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+	"unicode/utf8"
+)
+
+// Verify checks that p.Body was signed by p.Provider with one of p.Secrets and returns
+// what the request says about itself. The signature is checked on the raw bytes before
+// anything is parsed, so an unsigned body is never even decoded.
+//
+// Errors are *Error values:
+//   - EUNAUTHORIZED: the signature header is missing or malformed, no configured secret
+//     produced it, no secret is configured at all, or the signed timestamp is further
+//     than p.Tolerance from p.Now (either direction; a zero tolerance skips the check).
+//   - EINVALID: the provider is unknown, or the request is properly signed but carries no
+//     delivery id or its body is not a JSON object.
+//
+// Messages are plain sentences that never contain a secret or an expected signature.
+// A zero p.Now means the current time.
+func Verify(p VerifyParams) (Delivery, error) {
+	switch p.Provider {
+	case ProviderStripe:
+		return verifyStripe(p)
+	case ProviderGitHub:
+		return verifyGitHub(p)
+	case ProviderShopify:
+		return verifyShopify(p)
+	case ProviderStandardWebhooks:
+		return verifyStandardWebhooks(p)
+	}
+	return Delivery{}, Errorf(EINVALID, "unknown provider %q", p.Provider)
+}
+
+func errSignature(format string, args ...any) *Error {
+	return Errorf(EUNAUTHORIZED, format, args...)
+}
+
+// literalKey keys the HMAC with the secret string itself, as Stripe (whsec_ prefix
+// included), GitHub and Shopify do.
+func literalKey(secret string) []byte { return []byte(secret) }
+
+// checkHMAC succeeds when one of sigs is the HMAC-SHA256 of the concatenated parts under
+// the key of one of secrets. Every secret is tried because several are live during a
+// rotation; empty secrets are skipped so a trailing comma in the config cannot become
+// an empty key. keyOf returns nil for a secret that cannot be a key; it never matches.
+// The MAC is computed once per secret, so the work is linear in the number of sigs.
+func checkHMAC(secrets []string, keyOf func(string) []byte, sigs [][]byte, parts ...[]byte) error {
+	configured := false
+	for _, secret := range secrets {
+		if secret == "" {
+			continue
+		}
+		configured = true
+		key := keyOf(secret)
+		if len(key) == 0 {
+			continue
+		}
+		mac := hmac.New(sha256.New, key)
+		for _, part := range parts {
+			mac.Write(part)
+		}
+		want := mac.Sum(nil)
+		for _, sig := range sigs {
+			if hmac.Equal(sig, want) { // constant time for equal lengths
+				return nil
+			}
+		}
+	}
+	if !configured {
+		// Fail closed: a source without a secret must not accept anything.
+		return errSignature("no signing secret is configured for this source")
+	}
+	return errSignature("signature does not match any configured secret")
+}
+
+// checkTolerance refuses a signed timestamp too far in the past (a replay) or in the
+// future (a clock far off, or a signature minted to be replayed later).
+func checkTolerance(signed, now time.Time, tolerance time.Duration) error {
+	if tolerance <= 0 {
+		return nil
+	}
+	// Sub saturates instead of overflowing, so absurd timestamps stay refused.
+	if d := now.Sub(signed); d > tolerance || d < -tolerance {
+		return errSignature("timestamp outside the %s tolerance", tolerance)
+	}
+	return nil
+}
+
+func verifyNow(p VerifyParams) time.Time {
+	if p.Now.IsZero() {
+		return time.Now()
+	}
+	return p.Now
+}
+
+// parseUnixSeconds accepts plain decimal digits only: a sign or spaces would let two
+// different strings name the same instant, and the string itself is what is signed.
+func parseUnixSeconds(s string) (time.Time, bool) {
+	if s == "" || len(s) > 18 {
+		return time.Time{}, false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return time.Time{}, false
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return time.Time{}, false
+	}
+	return time.Unix(n, 0).UTC(), true
+}
+
+// decodeJSONObject decodes a signed body that must be a JSON object. encoding/json
+// refuses nesting deeper than 10000 levels with an error, so hostile bodies cannot
+// exhaust the stack.
+func decodeJSONObject(body []byte, v any) error {
+	trimmed := bytes.TrimLeft(body, " \t\r\n")
+	switch {
+	case len(trimmed) == 0:
+		return Errorf(EINVALID, "the body is empty")
+	case !utf8.Valid(body):
+		return Errorf(EINVALID, "the body is not valid UTF-8")
+	case trimmed[0] != '{':
+		return Errorf(EINVALID, "the body is not a JSON object")
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		return &Error{Code: EINVALID, Message: "the body is not a valid JSON object", Err: fmt.Errorf("decode body: %w", err)}
+	}
+	return nil
+}
+
+// jsonString returns raw when it is a JSON string and "" for anything else, so a
+// field of an unexpected type reads as absent instead of failing the whole body.
+func jsonString(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return ""
+	}
+	return s
+}
+
+// keepHeaders copies the named identity headers that are present, keyed by canonical
+// name; nil when there are none.
+func keepHeaders(h http.Header, names ...string) map[string]string {
+	var kept map[string]string
+	for _, name := range names {
+		if v := h.Get(name); v != "" {
+			if kept == nil {
+				kept = make(map[string]string, len(names))
+			}
+			kept[http.CanonicalHeaderKey(name)] = v
+		}
+	}
+	return kept
+}

@@ -1,0 +1,215 @@
+-- name: ActionInsert :one
+-- Creates the action for an operation identity unless it exists. A successor waits
+-- (next_attempt_at far in the future) until its predecessor is confirmed; an action for a
+-- disconnected destination starts held.
+INSERT INTO actions (client, environment, source, name, business_key, key_parts, operation_key,
+                     destination, params, params_sha256, state, reason, owner, after_id, resource,
+                     occurred_at, max_attempts, give_up_at, next_attempt_at)
+SELECT @client, @environment, @source, @name, @business_key, @key_parts, @operation_key,
+       @destination, @params, @params_sha256,
+       CASE WHEN d.status = 'disconnected' THEN 'held' ELSE 'pending' END,
+       CASE WHEN d.status = 'disconnected' THEN 'destination ' || @destination || ' is disconnected'
+            WHEN sqlc.narg(after_id)::bigint IS NOT NULL AND p.state IS DISTINCT FROM 'confirmed'
+                 THEN 'waiting for ' || coalesce(p.name, 'its predecessor')
+            ELSE '' END,
+       @owner, sqlc.narg(after_id)::bigint, @resource, sqlc.narg(occurred_at)::timestamptz,
+       @max_attempts, now() + make_interval(secs => @within_seconds::double precision),
+       CASE WHEN sqlc.narg(after_id)::bigint IS NULL OR p.state IN ('confirmed', 'resolved') THEN now()
+            ELSE '9999-12-31 00:00:00+00'::timestamptz END
+FROM (SELECT 1) one
+LEFT JOIN destinations d ON d.name = @destination
+LEFT JOIN actions p ON p.client = @client AND p.id = sqlc.narg(after_id)::bigint
+ON CONFLICT (client, operation_key) DO NOTHING
+RETURNING id;
+
+-- name: ActionGetByOperationKey :one
+SELECT * FROM actions WHERE client = @client AND operation_key = @operation_key;
+
+-- name: ActionGet :one
+SELECT * FROM actions WHERE id = @id;
+
+-- name: ActionGetForUpdate :one
+SELECT * FROM actions WHERE client = @client AND id = @id FOR UPDATE;
+
+-- name: ActionEventLink :exec
+INSERT INTO action_events (client, action_id, event_id, params, params_sha256, conflict)
+VALUES (@client, @action_id, @event_id, @params, @params_sha256, @conflict)
+ON CONFLICT (client, action_id, event_id) DO NOTHING;
+
+-- name: ActionEventList :many
+SELECT ae.event_id, ae.params, ae.conflict, ae.linked_at, e.source, e.source_event_id, e.type,
+       e.status, e.deliveries, e.conflict AS event_conflict, e.received_at
+FROM action_events ae
+JOIN events e ON e.client = ae.client AND e.id = ae.event_id
+WHERE ae.client = @client AND ae.action_id = @action_id
+ORDER BY ae.linked_at, ae.event_id;
+
+-- name: ActionListByEvent :many
+SELECT a.* FROM action_events ae
+JOIN actions a ON a.client = ae.client AND a.id = ae.action_id
+WHERE ae.client = @client AND ae.event_id = @event_id
+ORDER BY a.id;
+
+-- name: ActionFailConflict :exec
+-- A new event asked for this operation with different params: a person decides.
+UPDATE actions
+SET state = 'failed', reason = @reason, next_attempt_at = now(), updated_at = now()
+WHERE client = @client AND id = @id AND state IN ('pending', 'retrying', 'held', 'uncertain');
+
+-- name: ActionCancelByResource :many
+-- A cancelling event: actions of the resource that have not been performed yet.
+UPDATE actions
+SET state = 'cancelled', reason = @reason, updated_at = now(), next_attempt_at = now()
+WHERE client = @client AND source = @source AND resource = @resource
+  AND name = ANY(@names::text[]) AND state IN ('pending', 'retrying', 'held')
+RETURNING id;
+
+-- name: ActionClaim :many
+-- Claims due work under a lease. Pending and retrying actions are called; uncertain
+-- ones are reconciled. Actions of a disconnected destination are left alone.
+WITH due AS (
+    SELECT a.client, a.id, a.state
+    FROM actions a
+    WHERE a.state IN ('pending', 'retrying', 'uncertain')
+      AND a.next_attempt_at <= now()
+      AND NOT EXISTS (SELECT 1 FROM destinations d
+                      WHERE d.name = a.destination AND d.status = 'disconnected')
+    ORDER BY a.next_attempt_at, a.id
+    LIMIT @max_actions
+    FOR UPDATE OF a SKIP LOCKED
+)
+UPDATE actions a
+SET state = 'processing', claimed_from = due.state, lease_owner = @worker,
+    lease_expires_at = now() + make_interval(secs => @lease_seconds::double precision),
+    updated_at = now()
+FROM due
+WHERE a.client = due.client AND a.id = due.id
+RETURNING a.*;
+
+-- name: ActionRenewLease :execrows
+UPDATE actions
+SET lease_expires_at = now() + make_interval(secs => @lease_seconds::double precision)
+WHERE client = @client AND id = @id AND state = 'processing' AND lease_owner = @worker;
+
+-- name: ActionStartCall :one
+-- Counts the attempt on the action, only while this worker still holds the lease.
+UPDATE actions
+SET attempts = attempts + 1, first_attempt_at = coalesce(first_attempt_at, now()),
+    last_attempt_at = now(), updated_at = now()
+WHERE client = @client AND id = @id AND state = 'processing' AND lease_owner = @worker
+RETURNING attempts, first_attempt_at;
+
+-- name: ActionRecord :execrows
+-- Records a decision, only while this worker still holds the lease.
+UPDATE actions
+SET state = @state, reason = @reason, next_attempt_at = @next_attempt_at,
+    external_ref = CASE WHEN @external_ref::text <> '' THEN @external_ref ELSE external_ref END,
+    result = coalesce(sqlc.narg(result)::jsonb, result),
+    owner = CASE WHEN @owner::text <> '' THEN @owner ELSE owner END,
+    lease_owner = NULL, lease_expires_at = NULL, updated_at = now()
+WHERE client = @client AND id = @id AND state = 'processing' AND lease_owner = @worker;
+
+-- name: ActionReleaseSuccessors :exec
+-- The predecessor is confirmed: its waiting successors become due.
+UPDATE actions
+SET next_attempt_at = now(), reason = '', updated_at = now()
+WHERE client = @client AND after_id = @after_id AND state = 'pending'
+  AND next_attempt_at = '9999-12-31 00:00:00+00'::timestamptz;
+
+-- name: ActionRecoverLeases :many
+-- Expired leases: a call that was started may have reached the destination, so it
+-- becomes uncertain; a claim that never started a call is safe to run again.
+WITH expired AS (
+    SELECT a.client, a.id, a.claimed_from,
+           EXISTS (SELECT 1 FROM attempts t
+                   WHERE t.client = a.client AND t.action_id = a.id
+                     AND t.status = 'started' AND t.kind = 'call') AS call_started
+    FROM actions a
+    WHERE a.state = 'processing' AND a.lease_expires_at < now()
+    ORDER BY a.lease_expires_at
+    LIMIT 100
+    FOR UPDATE OF a SKIP LOCKED
+)
+UPDATE actions a
+SET state = CASE WHEN expired.call_started OR expired.claimed_from = 'uncertain' THEN 'uncertain'
+                 ELSE expired.claimed_from END,
+    reason = CASE WHEN expired.call_started
+                  THEN 'a worker stopped after starting the call; reconcile before any repeat'
+                  ELSE a.reason END,
+    lease_owner = NULL, lease_expires_at = NULL, next_attempt_at = now(), updated_at = now()
+FROM expired
+WHERE a.client = expired.client AND a.id = expired.id
+RETURNING a.client, a.id, a.state, expired.call_started;
+
+-- name: ActionReleaseLeases :many
+-- A worker shutting down hands back the claims it never started.
+UPDATE actions a
+SET state = a.claimed_from, lease_owner = NULL, lease_expires_at = NULL, updated_at = now()
+WHERE a.state = 'processing' AND a.lease_owner = @worker
+  AND NOT EXISTS (SELECT 1 FROM attempts t WHERE t.client = a.client AND t.action_id = a.id
+                  AND t.status = 'started' AND t.kind = 'call')
+RETURNING a.id;
+
+-- name: ActionHoldDestination :many
+UPDATE actions
+SET state = 'held', reason = @reason, updated_at = now()
+WHERE destination = @destination AND state IN ('pending', 'retrying')
+RETURNING id;
+
+-- name: ActionReleaseHeld :many
+UPDATE actions
+SET state = 'pending', reason = '', next_attempt_at = now(), updated_at = now()
+WHERE destination = @destination AND state = 'held'
+RETURNING id;
+
+-- name: ActionManualRetry :one
+-- A person asks for a retry: same operation key, a fresh budget.
+UPDATE actions
+SET state = 'pending', reason = @reason, next_attempt_at = now(),
+    max_attempts = attempts + @budget_attempts,
+    give_up_at = now() + make_interval(secs => @within_seconds::double precision),
+    updated_at = now()
+WHERE client = @client AND id = @id AND state IN ('failed', 'uncertain')
+RETURNING *;
+
+-- name: ActionManualReconcile :one
+UPDATE actions
+SET state = 'uncertain', reason = @reason, next_attempt_at = now(), updated_at = now()
+WHERE client = @client AND id = @id AND state IN ('failed', 'uncertain')
+RETURNING *;
+
+-- name: ActionClose :one
+-- Resolve or cancel by a person: never while a worker holds it, never twice.
+UPDATE actions
+SET state = @state, reason = @reason,
+    external_ref = CASE WHEN @external_ref::text <> '' THEN @external_ref ELSE external_ref END,
+    next_attempt_at = now(), updated_at = now()
+WHERE client = @client AND id = @id
+  AND state IN ('pending', 'retrying', 'held', 'uncertain', 'failed')
+RETURNING *;
+
+-- name: ActionAssign :one
+UPDATE actions SET owner = @owner, updated_at = now()
+WHERE client = @client AND id = @id
+RETURNING *;
+
+-- name: ActionList :many
+-- Keyset pagination, newest first. Empty filters match everything.
+SELECT * FROM actions a
+WHERE (cardinality(@states::text[]) = 0 OR a.state = ANY(@states::text[]))
+  AND (@source::text = '' OR a.source = @source)
+  AND (@name::text = '' OR a.name = @name)
+  AND (@owner::text = '' OR a.owner = @owner)
+  AND (@destination::text = '' OR a.destination = @destination)
+  AND (@client::text = '' OR a.client = @client)
+  AND (@q::text = '' OR a.business_key = @q OR a.operation_key = @q OR a.external_ref = @q
+       OR a.business_key ILIKE '%' || @q || '%'
+       OR EXISTS (SELECT 1 FROM action_events ae JOIN events e ON e.client = ae.client AND e.id = ae.event_id
+                  WHERE ae.client = a.client AND ae.action_id = a.id AND e.source_event_id = @q))
+  AND (sqlc.narg(before_id)::bigint IS NULL OR a.id < sqlc.narg(before_id)::bigint)
+ORDER BY a.id DESC
+LIMIT @max_rows;
+
+-- name: ActionCountByState :many
+SELECT state, count(*)::bigint AS n, min(created_at)::timestamptz AS oldest
+FROM actions GROUP BY state;

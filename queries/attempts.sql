@@ -1,0 +1,19 @@
+-- name: AttemptStart :one
+INSERT INTO attempts (client, action_id, kind, operation_key, worker)
+VALUES (@client, @action_id, @kind, @operation_key, @worker)
+RETURNING id;
+
+-- name: AttemptFinish :exec
+UPDATE attempts
+SET status = 'finished', observed = @observed, http_status = sqlc.narg(http_status),
+    error = @error, evidence = @evidence, finished_at = now()
+WHERE client = @client AND id = @id;
+
+-- name: AttemptAbandonStarted :exec
+-- Recovery: the worker that started these is gone; the action says what happens next.
+UPDATE attempts
+SET status = 'abandoned', observed = 'lease expired', finished_at = now()
+WHERE client = @client AND action_id = @action_id AND status = 'started';
+
+-- name: AttemptList :many
+SELECT * FROM attempts WHERE client = @client AND action_id = @action_id ORDER BY id;

@@ -1,0 +1,18 @@
+-- name: ResourceEnsure :exec
+INSERT INTO resources (client, source, resource) VALUES (@client, @source, @resource)
+ON CONFLICT (client, source, resource) DO NOTHING;
+
+-- name: ResourceGetForUpdate :one
+SELECT * FROM resources WHERE client = @client AND source = @source AND resource = @resource
+FOR UPDATE;
+
+-- name: ResourceSeen :exec
+UPDATE resources
+SET last_occurred_at = greatest(last_occurred_at, sqlc.narg(occurred_at)::timestamptz)
+WHERE client = @client AND source = @source AND resource = @resource;
+
+-- name: ResourceCancel :exec
+UPDATE resources
+SET cancelled_at = coalesce(cancelled_at, sqlc.narg(occurred_at)::timestamptz, now()),
+    last_occurred_at = greatest(last_occurred_at, sqlc.narg(occurred_at)::timestamptz)
+WHERE client = @client AND source = @source AND resource = @resource;

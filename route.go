@@ -1,0 +1,351 @@
+package oncehook
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/oncehook/oncehook/db"
+)
+
+// RouteBatch claims up to n received events and turns each into actions, in one
+// short transaction. It returns how many events it routed.
+func (e *Engine) RouteBatch(ctx context.Context, n int) (int, error) {
+	var routed, created int
+	err := db.WithTx(ctx, e.pool, func(q *db.Queries) error {
+		events, err := q.EventClaimReceived(ctx, int32(n))
+		if err != nil {
+			return fmt.Errorf("claim events: %w", err)
+		}
+		for _, ev := range events {
+			r, err := e.routeEvent(ctx, q, ev)
+			if err != nil {
+				return fmt.Errorf("route event %d: %w", ev.ID, err)
+			}
+			created += r.created
+			if err := q.EventSetStatus(ctx, db.EventSetStatusParams{
+				Client: ev.Client, ID: ev.ID, Status: r.status, Reason: r.reason(),
+			}); err != nil {
+				return fmt.Errorf("set event %d status: %w", ev.ID, err)
+			}
+		}
+		routed = len(events)
+		if created > 0 {
+			return q.Notify(ctx, channelActions)
+		}
+		return nil
+	})
+	return routed, err
+}
+
+// routing is what became of one event.
+type routing struct {
+	status  string
+	reasons []string
+	created int
+}
+
+func (r *routing) note(format string, args ...any) {
+	r.reasons = append(r.reasons, fmt.Sprintf(format, args...))
+}
+
+func (r *routing) reason() string { return strings.Join(r.reasons, "; ") }
+
+// routeEvent applies the source's rules to one event: cancellations first, then one
+// action per matching rule, predecessors before their successors.
+func (e *Engine) routeEvent(ctx context.Context, q *db.Queries, ev db.Event) (routing, error) {
+	r := routing{status: EventIgnored}
+	body := ev.Payload
+	if body == nil {
+		body = ev.Body
+	}
+	var doc any
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	if err := dec.Decode(&doc); err != nil {
+		r.note("the body is not a JSON document")
+		return r, nil
+	}
+	rules := e.rulesFor(ev.Source)
+	if len(rules) == 0 {
+		r.note("no action rule for source %s", ev.Source)
+		return r, nil
+	}
+	occurred := ev.OccurredAt
+	cancelled, err := e.applyCancellations(ctx, q, ev, doc, rules)
+	if err != nil {
+		return r, err
+	}
+	if cancelled > 0 {
+		r.status = EventRouted
+		r.note("cancelled %d pending action(s)", cancelled)
+	}
+	ids := map[string]int64{} // rule name -> action id, for successors
+	matched := false
+	for _, rule := range rules {
+		if !slices.Contains(rule.On, ev.Type) {
+			continue
+		}
+		matched = true
+		if err := e.routeRule(ctx, q, ev, doc, rule, occurred, ids, &r); err != nil {
+			return r, err
+		}
+	}
+	if !matched && cancelled == 0 {
+		r.note("no action rule for event type %q", ev.Type)
+	}
+	return r, nil
+}
+
+// routeRule creates (or finds) the action one rule asks for.
+func (e *Engine) routeRule(ctx context.Context, q *db.Queries, ev db.Event, doc any, rule ActionRule,
+	eventTime *time.Time, ids map[string]int64, r *routing) error {
+	parts := make([]string, 0, len(rule.Key))
+	for _, ptr := range rule.Key {
+		v, ok := PointerString(doc, ptr)
+		if !ok || v == "" {
+			r.note("%s: key field %s is missing", rule.Name, ptr)
+			return nil
+		}
+		parts = append(parts, v)
+	}
+	var afterID *int64
+	if rule.After != "" {
+		id, ok := ids[rule.After]
+		if !ok {
+			r.note("%s: waits for %s, which this event did not start", rule.Name, rule.After)
+			return nil
+		}
+		afterID = &id
+	}
+	resource, occurred := "", eventTime
+	if rule.Resource != "" {
+		resource, _ = PointerString(doc, rule.Resource)
+	}
+	if rule.OccurredAt != "" {
+		if t, ok := pointerTime(doc, rule.OccurredAt); ok {
+			occurred = &t
+		}
+	}
+	if resource != "" && occurred != nil {
+		stale, err := e.checkStale(ctx, q, ev, resource, *occurred)
+		if err != nil {
+			return err
+		}
+		if stale && !rule.ActOnStale {
+			if r.status == EventIgnored {
+				r.status = EventStale
+			}
+			r.note("%s: older than what was already processed for %s", rule.Name, resource)
+			return nil
+		}
+	}
+	params, err := renderParams(doc, rule.Params)
+	if err != nil {
+		return fmt.Errorf("render params for %s: %w", rule.Name, err)
+	}
+	sum := sha256.Sum256(params)
+	id := OperationIdentity{Client: ev.Client, Environment: ev.Environment, Name: rule.Name, KeyParts: parts}
+	keyParts, _ := json.Marshal(parts)
+	dest, _ := e.cfg.Destination(rule.Destination)
+	owner := rule.Owner
+	if owner == "" {
+		owner = dest.Owner
+	}
+	newID, err := q.ActionInsert(ctx, db.ActionInsertParams{
+		Client: ev.Client, Environment: ev.Environment, Source: ev.Source, Name: rule.Name,
+		BusinessKey: id.BusinessKey(), KeyParts: keyParts, OperationKey: id.OperationKey(),
+		Destination: rule.Destination, Params: params, ParamsSha256: sum[:], AfterID: afterID,
+		Owner: owner, Resource: resource, OccurredAt: occurred,
+		MaxAttempts: int32(rule.Retry.Attempts), WithinSeconds: rule.Retry.Within.Seconds(),
+	})
+	conflict := false
+	switch {
+	case err == nil:
+		r.created++
+	case db.IsNotFound(err):
+		existing, err := q.ActionGetByOperationKey(ctx, db.ActionGetByOperationKeyParams{
+			Client: ev.Client, OperationKey: id.OperationKey()})
+		if err != nil {
+			return fmt.Errorf("find existing action: %w", err)
+		}
+		newID = existing.ID
+		if !bytes.Equal(existing.ParamsSha256, sum[:]) {
+			conflict = true
+			if err := e.flagConflict(ctx, q, ev, existing); err != nil {
+				return err
+			}
+		}
+	default:
+		return fmt.Errorf("insert action %s: %w", rule.Name, err)
+	}
+	ids[rule.Name] = newID
+	if err := q.ActionEventLink(ctx, db.ActionEventLinkParams{
+		Client: ev.Client, ActionID: newID, EventID: ev.ID, Params: params,
+		ParamsSha256: sum[:], Conflict: conflict,
+	}); err != nil {
+		return fmt.Errorf("link event to action: %w", err)
+	}
+	switch {
+	case conflict:
+		r.status = EventConflict
+		r.note("%s: asks for operation %s with different params", rule.Name, id.BusinessKey())
+	case r.status != EventConflict:
+		r.status = EventRouted
+	}
+	return nil
+}
+
+// flagConflict puts an operation that a new event asked for with different params
+// in front of a person, unless it is already closed.
+func (e *Engine) flagConflict(ctx context.Context, q *db.Queries, ev db.Event, a db.Action) error {
+	reason := fmt.Sprintf("conflict: event %d (%s) asks for this operation with different params", ev.ID, ev.SourceEventID)
+	if err := q.ActionFailConflict(ctx, db.ActionFailConflictParams{Client: a.Client, ID: a.ID, Reason: reason}); err != nil {
+		return fmt.Errorf("flag conflict: %w", err)
+	}
+	return audit(ctx, q, a.Client, a.ID, "router", "conflict", reason, map[string]any{"event_id": ev.ID})
+}
+
+// checkStale locks the resource row and says whether the event is older than what
+// was already processed (or cancelled) for it; if not, it records the event's time.
+func (e *Engine) checkStale(ctx context.Context, q *db.Queries, ev db.Event, resource string, at time.Time) (bool, error) {
+	key := db.ResourceEnsureParams{Client: ev.Client, Source: ev.Source, Resource: resource}
+	if err := q.ResourceEnsure(ctx, key); err != nil {
+		return false, fmt.Errorf("ensure resource: %w", err)
+	}
+	res, err := q.ResourceGetForUpdate(ctx, db.ResourceGetForUpdateParams(key))
+	if err != nil {
+		return false, fmt.Errorf("lock resource: %w", err)
+	}
+	if res.CancelledAt != nil && !at.After(*res.CancelledAt) {
+		return true, nil
+	}
+	if res.LastOccurredAt != nil && at.Before(*res.LastOccurredAt) {
+		return true, nil
+	}
+	err = q.ResourceSeen(ctx, db.ResourceSeenParams{Client: ev.Client, Source: ev.Source, Resource: resource, OccurredAt: &at})
+	if err != nil {
+		return false, fmt.Errorf("record resource time: %w", err)
+	}
+	return false, nil
+}
+
+// applyCancellations cancels the not-yet-performed actions of the event's resource
+// for every rule that names this event type in cancelled_by.
+func (e *Engine) applyCancellations(ctx context.Context, q *db.Queries, ev db.Event, doc any, rules []ActionRule) (int, error) {
+	byResource := map[string][]string{} // resource pointer value -> rule names
+	for _, rule := range rules {
+		if rule.Resource == "" || !slices.Contains(rule.CancelledBy, ev.Type) {
+			continue
+		}
+		res, ok := PointerString(doc, rule.Resource)
+		if !ok || res == "" {
+			continue
+		}
+		byResource[res] = append(byResource[res], rule.Name)
+	}
+	total := 0
+	for res, names := range byResource {
+		var at *time.Time
+		for _, rule := range rules {
+			if rule.OccurredAt != "" && slices.Contains(names, rule.Name) {
+				if t, ok := pointerTime(doc, rule.OccurredAt); ok {
+					at = &t
+					break
+				}
+			}
+		}
+		if at == nil {
+			at = ev.OccurredAt
+		}
+		key := db.ResourceEnsureParams{Client: ev.Client, Source: ev.Source, Resource: res}
+		if err := q.ResourceEnsure(ctx, key); err != nil {
+			return 0, fmt.Errorf("ensure resource: %w", err)
+		}
+		if err := q.ResourceCancel(ctx, db.ResourceCancelParams{Client: ev.Client, Source: ev.Source, Resource: res, OccurredAt: at}); err != nil {
+			return 0, fmt.Errorf("record cancellation: %w", err)
+		}
+		ids, err := q.ActionCancelByResource(ctx, db.ActionCancelByResourceParams{
+			Client: ev.Client, Source: ev.Source, Resource: res, Names: names,
+			Reason: fmt.Sprintf("cancelled by event %d (%s)", ev.ID, ev.Type),
+		})
+		if err != nil {
+			return 0, fmt.Errorf("cancel actions: %w", err)
+		}
+		for _, id := range ids {
+			if err := audit(ctx, q, ev.Client, id, "router", "cancel",
+				fmt.Sprintf("cancelled by event %d (%s)", ev.ID, ev.Type), map[string]any{"event_id": ev.ID}); err != nil {
+				return 0, err
+			}
+		}
+		total += len(ids)
+	}
+	return total, nil
+}
+
+// rulesFor returns the source's rules with every predecessor before its successors.
+func (e *Engine) rulesFor(source string) []ActionRule {
+	var rules []ActionRule
+	for _, r := range e.cfg.Actions {
+		if r.Source == source {
+			rules = append(rules, r)
+		}
+	}
+	ordered := make([]ActionRule, 0, len(rules))
+	placed := map[string]bool{}
+	for len(ordered) < len(rules) {
+		progress := false
+		for _, r := range rules {
+			if !placed[r.Name] && (r.After == "" || placed[r.After]) {
+				ordered, placed[r.Name], progress = append(ordered, r), true, true
+			}
+		}
+		if !progress { // the loader refuses cycles; never loop forever anyway
+			break
+		}
+	}
+	return ordered
+}
+
+// renderParams renders the params that come from the event or constants. Params that
+// name a predecessor's result are filled in just before the call.
+func renderParams(doc any, params []Param) (json.RawMessage, error) {
+	out := make(map[string]any, len(params))
+	for _, p := range params {
+		switch {
+		case p.Result != "":
+			continue
+		case p.Pointer != "":
+			v, _ := Pointer(doc, p.Pointer)
+			out[p.Name] = v
+		default:
+			out[p.Name] = p.Const
+		}
+	}
+	b, err := json.Marshal(out) // map keys are sorted: the hash is stable
+	if err != nil {
+		return nil, fmt.Errorf("encode params: %w", err)
+	}
+	return b, nil
+}
+
+// pointerTime reads a time at ptr: RFC 3339 text or unix seconds.
+func pointerTime(doc any, ptr string) (time.Time, bool) {
+	s, ok := PointerString(doc, ptr)
+	if !ok {
+		return time.Time{}, false
+	}
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, true
+	}
+	if secs, err := strconv.ParseInt(s, 10, 64); err == nil && secs > 0 {
+		return time.Unix(secs, 0), true
+	}
+	return time.Time{}, false
+}

@@ -1,0 +1,86 @@
+package sandbox
+
+import (
+	"context"
+	"net/http"
+	"slices"
+	"time"
+)
+
+// Fault is one scheduled misbehaviour, applied to the next request of its method.
+// Without AfterCommit the CRM waits (Delay, Hang), then answers Status without
+// storing anything; with it, the record is stored first and the wait and the Status
+// come after, which is how a client ends up unsure about a record that exists. A
+// Status of 0 means the normal reply after the wait.
+type Fault struct {
+	Method      string // the method it applies to; "" means POST
+	Status      int
+	RetryAfter  string // the Retry-After header sent with Status, if any
+	Message     string // the reason in the error body; default the status text
+	AfterCommit bool   // store the record, then reply Status
+	Delay       time.Duration
+	// Hang, if non-nil, holds the request until it is closed or the client leaves.
+	Hang chan struct{}
+	// Reached, if non-nil, is closed when a request picks up this fault, so a test
+	// knows the request has arrived (and claimed its idempotency key) without sleeping.
+	Reached chan struct{}
+}
+
+// Fail queues f behind the faults already scheduled.
+func (c *CRM) Fail(f Fault) {
+	if f.Method == "" {
+		f.Method = http.MethodPost
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.faults = append(c.faults, f)
+}
+
+// takeFault removes and returns the first fault for method, or the zero Fault.
+func (c *CRM) takeFault(method string) Fault {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	i := slices.IndexFunc(c.faults, func(f Fault) bool { return f.Method == method })
+	if i < 0 {
+		return Fault{}
+	}
+	f := c.faults[i]
+	c.faults = slices.Delete(c.faults, i, i+1)
+	if f.Reached != nil {
+		close(f.Reached)
+	}
+	return f
+}
+
+// hold waits out the fault's Delay and Hang. It reports false when the client left
+// first, and the request should end without a reply.
+func (f Fault) hold(ctx context.Context) bool {
+	if f.Delay > 0 {
+		t := time.NewTimer(f.Delay)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return false
+		}
+	}
+	if f.Hang != nil {
+		select {
+		case <-f.Hang:
+		case <-ctx.Done():
+			return false
+		}
+	}
+	return true
+}
+
+func (f Fault) write(w http.ResponseWriter) {
+	if f.RetryAfter != "" {
+		w.Header().Set("Retry-After", f.RetryAfter)
+	}
+	msg := f.Message
+	if msg == "" {
+		msg = http.StatusText(f.Status)
+	}
+	writeError(w, f.Status, msg)
+}

@@ -1,0 +1,241 @@
+package web
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/oncehook/oncehook"
+	"github.com/oncehook/oncehook/db"
+)
+
+const actorKey = "actor"
+
+// requireToken authenticates the JSON API by bearer token.
+func (s *Server) requireToken(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		h := c.Request().Header.Get(echo.HeaderAuthorization)
+		token, ok := strings.CutPrefix(h, "Bearer ")
+		if !ok || token == "" {
+			c.Response().Header().Set("WWW-Authenticate", `Bearer realm="oncehook"`)
+			return oncehook.Errorf(oncehook.EUNAUTHORIZED, "An API token is required: Authorization: Bearer TOKEN.")
+		}
+		actor, err := oncehook.AuthenticateToken(c.Request().Context(), s.pool, token)
+		if err != nil {
+			return err
+		}
+		c.Set(actorKey, actor)
+		return next(c)
+	}
+}
+
+func actorOf(c echo.Context) oncehook.Actor {
+	a, _ := c.Get(actorKey).(oncehook.Actor)
+	return a
+}
+
+func pathID(c echo.Context) (int64, error) {
+	n, err := strconv.ParseInt(c.Param("id"), 10, 64)
+	if err != nil || n <= 0 {
+		return 0, oncehook.Errorf(oncehook.ENOTFOUND, "No such id: %q.", c.Param("id"))
+	}
+	return n, nil
+}
+
+func queryInt(c echo.Context, name string) (int, error) {
+	v := c.QueryParam(name)
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return 0, oncehook.Errorf(oncehook.EINVALID, "%s must be a positive number.", name)
+	}
+	return n, nil
+}
+
+func (s *Server) apiListActions(c echo.Context) error {
+	limit, err := queryInt(c, "limit")
+	if err != nil {
+		return err
+	}
+	f := oncehook.ActionFilter{Source: c.QueryParam("source"), Name: c.QueryParam("name"),
+		Owner: c.QueryParam("owner"), Q: c.QueryParam("q"), Limit: limit, Cursor: c.QueryParam("cursor"),
+		Destination: c.QueryParam("destination"), Client: c.QueryParam("client")}
+	if st := c.QueryParam("state"); st != "" {
+		for _, one := range strings.Split(st, ",") {
+			if one == "" {
+				continue
+			}
+			if states, ok := oncehook.QueueStates[one]; ok && one != oncehook.StateFailed && one != oncehook.StateUncertain {
+				f.States = append(f.States, states...) // a queue name: outstanding
+				continue
+			}
+			f.States = append(f.States, one)
+		}
+	}
+	page, err := s.review.ListActions(c.Request().Context(), f)
+	if err != nil {
+		return err
+	}
+	out := struct {
+		Actions    []actionJSON `json:"actions"`
+		NextCursor string       `json:"next_cursor"`
+	}{Actions: []actionJSON{}, NextCursor: page.NextCursor}
+	for _, a := range page.Actions {
+		out.Actions = append(out.Actions, toActionJSON(a))
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+func (s *Server) apiGetAction(c echo.Context) error {
+	n, err := pathID(c)
+	if err != nil {
+		return err
+	}
+	d, err := s.review.GetAction(c.Request().Context(), n)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, toActionDetailJSON(d))
+}
+
+// actBody is the JSON body of the manual acts.
+type actBody struct {
+	Note               string `json:"note"`
+	ExternalRef        string `json:"external_ref"`
+	Owner              string `json:"owner"`
+	CheckedDestination bool   `json:"checked_destination"`
+}
+
+// apiAct serves POST /api/v1/actions/{id}/{act}.
+func (s *Server) apiAct(c echo.Context) error {
+	n, err := pathID(c)
+	if err != nil {
+		return err
+	}
+	var body actBody
+	if c.Request().ContentLength != 0 {
+		if err := c.Bind(&body); err != nil {
+			return oncehook.Errorf(oncehook.EINVALID, "The body must be a JSON object with note, external_ref, owner or checked_destination.")
+		}
+	}
+	p := oncehook.ActParams{Note: body.Note, ExternalRef: body.ExternalRef, Owner: body.Owner, CheckedDestination: body.CheckedDestination}
+	act, ok := s.acts()[c.Param("act")]
+	if !ok {
+		return oncehook.Errorf(oncehook.ENOTFOUND, "No such act: %q.", c.Param("act"))
+	}
+	a, err := act(c.Request().Context(), actorOf(c), n, p)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, toActionJSON(a))
+}
+
+// actFunc is one manual act of the review service.
+type actFunc func(ctx context.Context, actor oncehook.Actor, id int64, p oncehook.ActParams) (db.Action, error)
+
+func (s *Server) acts() map[string]actFunc {
+	return map[string]actFunc{
+		"retry": s.review.Retry, "reconcile": s.review.Reconcile, "resolve": s.review.Resolve,
+		"cancel": s.review.Cancel, "assign": s.review.Assign,
+	}
+}
+
+func (s *Server) apiListEvents(c echo.Context) error {
+	limit, err := queryInt(c, "limit")
+	if err != nil {
+		return err
+	}
+	page, err := s.review.ListEvents(c.Request().Context(), oncehook.EventFilter{
+		Source: c.QueryParam("source"), Status: c.QueryParam("status"), Limit: limit, Cursor: c.QueryParam("cursor")})
+	if err != nil {
+		return err
+	}
+	out := struct {
+		Events     []eventJSON `json:"events"`
+		NextCursor string      `json:"next_cursor"`
+	}{Events: []eventJSON{}, NextCursor: page.NextCursor}
+	for _, e := range page.Events {
+		out.Events = append(out.Events, eventJSON{ID: id(e.ID), Source: e.Source, SourceEventID: e.SourceEventID,
+			Type: e.Type, Status: e.Status, Deliveries: e.Deliveries, Conflict: e.Conflict, ReceivedAt: e.ReceivedAt.UTC()})
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+func (s *Server) apiGetEvent(c echo.Context) error {
+	n, err := pathID(c)
+	if err != nil {
+		return err
+	}
+	d, err := s.review.GetEvent(c.Request().Context(), n)
+	if err != nil {
+		return err
+	}
+	e := d.Event
+	out := eventDetailJSON{
+		eventJSON: eventJSON{ID: id(e.ID), Source: e.Source, SourceEventID: e.SourceEventID, Type: e.Type,
+			Status: e.Status, Deliveries: e.Deliveries, Conflict: e.Conflict, ReceivedAt: e.ReceivedAt.UTC()},
+		Reason: e.Reason, Headers: e.Headers, Body: string(e.Body), OccurredAt: e.OccurredAt,
+		LastReceivedAt: e.LastReceivedAt.UTC(), Conflicts: []conflictJSON{}, Actions: []actionJSON{},
+	}
+	for _, cf := range d.Conflicts {
+		out.Conflicts = append(out.Conflicts, conflictJSON{Body: string(cf.Body), ReceivedAt: cf.ReceivedAt.UTC()})
+	}
+	for _, a := range d.Actions {
+		out.Actions = append(out.Actions, toActionJSON(a))
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+func (s *Server) apiSummary(c echo.Context) error {
+	counts, err := s.review.Summary(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	byState := map[string]int64{}
+	byQueue := map[string]int64{oncehook.QueueOutstanding: 0, oncehook.QueueUncertain: 0, oncehook.QueueFailed: 0}
+	for _, st := range []string{oncehook.StatePending, oncehook.StateProcessing, oncehook.StateRetrying, oncehook.StateHeld,
+		oncehook.StateUncertain, oncehook.StateFailed, oncehook.StateConfirmed, oncehook.StateResolved, oncehook.StateCancelled} {
+		byState[st] = 0
+	}
+	for _, sc := range counts {
+		byState[sc.State] = sc.Count
+		if q := oncehook.QueueOf(sc.State); q != "" {
+			byQueue[q] += sc.Count
+		}
+	}
+	return c.JSON(http.StatusOK, map[string]any{"states": byState, "queues": byQueue})
+}
+
+func (s *Server) apiDestinations(c echo.Context) error {
+	ds, err := s.review.Destinations(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	type destJSON struct {
+		Name   string `json:"name"`
+		Type   string `json:"type"`
+		Status string `json:"status"`
+		Owner  string `json:"owner"`
+		Held   int64  `json:"held"`
+	}
+	out := struct {
+		Destinations []destJSON `json:"destinations"`
+	}{Destinations: []destJSON{}}
+	for _, d := range ds {
+		out.Destinations = append(out.Destinations, destJSON{Name: d.Name, Type: d.Type, Status: d.Status, Owner: d.Owner, Held: d.Held})
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+func (s *Server) apiReconnect(c echo.Context) error {
+	n, err := s.review.Reconnect(c.Request().Context(), actorOf(c), c.Param("name"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]any{"name": c.Param("name"), "status": "connected", "released": n})
+}

@@ -1,0 +1,28 @@
+package web
+
+import (
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+)
+
+// routes is the whole route table.
+func (s *Server) routes(e *echo.Echo) {
+	e.Use(middleware.RequestID())
+	e.Use(s.logRequests)
+	e.Use(middleware.Recover())
+
+	e.GET("/healthz", s.healthz)
+	e.GET("/readyz", s.readyz)
+
+	e.POST("/hooks/:source", s.ingest)
+
+	api := e.Group("/api/v1", s.requireToken)
+	api.GET("/actions", s.apiListActions)
+	api.GET("/actions/:id", s.apiGetAction)
+	api.POST("/actions/:id/:act", s.apiAct)
+	api.GET("/events", s.apiListEvents)
+	api.GET("/events/:id", s.apiGetEvent)
+	api.GET("/summary", s.apiSummary)
+	api.GET("/destinations", s.apiDestinations)
+	api.POST("/destinations/:name/reconnect", s.apiReconnect)
+}

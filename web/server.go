@@ -1,0 +1,50 @@
+// Package web is oncehook's HTTP layer: Echo routes, handlers and the one place
+// where domain errors become HTTP statuses.
+package web
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/labstack/echo/v4"
+
+	"github.com/oncehook/oncehook"
+)
+
+// Params is everything the HTTP layer needs, passed explicitly.
+type Params struct {
+	Config *oncehook.Config
+	Pool   *pgxpool.Pool
+	Inbox  *oncehook.Inbox
+	Review *oncehook.Review
+	Logger *slog.Logger
+	Now    func() time.Time // nil means time.Now
+}
+
+// Server holds the handlers' dependencies.
+type Server struct {
+	cfg    *oncehook.Config
+	pool   *pgxpool.Pool
+	inbox  *oncehook.Inbox
+	review *oncehook.Review
+	logger *slog.Logger
+	now    func() time.Time
+}
+
+// New returns the Echo instance serving every route of oncehook.
+func New(p Params) *echo.Echo {
+	s := &Server{cfg: p.Config, pool: p.Pool, inbox: p.Inbox, review: p.Review, logger: p.Logger, now: p.Now}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.logger == nil {
+		s.logger = slog.Default()
+	}
+	e := echo.New()
+	e.HideBanner = true
+	e.HidePort = true
+	e.HTTPErrorHandler = s.handleError
+	s.routes(e)
+	return e
+}
