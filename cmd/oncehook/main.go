@@ -32,7 +32,9 @@ type environment struct {
 func commands() map[string]command {
 	return map[string]command{
 		"serve":   {summary: "HTTP server and workers", usage: serveUsage, run: runServe},
+		"worker":  {summary: "workers only, for scaling out", usage: workerUsage, run: runWorker},
 		"migrate": {summary: "apply database migrations and exit", usage: migrateUsage, run: runMigrate},
+		"token":   {summary: "token create: print a new API token once", usage: tokenUsage, run: runToken},
 	}
 }
 

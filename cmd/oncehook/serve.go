@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/oncehook/oncehook"
@@ -17,10 +18,30 @@ const serveUsage = `Usage: oncehook serve --config FILE [--data-dir DIR]
 Runs the HTTP server (webhooks, dashboard, JSON API) and the workers.
 DATABASE_URL selects Postgres; without it an embedded Postgres starts under
 --data-dir (default .oncehook/pg) and stops when oncehook exits.
+
+On SIGINT or SIGTERM it stops accepting requests, lets destination calls in
+flight finish within a grace period, hands back its unstarted claims, and
+stops the embedded Postgres last.
+`
+
+const workerUsage = `Usage: oncehook worker --config FILE [--data-dir DIR]
+
+Runs the workers only (routing, performing, reconciling, lease recovery), for
+scaling out beside one or more 'oncehook serve' processes on the same database.
 `
 
 func runServe(ctx context.Context, env *environment, args []string) error {
-	fs := newFlags(env, "serve", serveUsage)
+	return runProcess(ctx, env, args, "serve", serveUsage, true)
+}
+
+func runWorker(ctx context.Context, env *environment, args []string) error {
+	return runProcess(ctx, env, args, "worker", workerUsage, false)
+}
+
+// runProcess is serve (withHTTP) or worker: config, database, engine, and for serve
+// the HTTP server; everything stops in reverse order.
+func runProcess(ctx context.Context, env *environment, args []string, name, usage string, withHTTP bool) error {
+	fs := newFlags(env, name, usage)
 	var df dbFlags
 	df.register(fs, env)
 	configPath := fs.String("config", "oncehook.yaml", "config file")
@@ -38,27 +59,51 @@ func runServe(ctx context.Context, env *environment, args []string) error {
 	}
 	defer d.Close(context.WithoutCancel(ctx), logger)
 
-	e := web.New(web.Params{Config: cfg, Pool: d.Pool, Inbox: oncehook.NewInbox(d.Pool, logger), Logger: logger})
-	ln, err := net.Listen("tcp", cfg.Listen)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
-	}
-	srv := &http.Server{Handler: e, ReadHeaderTimeout: 10 * time.Second}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	logger.Info("listening", "addr", ln.Addr().String())
-	fmt.Fprintf(env.stdout, "oncehook listening on http://%s\n", ln.Addr())
+	clients := oncehook.NewDestinationClients(cfg)
+	engine := oncehook.NewEngine(oncehook.EngineParams{Pool: d.Pool, Config: cfg, Destinations: clients, Logger: logger})
+	engineCtx, stopEngine := context.WithCancel(context.WithoutCancel(ctx))
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := engine.Run(engineCtx); err != nil {
+			logger.Error("workers stopped", "err", err)
+		}
+	}()
+	logger.Info("workers started", "worker", engine.Worker())
 
+	var srv *http.Server
+	errc := make(chan error, 1)
+	if withHTTP {
+		e := web.New(web.Params{Config: cfg, Pool: d.Pool, Inbox: oncehook.NewInbox(d.Pool, logger),
+			Review: oncehook.NewReview(d.Pool, cfg, clients), Logger: logger})
+		ln, err := net.Listen("tcp", cfg.Listen)
+		if err != nil {
+			stopEngine()
+			wg.Wait()
+			return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
+		}
+		srv = &http.Server{Handler: e, ReadHeaderTimeout: 10 * time.Second}
+		go func() { errc <- srv.Serve(ln) }()
+		logger.Info("listening", "addr", ln.Addr().String())
+		fmt.Fprintf(env.stdout, "oncehook listening on http://%s\n", ln.Addr())
+	}
+
+	var runErr error
 	select {
 	case err := <-errc:
-		return fmt.Errorf("serve http: %w", err)
+		runErr = fmt.Errorf("serve http: %w", err)
 	case <-ctx.Done():
 	}
 	logger.Info("shutting down")
-	shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 20*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(shutCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		logger.Error("http shutdown", "err", err)
+	if srv != nil {
+		shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		if err := srv.Shutdown(shutCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			logger.Error("http shutdown", "err", err)
+		}
+		cancel()
 	}
-	return nil
+	stopEngine()
+	wg.Wait()
+	return runErr
 }

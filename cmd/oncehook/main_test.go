@@ -1,0 +1,213 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/oncehook/oncehook/sender"
+)
+
+// These tests build the real binary and run it as a user would.
+
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "oncehook-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binary = filepath.Join(dir, "oncehook")
+	out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "build: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+const cmdConfig = `
+listen: 127.0.0.1:%d
+sources:
+  - {name: gh, client: acme, provider: github, account: org, environment: live, secret_env: GH_SECRET}
+destinations:
+  - {name: crm, type: http, create: {url: "http://127.0.0.1:9/x"}, owner: a@example.com}
+actions: []
+`
+
+// process is a running oncehook command with its output captured.
+type process struct {
+	cmd *exec.Cmd
+	out *syncBuffer
+}
+
+func start(t *testing.T, env []string, args ...string) *process {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	cmd.Env = append(os.Environ(), env...)
+	out := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	return &process{cmd: cmd, out: out}
+}
+
+func (p *process) waitOutput(t *testing.T, re string) string {
+	t.Helper()
+	rx := regexp.MustCompile(re)
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		if m := rx.FindString(p.out.String()); m != "" {
+			return m
+		}
+		time.Sleep(50 * time.Millisecond) // poll interval
+	}
+	t.Fatalf("no %q in output:\n%s", re, p.out.String())
+	return ""
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	// The server needs the port in its config file, so take a free one and hand it
+	// over; another process grabbing it in between would fail the test loudly.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+func TestServeOnEmbeddedPostgres(t *testing.T) {
+	if _, err := exec.LookPath("initdb"); err != nil {
+		if _, err := os.Stat("/usr/lib/postgresql"); err != nil {
+			t.Skip("no PostgreSQL binaries on this machine")
+		}
+	}
+	dir, err := os.MkdirTemp("/tmp", "ohcmd-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	port := freePort(t)
+	cfg := filepath.Join(dir, "oncehook.yaml")
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(cmdConfig, port)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dataDir := filepath.Join(dir, "pg")
+	env := []string{"DATABASE_URL=", "GH_SECRET=cmd-test-secret"}
+	serve := start(t, env, "serve", "--config", cfg, "--data-dir", dataDir)
+	serve.waitOutput(t, `listening on http://`)
+
+	body := []byte(`{"action":"opened"}`)
+	hdr, _ := sender.Headers("github", "cmd-test-secret", sender.Delivery{ID: "d-1", Type: "issues", Body: body})
+	req, _ := http.NewRequest("POST", fmt.Sprintf("http://127.0.0.1:%d/hooks/gh", port), bytes.NewReader(body))
+	req.Header = hdr
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reply, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != 200 || !strings.Contains(string(reply), `"duplicate":false`) {
+		t.Fatalf("ingest: %d %s", res.StatusCode, reply)
+	}
+
+	t.Run("SecondCommandReusesRunningPostgres", func(t *testing.T) {
+		tok := start(t, env, "token", "create", "--name", "ci", "--role", "admin", "--data-dir", dataDir)
+		if err := tok.cmd.Wait(); err != nil {
+			t.Fatalf("token create: %v\n%s", err, tok.out.String())
+		}
+		if !regexp.MustCompile(`(?m)^ohk_\S+$`).MatchString(tok.out.String()) {
+			t.Errorf("no token printed:\n%s", tok.out.String())
+		}
+		if strings.Contains(tok.out.String(), "embedded postgres started") {
+			t.Errorf("a second Postgres was started:\n%s", tok.out.String())
+		}
+		// The server still answers after the second command exits.
+		res, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/readyz", port))
+		if err != nil || res.StatusCode != 200 {
+			t.Fatalf("readyz after token create: %v %v", res, err)
+		}
+		res.Body.Close()
+	})
+
+	if err := serve.cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- serve.cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("serve did not stop on SIGINT:\n%s", serve.out.String())
+	}
+	if _, err := os.Stat(filepath.Join(dataDir, "postmaster.pid")); !os.IsNotExist(err) {
+		t.Errorf("Postgres still running after Ctrl-C (postmaster.pid: %v)\n%s", err, serve.out.String())
+	}
+	if out, _ := exec.Command("pgrep", "-f", "postgres -D "+dataDir).Output(); len(bytes.TrimSpace(out)) > 0 {
+		t.Errorf("postgres processes left: %s", out)
+	}
+}
+
+func TestHelpListsEveryCommand(t *testing.T) {
+	out, err := exec.Command(binary, "help").CombinedOutput()
+	if err != nil {
+		t.Fatalf("help: %v\n%s", err, out)
+	}
+	for name := range commands() {
+		if !strings.Contains(string(out), "  "+name+" ") {
+			t.Errorf("help does not list %s:\n%s", name, out)
+		}
+		usage, err := exec.Command(binary, "help", name).CombinedOutput()
+		if err != nil || !strings.Contains(string(usage), "Usage: oncehook "+name) {
+			t.Errorf("help %s: %v\n%s", name, err, usage)
+		}
+	}
+}
+
+func TestInvalidConfigNamesFileAndLine(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(cfg, []byte("sources:\n  - name: s\n    provider: strype\n"), 0o644)
+	out, err := exec.Command(binary, "serve", "--config", cfg).CombinedOutput()
+	if err == nil {
+		t.Fatalf("serve accepted a bad config:\n%s", out)
+	}
+	if !strings.Contains(string(out), "bad.yaml:3") || !strings.Contains(string(out), "strype") {
+		t.Errorf("error does not name file, line and reason:\n%s", out)
+	}
+}
+
+type syncBuffer struct {
+	mu  chan struct{}
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) lock() {
+	if b.mu == nil {
+		b.mu = make(chan struct{}, 1)
+	}
+	b.mu <- struct{}{}
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) { b.lock(); defer func() { <-b.mu }(); return b.buf.Write(p) }
+func (b *syncBuffer) String() string              { b.lock(); defer func() { <-b.mu }(); return b.buf.String() }
