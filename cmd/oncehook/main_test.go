@@ -209,5 +209,9 @@ func (b *syncBuffer) lock() {
 	b.mu <- struct{}{}
 }
 
-func (b *syncBuffer) Write(p []byte) (int, error) { b.lock(); defer func() { <-b.mu }(); return b.buf.Write(p) }
-func (b *syncBuffer) String() string              { b.lock(); defer func() { <-b.mu }(); return b.buf.String() }
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.lock()
+	defer func() { <-b.mu }()
+	return b.buf.Write(p)
+}
+func (b *syncBuffer) String() string { b.lock(); defer func() { <-b.mu }(); return b.buf.String() }
