@@ -300,3 +300,52 @@ func TestDecisionLeaseExpiredWithoutAttemptIsPending(t *testing.T) {
 		t.Errorf("attempts %d, records %d; want 1 and 1", a.Attempts, len(w.crm.Records()))
 	}
 }
+
+func TestReplayAfterDestinationForgotKey(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, worldOptions{noEngine: true})
+	w.deliver(checkout{eventID: "evt_forgot", enquiry: "enq_forgot"})
+	w.route()
+	// An attempt 25 hours ago whose outcome was never learned; the CRM's key memory
+	// (24h) has passed and it has no lookup.
+	if _, err := w.pool.Exec(context.Background(), `UPDATE actions SET state = 'uncertain', attempts = 1,
+		first_attempt_at = now() - interval '25 hours' WHERE name = 'open_opportunity'`); err != nil {
+		t.Fatal(err)
+	}
+	w.crm.ForgetKeys()
+	w.startEngine(0)
+	a := w.waitFor("open_opportunity", "enq_forgot", "failed")
+	if !strings.Contains(a.Reason, "outcome unknown") || a.Attempts != 1 {
+		t.Errorf("reason %q after %d attempts; want outcome unknown, no new call", a.Reason, a.Attempts)
+	}
+	if n := len(w.crm.Requests()); n != 0 {
+		t.Fatalf("%d requests reached the CRM; never a blind repeat", n)
+	}
+	status, out := w.api(w.token, "POST", "/actions/"+a.ID+"/retry", map[string]any{"note": "looks fine"})
+	if status != 409 || !strings.Contains(out["error"].(string), "key memory") {
+		t.Fatalf("retry without checking: %d %v; want 409 naming the key memory", status, out)
+	}
+	status, _ = w.api(w.token, "POST", "/actions/"+a.ID+"/retry", map[string]any{"checked_destination": true})
+	if status != 409 {
+		t.Fatalf("retry checked but without a note: %d; want 409", status)
+	}
+	status, out = w.api(w.token, "POST", "/actions/"+a.ID+"/retry",
+		map[string]any{"checked_destination": true, "note": "searched the CRM for enq_forgot: absent"})
+	if status != 200 {
+		t.Fatalf("checked retry: %d %v", status, out)
+	}
+	w.waitFor("open_opportunity", "enq_forgot", "confirmed")
+	if n := len(w.crm.Records()); n != 1 {
+		t.Errorf("CRM holds %d records, want 1", n)
+	}
+	var checked bool
+	for _, e := range w.detail(a.ID)["audit"].([]any) {
+		m := e.(map[string]any)
+		if m["act"] == "retry" {
+			checked = m["detail"].(map[string]any)["checked_destination"] == true
+		}
+	}
+	if !checked {
+		t.Errorf("the audit trail does not keep the confirmation that the destination was checked")
+	}
+}
