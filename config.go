@@ -23,6 +23,8 @@ type Config struct {
 	Sources      []Source
 	Destinations []Destination
 	Actions      []ActionRule
+	Retention    Retention
+	Notify       Notify
 }
 
 // Source is one client + provider + provider account + environment posting to

@@ -90,6 +90,8 @@ func TestLoadConfig(t *testing.T) {
 					},
 					Retry: RetryPolicy{Attempts: 8, Within: 72 * time.Hour}, Owner: "ops@example.com"},
 			},
+			Retention: Retention{Actions: 400 * 24 * time.Hour, Every: time.Hour},
+			Notify:    Notify{Every: 15 * time.Minute, UncertainAfter: 30 * time.Minute},
 		}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("LoadConfig mismatch (-want +got):\n%s", diff)
@@ -133,6 +135,8 @@ func TestParseConfigDefaults(t *testing.T) {
 		},
 		Actions: []ActionRule{{Name: "a", Source: "s", On: []string{"e"}, Key: []string{"/id"}, Destination: "crm",
 			Retry: RetryPolicy{Attempts: 8, Within: 72 * time.Hour}, Owner: "crm@example.com"}},
+		Retention: Retention{Actions: 400 * 24 * time.Hour, Every: time.Hour},
+		Notify:    Notify{Every: 15 * time.Minute, UncertainAfter: 30 * time.Minute},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("defaults mismatch (-want +got):\n%s", diff)
@@ -474,7 +478,7 @@ func TestParseConfigErrors(t *testing.T) {
 		), []string{
 			"t.yaml:5:35: destinations[0].create.verb: unknown field (known: method, url)",
 			"t.yaml:6:5: destinations[0].retries: unknown field (known: name, type, timeout, owner, create, auth, idempotency, reference_field, lookup, result_id, addr, from, username_env, password_env)",
-			"t.yaml:7:1: lisen: unknown field (known: listen, base_url, sources, destinations, actions)",
+			"t.yaml:7:1: lisen: unknown field (known: listen, base_url, sources, destinations, actions, retention, notify)",
 		}},
 		{"RequiredFieldsAtTheirMapping", lines(
 			"sources:",

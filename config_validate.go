@@ -123,13 +123,15 @@ func (l *loader) load(data []byte) *Config {
 		}
 	}
 
-	m := l.mapping("", body, "listen", "base_url", "sources", "destinations", "actions")
+	m := l.mapping("", body, "listen", "base_url", "sources", "destinations", "actions", "retention", "notify")
 	c := &Config{Path: l.file, Listen: m.hostPort("listen", DefaultListen, false)}
 	c.BaseURL = m.url("base_url", false, false)
 	if c.BaseURL == "" && c.Listen != "" {
 		c.BaseURL = defaultBaseURL(c.Listen)
 	}
 	c.BaseURL = strings.TrimRight(c.BaseURL, "/")
+	c.Retention = l.retention(m)
+	c.Notify = l.notify(m)
 	for i, n := range l.list("sources", m.vals["sources"]) {
 		c.Sources = append(c.Sources, l.source(fmt.Sprintf("sources[%d]", i), n))
 	}

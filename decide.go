@@ -30,6 +30,7 @@ const (
 // Rule is one row of the decision table.
 type Rule struct {
 	Observed Observation
+	Code     string // a short name for metrics labels and logs
 	Next     string // the next state
 	Keep     string // the record kept
 }
@@ -37,20 +38,20 @@ type Rule struct {
 // DecisionTable is the one place that says what each observation leads to. The
 // pages show it and Decide applies it.
 var DecisionTable = []Rule{
-	{ObsSuccess, StateConfirmed, "external record id, response status"},
-	{ObsAlreadyConfirmed, StateConfirmed, "linking event"},
-	{ObsRejected, StateFailed, "provider reason"},
-	{ObsUnauthorized, StateHeld, "connection owner"},
-	{ObsInFlight, StateRetrying, "attempt"},
-	{ObsThrottled, StateRetrying, "attempts, next eligible time"},
-	{ObsUnsure, StateUncertain, "original key and evidence"},
-	{ObsFound, StateConfirmed, "record id, how found"},
-	{ObsAbsentStrong, StateRetrying, "lookup evidence"},
-	{ObsKeyRemembered, StateRetrying, "key age"},
-	{ObsUnknowable, StateFailed, "what remains unknown"},
-	{ObsBudgetSpent, StateFailed, "attempts, first/last time"},
-	{ObsLeaseNoAttempt, StatePending, ""},
-	{ObsLeaseStarted, StateUncertain, "the started attempt"},
+	{ObsSuccess, "success", StateConfirmed, "external record id, response status"},
+	{ObsAlreadyConfirmed, "already_confirmed", StateConfirmed, "linking event"},
+	{ObsRejected, "rejected", StateFailed, "provider reason"},
+	{ObsUnauthorized, "unauthorized", StateHeld, "connection owner"},
+	{ObsInFlight, "in_flight", StateRetrying, "attempt"},
+	{ObsThrottled, "throttled", StateRetrying, "attempts, next eligible time"},
+	{ObsUnsure, "unsure", StateUncertain, "original key and evidence"},
+	{ObsFound, "found", StateConfirmed, "record id, how found"},
+	{ObsAbsentStrong, "absent_strong", StateRetrying, "lookup evidence"},
+	{ObsKeyRemembered, "key_remembered", StateRetrying, "key age"},
+	{ObsUnknowable, "unknowable", StateFailed, "what remains unknown"},
+	{ObsBudgetSpent, "budget_spent", StateFailed, "attempts, first/last time"},
+	{ObsLeaseNoAttempt, "lease_no_attempt", StatePending, ""},
+	{ObsLeaseStarted, "lease_started", StateUncertain, "the started attempt"},
 }
 
 var ruleOf = func() map[Observation]Rule {
@@ -60,6 +61,14 @@ var ruleOf = func() map[Observation]Rule {
 	}
 	return m
 }()
+
+// Code is the observation's short name, for metrics labels.
+func (o Observation) Code() string {
+	if r, ok := ruleOf[o]; ok {
+		return r.Code
+	}
+	return "unknown"
+}
 
 // RetryPlan is what the worker knows about an action's budget when it decides.
 type RetryPlan struct {

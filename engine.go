@@ -32,6 +32,7 @@ type EngineParams struct {
 	BackoffMax   time.Duration // default 1h
 	Concurrency  int           // destination calls in flight; default 16
 	Grace        time.Duration // how long in-flight calls may finish at shutdown; default 10s
+	Metrics      *Metrics      // may be nil
 	Now          func() time.Time
 }
 

@@ -95,19 +95,20 @@ const (
 // world is one ledger test's running system: Postgres, the sandbox CRM and mail
 // sink, the oncehook HTTP server and an engine.
 type world struct {
-	t      *testing.T
-	pool   *pgxpool.Pool
-	dsn    string
-	cfg    *oncehook.Config
-	yaml   string
-	crm    *sandbox.CRM
-	crmURL string
-	mail   *sandbox.Mail
-	url    string
-	token  string
-	admin  string // an admin API token
-	logs   *syncBuffer
-	stop   func() // stops the engine
+	t       *testing.T
+	pool    *pgxpool.Pool
+	dsn     string
+	cfg     *oncehook.Config
+	yaml    string
+	crm     *sandbox.CRM
+	crmURL  string
+	mail    *sandbox.Mail
+	url     string
+	token   string
+	admin   string // an admin API token
+	logs    *syncBuffer
+	metrics *oncehook.Metrics
+	stop    func() // stops the engine
 }
 
 type worldOptions struct {
@@ -149,8 +150,9 @@ func newWorld(t *testing.T, o worldOptions) *world {
 	w.cfg = w.loadConfig()
 	logger := slog.New(slog.NewTextHandler(w.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	clients := oncehook.NewDestinationClients(w.cfg)
+	w.metrics = oncehook.NewMetrics(w.pool)
 	e := web.New(web.Params{Config: w.cfg, Pool: w.pool, Inbox: oncehook.NewInbox(w.pool, logger),
-		Review: oncehook.NewReview(w.pool, w.cfg, clients), Logger: logger})
+		Review: oncehook.NewReview(w.pool, w.cfg, clients), Logger: logger, Metrics: w.metrics})
 	srv := httptest.NewServer(e)
 	t.Cleanup(srv.Close)
 	w.url = srv.URL
@@ -182,7 +184,7 @@ func (w *world) startEngine(lease time.Duration) (stop func()) {
 	eng := oncehook.NewEngine(oncehook.EngineParams{
 		Pool: w.pool, Config: w.cfg, Destinations: oncehook.NewDestinationClients(w.cfg), Logger: logger,
 		Poll: 50 * time.Millisecond, LeaseExtra: lease, BackoffBase: 20 * time.Millisecond,
-		BackoffMax: 200 * time.Millisecond, Grace: 2 * time.Second,
+		BackoffMax: 200 * time.Millisecond, Grace: 2 * time.Second, Metrics: w.metrics,
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -373,4 +375,20 @@ func (w *world) route() {
 	if _, err := eng.RouteBatch(context.Background(), 100); err != nil {
 		w.t.Fatal(err)
 	}
+}
+
+func (w *world) exec(sql string, args ...any) {
+	w.t.Helper()
+	if _, err := w.pool.Exec(context.Background(), sql, args...); err != nil {
+		w.t.Fatalf("%s: %v", sql, err)
+	}
+}
+
+func (w *world) count(sql string, args ...any) int {
+	w.t.Helper()
+	var n int
+	if err := w.pool.QueryRow(context.Background(), sql, args...).Scan(&n); err != nil {
+		w.t.Fatalf("%s: %v", sql, err)
+	}
+	return n
 }

@@ -138,7 +138,11 @@ func (e *Engine) call(ctx context.Context, a db.Action) error {
 		return err
 	}
 	a.Attempts, a.FirstAttemptAt = attempts, &first
+	start := time.Now()
 	out := dest.Perform(ctx, Call{OperationKey: a.OperationKey, Params: params, ActionName: a.Name, BusinessKey: a.BusinessKey})
+	e.p.Metrics.Attempt(a.Destination, out.Observed, time.Since(start))
+	e.logger.Debug("destination called", "action_id", a.ID, "destination", a.Destination,
+		"observed", string(out.Observed), "status", out.HTTPStatus)
 	return e.record(ctx, a, attemptID, out)
 }
 

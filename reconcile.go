@@ -19,7 +19,9 @@ func (e *Engine) reconcile(ctx context.Context, a db.Action) error {
 	caps := dest.Capabilities()
 	now := e.now()
 	if !caps.Lookup {
-		return e.record(ctx, a, 0, reconcileWithoutLookup(a, caps, now))
+		out := reconcileWithoutLookup(a, caps, now)
+		e.p.Metrics.Reconcile(out.Observed)
+		return e.record(ctx, a, 0, out)
 	}
 	attemptID, _, _, err := e.startAttempt(ctx, a, "lookup")
 	if err != nil {
@@ -36,6 +38,7 @@ func (e *Engine) reconcile(ctx context.Context, a db.Action) error {
 		d := Decision{State: StateUncertain, Rule: ruleOf[ObsUnsure],
 			Reason:        "lookup failed, will look again: " + r.Detail,
 			NextAttemptAt: now.Add(Backoff(2, e.p.BackoffBase, e.p.BackoffMax))}
+		e.p.Metrics.Reconcile(ObsUnsure)
 		return e.commit(ctx, a, attemptID, Outcome{Observed: ObsUnsure, HTTPStatus: r.HTTPStatus, Detail: r.Detail}, d)
 	case r.Found:
 		out.Observed, out.ExternalRef, out.Result = ObsFound, r.ExternalRef, r.Result
@@ -47,6 +50,7 @@ func (e *Engine) reconcile(ctx context.Context, a db.Action) error {
 		out.Observed = ObsUnknowable
 		out.Detail = "an eventual lookup found no record, which does not prove it was never created"
 	}
+	e.p.Metrics.Reconcile(out.Observed)
 	return e.record(ctx, a, attemptID, out)
 }
 
@@ -80,6 +84,7 @@ func (e *Engine) RecoverLeases(ctx context.Context) (int, error) {
 		}
 		n = len(rows)
 		for _, r := range rows {
+			e.p.Metrics.LeaseRecovered(r.State)
 			if !r.CallStarted {
 				continue
 			}

@@ -126,6 +126,20 @@ type EventConflict struct {
 	ReceivedAt time.Time
 }
 
+type Notification struct {
+	Client   string
+	ActionID int64
+	State    string
+	Owner    string
+	Status   string
+	At       time.Time
+}
+
+type OwnerDigest struct {
+	Owner      string
+	LastSentAt time.Time
+}
+
 type Resource struct {
 	Client         string
 	Source         string

@@ -13,6 +13,7 @@ func (s *Server) routes(e *echo.Echo) {
 
 	e.GET("/healthz", s.healthz)
 	e.GET("/readyz", s.readyz)
+	e.GET("/metrics", s.serveMetrics)
 
 	e.POST("/hooks/:source", s.ingest)
 

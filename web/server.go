@@ -20,6 +20,10 @@ type Params struct {
 	Review *oncehook.Review
 	Logger *slog.Logger
 	Now    func() time.Time // nil means time.Now
+	// Metrics is served at /metrics; MetricsToken, when set, must come as a
+	// bearer token (from ONCEHOOK_METRICS_TOKEN).
+	Metrics      *oncehook.Metrics
+	MetricsToken string
 }
 
 // Server holds the handlers' dependencies.
@@ -30,11 +34,15 @@ type Server struct {
 	review *oncehook.Review
 	logger *slog.Logger
 	now    func() time.Time
+
+	metrics      *oncehook.Metrics
+	metricsToken string
 }
 
 // New returns the Echo instance serving every route of oncehook.
 func New(p Params) *echo.Echo {
 	s := &Server{cfg: p.Config, pool: p.Pool, inbox: p.Inbox, review: p.Review, logger: p.Logger, now: p.Now}
+	s.metrics, s.metricsToken = p.Metrics, p.MetricsToken
 	if s.now == nil {
 		s.now = time.Now
 	}

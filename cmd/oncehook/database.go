@@ -74,14 +74,26 @@ func (d *database) Close(ctx context.Context, logger *slog.Logger) {
 	}
 }
 
+// newLogger builds the process logger from ONCEHOOK_LOG_LEVEL (debug, info, warn,
+// error; default info) and ONCEHOOK_LOG_FORMAT (text or json; default text). An
+// unknown value falls back to the default and says so, rather than refusing to start.
 func newLogger(env *environment) *slog.Logger {
-	level := slog.LevelInfo
-	if env.getenv("ONCEHOOK_LOG_LEVEL") == "debug" {
-		level = slog.LevelDebug
-	}
+	var level slog.Level
+	levelText := env.getenv("ONCEHOOK_LOG_LEVEL")
+	badLevel := levelText != "" && level.UnmarshalText([]byte(levelText)) != nil
 	opts := &slog.HandlerOptions{Level: level}
-	if env.getenv("ONCEHOOK_LOG_FORMAT") == "json" {
-		return slog.New(slog.NewJSONHandler(env.stderr, opts))
+	var logger *slog.Logger
+	switch format := env.getenv("ONCEHOOK_LOG_FORMAT"); format {
+	case "json":
+		logger = slog.New(slog.NewJSONHandler(env.stderr, opts))
+	default:
+		logger = slog.New(slog.NewTextHandler(env.stderr, opts))
+		if format != "" && format != "text" {
+			logger.Warn("unknown ONCEHOOK_LOG_FORMAT; using text", "value", format)
+		}
 	}
-	return slog.New(slog.NewTextHandler(env.stderr, opts))
+	if badLevel {
+		logger.Warn("unknown ONCEHOOK_LOG_LEVEL; using info", "value", levelText)
+	}
+	return logger
 }

@@ -34,6 +34,8 @@ func commands() map[string]command {
 		"serve":   {summary: "HTTP server and workers", usage: serveUsage, run: runServe},
 		"worker":  {summary: "workers only, for scaling out", usage: workerUsage, run: runWorker},
 		"migrate": {summary: "apply database migrations and exit", usage: migrateUsage, run: runMigrate},
+		"prune":   {summary: "apply the retention windows now", usage: pruneUsage, run: runPrune},
+		"check":   {summary: "validate a config and print its routing", usage: checkUsage, run: runCheck},
 		"token":   {summary: "token create: print a new API token once", usage: tokenUsage, run: runToken},
 	}
 }

@@ -60,7 +60,9 @@ func runProcess(ctx context.Context, env *environment, args []string, name, usag
 	defer d.Close(context.WithoutCancel(ctx), logger)
 
 	clients := oncehook.NewDestinationClients(cfg)
-	engine := oncehook.NewEngine(oncehook.EngineParams{Pool: d.Pool, Config: cfg, Destinations: clients, Logger: logger})
+	metrics := oncehook.NewMetrics(d.Pool)
+	engine := oncehook.NewEngine(oncehook.EngineParams{Pool: d.Pool, Config: cfg, Destinations: clients,
+		Logger: logger, Metrics: metrics})
 	engineCtx, stopEngine := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -71,12 +73,18 @@ func runProcess(ctx context.Context, env *environment, args []string, name, usag
 		}
 	}()
 	logger.Info("workers started", "worker", engine.Worker())
+	if withHTTP {
+		wg.Add(2)
+		go func() { defer wg.Done(); pruneEvery(engineCtx, d.Pool, cfg, logger) }()
+		go func() { defer wg.Done(); oncehook.NewNotifier(d.Pool, cfg, logger).Run(engineCtx) }()
+	}
 
 	var srv *http.Server
 	errc := make(chan error, 1)
 	if withHTTP {
 		e := web.New(web.Params{Config: cfg, Pool: d.Pool, Inbox: oncehook.NewInbox(d.Pool, logger),
-			Review: oncehook.NewReview(d.Pool, cfg, clients), Logger: logger})
+			Review: oncehook.NewReview(d.Pool, cfg, clients), Logger: logger,
+			Metrics: metrics, MetricsToken: env.getenv("ONCEHOOK_METRICS_TOKEN")})
 		ln, err := net.Listen("tcp", cfg.Listen)
 		if err != nil {
 			stopEngine()

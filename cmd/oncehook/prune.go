@@ -1,0 +1,78 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/oncehook/oncehook"
+)
+
+const pruneUsage = `Usage: oncehook prune --config FILE [--data-dir DIR]
+
+Applies the retention windows now: delivery identities past each source's
+remember window, event bodies past retention.drop_bodies_after, closed actions
+past retention.actions (default 400 days). Deletes in small batches; the server
+also does this every retention.every (default 1h).
+`
+
+func runPrune(ctx context.Context, env *environment, args []string) error {
+	fs := newFlags(env, "prune", pruneUsage)
+	var df dbFlags
+	df.register(fs, env)
+	configPath := fs.String("config", "oncehook.yaml", "config file")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	cfg, err := oncehook.LoadConfig(*configPath, env.getenv)
+	if err != nil {
+		return err
+	}
+	logger := newLogger(env)
+	d, err := openDatabase(ctx, env, df, logger, 2)
+	if err != nil {
+		return err
+	}
+	defer d.Close(context.WithoutCancel(ctx), logger)
+	r, err := oncehook.Prune(ctx, d.Pool, cfg, time.Now())
+	if err != nil {
+		return err
+	}
+	if r.Skipped {
+		fmt.Fprintln(env.stdout, "another process is pruning right now; nothing done")
+		return nil
+	}
+	fmt.Fprintf(env.stdout, "pruned %d events, %d event bodies, %d closed actions, %d resources\n",
+		r.Events, r.BodiesDropped, r.Actions, r.Resources)
+	return nil
+}
+
+// pruneEvery prunes on a timer until ctx ends.
+func pruneEvery(ctx context.Context, pool *pgxpool.Pool, cfg *oncehook.Config, logger *slog.Logger) {
+	every := cfg.Retention.Every
+	if every <= 0 {
+		every = oncehook.DefaultPruneEvery
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		r, err := oncehook.Prune(ctx, pool, cfg, time.Now())
+		if err != nil {
+			if ctx.Err() == nil {
+				logger.Warn("prune", "err", err)
+			}
+			continue
+		}
+		if !r.Skipped {
+			logger.Info("pruned", "events", r.Events, "bodies", r.BodiesDropped, "actions", r.Actions)
+		}
+	}
+}

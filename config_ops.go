@@ -1,0 +1,118 @@
+package oncehook
+
+import (
+	"fmt"
+	"net/mail"
+	"time"
+)
+
+// Retention is how long oncehook keeps what it stored. Delivery identities and bodies
+// follow each source's remember window; this section covers the rest.
+type Retention struct {
+	// Actions is how long closed actions (confirmed, resolved, cancelled) are kept,
+	// with their attempts and audit trail. Default 9600h (400 days).
+	Actions time.Duration
+	// DropBodiesAfter, when set, removes an event's body this long after it was
+	// routed, keeping its identity and hash (so repeats are still recognised).
+	DropBodiesAfter time.Duration
+	// Every is how often `oncehook serve` prunes. Default 1h.
+	Every time.Duration
+}
+
+// Notify tells owners about actions that start needing a person.
+type Notify struct {
+	Every          time.Duration // at most one digest per owner per interval; default 15m
+	UncertainAfter time.Duration // an uncertain action is reported after this long; default 30m
+	SMTP           NotifySMTP    // optional
+	Webhook        NotifyWebhook // optional
+}
+
+// NotifySMTP is the mail server digests go through.
+type NotifySMTP struct {
+	Addr, From  string
+	UsernameEnv string
+	PasswordEnv string
+	Username    string `yaml:"-" json:"-"`
+	Password    string `yaml:"-" json:"-"`
+}
+
+// NotifyWebhook is an outgoing webhook (for chat tools), signed the Standard
+// Webhooks way with the secret named by SecretEnv.
+type NotifyWebhook struct {
+	URL       string
+	SecretEnv string
+	Secret    string `yaml:"-" json:"-"`
+}
+
+// Enabled reports whether any channel is configured.
+func (n Notify) Enabled() bool { return n.SMTP.Addr != "" || n.Webhook.URL != "" }
+
+// Defaults for the operations sections.
+const (
+	DefaultActionRetention = 400 * 24 * time.Hour
+	DefaultPruneEvery      = time.Hour
+	DefaultNotifyEvery     = 15 * time.Minute
+	DefaultUncertainAfter  = 30 * time.Minute
+)
+
+func (l *loader) retention(m fields) Retention {
+	r := m.sub("retention", "actions", "drop_bodies_after", "every")
+	return Retention{
+		Actions:         r.duration("actions", DefaultActionRetention),
+		DropBodiesAfter: r.duration("drop_bodies_after", 0),
+		Every:           r.duration("every", DefaultPruneEvery),
+	}
+}
+
+func (l *loader) notify(m fields) Notify {
+	n := m.sub("notify", "every", "uncertain_after", "smtp", "webhook")
+	out := Notify{
+		Every:          n.duration("every", DefaultNotifyEvery),
+		UncertainAfter: n.duration("uncertain_after", DefaultUncertainAfter),
+	}
+	if n.has("smtp") {
+		s := n.sub("smtp", "addr", "from", "username_env", "password_env")
+		out.SMTP.Addr = s.hostPort("addr", "", true)
+		if out.SMTP.From = s.required("from"); out.SMTP.From != "" {
+			if _, err := mail.ParseAddress(out.SMTP.From); err != nil {
+				l.errorf(s.at("from"), "%q is not an email address", out.SMTP.From)
+			}
+		}
+		if s.has("username_env") != s.has("password_env") {
+			l.errorf(s.path, "username_env and password_env go together")
+		}
+		out.SMTP.UsernameEnv, out.SMTP.Username = s.env("username_env", false, false)
+		out.SMTP.PasswordEnv, out.SMTP.Password = s.env("password_env", false, true)
+	}
+	if n.has("webhook") {
+		w := n.sub("webhook", "url", "secret_env")
+		out.Webhook.URL = w.url("url", true, false)
+		out.Webhook.SecretEnv, out.Webhook.Secret = w.env("secret_env", true, false)
+	}
+	return out
+}
+
+type (
+	plainNotifySMTP    NotifySMTP
+	plainNotifyWebhook NotifyWebhook
+)
+
+// Format prints s as fmt would with its credentials redacted.
+func (s NotifySMTP) Format(f fmt.State, verb rune) {
+	p := plainNotifySMTP(s)
+	p.Username, p.Password = redact(s.Username), redact(s.Password)
+	fmt.Fprintf(f, fmt.FormatString(f, verb), p)
+}
+
+// String is s printed with %+v, credentials redacted.
+func (s NotifySMTP) String() string { return fmt.Sprintf("%+v", s) }
+
+// Format prints w as fmt would with its secret redacted.
+func (w NotifyWebhook) Format(f fmt.State, verb rune) {
+	p := plainNotifyWebhook(w)
+	p.Secret = redact(w.Secret)
+	fmt.Fprintf(f, fmt.FormatString(f, verb), p)
+}
+
+// String is w printed with %+v, the secret redacted.
+func (w NotifyWebhook) String() string { return fmt.Sprintf("%+v", w) }
