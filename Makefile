@@ -5,24 +5,32 @@ SQLC_VERSION  := v1.31.1
 TEMPL_VERSION := v0.3.1100
 export PATH := $(BIN):$(PATH)
 
-.PHONY: run test generate check-generated tools vet build
+.PHONY: run test generate check-generated tools vet build bench chromium
 
-## run: the server on an embedded Postgres with the example config
-# The example secrets below are throwaway values for a local try-out only.
+## run: the demo: embedded Postgres, example config, sandbox CRM and mail, demo traffic
 run: build
-	STRIPE_WEBHOOK_SECRET=whsec_example_stripe GITHUB_WEBHOOK_SECRET=example-github \
-	SHOPIFY_WEBHOOK_SECRET=example-shopify STANDARD_WEBHOOK_SECRET=whsec_ZXhhbXBsZS1zdGFuZGFyZC1zZWNyZXQ= \
-	CRM_TOKEN=example-crm-token ./oncehook serve --config oncehook.example.yaml
+	./oncehook demo
 
 build:
 	go build -o oncehook ./cmd/oncehook
 
 ## test: generated code is current, vet, and the whole suite with the race detector
-test: tools check-generated vet
+test: tools chromium check-generated vet
 	go test -race -count=1 -timeout 20m ./...
+
+## chromium: Debian's headless browser for the dashboard tests, installed only when missing
+chromium:
+	@if [ ! -x /usr/bin/chromium ]; then \
+		echo "installing chromium for the browser tests"; \
+		apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; fi
 
 vet:
 	go vet ./...
+
+## bench: throughput, latency, growth and memory against a baseline measured on the
+## same private Postgres in the same run; prints one table, also in artifacts/bench.txt
+bench:
+	go run ./bench -out artifacts/bench.txt
 
 ## generate: regenerate sqlc queries and templ views from their sources
 generate: tools

@@ -25,6 +25,7 @@ type Config struct {
 	Actions      []ActionRule
 	Retention    Retention
 	Notify       Notify
+	Sessions     Sessions
 }
 
 // Source is one client + provider + provider account + environment posting to

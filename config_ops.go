@@ -19,6 +19,12 @@ type Retention struct {
 	Every time.Duration
 }
 
+// Sessions are the dashboard's sign-in sessions.
+type Sessions struct {
+	Idle     time.Duration // signed out after this long without a request; default 30m
+	Lifetime time.Duration // signed out this long after signing in; default 12h
+}
+
 // Notify tells owners about actions that start needing a person.
 type Notify struct {
 	Every          time.Duration // at most one digest per owner per interval; default 15m
@@ -53,7 +59,18 @@ const (
 	DefaultPruneEvery      = time.Hour
 	DefaultNotifyEvery     = 15 * time.Minute
 	DefaultUncertainAfter  = 30 * time.Minute
+	DefaultSessionIdle     = 30 * time.Minute
+	DefaultSessionLifetime = 12 * time.Hour
 )
+
+func (l *loader) sessions(m fields) Sessions {
+	s := m.sub("sessions", "idle", "lifetime")
+	out := Sessions{Idle: s.duration("idle", DefaultSessionIdle), Lifetime: s.duration("lifetime", DefaultSessionLifetime)}
+	if out.Idle > out.Lifetime {
+		l.errorf(s.at("idle"), "the idle timeout (%s) is longer than the lifetime (%s)", out.Idle, out.Lifetime)
+	}
+	return out
+}
 
 func (l *loader) retention(m fields) Retention {
 	r := m.sub("retention", "actions", "drop_bodies_after", "every")

@@ -89,9 +89,24 @@ func TestLoadConfig(t *testing.T) {
 						{Name: "text", Const: "Thanks!"},
 					},
 					Retry: RetryPolicy{Attempts: 8, Within: 72 * time.Hour}, Owner: "ops@example.com"},
+				{Name: "record_order", Source: "shopify", On: []string{"orders/create"}, Key: []string{"/id"},
+					Destination: "crm", Params: []Param{{Name: "order_id", Pointer: "/id"},
+						{Name: "total", Pointer: "/total_price"}, {Name: "kind", Const: "order"}},
+					Retry: RetryPolicy{Attempts: 8, Within: 72 * time.Hour}, Owner: "crm-admin@example.com",
+					Resource: "/id", OccurredAt: "/updated_at", CancelledBy: []string{"orders/cancelled"}},
+				{Name: "open_support_case", Source: "github", On: []string{"issues.opened"},
+					Key: []string{"/repository/full_name", "/issue/number"}, Destination: "crm",
+					Params: []Param{{Name: "title", Pointer: "/issue/title"},
+						{Name: "repository", Pointer: "/repository/full_name"}, {Name: "kind", Const: "support_case"}},
+					Retry: RetryPolicy{Attempts: 8, Within: 72 * time.Hour}, Owner: "support@example.com"},
+				{Name: "send_receipt", Source: "billing", On: []string{"invoice.paid"}, Key: []string{"/data/invoice_id"},
+					Destination: "mail", Params: []Param{{Name: "to", Pointer: "/data/email"},
+						{Name: "subject", Const: "Your receipt"}, {Name: "text", Const: "Thank you for your payment."}},
+					Retry: RetryPolicy{Attempts: 8, Within: 72 * time.Hour}, Owner: "ops@example.com"},
 			},
 			Retention: Retention{Actions: 400 * 24 * time.Hour, Every: time.Hour},
 			Notify:    Notify{Every: 15 * time.Minute, UncertainAfter: 30 * time.Minute},
+			Sessions:  Sessions{Idle: 30 * time.Minute, Lifetime: 12 * time.Hour},
 		}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("LoadConfig mismatch (-want +got):\n%s", diff)
@@ -137,6 +152,7 @@ func TestParseConfigDefaults(t *testing.T) {
 			Retry: RetryPolicy{Attempts: 8, Within: 72 * time.Hour}, Owner: "crm@example.com"}},
 		Retention: Retention{Actions: 400 * 24 * time.Hour, Every: time.Hour},
 		Notify:    Notify{Every: 15 * time.Minute, UncertainAfter: 30 * time.Minute},
+		Sessions:  Sessions{Idle: 30 * time.Minute, Lifetime: 12 * time.Hour},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("defaults mismatch (-want +got):\n%s", diff)
@@ -478,7 +494,7 @@ func TestParseConfigErrors(t *testing.T) {
 		), []string{
 			"t.yaml:5:35: destinations[0].create.verb: unknown field (known: method, url)",
 			"t.yaml:6:5: destinations[0].retries: unknown field (known: name, type, timeout, owner, create, auth, idempotency, reference_field, lookup, result_id, addr, from, username_env, password_env)",
-			"t.yaml:7:1: lisen: unknown field (known: listen, base_url, sources, destinations, actions, retention, notify)",
+			"t.yaml:7:1: lisen: unknown field (known: listen, base_url, sources, destinations, actions, retention, notify, sessions)",
 		}},
 		{"RequiredFieldsAtTheirMapping", lines(
 			"sources:",

@@ -123,7 +123,7 @@ func (l *loader) load(data []byte) *Config {
 		}
 	}
 
-	m := l.mapping("", body, "listen", "base_url", "sources", "destinations", "actions", "retention", "notify")
+	m := l.mapping("", body, "listen", "base_url", "sources", "destinations", "actions", "retention", "notify", "sessions")
 	c := &Config{Path: l.file, Listen: m.hostPort("listen", DefaultListen, false)}
 	c.BaseURL = m.url("base_url", false, false)
 	if c.BaseURL == "" && c.Listen != "" {
@@ -132,6 +132,7 @@ func (l *loader) load(data []byte) *Config {
 	c.BaseURL = strings.TrimRight(c.BaseURL, "/")
 	c.Retention = l.retention(m)
 	c.Notify = l.notify(m)
+	c.Sessions = l.sessions(m)
 	for i, n := range l.list("sources", m.vals["sources"]) {
 		c.Sources = append(c.Sources, l.source(fmt.Sprintf("sources[%d]", i), n))
 	}

@@ -10,8 +10,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/oncehook/oncehook/db"
 )
 
 // Event statuses (exact strings, used in the API and the pages).
@@ -33,16 +31,29 @@ type Receipt struct {
 	Conflict  bool // a repeat whose body differs from the stored one
 }
 
-// Inbox stores verified deliveries, once per delivery identity.
+// Inbox stores verified deliveries, once per delivery identity. Deliveries that
+// arrive together are written together (see ingest_batch.go): one statement and one
+// commit for a batch, each sender answered only after that commit.
 type Inbox struct {
-	pool   *pgxpool.Pool
-	logger *slog.Logger
+	batch *batcher
 }
 
-// NewInbox returns an Inbox writing to pool.
+// NewInbox returns an Inbox writing to pool. It runs until Close.
 func NewInbox(pool *pgxpool.Pool, logger *slog.Logger) *Inbox {
-	return &Inbox{pool: pool, logger: logger}
+	return newInbox(pool, logger, batchParams{})
 }
+
+func newInbox(pool *pgxpool.Pool, logger *slog.Logger, p batchParams) *Inbox {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	return &Inbox{batch: newBatcher(pool, logger, p)}
+}
+
+// Close stops taking deliveries and returns once every delivery already handed to
+// Accept is committed or refused; Accept answers EUNAVAILABLE afterwards. Call it
+// after the HTTP server has finished its requests and before the pool closes.
+func (in *Inbox) Close() { in.batch.close() }
 
 // CheckDelivery refuses identities the database could not store faithfully (invalid
 // UTF-8, NUL bytes) or that are absurdly long, with EINVALID: the sender gets a 400
@@ -81,54 +92,45 @@ func printableText(s string) bool {
 
 // Accept stores one verified delivery and returns once it is committed. A repeat of
 // a known identity only counts the delivery; a repeat with a different body is kept
-// beside the original and flags the event as a conflict. Storage trouble comes back
-// as EUNAVAILABLE so the sender retries.
+// beside the original and flags the event as a conflict. Storage trouble, or ctx
+// ending first, comes back as EUNAVAILABLE so the sender retries; a delivery the
+// database refuses on its own (and only it: the rest of its batch is stored) comes
+// back as EINVALID.
 func (in *Inbox) Accept(ctx context.Context, src Source, d Delivery, raw []byte) (Receipt, error) {
 	if err := CheckDelivery(d); err != nil {
 		return Receipt{}, err
 	}
+	row, err := newEventRow(src, d, raw)
+	if err != nil {
+		return Receipt{}, err
+	}
+	return in.batch.accept(ctx, row)
+}
+
+// eventRow is one delivery as the inbox stores it.
+type eventRow struct {
+	client, environment, source, sourceEventID, typ string
+	body, payload, sum                              []byte
+	headers                                         []byte
+	occurredAt                                      string // RFC 3339 or "" when the provider gives no time
+}
+
+func newEventRow(src Source, d Delivery, raw []byte) (eventRow, error) {
 	sum := sha256.Sum256(raw)
 	headers, err := json.Marshal(d.Headers)
 	if err != nil {
-		return Receipt{}, fmt.Errorf("encode identity headers: %w", err)
+		return eventRow{}, fmt.Errorf("encode identity headers: %w", err)
 	}
 	var payload []byte
 	if string(d.Payload) != string(raw) {
 		payload = d.Payload
 	}
-	var occurred *time.Time
+	var occurred string
 	if !d.OccurredAt.IsZero() {
-		t := d.OccurredAt.UTC()
-		occurred = &t
+		occurred = d.OccurredAt.UTC().Format(time.RFC3339Nano)
 	}
-	var rc Receipt
-	err = db.WithTx(ctx, in.pool, func(q *db.Queries) error {
-		row, err := q.EventInsert(ctx, db.EventInsertParams{
-			Client: src.Client, Environment: src.Environment, Source: src.Name,
-			SourceEventID: d.ID, Type: d.Type, Body: raw, Payload: payload,
-			BodySha256: sum[:], Headers: headers, OccurredAt: occurred,
-		})
-		if err != nil {
-			return fmt.Errorf("insert event: %w", err)
-		}
-		rc = Receipt{EventID: row.ID, Duplicate: !row.Inserted, Conflict: !row.SameBody}
-		if rc.Conflict {
-			err := q.EventConflictInsert(ctx, db.EventConflictInsertParams{
-				Client: src.Client, EventID: row.ID, Body: raw, BodySha256: sum[:], Headers: headers,
-			})
-			if err != nil {
-				return fmt.Errorf("keep conflicting body: %w", err)
-			}
-		}
-		if row.Inserted {
-			if err := q.Notify(ctx, channelEvents); err != nil {
-				return fmt.Errorf("notify router: %w", err)
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return Receipt{}, &Error{Code: EUNAVAILABLE, Message: "Storage is unavailable; retry later.", Err: err}
-	}
-	return rc, nil
+	return eventRow{
+		client: src.Client, environment: src.Environment, source: src.Name, sourceEventID: d.ID,
+		typ: d.Type, body: raw, payload: payload, sum: sum[:], headers: headers, occurredAt: occurred,
+	}, nil
 }

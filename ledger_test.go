@@ -210,6 +210,9 @@ func TestLedgerOrderingAndCancellation(t *testing.T) {
 		if len(a) != 1 || a[0].State != "cancelled" {
 			t.Errorf("actions %+v; the cancelled one must stay cancelled", a)
 		}
+		if m := w.actions("send_welcome_email"); len(m) != 1 || m[0].State != "cancelled" {
+			t.Errorf("email step %+v; a successor of a cancelled action is cancelled too", m)
+		}
 		if n := len(w.crm.Records()); n != 0 {
 			t.Errorf("CRM holds %d records, want 0", n)
 		}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/oncehook/oncehook/db"
 )
@@ -38,6 +40,9 @@ func (r *Review) ListActions(ctx context.Context, f ActionFilter) (ActionPage, e
 	if err != nil {
 		return ActionPage{}, err
 	}
+	if err := checkText("filter", append([]string{f.Source, f.Name, f.Owner, f.Destination, f.Client, f.Q}, f.States...)...); err != nil {
+		return ActionPage{}, err
+	}
 	states := f.States
 	if states == nil {
 		states = []string{}
@@ -54,6 +59,17 @@ func (r *Review) ListActions(ctx context.Context, f ActionFilter) (ActionPage, e
 		page.NextCursor = strconv.FormatInt(rows[len(rows)-1].ID, 10)
 	}
 	return page, nil
+}
+
+// checkText refuses values Postgres cannot take as text (invalid UTF-8, NUL bytes)
+// with EINVALID naming what, instead of letting the query fail as a 500.
+func checkText(what string, values ...string) error {
+	for _, v := range values {
+		if !utf8.ValidString(v) || strings.ContainsRune(v, 0) {
+			return Errorf(EINVALID, "The %s is not valid text.", what)
+		}
+	}
+	return nil
 }
 
 func parseCursor(c string) (*int64, error) {
@@ -119,6 +135,9 @@ func (r *Review) ListEvents(ctx context.Context, f EventFilter) (EventPage, erro
 	}
 	before, err := parseCursor(f.Cursor)
 	if err != nil {
+		return EventPage{}, err
+	}
+	if err := checkText("filter", f.Source, f.Status); err != nil {
 		return EventPage{}, err
 	}
 	rows, err := db.New(r.pool).EventList(ctx, db.EventListParams{Source: f.Source, Status: f.Status, BeforeID: before, MaxRows: int32(limit)})

@@ -3,12 +3,14 @@ package oncehook_test
 import (
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/oncehook/oncehook/sandbox"
+	"github.com/oncehook/oncehook/web"
 )
 
 // scrape reads /metrics and returns each sample line's value by its full name.
@@ -67,5 +69,42 @@ func TestMetricsAfterKnownSequence(t *testing.T) {
 	}
 	if m[`oncehook_attempt_duration_seconds_count{destination="crm"}`] != 4 {
 		t.Errorf("attempt latency observed %v times, want 4", m[`oncehook_attempt_duration_seconds_count{destination="crm"}`])
+	}
+}
+
+func TestMetricsBearerToken(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, worldOptions{noEngine: true})
+	srv := httptest.NewServer(web.MetricsHandler(w.metrics, "metrics-secret"))
+	t.Cleanup(srv.Close)
+	for _, c := range []struct {
+		name, auth string
+		want       int
+	}{
+		{"NoToken", "", 401},
+		{"WrongToken", "Bearer nope", 401},
+		{"RightToken", "Bearer metrics-secret", 200},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			req, _ := http.NewRequest("GET", srv.URL+"/metrics", nil)
+			if c.auth != "" {
+				req.Header.Set("Authorization", c.auth)
+			}
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(res.Body)
+			res.Body.Close()
+			if res.StatusCode != c.want {
+				t.Fatalf("status %d, want %d", res.StatusCode, c.want)
+			}
+			if c.want == 200 && !strings.Contains(string(body), "oncehook_database_up 1") {
+				t.Errorf("metrics body lacks oncehook_database_up")
+			}
+			if strings.Contains(string(body), "metrics-secret") {
+				t.Errorf("the token appears in the reply")
+			}
+		})
 	}
 }

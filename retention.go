@@ -19,7 +19,8 @@ type PruneReport struct {
 	BodiesDropped int64 // bodies removed after drop_bodies_after, identities kept
 	Actions       int64 // closed actions past the ledger window
 	Resources     int64
-	Skipped       bool // another process was pruning
+	Sessions      int64 // expired dashboard sessions
+	Skipped       bool  // another process was pruning
 }
 
 // Prune applies the retention windows now, in small batches, each its own short
@@ -76,6 +77,9 @@ func Prune(ctx context.Context, pool *pgxpool.Pool, cfg *Config, now time.Time) 
 		return q.ResourcePrune(ctx, db.ResourcePruneParams{Before: &before, Batch: pruneBatch})
 	}); err != nil {
 		return r, fmt.Errorf("prune resources: %w", err)
+	}
+	if r.Sessions, err = DeleteExpiredSessions(ctx, pool); err != nil {
+		return r, err
 	}
 	return r, nil
 }

@@ -126,7 +126,11 @@ func (r *Review) Cancel(ctx context.Context, actor Actor, id int64, p ActParams)
 		if p.Note != "" {
 			reason += ": " + p.Note
 		}
-		return q.ActionClose(ctx, db.ActionCloseParams{Client: a.Client, ID: a.ID, State: StateCancelled, Reason: reason})
+		b, err := q.ActionClose(ctx, db.ActionCloseParams{Client: a.Client, ID: a.ID, State: StateCancelled, Reason: reason})
+		if err != nil {
+			return b, err
+		}
+		return b, cancelSuccessors(ctx, q, a.Client, a.ID, actor.Name)
 	}, p, nil)
 }
 
@@ -148,6 +152,9 @@ func (r *Review) Assign(ctx context.Context, actor Actor, id int64, p ActParams)
 // the person is told its state and, if someone just acted on it, who and when.
 func (r *Review) act(ctx context.Context, actor Actor, id int64, act string,
 	apply func(*db.Queries, db.Action) (db.Action, error), p ActParams, detail map[string]any) (db.Action, error) {
+	if err := checkText("note, reference or owner", p.Note, p.ExternalRef, p.Owner); err != nil {
+		return db.Action{}, err
+	}
 	var out db.Action
 	err := db.WithTx(ctx, r.pool, func(q *db.Queries) error {
 		a, err := q.ActionGet(ctx, id)

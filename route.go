@@ -5,11 +5,15 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/oncehook/oncehook/db"
 )
@@ -17,31 +21,59 @@ import (
 // RouteBatch claims up to n received events and turns each into actions, in one
 // short transaction. It returns how many events it routed.
 func (e *Engine) RouteBatch(ctx context.Context, n int) (int, error) {
-	var routed, created int
-	err := db.WithTx(ctx, e.pool, func(q *db.Queries) error {
-		events, err := q.EventClaimReceived(ctx, int32(n))
+	tx, err := e.pool.Begin(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("begin transaction: %w", err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // no-op after commit
+	q := db.New(tx)
+	events, err := q.EventClaimReceived(ctx, int32(n))
+	if err != nil {
+		return 0, fmt.Errorf("claim events: %w", err)
+	}
+	created := 0
+	for _, ev := range events {
+		r, err := e.routeSetAside(ctx, tx, ev)
 		if err != nil {
-			return fmt.Errorf("claim events: %w", err)
+			return 0, fmt.Errorf("route event %d: %w", ev.ID, err)
 		}
-		for _, ev := range events {
-			r, err := e.routeEvent(ctx, q, ev)
-			if err != nil {
-				return fmt.Errorf("route event %d: %w", ev.ID, err)
-			}
-			created += r.created
-			if err := q.EventSetStatus(ctx, db.EventSetStatusParams{
-				Client: ev.Client, ID: ev.ID, Status: r.status, Reason: r.reason(),
-			}); err != nil {
-				return fmt.Errorf("set event %d status: %w", ev.ID, err)
-			}
+		created += r.created
+		if err := q.EventSetStatus(ctx, db.EventSetStatusParams{
+			Client: ev.Client, ID: ev.ID, Status: r.status, Reason: r.reason(),
+		}); err != nil {
+			return 0, fmt.Errorf("set event %d status: %w", ev.ID, err)
 		}
-		routed = len(events)
-		if created > 0 {
-			return q.Notify(ctx, channelActions)
+	}
+	if created > 0 {
+		if err := q.Notify(ctx, channelActions); err != nil {
+			return 0, err
 		}
-		return nil
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return 0, fmt.Errorf("commit transaction: %w", err)
+	}
+	return len(events), nil
+}
+
+// routeSetAside routes one event inside a savepoint. An event whose content the
+// database refuses to store as an action (a NUL in a key, a number beyond numeric,
+// a resource too long for its index) is set aside as ignored, with the reason,
+// instead of failing the batch on every try and holding up every event behind it.
+func (e *Engine) routeSetAside(ctx context.Context, tx pgx.Tx, ev db.Event) (routing, error) {
+	var r routing
+	err := db.WithTx(ctx, tx, func(q *db.Queries) error {
+		var err error
+		r, err = e.routeEvent(ctx, q, ev)
+		return err
 	})
-	return routed, err
+	var pgErr *pgconn.PgError
+	if err == nil || !errors.As(err, &pgErr) || (pgErr.Code[:2] != "22" && pgErr.Code[:2] != "54") {
+		return r, err
+	}
+	e.logger.Warn("an event's content cannot be stored as an action; it is ignored", "event_id", ev.ID, "err", err)
+	r = routing{status: EventIgnored}
+	r.note("its content cannot be stored as an action: %s", truncate(pgErr.Message, 300))
+	return r, nil
 }
 
 // routing is what became of one event.
@@ -281,6 +313,9 @@ func (e *Engine) applyCancellations(ctx context.Context, q *db.Queries, ev db.Ev
 		for _, id := range ids {
 			if err := audit(ctx, q, ev.Client, id, "router", "cancel",
 				fmt.Sprintf("cancelled by event %d (%s)", ev.ID, ev.Type), map[string]any{"event_id": ev.ID}); err != nil {
+				return 0, err
+			}
+			if err := cancelSuccessors(ctx, q, ev.Client, id, "router"); err != nil {
 				return 0, err
 			}
 		}

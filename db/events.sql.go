@@ -162,55 +162,92 @@ func (q *Queries) EventGet(ctx context.Context, id int64) (Event, error) {
 	return i, err
 }
 
-const eventInsert = `-- name: EventInsert :one
+const eventInsertBatch = `-- name: EventInsertBatch :many
 INSERT INTO events (client, environment, source, source_event_id, type, body, payload,
-                    body_sha256, headers, occurred_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7,
-        $8, $9, $10)
+                    body_sha256, headers, occurred_at, deliveries, conflict)
+SELECT r.client, r.environment, r.source, r.source_event_id, r.type, r.body, r.payload,
+       r.body_sha256, r.headers, nullif(r.occurred_at, '')::timestamptz, r.deliveries, r.conflict
+FROM (SELECT unnest($1::text[]) AS client, unnest($2::text[]) AS environment,
+             unnest($3::text[]) AS source, unnest($4::text[]) AS source_event_id,
+             unnest($5::text[]) AS type, unnest($6::bytea[]) AS body,
+             unnest($7::bytea[]) AS payload, unnest($8::bytea[]) AS body_sha256,
+             unnest($9::jsonb[]) AS headers, unnest($10::text[]) AS occurred_at,
+             unnest($11::integer[]) AS deliveries, unnest($12::boolean[]) AS conflict) r
 ON CONFLICT (client, source, source_event_id) DO UPDATE
-SET deliveries       = events.deliveries + 1,
+SET deliveries       = events.deliveries + EXCLUDED.deliveries,
     last_received_at = now(),
-    conflict         = events.conflict OR events.body_sha256 <> EXCLUDED.body_sha256
-RETURNING id, (xmax = 0)::boolean AS inserted, (body_sha256 = $8)::boolean AS same_body
+    conflict         = events.conflict OR EXCLUDED.conflict
+                       OR events.body_sha256 <> EXCLUDED.body_sha256
+RETURNING id, client, source, source_event_id, (xmax = 0)::boolean AS inserted, body_sha256
 `
 
-type EventInsertParams struct {
+type EventInsertBatchParams struct {
+	Clients        []string
+	Environments   []string
+	Sources        []string
+	SourceEventIds []string
+	Types          []string
+	Bodies         [][]byte
+	Payloads       [][]byte
+	BodySha256s    [][]byte
+	Headers        []json.RawMessage
+	OccurredAts    []string
+	Deliveries     []int32
+	Conflicts      []bool
+}
+
+type EventInsertBatchRow struct {
+	ID            int64
 	Client        string
-	Environment   string
 	Source        string
 	SourceEventID string
-	Type          string
-	Body          []byte
-	Payload       []byte
+	Inserted      bool
 	BodySha256    []byte
-	Headers       json.RawMessage
-	OccurredAt    *time.Time
 }
 
-type EventInsertRow struct {
-	ID       int64
-	Inserted bool
-	SameBody bool
-}
-
-// Stores a delivery, or counts a repeat of a known one. same_body tells a repeat
-// from a conflict (a repeat whose body differs).
-func (q *Queries) EventInsert(ctx context.Context, arg EventInsertParams) (EventInsertRow, error) {
-	row := q.db.QueryRow(ctx, eventInsert,
-		arg.Client,
-		arg.Environment,
-		arg.Source,
-		arg.SourceEventID,
-		arg.Type,
-		arg.Body,
-		arg.Payload,
-		arg.BodySha256,
+// Stores a batch of deliveries in one statement, or counts repeats of known ones.
+// Each identity appears once (the caller folds repeats inside a batch first: one
+// statement cannot update a row twice); deliveries is how many requests it stands
+// for and conflict whether their bodies differed among themselves. The row's stored
+// body_sha256 comes back so the caller can tell each request's repeat from a conflict.
+func (q *Queries) EventInsertBatch(ctx context.Context, arg EventInsertBatchParams) ([]EventInsertBatchRow, error) {
+	rows, err := q.db.Query(ctx, eventInsertBatch,
+		arg.Clients,
+		arg.Environments,
+		arg.Sources,
+		arg.SourceEventIds,
+		arg.Types,
+		arg.Bodies,
+		arg.Payloads,
+		arg.BodySha256s,
 		arg.Headers,
-		arg.OccurredAt,
+		arg.OccurredAts,
+		arg.Deliveries,
+		arg.Conflicts,
 	)
-	var i EventInsertRow
-	err := row.Scan(&i.ID, &i.Inserted, &i.SameBody)
-	return i, err
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []EventInsertBatchRow{}
+	for rows.Next() {
+		var i EventInsertBatchRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.Client,
+			&i.Source,
+			&i.SourceEventID,
+			&i.Inserted,
+			&i.BodySha256,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const eventList = `-- name: EventList :many

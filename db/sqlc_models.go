@@ -126,6 +126,12 @@ type EventConflict struct {
 	ReceivedAt time.Time
 }
 
+type LoginThrottle struct {
+	Key         string
+	Failures    int32
+	WindowStart time.Time
+}
+
 type Notification struct {
 	Client   string
 	ActionID int64
@@ -146,6 +152,12 @@ type Resource struct {
 	Resource       string
 	LastOccurredAt *time.Time
 	CancelledAt    *time.Time
+}
+
+type Session struct {
+	Token  string
+	Data   []byte
+	Expiry time.Time
 }
 
 type User struct {

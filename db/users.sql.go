@@ -9,6 +9,18 @@ import (
 	"context"
 )
 
+const userCountAdmins = `-- name: UserCountAdmins :one
+SELECT count(*) FROM users WHERE role = 'admin' AND NOT disabled
+`
+
+// Enabled admins: the last one cannot be demoted or disabled.
+func (q *Queries) UserCountAdmins(ctx context.Context) (int64, error) {
+	row := q.db.QueryRow(ctx, userCountAdmins)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
 const userGet = `-- name: UserGet :one
 SELECT id, email, role, password_hash, disabled, created_at FROM users WHERE id = $1
 `
@@ -76,6 +88,38 @@ SELECT id, email, role, password_hash, disabled, created_at FROM users ORDER BY 
 
 func (q *Queries) UserList(ctx context.Context) ([]User, error) {
 	rows, err := q.db.Query(ctx, userList)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []User{}
+	for rows.Next() {
+		var i User
+		if err := rows.Scan(
+			&i.ID,
+			&i.Email,
+			&i.Role,
+			&i.PasswordHash,
+			&i.Disabled,
+			&i.CreatedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const userListEnabled = `-- name: UserListEnabled :many
+SELECT id, email, role, password_hash, disabled, created_at FROM users WHERE NOT disabled ORDER BY email
+`
+
+// The people an action can be assigned to.
+func (q *Queries) UserListEnabled(ctx context.Context) ([]User, error) {
+	rows, err := q.db.Query(ctx, userListEnabled)
 	if err != nil {
 		return nil, err
 	}

@@ -194,22 +194,69 @@ WHERE client = @client AND id = @id
 RETURNING *;
 
 -- name: ActionList :many
--- Keyset pagination, newest first. Empty filters match everything.
+-- Keyset pagination, newest first. Empty filters match everything. Each state is
+-- walked on its own down actions_state_idx (state, id DESC), or actions_owner_idx
+-- with an owner, for at most max_rows rows, so a page costs the same with a
+-- thousand actions or a million. Two things keep Postgres on that path: one scan
+-- with state = ANY(...) cannot return the index's ids in order, and with state =
+-- s.state it forgets the index order and walks every action newest first instead
+-- (it cannot know that s.state is rare); a range on one value keeps the order.
 SELECT * FROM actions a
-WHERE (cardinality(@states::text[]) = 0 OR a.state = ANY(@states::text[]))
-  AND (@source::text = '' OR a.source = @source)
-  AND (@name::text = '' OR a.name = @name)
-  AND (@owner::text = '' OR a.owner = @owner)
-  AND (@destination::text = '' OR a.destination = @destination)
-  AND (@client::text = '' OR a.client = @client)
-  AND (@q::text = '' OR a.business_key = @q OR a.operation_key = @q OR a.external_ref = @q
-       OR a.business_key ILIKE '%' || @q || '%'
-       OR EXISTS (SELECT 1 FROM action_events ae JOIN events e ON e.client = ae.client AND e.id = ae.event_id
-                  WHERE ae.client = a.client AND ae.action_id = a.id AND e.source_event_id = @q))
-  AND (sqlc.narg(before_id)::bigint IS NULL OR a.id < sqlc.narg(before_id)::bigint)
+WHERE (a.client, a.id) IN (
+    SELECT p.client, p.id
+    FROM unnest(CASE WHEN cardinality(@states::text[]) = 0
+                     THEN ARRAY['pending', 'processing', 'retrying', 'held', 'uncertain',
+                                'failed', 'confirmed', 'resolved', 'cancelled']
+                     ELSE @states::text[] END) AS s(state)
+    CROSS JOIN LATERAL (
+        SELECT b.client, b.id FROM actions b
+        WHERE b.state >= s.state AND b.state <= s.state
+          AND (@source::text = '' OR b.source = @source)
+          AND (@name::text = '' OR b.name = @name)
+          AND (@owner::text = '' OR b.owner = @owner)
+          AND (@destination::text = '' OR b.destination = @destination)
+          AND (@client::text = '' OR b.client = @client)
+          AND (@q::text = '' OR b.business_key = @q OR b.operation_key = @q OR b.external_ref = @q
+               OR b.business_key ILIKE '%' || @q || '%'
+               OR EXISTS (SELECT 1 FROM action_events ae
+                          JOIN events e ON e.client = ae.client AND e.id = ae.event_id
+                          WHERE ae.client = b.client AND ae.action_id = b.id AND e.source_event_id = @q))
+          AND (sqlc.narg(before_id)::bigint IS NULL OR b.id < sqlc.narg(before_id)::bigint)
+        ORDER BY b.state, b.id DESC
+        LIMIT @max_rows) p)
 ORDER BY a.id DESC
 LIMIT @max_rows;
 
 -- name: ActionCountByState :many
-SELECT state, count(*)::bigint AS n, min(created_at)::timestamptz AS oldest
-FROM actions GROUP BY state;
+-- Counts by state, without counting a million rows: each state is counted along
+-- actions_state_idx up to 1,000 actions; past that the planner's statistics give
+-- the figure (refreshed by autovacuum's ANALYZE), never less than 1,001. oldest is
+-- the creation time of the state's lowest id. States without actions are left out.
+-- (The range on one value keeps Postgres on the index; see ActionList.)
+SELECT s.state::text AS state,
+       (CASE WHEN c.n > 1000 THEN greatest(c.n, coalesce(est.n, 0)) ELSE c.n END)::bigint AS n,
+       o.created_at::timestamptz AS oldest
+FROM unnest(ARRAY['pending', 'processing', 'retrying', 'held', 'uncertain',
+                  'failed', 'confirmed', 'resolved', 'cancelled']) AS s(state)
+CROSS JOIN LATERAL (
+    SELECT count(*) AS n FROM (
+        SELECT 1 FROM actions a WHERE a.state >= s.state AND a.state <= s.state LIMIT 1001) capped) c
+CROSS JOIN LATERAL (
+    SELECT a.created_at FROM actions a
+    WHERE a.state >= s.state AND a.state <= s.state
+    ORDER BY a.state DESC, a.id
+    LIMIT 1) o
+LEFT JOIN LATERAL (
+    SELECT (t.reltuples * st.most_common_freqs[array_position(st.most_common_vals::text::text[], s.state)])::bigint AS n
+    FROM pg_catalog.pg_class t
+    JOIN pg_catalog.pg_stats st ON st.schemaname = current_schema() AND st.tablename = t.relname AND st.attname = 'state'
+    WHERE t.oid = 'actions'::regclass) est ON true
+ORDER BY s.state;
+
+-- name: ActionCancelSuccessors :many
+-- The predecessor will never be performed: successors waiting for it will not be either.
+UPDATE actions
+SET state = 'cancelled', reason = @reason, updated_at = now(), next_attempt_at = now()
+WHERE client = @client AND after_id = @after_id AND state = 'pending'
+  AND next_attempt_at = '9999-12-31 00:00:00+00'::timestamptz
+RETURNING id;

@@ -1,15 +1,25 @@
--- name: EventInsert :one
--- Stores a delivery, or counts a repeat of a known one. same_body tells a repeat
--- from a conflict (a repeat whose body differs).
+-- name: EventInsertBatch :many
+-- Stores a batch of deliveries in one statement, or counts repeats of known ones.
+-- Each identity appears once (the caller folds repeats inside a batch first: one
+-- statement cannot update a row twice); deliveries is how many requests it stands
+-- for and conflict whether their bodies differed among themselves. The row's stored
+-- body_sha256 comes back so the caller can tell each request's repeat from a conflict.
 INSERT INTO events (client, environment, source, source_event_id, type, body, payload,
-                    body_sha256, headers, occurred_at)
-VALUES (@client, @environment, @source, @source_event_id, @type, @body, @payload,
-        @body_sha256, @headers, @occurred_at)
+                    body_sha256, headers, occurred_at, deliveries, conflict)
+SELECT r.client, r.environment, r.source, r.source_event_id, r.type, r.body, r.payload,
+       r.body_sha256, r.headers, nullif(r.occurred_at, '')::timestamptz, r.deliveries, r.conflict
+FROM (SELECT unnest(@clients::text[]) AS client, unnest(@environments::text[]) AS environment,
+             unnest(@sources::text[]) AS source, unnest(@source_event_ids::text[]) AS source_event_id,
+             unnest(@types::text[]) AS type, unnest(@bodies::bytea[]) AS body,
+             unnest(@payloads::bytea[]) AS payload, unnest(@body_sha256s::bytea[]) AS body_sha256,
+             unnest(@headers::jsonb[]) AS headers, unnest(@occurred_ats::text[]) AS occurred_at,
+             unnest(@deliveries::integer[]) AS deliveries, unnest(@conflicts::boolean[]) AS conflict) r
 ON CONFLICT (client, source, source_event_id) DO UPDATE
-SET deliveries       = events.deliveries + 1,
+SET deliveries       = events.deliveries + EXCLUDED.deliveries,
     last_received_at = now(),
-    conflict         = events.conflict OR events.body_sha256 <> EXCLUDED.body_sha256
-RETURNING id, (xmax = 0)::boolean AS inserted, (body_sha256 = @body_sha256)::boolean AS same_body;
+    conflict         = events.conflict OR EXCLUDED.conflict
+                       OR events.body_sha256 <> EXCLUDED.body_sha256
+RETURNING id, client, source, source_event_id, (xmax = 0)::boolean AS inserted, body_sha256;
 
 -- name: EventConflictInsert :exec
 INSERT INTO event_conflicts (client, event_id, body, body_sha256, headers)

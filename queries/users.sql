@@ -16,3 +16,11 @@ UPDATE users SET role = @role WHERE id = @id;
 
 -- name: UserSetDisabled :exec
 UPDATE users SET disabled = @disabled WHERE id = @id;
+
+-- name: UserListEnabled :many
+-- The people an action can be assigned to.
+SELECT * FROM users WHERE NOT disabled ORDER BY email;
+
+-- name: UserCountAdmins :one
+-- Enabled admins: the last one cannot be demoted or disabled.
+SELECT count(*) FROM users WHERE role = 'admin' AND NOT disabled;

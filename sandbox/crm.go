@@ -56,6 +56,8 @@ type CRM struct {
 	keys     map[string]*keyEntry
 	faults   []Fault
 	requests []RequestLog
+
+	lookupDownUntil time.Time // lookups answer 503 until then (see LookupOutage)
 }
 
 // keyEntry is what the CRM remembers of an idempotency key: a request still being
@@ -90,6 +92,10 @@ func (c *CRM) Handler() http.Handler {
 	mux.HandleFunc("GET /opportunities", c.list)
 	mux.HandleFunc("GET /opportunities/{id}", c.get)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet && r.URL.Path == InspectPath {
+			c.inspect(w)
+			return
+		}
 		sw := &statusWriter{ResponseWriter: w}
 		defer c.logRequest(r, sw)
 		if !c.authorized(r) {
@@ -232,6 +238,13 @@ func (c *CRM) commit(key string, fields map[string]any) *storedReply {
 }
 
 func (c *CRM) list(w http.ResponseWriter, r *http.Request) {
+	c.mu.Lock()
+	down := c.now().Before(c.lookupDownUntil)
+	c.mu.Unlock()
+	if down {
+		writeError(w, http.StatusServiceUnavailable, "search is down for maintenance")
+		return
+	}
 	if f := c.takeFault(http.MethodGet); !f.hold(r.Context()) {
 		return
 	} else if f.Status != 0 {

@@ -84,3 +84,24 @@ func (f Fault) write(w http.ResponseWriter) {
 	}
 	writeError(w, f.Status, msg)
 }
+
+// LookupOutage makes searches (GET /opportunities) answer 503 for d: uncertain
+// actions then stay uncertain, since a failed lookup proves nothing.
+func (c *CRM) LookupOutage(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.lookupDownUntil = c.now().Add(d)
+}
+
+// InspectPath shows every record to whoever runs the sandbox, whatever the token
+// and the faults: it is how a person (or a test) sees what the CRM really holds.
+const InspectPath = "/_sandbox/records"
+
+func (c *CRM) inspect(w http.ResponseWriter) {
+	recs := c.Records()
+	views := make([]map[string]any, 0, len(recs))
+	for _, rec := range recs {
+		views = append(views, recordView(rec))
+	}
+	writeJSON(w, http.StatusOK, views)
+}

@@ -19,6 +19,7 @@ var statusOf = map[string]int{
 	oncehook.EFORBIDDEN:    http.StatusForbidden,
 	oncehook.ETOOLARGE:     http.StatusRequestEntityTooLarge,
 	oncehook.EINTERNAL:     http.StatusInternalServerError,
+	oncehook.ETHROTTLED:    http.StatusTooManyRequests,
 }
 
 // retryAfterSeconds is what a sender is asked to wait when storage is unavailable.
@@ -31,7 +32,8 @@ type errorBody struct {
 }
 
 // handleError turns any error a handler returns into one reply: the status from
-// the domain code, plain words for people, the detail in the log only.
+// the domain code, plain words for people, the detail in the log only. Dashboard
+// pages get an HTML page; webhooks, the API and machines get JSON.
 func (s *Server) handleError(err error, c echo.Context) {
 	if c.Response().Committed {
 		return
@@ -62,6 +64,10 @@ func (s *Server) handleError(err error, c echo.Context) {
 	}
 	if c.Request().Method == http.MethodHead {
 		_ = c.NoContent(status)
+		return
+	}
+	if wantsHTML(c) {
+		s.renderError(c, status, msg)
 		return
 	}
 	_ = c.JSON(status, errorBody{Error: msg, Code: code})

@@ -2,6 +2,7 @@ package web
 
 import (
 	"crypto/subtle"
+	"net/http"
 
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -14,14 +15,36 @@ func (s *Server) serveMetrics(c echo.Context) error {
 	if s.metrics == nil {
 		return oncehook.Errorf(oncehook.ENOTFOUND, "Metrics are not enabled.")
 	}
-	if s.metricsToken != "" {
-		got := c.Request().Header.Get(echo.HeaderAuthorization)
-		want := "Bearer " + s.metricsToken
-		if subtle.ConstantTimeCompare([]byte(got), []byte(want)) != 1 {
-			c.Response().Header().Set("WWW-Authenticate", `Bearer realm="metrics"`)
-			return oncehook.Errorf(oncehook.EUNAUTHORIZED, "Metrics need the bearer token set in ONCEHOOK_METRICS_TOKEN.")
-		}
+	if !metricsAuthorized(c.Request(), s.metricsToken) {
+		c.Response().Header().Set("WWW-Authenticate", `Bearer realm="metrics"`)
+		return oncehook.Errorf(oncehook.EUNAUTHORIZED, "Metrics need the bearer token set in ONCEHOOK_METRICS_TOKEN.")
 	}
 	promhttp.HandlerFor(s.metrics.Registry, promhttp.HandlerOpts{}).ServeHTTP(c.Response(), c.Request())
 	return nil
+}
+
+// MetricsHandler serves only /metrics, for processes without the web server
+// (oncehook worker --metrics ADDR).
+func MetricsHandler(m *oncehook.Metrics, token string) http.Handler {
+	prom := promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/metrics" {
+			http.NotFound(w, r)
+			return
+		}
+		if !metricsAuthorized(r, token) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="metrics"`)
+			http.Error(w, "Metrics need the bearer token set in ONCEHOOK_METRICS_TOKEN.", http.StatusUnauthorized)
+			return
+		}
+		prom.ServeHTTP(w, r)
+	})
+}
+
+func metricsAuthorized(r *http.Request, token string) bool {
+	if token == "" {
+		return true
+	}
+	got := r.Header.Get("Authorization")
+	return subtle.ConstantTimeCompare([]byte(got), []byte("Bearer "+token)) == 1
 }

@@ -10,6 +10,7 @@ func (s *Server) routes(e *echo.Echo) {
 	e.Use(middleware.RequestID())
 	e.Use(s.logRequests)
 	e.Use(middleware.Recover())
+	e.Use(securityHeaders)
 
 	e.GET("/healthz", s.healthz)
 	e.GET("/readyz", s.readyz)
@@ -26,4 +27,6 @@ func (s *Server) routes(e *echo.Echo) {
 	api.GET("/summary", s.apiSummary)
 	api.GET("/destinations", s.apiDestinations)
 	api.POST("/destinations/:name/reconnect", s.apiReconnect)
+
+	s.pageRoutes(e)
 }

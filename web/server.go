@@ -4,8 +4,10 @@ package web
 
 import (
 	"log/slog"
+	"strings"
 	"time"
 
+	"github.com/alexedwards/scs/v2"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/labstack/echo/v4"
 
@@ -24,6 +26,10 @@ type Params struct {
 	// bearer token (from ONCEHOOK_METRICS_TOKEN).
 	Metrics      *oncehook.Metrics
 	MetricsToken string
+	// Sessions sets the dashboard's session timeouts; LoginLimits its sign-in
+	// throttling. Zero values take the defaults.
+	Sessions    SessionParams
+	LoginLimits oncehook.LoginLimits
 }
 
 // Server holds the handlers' dependencies.
@@ -37,12 +43,22 @@ type Server struct {
 
 	metrics      *oncehook.Metrics
 	metricsToken string
+
+	sessions *scs.SessionManager
+	secure   bool // served over HTTPS (base_url): Secure, __Host- cookies
+	limits   oncehook.LoginLimits
 }
 
 // New returns the Echo instance serving every route of oncehook.
 func New(p Params) *echo.Echo {
 	s := &Server{cfg: p.Config, pool: p.Pool, inbox: p.Inbox, review: p.Review, logger: p.Logger, now: p.Now}
 	s.metrics, s.metricsToken = p.Metrics, p.MetricsToken
+	s.secure = strings.HasPrefix(p.Config.BaseURL, "https://")
+	s.sessions = newSessions(p.Pool, p.Sessions, p.Config.BaseURL)
+	s.limits = p.LoginLimits
+	if s.limits == (oncehook.LoginLimits{}) {
+		s.limits = oncehook.DefaultLoginLimits
+	}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -53,6 +69,9 @@ func New(p Params) *echo.Echo {
 	e.HideBanner = true
 	e.HidePort = true
 	e.HTTPErrorHandler = s.handleError
+	// The peer's address, not X-Forwarded-For: sign-in throttling per address
+	// must not be dodged by sending a made-up header.
+	e.IPExtractor = echo.ExtractIPDirect()
 	s.routes(e)
 	return e
 }

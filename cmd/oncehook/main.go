@@ -32,11 +32,13 @@ type environment struct {
 func commands() map[string]command {
 	return map[string]command{
 		"serve":   {summary: "HTTP server and workers", usage: serveUsage, run: runServe},
+		"demo":    {summary: "the tour: sandbox destinations, demo traffic, a login", usage: demoUsage, run: runDemo},
 		"worker":  {summary: "workers only, for scaling out", usage: workerUsage, run: runWorker},
 		"migrate": {summary: "apply database migrations and exit", usage: migrateUsage, run: runMigrate},
 		"prune":   {summary: "apply the retention windows now", usage: pruneUsage, run: runPrune},
 		"check":   {summary: "validate a config and print its routing", usage: checkUsage, run: runCheck},
 		"token":   {summary: "token create: print a new API token once", usage: tokenUsage, run: runToken},
+		"user":    {summary: "user add: add a dashboard user (password from stdin)", usage: userUsage, run: runUser},
 	}
 }
 

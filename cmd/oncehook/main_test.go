@@ -164,8 +164,30 @@ func TestServeOnEmbeddedPostgres(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dataDir, "postmaster.pid")); !os.IsNotExist(err) {
 		t.Errorf("Postgres still running after Ctrl-C (postmaster.pid: %v)\n%s", err, serve.out.String())
 	}
-	if out, _ := exec.Command("pgrep", "-f", "postgres -D "+dataDir).Output(); len(bytes.TrimSpace(out)) > 0 {
-		t.Errorf("postgres processes left: %s", out)
+	waitNoPostgres(t, dataDir)
+}
+
+// waitNoPostgres fails the test unless every postgres process of dataDir is gone
+// soon: the server removes its pid file a moment before its last process exits.
+func waitNoPostgres(t *testing.T, dataDir string) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		out, _ := exec.Command("ps", "-eo", "stat=,args=").Output()
+		var left []string
+		for _, line := range strings.Split(string(out), "\n") {
+			if strings.Contains(line, "postgres -D "+dataDir) && !strings.HasPrefix(strings.TrimSpace(line), "Z") {
+				left = append(left, line)
+			}
+		}
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("postgres processes left: %s", strings.Join(left, "; "))
+			return
+		}
+		time.Sleep(100 * time.Millisecond) // poll interval
 	}
 }
 

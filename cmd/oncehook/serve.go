@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"sync"
@@ -24,10 +25,11 @@ flight finish within a grace period, hands back its unstarted claims, and
 stops the embedded Postgres last.
 `
 
-const workerUsage = `Usage: oncehook worker --config FILE [--data-dir DIR]
+const workerUsage = `Usage: oncehook worker --config FILE [--data-dir DIR] [--metrics ADDR]
 
 Runs the workers only (routing, performing, reconciling, lease recovery), for
 scaling out beside one or more 'oncehook serve' processes on the same database.
+--metrics ADDR serves this process's /metrics on ADDR (e.g. 127.0.0.1:9100).
 `
 
 func runServe(ctx context.Context, env *environment, args []string) error {
@@ -38,13 +40,16 @@ func runWorker(ctx context.Context, env *environment, args []string) error {
 	return runProcess(ctx, env, args, "worker", workerUsage, false)
 }
 
-// runProcess is serve (withHTTP) or worker: config, database, engine, and for serve
-// the HTTP server; everything stops in reverse order.
+// runProcess is serve (withHTTP) or worker: config, database, then the services.
 func runProcess(ctx context.Context, env *environment, args []string, name, usage string, withHTTP bool) error {
 	fs := newFlags(env, name, usage)
 	var df dbFlags
 	df.register(fs, env)
 	configPath := fs.String("config", "oncehook.yaml", "config file")
+	var metricsAddr *string
+	if !withHTTP {
+		metricsAddr = fs.String("metrics", "", "serve /metrics on this address (workers have no other HTTP server)")
+	}
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -58,7 +63,27 @@ func runProcess(ctx context.Context, env *environment, args []string, name, usag
 		return err
 	}
 	defer d.Close(context.WithoutCancel(ctx), logger)
+	opts := services{http: withHTTP}
+	if metricsAddr != nil {
+		opts.metricsAddr = *metricsAddr
+	}
+	opts.onListening = func(addr string) {
+		fmt.Fprintf(env.stdout, "oncehook listening on http://%s\n", addr)
+	}
+	return runServices(ctx, env, cfg, d, logger, opts)
+}
 
+// services says what runServices runs besides the workers.
+type services struct {
+	http        bool              // the HTTP server, pruning and owner digests
+	metricsAddr string            // workers only: where to serve /metrics, if anywhere
+	onListening func(addr string) // called once the server accepts connections
+}
+
+// runServices runs the workers and, for serve, the HTTP server until ctx ends, then
+// stops them in reverse order: no new requests, calls in flight finish within the
+// grace period, claims never started are handed back. The caller closes d last.
+func runServices(ctx context.Context, env *environment, cfg *oncehook.Config, d *database, logger *slog.Logger, opts services) error {
 	clients := oncehook.NewDestinationClients(cfg)
 	metrics := oncehook.NewMetrics(d.Pool)
 	engine := oncehook.NewEngine(oncehook.EngineParams{Pool: d.Pool, Config: cfg, Destinations: clients,
@@ -73,28 +98,42 @@ func runProcess(ctx context.Context, env *environment, args []string, name, usag
 		}
 	}()
 	logger.Info("workers started", "worker", engine.Worker())
-	if withHTTP {
-		wg.Add(2)
-		go func() { defer wg.Done(); pruneEvery(engineCtx, d.Pool, cfg, logger) }()
-		go func() { defer wg.Done(); oncehook.NewNotifier(d.Pool, cfg, logger).Run(engineCtx) }()
-	}
-
-	var srv *http.Server
-	errc := make(chan error, 1)
-	if withHTTP {
-		e := web.New(web.Params{Config: cfg, Pool: d.Pool, Inbox: oncehook.NewInbox(d.Pool, logger),
-			Review: oncehook.NewReview(d.Pool, cfg, clients), Logger: logger,
-			Metrics: metrics, MetricsToken: env.getenv("ONCEHOOK_METRICS_TOKEN")})
-		ln, err := net.Listen("tcp", cfg.Listen)
-		if err != nil {
-			stopEngine()
-			wg.Wait()
-			return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
+	if !opts.http {
+		if opts.metricsAddr != "" {
+			stopMetrics, err := serveWorkerMetrics(opts.metricsAddr, metrics, env.getenv("ONCEHOOK_METRICS_TOKEN"), logger)
+			if err != nil {
+				stopEngine()
+				wg.Wait()
+				return err
+			}
+			defer stopMetrics()
 		}
-		srv = &http.Server{Handler: e, ReadHeaderTimeout: 10 * time.Second}
-		go func() { errc <- srv.Serve(ln) }()
-		logger.Info("listening", "addr", ln.Addr().String())
-		fmt.Fprintf(env.stdout, "oncehook listening on http://%s\n", ln.Addr())
+		<-ctx.Done()
+		logger.Info("shutting down")
+		stopEngine()
+		wg.Wait()
+		return nil
+	}
+	wg.Add(2)
+	go func() { defer wg.Done(); pruneEvery(engineCtx, d.Pool, cfg, logger) }()
+	go func() { defer wg.Done(); oncehook.NewNotifier(d.Pool, cfg, logger).Run(engineCtx) }()
+
+	e := web.New(web.Params{Config: cfg, Pool: d.Pool, Inbox: oncehook.NewInbox(d.Pool, logger),
+		Review: oncehook.NewReview(d.Pool, cfg, clients), Logger: logger,
+		Metrics: metrics, MetricsToken: env.getenv("ONCEHOOK_METRICS_TOKEN"),
+		Sessions: web.SessionParams{IdleTimeout: cfg.Sessions.Idle, Lifetime: cfg.Sessions.Lifetime}})
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		stopEngine()
+		wg.Wait()
+		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
+	}
+	srv := &http.Server{Handler: e, ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	logger.Info("listening", "addr", ln.Addr().String())
+	if opts.onListening != nil {
+		opts.onListening(ln.Addr().String())
 	}
 
 	var runErr error
@@ -104,14 +143,24 @@ func runProcess(ctx context.Context, env *environment, args []string, name, usag
 	case <-ctx.Done():
 	}
 	logger.Info("shutting down")
-	if srv != nil {
-		shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		if err := srv.Shutdown(shutCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			logger.Error("http shutdown", "err", err)
-		}
-		cancel()
+	shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	if err := srv.Shutdown(shutCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		logger.Error("http shutdown", "err", err)
 	}
+	cancel()
 	stopEngine()
 	wg.Wait()
 	return runErr
+}
+
+// serveWorkerMetrics serves /metrics alone, for a worker process.
+func serveWorkerMetrics(addr string, m *oncehook.Metrics, token string, logger *slog.Logger) (stop func(), err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen for metrics on %s: %w", addr, err)
+	}
+	srv := &http.Server{Handler: web.MetricsHandler(m, token), ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln) //nolint:errcheck // closed by stop
+	logger.Info("metrics listening", "addr", ln.Addr().String())
+	return func() { srv.Close() }, nil
 }

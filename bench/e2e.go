@@ -1,0 +1,151 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"time"
+)
+
+// e2eResult is one end-to-end run: n actions from the first POST to the last
+// confirmation the destination gave.
+type e2eResult struct {
+	n            int
+	elapsed      time.Duration // first POST to the last action confirmed (database clock)
+	posting      time.Duration // how long the POSTs took, with the workers running
+	notConfirmed map[string]int64
+	creates      int // create calls the destination answered
+	records      int // records it holds for these actions
+	timedOut     bool
+	cpu          cpuUse
+}
+
+func (r e2eResult) rate() float64 { return float64(r.n) / r.elapsed.Seconds() }
+
+// runE2E posts n checkouts, each asking for one action, and waits until all n are
+// confirmed or wait has passed.
+func (b *bench) runE2E(ctx context.Context, url, prefix string, n int, wait time.Duration) (e2eResult, error) {
+	res := e2eResult{n: n, notConfirmed: map[string]int64{}}
+	var t0 time.Time
+	if err := b.pg.pool.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&t0); err != nil {
+		return res, err
+	}
+	creates0 := b.dest.creates()
+	records0 := len(b.dest.crm.Records())
+	before := b.parties().sample()
+	start := time.Now()
+	p := newPoster(url, b.o.senders)
+	if _, err := p.postAll(ctx, b.o.senders, n, func(i int) []byte {
+		return eventBody(fmt.Sprintf("evt_%s_%d", prefix, i), fmt.Sprintf("enq_%s_%d", prefix, i), typeRouted)
+	}); err != nil {
+		return res, fmt.Errorf("end to end: post: %w", err)
+	}
+	res.posting = time.Since(start)
+	// Wait for the destination to hold every record (in memory: polling a growing
+	// table would cost the database more than the work it measures), then for the
+	// last outcomes to be recorded, along the state index.
+	deadline := start.Add(wait)
+	for len(b.dest.crm.Records())-records0 < n && time.Now().Before(deadline) && ctx.Err() == nil {
+		time.Sleep(50 * time.Millisecond) // poll interval
+	}
+	for {
+		open, err := b.pg.count(ctx, `SELECT count(*) FROM actions
+			WHERE state IN ('pending', 'processing', 'retrying', 'held', 'uncertain') AND created_at >= $1`, t0)
+		if err != nil {
+			return res, err
+		}
+		if open == 0 && len(b.dest.crm.Records())-records0 >= n {
+			break
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			res.timedOut = true
+			break
+		}
+		time.Sleep(50 * time.Millisecond) // poll interval
+	}
+	res.cpu = before.to(b.parties().sample())
+	var last time.Time
+	var confirmed int64
+	if err := b.pg.pool.QueryRow(ctx, `SELECT coalesce(max(updated_at), $1), count(*) FROM actions
+		WHERE state = 'confirmed' AND created_at >= $1`, t0).Scan(&last, &confirmed); err != nil {
+		return res, err
+	}
+	res.n, res.elapsed = int(confirmed), last.Sub(t0)
+	rows, err := b.pg.pool.Query(ctx, `SELECT state, count(*) FROM actions
+		WHERE state <> 'confirmed' AND created_at >= $1 GROUP BY state`, t0)
+	if err != nil {
+		return res, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var st string
+		var c int64
+		if err := rows.Scan(&st, &c); err != nil {
+			return res, err
+		}
+		res.notConfirmed[st] = c
+	}
+	res.creates = b.dest.creates() - creates0
+	res.records = len(b.dest.crm.Records()) - records0
+	return res, rows.Err()
+}
+
+func (r e2eResult) describe(name string) string {
+	s := fmt.Sprintf("%s: %d actions confirmed in %.1f s (POSTs took %.1f s); the destination answered %d create calls and holds %d new records",
+		name, r.n, r.elapsed.Seconds(), r.posting.Seconds(), r.creates, r.records)
+	if len(r.notConfirmed) > 0 {
+		s += fmt.Sprintf("; not confirmed: %v", r.notConfirmed)
+	}
+	if r.timedOut {
+		s += "; TIMED OUT before all were confirmed"
+	}
+	return s
+}
+
+// endToEnd: the real server, a destination that answers at once.
+func (b *bench) endToEnd(ctx context.Context) error {
+	n := int(b.baseline * 0.25 * b.o.seconds.Seconds()) // about one window at the target rate
+	n = min(max(n, 2000), 40000)
+	log.Printf("end to end: %d actions, zero-latency destination", n)
+	b.settle(ctx)
+	b.dest.delay.Store(0)
+	r, err := b.runE2E(ctx, b.srv.url, "e2e", n, max(2*time.Minute, 8*b.o.seconds))
+	if err != nil {
+		return err
+	}
+	b.e2eRate = r.rate()
+	b.t.add(row{figure: "end to end: actions confirmed, POST to destination reply, 0 ms destination",
+		value: perSec(r.rate()), target: ">= 0.25x", cpu: r.cpu.String(), key: "e2e"})
+	b.t.note("%s", r.describe("end to end, 0 ms"))
+	return nil
+}
+
+// endToEndSlow: a destination that takes 100 ms, with 64 calls in flight. The
+// binary has no setting for the engine's concurrency, so oncehook runs in-process
+// here, wired as serve wires it but with EngineParams.Concurrency 64.
+func (b *bench) endToEndSlow(ctx context.Context) error {
+	const inFlight, delay = 64, 100 * time.Millisecond
+	n := int(300 * 2 * b.o.seconds.Seconds()) // ~ one window at the ideal rate, two at the target
+	log.Printf("end to end: %d actions, 100 ms destination, %d calls in flight (in-process)", n, inFlight)
+	if err := b.pg.exec(ctx, `TRUNCATE actions CASCADE`); err != nil {
+		return err
+	}
+	b.settle(ctx)
+	srv, err := b.startInProcess(ctx, b.config, inFlight)
+	if err != nil {
+		return err
+	}
+	defer srv.stop()
+	b.dest.delay.Store(int64(delay))
+	defer b.dest.delay.Store(0)
+	r, err := b.runE2E(ctx, srv.url, "slow", n, max(2*time.Minute, 8*b.o.seconds))
+	if err != nil {
+		return err
+	}
+	ideal := float64(inFlight) / delay.Seconds()
+	b.t.add(row{figure: fmt.Sprintf("end to end: 100 ms destination, %d calls in flight (in-process)", inFlight),
+		value: perSec(r.rate()), ratio: fmt.Sprintf("%.2fx ideal %s", r.rate()/ideal, perSec(ideal)),
+		target: ">= 300/s", met: check(r.rate() >= 300), cpu: r.cpu.String()})
+	b.t.note("%s", r.describe("end to end, 100 ms"))
+	return nil
+}

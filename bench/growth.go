@@ -1,0 +1,207 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"html"
+	"io"
+	"log"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+)
+
+// generateActions adds actions from..to (inclusive) straight into the table, as a
+// long-running installation would hold them: nearly all confirmed, 1% failed and
+// waiting for a person, 1% resolved, 1% cancelled; none due, so no worker stirs.
+const generateActions = `
+INSERT INTO actions (client, environment, source, name, business_key, key_parts, operation_key,
+    destination, params, params_sha256, state, reason, owner, attempts, max_attempts, give_up_at,
+    next_attempt_at, first_attempt_at, last_attempt_at, external_ref, created_at, updated_at)
+SELECT 'acme', 'live', 'stripe-live', 'open_opportunity', 'enq_g_' || i, jsonb_build_array('enq_g_' || i),
+       md5('opk' || i), 'crm', jsonb_build_object('enquiry_id', 'enq_g_' || i, 'amount', 40500),
+       sha256(('p' || i)::text::bytea),
+       CASE i % 100 WHEN 0 THEN 'failed' WHEN 1 THEN 'resolved' WHEN 2 THEN 'cancelled' ELSE 'confirmed' END,
+       CASE i % 100 WHEN 0 THEN 'the destination refused it: 422 amount must be positive' ELSE '' END,
+       CASE i % 3 WHEN 0 THEN 'sales-ops@example.com' WHEN 1 THEN 'crm-admin@example.com' ELSE '' END,
+       1, 8, now() + interval '72 hours', now(), now(), now(),
+       CASE WHEN i % 100 >= 3 THEN 'opp_' || i ELSE '' END,
+       now() - make_interval(secs => ($2::bigint - i)::double precision / 10), now()
+FROM generate_series($1::bigint, $2::bigint) AS i`
+
+// growth measures the queue's list at 1,000 actions and at o.rows actions.
+func (b *bench) growth(ctx context.Context) error {
+	b.settle(ctx)
+	token, err := b.cli(ctx, "", "token", "create", "--name", "bench", "--role", "admin")
+	if err != nil {
+		return err
+	}
+	token = lastLines(token, 1)
+	page, err := b.pageClient(ctx)
+	if err != nil {
+		return err
+	}
+	if err := b.pg.exec(ctx, `TRUNCATE actions CASCADE`); err != nil {
+		return err
+	}
+	targets := []struct {
+		name, path string
+		client     *http.Client
+		header     http.Header
+	}{
+		{"API list GET /api/v1/actions?state=failed", "/api/v1/actions?state=failed", http.DefaultClient,
+			http.Header{"Authorization": {"Bearer " + token}}},
+		{"API summary GET /api/v1/summary (counts by state)", "/api/v1/summary", http.DefaultClient,
+			http.Header{"Authorization": {"Bearer " + token}}},
+	}
+	if page != nil {
+		targets = append(targets, struct {
+			name, path string
+			client     *http.Client
+			header     http.Header
+		}{"queue page GET /queue/failed", "/queue/failed", page, nil})
+	} else {
+		b.t.note("growth: no /queue/failed page in this build; only the API was measured")
+	}
+	sizes := []int{1000, b.o.rows}
+	lat := make([][]time.Duration, len(targets)) // [target][size] p50
+	have := 0
+	for _, size := range sizes {
+		log.Printf("growth: %d actions", size)
+		if err := b.fillActions(ctx, have+1, size); err != nil {
+			return err
+		}
+		have = size
+		for i, t := range targets {
+			d, err := b.latency(ctx, t.client, t.path, t.header)
+			if err != nil {
+				return fmt.Errorf("growth: %s: %w", t.name, err)
+			}
+			lat[i] = append(lat[i], d)
+		}
+	}
+	for i, t := range targets {
+		small, large := lat[i][0], lat[i][1]
+		x := float64(large) / float64(small)
+		r := row{figure: "growth: " + t.name, value: fmt.Sprintf("%s at 1,000; %s at %s", ms(small), ms(large), thousands(int64(b.o.rows))),
+			ratio: fmt.Sprintf("%.2fx", x), target: "<= 2x", met: check(x <= 2)}
+		if strings.Contains(t.name, "summary") {
+			r.target, r.met = "(not a target)", "-"
+		}
+		b.t.add(r)
+	}
+	b.t.note("growth: p50 of 200 requests made one after another, after 20 to warm up; rows generated with INSERT ... SELECT generate_series, then VACUUM ANALYZE")
+	return nil
+}
+
+// fillActions generates actions from..to and leaves the table analysed.
+func (b *bench) fillActions(ctx context.Context, from, to int) error {
+	const chunk = 250_000
+	for lo := from; lo <= to; lo += chunk {
+		hi := min(lo+chunk-1, to)
+		if _, err := b.pg.pool.Exec(ctx, generateActions, lo, hi); err != nil {
+			return fmt.Errorf("generate actions %d-%d: %w", lo, hi, err)
+		}
+	}
+	if err := b.pg.exec(ctx, `VACUUM ANALYZE actions`); err != nil {
+		return err
+	}
+	return b.pg.exec(ctx, `CHECKPOINT`)
+}
+
+// latency is the median of 200 sequential GETs of path, after 20 to warm up.
+func (b *bench) latency(ctx context.Context, client *http.Client, path string, hdr http.Header) (time.Duration, error) {
+	var ds []time.Duration
+	for i := range 220 {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, b.srv.url+path, nil)
+		if err != nil {
+			return 0, err
+		}
+		for k, v := range hdr {
+			req.Header[k] = v
+		}
+		t0 := time.Now()
+		res, err := client.Do(req)
+		if err != nil {
+			return 0, err
+		}
+		_, _ = io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		if res.StatusCode != http.StatusOK {
+			return 0, fmt.Errorf("status %d", res.StatusCode)
+		}
+		if i >= 20 {
+			ds = append(ds, time.Since(t0))
+		}
+	}
+	slices.Sort(ds)
+	return percentile(ds, 0.5), nil
+}
+
+var hiddenInput = regexp.MustCompile(`<input[^>]*type="hidden"[^>]*>`)
+var inputAttr = regexp.MustCompile(`(name|value)="([^"]*)"`)
+
+// pageClient signs in to the dashboard as a new admin and returns a client carrying
+// the session, or nil when this build has no queue pages yet.
+func (b *bench) pageClient(ctx context.Context) (*http.Client, error) {
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Jar: jar}
+	res, err := c.Get(b.srv.url + "/queue/failed")
+	if err != nil {
+		return nil, err
+	}
+	res.Body.Close()
+	if res.StatusCode == http.StatusNotFound || res.StatusCode == http.StatusMethodNotAllowed {
+		return nil, nil
+	}
+	const email, password = "bench@example.com", "bench-password-not-secret"
+	if _, err := b.cli(ctx, password+"\n", "user", "add", "--email", email, "--role", "admin"); err != nil {
+		return nil, err
+	}
+	res, err = c.Get(b.srv.url + "/login")
+	if err != nil {
+		return nil, err
+	}
+	form, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	v := url.Values{"email": {email}, "password": {password}}
+	for _, in := range hiddenInput.FindAllString(string(form), -1) {
+		attrs := map[string]string{}
+		for _, m := range inputAttr.FindAllStringSubmatch(in, -1) {
+			attrs[m[1]] = html.UnescapeString(m[2])
+		}
+		if attrs["name"] != "" {
+			v.Set(attrs["name"], attrs["value"])
+		}
+	}
+	res, err = c.PostForm(b.srv.url+"/login", v)
+	if err != nil {
+		return nil, err
+	}
+	res.Body.Close()
+	res, err = c.Get(b.srv.url + "/queue/failed")
+	if err != nil {
+		return nil, err
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK || res.Request.URL.Path != "/queue/failed" {
+		return nil, fmt.Errorf("growth: could not sign in to the dashboard: /queue/failed answered %d at %s",
+			res.StatusCode, res.Request.URL.Path)
+	}
+	return c, nil
+}
+
+// memory reads the server's peak resident set size after every phase it served.
+func (b *bench) memory(ctx context.Context) error {
+	mib, err := peakRSS(b.srv.pid())
+	if err != nil {
+		return err
+	}
+	b.t.add(row{figure: "memory: the server's peak RSS (VmHWM) over ingest, duplicates, end to end and growth",
+		value: fmt.Sprintf("%.0f MiB", mib), ratio: "-", target: "<= 150 MB", met: check(mib*1.048576 <= 150)})
+	return nil
+}

@@ -1,0 +1,195 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/oncehook/oncehook/sender"
+)
+
+const (
+	stripeSecret = "whsec_bench_only_not_a_secret"
+	crmToken     = "bench-crm-token"
+	// typeRouted is the event type the action rule acts on; typeIgnored is stored and
+	// routed as "no rule", so ingest alone is measured without destination calls.
+	typeRouted  = "checkout.session.completed"
+	typeIgnored = "invoice.paid"
+)
+
+// eventBody is a Stripe event of about 2 KB, unique by id and enquiry, and the same
+// bytes every time for the same arguments, so a repeat is a faithful repeat.
+func eventBody(id, enquiry, typ string) []byte {
+	var lines strings.Builder
+	for i := range 9 {
+		if i > 0 {
+			lines.WriteByte(',')
+		}
+		fmt.Fprintf(&lines, `{"id":"li_%02d_%s","object":"item","description":"Workshop seat, remote, full day","price":{"id":"price_1NxQ7fKZ","unit_amount":4500,"currency":"eur"},"quantity":1}`, i, enquiry)
+	}
+	return fmt.Appendf(nil, `{"id":%q,"object":"event","api_version":"2024-06-20","created":%d,"type":%q,`+
+		`"livemode":true,"pending_webhooks":1,"request":{"id":null,"idempotency_key":null},`+
+		`"data":{"object":{"id":"cs_%s","object":"checkout.session","amount_total":40500,"currency":"eur",`+
+		`"customer_details":{"email":"ada@example.com","name":"Ada Lovelace","address":{"country":"GB","city":"London"}},`+
+		`"metadata":{"enquiry_id":%q},"payment_status":"paid","status":"complete","line_items":[%s]}}}`,
+		id, 1700000000, typ, enquiry, enquiry, lines.String())
+}
+
+// poster posts signed webhooks to one oncehook server.
+type poster struct {
+	url    string // base URL of the server
+	client *http.Client
+}
+
+func newPoster(url string, conns int) *poster {
+	tr := &http.Transport{
+		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:        conns * 2,
+		MaxIdleConnsPerHost: conns * 2,
+		IdleConnTimeout:     90 * time.Second,
+	}
+	return &poster{url: url, client: &http.Client{Transport: tr, Timeout: 30 * time.Second}}
+}
+
+// post sends one delivery signed as Stripe would and returns the status.
+func (p *poster) post(ctx context.Context, body []byte) (int, error) {
+	hdr, err := sender.Headers("stripe", stripeSecret, sender.Delivery{Body: body})
+	if err != nil {
+		return 0, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.url+"/hooks/stripe-live", bytes.NewReader(body))
+	if err != nil {
+		return 0, err
+	}
+	req.Header = hdr
+	res, err := p.client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	_, _ = io.Copy(io.Discard, res.Body)
+	res.Body.Close()
+	return res.StatusCode, nil
+}
+
+// loadResult is what a closed-loop load run saw.
+type loadResult struct {
+	acked    int           // 200 replies inside the measured window
+	failed   int           // other replies or errors, anywhere in the run
+	window   time.Duration // measured window
+	p50, p99 time.Duration
+	statuses map[int]int // non-200 statuses seen
+	firstErr error
+}
+
+func (r loadResult) rate() float64 { return float64(r.acked) / r.window.Seconds() }
+
+// runLoad keeps senders requests in flight: each sender posts next(i) as soon as
+// its previous request is answered. The first warmup is not counted; then replies
+// are counted for d. next returns nil when there is nothing left to send.
+func (p *poster) runLoad(ctx context.Context, senders int, warmup, d time.Duration, next func() []byte) loadResult {
+	start := time.Now()
+	measureFrom, measureTo := start.Add(warmup), start.Add(warmup+d)
+	ctx, cancel := context.WithDeadline(ctx, measureTo)
+	defer cancel()
+	var mu sync.Mutex
+	res := loadResult{statuses: map[int]int{}}
+	var latencies []time.Duration
+	var wg sync.WaitGroup
+	for range senders {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var mine []time.Duration
+			acked, failed := 0, 0
+			for ctx.Err() == nil {
+				body := next()
+				if body == nil {
+					break
+				}
+				t0 := time.Now()
+				status, err := p.post(ctx, body)
+				t1 := time.Now()
+				if ctx.Err() != nil && t1.After(measureTo) {
+					break // cut off by the end of the window, not answered
+				}
+				if err != nil || status != http.StatusOK {
+					failed++
+					mu.Lock()
+					if err != nil && res.firstErr == nil {
+						res.firstErr = err
+					}
+					res.statuses[status]++
+					mu.Unlock()
+					continue
+				}
+				if t0.After(measureFrom) && !t1.After(measureTo) {
+					acked++
+					mine = append(mine, t1.Sub(t0))
+				}
+			}
+			mu.Lock()
+			res.acked += acked
+			res.failed += failed
+			latencies = append(latencies, mine...)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	res.window = min(time.Since(start), warmup+d) - warmup
+	slices.Sort(latencies)
+	res.p50, res.p99 = percentile(latencies, 0.50), percentile(latencies, 0.99)
+	return res
+}
+
+// postAll posts body(0) to body(n-1) once each with senders in flight and returns
+// how many were acknowledged; a refused delivery is posted again, as a provider would.
+func (p *poster) postAll(ctx context.Context, senders, n int, body func(i int) []byte) (int, error) {
+	var next atomic.Int64
+	var acked atomic.Int64
+	var wg sync.WaitGroup
+	errc := make(chan error, senders)
+	for range senders {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n || ctx.Err() != nil {
+					return
+				}
+				b := body(i)
+				for tries := 0; ; tries++ {
+					status, err := p.post(ctx, b)
+					if err == nil && status == http.StatusOK {
+						acked.Add(1)
+						break
+					}
+					if tries == 20 || ctx.Err() != nil {
+						errc <- fmt.Errorf("delivery %d: status %d: %v", i, status, err)
+						return
+					}
+					time.Sleep(100 * time.Millisecond) // a provider's retry, much compressed
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errc)
+	return int(acked.Load()), <-errc
+}
+
+func percentile(sorted []time.Duration, q float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(q * float64(len(sorted)-1))
+	return sorted[i]
+}

@@ -1,0 +1,125 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"runtime/pprof"
+	"sync/atomic"
+	"time"
+)
+
+// profile runs one phase against oncehook in-process, with a CPU profile of the
+// whole process (server and load generator) for go tool pprof and
+// pg_stat_statements for the database's side, and prints where the time went.
+func (b *bench) profile(ctx context.Context) error {
+	if err := b.pg.enableStatements(ctx); err != nil {
+		return err
+	}
+	dest, err := startDestination()
+	if err != nil {
+		return err
+	}
+	defer dest.close()
+	b.dest = dest
+	if b.config, b.addr, err = b.writeConfig(dest); err != nil {
+		return err
+	}
+	concurrency := 16
+	if b.o.phase == "slow" {
+		concurrency = 64
+		dest.delay.Store(int64(100 * time.Millisecond))
+	}
+	srv, err := b.startInProcess(ctx, b.config, concurrency)
+	if err != nil {
+		return err
+	}
+	defer srv.stop()
+	f, err := os.Create(b.o.profile)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := b.pg.exec(ctx, `SELECT pg_stat_statements_reset()`); err != nil {
+		return err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		return err
+	}
+	before := b.parties().sample()
+	var done float64
+	var what string
+	switch b.o.phase {
+	case "ingest":
+		var n atomic.Int64
+		r := newPoster(srv.url, b.o.senders).runLoad(ctx, b.o.senders, 2*time.Second, b.o.seconds, func() []byte {
+			i := n.Add(1) - 1
+			return eventBody(fmt.Sprintf("evt_p_%d", i), fmt.Sprintf("enq_p_%d", i), typeIgnored)
+		})
+		done, what = float64(r.acked), fmt.Sprintf("ingest: %s acknowledged, p50 %s, p99 %s", perSec(r.rate()), ms(r.p50), ms(r.p99))
+	case "e2e", "slow":
+		n := int(1000 * b.o.seconds.Seconds())
+		if b.o.phase == "slow" {
+			n = int(300 * b.o.seconds.Seconds())
+		}
+		r, err := b.runE2E(ctx, srv.url, "p", n, 8*b.o.seconds)
+		if err != nil {
+			pprof.StopCPUProfile()
+			return err
+		}
+		done, what = float64(r.n), fmt.Sprintf("%s: %s confirmed; %s", b.o.phase, perSec(r.rate()), r.describe(b.o.phase))
+	default:
+		pprof.StopCPUProfile()
+		return fmt.Errorf("no phase %q to profile: ingest, e2e or slow", b.o.phase)
+	}
+	after := b.parties().sample()
+	pprof.StopCPUProfile()
+	use := before.to(after)
+	secs := after.at.Sub(before.at).Seconds()
+	fmt.Println(what)
+	fmt.Printf("CPU: %s\nper item: %.0f µs in this process (server and load generator), %.0f µs in postgres\n",
+		use, use.bench/100*secs/done*1e6, use.postgres/100*secs/done*1e6)
+	fmt.Printf("Go profile: %s (go tool pprof -top %s)\n\nstatements by total time:\n", b.o.profile, b.o.profile)
+	return b.pg.printStatements(ctx, done)
+}
+
+// enableStatements restarts the bench's Postgres with pg_stat_statements loaded.
+func (pg *postgres) enableStatements(ctx context.Context) error {
+	if err := pg.exec(ctx, `ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements'`); err != nil {
+		return err
+	}
+	pg.pool.Close()
+	if err := pg.emb.Stop(ctx); err != nil {
+		return err
+	}
+	if err := pg.emb.Start(ctx); err != nil {
+		return err
+	}
+	var err error
+	if pg.pool, err = openPool(ctx, pg.dsn); err != nil {
+		return err
+	}
+	return pg.exec(ctx, `CREATE EXTENSION IF NOT EXISTS pg_stat_statements`)
+}
+
+func (pg *postgres) printStatements(ctx context.Context, items float64) error {
+	rows, err := pg.pool.Query(ctx, `
+SELECT calls, total_exec_time, rows, left(regexp_replace(query, '\s+', ' ', 'g'), 110)
+FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
+ORDER BY total_exec_time DESC LIMIT 20`)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	fmt.Printf("%9s %10s %9s %11s  %s\n", "calls", "total ms", "per item", "rows", "statement")
+	for rows.Next() {
+		var calls, nrows int64
+		var total float64
+		var q string
+		if err := rows.Scan(&calls, &total, &nrows, &q); err != nil {
+			return err
+		}
+		fmt.Printf("%9d %10.0f %7.0fµs %11d  %s\n", calls, total, total*1000/items, nrows, q)
+	}
+	return rows.Err()
+}

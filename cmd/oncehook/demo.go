@@ -1,0 +1,203 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/oncehook/oncehook"
+	"github.com/oncehook/oncehook/demo"
+	"github.com/oncehook/oncehook/sandbox"
+)
+
+const demoUsage = `Usage: oncehook demo [--config FILE] [--data-dir DIR] [--reset]
+
+The newcomer's tour: the embedded Postgres, the example config, a sandbox CRM
+(HTTP, with idempotency-key memory, lookup and a fault schedule) and a mail sink
+(SMTP), and demo traffic from all four providers: new events, duplicates, a
+changed payload, out-of-order events, a cancellation, CRM timeouts, 429s, a 422
+and a credential failure. Within a minute every queue has items.
+
+It creates an admin with a fresh random password and prints the dashboard URL and
+the login. Ctrl-C stops everything, Postgres included; the data stays for next
+time, and --reset starts clean.
+`
+
+const demoAdmin = "admin@example.com"
+
+func runDemo(ctx context.Context, env *environment, args []string) error {
+	fs := newFlags(env, "demo", demoUsage)
+	var df dbFlags
+	df.register(fs, env)
+	configPath := fs.String("config", "oncehook.example.yaml", "config file")
+	reset := fs.Bool("reset", false, "delete the embedded database first and start clean")
+	listen := fs.String("listen", "", "override the config's listen address (port 0: any free port)")
+	crmAddr := fs.String("crm", "127.0.0.1:9090", "where the sandbox CRM listens")
+	mailAddr := fs.String("mail", "127.0.0.1:2525", "where the sandbox mail sink listens")
+	pace := fs.Duration("pace", 700*time.Millisecond, "time between the demo's scripted steps")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if env.getenv("DATABASE_URL") != "" {
+		return errors.New("the demo runs on the embedded Postgres; unset DATABASE_URL")
+	}
+	if *reset {
+		if err := resetDataDir(df.dataDir); err != nil {
+			return err
+		}
+	}
+	secrets := demoSecrets(env)
+	getenv := func(k string) string {
+		if v, ok := secrets[k]; ok {
+			return v
+		}
+		return env.getenv(k)
+	}
+	cfg, err := oncehook.LoadConfig(*configPath, getenv)
+	if err != nil {
+		return err
+	}
+	logger := newLogger(env)
+
+	crm := sandbox.NewCRM(sandbox.CRMParams{Token: secrets["CRM_TOKEN"], KeyTTL: 24 * time.Hour})
+	crmLn, err := net.Listen("tcp", *crmAddr)
+	if err != nil {
+		return fmt.Errorf("start the sandbox CRM on %s (is something else there? try --crm 127.0.0.1:0): %w", *crmAddr, err)
+	}
+	crmSrv := &http.Server{Handler: crm.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	go crmSrv.Serve(crmLn) //nolint:errcheck // closed below
+	defer crmSrv.Close()
+	mail, err := sandbox.StartMail(*mailAddr)
+	if err != nil {
+		return fmt.Errorf("start the sandbox mail sink on %s (try --mail 127.0.0.1:0): %w", *mailAddr, err)
+	}
+	defer mail.Close()
+	if err := pointAtSandbox(cfg, crmLn.Addr().String(), mail.Addr(), *listen); err != nil {
+		return err
+	}
+
+	d, err := openDatabase(ctx, env, df, logger, 16)
+	if err != nil {
+		return err
+	}
+	defer d.Close(context.WithoutCancel(ctx), logger)
+	password := randomText(12)
+	if err := oncehook.EnsureUser(ctx, d.Pool, demoAdmin, oncehook.RoleAdmin, password); err != nil {
+		return fmt.Errorf("create the demo admin: %w", err)
+	}
+
+	return runServices(ctx, env, cfg, d, logger, services{http: true, onListening: func(addr string) {
+		fmt.Fprintf(env.stdout, `
+oncehook demo is running.
+
+  Dashboard:  http://%[1]s/
+  Login:      %[2]s  /  %[3]s
+
+  Sandbox CRM records: http://%[4]s%[6]s    Mail sink: smtp://%[5]s
+
+Look first at the queues on the overview: Failed (a CRM 422 and an email whose
+outcome nobody can know), Uncertain (a CRM timeout waiting for its lookup),
+Outstanding (actions held after the CRM token was rotated: Reconnect it on
+Destinations once the log says it is back). Open an action to see its events,
+attempts and audit trail, and try Retry, Resolve or Assign.
+
+Ctrl-C stops everything. 'oncehook demo --reset' starts clean.
+
+`, addr, demoAdmin, password, crmLn.Addr(), mail.Addr(), sandbox.InspectPath)
+		traffic := &demo.Traffic{BaseURL: "http://" + addr, Config: cfg, Secrets: secrets, CRM: crm, Mail: mail,
+			Logger: logger, Pace: *pace}
+		go traffic.Run(ctx)
+	}})
+}
+
+// demoSecrets are the signing secrets and CRM token of this run: fresh random values
+// that live only in this process (CRM_TOKEN may be given, so a test can read the CRM).
+func demoSecrets(env *environment) map[string]string {
+	crmToken := env.getenv("CRM_TOKEN")
+	if crmToken == "" {
+		crmToken = randomText(24)
+	}
+	return map[string]string{
+		"STRIPE_WEBHOOK_SECRET":   "whsec_" + randomText(24),
+		"GITHUB_WEBHOOK_SECRET":   randomText(24),
+		"SHOPIFY_WEBHOOK_SECRET":  randomText(24),
+		"STANDARD_WEBHOOK_SECRET": "whsec_" + base64.StdEncoding.EncodeToString([]byte(randomText(24))),
+		"CRM_TOKEN":               crmToken,
+	}
+}
+
+// pointAtSandbox sends the config's http destinations to the sandbox CRM and its
+// smtp destinations to the mail sink, and applies a listen override.
+func pointAtSandbox(cfg *oncehook.Config, crmAddr, mailAddr, listen string) error {
+	for i := range cfg.Destinations {
+		d := &cfg.Destinations[i]
+		switch d.Type {
+		case oncehook.DestinationHTTP:
+			d.Create.URL = withHost(d.Create.URL, crmAddr)
+			d.Lookup.URL = withHost(d.Lookup.URL, crmAddr)
+		case oncehook.DestinationSMTP:
+			d.Addr = mailAddr
+		}
+	}
+	if listen == "" {
+		return nil
+	}
+	host, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		return fmt.Errorf("--listen %q: %w", listen, err)
+	}
+	if port == "0" { // links need the real port: take a free one now
+		ln, err := net.Listen("tcp", listen)
+		if err != nil {
+			return fmt.Errorf("find a free port: %w", err)
+		}
+		port = strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+		ln.Close()
+	}
+	cfg.Listen = net.JoinHostPort(host, port)
+	cfg.BaseURL = "http://" + cfg.Listen
+	return nil
+}
+
+// withHost replaces the host:port of an http URL, leaving the rest (such as a
+// "{ref}" placeholder, which URL parsing would escape) untouched.
+func withHost(u, hostPort string) string {
+	rest, ok := strings.CutPrefix(u, "http://")
+	if !ok {
+		return u
+	}
+	if i := strings.IndexByte(rest, '/'); i >= 0 {
+		return "http://" + hostPort + rest[i:]
+	}
+	return "http://" + hostPort
+}
+
+// resetDataDir deletes the embedded database, refusing while a server runs on it.
+func resetDataDir(dir string) error {
+	if b, err := os.ReadFile(filepath.Join(dir, "postmaster.pid")); err == nil {
+		pid, _ := strconv.Atoi(strings.TrimSpace(strings.SplitN(string(b), "\n", 2)[0]))
+		if pid > 0 && syscall.Kill(pid, 0) == nil {
+			return fmt.Errorf("Postgres is running on %s (another oncehook?); stop it before --reset", dir)
+		}
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("reset %s: %w", dir, err)
+	}
+	return nil
+}
+
+func randomText(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return base64.RawURLEncoding.EncodeToString(b)[:n]
+}

@@ -1,0 +1,131 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestDemo runs `oncehook demo` for about half a minute, as a newcomer would, and
+// checks through the JSON API that every queue filled and that the sandbox CRM holds
+// one record per operation.
+func TestDemo(t *testing.T) {
+	dir, err := os.MkdirTemp("/tmp", "ohdemo-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	dataDir := filepath.Join(dir, "pg")
+	const crmToken = "demo-test-crm-token"
+	env := []string{"DATABASE_URL=", "CRM_TOKEN=" + crmToken}
+	p := start(t, env, "demo", "--config", "../../oncehook.example.yaml", "--data-dir", dataDir,
+		"--listen", "127.0.0.1:0", "--crm", "127.0.0.1:0", "--mail", "127.0.0.1:0", "--pace", "300ms")
+	base := regexp.MustCompile(`http://\S+`).FindString(p.waitOutput(t, `Dashboard:\s+http://\S+`))
+	base = strings.TrimSuffix(base, "/")
+	login := p.waitOutput(t, `Login:\s+\S+\s+/\s+\S+`)
+	if !regexp.MustCompile(`admin@example.com\s+/\s+\S{12}`).MatchString(login) {
+		t.Errorf("login line %q; want the admin's email and a random password", login)
+	}
+	crmURL := strings.TrimPrefix(p.waitOutput(t, `Sandbox CRM records: http://\S+`), "Sandbox CRM records: ")
+
+	tok := start(t, env, "token", "create", "--name", "demo-test", "--role", "admin", "--data-dir", dataDir)
+	if err := tok.cmd.Wait(); err != nil {
+		t.Fatalf("token create beside the demo: %v\n%s", err, tok.out.String())
+	}
+	token := strings.TrimSpace(regexp.MustCompile(`(?m)^ohk_\S+$`).FindString(tok.out.String()))
+
+	get := func(url, bearer string, into any) {
+		t.Helper()
+		req, _ := http.NewRequest("GET", url, nil)
+		req.Header.Set("Authorization", "Bearer "+bearer)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		if res.StatusCode != 200 {
+			t.Fatalf("GET %s: %d", url, res.StatusCode)
+		}
+		if err := json.NewDecoder(res.Body).Decode(into); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var summary struct {
+		Queues map[string]int `json:"queues"`
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		get(base+"/api/v1/summary", token, &summary)
+		q := summary.Queues
+		if q["outstanding"] > 0 && q["uncertain"] > 0 && q["failed"] > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("queues never all filled: %v\n%s", q, tail(p.out.String(), 3000))
+		}
+		time.Sleep(500 * time.Millisecond) // poll interval
+	}
+
+	var records []map[string]any
+	get(crmURL, crmToken, &records)
+	perRef := map[string]int{}
+	for _, r := range records {
+		perRef[fmt.Sprint(r["source_ref"])]++
+	}
+	for ref, n := range perRef {
+		if n != 1 {
+			t.Errorf("the CRM holds %d records for operation %s, want 1", n, ref)
+		}
+	}
+	var confirmed struct {
+		Actions []struct {
+			OperationKey string `json:"operation_key"`
+			Name         string `json:"name"`
+		} `json:"actions"`
+	}
+	get(base+"/api/v1/actions?state=confirmed&limit=500", token, &confirmed)
+	crmConfirmed := 0
+	for _, a := range confirmed.Actions {
+		if a.Name != "send_welcome_email" && a.Name != "send_receipt" {
+			crmConfirmed++
+			if perRef[a.OperationKey] != 1 {
+				t.Errorf("confirmed %s %s has %d CRM records", a.Name, a.OperationKey, perRef[a.OperationKey])
+			}
+		}
+	}
+	if crmConfirmed == 0 || len(records) == 0 {
+		t.Errorf("nothing reached the CRM: %d records, %d confirmed", len(records), crmConfirmed)
+	}
+
+	if err := p.cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- p.cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("demo did not stop on Ctrl-C:\n%s", tail(p.out.String(), 3000))
+	}
+	if _, err := os.Stat(filepath.Join(dataDir, "postmaster.pid")); !os.IsNotExist(err) {
+		t.Errorf("Postgres still running after Ctrl-C")
+	}
+	waitNoPostgres(t, dataDir)
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}

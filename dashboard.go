@@ -1,0 +1,161 @@
+package oncehook
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/oncehook/oncehook/db"
+)
+
+// QueueSummary is one review queue on the overview: how many actions wait in it and
+// since when the one waiting longest has been in its state.
+type QueueSummary struct {
+	Name   string
+	Count  int64
+	Oldest time.Time // zero when the queue is empty
+}
+
+// Queues lists the three review queues in the order people work them.
+var Queues = []string{QueueFailed, QueueUncertain, QueueOutstanding}
+
+// QueueSummaries counts the open actions of every queue, empty ones included.
+func (r *Review) QueueSummaries(ctx context.Context) ([]QueueSummary, error) {
+	rows, err := db.New(r.pool).DashboardQueueAges(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("count queues: %w", err)
+	}
+	byQueue := map[string]*QueueSummary{}
+	out := make([]QueueSummary, len(Queues))
+	for i, q := range Queues {
+		out[i].Name = q
+		byQueue[q] = &out[i]
+	}
+	for _, row := range rows {
+		s := byQueue[QueueOf(row.State)]
+		if s == nil {
+			continue
+		}
+		s.Count += row.N
+		if s.Oldest.IsZero() || row.Oldest.Before(s.Oldest) {
+			s.Oldest = row.Oldest
+		}
+	}
+	return out, nil
+}
+
+// OpenStates are the states of all three queues: what still needs the machine or a person.
+func OpenStates() []string {
+	var out []string
+	for _, q := range Queues {
+		out = append(out, QueueStates[q]...)
+	}
+	return out
+}
+
+// SourceSummary is a configured source with what it has delivered.
+type SourceSummary struct {
+	Source
+	Events        int64      // distinct deliveries stored
+	Deliveries    int64      // every delivery, repeats included
+	Conflicts     int64      // repeats whose body differed
+	LastDelivery  *time.Time // nil before the first one
+	DuplicateRate float64    // share of deliveries that were repeats, 0..1
+}
+
+// Sources lists every configured source with its delivery counts, in config order.
+func (r *Review) Sources(ctx context.Context) ([]SourceSummary, error) {
+	rows, err := db.New(r.pool).DashboardSourceStats(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("count deliveries: %w", err)
+	}
+	byName := map[string]db.DashboardSourceStatsRow{}
+	for _, row := range rows {
+		byName[row.Source] = row
+	}
+	out := make([]SourceSummary, 0, len(r.cfg.Sources))
+	for _, src := range r.cfg.Sources {
+		s := SourceSummary{Source: src}
+		if row, ok := byName[src.Name]; ok {
+			s.Events, s.Deliveries, s.Conflicts = row.Events, row.Deliveries, row.Conflicts
+			last := row.LastReceivedAt
+			s.LastDelivery = &last
+			if row.Deliveries > 0 {
+				s.DuplicateRate = float64(row.Deliveries-row.Events) / float64(row.Deliveries)
+			}
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// RetryNeedsCheck returns why a retry of a would need the person to confirm they
+// checked the destination, or "" when the guard lets it through as it is. The
+// confirmation step shows it before the person presses Retry.
+func (r *Review) RetryNeedsCheck(a db.Action) string {
+	if err := r.retryGuard(a, ActParams{}); err != nil {
+		return ErrorMessage(err)
+	}
+	return ""
+}
+
+// BulkResult is what became of one action of a bulk act.
+type BulkResult struct {
+	ID      int64
+	Done    bool
+	Message string // why it was refused, in plain words
+}
+
+// MaxBulk bounds one bulk act, so that "all that match" stays one request's work.
+const MaxBulk = 500
+
+// Bulk applies one manual act (retry, reconcile or assign) to each action in turn,
+// each with its own guard, transaction and audit line, and reports each outcome.
+// One refusal does not stop the rest. It returns an error only for an unknown act
+// or too many ids.
+func (r *Review) Bulk(ctx context.Context, actor Actor, act string, ids []int64, p ActParams) ([]BulkResult, error) {
+	acts := map[string]func(context.Context, Actor, int64, ActParams) (db.Action, error){
+		"retry": r.Retry, "reconcile": r.Reconcile, "assign": r.Assign,
+	}
+	fn, ok := acts[act]
+	if !ok {
+		return nil, Errorf(EINVALID, "Several actions at once can be retried, reconciled or assigned, not %q.", act)
+	}
+	if len(ids) == 0 {
+		return nil, Errorf(EINVALID, "Select at least one action.")
+	}
+	if len(ids) > MaxBulk {
+		return nil, Errorf(EINVALID, "At most %d actions at once; narrow the filter.", MaxBulk)
+	}
+	out := make([]BulkResult, 0, len(ids))
+	for _, id := range ids {
+		_, err := fn(ctx, actor, id, p)
+		res := BulkResult{ID: id, Done: err == nil}
+		if err != nil {
+			if ErrorCode(err) == EINTERNAL || ErrorCode(err) == EUNAVAILABLE {
+				return out, err // storage trouble: stop rather than report every row refused
+			}
+			res.Message = ErrorMessage(err)
+		}
+		out = append(out, res)
+	}
+	return out, nil
+}
+
+// MatchingIDs returns the ids of up to MaxBulk+1 actions that match f, ignoring its
+// cursor and limit, for "all that match the filter"; one more than MaxBulk tells
+// the caller the filter is too wide.
+func (r *Review) MatchingIDs(ctx context.Context, f ActionFilter) ([]int64, error) {
+	states := f.States
+	if len(states) == 0 {
+		states = OpenStates()
+	}
+	ids, err := db.New(r.pool).DashboardActionIDs(ctx, db.DashboardActionIDsParams{
+		States: states, Source: f.Source, Name: f.Name, Owner: f.Owner, Destination: f.Destination,
+		Client: f.Client, Q: f.Q, MaxRows: MaxBulk + 1,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list matching actions: %w", err)
+	}
+	return ids, nil
+}

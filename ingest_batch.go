@@ -1,0 +1,379 @@
+package oncehook
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/oncehook/oncehook/db"
+)
+
+// Group commit. A durable commit costs a WAL flush and a round of statements, so one
+// per webhook caps ingest at what the database can commit one by one. Deliveries
+// that arrive together are instead written by one multi-row INSERT in one
+// transaction, and every sender is answered only after that commit.
+const (
+	// defaultBatchSize bounds one statement; 32 concurrent senders fill it.
+	defaultBatchSize = 64
+	// defaultBatchWait is how long the first delivery of a batch waits for company:
+	// long enough for a wave of senders to arrive, short next to a provider's timeout.
+	defaultBatchWait = 2 * time.Millisecond
+	// defaultFlushers is how many batches are written at once, so the next batch is
+	// formed and sent while the previous one waits for its WAL flush.
+	defaultFlushers = 2
+	// batchTimeout bounds a batch whose requests carry no deadline of their own.
+	batchTimeout = 10 * time.Second
+)
+
+// errInboxClosed is what Accept meets after Close.
+var errInboxClosed = errors.New("the inbox is closed")
+
+// batchParams tunes the batcher; zero values take the defaults.
+type batchParams struct {
+	size     int
+	wait     time.Duration
+	flushers int
+}
+
+// pendingDelivery is one Accept call waiting for its batch to commit.
+type pendingDelivery struct {
+	ctx   context.Context
+	row   eventRow
+	reply chan batchReply // buffered: the batcher never waits for a caller that left
+}
+
+type batchReply struct {
+	rc  Receipt
+	err error
+}
+
+// batcher collects deliveries into batches and writes each batch in one transaction.
+type batcher struct {
+	pool   *pgxpool.Pool
+	logger *slog.Logger
+	p      batchParams
+
+	queue    chan *pendingDelivery
+	slots    chan struct{} // one token per batch being written
+	flushing sync.WaitGroup
+
+	mu        sync.RWMutex // held shared while sending to queue, exclusively to close
+	closed    bool
+	closing   chan struct{}
+	done      chan struct{}
+	closeOnce sync.Once
+}
+
+func newBatcher(pool *pgxpool.Pool, logger *slog.Logger, p batchParams) *batcher {
+	if p.size <= 0 {
+		p.size = defaultBatchSize
+	}
+	if p.wait <= 0 {
+		p.wait = defaultBatchWait
+	}
+	if p.flushers <= 0 {
+		p.flushers = defaultFlushers
+	}
+	b := &batcher{
+		pool: pool, logger: logger, p: p,
+		queue:   make(chan *pendingDelivery, p.size*(p.flushers+1)),
+		slots:   make(chan struct{}, p.flushers),
+		closing: make(chan struct{}),
+		done:    make(chan struct{}),
+	}
+	go b.run()
+	return b
+}
+
+// accept queues row and waits for its batch's commit, or for ctx to end.
+func (b *batcher) accept(ctx context.Context, row eventRow) (Receipt, error) {
+	d := &pendingDelivery{ctx: ctx, row: row, reply: make(chan batchReply, 1)}
+	if err := b.submit(ctx, d); err != nil {
+		return Receipt{}, unavailable(err)
+	}
+	select {
+	case r := <-d.reply:
+		return r.rc, r.err
+	case <-ctx.Done():
+		// The batch may still commit it: a 503 for a stored delivery only makes the
+		// sender repeat it, and the repeat is counted, never stored twice.
+		return Receipt{}, unavailable(ctx.Err())
+	}
+}
+
+func (b *batcher) submit(ctx context.Context, d *pendingDelivery) error {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	if b.closed {
+		return errInboxClosed
+	}
+	select {
+	case b.queue <- d:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// close stops taking deliveries, then waits until the queued ones are written.
+func (b *batcher) close() {
+	b.closeOnce.Do(func() {
+		b.mu.Lock() // no submit is halfway through a send once this is held
+		b.closed = true
+		b.mu.Unlock()
+		close(b.closing)
+	})
+	<-b.done
+}
+
+func (b *batcher) run() {
+	defer close(b.done)
+	defer b.flushing.Wait()
+	for {
+		batch, more := b.collect()
+		if len(batch) > 0 {
+			b.dispatch(batch)
+		}
+		if !more {
+			return
+		}
+	}
+}
+
+// collect waits for a first delivery, then for company until the batch is full or
+// the wait is over. After close it drains the queue without waiting; more is false
+// once the queue is empty.
+func (b *batcher) collect() (batch []*pendingDelivery, more bool) {
+	select {
+	case d := <-b.queue:
+		batch = append(batch, d)
+	case <-b.closing:
+		for len(batch) < b.p.size {
+			select {
+			case d := <-b.queue:
+				batch = append(batch, d)
+			default:
+				return batch, false
+			}
+		}
+		return batch, true
+	}
+	timer := time.NewTimer(b.p.wait)
+	defer timer.Stop()
+	for len(batch) < b.p.size {
+		select {
+		case d := <-b.queue:
+			batch = append(batch, d)
+		case <-timer.C:
+			return batch, true
+		case <-b.closing:
+			return batch, true
+		}
+	}
+	return batch, true
+}
+
+// dispatch writes batch as soon as a slot is free, taking in more deliveries while
+// every slot is busy: the slower the database, the larger the batches.
+func (b *batcher) dispatch(batch []*pendingDelivery) {
+	for len(batch) < b.p.size {
+		select {
+		case b.slots <- struct{}{}:
+			b.start(batch)
+			return
+		case d := <-b.queue:
+			batch = append(batch, d)
+		}
+	}
+	b.slots <- struct{}{}
+	b.start(batch)
+}
+
+func (b *batcher) start(batch []*pendingDelivery) {
+	b.flushing.Add(1)
+	go func() {
+		defer func() { <-b.slots; b.flushing.Done() }()
+		b.flush(batch)
+	}()
+}
+
+// flush writes one batch and answers every caller still waiting. If the batch as a
+// whole is refused for a reason other than storage trouble, its deliveries are
+// written one by one, so a single bad row cannot refuse the others.
+func (b *batcher) flush(batch []*pendingDelivery) {
+	live := batch[:0]
+	for _, d := range batch {
+		if d.ctx.Err() == nil { // the others were already told 503
+			live = append(live, d)
+		}
+	}
+	if len(live) == 0 {
+		return
+	}
+	ctx, cancel := batchContext(live)
+	defer cancel()
+	receipts, err := writeBatch(ctx, b.pool, live)
+	if err == nil {
+		for i, d := range live {
+			d.reply <- batchReply{rc: receipts[i]}
+		}
+		return
+	}
+	if len(live) == 1 || db.IsUnavailable(err) {
+		for _, d := range live {
+			d.reply <- batchReply{err: storeError(err)}
+		}
+		return
+	}
+	b.logger.Warn("a batch of deliveries was refused; writing them one by one", "size", len(live), "err", err)
+	for _, d := range live {
+		if d.ctx.Err() != nil {
+			continue
+		}
+		rc, err := writeBatch(d.ctx, b.pool, []*pendingDelivery{d})
+		if err != nil {
+			b.logger.Warn("delivery not stored", "source", d.row.source, "id", d.row.sourceEventID, "err", err)
+			d.reply <- batchReply{err: storeError(err)}
+			continue
+		}
+		d.reply <- batchReply{rc: rc[0]}
+	}
+}
+
+// batchContext lasts as long as the most patient caller of the batch.
+func batchContext(batch []*pendingDelivery) (context.Context, context.CancelFunc) {
+	latest := time.Now().Add(batchTimeout)
+	for i, d := range batch {
+		dl, ok := d.ctx.Deadline()
+		if !ok {
+			latest = time.Now().Add(batchTimeout)
+			break
+		}
+		if i == 0 || dl.After(latest) {
+			latest = dl
+		}
+	}
+	return context.WithDeadline(context.Background(), latest)
+}
+
+// identity is what makes two deliveries the same: the unique key of events.
+type identity struct{ client, source, id string }
+
+func (r eventRow) identity() identity { return identity{r.client, r.source, r.sourceEventID} }
+
+// writeBatch stores batch in one transaction and returns each delivery's receipt, in
+// order. Repeats of one identity are folded into one row first; the row's stored
+// body tells each repeat from a conflict, and conflicting bodies are kept.
+func writeBatch(ctx context.Context, pool *pgxpool.Pool, batch []*pendingDelivery) ([]Receipt, error) {
+	leads := map[identity]int{} // identity -> index in batch of its first delivery
+	var order []int             // the leads, sorted by identity so batches lock rows in one order
+	folded := map[identity][2]int32{}
+	for i, d := range batch {
+		id := d.row.identity()
+		lead, seen := leads[id]
+		f := folded[id]
+		f[0]++
+		if seen && !bytes.Equal(batch[lead].row.sum, d.row.sum) {
+			f[1] = 1
+		}
+		folded[id] = f
+		if !seen {
+			leads[id] = i
+			order = append(order, i)
+		}
+	}
+	slices.SortFunc(order, func(a, b int) int {
+		x, y := batch[a].row.identity(), batch[b].row.identity()
+		return cmp.Or(cmp.Compare(x.client, y.client), cmp.Compare(x.source, y.source), cmp.Compare(x.id, y.id))
+	})
+	p := db.EventInsertBatchParams{}
+	for _, i := range order {
+		r := batch[i].row
+		f := folded[r.identity()]
+		p.Clients = append(p.Clients, r.client)
+		p.Environments = append(p.Environments, r.environment)
+		p.Sources = append(p.Sources, r.source)
+		p.SourceEventIds = append(p.SourceEventIds, r.sourceEventID)
+		p.Types = append(p.Types, r.typ)
+		p.Bodies = append(p.Bodies, r.body)
+		p.Payloads = append(p.Payloads, r.payload)
+		p.BodySha256s = append(p.BodySha256s, r.sum)
+		p.Headers = append(p.Headers, r.headers)
+		p.OccurredAts = append(p.OccurredAts, r.occurredAt)
+		p.Deliveries = append(p.Deliveries, f[0])
+		p.Conflicts = append(p.Conflicts, f[1] == 1)
+	}
+	receipts := make([]Receipt, len(batch))
+	err := db.WithTx(ctx, pool, func(q *db.Queries) error {
+		rows, err := q.EventInsertBatch(ctx, p)
+		if err != nil {
+			return fmt.Errorf("insert events: %w", err)
+		}
+		if len(rows) != len(order) {
+			return fmt.Errorf("insert events: %d rows came back for %d identities", len(rows), len(order))
+		}
+		stored := make(map[identity]db.EventInsertBatchRow, len(rows))
+		inserted := false
+		for _, row := range rows {
+			stored[identity{row.Client, row.Source, row.SourceEventID}] = row
+			inserted = inserted || row.Inserted
+		}
+		kept := map[string]bool{} // conflicting bodies already kept in this batch
+		for i, d := range batch {
+			id := d.row.identity()
+			row, ok := stored[id]
+			if !ok {
+				return fmt.Errorf("insert events: no row came back for %s/%s", id.source, id.id)
+			}
+			rc := Receipt{EventID: row.ID, Duplicate: !row.Inserted || leads[id] != i,
+				Conflict: !bytes.Equal(row.BodySha256, d.row.sum)}
+			receipts[i] = rc
+			if !rc.Conflict || kept[fmt.Sprint(row.ID, string(d.row.sum))] {
+				continue
+			}
+			kept[fmt.Sprint(row.ID, string(d.row.sum))] = true
+			if err := q.EventConflictInsert(ctx, db.EventConflictInsertParams{
+				Client: d.row.client, EventID: row.ID, Body: d.row.body, BodySha256: d.row.sum, Headers: d.row.headers,
+			}); err != nil {
+				return fmt.Errorf("keep conflicting body: %w", err)
+			}
+		}
+		if inserted { // one wake-up for the router per batch
+			if err := q.Notify(ctx, channelEvents); err != nil {
+				return fmt.Errorf("notify router: %w", err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return receipts, nil
+}
+
+// storeError is what a caller is told when its delivery could not be stored: the
+// database refusing this very row is the row's problem (EINVALID); anything else is
+// storage trouble the sender should wait out (EUNAVAILABLE).
+func storeError(err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && !db.IsUnavailable(err) {
+		switch pgErr.Code[:2] {
+		case "22", "23", "54": // data exception, integrity constraint, program limit
+			return &Error{Code: EINVALID, Message: "The delivery could not be stored as sent.", Err: err}
+		}
+	}
+	return unavailable(err)
+}
+
+func unavailable(err error) error {
+	return &Error{Code: EUNAVAILABLE, Message: "Storage is unavailable; retry later.", Err: err}
+}

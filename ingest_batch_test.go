@@ -1,0 +1,293 @@
+package oncehook
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/oncehook/oncehook/db/dbtest"
+)
+
+var batchSource = Source{Name: "stripe-live", Client: "acme", Environment: "live", Provider: ProviderStripe}
+
+// queued is a delivery handed to the batcher as Accept would, without waiting.
+func queued(t *testing.T, id, body string) *pendingDelivery {
+	t.Helper()
+	row, err := newEventRow(batchSource, Delivery{ID: id, Type: "checkout.session.completed",
+		OccurredAt: time.Unix(1700000000, 0)}, []byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &pendingDelivery{ctx: context.Background(), row: row, reply: make(chan batchReply, 1)}
+}
+
+func count(t *testing.T, pool *pgxpool.Pool, sql string, args ...any) int {
+	t.Helper()
+	var n int
+	if err := pool.QueryRow(context.Background(), sql, args...).Scan(&n); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+	return n
+}
+
+// receipts compares what each sender is told, with event ids replaced by the
+// delivery identity they belong to.
+type told struct {
+	Event     string
+	Duplicate bool
+	Conflict  bool
+}
+
+func tell(t *testing.T, pool *pgxpool.Pool, rcs []Receipt) []told {
+	t.Helper()
+	out := make([]told, len(rcs))
+	for i, rc := range rcs {
+		var id string
+		if err := pool.QueryRow(context.Background(), `SELECT source_event_id FROM events WHERE id = $1`, rc.EventID).Scan(&id); err != nil {
+			t.Fatalf("event %d: %v", rc.EventID, err)
+		}
+		out[i] = told{Event: id, Duplicate: rc.Duplicate, Conflict: rc.Conflict}
+	}
+	return out
+}
+
+func TestBatchFoldsRepeats(t *testing.T) {
+	t.Parallel()
+	pool := dbtest.New(t)
+	ctx := context.Background()
+	// One identity three times in one batch (once with another body), one other.
+	rcs, err := writeBatch(ctx, pool, []*pendingDelivery{
+		queued(t, "evt_a", `{"id":"evt_a","v":1}`),
+		queued(t, "evt_a", `{"id":"evt_a","v":1}`),
+		queued(t, "evt_b", `{"id":"evt_b"}`),
+		queued(t, "evt_a", `{"id":"evt_a","v":2}`),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []told{
+		{Event: "evt_a"},
+		{Event: "evt_a", Duplicate: true},
+		{Event: "evt_b"},
+		{Event: "evt_a", Duplicate: true, Conflict: true},
+	}
+	if diff := cmp.Diff(want, tell(t, pool, rcs)); diff != "" {
+		t.Errorf("receipts (-want +got):\n%s", diff)
+	}
+	type stored struct {
+		ID         string
+		Deliveries int
+		Conflict   bool
+		Body       string
+	}
+	var got []stored
+	rows, err := pool.Query(ctx, `SELECT source_event_id, deliveries, conflict, convert_from(body, 'UTF8') FROM events ORDER BY source_event_id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var s stored
+		if err := rows.Scan(&s.ID, &s.Deliveries, &s.Conflict, &s.Body); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, s)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	wantRows := []stored{
+		{ID: "evt_a", Deliveries: 3, Conflict: true, Body: `{"id":"evt_a","v":1}`},
+		{ID: "evt_b", Deliveries: 1, Body: `{"id":"evt_b"}`},
+	}
+	if diff := cmp.Diff(wantRows, got); diff != "" {
+		t.Errorf("stored events (-want +got):\n%s", diff)
+	}
+	if n := count(t, pool, `SELECT count(*) FROM event_conflicts WHERE body = $1`, []byte(`{"id":"evt_a","v":2}`)); n != 1 {
+		t.Errorf("conflicting body kept %d times, want 1", n)
+	}
+	if n := count(t, pool, `SELECT count(*) FROM events WHERE occurred_at = to_timestamp(1700000000)`); n != 2 {
+		t.Errorf("%d events kept the provider's time, want 2", n)
+	}
+}
+
+func TestBatchConflictsWithStoredRow(t *testing.T) {
+	t.Parallel()
+	pool := dbtest.New(t)
+	ctx := context.Background()
+	if _, err := writeBatch(ctx, pool, []*pendingDelivery{queued(t, "evt_c", `{"v":1}`)}); err != nil {
+		t.Fatal(err)
+	}
+	// Two repeats with the same changed body, and one faithful repeat, together.
+	rcs, err := writeBatch(ctx, pool, []*pendingDelivery{
+		queued(t, "evt_c", `{"v":2}`),
+		queued(t, "evt_c", `{"v":1}`),
+		queued(t, "evt_c", `{"v":2}`),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []told{
+		{Event: "evt_c", Duplicate: true, Conflict: true},
+		{Event: "evt_c", Duplicate: true},
+		{Event: "evt_c", Duplicate: true, Conflict: true},
+	}
+	if diff := cmp.Diff(want, tell(t, pool, rcs)); diff != "" {
+		t.Errorf("receipts (-want +got):\n%s", diff)
+	}
+	if n := count(t, pool, `SELECT deliveries FROM events`); n != 4 {
+		t.Errorf("deliveries = %d, want 4", n)
+	}
+	if n := count(t, pool, `SELECT count(*) FROM events WHERE conflict AND body = $1`, []byte(`{"v":1}`)); n != 1 {
+		t.Errorf("the original body must stay, flagged as a conflict")
+	}
+	if n := count(t, pool, `SELECT count(*) FROM event_conflicts`); n != 1 {
+		t.Errorf("%d conflicting bodies kept, want 1 (the same body once)", n)
+	}
+}
+
+func TestBatchIsolatesBadRow(t *testing.T) {
+	t.Parallel()
+	pool := dbtest.New(t)
+	ctx := context.Background()
+	// A row the database refuses on its own, though it passed every check before.
+	if _, err := pool.Exec(ctx, `ALTER TABLE events ADD CONSTRAINT no_poison CHECK (source_event_id <> 'evt_poison')`); err != nil {
+		t.Fatal(err)
+	}
+	b := newBatcher(pool, slog.New(slog.NewTextHandler(io.Discard, nil)), batchParams{})
+	t.Cleanup(b.close)
+	batch := []*pendingDelivery{
+		queued(t, "evt_1", `{"n":1}`),
+		queued(t, "evt_poison", `{"n":2}`),
+		queued(t, "evt_3", `{"n":3}`),
+	}
+	b.flush(batch)
+	var codes []string
+	for _, d := range batch {
+		r := <-d.reply
+		codes = append(codes, ErrorCode(r.err))
+	}
+	if diff := cmp.Diff([]string{"", EINVALID, ""}, codes); diff != "" {
+		t.Errorf("error codes (-want +got):\n%s", diff)
+	}
+	if n := count(t, pool, `SELECT count(*) FROM events`); n != 2 {
+		t.Errorf("%d events stored, want the 2 good ones", n)
+	}
+}
+
+func TestBatchSkipsCallersThatLeft(t *testing.T) {
+	t.Parallel()
+	pool := dbtest.New(t)
+	b := newBatcher(pool, slog.New(slog.NewTextHandler(io.Discard, nil)), batchParams{})
+	t.Cleanup(b.close)
+	gone := queued(t, "evt_gone", `{}`)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	gone.ctx = ctx // already told 503: storing it would surprise its retry
+	stay := queued(t, "evt_stay", `{}`)
+	b.flush([]*pendingDelivery{gone, stay})
+	if r := <-stay.reply; r.err != nil {
+		t.Fatal(r.err)
+	}
+	if n := count(t, pool, `SELECT count(*) FROM events WHERE source_event_id = 'evt_gone'`); n != 0 {
+		t.Errorf("a delivery whose sender was told 503 was stored")
+	}
+}
+
+func TestInboxCloseFlushes(t *testing.T) {
+	t.Parallel()
+	pool := dbtest.New(t)
+	// Batches that would wait an hour for company: only Close writes them.
+	in := newInbox(pool, slog.New(slog.NewTextHandler(io.Discard, nil)), batchParams{size: 1000, wait: time.Hour})
+	var batch []*pendingDelivery
+	for _, id := range []string{"evt_1", "evt_2", "evt_2", "evt_3"} {
+		d := queued(t, id, `{"id":"`+id+`"}`)
+		if err := in.batch.submit(context.Background(), d); err != nil {
+			t.Fatal(err)
+		}
+		batch = append(batch, d)
+	}
+	in.Close()
+	firsts := map[string]int{} // identity -> replies saying it was new
+	for _, d := range batch {
+		r := <-d.reply
+		if r.err != nil {
+			t.Fatalf("queued before Close, refused: %v", r.err)
+		}
+		got := tell(t, pool, []Receipt{r.rc})[0]
+		if !got.Duplicate {
+			firsts[got.Event]++
+		}
+	}
+	// Close may write the queue as more than one batch, in either order.
+	if diff := cmp.Diff(map[string]int{"evt_1": 1, "evt_2": 1, "evt_3": 1}, firsts); diff != "" {
+		t.Errorf("first deliveries per identity (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]int{1, 2, 1}, deliveries(t, pool)); diff != "" {
+		t.Errorf("deliveries per event (-want +got):\n%s", diff)
+	}
+	_, err := in.Accept(context.Background(), batchSource, Delivery{ID: "evt_late"}, []byte(`{}`))
+	if ErrorCode(err) != EUNAVAILABLE {
+		t.Errorf("Accept after Close: %v, want %s", err, EUNAVAILABLE)
+	}
+	in.Close() // a second Close is harmless
+}
+
+func TestInboxAcceptsTogether(t *testing.T) {
+	t.Parallel()
+	pool := dbtest.New(t)
+	in := newInbox(pool, slog.New(slog.NewTextHandler(io.Discard, nil)), batchParams{size: 8, wait: time.Hour})
+	t.Cleanup(in.Close)
+	// Eight callers fill one batch, which is written without waiting out the hour.
+	type result struct {
+		rc  Receipt
+		err error
+	}
+	results := make(chan result, 8)
+	for i := range 8 {
+		go func() {
+			id := "evt_" + string(rune('a'+i%4))
+			rc, err := in.Accept(context.Background(), batchSource, Delivery{ID: id}, []byte(`{"id":"`+id+`"}`))
+			results <- result{rc, err}
+		}()
+	}
+	firsts := 0
+	for range 8 {
+		r := <-results
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		if !r.rc.Duplicate {
+			firsts++
+		}
+	}
+	if firsts != 4 {
+		t.Errorf("%d first deliveries, want 4", firsts)
+	}
+	if diff := cmp.Diff([]int{2, 2, 2, 2}, deliveries(t, pool), cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("deliveries per event (-want +got):\n%s", diff)
+	}
+}
+
+func deliveries(t *testing.T, pool *pgxpool.Pool) []int {
+	t.Helper()
+	rows, err := pool.Query(context.Background(), `SELECT deliveries FROM events ORDER BY source_event_id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []int
+	for rows.Next() {
+		var n int
+		if err := rows.Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, n)
+	}
+	return out
+}

@@ -1,0 +1,149 @@
+// Package views renders the dashboard's pages with templ. Every component takes
+// plain view-model structs built by the web package, so the views know nothing of
+// the database or the domain types.
+package views
+
+// Layout is what every page's frame needs.
+type Layout struct {
+	Title      string
+	Section    string // the nav entry marked current: "overview", "failed", ...
+	CSS        []string
+	Script     string // htmx, at its content-hashed URL
+	User       *User  // nil when signed out
+	CSRF       string // the session's synchronizer token, put in every form
+	Flash      string
+	FlashError string
+}
+
+// User is the signed-in person.
+type User struct {
+	ID    int64
+	Email string
+	Role  string
+	Admin bool
+}
+
+// LoginPage is the sign-in form.
+type LoginPage struct {
+	Email string
+	Error string
+	Next  string // where to go after signing in
+}
+
+// ErrorPage is a refusal or failure in plain words.
+type ErrorPage struct {
+	Status  int
+	Title   string
+	Message string
+	Back    string // a link back to where the person came from; "" for none
+}
+
+// ActionRow is one action in a table.
+type ActionRow struct {
+	ID          int64
+	URL         string
+	State       string
+	Name        string
+	BusinessKey string
+	Source      string
+	Destination string
+	Owner       string
+	Attempts    int32
+	Age         string
+	Reason      string
+	NextStep    string
+}
+
+// QueueCard is one queue on the overview.
+type QueueCard struct {
+	Name      string
+	URL       string
+	Count     int64
+	OldestAge string // "" when empty
+}
+
+// SourceRow is one source with its delivery counts.
+type SourceRow struct {
+	Name          string
+	Client        string
+	Provider      string
+	Scheme        string // how the sender is verified
+	Account       string
+	Environment   string
+	IngestURL     string
+	LastDelivery  string
+	Events        int64
+	Deliveries    int64
+	Conflicts     int64
+	DuplicateRate string
+}
+
+// DestinationRow is one destination with its connection state.
+type DestinationRow struct {
+	Name   string
+	Type   string
+	Status string
+	Reason string
+	Owner  string
+	Held   int64
+}
+
+// OverviewPage is "/".
+type OverviewPage struct {
+	Queues       []QueueCard
+	Mine         []ActionRow
+	Sources      []SourceRow
+	Destinations []DestinationRow
+}
+
+// Option is one choice of a select.
+type Option struct {
+	Value, Label string
+}
+
+// Filter is a queue's filter, as the query string carries it.
+type Filter struct {
+	Source, Action, Destination, Owner, Client, Q string
+}
+
+// QueuePage is a queue, or "/mine".
+type QueuePage struct {
+	Title        string
+	Path         string // the page's own path, where the filter form and bulk form point
+	Intro        string
+	Filter       Filter
+	ShowFilter   bool
+	Sources      []Option
+	Actions      []Option
+	Destinations []Option
+	Clients      []Option
+	Owners       []Option
+	Table        QueueTable
+	CanAssign    bool
+	Assignees    []Option
+}
+
+// QueueTable is the htmx-refreshable part of a queue page.
+type QueueTable struct {
+	Rows       []ActionRow
+	RefreshURL string // this page, filter and cursor included
+	NextURL    string // "" on the last page
+	FirstURL   string // "" on the first page
+}
+
+// BulkPage reports a bulk act item by item.
+type BulkPage struct {
+	Act     string
+	Results []BulkRow
+	Done    int
+	Refused int
+	Back    string
+}
+
+// BulkRow is one action of a bulk act.
+type BulkRow struct {
+	ID      int64
+	URL     string
+	Done    bool
+	Message string
+}

@@ -1,0 +1,164 @@
+package views
+
+// ActionPage is "/actions/{id}".
+type ActionPage struct {
+	Action       ActionInfo
+	Events       []ActionEvent
+	Diffs        []ParamDiff
+	Attempts     []Attempt
+	Audit        []AuditLine
+	CanRetry     bool
+	CanReconcile bool
+	CanClose     bool // Resolve and Cancel
+	CanAssign    bool
+	Assignees    []Option
+}
+
+// ActionInfo is the action itself.
+type ActionInfo struct {
+	ID           int64
+	URL          string
+	Name         string
+	State        string
+	Reason       string
+	NextStep     string
+	BusinessKey  string
+	OperationKey string
+	Source       string
+	Client       string
+	Environment  string
+	Destination  string
+	Owner        string
+	Attempts     int32
+	NextAttempt  string
+	ExternalRef  string
+	Params       string // pretty JSON
+	Created      string
+	Updated      string
+}
+
+// ActionEvent is one event that asked for the action.
+type ActionEvent struct {
+	ID            int64
+	URL           string
+	Source        string
+	SourceEventID string
+	Type          string
+	Status        string
+	Deliveries    int32
+	Conflict      bool
+	Received      string
+}
+
+// ParamDiff sets the action's parameters beside those a conflicting event asked for.
+type ParamDiff struct {
+	EventID  int64
+	EventURL string
+	Rows     []DiffRow
+}
+
+// DiffRow is one parameter of a ParamDiff.
+type DiffRow struct {
+	Name     string
+	Original string
+	Other    string
+	Differs  bool
+}
+
+// Attempt is one call or lookup in the timeline.
+type Attempt struct {
+	Kind         string
+	OperationKey string
+	Status       string
+	Observed     string
+	HTTPStatus   string
+	Duration     string
+	Error        string
+	Evidence     string
+	Worker       string
+	Started      string
+}
+
+// AuditLine is one entry of the audit trail.
+type AuditLine struct {
+	At     string
+	Actor  string
+	Act    string
+	Note   string
+	Detail string
+}
+
+// RetryPage is the confirmation step of a retry.
+type RetryPage struct {
+	ID           int64
+	URL          string
+	Name         string
+	BusinessKey  string
+	State        string
+	Destination  string
+	OperationKey string
+	NeedsCheck   string // why the person must confirm they checked the destination; "" if not
+	Error        string
+	Note         string
+}
+
+// EventPage is "/events/{id}".
+type EventPage struct {
+	ID            int64
+	Source        string
+	SourceEventID string
+	Type          string
+	Status        string
+	Reason        string
+	Headers       []Header
+	Payload       string
+	Pruned        bool
+	Deliveries    int32
+	Conflict      bool
+	Received      string
+	LastReceived  string
+	Occurred      string
+	Conflicts     []ConflictBody
+	Actions       []ActionRow
+}
+
+// Header is one stored identity header.
+type Header struct {
+	Name, Value string
+}
+
+// ConflictBody is a repeat of the event whose body differed.
+type ConflictBody struct {
+	Received string
+	Body     string
+}
+
+// SourcesPage is "/sources".
+type SourcesPage struct {
+	Rows []SourceRow
+}
+
+// DestinationsPage is "/destinations".
+type DestinationsPage struct {
+	Rows         []DestinationRow
+	CanReconnect bool
+}
+
+// UsersPage is "/users".
+type UsersPage struct {
+	Rows     []UserRow
+	Roles    []string
+	NewEmail string
+	NewRole  string
+	MinChars int
+}
+
+// UserRow is one user.
+type UserRow struct {
+	ID       int64
+	Email    string
+	Role     string
+	Disabled bool
+	Created  string
+	IsMe     bool
+}

@@ -1,0 +1,121 @@
+package web
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/oncehook/oncehook"
+	"github.com/oncehook/oncehook/db"
+	"github.com/oncehook/oncehook/views"
+)
+
+const userKey = "user"
+
+// requireUser lets signed-in, enabled people through and sends everyone else to
+// /login. The user is read on every request, so a disabled account or a changed
+// role takes effect at once rather than when the session ends.
+func (s *Server) requireUser(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		ctx := c.Request().Context()
+		id := s.sessions.GetInt64(ctx, sessUserID)
+		if id == 0 {
+			return s.toLogin(c)
+		}
+		u, err := oncehook.GetUser(ctx, s.pool, id)
+		if oncehook.ErrorCode(err) == oncehook.ENOTFOUND || (err == nil && u.Disabled) {
+			if err := s.sessions.Destroy(ctx); err != nil {
+				return err
+			}
+			return s.toLogin(c)
+		}
+		if err != nil {
+			return err
+		}
+		c.Set(userKey, u)
+		c.Set(actorKey, oncehook.Actor{Name: u.Email, Role: u.Role})
+		return next(c)
+	}
+}
+
+// toLogin redirects to the sign-in page, remembering where the person was going.
+func (s *Server) toLogin(c echo.Context) error {
+	target := "/login"
+	if c.Request().Method == http.MethodGet && c.Request().URL.Path != "/" {
+		target += "?next=" + url.QueryEscape(c.Request().URL.RequestURI())
+	}
+	if c.Request().Header.Get("HX-Request") == "true" {
+		// htmx would follow a redirect inside the page; this makes it load the form.
+		c.Response().Header().Set("HX-Redirect", target)
+		return c.NoContent(http.StatusUnauthorized)
+	}
+	return c.Redirect(http.StatusSeeOther, target)
+}
+
+// requireAdmin refuses operators; the domain refuses them too, this only keeps
+// admin pages from rendering for them.
+func requireAdmin(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if actorOf(c).Role != oncehook.RoleAdmin {
+			return oncehook.Errorf(oncehook.EFORBIDDEN, "Only admins can do that.")
+		}
+		return next(c)
+	}
+}
+
+func userOf(c echo.Context) db.User {
+	u, _ := c.Get(userKey).(db.User)
+	return u
+}
+
+func (s *Server) loginForm(c echo.Context) error {
+	if s.sessions.GetInt64(c.Request().Context(), sessUserID) != 0 {
+		return c.Redirect(http.StatusSeeOther, safeNext(c.QueryParam("next")))
+	}
+	return s.render(c, http.StatusOK, views.Login(s.layout(c, "Sign in", ""), views.LoginPage{Next: c.QueryParam("next")}))
+}
+
+// login signs a person in. The session token is renewed, so a token planted or
+// seen before signing in is worth nothing after it, and so is the CSRF token.
+func (s *Server) login(c echo.Context) error {
+	ctx := c.Request().Context()
+	email, next := c.FormValue("email"), c.FormValue("next")
+	u, err := oncehook.Authenticate(ctx, s.pool, s.limits, email, c.FormValue("password"), c.RealIP())
+	if err != nil {
+		switch code := oncehook.ErrorCode(err); code {
+		case oncehook.EUNAUTHORIZED, oncehook.EFORBIDDEN, oncehook.ETHROTTLED:
+			return s.render(c, statusOf[code], views.Login(s.layout(c, "Sign in", ""),
+				views.LoginPage{Email: email, Next: next, Error: oncehook.ErrorMessage(err)}))
+		}
+		return err
+	}
+	if err := s.sessions.RenewToken(ctx); err != nil {
+		return err
+	}
+	s.sessions.Put(ctx, sessUserID, u.ID)
+	s.sessions.Put(ctx, sessCSRF, newCSRFToken())
+	if _, err := oncehook.DeleteExpiredSessions(ctx, s.pool); err != nil {
+		s.logger.WarnContext(ctx, "sweep sessions", "err", err) // housekeeping only
+	}
+	return c.Redirect(http.StatusSeeOther, safeNext(next))
+}
+
+// logout destroys the session in the store, not only the cookie: a copied
+// session id stops working too.
+func (s *Server) logout(c echo.Context) error {
+	if err := s.sessions.Destroy(c.Request().Context()); err != nil {
+		return err
+	}
+	return c.Redirect(http.StatusSeeOther, "/login")
+}
+
+// safeNext keeps a post-login redirect on this site: a path, never "//host" or
+// "/\host", which browsers treat as another site.
+func safeNext(next string) string {
+	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") {
+		return "/"
+	}
+	return next
+}

@@ -1,0 +1,284 @@
+package web_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/oncehook/oncehook"
+	"github.com/oncehook/oncehook/db"
+	"github.com/oncehook/oncehook/db/dbtest"
+	"github.com/oncehook/oncehook/sandbox"
+	"github.com/oncehook/oncehook/sender"
+	"github.com/oncehook/oncehook/web"
+)
+
+const (
+	dashStripeSecret = "whsec_dashboard_test"
+	dashCRMToken     = "dashboard-crm-token"
+	password         = "correct horse battery staple"
+	adminEmail       = "admin@example.com"
+	opsEmail         = "ops@example.com"
+)
+
+// dashConfig has one Stripe source whose checkouts open a CRM opportunity and send
+// an email, each independently. %[1]s is the CRM's URL, %[2]s the mail sink.
+const dashConfig = `
+sources:
+  - {name: stripe-live, client: acme, provider: stripe, account: acct_1, environment: live, secret_env: STRIPE_SECRET}
+destinations:
+  - name: crm
+    type: http
+    create: {method: POST, url: "%[1]s/opportunities"}
+    auth: {bearer_env: CRM_TOKEN}
+    idempotency: {header: Idempotency-Key, ttl: 24h}
+    reference_field: source_ref
+    result_id: /id
+    timeout: 5s
+    owner: crm-admin@example.com
+  - name: mail
+    type: smtp
+    addr: %[2]s
+    from: hello@example.com
+    timeout: 5s
+    owner: mail-admin@example.com
+actions:
+  - name: open_opportunity
+    source: stripe-live
+    on: [checkout.session.completed]
+    key: [/data/object/metadata/enquiry_id]
+    destination: crm
+    params:
+      enquiry_id: /data/object/metadata/enquiry_id
+      amount: /data/object/amount_total
+      note: /data/object/metadata/note
+    retry: {attempts: 3, within: 1h}
+    owner: sales-ops@example.com
+  - name: send_welcome_email
+    source: stripe-live
+    on: [checkout.session.completed]
+    key: [/data/object/metadata/enquiry_id]
+    destination: mail
+    params:
+      to: /data/object/customer_details/email
+      subject: {const: Welcome}
+      text: {const: "Thanks!"}
+    retry: {attempts: 2, within: 1h}
+`
+
+// dashboard is a running oncehook with the dashboard: Postgres, the sandbox CRM and
+// mail sink, the engine, and two people, an admin and an operator.
+type dashboard struct {
+	t      *testing.T
+	url    string
+	pool   *pgxpool.Pool
+	cfg    *oncehook.Config
+	review *oncehook.Review
+	crm    *sandbox.CRM
+	mail   *sandbox.Mail
+	logs   *lockedWriter
+}
+
+func newDashboard(t *testing.T) *dashboard {
+	t.Helper()
+	d := &dashboard{t: t, logs: &lockedWriter{w: &strings.Builder{}}}
+	d.pool = dbtest.New(t)
+	d.crm = sandbox.NewCRM(sandbox.CRMParams{Token: dashCRMToken})
+	crmSrv := httptest.NewServer(d.crm.Handler())
+	t.Cleanup(crmSrv.Close)
+	mail, err := sandbox.StartMail("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(mail.Close)
+	d.mail = mail
+	env := map[string]string{"STRIPE_SECRET": dashStripeSecret, "CRM_TOKEN": dashCRMToken}
+	d.cfg, err = oncehook.ParseConfig("dashboard.yaml", []byte(fmt.Sprintf(dashConfig, crmSrv.URL, mail.Addr())),
+		func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatalf("config: %v", err)
+	}
+	logger := slog.New(slog.NewTextHandler(d.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	clients := oncehook.NewDestinationClients(d.cfg)
+	d.review = oncehook.NewReview(d.pool, d.cfg, clients)
+	e := web.New(web.Params{Config: d.cfg, Pool: d.pool, Inbox: oncehook.NewInbox(d.pool, logger),
+		Review: d.review, Logger: logger})
+	srv := httptest.NewServer(e)
+	t.Cleanup(srv.Close)
+	d.url = srv.URL
+
+	eng := oncehook.NewEngine(oncehook.EngineParams{Pool: d.pool, Config: d.cfg, Destinations: clients, Logger: logger,
+		Poll: 50 * time.Millisecond, LeaseExtra: 5 * time.Second, BackoffBase: 20 * time.Millisecond,
+		BackoffMax: 200 * time.Millisecond, Grace: 2 * time.Second})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = eng.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	for email, role := range map[string]string{adminEmail: oncehook.RoleAdmin, opsEmail: oncehook.RoleOperator} {
+		if _, err := oncehook.CreateUser(context.Background(), d.pool, email, role, password); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return d
+}
+
+// checkout delivers a signed checkout.session.completed for enquiry, with extra
+// raw JSON text put in metadata.note, and returns the event id.
+func (d *dashboard) checkout(eventID, enquiry, note string) string {
+	d.t.Helper()
+	body := []byte(`{"id":"` + eventID + `","type":"checkout.session.completed","created":1700000000,` +
+		`"data":{"object":{"id":"cs_` + eventID + `","amount_total":4200,"customer_details":{"email":"ada@example.com"},` +
+		`"metadata":{"enquiry_id":"` + enquiry + `","note":"` + note + `"}}}}`)
+	hdr, err := sender.Headers("stripe", dashStripeSecret, sender.Delivery{Body: body})
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	req, _ := http.NewRequest(http.MethodPost, d.url+"/hooks/stripe-live", strings.NewReader(string(body)))
+	req.Header = hdr
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	raw, _ := io.ReadAll(res.Body)
+	if res.StatusCode != http.StatusOK {
+		d.t.Fatalf("deliver %s: %d %s", eventID, res.StatusCode, raw)
+	}
+	m := regexp.MustCompile(`"event_id":"(\d+)"`).FindStringSubmatch(string(raw))
+	if m == nil {
+		d.t.Fatalf("no event id in %s", raw)
+	}
+	return m[1]
+}
+
+// waitAction polls until the action named name for enquiry is in state want.
+func (d *dashboard) waitAction(name, enquiry, want string) db.Action {
+	d.t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	var last []db.Action
+	for time.Now().Before(deadline) {
+		page, err := d.review.ListActions(context.Background(), oncehook.ActionFilter{Name: name, Q: enquiry, Limit: 10})
+		if err != nil {
+			d.t.Fatal(err)
+		}
+		last = page.Actions
+		for _, a := range page.Actions {
+			if a.BusinessKey == enquiry && a.State == want {
+				return a
+			}
+		}
+		time.Sleep(25 * time.Millisecond) // poll interval
+	}
+	d.t.Fatalf("%s %s never became %s; last %+v\nlogs:\n%s", name, enquiry, want, last, tailOf(d.logs.String(), 3000))
+	return db.Action{}
+}
+
+func tailOf(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}
+
+// person is a browser-less client of the dashboard: a cookie jar, no redirects
+// followed, so each test sees exactly what the server answered.
+type person struct {
+	d      *dashboard
+	client *http.Client
+	jar    *cookiejar.Jar
+}
+
+func (d *dashboard) person() *person {
+	jar, _ := cookiejar.New(nil)
+	return &person{d: d, jar: jar, client: &http.Client{Jar: jar, Timeout: 30 * time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+}
+
+// reply is one answer of the server.
+type reply struct {
+	status   int
+	location string
+	body     string
+	header   http.Header
+}
+
+func (p *person) do(method, path string, form url.Values, hdr map[string]string) reply {
+	p.d.t.Helper()
+	var body io.Reader
+	if form != nil {
+		body = strings.NewReader(form.Encode())
+	}
+	req, err := http.NewRequest(method, p.d.url+path, body)
+	if err != nil {
+		p.d.t.Fatal(err)
+	}
+	req.Header.Set("Accept", "text/html")
+	if form != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	res, err := p.client.Do(req)
+	if err != nil {
+		p.d.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer res.Body.Close()
+	raw, _ := io.ReadAll(res.Body)
+	return reply{status: res.StatusCode, location: res.Header.Get("Location"), body: string(raw), header: res.Header}
+}
+
+func (p *person) get(path string) reply { return p.do(http.MethodGet, path, nil, nil) }
+
+var csrfField = regexp.MustCompile(`name="csrf_token" value="([^"]+)"`)
+
+// token is the CSRF token of the forms on path.
+func (p *person) token(path string) string {
+	p.d.t.Helper()
+	pg := p.get(path)
+	m := csrfField.FindStringSubmatch(pg.body)
+	if m == nil {
+		p.d.t.Fatalf("no csrf token on %s (%d): %s", path, pg.status, tailOf(pg.body, 500))
+	}
+	return m[1]
+}
+
+// post sends a form from path's page: with that page's CSRF token, as a browser would.
+func (p *person) post(from, path string, form url.Values) reply {
+	p.d.t.Helper()
+	if form == nil {
+		form = url.Values{}
+	}
+	form.Set("csrf_token", p.token(from))
+	return p.do(http.MethodPost, path, form, map[string]string{"Origin": p.d.url, "Sec-Fetch-Site": "same-origin"})
+}
+
+func (p *person) login(email string) {
+	p.d.t.Helper()
+	pg := p.post("/login", "/login", url.Values{"email": {email}, "password": {password}})
+	if pg.status != http.StatusSeeOther || pg.location != "/" {
+		p.d.t.Fatalf("login %s: %d to %q: %s", email, pg.status, pg.location, tailOf(pg.body, 500))
+	}
+}
+
+func (p *person) sessionCookie() string {
+	u, _ := url.Parse(p.d.url)
+	for _, c := range p.jar.Cookies(u) {
+		if c.Name == "oncehook_session" {
+			return c.Value
+		}
+	}
+	return ""
+}

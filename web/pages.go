@@ -1,0 +1,101 @@
+package web
+
+import (
+	"bytes"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/a-h/templ"
+	"github.com/labstack/echo/v4"
+
+	"github.com/oncehook/oncehook"
+	"github.com/oncehook/oncehook/db"
+	"github.com/oncehook/oncehook/static"
+	"github.com/oncehook/oncehook/views"
+)
+
+// render writes a page. It renders into a buffer first, so a failure half-way
+// becomes an error page instead of half a page with a 200.
+func (s *Server) render(c echo.Context, status int, page templ.Component) error {
+	var buf bytes.Buffer
+	if err := page.Render(c.Request().Context(), &buf); err != nil {
+		return fmt.Errorf("render page: %w", err)
+	}
+	return c.HTMLBlob(status, buf.Bytes())
+}
+
+// baseLayout is the frame without a session: assets and title only.
+func baseLayout(title, section string) views.Layout {
+	return views.Layout{
+		Title: title, Section: section,
+		CSS:    []string{static.URL("css/pico.min.css"), static.URL("css/app.css")},
+		Script: static.URL("js/htmx.min.js"),
+	}
+}
+
+// layout is the frame of a page for this request's person: who they are, their
+// CSRF token and any message left for them by the previous request.
+func (s *Server) layout(c echo.Context, title, section string) views.Layout {
+	l := baseLayout(title, section)
+	ctx := c.Request().Context()
+	l.CSRF = s.csrfToken(c)
+	l.Flash = s.sessions.PopString(ctx, sessFlash)
+	l.FlashError = s.sessions.PopString(ctx, sessFlashError)
+	if u := userOf(c); u.ID != 0 {
+		l.User = &views.User{ID: u.ID, Email: u.Email, Role: u.Role, Admin: u.Role == oncehook.RoleAdmin}
+	}
+	return l
+}
+
+// when formats a time for people: UTC, to the second.
+func when(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format("2006-01-02 15:04:05 UTC")
+}
+
+// age is how long ago t was, in the largest two units that matter.
+func age(now, t time.Time) string {
+	d := now.Sub(t)
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh %dm", int(d.Hours()), int(d.Minutes())%60)
+	}
+	return fmt.Sprintf("%dd %dh", int(d.Hours())/24, int(d.Hours())%24)
+}
+
+func actionURL(id int64) string { return "/actions/" + strconv.FormatInt(id, 10) }
+func eventURL(id int64) string  { return "/events/" + strconv.FormatInt(id, 10) }
+
+// actionRows turns actions into table rows, with the decision table's next step.
+func (s *Server) actionRows(as []db.Action) []views.ActionRow {
+	now := s.now()
+	rows := make([]views.ActionRow, 0, len(as))
+	for _, a := range as {
+		rows = append(rows, views.ActionRow{
+			ID: a.ID, URL: actionURL(a.ID), State: a.State, Name: a.Name, BusinessKey: a.BusinessKey,
+			Source: a.Source, Destination: a.Destination, Owner: a.Owner, Attempts: a.Attempts,
+			Age: age(now, a.CreatedAt), Reason: a.Reason, NextStep: oncehook.NextStep(a.State),
+		})
+	}
+	return rows
+}
+
+// assignees are the people an action can be assigned to.
+func (s *Server) assignees(c echo.Context) ([]views.Option, error) {
+	us, err := oncehook.ListUsers(c.Request().Context(), s.pool, true)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]views.Option, 0, len(us))
+	for _, u := range us {
+		out = append(out, views.Option{Value: u.Email, Label: u.Email + " (" + u.Role + ")"})
+	}
+	return out, nil
+}

@@ -1,0 +1,149 @@
+package web
+
+import (
+	"fmt"
+	"net/http"
+	"slices"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/oncehook/oncehook"
+	"github.com/oncehook/oncehook/db"
+	"github.com/oncehook/oncehook/views"
+)
+
+// actionPage serves /actions/{id}.
+func (s *Server) actionPage(c echo.Context) error {
+	id, err := pathID(c)
+	if err != nil {
+		return err
+	}
+	d, err := s.review.GetAction(c.Request().Context(), id)
+	if err != nil {
+		return err
+	}
+	a := d.Action
+	m := views.ActionPage{
+		Action:       s.actionInfo(a),
+		CanRetry:     a.State == oncehook.StateFailed || a.State == oncehook.StateUncertain,
+		CanReconcile: a.State == oncehook.StateFailed || a.State == oncehook.StateUncertain,
+		CanClose:     oncehook.QueueOf(a.State) != "" && a.State != oncehook.StateProcessing,
+		CanAssign:    actorOf(c).Role == oncehook.RoleAdmin,
+	}
+	if m.CanAssign {
+		if m.Assignees, err = s.assignees(c); err != nil {
+			return err
+		}
+		if a.Owner != "" && !slices.ContainsFunc(m.Assignees, func(o views.Option) bool { return o.Value == a.Owner }) {
+			// The configured owner may be a team address, not a person who signs in.
+			m.Assignees = append([]views.Option{{Value: a.Owner, Label: a.Owner + " (current)"}}, m.Assignees...)
+		}
+	}
+	for _, e := range d.Events {
+		m.Events = append(m.Events, views.ActionEvent{ID: e.EventID, URL: eventURL(e.EventID), Source: e.Source,
+			SourceEventID: e.SourceEventID, Type: e.Type, Status: e.Status, Deliveries: e.Deliveries,
+			Conflict: e.Conflict || e.EventConflict, Received: when(e.ReceivedAt)})
+		if e.Conflict {
+			m.Diffs = append(m.Diffs, views.ParamDiff{EventID: e.EventID, EventURL: eventURL(e.EventID),
+				Rows: diffParams(a.Params, e.Params)})
+		}
+	}
+	for _, t := range d.Attempts {
+		at := views.Attempt{Kind: t.Kind, OperationKey: t.OperationKey, Status: t.Status, Observed: t.Observed,
+			Error: t.Error, Evidence: t.Evidence, Worker: t.Worker, Started: when(t.StartedAt)}
+		if t.HttpStatus != nil {
+			at.HTTPStatus = fmt.Sprint(*t.HttpStatus)
+		}
+		if t.FinishedAt != nil {
+			at.Duration = t.FinishedAt.Sub(t.StartedAt).Round(1e6).String()
+		}
+		m.Attempts = append(m.Attempts, at)
+	}
+	for _, au := range d.Audit {
+		m.Audit = append(m.Audit, views.AuditLine{At: when(au.At), Actor: au.Actor, Act: au.Act, Note: au.Note,
+			Detail: compactJSON(au.Detail)})
+	}
+	title := fmt.Sprintf("%s %s", a.Name, a.BusinessKey)
+	return s.render(c, http.StatusOK, views.Action(s.layout(c, title, ""), m))
+}
+
+func (s *Server) actionInfo(a db.Action) views.ActionInfo {
+	info := views.ActionInfo{
+		ID: a.ID, URL: actionURL(a.ID), Name: a.Name, State: a.State, Reason: a.Reason,
+		NextStep: oncehook.NextStep(a.State), BusinessKey: a.BusinessKey, OperationKey: a.OperationKey,
+		Source: a.Source, Client: a.Client, Environment: a.Environment, Destination: a.Destination,
+		Owner: a.Owner, Attempts: a.Attempts, ExternalRef: a.ExternalRef, Params: prettyJSON(a.Params),
+		Created: when(a.CreatedAt), Updated: when(a.UpdatedAt),
+	}
+	if (a.State == oncehook.StatePending || a.State == oncehook.StateRetrying || a.State == oncehook.StateUncertain) &&
+		oncehook.Scheduled(a.NextAttemptAt) {
+		info.NextAttempt = when(a.NextAttemptAt)
+	}
+	return info
+}
+
+// retryPage is the confirmation step of Retry: it shows the operation key that
+// will be sent again and, when the destination can no longer recognise it, asks
+// the person to confirm they checked the destination.
+func (s *Server) retryPage(c echo.Context) error {
+	id, err := pathID(c)
+	if err != nil {
+		return err
+	}
+	d, err := s.review.GetAction(c.Request().Context(), id)
+	if err != nil {
+		return err
+	}
+	return s.render(c, http.StatusOK, views.Retry(s.layout(c, "Retry "+d.Action.Name, ""), s.retryModel(d.Action, "", "")))
+}
+
+func (s *Server) retryModel(a db.Action, errMsg, note string) views.RetryPage {
+	return views.RetryPage{ID: a.ID, URL: actionURL(a.ID), Name: a.Name, BusinessKey: a.BusinessKey, State: a.State,
+		Destination: a.Destination, OperationKey: a.OperationKey, NeedsCheck: s.review.RetryNeedsCheck(a),
+		Error: errMsg, Note: note}
+}
+
+// actDone is what the person is told after each act.
+var actDone = map[string]string{
+	"retry":     "Retry requested with the same operation key; a worker will perform it shortly.",
+	"reconcile": "Reconcile requested; a worker will look the operation up shortly.",
+	"resolve":   "Resolved.",
+	"cancel":    "Cancelled.",
+	"assign":    "Assigned.",
+}
+
+// actionAct serves the forms of /actions/{id}: POST .../retry|reconcile|resolve|cancel|assign.
+// A refused retry goes back to the confirmation step with the reason, so a person
+// who must confirm checking the destination can do so there.
+func (s *Server) actionAct(c echo.Context) error {
+	id, err := pathID(c)
+	if err != nil {
+		return err
+	}
+	name := c.Param("act")
+	act, ok := s.acts()[name]
+	if !ok {
+		return oncehook.Errorf(oncehook.ENOTFOUND, "There is no act %q.", name)
+	}
+	ctx := c.Request().Context()
+	p := oncehook.ActParams{Note: c.FormValue("note"), ExternalRef: c.FormValue("external_ref"),
+		Owner: c.FormValue("owner"), CheckedDestination: c.FormValue("checked_destination") == "1"}
+	a, err := act(ctx, actorOf(c), id, p)
+	if err != nil {
+		if name == "retry" && oncehook.ErrorCode(err) == oncehook.ECONFLICT {
+			d, gerr := s.review.GetAction(ctx, id)
+			if gerr != nil {
+				return gerr
+			}
+			m := s.retryModel(d.Action, oncehook.ErrorMessage(err), p.Note)
+			return s.render(c, http.StatusConflict, views.Retry(s.layout(c, "Retry "+d.Action.Name, ""), m))
+		}
+		return err
+	}
+	msg := actDone[name]
+	if name == "assign" {
+		msg = "Assigned to " + a.Owner + "."
+	}
+	s.flash(c, msg)
+	return c.Redirect(http.StatusSeeOther, actionURL(id))
+}

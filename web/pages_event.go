@@ -1,0 +1,97 @@
+package web
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/oncehook/oncehook/views"
+)
+
+// eventPage serves /events/{id}. The payload is the sender's text: it is only
+// ever shown as text, which templ escapes, never as markup.
+func (s *Server) eventPage(c echo.Context) error {
+	id, err := pathID(c)
+	if err != nil {
+		return err
+	}
+	d, err := s.review.GetEvent(c.Request().Context(), id)
+	if err != nil {
+		return err
+	}
+	e := d.Event
+	m := views.EventPage{ID: e.ID, Source: e.Source, SourceEventID: e.SourceEventID, Type: e.Type, Status: e.Status,
+		Reason: e.Reason, Deliveries: e.Deliveries, Conflict: e.Conflict, Received: when(e.ReceivedAt),
+		LastReceived: when(e.LastReceivedAt), Actions: s.actionRows(d.Actions), Pruned: e.Body == nil}
+	if e.OccurredAt != nil {
+		m.Occurred = when(*e.OccurredAt)
+	}
+	m.Payload = prettyJSON(e.Body)
+	if len(e.Payload) > 0 && !bytes.Equal(e.Payload, e.Body) {
+		m.Payload += "\n\n// as JSON:\n" + prettyJSON(e.Payload)
+	}
+	var headers map[string]any
+	_ = json.Unmarshal(e.Headers, &headers) // stored by us as an object; anything else shows none
+	for k, v := range headers {
+		m.Headers = append(m.Headers, views.Header{Name: k, Value: fmt.Sprint(v)})
+	}
+	slices.SortFunc(m.Headers, func(a, b views.Header) int { return strings.Compare(a.Name, b.Name) })
+	for _, cf := range d.Conflicts {
+		m.Conflicts = append(m.Conflicts, views.ConflictBody{Received: when(cf.ReceivedAt), Body: prettyJSON(cf.Body)})
+	}
+	return s.render(c, http.StatusOK, views.Event(s.layout(c, fmt.Sprintf("Event %d", e.ID), ""), m))
+}
+
+// prettyJSON indents JSON for reading; anything else is shown as the text it is.
+func prettyJSON(b []byte) string {
+	var out bytes.Buffer
+	if json.Indent(&out, b, "", "  ") == nil {
+		return out.String()
+	}
+	return strings.ToValidUTF8(string(b), "\uFFFD")
+}
+
+func compactJSON(b []byte) string {
+	var out bytes.Buffer
+	if json.Compact(&out, b) == nil {
+		return out.String()
+	}
+	return string(b)
+}
+
+// diffParams sets two parameter objects side by side, one row per name in
+// either, marking the names whose values differ.
+func diffParams(original, other []byte) []views.DiffRow {
+	var a, b map[string]json.RawMessage
+	_ = json.Unmarshal(original, &a) // params are objects we rendered ourselves
+	_ = json.Unmarshal(other, &b)
+	var names []string
+	for k := range a {
+		names = append(names, k)
+	}
+	for k := range b {
+		if _, ok := a[k]; !ok {
+			names = append(names, k)
+		}
+	}
+	slices.Sort(names)
+	rows := make([]views.DiffRow, 0, len(names))
+	for _, n := range names {
+		x, y := valueText(a, n), valueText(b, n)
+		rows = append(rows, views.DiffRow{Name: n, Original: x, Other: y, Differs: x != y})
+	}
+	return rows
+}
+
+func valueText(m map[string]json.RawMessage, name string) string {
+	v, ok := m[name]
+	if !ok {
+		return "(absent)"
+	}
+	return compactJSON(v)
+}

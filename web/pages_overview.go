@@ -1,0 +1,112 @@
+package web
+
+import (
+	"fmt"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/oncehook/oncehook"
+	"github.com/oncehook/oncehook/views"
+)
+
+// overviewPage serves "/".
+func (s *Server) overviewPage(c echo.Context) error {
+	ctx := c.Request().Context()
+	queues, err := s.review.QueueSummaries(ctx)
+	if err != nil {
+		return err
+	}
+	mine, err := s.review.ListActions(ctx, oncehook.ActionFilter{States: oncehook.OpenStates(), Owner: userOf(c).Email, Limit: 10})
+	if err != nil {
+		return err
+	}
+	srcs, err := s.sourceRows(c)
+	if err != nil {
+		return err
+	}
+	dests, err := s.destinationRows(c)
+	if err != nil {
+		return err
+	}
+	m := views.OverviewPage{Mine: s.actionRows(mine.Actions), Sources: srcs, Destinations: dests}
+	now := s.now()
+	for _, q := range queues {
+		card := views.QueueCard{Name: q.Name, URL: "/queue/" + q.Name, Count: q.Count}
+		if q.Count > 0 {
+			card.OldestAge = age(now, q.Oldest)
+		}
+		m.Queues = append(m.Queues, card)
+	}
+	return s.render(c, http.StatusOK, views.Overview(s.layout(c, "Overview", "overview"), m))
+}
+
+// schemes says how each provider's deliveries are verified, for the sources page.
+var schemes = map[string]string{
+	oncehook.ProviderStripe:           "Stripe-Signature, HMAC-SHA256 of timestamp.body",
+	oncehook.ProviderGitHub:           "X-Hub-Signature-256, HMAC-SHA256 of the body",
+	oncehook.ProviderShopify:          "X-Shopify-Hmac-Sha256, base64 HMAC-SHA256 of the body",
+	oncehook.ProviderStandardWebhooks: "webhook-signature, HMAC-SHA256 of id.timestamp.body",
+}
+
+func (s *Server) sourceRows(c echo.Context) ([]views.SourceRow, error) {
+	srcs, err := s.review.Sources(c.Request().Context())
+	if err != nil {
+		return nil, err
+	}
+	rows := make([]views.SourceRow, 0, len(srcs))
+	for _, src := range srcs {
+		r := views.SourceRow{
+			Name: src.Name, Client: src.Client, Provider: src.Provider, Scheme: schemes[src.Provider],
+			Account: src.Account, Environment: src.Environment, IngestURL: s.cfg.BaseURL + "/hooks/" + src.Name,
+			Events: src.Events, Deliveries: src.Deliveries, Conflicts: src.Conflicts, LastDelivery: "never",
+			DuplicateRate: fmt.Sprintf("%.0f%%", src.DuplicateRate*100),
+		}
+		if src.LastDelivery != nil {
+			r.LastDelivery = when(*src.LastDelivery) + " (" + age(s.now(), *src.LastDelivery) + " ago)"
+		}
+		rows = append(rows, r)
+	}
+	return rows, nil
+}
+
+func (s *Server) destinationRows(c echo.Context) ([]views.DestinationRow, error) {
+	ds, err := s.review.Destinations(c.Request().Context())
+	if err != nil {
+		return nil, err
+	}
+	rows := make([]views.DestinationRow, 0, len(ds))
+	for _, d := range ds {
+		rows = append(rows, views.DestinationRow{Name: d.Name, Type: d.Type, Status: d.Status, Reason: d.Reason, Owner: d.Owner, Held: d.Held})
+	}
+	return rows, nil
+}
+
+// sourcesPage serves "/sources".
+func (s *Server) sourcesPage(c echo.Context) error {
+	rows, err := s.sourceRows(c)
+	if err != nil {
+		return err
+	}
+	return s.render(c, http.StatusOK, views.Sources(s.layout(c, "Sources", "sources"), views.SourcesPage{Rows: rows}))
+}
+
+// destinationsPage serves "/destinations".
+func (s *Server) destinationsPage(c echo.Context) error {
+	rows, err := s.destinationRows(c)
+	if err != nil {
+		return err
+	}
+	m := views.DestinationsPage{Rows: rows, CanReconnect: actorOf(c).Role == oncehook.RoleAdmin}
+	return s.render(c, http.StatusOK, views.Destinations(s.layout(c, "Destinations", "destinations"), m))
+}
+
+// reconnect re-checks a destination's credentials and releases its held actions.
+func (s *Server) reconnect(c echo.Context) error {
+	n, err := s.review.Reconnect(c.Request().Context(), actorOf(c), c.Param("name"))
+	if err != nil {
+		return err
+	}
+	s.flash(c, fmt.Sprintf("%s is connected again; %d held actions were released.", c.Param("name"), n))
+	return c.Redirect(http.StatusSeeOther, "/destinations")
+}

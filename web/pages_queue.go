@@ -1,0 +1,196 @@
+package web
+
+import (
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/oncehook/oncehook"
+	"github.com/oncehook/oncehook/views"
+)
+
+// queuePageSize is a screenful: enough to work through, small enough to read.
+const queuePageSize = 50
+
+// queueTitles are the headings of the three queues.
+var queueTitles = map[string]string{
+	oncehook.QueueFailed:      "Failed: needs a person",
+	oncehook.QueueUncertain:   "Uncertain: reconcile before any repeat",
+	oncehook.QueueOutstanding: "Outstanding: the workers have it",
+}
+
+// queueFilter is the filter of a queue request, from its query string or form.
+func queueFilter(c echo.Context) views.Filter {
+	return views.Filter{Source: c.FormValue("source"), Action: c.FormValue("action"),
+		Destination: c.FormValue("destination"), Owner: c.FormValue("owner"),
+		Client: c.FormValue("client"), Q: c.FormValue("q")}
+}
+
+// queueScope is what a queue path selects: the states and, for /mine, the owner.
+// The owner of /mine is always the person asking, whatever the form says.
+func queueScope(c echo.Context) (path string, states []string, f views.Filter, err error) {
+	f = queueFilter(c)
+	if q := c.Param("queue"); q != "" {
+		st, ok := oncehook.QueueStates[q]
+		if !ok {
+			return "", nil, f, oncehook.Errorf(oncehook.ENOTFOUND, "There is no queue named %q.", q)
+		}
+		return "/queue/" + q, st, f, nil
+	}
+	f.Owner = userOf(c).Email
+	return "/mine", oncehook.OpenStates(), f, nil
+}
+
+func actionFilter(states []string, f views.Filter) oncehook.ActionFilter {
+	return oncehook.ActionFilter{States: states, Source: f.Source, Name: f.Action, Owner: f.Owner,
+		Destination: f.Destination, Client: f.Client, Q: f.Q}
+}
+
+// queueURL is a queue page with its filter and an optional cursor.
+func queueURL(path string, f views.Filter, cursor string) string {
+	v := url.Values{}
+	for k, val := range map[string]string{"source": f.Source, "action": f.Action, "destination": f.Destination,
+		"owner": f.Owner, "client": f.Client, "q": f.Q, "cursor": cursor} {
+		if val != "" {
+			v.Set(k, val)
+		}
+	}
+	if len(v) == 0 {
+		return path
+	}
+	return path + "?" + v.Encode()
+}
+
+// queuePage serves /queue/{queue}; for an htmx request, only the table.
+func (s *Server) queuePage(c echo.Context) error {
+	return s.showQueue(c, true)
+}
+
+// minePage serves /mine: everything open that is assigned to me.
+func (s *Server) minePage(c echo.Context) error {
+	return s.showQueue(c, false)
+}
+
+func (s *Server) showQueue(c echo.Context, showFilter bool) error {
+	path, states, f, err := queueScope(c)
+	if err != nil {
+		return err
+	}
+	cursor := c.QueryParam("cursor")
+	af := actionFilter(states, f)
+	af.Cursor, af.Limit = cursor, queuePageSize
+	page, err := s.review.ListActions(c.Request().Context(), af)
+	if err != nil {
+		return err
+	}
+	table := views.QueueTable{Rows: s.actionRows(page.Actions), RefreshURL: queueURL(path, f, cursor)}
+	if page.NextCursor != "" {
+		table.NextURL = queueURL(path, f, page.NextCursor)
+	}
+	if cursor != "" {
+		table.FirstURL = queueURL(path, f, "")
+	}
+	if isFragment(c) {
+		return s.render(c, http.StatusOK, views.QueueRows(table, path))
+	}
+	m := views.QueuePage{Path: path, Filter: f, ShowFilter: showFilter, Table: table,
+		CanAssign: actorOf(c).Role == oncehook.RoleAdmin}
+	section := c.Param("queue")
+	if section == "" {
+		section, m.Title, m.Intro = "mine", "Assigned to me", "Open actions whose owner is you."
+	} else {
+		m.Title = queueTitles[section]
+	}
+	if err := s.filterOptions(c, &m); err != nil {
+		return err
+	}
+	return s.render(c, http.StatusOK, views.Queue(s.layout(c, m.Title, section), m))
+}
+
+// filterOptions fills the filter's choices from the config and the users.
+func (s *Server) filterOptions(c echo.Context, m *views.QueuePage) error {
+	var clients, owners []string
+	for _, src := range s.cfg.Sources {
+		m.Sources = append(m.Sources, views.Option{Value: src.Name, Label: src.Name})
+		clients = append(clients, src.Client)
+	}
+	for _, a := range s.cfg.Actions {
+		m.Actions = append(m.Actions, views.Option{Value: a.Name, Label: a.Name})
+		owners = append(owners, a.Owner)
+	}
+	for _, d := range s.cfg.Destinations {
+		m.Destinations = append(m.Destinations, views.Option{Value: d.Name, Label: d.Name})
+		owners = append(owners, d.Owner)
+	}
+	people, err := s.assignees(c)
+	if err != nil {
+		return err
+	}
+	m.Assignees = people
+	for _, p := range people {
+		owners = append(owners, p.Value)
+	}
+	slices.Sort(clients)
+	for _, cl := range slices.Compact(clients) {
+		m.Clients = append(m.Clients, views.Option{Value: cl, Label: cl})
+	}
+	slices.Sort(owners)
+	for _, o := range slices.Compact(owners) {
+		if o != "" {
+			m.Owners = append(m.Owners, views.Option{Value: o, Label: o})
+		}
+	}
+	return nil
+}
+
+// queueBulk applies one act to the selected actions, or to all that match the
+// filter, and reports each outcome; refusals are listed, not fatal.
+func (s *Server) queueBulk(c echo.Context) error {
+	path, states, f, err := queueScope(c)
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	var ids []int64
+	if c.FormValue("all") == "1" {
+		if ids, err = s.review.MatchingIDs(ctx, actionFilter(states, f)); err != nil {
+			return err
+		}
+		if len(ids) > oncehook.MaxBulk {
+			return oncehook.Errorf(oncehook.EINVALID, "More than %d actions match; narrow the filter first.", oncehook.MaxBulk)
+		}
+	} else {
+		form, err := c.FormParams()
+		if err != nil {
+			return oncehook.Errorf(oncehook.EINVALID, "The form could not be read.")
+		}
+		for _, v := range form["id"] {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || n <= 0 {
+				return oncehook.Errorf(oncehook.EINVALID, "%q is not an action id.", v)
+			}
+			ids = append(ids, n)
+		}
+	}
+	act := c.FormValue("act")
+	results, err := s.review.Bulk(ctx, actorOf(c), act, ids, oncehook.ActParams{Owner: c.FormValue("assign_owner")})
+	if err != nil {
+		return err
+	}
+	m := views.BulkPage{Act: act, Back: queueURL(path, f, "")}
+	if path == "/mine" {
+		m.Back = "/mine"
+	}
+	for _, r := range results {
+		m.Results = append(m.Results, views.BulkRow{ID: r.ID, URL: actionURL(r.ID), Done: r.Done, Message: r.Message})
+		if r.Done {
+			m.Done++
+		} else {
+			m.Refused++
+		}
+	}
+	return s.render(c, http.StatusOK, views.Bulk(s.layout(c, "Bulk "+act, ""), m))
+}

@@ -1,0 +1,60 @@
+package web
+
+import (
+	"github.com/labstack/echo/v4"
+
+	"github.com/oncehook/oncehook/static"
+)
+
+// pageRoutes are the dashboard's routes (DESIGN.md section 4, Pages). Each gets
+// its middleware per route rather than from a group, because an Echo group with
+// middleware claims every unmatched path under its prefix (here: all of them).
+func (s *Server) pageRoutes(e *echo.Echo) {
+	e.GET(static.Prefix+"*", echo.WrapHandler(static.Handler()))
+
+	open := []echo.MiddlewareFunc{markPage, noStore, s.withSession, s.checkCSRF}
+	e.GET("/login", s.loginForm, open...)
+	e.POST("/login", s.login, open...)
+
+	in := append(open[:len(open):len(open)], s.requireUser)
+	admin := append(in[:len(in):len(in)], requireAdmin)
+	e.POST("/logout", s.logout, in...)
+	e.GET("/", s.overviewPage, in...)
+	e.GET("/queue/:queue", s.queuePage, in...)
+	e.POST("/queue/:queue/bulk", s.queueBulk, in...)
+	e.GET("/mine", s.minePage, in...)
+	e.POST("/mine/bulk", s.queueBulk, in...)
+	e.GET("/actions/:id", s.actionPage, in...)
+	e.GET("/actions/:id/retry", s.retryPage, in...)
+	e.POST("/actions/:id/:act", s.actionAct, in...)
+	e.GET("/events/:id", s.eventPage, in...)
+	e.GET("/sources", s.sourcesPage, in...)
+	e.GET("/destinations", s.destinationsPage, in...)
+	e.POST("/destinations/:name/reconnect", s.reconnect, admin...)
+	e.GET("/users", s.usersPage, admin...)
+	e.POST("/users", s.addUser, admin...)
+	e.POST("/users/:id/role", s.setUserRole, admin...)
+	e.POST("/users/:id/disabled", s.setUserDisabled, admin...)
+}
+
+// pageKey marks a dashboard request: its errors are rendered as HTML pages.
+const pageKey = "page"
+
+func markPage(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		c.Set(pageKey, true)
+		return next(c)
+	}
+}
+
+func isPage(c echo.Context) bool {
+	ok, _ := c.Get(pageKey).(bool)
+	return ok
+}
+
+// isFragment reports an htmx request for part of a page; a history restore wants
+// the whole page.
+func isFragment(c echo.Context) bool {
+	h := c.Request().Header
+	return h.Get("HX-Request") == "true" && h.Get("HX-History-Restore-Request") != "true"
+}
