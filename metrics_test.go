@@ -49,6 +49,10 @@ func TestMetricsAfterKnownSequence(t *testing.T) {
 	w.crm.Fail(sandbox.Fault{Status: 422})
 	w.deliver(checkout{eventID: "evt_m3", enquiry: "enq_m3"})
 	w.waitFor("open_opportunity", "enq_m3", "failed")
+	if status, _ := w.request("POST", "/hooks/stripe-live", http.Header{"Stripe-Signature": {"t=1,v1=00"}},
+		checkout{eventID: "evt_forged", enquiry: "x"}.body()); status != 401 {
+		t.Fatalf("forged delivery: %d", status)
+	}
 
 	m := w.scrape()
 	want := map[string]float64{
@@ -61,6 +65,10 @@ func TestMetricsAfterKnownSequence(t *testing.T) {
 		`oncehook_actions{queue="outstanding",state="pending"}`:         1, // enq_m3's email waits for its predecessor
 		`oncehook_actions{queue="uncertain",state="uncertain"}`:         0,
 		`oncehook_database_up`: 1,
+		`oncehook_deliveries_total{outcome="new",reason="",source="stripe-live"}`:               1 + 2,
+		`oncehook_deliveries_total{outcome="duplicate",reason="",source="stripe-live"}`:         1,
+		`oncehook_deliveries_total{outcome="rejected",reason="signature",source="stripe-live"}`: 1,
+		`oncehook_ingest_duration_seconds_count`:                                                4,
 	}
 	for k, v := range want {
 		if got, ok := m[k]; !ok || got != v {

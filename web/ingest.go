@@ -24,30 +24,68 @@ type ingestReply struct {
 
 // ingest verifies a webhook on its raw bytes, stores it and only then acknowledges it.
 func (s *Server) ingest(c echo.Context) error {
-	src, ok := s.cfg.Source(c.Param("source"))
+	start := time.Now()
+	source := c.Param("source")
+	rc, err := s.accept(c, source)
+	if err != nil {
+		if _, known := s.cfg.Source(source); !known {
+			source = "unknown" // a label per made-up path would grow without bound
+		}
+		s.metrics.Delivery(source, "rejected", rejectReason(err), time.Since(start))
+		return err
+	}
+	outcome := "new"
+	switch {
+	case rc.Conflict:
+		outcome = "conflict"
+	case rc.Duplicate:
+		outcome = "duplicate"
+	}
+	s.metrics.Delivery(source, outcome, "", time.Since(start))
+	s.logger.InfoContext(c.Request().Context(), "delivery stored",
+		"request_id", c.Response().Header().Get(echo.HeaderXRequestID),
+		"source", source, "event_id", rc.EventID, "outcome", outcome)
+	return c.JSON(http.StatusOK, ingestReply{EventID: strconv.FormatInt(rc.EventID, 10), Duplicate: rc.Duplicate})
+}
+
+func (s *Server) accept(c echo.Context, source string) (oncehook.Receipt, error) {
+	src, ok := s.cfg.Source(source)
 	if !ok {
-		return oncehook.Errorf(oncehook.ENOTFOUND, "No source is named %q.", c.Param("source"))
+		return oncehook.Receipt{}, oncehook.Errorf(oncehook.ENOTFOUND, "No source is named %q.", source)
 	}
 	raw, err := readLimited(c, src.MaxBody)
 	if err != nil {
-		return err
+		return oncehook.Receipt{}, err
 	}
 	d, err := oncehook.Verify(oncehook.VerifyParams{
 		Provider: src.Provider, Secrets: src.Secrets, Tolerance: src.Tolerance,
 		Now: s.now(), Header: c.Request().Header, Body: raw,
 	})
 	if err != nil {
-		return err
+		return oncehook.Receipt{}, err
 	}
 	// A slow database must not hold the sender past its own timeout: answer 503
 	// in bounded time so it retries.
 	ctx, cancel := context.WithTimeout(c.Request().Context(), storeTimeout)
 	defer cancel()
-	rc, err := s.inbox.Accept(ctx, src, d, raw)
-	if err != nil {
-		return err
+	return s.inbox.Accept(ctx, src, d, raw)
+}
+
+// rejectReason names why a delivery was refused, for the metrics.
+func rejectReason(err error) string {
+	switch oncehook.ErrorCode(err) {
+	case oncehook.EUNAUTHORIZED:
+		return "signature"
+	case oncehook.ENOTFOUND:
+		return "unknown_source"
+	case oncehook.ETOOLARGE:
+		return "too_large"
+	case oncehook.EINVALID:
+		return "invalid"
+	case oncehook.EUNAVAILABLE:
+		return "unavailable"
 	}
-	return c.JSON(http.StatusOK, ingestReply{EventID: strconv.FormatInt(rc.EventID, 10), Duplicate: rc.Duplicate})
+	return "error"
 }
 
 // readLimited reads the request body, refusing it with ETOOLARGE as soon as it passes
