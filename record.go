@@ -78,10 +78,16 @@ func (e *Engine) writeDecision(ctx context.Context, q *db.Queries, a db.Action, 
 	}
 	switch d.State {
 	case StateConfirmed:
-		if err := q.ActionReleaseSuccessors(ctx, db.ActionReleaseSuccessorsParams{Client: a.Client, AfterID: &a.ID}); err != nil {
+		released, err := q.ActionReleaseSuccessors(ctx, db.ActionReleaseSuccessorsParams{Client: a.Client, AfterID: &a.ID})
+		if err != nil {
 			return false, fmt.Errorf("release successors: %w", err)
 		}
-		return false, q.Notify(ctx, channelActions)
+		// NOTIFY serialises committing transactions on a server-wide lock: only
+		// wake the performers when there is new work for them.
+		if released > 0 {
+			return false, q.Notify(ctx, channelActions)
+		}
+		return false, nil
 	case StateHeld:
 		return false, e.disconnect(ctx, q, a.Destination, out.Detail)
 	case StateRetrying, StateUncertain:

@@ -115,7 +115,8 @@ func (r *Review) Resolve(ctx context.Context, actor Actor, id int64, p ActParams
 			return b, err
 		}
 		// A resolved predecessor lets its waiting successors run.
-		return b, q.ActionReleaseSuccessors(ctx, db.ActionReleaseSuccessorsParams{Client: a.Client, AfterID: &a.ID})
+		_, err = q.ActionReleaseSuccessors(ctx, db.ActionReleaseSuccessorsParams{Client: a.Client, AfterID: &a.ID})
+		return b, err
 	}, p, map[string]any{"external_ref": p.ExternalRef})
 }
 

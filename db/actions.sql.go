@@ -1117,7 +1117,7 @@ func (q *Queries) ActionReleaseLeases(ctx context.Context, worker *string) ([]in
 	return items, nil
 }
 
-const actionReleaseSuccessors = `-- name: ActionReleaseSuccessors :exec
+const actionReleaseSuccessors = `-- name: ActionReleaseSuccessors :execrows
 UPDATE actions
 SET next_attempt_at = now(), reason = '', updated_at = now()
 WHERE client = $1 AND after_id = $2 AND state = 'pending'
@@ -1130,9 +1130,12 @@ type ActionReleaseSuccessorsParams struct {
 }
 
 // The predecessor is confirmed: its waiting successors become due.
-func (q *Queries) ActionReleaseSuccessors(ctx context.Context, arg ActionReleaseSuccessorsParams) error {
-	_, err := q.db.Exec(ctx, actionReleaseSuccessors, arg.Client, arg.AfterID)
-	return err
+func (q *Queries) ActionReleaseSuccessors(ctx context.Context, arg ActionReleaseSuccessorsParams) (int64, error) {
+	result, err := q.db.Exec(ctx, actionReleaseSuccessors, arg.Client, arg.AfterID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
 const actionRenewLease = `-- name: ActionRenewLease :execrows

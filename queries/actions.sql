@@ -109,7 +109,7 @@ SET state = @state, reason = @reason, next_attempt_at = @next_attempt_at,
     lease_owner = NULL, lease_expires_at = NULL, updated_at = now()
 WHERE client = @client AND id = @id AND state = 'processing' AND lease_owner = @worker;
 
--- name: ActionReleaseSuccessors :exec
+-- name: ActionReleaseSuccessors :execrows
 -- The predecessor is confirmed: its waiting successors become due.
 UPDATE actions
 SET next_attempt_at = now(), reason = '', updated_at = now()
