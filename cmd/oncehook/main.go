@@ -47,9 +47,10 @@ func main() {
 	defer stop()
 	env := &environment{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv}
 	if err := run(ctx, env, os.Args[1:]); err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(os.Stderr, "oncehook:", err)
+		if errors.Is(err, flag.ErrHelp) { // --help printed the usage: not a failure
+			return
 		}
+		fmt.Fprintln(os.Stderr, "oncehook:", err)
 		os.Exit(2)
 	}
 }
@@ -85,8 +86,9 @@ func printHelp(w io.Writer, cmds map[string]command) {
 		fmt.Fprintf(w, "  %-10s %s\n", n, cmds[n].summary)
 	}
 	fmt.Fprint(w, "  help       this list; `oncehook help <command>` or `oncehook <command> --help` for one\n\n"+
-		"Every command accepts --config FILE. DATABASE_URL selects Postgres; without it an\n"+
-		"embedded Postgres runs from the machine's PostgreSQL binaries under .oncehook/pg.\n")
+		"Every command accepts --config FILE and --data-dir DIR. DATABASE_URL selects Postgres;\n"+
+		"without it an embedded Postgres runs from the machine's PostgreSQL binaries under\n"+
+		".oncehook/pg (or --data-dir), shared by every command while it runs.\n")
 }
 
 // newFlags returns a FlagSet that prints usage on -h and returns flag.ErrHelp.
@@ -94,7 +96,8 @@ func newFlags(env *environment, name, usage string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(env.stderr)
 	fs.Usage = func() {
-		fmt.Fprint(env.stderr, usage)
+		fmt.Fprint(env.stderr, usage+"\nFlags:\n")
+		fs.PrintDefaults()
 	}
 	return fs
 }
