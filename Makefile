@@ -4,6 +4,9 @@ BIN   := $(CURDIR)/.bin
 SQLC_VERSION  := v1.31.1
 TEMPL_VERSION := v0.3.1100
 export PATH := $(BIN):$(PATH)
+# Build, test and scan with go.mod's toolchain line, fetched through the module proxy
+# when the machine's Go is older (its go.env says GOTOOLCHAIN=local).
+export GOTOOLCHAIN := auto
 
 .PHONY: run test generate check-generated tools vet build bench chromium
 
@@ -53,3 +56,32 @@ $(BIN)/sqlc:
 
 $(BIN)/templ:
 	GOBIN=$(BIN) go install github.com/a-h/templ/cmd/templ@$(TEMPL_VERSION)
+
+# ---- fault tests, fuzzing and the vulnerability check (issue 6) ----
+.PHONY: test-faults fuzz vuln
+
+## test-faults: the fault, load and hostile-input tests alone (`make test` runs them too):
+## real oncehook processes on real Postgres clusters that are stopped, killed and flooded
+test-faults:
+	go test -count=1 -timeout 15m ./faults/...
+
+## fuzz: every fuzz target of the module in turn, FUZZTIME each (CI: 10s; dig deeper
+## with `make fuzz FUZZTIME=10m`); a failing input is written to testdata/fuzz
+FUZZTIME ?= 10s
+fuzz:
+	@set -euo pipefail; \
+	targets=$$(grep -rHo --include='*_test.go' --exclude-dir=.git '^func Fuzz[A-Za-z0-9_]*' . | \
+		sed 's|^\(.*\)/[^/]*:func \(.*\)$$|\1:\2|' | sort -u); \
+	for t in $$targets; do \
+		echo "fuzz $${t#*:} ($${t%%:*}) for $(FUZZTIME)"; \
+		go test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) "$${t%%:*}"; \
+	done
+
+## vuln: govulncheck over the module; fails on findings not in .ci/vuln-accepted
+GOVULNCHECK_VERSION := v1.9.0
+VULNDB_VERSION      := v0.0.0-20261105234957-e22db6528018
+vuln: $(BIN)/govulncheck
+	.ci/vulncheck $(VULNDB_VERSION)
+
+$(BIN)/govulncheck:
+	GOBIN=$(BIN) go install golang.org/x/vuln/cmd/govulncheck@$(GOVULNCHECK_VERSION)

@@ -2,6 +2,10 @@ module github.com/oncehook/oncehook
 
 go 1.26.8
 
+// The machine's Go may be older; `make` fetches this one (see GOTOOLCHAIN in the
+// Makefile), which has the standard library fixes govulncheck asks for.
+toolchain go1.26.11
+
 require (
 	github.com/a-h/templ v0.3.1100
 	github.com/alexedwards/scs/pgxstore v0.0.0-20240316134038-7e11d57e8885

@@ -251,14 +251,13 @@ func (b *batcher) flush(batch []*pendingDelivery) {
 
 // batchContext lasts as long as the most patient caller of the batch.
 func batchContext(batch []*pendingDelivery) (context.Context, context.CancelFunc) {
-	latest := time.Now().Add(batchTimeout)
-	for i, d := range batch {
+	var latest time.Time
+	for _, d := range batch {
 		dl, ok := d.ctx.Deadline()
 		if !ok {
-			latest = time.Now().Add(batchTimeout)
-			break
+			dl = time.Now().Add(batchTimeout)
 		}
-		if i == 0 || dl.After(latest) {
+		if dl.After(latest) {
 			latest = dl
 		}
 	}
@@ -274,31 +273,32 @@ func (r eventRow) identity() identity { return identity{r.client, r.source, r.so
 // order. Repeats of one identity are folded into one row first; the row's stored
 // body tells each repeat from a conflict, and conflicting bodies are kept.
 func writeBatch(ctx context.Context, pool *pgxpool.Pool, batch []*pendingDelivery) ([]Receipt, error) {
-	leads := map[identity]int{} // identity -> index in batch of its first delivery
-	var order []int             // the leads, sorted by identity so batches lock rows in one order
-	folded := map[identity][2]int32{}
+	type fold struct {
+		lead       int   // index in batch of the identity's first delivery
+		deliveries int32 // how many requests the row stands for
+		differ     bool  // their bodies are not all the same
+	}
+	folds := map[identity]*fold{}
+	var leads []int // sorted by identity below, so that batches lock rows in one order
 	for i, d := range batch {
 		id := d.row.identity()
-		lead, seen := leads[id]
-		f := folded[id]
-		f[0]++
-		if seen && !bytes.Equal(batch[lead].row.sum, d.row.sum) {
-			f[1] = 1
-		}
-		folded[id] = f
+		f, seen := folds[id]
 		if !seen {
-			leads[id] = i
-			order = append(order, i)
+			f = &fold{lead: i}
+			folds[id] = f
+			leads = append(leads, i)
 		}
+		f.deliveries++
+		f.differ = f.differ || !bytes.Equal(batch[f.lead].row.sum, d.row.sum)
 	}
-	slices.SortFunc(order, func(a, b int) int {
+	slices.SortFunc(leads, func(a, b int) int {
 		x, y := batch[a].row.identity(), batch[b].row.identity()
 		return cmp.Or(cmp.Compare(x.client, y.client), cmp.Compare(x.source, y.source), cmp.Compare(x.id, y.id))
 	})
 	p := db.EventInsertBatchParams{}
-	for _, i := range order {
+	for _, i := range leads {
 		r := batch[i].row
-		f := folded[r.identity()]
+		f := folds[r.identity()]
 		p.Clients = append(p.Clients, r.client)
 		p.Environments = append(p.Environments, r.environment)
 		p.Sources = append(p.Sources, r.source)
@@ -309,8 +309,8 @@ func writeBatch(ctx context.Context, pool *pgxpool.Pool, batch []*pendingDeliver
 		p.BodySha256s = append(p.BodySha256s, r.sum)
 		p.Headers = append(p.Headers, r.headers)
 		p.OccurredAts = append(p.OccurredAts, r.occurredAt)
-		p.Deliveries = append(p.Deliveries, f[0])
-		p.Conflicts = append(p.Conflicts, f[1] == 1)
+		p.Deliveries = append(p.Deliveries, f.deliveries)
+		p.Conflicts = append(p.Conflicts, f.differ)
 	}
 	receipts := make([]Receipt, len(batch))
 	err := db.WithTx(ctx, pool, func(q *db.Queries) error {
@@ -318,8 +318,8 @@ func writeBatch(ctx context.Context, pool *pgxpool.Pool, batch []*pendingDeliver
 		if err != nil {
 			return fmt.Errorf("insert events: %w", err)
 		}
-		if len(rows) != len(order) {
-			return fmt.Errorf("insert events: %d rows came back for %d identities", len(rows), len(order))
+		if len(rows) != len(leads) {
+			return fmt.Errorf("insert events: %d rows came back for %d identities", len(rows), len(leads))
 		}
 		stored := make(map[identity]db.EventInsertBatchRow, len(rows))
 		inserted := false
@@ -327,20 +327,25 @@ func writeBatch(ctx context.Context, pool *pgxpool.Pool, batch []*pendingDeliver
 			stored[identity{row.Client, row.Source, row.SourceEventID}] = row
 			inserted = inserted || row.Inserted
 		}
-		kept := map[string]bool{} // conflicting bodies already kept in this batch
+		type body struct {
+			event int64
+			sum   string
+		}
+		kept := map[body]bool{} // conflicting bodies already kept by this batch
 		for i, d := range batch {
 			id := d.row.identity()
 			row, ok := stored[id]
 			if !ok {
 				return fmt.Errorf("insert events: no row came back for %s/%s", id.source, id.id)
 			}
-			rc := Receipt{EventID: row.ID, Duplicate: !row.Inserted || leads[id] != i,
+			rc := Receipt{EventID: row.ID, Duplicate: !row.Inserted || folds[id].lead != i,
 				Conflict: !bytes.Equal(row.BodySha256, d.row.sum)}
 			receipts[i] = rc
-			if !rc.Conflict || kept[fmt.Sprint(row.ID, string(d.row.sum))] {
+			k := body{row.ID, string(d.row.sum)}
+			if !rc.Conflict || kept[k] {
 				continue
 			}
-			kept[fmt.Sprint(row.ID, string(d.row.sum))] = true
+			kept[k] = true
 			if err := q.EventConflictInsert(ctx, db.EventConflictInsertParams{
 				Client: d.row.client, EventID: row.ID, Body: d.row.body, BodySha256: d.row.sum, Headers: d.row.headers,
 			}); err != nil {

@@ -14,13 +14,15 @@ import (
 func (e *Engine) performBatch(ctx context.Context) (int, error) {
 	free := cap(e.slots) - len(e.slots)
 	if free == 0 {
-		// Every slot is busy: wait for one instead of spinning.
+		// Every slot is busy: wait for one to free, then claim for it at once
+		// rather than sleeping until the next notification or poll.
 		select {
 		case e.slots <- struct{}{}:
 			<-e.slots
 		case <-ctx.Done():
+			return 0, nil
 		}
-		return 0, nil
+		free = max(cap(e.slots)-len(e.slots), 1)
 	}
 	var claimed []db.Action
 	err := db.WithTx(ctx, e.pool, func(q *db.Queries) error {

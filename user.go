@@ -82,26 +82,29 @@ func cleanEmail(email string) (string, error) {
 	return email, nil
 }
 
-// Authenticate returns the enabled user with this email and password. Before
-// checking anything it refuses (ETHROTTLED) an account or an address with too many
-// recent failures; a wrong email or password is EUNAUTHORIZED with the same words
-// either way, so the reply does not tell which accounts exist.
+// Authenticate returns the enabled user with this email and password. Every try is
+// counted against the account and the address before the password is checked, so a
+// burst of guesses cannot all pass the limit at once: past it the try is refused
+// (ETHROTTLED) unchecked. A wrong email or password is EUNAUTHORIZED with the same
+// words either way, so the reply does not tell which accounts exist.
 func Authenticate(ctx context.Context, pool *pgxpool.Pool, limits LoginLimits, email, password, address string) (db.User, error) {
 	q := db.New(pool)
 	window := limits.Window.Seconds()
 	accountKey := "account:" + strings.ToLower(strings.TrimSpace(email))
 	addressKey := "address:" + address
+	throttled := false
 	for _, k := range []struct {
 		key   string
 		limit int
 	}{{accountKey, limits.PerAccount}, {addressKey, limits.PerAddress}} {
-		n, err := q.LoginThrottleGet(ctx, db.LoginThrottleGetParams{Key: k.key, WindowSeconds: window})
-		if err != nil && !db.IsNotFound(err) {
+		n, err := q.LoginThrottleFail(ctx, db.LoginThrottleFailParams{Key: k.key, WindowSeconds: window})
+		if err != nil {
 			return db.User{}, &Error{Code: EUNAVAILABLE, Message: "Sign-in is unavailable; try again shortly.", Err: err}
 		}
-		if int(n) >= k.limit {
-			return db.User{}, Errorf(ETHROTTLED, "Too many failed sign-ins. Wait %s, then try again.", plainDuration(limits.Window))
-		}
+		throttled = throttled || int(n) > k.limit
+	}
+	if throttled {
+		return db.User{}, Errorf(ETHROTTLED, "Too many failed sign-ins. Wait %s, then try again.", plainDuration(limits.Window))
 	}
 	u, err := q.UserGetByEmail(ctx, strings.TrimSpace(email))
 	if err != nil && !db.IsNotFound(err) {
@@ -116,15 +119,14 @@ func Authenticate(ctx context.Context, pool *pgxpool.Pool, limits LoginLimits, e
 		return db.User{}, Errorf(EFORBIDDEN, "This account is disabled. Ask an admin to enable it.")
 	}
 	if !ok {
-		for _, key := range []string{accountKey, addressKey} {
-			if _, err := q.LoginThrottleFail(ctx, db.LoginThrottleFailParams{Key: key, WindowSeconds: window}); err != nil {
-				return db.User{}, fmt.Errorf("count failed sign-in: %w", err)
-			}
-		}
 		return db.User{}, Errorf(EUNAUTHORIZED, "The email or password is wrong.")
 	}
+	// Success: the account starts over, and the address gets this try back.
 	if err := q.LoginThrottleClear(ctx, accountKey); err != nil {
 		return db.User{}, fmt.Errorf("clear failed sign-ins: %w", err)
+	}
+	if err := q.LoginThrottleRefund(ctx, addressKey); err != nil {
+		return db.User{}, fmt.Errorf("refund sign-in try: %w", err)
 	}
 	return u, nil
 }

@@ -18,6 +18,8 @@ type e2eResult struct {
 	records      int // records it holds for these actions
 	timedOut     bool
 	cpu          cpuUse
+	inFlight     float64 // calls the destination was answering, on average while any was
+	maxInFlight  int64
 }
 
 func (r e2eResult) rate() float64 { return float64(r.n) / r.elapsed.Seconds() }
@@ -34,6 +36,7 @@ func (b *bench) runE2E(ctx context.Context, url, prefix string, n int, wait time
 	records0 := len(b.dest.crm.Records())
 	before := b.parties().sample()
 	start := time.Now()
+	stopSampling := b.sampleInFlight(&res)
 	p := newPoster(url, b.o.senders)
 	if _, err := p.postAll(ctx, b.o.senders, n, func(i int) []byte {
 		return eventBody(fmt.Sprintf("evt_%s_%d", prefix, i), fmt.Sprintf("enq_%s_%d", prefix, i), typeRouted)
@@ -64,6 +67,7 @@ func (b *bench) runE2E(ctx context.Context, url, prefix string, n int, wait time
 		time.Sleep(50 * time.Millisecond) // poll interval
 	}
 	res.cpu = before.to(b.parties().sample())
+	stopSampling()
 	var last time.Time
 	var confirmed int64
 	if err := b.pg.pool.QueryRow(ctx, `SELECT coalesce(max(updated_at), $1), count(*) FROM actions
@@ -90,9 +94,38 @@ func (b *bench) runE2E(ctx context.Context, url, prefix string, n int, wait time
 	return res, rows.Err()
 }
 
+// sampleInFlight samples every 10 ms how many calls the destination is answering,
+// until the returned stop, and leaves the mean (over busy samples) and max in res.
+func (b *bench) sampleInFlight(res *e2eResult) (stop func()) {
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		var sum, busy int64
+		t := time.NewTicker(10 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				if busy > 0 {
+					res.inFlight = float64(sum) / float64(busy)
+				}
+				return
+			case <-t.C:
+				if n := b.dest.inFlight.Load(); n > 0 {
+					sum, busy = sum+n, busy+1
+					res.maxInFlight = max(res.maxInFlight, n)
+				}
+			}
+		}
+	}()
+	return func() { close(done); <-finished }
+}
+
 func (r e2eResult) describe(name string) string {
-	s := fmt.Sprintf("%s: %d actions confirmed in %.1f s (POSTs took %.1f s); the destination answered %d create calls and holds %d new records",
-		name, r.n, r.elapsed.Seconds(), r.posting.Seconds(), r.creates, r.records)
+	s := fmt.Sprintf("%s: %d actions confirmed in %.1f s (POSTs took %.1f s); the destination answered %d create calls "+
+		"and holds %d new records; calls in flight %.1f on average, %d at most",
+		name, r.n, r.elapsed.Seconds(), r.posting.Seconds(), r.creates, r.records, r.inFlight, r.maxInFlight)
 	if len(r.notConfirmed) > 0 {
 		s += fmt.Sprintf("; not confirmed: %v", r.notConfirmed)
 	}
@@ -104,12 +137,12 @@ func (r e2eResult) describe(name string) string {
 
 // endToEnd: the real server, a destination that answers at once.
 func (b *bench) endToEnd(ctx context.Context) error {
-	n := int(b.baseline * 0.25 * b.o.seconds.Seconds()) // about one window at the target rate
-	n = min(max(n, 2000), 40000)
+	n := int(b.baseline * 0.25 * 10) // ten seconds at the target rate
+	n = min(max(n, 2000), 20000)
 	log.Printf("end to end: %d actions, zero-latency destination", n)
 	b.settle(ctx)
 	b.dest.delay.Store(0)
-	r, err := b.runE2E(ctx, b.srv.url, "e2e", n, max(2*time.Minute, 8*b.o.seconds))
+	r, err := b.runE2E(ctx, b.srv.url, "e2e", n, 3*time.Minute)
 	if err != nil {
 		return err
 	}
@@ -125,7 +158,7 @@ func (b *bench) endToEnd(ctx context.Context) error {
 // here, wired as serve wires it but with EngineParams.Concurrency 64.
 func (b *bench) endToEndSlow(ctx context.Context) error {
 	const inFlight, delay = 64, 100 * time.Millisecond
-	n := int(300 * 2 * b.o.seconds.Seconds()) // ~ one window at the ideal rate, two at the target
+	n := int(300 * 1.5 * b.o.seconds.Seconds()) // a window and a half at the target rate
 	log.Printf("end to end: %d actions, 100 ms destination, %d calls in flight (in-process)", n, inFlight)
 	if err := b.pg.exec(ctx, `TRUNCATE actions CASCADE`); err != nil {
 		return err
@@ -138,7 +171,7 @@ func (b *bench) endToEndSlow(ctx context.Context) error {
 	defer srv.stop()
 	b.dest.delay.Store(int64(delay))
 	defer b.dest.delay.Store(0)
-	r, err := b.runE2E(ctx, srv.url, "slow", n, max(2*time.Minute, 8*b.o.seconds))
+	r, err := b.runE2E(ctx, srv.url, "slow", n, 3*time.Minute)
 	if err != nil {
 		return err
 	}

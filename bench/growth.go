@@ -16,8 +16,9 @@ import (
 )
 
 // generateActions adds actions from..to (inclusive) straight into the table, as a
-// long-running installation would hold them: nearly all confirmed, 1% failed and
-// waiting for a person, 1% resolved, 1% cancelled; none due, so no worker stirs.
+// long-running installation would hold them: mostly confirmed, 5% failed and
+// waiting for a person (so the first thousand already fill a page of 50), 1%
+// resolved, 1% cancelled; none due, so no worker stirs.
 const generateActions = `
 INSERT INTO actions (client, environment, source, name, business_key, key_parts, operation_key,
     destination, params, params_sha256, state, reason, owner, attempts, max_attempts, give_up_at,
@@ -25,11 +26,12 @@ INSERT INTO actions (client, environment, source, name, business_key, key_parts,
 SELECT 'acme', 'live', 'stripe-live', 'open_opportunity', 'enq_g_' || i, jsonb_build_array('enq_g_' || i),
        md5('opk' || i), 'crm', jsonb_build_object('enquiry_id', 'enq_g_' || i, 'amount', 40500),
        sha256(('p' || i)::text::bytea),
-       CASE i % 100 WHEN 0 THEN 'failed' WHEN 1 THEN 'resolved' WHEN 2 THEN 'cancelled' ELSE 'confirmed' END,
-       CASE i % 100 WHEN 0 THEN 'the destination refused it: 422 amount must be positive' ELSE '' END,
+       CASE WHEN i % 100 < 5 THEN 'failed' WHEN i % 100 = 5 THEN 'resolved' WHEN i % 100 = 6 THEN 'cancelled'
+            ELSE 'confirmed' END,
+       CASE WHEN i % 100 < 5 THEN 'the destination refused it: 422 amount must be positive' ELSE '' END,
        CASE i % 3 WHEN 0 THEN 'sales-ops@example.com' WHEN 1 THEN 'crm-admin@example.com' ELSE '' END,
        1, 8, now() + interval '72 hours', now(), now(), now(),
-       CASE WHEN i % 100 >= 3 THEN 'opp_' || i ELSE '' END,
+       CASE WHEN i % 100 >= 7 THEN 'opp_' || i ELSE '' END,
        now() - make_interval(secs => ($2::bigint - i)::double precision / 10), now()
 FROM generate_series($1::bigint, $2::bigint) AS i`
 

@@ -98,6 +98,14 @@ func (pg *postgres) commits(ctx context.Context) int64 {
 	return n
 }
 
+// eventUpdates is how many rows of events were updated so far, and how many of
+// those updates were HOT (the new version on the same page, no index entry written).
+func (pg *postgres) eventUpdates(ctx context.Context) (updates, hot int64) {
+	_ = pg.pool.QueryRow(ctx, `SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables
+		WHERE relname = 'events'`).Scan(&updates, &hot)
+	return updates, hot
+}
+
 // baselineTable holds the plain inserts: a unique text key and a ~2 KB body, as an
 // inbox row has, without oncehook's other columns and indexes.
 const baselineTable = `CREATE TABLE IF NOT EXISTS bench_baseline (

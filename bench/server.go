@@ -59,10 +59,11 @@ var benchEnv = map[string]string{"BENCH_STRIPE_SECRET": stripeSecret, "BENCH_CRM
 
 // destination is the sandbox CRM behind an optional fixed delay.
 type destination struct {
-	crm   *sandbox.CRM
-	delay atomic.Int64 // nanoseconds before each reply
-	url   string
-	srv   *http.Server
+	crm      *sandbox.CRM
+	delay    atomic.Int64 // nanoseconds before each reply
+	inFlight atomic.Int64 // requests being answered now
+	url      string
+	srv      *http.Server
 }
 
 func startDestination() (*destination, error) {
@@ -73,6 +74,8 @@ func startDestination() (*destination, error) {
 	}
 	h := d.crm.Handler()
 	d.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		d.inFlight.Add(1)
+		defer d.inFlight.Add(-1)
 		if wait := time.Duration(d.delay.Load()); wait > 0 {
 			time.Sleep(wait)
 		}

@@ -41,21 +41,12 @@ func (q *Queries) LoginThrottleFail(ctx context.Context, arg LoginThrottleFailPa
 	return failures, err
 }
 
-const loginThrottleGet = `-- name: LoginThrottleGet :one
-SELECT CASE WHEN window_start > now() - make_interval(secs => $1::double precision)
-            THEN failures ELSE 0 END::integer AS failures
-FROM login_throttle WHERE key = $2
+const loginThrottleRefund = `-- name: LoginThrottleRefund :exec
+UPDATE login_throttle SET failures = greatest(failures - 1, 0) WHERE key = $1
 `
 
-type LoginThrottleGetParams struct {
-	WindowSeconds float64
-	Key           string
-}
-
-// Failures still inside the window; a window that has passed counts as none.
-func (q *Queries) LoginThrottleGet(ctx context.Context, arg LoginThrottleGetParams) (int32, error) {
-	row := q.db.QueryRow(ctx, loginThrottleGet, arg.WindowSeconds, arg.Key)
-	var failures int32
-	err := row.Scan(&failures)
-	return failures, err
+// A try that was counted up front and then succeeded gives its count back.
+func (q *Queries) LoginThrottleRefund(ctx context.Context, key string) error {
+	_, err := q.db.Exec(ctx, loginThrottleRefund, key)
+	return err
 }

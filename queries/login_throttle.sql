@@ -1,9 +1,3 @@
--- name: LoginThrottleGet :one
--- Failures still inside the window; a window that has passed counts as none.
-SELECT CASE WHEN window_start > now() - make_interval(secs => @window_seconds::double precision)
-            THEN failures ELSE 0 END::integer AS failures
-FROM login_throttle WHERE key = @key;
-
 -- name: LoginThrottleFail :one
 -- Counts one failure, starting a new window when the old one has passed.
 INSERT INTO login_throttle (key, failures, window_start) VALUES (@key, 1, now())
@@ -16,3 +10,7 @@ RETURNING failures;
 
 -- name: LoginThrottleClear :exec
 DELETE FROM login_throttle WHERE key = @key;
+
+-- name: LoginThrottleRefund :exec
+-- A try that was counted up front and then succeeded gives its count back.
+UPDATE login_throttle SET failures = greatest(failures - 1, 0) WHERE key = @key;

@@ -49,11 +49,39 @@ func (s *Server) eventPage(c echo.Context) error {
 
 // prettyJSON indents JSON for reading; anything else is shown as the text it is.
 func prettyJSON(b []byte) string {
+	// Indentation grows with depth on every line: a deeply nested body would become
+	// a page quadratically larger than itself. Past a sane depth, show it as sent.
 	var out bytes.Buffer
-	if json.Indent(&out, b, "", "  ") == nil {
+	if jsonDepth(b) <= maxIndentDepth && json.Indent(&out, b, "", "  ") == nil {
 		return out.String()
 	}
 	return strings.ToValidUTF8(string(b), "\uFFFD")
+}
+
+// maxIndentDepth is the deepest payload shown indented; real webhooks nest a few
+// levels, never dozens.
+const maxIndentDepth = 32
+
+// jsonDepth is the deepest nesting of objects and arrays in b, outside strings.
+func jsonDepth(b []byte) int {
+	depth, deepest, inString, escaped := 0, 0, false, false
+	for _, c := range b {
+		switch {
+		case inString && escaped:
+			escaped = false
+		case inString && c == '\\':
+			escaped = true
+		case c == '"':
+			inString = !inString
+		case inString:
+		case c == '{' || c == '[':
+			depth++
+			deepest = max(deepest, depth)
+		case c == '}' || c == ']':
+			depth--
+		}
+	}
+	return deepest
 }
 
 func compactJSON(b []byte) string {

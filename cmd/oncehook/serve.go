@@ -118,7 +118,9 @@ func runServices(ctx context.Context, env *environment, cfg *oncehook.Config, d 
 	go func() { defer wg.Done(); pruneEvery(engineCtx, d.Pool, cfg, logger) }()
 	go func() { defer wg.Done(); oncehook.NewNotifier(d.Pool, cfg, logger).Run(engineCtx) }()
 
-	e := web.New(web.Params{Config: cfg, Pool: d.Pool, Inbox: oncehook.NewInbox(d.Pool, logger),
+	inbox := oncehook.NewInbox(d.Pool, logger)
+	defer inbox.Close() // after the HTTP server: flush the last group commit
+	e := web.New(web.Params{Config: cfg, Pool: d.Pool, Inbox: inbox,
 		Review: oncehook.NewReview(d.Pool, cfg, clients), Logger: logger,
 		Metrics: metrics, MetricsToken: env.getenv("ONCEHOOK_METRICS_TOKEN"),
 		Sessions: web.SessionParams{IdleTimeout: cfg.Sessions.Idle, Lifetime: cfg.Sessions.Lifetime}})
