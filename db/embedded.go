@@ -152,6 +152,18 @@ func (e *Embedded) Start(ctx context.Context) error {
 // flushed) if this process started it, and waits for it to exit; otherwise it
 // does nothing. Stopping a server that is already down is not an error.
 func (e *Embedded) Stop(ctx context.Context) error {
+	return e.stop(ctx, "fast")
+}
+
+// StopImmediate stops the server the way a power cut would: `pg_ctl -m immediate`
+// ends every process without a checkpoint, so the next Start runs crash recovery
+// from the WAL. Fault tests use it to prove that what was committed survives. Like
+// Stop, it does nothing unless this process started the server.
+func (e *Embedded) StopImmediate(ctx context.Context) error {
+	return e.stop(ctx, "immediate")
+}
+
+func (e *Embedded) stop(ctx context.Context, mode string) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if !e.owned {
@@ -164,10 +176,10 @@ func (e *Embedded) Stop(ctx context.Context) error {
 	defer unlock()
 	ctx, cancel := context.WithTimeout(ctx, stopWait+10*time.Second)
 	defer cancel()
-	out, err := e.command(ctx, "pg_ctl", "stop", "-w", "-t", secs(stopWait), "-m", "fast", "-D", e.dir).CombinedOutput()
+	out, err := e.command(ctx, "pg_ctl", "stop", "-w", "-t", secs(stopWait), "-m", mode, "-D", e.dir).CombinedOutput()
 	if err != nil {
 		if _, statErr := os.Stat(filepath.Join(e.dir, "postmaster.pid")); !errors.Is(statErr, fs.ErrNotExist) {
-			return fmt.Errorf("stop postgres: %w: %s", err, strings.TrimSpace(string(out)))
+			return fmt.Errorf("stop postgres (%s): %w: %s", mode, err, strings.TrimSpace(string(out)))
 		}
 	}
 	e.owned = false
