@@ -57,3 +57,9 @@ type Capabilities struct {
 	StrongLookup bool          // its "absent" can be trusted at once
 	KeyMemory    time.Duration // how long the destination remembers an idempotency key; 0 if never
 }
+
+// KeyRemembered reports whether the destination still remembers an idempotency key
+// first sent at first: a retry with it then cannot act twice.
+func (c Capabilities) KeyRemembered(first, now time.Time) bool {
+	return c.KeyMemory > 0 && now.Sub(first) < c.KeyMemory
+}

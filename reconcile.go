@@ -58,7 +58,7 @@ func (e *Engine) reconcile(ctx context.Context, a db.Action) error {
 func reconcileWithoutLookup(a db.Action, caps Capabilities, now time.Time) Outcome {
 	if caps.KeyMemory > 0 && a.FirstAttemptAt != nil {
 		age := now.Sub(*a.FirstAttemptAt)
-		if age < caps.KeyMemory {
+		if caps.KeyRemembered(*a.FirstAttemptAt, now) {
 			return Outcome{Observed: ObsKeyRemembered, Detail: fmt.Sprintf(
 				"the key is %s old and the destination remembers keys for %s; retrying with the same key",
 				age.Round(time.Second), caps.KeyMemory)}

@@ -76,13 +76,10 @@ func (r *Review) retryGuard(a db.Action, p ActParams) error {
 		return nil
 	}
 	caps := dest.Capabilities()
-	if caps.Lookup {
+	if caps.Lookup || caps.KeyRemembered(*a.FirstAttemptAt, r.now()) {
 		return nil
 	}
 	age := r.now().Sub(*a.FirstAttemptAt)
-	if age < caps.KeyMemory {
-		return nil
-	}
 	if p.CheckedDestination && strings.TrimSpace(p.Note) != "" {
 		return nil
 	}

@@ -529,53 +529,6 @@ func (q *Queries) ActionGetByOperationKey(ctx context.Context, arg ActionGetByOp
 	return i, err
 }
 
-const actionGetForUpdate = `-- name: ActionGetForUpdate :one
-SELECT id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at FROM actions WHERE client = $1 AND id = $2 FOR UPDATE
-`
-
-type ActionGetForUpdateParams struct {
-	Client string
-	ID     int64
-}
-
-func (q *Queries) ActionGetForUpdate(ctx context.Context, arg ActionGetForUpdateParams) (Action, error) {
-	row := q.db.QueryRow(ctx, actionGetForUpdate, arg.Client, arg.ID)
-	var i Action
-	err := row.Scan(
-		&i.ID,
-		&i.Client,
-		&i.Environment,
-		&i.Source,
-		&i.Name,
-		&i.BusinessKey,
-		&i.KeyParts,
-		&i.OperationKey,
-		&i.Destination,
-		&i.Params,
-		&i.ParamsSha256,
-		&i.State,
-		&i.Reason,
-		&i.Owner,
-		&i.AfterID,
-		&i.Resource,
-		&i.OccurredAt,
-		&i.Attempts,
-		&i.MaxAttempts,
-		&i.GiveUpAt,
-		&i.NextAttemptAt,
-		&i.FirstAttemptAt,
-		&i.LastAttemptAt,
-		&i.LeaseOwner,
-		&i.ClaimedFrom,
-		&i.LeaseExpiresAt,
-		&i.ExternalRef,
-		&i.Result,
-		&i.CreatedAt,
-		&i.UpdatedAt,
-	)
-	return i, err
-}
-
 const actionHoldDestination = `-- name: ActionHoldDestination :many
 UPDATE actions
 SET state = 'held', reason = $1, updated_at = now()

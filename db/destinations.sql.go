@@ -10,31 +10,6 @@ import (
 	"time"
 )
 
-const destinationEnsure = `-- name: DestinationEnsure :exec
-INSERT INTO destinations (name) VALUES ($1) ON CONFLICT (name) DO NOTHING
-`
-
-func (q *Queries) DestinationEnsure(ctx context.Context, name string) error {
-	_, err := q.db.Exec(ctx, destinationEnsure, name)
-	return err
-}
-
-const destinationGet = `-- name: DestinationGet :one
-SELECT name, status, reason, changed_at FROM destinations WHERE name = $1
-`
-
-func (q *Queries) DestinationGet(ctx context.Context, name string) (Destination, error) {
-	row := q.db.QueryRow(ctx, destinationGet, name)
-	var i Destination
-	err := row.Scan(
-		&i.Name,
-		&i.Status,
-		&i.Reason,
-		&i.ChangedAt,
-	)
-	return i, err
-}
-
 const destinationList = `-- name: DestinationList :many
 SELECT d.name, d.status, d.reason, d.changed_at,
        (SELECT count(*) FROM actions a WHERE a.destination = d.name AND a.state = 'held')::bigint AS held

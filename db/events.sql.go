@@ -121,17 +121,6 @@ func (q *Queries) EventConflictList(ctx context.Context, arg EventConflictListPa
 	return items, nil
 }
 
-const eventCount = `-- name: EventCount :one
-SELECT count(*) FROM events
-`
-
-func (q *Queries) EventCount(ctx context.Context) (int64, error) {
-	row := q.db.QueryRow(ctx, eventCount)
-	var count int64
-	err := row.Scan(&count)
-	return count, err
-}
-
 const eventGet = `-- name: EventGet :one
 SELECT id, client, environment, source, source_event_id, type, status, reason, body, payload, body_sha256, headers, occurred_at, received_at, last_received_at, deliveries, conflict, routed_at FROM events WHERE id = $1
 `

@@ -28,9 +28,6 @@ SELECT * FROM actions WHERE client = @client AND operation_key = @operation_key;
 -- name: ActionGet :one
 SELECT * FROM actions WHERE id = @id;
 
--- name: ActionGetForUpdate :one
-SELECT * FROM actions WHERE client = @client AND id = @id FOR UPDATE;
-
 -- name: ActionEventLink :exec
 INSERT INTO action_events (client, action_id, event_id, params, params_sha256, conflict)
 VALUES (@client, @action_id, @event_id, @params, @params_sha256, @conflict)

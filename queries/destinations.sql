@@ -1,6 +1,3 @@
--- name: DestinationEnsure :exec
-INSERT INTO destinations (name) VALUES (@name) ON CONFLICT (name) DO NOTHING;
-
 -- name: DestinationSetStatus :exec
 INSERT INTO destinations (name, status, reason, changed_at) VALUES (@name, @status, @reason, now())
 ON CONFLICT (name) DO UPDATE SET status = EXCLUDED.status, reason = EXCLUDED.reason, changed_at = now();
@@ -9,6 +6,3 @@ ON CONFLICT (name) DO UPDATE SET status = EXCLUDED.status, reason = EXCLUDED.rea
 SELECT d.name, d.status, d.reason, d.changed_at,
        (SELECT count(*) FROM actions a WHERE a.destination = d.name AND a.state = 'held')::bigint AS held
 FROM destinations d ORDER BY d.name;
-
--- name: DestinationGet :one
-SELECT * FROM destinations WHERE name = @name;

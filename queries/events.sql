@@ -29,9 +29,6 @@ ON CONFLICT (client, event_id, body_sha256) DO NOTHING;
 -- name: EventGet :one
 SELECT * FROM events WHERE id = @id;
 
--- name: EventCount :one
-SELECT count(*) FROM events;
-
 -- name: EventConflictList :many
 SELECT * FROM event_conflicts WHERE client = @client AND event_id = @event_id ORDER BY id;
 

@@ -60,6 +60,18 @@ func openDatabase(ctx context.Context, env *environment, f dbFlags, logger *slog
 	return d, nil
 }
 
+// withDatabase is openDatabase for the short commands: a small pool, fn, then the
+// pool closed and the embedded Postgres stopped if this command started it.
+func withDatabase(ctx context.Context, env *environment, df dbFlags, fn func(d *database) error) error {
+	logger := newLogger(env)
+	d, err := openDatabase(ctx, env, df, logger, 2)
+	if err != nil {
+		return err
+	}
+	defer d.Close(context.WithoutCancel(ctx), logger)
+	return fn(d)
+}
+
 // Close closes the pool, then stops the embedded Postgres if this process started it.
 func (d *database) Close(ctx context.Context, logger *slog.Logger) {
 	if d.Pool != nil {

@@ -18,12 +18,8 @@ func runMigrate(ctx context.Context, env *environment, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	logger := newLogger(env)
-	d, err := openDatabase(ctx, env, df, logger, 2)
-	if err != nil {
-		return err
-	}
-	defer d.Close(context.WithoutCancel(ctx), logger)
-	fmt.Fprintln(env.stdout, "migrations applied")
-	return nil
+	return withDatabase(ctx, env, df, func(*database) error {
+		fmt.Fprintln(env.stdout, "migrations applied")
+		return nil
+	})
 }

@@ -31,23 +31,19 @@ func runPrune(ctx context.Context, env *environment, args []string) error {
 	if err != nil {
 		return err
 	}
-	logger := newLogger(env)
-	d, err := openDatabase(ctx, env, df, logger, 2)
-	if err != nil {
-		return err
-	}
-	defer d.Close(context.WithoutCancel(ctx), logger)
-	r, err := oncehook.Prune(ctx, d.Pool, cfg, time.Now())
-	if err != nil {
-		return err
-	}
-	if r.Skipped {
-		fmt.Fprintln(env.stdout, "another process is pruning right now; nothing done")
+	return withDatabase(ctx, env, df, func(d *database) error {
+		r, err := oncehook.Prune(ctx, d.Pool, cfg, time.Now())
+		if err != nil {
+			return err
+		}
+		if r.Skipped {
+			fmt.Fprintln(env.stdout, "another process is pruning right now; nothing done")
+			return nil
+		}
+		fmt.Fprintf(env.stdout, "pruned %d events, %d event bodies, %d closed actions, %d resources\n",
+			r.Events, r.BodiesDropped, r.Actions, r.Resources)
 		return nil
-	}
-	fmt.Fprintf(env.stdout, "pruned %d events, %d event bodies, %d closed actions, %d resources\n",
-		r.Events, r.BodiesDropped, r.Actions, r.Resources)
-	return nil
+	})
 }
 
 // pruneEvery prunes on a timer until ctx ends.

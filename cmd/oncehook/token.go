@@ -30,16 +30,12 @@ func runToken(ctx context.Context, env *environment, args []string) error {
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
-	logger := newLogger(env)
-	d, err := openDatabase(ctx, env, df, logger, 2)
-	if err != nil {
-		return err
-	}
-	defer d.Close(context.WithoutCancel(ctx), logger)
-	token, err := oncehook.CreateToken(ctx, d.Pool, *name, *role)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintln(env.stdout, token)
-	return nil
+	return withDatabase(ctx, env, df, func(d *database) error {
+		token, err := oncehook.CreateToken(ctx, d.Pool, *name, *role)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(env.stdout, token)
+		return nil
+	})
 }

@@ -39,18 +39,14 @@ func runUser(ctx context.Context, env *environment, args []string) error {
 	if err != nil {
 		return err
 	}
-	logger := newLogger(env)
-	d, err := openDatabase(ctx, env, df, logger, 2)
-	if err != nil {
-		return err
-	}
-	defer d.Close(context.WithoutCancel(ctx), logger)
-	u, err := oncehook.CreateUser(ctx, d.Pool, *email, *role, password)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(env.stdout, "added %s (%s)\n", u.Email, u.Role)
-	return nil
+	return withDatabase(ctx, env, df, func(d *database) error {
+		u, err := oncehook.CreateUser(ctx, d.Pool, *email, *role, password)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(env.stdout, "added %s (%s)\n", u.Email, u.Role)
+		return nil
+	})
 }
 
 // readPassword reads the first line of standard input, without its line ending.
