@@ -49,6 +49,7 @@ type Engine struct {
 	performWake chan struct{}
 	slots       chan struct{} // one token per call in flight
 	inflight    sync.WaitGroup
+	decisions   decisionGroups // outcomes waiting to be recorded together
 }
 
 // NewEngine returns an Engine with defaults applied.

@@ -9,8 +9,9 @@ import (
 	"github.com/oncehook/oncehook/db"
 )
 
-// performBatch claims as many due actions as there are free call slots and starts
-// each in its own goroutine. It returns how many it claimed.
+// performBatch claims as many due actions as there are free call slots, starts the
+// calls among them in the same transaction, and works on each in its own goroutine.
+// It returns how many it claimed.
 func (e *Engine) performBatch(ctx context.Context) (int, error) {
 	free := cap(e.slots) - len(e.slots)
 	if free == 0 {
@@ -24,26 +25,89 @@ func (e *Engine) performBatch(ctx context.Context) (int, error) {
 		}
 		free = max(cap(e.slots)-len(e.slots), 1)
 	}
-	var claimed []db.Action
+	var batch []claim
 	err := db.WithTx(ctx, e.pool, func(q *db.Queries) error {
-		var err error
-		claimed, err = q.ActionClaim(ctx, db.ActionClaimParams{
+		actions, err := q.ActionClaim(ctx, db.ActionClaimParams{
 			MaxActions: int32(free), Worker: &e.p.Worker, LeaseSeconds: e.leaseFor(""),
 		})
+		if err != nil {
+			return err
+		}
+		batch, err = e.startCalls(ctx, q, actions)
 		return err
 	})
 	if err != nil {
 		return 0, fmt.Errorf("claim actions: %w", err)
 	}
-	for _, a := range claimed {
+	for _, c := range batch {
 		e.slots <- struct{}{}
 		e.inflight.Add(1)
 		go func() {
 			defer func() { <-e.slots; e.inflight.Done() }()
-			e.work(context.WithoutCancel(ctx), ctx, a)
+			e.work(context.WithoutCancel(ctx), ctx, c)
 		}()
 	}
-	return len(claimed), nil
+	return len(batch), nil
+}
+
+// claim is one claimed action and what was prepared for it before its call.
+type claim struct {
+	a         db.Action
+	params    json.RawMessage // the stored params with predecessors' results filled in
+	attemptID int64           // the started call; 0 when the action is reconciled or has no destination
+}
+
+// startCalls prepares the claimed actions that are due for a call and starts those
+// calls, inside the claiming transaction: for the whole batch, one statement counts
+// the attempts and writes them as started, and the commit comes before any
+// destination hears anything. An action whose params cannot be prepared is left
+// out; its lease expires without a started call and recovery makes it due again.
+func (e *Engine) startCalls(ctx context.Context, q *db.Queries, actions []db.Action) ([]claim, error) {
+	batch := make([]claim, 0, len(actions))
+	var clients []string
+	var ids []int64
+	for _, a := range actions {
+		c := claim{a: a}
+		_, configured := e.p.Destinations[a.Destination]
+		if a.ClaimedFrom != StateUncertain && configured {
+			params, err := e.fillResults(ctx, q, a)
+			if err != nil {
+				e.logger.Warn("cannot prepare the call; its lease will expire and it will be tried again",
+					"action_id", a.ID, "err", err)
+				continue
+			}
+			c.params = params
+			clients, ids = append(clients, a.Client), append(ids, a.ID)
+		}
+		batch = append(batch, c)
+	}
+	if len(ids) == 0 {
+		return batch, nil
+	}
+	rows, err := q.ActionStartCalls(ctx, db.ActionStartCallsParams{Worker: e.p.Worker, Clients: clients, Ids: ids})
+	if err != nil {
+		return nil, fmt.Errorf("start calls: %w", err)
+	}
+	type key struct {
+		client string
+		id     int64
+	}
+	started := make(map[key]db.ActionStartCallsRow, len(rows))
+	for _, r := range rows {
+		started[key{r.Client, r.ID}] = r
+	}
+	kept := batch[:0]
+	for _, c := range batch {
+		if c.params != nil {
+			r, ok := started[key{c.a.Client, c.a.ID}]
+			if !ok { // cannot happen inside the claiming transaction; never call unstarted
+				continue
+			}
+			c.a.Attempts, c.a.FirstAttemptAt, c.attemptID = r.Attempts, r.FirstAttemptAt, r.AttemptID
+		}
+		kept = append(kept, c)
+	}
+	return kept, nil
 }
 
 // leaseFor is the lease for a call to the named destination: longer than its timeout,
@@ -71,7 +135,8 @@ func (e *Engine) maxTimeout() time.Duration {
 
 // work performs or reconciles one claimed action. callCtx outlives a shutdown for the
 // grace period; stopCtx ending means the process is stopping.
-func (e *Engine) work(callCtx, stopCtx context.Context, a db.Action) {
+func (e *Engine) work(callCtx, stopCtx context.Context, c claim) {
+	a := c.a
 	ctx, cancel := context.WithCancel(callCtx)
 	defer cancel()
 	go func() { // a call still running after the grace period is abandoned to recovery
@@ -91,7 +156,7 @@ func (e *Engine) work(callCtx, stopCtx context.Context, a db.Action) {
 	if a.ClaimedFrom == StateUncertain {
 		err = e.reconcile(ctx, a)
 	} else {
-		err = e.call(ctx, a)
+		err = e.call(ctx, c)
 	}
 	if err != nil {
 		e.logger.Warn("action step failed; its lease will expire and recovery decides",
@@ -123,62 +188,49 @@ func (e *Engine) renewLease(ctx context.Context, a db.Action) (stop func()) {
 	return cancel
 }
 
-// call performs one attempt: the attempt is written and committed before the
-// destination hears anything, the call runs outside any transaction, and the outcome
-// is recorded through the decision table.
-func (e *Engine) call(ctx context.Context, a db.Action) error {
+// call performs one started attempt: the call runs outside any transaction, and the
+// outcome is recorded through the decision table.
+func (e *Engine) call(ctx context.Context, c claim) error {
+	a := c.a
 	dest, ok := e.p.Destinations[a.Destination]
 	if !ok {
-		return e.record(ctx, a, 0, Outcome{Observed: ObsRejected, Detail: "destination " + a.Destination + " is not configured"})
+		return e.record(a, 0, Outcome{Observed: ObsRejected, Detail: "destination " + a.Destination + " is not configured"})
 	}
-	params, err := e.fillResults(ctx, a)
-	if err != nil {
-		return err
-	}
-	attemptID, attempts, first, err := e.startAttempt(ctx, a, "call")
-	if err != nil {
-		return err
-	}
-	a.Attempts, a.FirstAttemptAt = attempts, &first
 	start := time.Now()
-	out := dest.Perform(ctx, Call{OperationKey: a.OperationKey, Params: params, ActionName: a.Name, BusinessKey: a.BusinessKey})
+	out := dest.Perform(ctx, Call{OperationKey: a.OperationKey, Params: c.params, ActionName: a.Name, BusinessKey: a.BusinessKey})
 	e.p.Metrics.Attempt(a.Destination, out.Observed, time.Since(start))
 	e.logger.Debug("destination called", "action_id", a.ID, "destination", a.Destination,
 		"observed", string(out.Observed), "status", out.HTTPStatus)
-	return e.record(ctx, a, attemptID, out)
+	return e.record(a, c.attemptID, out)
 }
 
-// startAttempt counts the attempt and writes it as started, in one transaction that
-// commits before the call. It fails when this worker no longer holds the lease.
-func (e *Engine) startAttempt(ctx context.Context, a db.Action, kind string) (id int64, attempts int32, first time.Time, err error) {
-	err = db.WithTx(ctx, e.pool, func(q *db.Queries) error {
-		attempts, first = a.Attempts, e.now()
-		if a.FirstAttemptAt != nil {
-			first = *a.FirstAttemptAt
-		}
-		if kind == "call" {
-			row, err := q.ActionStartCall(ctx, db.ActionStartCallParams{Client: a.Client, ID: a.ID, Worker: &e.p.Worker})
-			if err != nil {
-				return fmt.Errorf("count attempt (lease lost?): %w", err)
-			}
-			attempts = row.Attempts
-			if row.FirstAttemptAt != nil {
-				first = *row.FirstAttemptAt
-			}
-		}
-		id, err = q.AttemptStart(ctx, db.AttemptStartParams{
-			Client: a.Client, ActionID: a.ID, Kind: kind, OperationKey: a.OperationKey, Worker: e.p.Worker,
+// startLookup writes a lookup attempt as started, in a transaction that commits
+// before the destination is asked. It fails when this worker no longer holds the lease.
+func (e *Engine) startLookup(ctx context.Context, a db.Action) (int64, error) {
+	var id int64
+	err := db.WithTx(ctx, e.pool, func(q *db.Queries) error {
+		held, err := q.ActionRenewLease(ctx, db.ActionRenewLeaseParams{
+			Client: a.Client, ID: a.ID, Worker: &e.p.Worker, LeaseSeconds: e.leaseFor(a.Destination),
 		})
 		if err != nil {
-			return fmt.Errorf("write started attempt: %w", err)
+			return fmt.Errorf("renew lease: %w", err)
+		}
+		if held == 0 {
+			return fmt.Errorf("action %d: this worker no longer holds its lease", a.ID)
+		}
+		id, err = q.AttemptStart(ctx, db.AttemptStartParams{
+			Client: a.Client, ActionID: a.ID, Kind: "lookup", OperationKey: a.OperationKey, Worker: e.p.Worker,
+		})
+		if err != nil {
+			return fmt.Errorf("write started lookup: %w", err)
 		}
 		return nil
 	})
-	return id, attempts, first, err
+	return id, err
 }
 
 // fillResults adds the params that name a predecessor's result to the stored ones.
-func (e *Engine) fillResults(ctx context.Context, a db.Action) (json.RawMessage, error) {
+func (e *Engine) fillResults(ctx context.Context, q *db.Queries, a db.Action) (json.RawMessage, error) {
 	rule, ok := e.cfg.Action(a.Name)
 	if !ok || a.AfterID == nil {
 		return a.Params, nil
@@ -194,7 +246,7 @@ func (e *Engine) fillResults(ctx context.Context, a db.Action) (json.RawMessage,
 	if err := json.Unmarshal(a.Params, &params); err != nil {
 		return nil, fmt.Errorf("decode stored params: %w", err)
 	}
-	chain, err := e.predecessors(ctx, a)
+	chain, err := predecessors(ctx, q, a)
 	if err != nil {
 		return nil, err
 	}
@@ -224,8 +276,7 @@ func (e *Engine) fillResults(ctx context.Context, a db.Action) (json.RawMessage,
 }
 
 // predecessors walks the after chain of a, by rule name.
-func (e *Engine) predecessors(ctx context.Context, a db.Action) (map[string]db.Action, error) {
-	q := db.New(e.pool)
+func predecessors(ctx context.Context, q *db.Queries, a db.Action) (map[string]db.Action, error) {
 	chain := map[string]db.Action{}
 	for next := a.AfterID; next != nil && len(chain) < 32; {
 		p, err := q.ActionGet(ctx, *next)

@@ -14,16 +14,16 @@ import (
 func (e *Engine) reconcile(ctx context.Context, a db.Action) error {
 	dest, ok := e.p.Destinations[a.Destination]
 	if !ok {
-		return e.record(ctx, a, 0, Outcome{Observed: ObsUnknowable, Detail: "destination " + a.Destination + " is not configured"})
+		return e.record(a, 0, Outcome{Observed: ObsUnknowable, Detail: "destination " + a.Destination + " is not configured"})
 	}
 	caps := dest.Capabilities()
 	now := e.now()
 	if !caps.Lookup {
 		out := reconcileWithoutLookup(a, caps, now)
 		e.p.Metrics.Reconcile(out.Observed)
-		return e.record(ctx, a, 0, out)
+		return e.record(a, 0, out)
 	}
-	attemptID, _, _, err := e.startAttempt(ctx, a, "lookup")
+	attemptID, err := e.startLookup(ctx, a)
 	if err != nil {
 		return err
 	}
@@ -39,7 +39,7 @@ func (e *Engine) reconcile(ctx context.Context, a db.Action) error {
 			Reason:        "lookup failed, will look again: " + r.Detail,
 			NextAttemptAt: now.Add(Backoff(2, e.p.BackoffBase, e.p.BackoffMax))}
 		e.p.Metrics.Reconcile(ObsUnsure)
-		return e.commit(ctx, a, attemptID, Outcome{Observed: ObsUnsure, HTTPStatus: r.HTTPStatus, Detail: r.Detail}, d)
+		return e.commit(a, attemptID, Outcome{Observed: ObsUnsure, HTTPStatus: r.HTTPStatus, Detail: r.Detail}, d)
 	case r.Found:
 		out.Observed, out.ExternalRef, out.Result = ObsFound, r.ExternalRef, r.Result
 		out.Detail = "found by lookup"
@@ -51,7 +51,7 @@ func (e *Engine) reconcile(ctx context.Context, a db.Action) error {
 		out.Detail = "an eventual lookup found no record, which does not prove it was never created"
 	}
 	e.p.Metrics.Reconcile(out.Observed)
-	return e.record(ctx, a, attemptID, out)
+	return e.record(a, attemptID, out)
 }
 
 // reconcileWithoutLookup relies on the destination's key memory while it lasts.

@@ -3,6 +3,8 @@ package oncehook
 import (
 	"context"
 	"fmt"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/oncehook/oncehook/db"
@@ -22,80 +24,176 @@ func (e *Engine) planFor(a db.Action) RetryPlan {
 
 // record decides what an outcome means and writes it: the attempt's evidence and the
 // action's next state, in one transaction, only while this worker holds the lease.
-func (e *Engine) record(ctx context.Context, a db.Action, attemptID int64, out Outcome) error {
+func (e *Engine) record(a db.Action, attemptID int64, out Outcome) error {
 	d := Decide(out.Observed, e.planFor(a), out.Detail, out.RetryAfter, e.now())
-	return e.commit(ctx, a, attemptID, out, d)
+	return e.commit(a, attemptID, out, d)
 }
 
-// commit writes a decision. It runs on a context of its own: a call that finished
-// must be recorded even while the process is stopping. Storage trouble is retried
-// briefly; if it persists the lease expires and recovery makes the action uncertain.
-func (e *Engine) commit(ctx context.Context, a db.Action, attemptID int64, out Outcome, d Decision) error {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+// commit writes a decision and returns once it is committed. Calls that finish
+// together are recorded together: while one group is being written, the decisions
+// arriving meanwhile queue up and the same writer takes them next, as one group in
+// one transaction (see writeGroup). The writing runs on a context of its own: a
+// call that finished must be recorded even while the process is stopping.
+func (e *Engine) commit(a db.Action, attemptID int64, out Outcome, d Decision) error {
+	p := &pendingDecision{a: a, attemptID: attemptID, out: out, d: d, done: make(chan error, 1)}
+	g := &e.decisions
+	g.mu.Lock()
+	g.queue = append(g.queue, p)
+	if g.writing { // the writer at work takes it with the next group
+		g.mu.Unlock()
+		return <-p.done
+	}
+	g.writing = true
+	for len(g.queue) > 0 {
+		n := min(len(g.queue), maxDecisionGroup)
+		group := slices.Clone(g.queue[:n])
+		g.queue = slices.Delete(g.queue, 0, n)
+		g.mu.Unlock()
+		e.writeGroup(group)
+		g.mu.Lock()
+	}
+	g.writing = false
+	g.mu.Unlock()
+	return <-p.done
+}
+
+// maxDecisionGroup bounds the decisions written by one transaction.
+const maxDecisionGroup = 64
+
+// decisionGroups is the queue of decisions waiting to be written, and whether a
+// writer is at work on it.
+type decisionGroups struct {
+	mu      sync.Mutex
+	queue   []*pendingDecision
+	writing bool
+}
+
+// pendingDecision is one decision waiting for its group's commit.
+type pendingDecision struct {
+	a         db.Action
+	attemptID int64
+	out       Outcome
+	d         Decision
+	done      chan error // buffered: the writer never waits for its reader
+}
+
+// writeGroup writes a group of decisions in one transaction and answers each. Storage
+// trouble is retried briefly; if it persists, the leases expire and recovery makes
+// the actions uncertain. Any other failure is retried decision by decision, so that
+// one decision the database refuses cannot refuse the others.
+func (e *Engine) writeGroup(group []*pendingDecision) {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	var lost bool
+	var recorded map[actionKey]bool
 	err := retryStorage(ctx, func() error {
 		return db.WithTx(ctx, e.pool, func(q *db.Queries) error {
 			var err error
-			lost, err = e.writeDecision(ctx, q, a, attemptID, out, d)
+			recorded, err = e.writeDecisions(ctx, q, group)
 			return err
 		})
 	})
-	if err != nil {
-		return fmt.Errorf("record outcome of action %d: %w", a.ID, err)
+	if err != nil && len(group) > 1 && !db.IsUnavailable(err) {
+		for _, p := range group {
+			e.writeGroup([]*pendingDecision{p})
+		}
+		return
 	}
-	if lost {
-		e.logger.Warn("lease lost before the outcome was recorded; the attempt keeps the evidence",
-			"action_id", a.ID, "observed", string(out.Observed))
+	for _, p := range group {
+		switch {
+		case err != nil:
+			p.done <- fmt.Errorf("record outcome of action %d: %w", p.a.ID, err)
+			continue
+		case !recorded[actionKey{p.a.Client, p.a.ID}]:
+			e.logger.Warn("lease lost before the outcome was recorded; the attempt keeps the evidence",
+				"action_id", p.a.ID, "observed", string(p.out.Observed))
+		default:
+			e.logger.Debug("action outcome", "action_id", p.a.ID, "observed", string(p.out.Observed), "state", p.d.State)
+		}
+		p.done <- nil
 	}
-	e.logger.Debug("action outcome", "action_id", a.ID, "observed", string(out.Observed), "state", d.State)
-	return nil
 }
 
-func (e *Engine) writeDecision(ctx context.Context, q *db.Queries, a db.Action, attemptID int64, out Outcome, d Decision) (lost bool, err error) {
-	if attemptID != 0 {
-		var status *int32
-		if out.HTTPStatus != 0 {
-			s := int32(out.HTTPStatus)
-			status = &s
+// actionKey identifies an action across clients.
+type actionKey struct {
+	client string
+	id     int64
+}
+
+// writeDecisions writes the attempts' evidence and the actions' next states, each
+// action only while this worker holds its lease, then what follows from the new
+// states: successors released, destinations disconnected, performers woken. It
+// returns the actions it recorded.
+func (e *Engine) writeDecisions(ctx context.Context, q *db.Queries, group []*pendingDecision) (map[actionKey]bool, error) {
+	var fin db.AttemptFinishBatchParams
+	rec := db.ActionRecordBatchParams{Worker: e.p.Worker}
+	for _, p := range group {
+		if p.attemptID != 0 {
+			fin.Clients = append(fin.Clients, p.a.Client)
+			fin.Ids = append(fin.Ids, p.attemptID)
+			fin.Observed = append(fin.Observed, string(p.out.Observed))
+			fin.HttpStatuses = append(fin.HttpStatuses, int32(p.out.HTTPStatus))
+			fin.Errors = append(fin.Errors, truncate(p.out.Detail, 1000))
+			fin.Evidence = append(fin.Evidence, p.out.ExternalRef)
 		}
-		if err := q.AttemptFinish(ctx, db.AttemptFinishParams{
-			Client: a.Client, ID: attemptID, Observed: string(out.Observed), HttpStatus: status,
-			Error: truncate(out.Detail, 1000), Evidence: out.ExternalRef,
-		}); err != nil {
-			return false, fmt.Errorf("finish attempt: %w", err)
+		rec.Clients = append(rec.Clients, p.a.Client)
+		rec.Ids = append(rec.Ids, p.a.ID)
+		rec.States = append(rec.States, p.d.State)
+		rec.Reasons = append(rec.Reasons, truncate(p.d.Reason, 1000))
+		rec.NextAttemptAts = append(rec.NextAttemptAts, p.d.NextAttemptAt)
+		rec.ExternalRefs = append(rec.ExternalRefs, p.out.ExternalRef)
+		rec.Results = append(rec.Results, string(p.out.Result))
+		rec.Owners = append(rec.Owners, p.d.Owner)
+	}
+	if len(fin.Ids) > 0 {
+		if err := q.AttemptFinishBatch(ctx, fin); err != nil {
+			return nil, fmt.Errorf("finish attempts: %w", err)
 		}
 	}
-	n, err := q.ActionRecord(ctx, db.ActionRecordParams{
-		Client: a.Client, ID: a.ID, Worker: &e.p.Worker, State: d.State, Reason: truncate(d.Reason, 1000),
-		NextAttemptAt: d.NextAttemptAt, ExternalRef: out.ExternalRef, Result: out.Result,
-	})
+	rows, err := q.ActionRecordBatch(ctx, rec)
 	if err != nil {
-		return false, fmt.Errorf("record action state: %w", err)
+		return nil, fmt.Errorf("record action states: %w", err)
 	}
-	if n == 0 {
-		return true, nil
+	recorded := make(map[actionKey]bool, len(rows))
+	for _, r := range rows {
+		recorded[actionKey{r.Client, r.ID}] = true
 	}
-	switch d.State {
-	case StateConfirmed:
-		released, err := q.ActionReleaseSuccessors(ctx, db.ActionReleaseSuccessorsParams{Client: a.Client, AfterID: &a.ID})
+	var confirmed db.ActionReleaseSuccessorsOfParams
+	disconnected := map[string]bool{}
+	wake := false
+	for _, p := range group {
+		if !recorded[actionKey{p.a.Client, p.a.ID}] {
+			continue
+		}
+		switch p.d.State {
+		case StateConfirmed:
+			confirmed.Clients = append(confirmed.Clients, p.a.Client)
+			confirmed.AfterIds = append(confirmed.AfterIds, p.a.ID)
+		case StateHeld:
+			if !disconnected[p.a.Destination] {
+				disconnected[p.a.Destination] = true
+				if err := e.disconnect(ctx, q, p.a.Destination, p.out.Detail); err != nil {
+					return nil, err
+				}
+			}
+		case StateRetrying, StateUncertain:
+			wake = wake || !p.d.NextAttemptAt.After(e.now())
+		}
+	}
+	if len(confirmed.AfterIds) > 0 {
+		released, err := q.ActionReleaseSuccessorsOf(ctx, confirmed)
 		if err != nil {
-			return false, fmt.Errorf("release successors: %w", err)
+			return nil, fmt.Errorf("release successors: %w", err)
 		}
-		// NOTIFY serialises committing transactions on a server-wide lock: only
-		// wake the performers when there is new work for them.
-		if released > 0 {
-			return false, q.Notify(ctx, channelActions)
-		}
-		return false, nil
-	case StateHeld:
-		return false, e.disconnect(ctx, q, a.Destination, out.Detail)
-	case StateRetrying, StateUncertain:
-		if !d.NextAttemptAt.After(e.now()) {
-			return false, q.Notify(ctx, channelActions)
+		wake = wake || released > 0
+	}
+	// NOTIFY serialises committing transactions on a server-wide lock: only wake
+	// the performers when there is new work for them.
+	if wake {
+		if err := q.Notify(ctx, channelActions); err != nil {
+			return nil, err
 		}
 	}
-	return false, nil
+	return recorded, nil
 }
 
 // disconnect marks a destination whose credentials failed and holds its waiting

@@ -21,6 +21,32 @@ import (
 // RouteBatch claims up to n received events and turns each into actions, in one
 // short transaction. It returns how many events it routed.
 func (e *Engine) RouteBatch(ctx context.Context, n int) (int, error) {
+	routed, err := e.routeBatch(ctx, n, false)
+	if errors.Is(err, errContentRefused) {
+		// Some event's content cannot be stored. Route the batch again with each
+		// event in a savepoint of its own, so that event is set aside and the
+		// others go through.
+		routed, err = e.routeBatch(ctx, n, true)
+	}
+	return routed, err
+}
+
+// errContentRefused marks a batch that failed on an event's content, not on storage.
+var errContentRefused = errors.New("an event's content was refused by the database")
+
+// contentRefused says whether err is the database refusing data (class 22, data
+// exception, or 54, program limit exceeded) rather than failing to store it.
+func contentRefused(err error) (*pgconn.PgError, bool) {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && (pgErr.Code[:2] == "22" || pgErr.Code[:2] == "54") {
+		return pgErr, true
+	}
+	return nil, false
+}
+
+// routeBatch routes one batch. Routing is all-or-nothing for the batch unless
+// careful is set, which costs a savepoint per event: the cheap way is tried first.
+func (e *Engine) routeBatch(ctx context.Context, n int, careful bool) (int, error) {
 	tx, err := e.pool.Begin(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("begin transaction: %w", err)
@@ -31,17 +57,41 @@ func (e *Engine) RouteBatch(ctx context.Context, n int) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("claim events: %w", err)
 	}
+	var links db.ActionEventLinksParams
+	statuses := db.EventSetStatusesParams{
+		Clients: make([]string, 0, len(events)), Ids: make([]int64, 0, len(events)),
+		Statuses: make([]string, 0, len(events)), Reasons: make([]string, 0, len(events)),
+	}
 	created := 0
 	for _, ev := range events {
-		r, err := e.routeSetAside(ctx, tx, ev)
+		var r routing
+		if careful {
+			r, err = e.routeSetAside(ctx, tx, ev)
+		} else {
+			r, err = e.routeEvent(ctx, q, ev)
+			r.links(&links)
+		}
+		if _, refused := contentRefused(err); refused {
+			return 0, fmt.Errorf("route event %d: %w: %w", ev.ID, errContentRefused, err)
+		}
 		if err != nil {
 			return 0, fmt.Errorf("route event %d: %w", ev.ID, err)
 		}
 		created += r.created
-		if err := q.EventSetStatus(ctx, db.EventSetStatusParams{
-			Client: ev.Client, ID: ev.ID, Status: r.status, Reason: r.reason(),
-		}); err != nil {
-			return 0, fmt.Errorf("set event %d status: %w", ev.ID, err)
+		statuses.Clients = append(statuses.Clients, ev.Client)
+		statuses.Ids = append(statuses.Ids, ev.ID)
+		statuses.Statuses = append(statuses.Statuses, r.status)
+		statuses.Reasons = append(statuses.Reasons, r.reason())
+	}
+	if err := linkEvents(ctx, q, links); err != nil {
+		if _, refused := contentRefused(err); refused {
+			return 0, fmt.Errorf("%w: %w", errContentRefused, err)
+		}
+		return 0, err
+	}
+	if len(events) > 0 {
+		if err := q.EventSetStatuses(ctx, statuses); err != nil {
+			return 0, fmt.Errorf("set event statuses: %w", err)
 		}
 	}
 	if created > 0 {
@@ -55,19 +105,35 @@ func (e *Engine) RouteBatch(ctx context.Context, n int) (int, error) {
 	return len(events), nil
 }
 
-// routeSetAside routes one event inside a savepoint. An event whose content the
-// database refuses to store as an action (a NUL in a key, a number beyond numeric,
-// a resource too long for its index) is set aside as ignored, with the reason,
-// instead of failing the batch on every try and holding up every event behind it.
+// linkEvents writes the links between events and the actions they asked for.
+func linkEvents(ctx context.Context, q *db.Queries, links db.ActionEventLinksParams) error {
+	if len(links.ActionIds) == 0 {
+		return nil
+	}
+	if err := q.ActionEventLinks(ctx, links); err != nil {
+		return fmt.Errorf("link events to actions: %w", err)
+	}
+	return nil
+}
+
+// routeSetAside routes one event inside a savepoint, its links included. An event
+// whose content the database refuses to store as an action (a NUL in a key, a number
+// beyond numeric, a resource too long for its index) is set aside as ignored, with
+// the reason, instead of failing the batch on every try and holding up every event
+// behind it.
 func (e *Engine) routeSetAside(ctx context.Context, tx pgx.Tx, ev db.Event) (routing, error) {
 	var r routing
 	err := db.WithTx(ctx, tx, func(q *db.Queries) error {
 		var err error
-		r, err = e.routeEvent(ctx, q, ev)
-		return err
+		if r, err = e.routeEvent(ctx, q, ev); err != nil {
+			return err
+		}
+		var links db.ActionEventLinksParams
+		r.links(&links)
+		return linkEvents(ctx, q, links)
 	})
-	var pgErr *pgconn.PgError
-	if err == nil || !errors.As(err, &pgErr) || (pgErr.Code[:2] != "22" && pgErr.Code[:2] != "54") {
+	pgErr, refused := contentRefused(err)
+	if !refused {
 		return r, err
 	}
 	e.logger.Warn("an event's content cannot be stored as an action; it is ignored", "event_id", ev.ID, "err", err)
@@ -81,6 +147,28 @@ type routing struct {
 	status  string
 	reasons []string
 	created int
+	linked  []actionLink // the actions the event asked for, to be linked to it
+}
+
+// actionLink is one action an event asked for, with the params it asked with.
+type actionLink struct {
+	client            string
+	actionID, eventID int64
+	params            json.RawMessage
+	sum               []byte
+	conflict          bool
+}
+
+// links adds the event's links to a batch of them.
+func (r *routing) links(to *db.ActionEventLinksParams) {
+	for _, l := range r.linked {
+		to.Clients = append(to.Clients, l.client)
+		to.ActionIds = append(to.ActionIds, l.actionID)
+		to.EventIds = append(to.EventIds, l.eventID)
+		to.Params = append(to.Params, l.params)
+		to.ParamsSha256s = append(to.ParamsSha256s, l.sum)
+		to.Conflicts = append(to.Conflicts, l.conflict)
+	}
 }
 
 func (r *routing) note(format string, args ...any) {
@@ -218,12 +306,8 @@ func (e *Engine) routeRule(ctx context.Context, q *db.Queries, ev db.Event, doc 
 		return fmt.Errorf("insert action %s: %w", rule.Name, err)
 	}
 	ids[rule.Name] = newID
-	if err := q.ActionEventLink(ctx, db.ActionEventLinkParams{
-		Client: ev.Client, ActionID: newID, EventID: ev.ID, Params: params,
-		ParamsSha256: sum[:], Conflict: conflict,
-	}); err != nil {
-		return fmt.Errorf("link event to action: %w", err)
-	}
+	r.linked = append(r.linked, actionLink{client: ev.Client, actionID: newID, eventID: ev.ID,
+		params: params, sum: sum[:], conflict: conflict})
 	switch {
 	case conflict:
 		r.status = EventConflict

@@ -1,19 +1,14 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/oncehook/oncehook/sender"
 )
 
 const (
@@ -43,40 +38,28 @@ func eventBody(id, enquiry, typ string) []byte {
 		id, 1700000000, typ, enquiry, enquiry, lines.String())
 }
 
-// poster posts signed webhooks to one oncehook server.
+// poster posts signed webhooks to one oncehook server. Each sender goroutine of
+// runLoad and postAll posts over a connection of its own (rawpost.go), a lean
+// client so that the bench measures the server rather than net/http's client.
 type poster struct {
-	url    string // base URL of the server
-	client *http.Client
+	addr, path string // host:port, also the Host header; and the request path
 }
 
-func newPoster(url string, conns int) *poster {
-	tr := &http.Transport{
-		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-		MaxIdleConns:        conns * 2,
-		MaxIdleConnsPerHost: conns * 2,
-		IdleConnTimeout:     90 * time.Second,
+// newPoster posts to the server at url ("http://host:port"). The second argument,
+// how many senders will post at once, needs no pool: each sender has a connection.
+func newPoster(url string, _ int) *poster {
+	hostport := strings.TrimPrefix(url, "http://")
+	prefix := ""
+	if i := strings.IndexByte(hostport, '/'); i >= 0 {
+		hostport, prefix = hostport[:i], strings.TrimSuffix(hostport[i:], "/")
 	}
-	return &poster{url: url, client: &http.Client{Transport: tr, Timeout: 30 * time.Second}}
+	return &poster{addr: hostport, path: prefix + "/hooks/stripe-live"}
 }
 
-// post sends one delivery signed as Stripe would and returns the status.
-func (p *poster) post(ctx context.Context, body []byte) (int, error) {
-	hdr, err := sender.Headers("stripe", stripeSecret, sender.Delivery{Body: body})
-	if err != nil {
-		return 0, err
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.url+"/hooks/stripe-live", bytes.NewReader(body))
-	if err != nil {
-		return 0, err
-	}
-	req.Header = hdr
-	res, err := p.client.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	_, _ = io.Copy(io.Discard, res.Body)
-	res.Body.Close()
-	return res.StatusCode, nil
+// conn returns a sender's own connection to the server, dialled on first use; the
+// sender closes it when done.
+func (p *poster) conn() *rawConn {
+	return &rawConn{addr: p.addr, path: p.path}
 }
 
 // loadResult is what a closed-loop load run saw.
@@ -107,6 +90,8 @@ func (p *poster) runLoad(ctx context.Context, senders int, warmup, d time.Durati
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			c := p.conn()
+			defer c.close()
 			var mine []time.Duration
 			acked, failed := 0, 0
 			for ctx.Err() == nil {
@@ -115,7 +100,7 @@ func (p *poster) runLoad(ctx context.Context, senders int, warmup, d time.Durati
 					break
 				}
 				t0 := time.Now()
-				status, err := p.post(ctx, body)
+				status, err := c.post(ctx, body)
 				t1 := time.Now()
 				if ctx.Err() != nil && t1.After(measureTo) {
 					break // cut off by the end of the window, not answered
@@ -160,6 +145,8 @@ func (p *poster) postAll(ctx context.Context, senders, n int, body func(i int) [
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			c := p.conn()
+			defer c.close()
 			for {
 				i := int(next.Add(1)) - 1
 				if i >= n || ctx.Err() != nil {
@@ -167,7 +154,7 @@ func (p *poster) postAll(ctx context.Context, senders, n int, body func(i int) [
 				}
 				b := body(i)
 				for tries := 0; ; tries++ {
-					status, err := p.post(ctx, b)
+					status, err := c.post(ctx, b)
 					if err == nil && status == http.StatusOK {
 						acked.Add(1)
 						break

@@ -335,29 +335,34 @@ func (q *Queries) ActionCountByState(ctx context.Context) ([]ActionCountByStateR
 	return items, nil
 }
 
-const actionEventLink = `-- name: ActionEventLink :exec
+const actionEventLinks = `-- name: ActionEventLinks :exec
 INSERT INTO action_events (client, action_id, event_id, params, params_sha256, conflict)
-VALUES ($1, $2, $3, $4, $5, $6)
+SELECT r.client, r.action_id, r.event_id, r.params, r.params_sha256, r.conflict
+FROM (SELECT unnest($1::text[]) AS client, unnest($2::bigint[]) AS action_id,
+             unnest($3::bigint[]) AS event_id, unnest($4::jsonb[]) AS params,
+             unnest($5::bytea[]) AS params_sha256,
+             unnest($6::boolean[]) AS conflict) r
 ON CONFLICT (client, action_id, event_id) DO NOTHING
 `
 
-type ActionEventLinkParams struct {
-	Client       string
-	ActionID     int64
-	EventID      int64
-	Params       json.RawMessage
-	ParamsSha256 []byte
-	Conflict     bool
+type ActionEventLinksParams struct {
+	Clients       []string
+	ActionIds     []int64
+	EventIds      []int64
+	Params        []json.RawMessage
+	ParamsSha256s [][]byte
+	Conflicts     []bool
 }
 
-func (q *Queries) ActionEventLink(ctx context.Context, arg ActionEventLinkParams) error {
-	_, err := q.db.Exec(ctx, actionEventLink,
-		arg.Client,
-		arg.ActionID,
-		arg.EventID,
+// Links a routed batch of events to the actions they asked for, in one statement.
+func (q *Queries) ActionEventLinks(ctx context.Context, arg ActionEventLinksParams) error {
+	_, err := q.db.Exec(ctx, actionEventLinks,
+		arg.Clients,
+		arg.ActionIds,
+		arg.EventIds,
 		arg.Params,
-		arg.ParamsSha256,
-		arg.Conflict,
+		arg.ParamsSha256s,
+		arg.Conflicts,
 	)
 	return err
 }
@@ -914,45 +919,69 @@ func (q *Queries) ActionManualRetry(ctx context.Context, arg ActionManualRetryPa
 	return i, err
 }
 
-const actionRecord = `-- name: ActionRecord :execrows
-UPDATE actions
-SET state = $1, reason = $2, next_attempt_at = $3,
-    external_ref = CASE WHEN $4::text <> '' THEN $4 ELSE external_ref END,
-    result = coalesce($5::jsonb, result),
-    owner = CASE WHEN $6::text <> '' THEN $6 ELSE owner END,
+const actionRecordBatch = `-- name: ActionRecordBatch :many
+UPDATE actions a
+SET state = r.state, reason = r.reason, next_attempt_at = r.next_attempt_at,
+    external_ref = CASE WHEN r.external_ref <> '' THEN r.external_ref ELSE a.external_ref END,
+    result = coalesce(nullif(r.result, '')::jsonb, a.result),
+    owner = CASE WHEN r.owner <> '' THEN r.owner ELSE a.owner END,
     lease_owner = NULL, lease_expires_at = NULL, updated_at = now()
-WHERE client = $7 AND id = $8 AND state = 'processing' AND lease_owner = $9
+FROM (SELECT unnest($2::text[]) AS client, unnest($3::bigint[]) AS id,
+             unnest($4::text[]) AS state, unnest($5::text[]) AS reason,
+             unnest($6::timestamptz[]) AS next_attempt_at,
+             unnest($7::text[]) AS external_ref, unnest($8::text[]) AS result,
+             unnest($9::text[]) AS owner) r
+WHERE a.client = r.client AND a.id = r.id AND a.state = 'processing' AND a.lease_owner = $1::text
+RETURNING a.client, a.id
 `
 
-type ActionRecordParams struct {
-	State         string
-	Reason        string
-	NextAttemptAt time.Time
-	ExternalRef   string
-	Result        json.RawMessage
-	Owner         string
-	Client        string
-	ID            int64
-	Worker        *string
+type ActionRecordBatchParams struct {
+	Worker         string
+	Clients        []string
+	Ids            []int64
+	States         []string
+	Reasons        []string
+	NextAttemptAts []time.Time
+	ExternalRefs   []string
+	Results        []string
+	Owners         []string
 }
 
-// Records a decision, only while this worker still holds the lease.
-func (q *Queries) ActionRecord(ctx context.Context, arg ActionRecordParams) (int64, error) {
-	result, err := q.db.Exec(ctx, actionRecord,
-		arg.State,
-		arg.Reason,
-		arg.NextAttemptAt,
-		arg.ExternalRef,
-		arg.Result,
-		arg.Owner,
-		arg.Client,
-		arg.ID,
+type ActionRecordBatchRow struct {
+	Client string
+	ID     int64
+}
+
+// Records a group of decisions in one statement, each only while this worker still
+// holds the lease; the actions it returns are the ones recorded.
+func (q *Queries) ActionRecordBatch(ctx context.Context, arg ActionRecordBatchParams) ([]ActionRecordBatchRow, error) {
+	rows, err := q.db.Query(ctx, actionRecordBatch,
 		arg.Worker,
+		arg.Clients,
+		arg.Ids,
+		arg.States,
+		arg.Reasons,
+		arg.NextAttemptAts,
+		arg.ExternalRefs,
+		arg.Results,
+		arg.Owners,
 	)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	return result.RowsAffected(), nil
+	defer rows.Close()
+	items := []ActionRecordBatchRow{}
+	for rows.Next() {
+		var i ActionRecordBatchRow
+		if err := rows.Scan(&i.Client, &i.ID); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const actionRecoverLeases = `-- name: ActionRecoverLeases :many
@@ -1091,6 +1120,28 @@ func (q *Queries) ActionReleaseSuccessors(ctx context.Context, arg ActionRelease
 	return result.RowsAffected(), nil
 }
 
+const actionReleaseSuccessorsOf = `-- name: ActionReleaseSuccessorsOf :execrows
+UPDATE actions a
+SET next_attempt_at = now(), reason = '', updated_at = now()
+FROM (SELECT unnest($1::text[]) AS client, unnest($2::bigint[]) AS after_id) p
+WHERE a.client = p.client AND a.after_id = p.after_id AND a.state = 'pending'
+  AND a.next_attempt_at = '9999-12-31 00:00:00+00'::timestamptz
+`
+
+type ActionReleaseSuccessorsOfParams struct {
+	Clients  []string
+	AfterIds []int64
+}
+
+// Predecessors were confirmed: their waiting successors become due.
+func (q *Queries) ActionReleaseSuccessorsOf(ctx context.Context, arg ActionReleaseSuccessorsOfParams) (int64, error) {
+	result, err := q.db.Exec(ctx, actionReleaseSuccessorsOf, arg.Clients, arg.AfterIds)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const actionRenewLease = `-- name: ActionRenewLease :execrows
 UPDATE actions
 SET lease_expires_at = now() + make_interval(secs => $1::double precision)
@@ -1117,29 +1168,62 @@ func (q *Queries) ActionRenewLease(ctx context.Context, arg ActionRenewLeasePara
 	return result.RowsAffected(), nil
 }
 
-const actionStartCall = `-- name: ActionStartCall :one
-UPDATE actions
-SET attempts = attempts + 1, first_attempt_at = coalesce(first_attempt_at, now()),
-    last_attempt_at = now(), updated_at = now()
-WHERE client = $1 AND id = $2 AND state = 'processing' AND lease_owner = $3
-RETURNING attempts, first_attempt_at
+const actionStartCalls = `-- name: ActionStartCalls :many
+WITH started AS (
+    UPDATE actions a
+    SET attempts = a.attempts + 1, first_attempt_at = coalesce(a.first_attempt_at, now()),
+        last_attempt_at = now(), updated_at = now()
+    FROM (SELECT unnest($2::text[]) AS client, unnest($3::bigint[]) AS id) r
+    WHERE a.client = r.client AND a.id = r.id AND a.state = 'processing' AND a.lease_owner = $1::text
+    RETURNING a.client, a.id, a.operation_key, a.attempts, a.first_attempt_at
+), attempt AS (
+    INSERT INTO attempts (client, action_id, kind, operation_key, worker)
+    SELECT s.client, s.id, 'call', s.operation_key, $1::text FROM started s
+    RETURNING client, id, action_id
+)
+SELECT s.client, s.id, s.attempts, s.first_attempt_at, t.id AS attempt_id
+FROM started s JOIN attempt t ON t.client = s.client AND t.action_id = s.id
 `
 
-type ActionStartCallParams struct {
-	Client string
-	ID     int64
-	Worker *string
+type ActionStartCallsParams struct {
+	Worker  string
+	Clients []string
+	Ids     []int64
 }
 
-type ActionStartCallRow struct {
+type ActionStartCallsRow struct {
+	Client         string
+	ID             int64
 	Attempts       int32
 	FirstAttemptAt *time.Time
+	AttemptID      int64
 }
 
-// Counts the attempt on the action, only while this worker still holds the lease.
-func (q *Queries) ActionStartCall(ctx context.Context, arg ActionStartCallParams) (ActionStartCallRow, error) {
-	row := q.db.QueryRow(ctx, actionStartCall, arg.Client, arg.ID, arg.Worker)
-	var i ActionStartCallRow
-	err := row.Scan(&i.Attempts, &i.FirstAttemptAt)
-	return i, err
+// Starts a call on each of a claimed batch, in one statement: counts the attempt on
+// the action and writes the attempt as started, only while this worker still holds
+// the lease. The caller commits this before any destination hears anything.
+func (q *Queries) ActionStartCalls(ctx context.Context, arg ActionStartCallsParams) ([]ActionStartCallsRow, error) {
+	rows, err := q.db.Query(ctx, actionStartCalls, arg.Worker, arg.Clients, arg.Ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ActionStartCallsRow{}
+	for rows.Next() {
+		var i ActionStartCallsRow
+		if err := rows.Scan(
+			&i.Client,
+			&i.ID,
+			&i.Attempts,
+			&i.FirstAttemptAt,
+			&i.AttemptID,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }

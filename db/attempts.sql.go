@@ -26,30 +26,34 @@ func (q *Queries) AttemptAbandonStarted(ctx context.Context, arg AttemptAbandonS
 	return err
 }
 
-const attemptFinish = `-- name: AttemptFinish :exec
-UPDATE attempts
-SET status = 'finished', observed = $1, http_status = $2,
-    error = $3, evidence = $4, finished_at = now()
-WHERE client = $5 AND id = $6
+const attemptFinishBatch = `-- name: AttemptFinishBatch :exec
+UPDATE attempts t
+SET status = 'finished', observed = r.observed, http_status = nullif(r.http_status, 0),
+    error = r.error, evidence = r.evidence, finished_at = now()
+FROM (SELECT unnest($1::text[]) AS client, unnest($2::bigint[]) AS id,
+             unnest($3::text[]) AS observed, unnest($4::integer[]) AS http_status,
+             unnest($5::text[]) AS error, unnest($6::text[]) AS evidence) r
+WHERE t.client = r.client AND t.id = r.id
 `
 
-type AttemptFinishParams struct {
-	Observed   string
-	HttpStatus *int32
-	Error      string
-	Evidence   string
-	Client     string
-	ID         int64
+type AttemptFinishBatchParams struct {
+	Clients      []string
+	Ids          []int64
+	Observed     []string
+	HttpStatuses []int32
+	Errors       []string
+	Evidence     []string
 }
 
-func (q *Queries) AttemptFinish(ctx context.Context, arg AttemptFinishParams) error {
-	_, err := q.db.Exec(ctx, attemptFinish,
+// Finishes a group of attempts in one statement; an http_status of 0 is none.
+func (q *Queries) AttemptFinishBatch(ctx context.Context, arg AttemptFinishBatchParams) error {
+	_, err := q.db.Exec(ctx, attemptFinishBatch,
+		arg.Clients,
+		arg.Ids,
 		arg.Observed,
-		arg.HttpStatus,
-		arg.Error,
+		arg.HttpStatuses,
+		arg.Errors,
 		arg.Evidence,
-		arg.Client,
-		arg.ID,
 	)
 	return err
 }

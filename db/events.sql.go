@@ -312,24 +312,28 @@ func (q *Queries) EventList(ctx context.Context, arg EventListParams) ([]EventLi
 	return items, nil
 }
 
-const eventSetStatus = `-- name: EventSetStatus :exec
-UPDATE events SET status = $1, reason = $2, routed_at = now()
-WHERE client = $3 AND id = $4
+const eventSetStatuses = `-- name: EventSetStatuses :exec
+UPDATE events e
+SET status = r.status, reason = r.reason, routed_at = now()
+FROM (SELECT unnest($1::text[]) AS client, unnest($2::bigint[]) AS id,
+             unnest($3::text[]) AS status, unnest($4::text[]) AS reason) r
+WHERE e.client = r.client AND e.id = r.id
 `
 
-type EventSetStatusParams struct {
-	Status string
-	Reason string
-	Client string
-	ID     int64
+type EventSetStatusesParams struct {
+	Clients  []string
+	Ids      []int64
+	Statuses []string
+	Reasons  []string
 }
 
-func (q *Queries) EventSetStatus(ctx context.Context, arg EventSetStatusParams) error {
-	_, err := q.db.Exec(ctx, eventSetStatus,
-		arg.Status,
-		arg.Reason,
-		arg.Client,
-		arg.ID,
+// What became of a routed batch of events, in one statement.
+func (q *Queries) EventSetStatuses(ctx context.Context, arg EventSetStatusesParams) error {
+	_, err := q.db.Exec(ctx, eventSetStatuses,
+		arg.Clients,
+		arg.Ids,
+		arg.Statuses,
+		arg.Reasons,
 	)
 	return err
 }

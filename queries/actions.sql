@@ -28,9 +28,14 @@ SELECT * FROM actions WHERE client = @client AND operation_key = @operation_key;
 -- name: ActionGet :one
 SELECT * FROM actions WHERE id = @id;
 
--- name: ActionEventLink :exec
+-- name: ActionEventLinks :exec
+-- Links a routed batch of events to the actions they asked for, in one statement.
 INSERT INTO action_events (client, action_id, event_id, params, params_sha256, conflict)
-VALUES (@client, @action_id, @event_id, @params, @params_sha256, @conflict)
+SELECT r.client, r.action_id, r.event_id, r.params, r.params_sha256, r.conflict
+FROM (SELECT unnest(@clients::text[]) AS client, unnest(@action_ids::bigint[]) AS action_id,
+             unnest(@event_ids::bigint[]) AS event_id, unnest(@params::jsonb[]) AS params,
+             unnest(@params_sha256s::bytea[]) AS params_sha256,
+             unnest(@conflicts::boolean[]) AS conflict) r
 ON CONFLICT (client, action_id, event_id) DO NOTHING;
 
 -- name: ActionEventList :many
@@ -88,23 +93,49 @@ UPDATE actions
 SET lease_expires_at = now() + make_interval(secs => @lease_seconds::double precision)
 WHERE client = @client AND id = @id AND state = 'processing' AND lease_owner = @worker;
 
--- name: ActionStartCall :one
--- Counts the attempt on the action, only while this worker still holds the lease.
-UPDATE actions
-SET attempts = attempts + 1, first_attempt_at = coalesce(first_attempt_at, now()),
-    last_attempt_at = now(), updated_at = now()
-WHERE client = @client AND id = @id AND state = 'processing' AND lease_owner = @worker
-RETURNING attempts, first_attempt_at;
+-- name: ActionStartCalls :many
+-- Starts a call on each of a claimed batch, in one statement: counts the attempt on
+-- the action and writes the attempt as started, only while this worker still holds
+-- the lease. The caller commits this before any destination hears anything.
+WITH started AS (
+    UPDATE actions a
+    SET attempts = a.attempts + 1, first_attempt_at = coalesce(a.first_attempt_at, now()),
+        last_attempt_at = now(), updated_at = now()
+    FROM (SELECT unnest(@clients::text[]) AS client, unnest(@ids::bigint[]) AS id) r
+    WHERE a.client = r.client AND a.id = r.id AND a.state = 'processing' AND a.lease_owner = @worker::text
+    RETURNING a.client, a.id, a.operation_key, a.attempts, a.first_attempt_at
+), attempt AS (
+    INSERT INTO attempts (client, action_id, kind, operation_key, worker)
+    SELECT s.client, s.id, 'call', s.operation_key, @worker::text FROM started s
+    RETURNING client, id, action_id
+)
+SELECT s.client, s.id, s.attempts, s.first_attempt_at, t.id AS attempt_id
+FROM started s JOIN attempt t ON t.client = s.client AND t.action_id = s.id;
 
--- name: ActionRecord :execrows
--- Records a decision, only while this worker still holds the lease.
-UPDATE actions
-SET state = @state, reason = @reason, next_attempt_at = @next_attempt_at,
-    external_ref = CASE WHEN @external_ref::text <> '' THEN @external_ref ELSE external_ref END,
-    result = coalesce(sqlc.narg(result)::jsonb, result),
-    owner = CASE WHEN @owner::text <> '' THEN @owner ELSE owner END,
+-- name: ActionRecordBatch :many
+-- Records a group of decisions in one statement, each only while this worker still
+-- holds the lease; the actions it returns are the ones recorded.
+UPDATE actions a
+SET state = r.state, reason = r.reason, next_attempt_at = r.next_attempt_at,
+    external_ref = CASE WHEN r.external_ref <> '' THEN r.external_ref ELSE a.external_ref END,
+    result = coalesce(nullif(r.result, '')::jsonb, a.result),
+    owner = CASE WHEN r.owner <> '' THEN r.owner ELSE a.owner END,
     lease_owner = NULL, lease_expires_at = NULL, updated_at = now()
-WHERE client = @client AND id = @id AND state = 'processing' AND lease_owner = @worker;
+FROM (SELECT unnest(@clients::text[]) AS client, unnest(@ids::bigint[]) AS id,
+             unnest(@states::text[]) AS state, unnest(@reasons::text[]) AS reason,
+             unnest(@next_attempt_ats::timestamptz[]) AS next_attempt_at,
+             unnest(@external_refs::text[]) AS external_ref, unnest(@results::text[]) AS result,
+             unnest(@owners::text[]) AS owner) r
+WHERE a.client = r.client AND a.id = r.id AND a.state = 'processing' AND a.lease_owner = @worker::text
+RETURNING a.client, a.id;
+
+-- name: ActionReleaseSuccessorsOf :execrows
+-- Predecessors were confirmed: their waiting successors become due.
+UPDATE actions a
+SET next_attempt_at = now(), reason = '', updated_at = now()
+FROM (SELECT unnest(@clients::text[]) AS client, unnest(@after_ids::bigint[]) AS after_id) p
+WHERE a.client = p.client AND a.after_id = p.after_id AND a.state = 'pending'
+  AND a.next_attempt_at = '9999-12-31 00:00:00+00'::timestamptz;
 
 -- name: ActionReleaseSuccessors :execrows
 -- The predecessor is confirmed: its waiting successors become due.

@@ -40,9 +40,13 @@ ORDER BY id
 LIMIT @max_events
 FOR UPDATE SKIP LOCKED;
 
--- name: EventSetStatus :exec
-UPDATE events SET status = @status, reason = @reason, routed_at = now()
-WHERE client = @client AND id = @id;
+-- name: EventSetStatuses :exec
+-- What became of a routed batch of events, in one statement.
+UPDATE events e
+SET status = r.status, reason = r.reason, routed_at = now()
+FROM (SELECT unnest(@clients::text[]) AS client, unnest(@ids::bigint[]) AS id,
+             unnest(@statuses::text[]) AS status, unnest(@reasons::text[]) AS reason) r
+WHERE e.client = r.client AND e.id = r.id;
 
 -- name: EventList :many
 SELECT id, client, environment, source, source_event_id, type, status, reason, deliveries,
