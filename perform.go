@@ -4,13 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/oncehook/oncehook/db"
 )
 
-// performBatch claims as many due actions as there are free call slots, starts the
-// calls among them in the same transaction, and works on each in its own goroutine.
+// performBatch claims as many due actions as there are free call slots, starting the
+// calls among them in the same statement, and works on each in its own goroutine.
 // It returns how many it claimed.
 func (e *Engine) performBatch(ctx context.Context) (int, error) {
 	free := cap(e.slots) - len(e.slots)
@@ -25,15 +26,15 @@ func (e *Engine) performBatch(ctx context.Context) (int, error) {
 		}
 		free = max(cap(e.slots)-len(e.slots), 1)
 	}
+	// One transaction claims and starts the calls. It commits only after its
+	// results were read: a worker that dies before then leaves nothing behind.
 	var batch []claim
 	err := db.WithTx(ctx, e.pool, func(q *db.Queries) error {
-		actions, err := q.ActionClaim(ctx, db.ActionClaimParams{
-			MaxActions: int32(free), Worker: &e.p.Worker, LeaseSeconds: e.leaseFor(""),
-		})
+		rows, err := q.ActionClaim(ctx, e.claimParams(free))
 		if err != nil {
 			return err
 		}
-		batch, err = e.startCalls(ctx, q, actions)
+		batch, err = e.startCalls(ctx, q, rows)
 		return err
 	})
 	if err != nil {
@@ -57,57 +58,71 @@ type claim struct {
 	attemptID int64           // the started call; 0 when the action is reconciled or has no destination
 }
 
-// startCalls prepares the claimed actions that are due for a call and starts those
-// calls, inside the claiming transaction: for the whole batch, one statement counts
-// the attempts and writes them as started, and the commit comes before any
-// destination hears anything. An action whose params cannot be prepared is left
-// out; its lease expires without a started call and recovery makes it due again.
-func (e *Engine) startCalls(ctx context.Context, q *db.Queries, actions []db.Action) ([]claim, error) {
-	batch := make([]claim, 0, len(actions))
-	var clients []string
-	var ids []int64
-	for _, a := range actions {
-		c := claim{a: a}
-		_, configured := e.p.Destinations[a.Destination]
-		if a.ClaimedFrom != StateUncertain && configured {
-			params, err := e.fillResults(ctx, q, a)
+// claimParams asks for up to n claims, and for the calls the claim itself can
+// start: those to a destination this process has, except the ones that wait for a
+// predecessor's result, which are filled in first (see startCalls).
+func (e *Engine) claimParams(n int) db.ActionClaimParams {
+	p := db.ActionClaimParams{MaxActions: int32(n), Worker: e.p.Worker, LeaseSeconds: e.leaseFor(""),
+		Callable: make([]string, 0, len(e.p.Destinations)), FillNames: []string{}}
+	for name := range e.p.Destinations {
+		p.Callable = append(p.Callable, name)
+	}
+	for _, rule := range e.cfg.Actions {
+		if slices.ContainsFunc(rule.Params, func(p Param) bool { return p.Result != "" }) {
+			p.FillNames = append(p.FillNames, rule.Name)
+		}
+	}
+	return p
+}
+
+// startCalls turns the claimed rows into work, inside the claiming transaction. Most
+// calls were started by the claim itself; the ones that wait for a predecessor's
+// result get their params filled in here and are started by one more statement. An
+// action whose params cannot be prepared is left out: its lease expires without a
+// started call and recovery makes it due again.
+func (e *Engine) startCalls(ctx context.Context, q *db.Queries, rows []db.ActionClaimRow) ([]claim, error) {
+	batch := make([]claim, 0, len(rows))
+	var fill []claim
+	var p db.ActionStartCallsParams
+	for _, r := range rows {
+		c := claim{a: r.Action(), attemptID: r.AttemptID}
+		_, configured := e.p.Destinations[c.a.Destination]
+		switch {
+		case c.attemptID != 0:
+			c.params = c.a.Params
+		case c.a.ClaimedFrom != StateUncertain && configured:
+			params, err := e.fillResults(ctx, q, c.a)
 			if err != nil {
 				e.logger.Warn("cannot prepare the call; its lease will expire and it will be tried again",
-					"action_id", a.ID, "err", err)
+					"action_id", c.a.ID, "err", err)
 				continue
 			}
 			c.params = params
-			clients, ids = append(clients, a.Client), append(ids, a.ID)
+			fill = append(fill, c)
+			p.Clients, p.Ids = append(p.Clients, c.a.Client), append(p.Ids, c.a.ID)
+			continue
 		}
 		batch = append(batch, c)
 	}
-	if len(ids) == 0 {
+	if len(fill) == 0 {
 		return batch, nil
 	}
-	rows, err := q.ActionStartCalls(ctx, db.ActionStartCallsParams{Worker: e.p.Worker, Clients: clients, Ids: ids})
+	p.Worker = e.p.Worker
+	started, err := q.ActionStartCalls(ctx, p)
 	if err != nil {
 		return nil, fmt.Errorf("start calls: %w", err)
 	}
-	type key struct {
-		client string
-		id     int64
+	byAction := make(map[actionKey]db.ActionStartCallsRow, len(started))
+	for _, r := range started {
+		byAction[actionKey{r.Client, r.ID}] = r
 	}
-	started := make(map[key]db.ActionStartCallsRow, len(rows))
-	for _, r := range rows {
-		started[key{r.Client, r.ID}] = r
-	}
-	kept := batch[:0]
-	for _, c := range batch {
-		if c.params != nil {
-			r, ok := started[key{c.a.Client, c.a.ID}]
-			if !ok { // cannot happen inside the claiming transaction; never call unstarted
-				continue
-			}
+	for _, c := range fill {
+		if r, ok := byAction[actionKey{c.a.Client, c.a.ID}]; ok { // always, inside the claiming transaction
 			c.a.Attempts, c.a.FirstAttemptAt, c.attemptID = r.Attempts, r.FirstAttemptAt, r.AttemptID
+			batch = append(batch, c)
 		}
-		kept = append(kept, c)
 	}
-	return kept, nil
+	return batch, nil
 }
 
 // leaseFor is the lease for a call to the named destination: longer than its timeout,

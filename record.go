@@ -77,15 +77,23 @@ type pendingDecision struct {
 	done      chan error // buffered: the writer never waits for its reader
 }
 
-// writeGroup writes a group of decisions in one transaction and answers each. Storage
-// trouble is retried briefly; if it persists, the leases expire and recovery makes
-// the actions uncertain. Any other failure is retried decision by decision, so that
-// one decision the database refuses cannot refuse the others.
+// writeGroup writes a group of decisions and answers each. One statement records
+// the whole group and commits on its own; a group with a destination to disconnect
+// is written in a transaction with the disconnection. Storage trouble is retried
+// briefly; if it persists, the leases expire and recovery makes the actions
+// uncertain. Any other failure is retried decision by decision, so that one decision
+// the database refuses cannot refuse the others.
 func (e *Engine) writeGroup(group []*pendingDecision) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	var recorded map[actionKey]bool
+	held := slices.ContainsFunc(group, func(p *pendingDecision) bool { return p.d.State == StateHeld })
 	err := retryStorage(ctx, func() error {
+		if !held {
+			var err error
+			recorded, err = e.writeDecisions(ctx, db.New(e.pool), group)
+			return err
+		}
 		return db.WithTx(ctx, e.pool, func(q *db.Queries) error {
 			var err error
 			recorded, err = e.writeDecisions(ctx, q, group)
@@ -119,24 +127,18 @@ type actionKey struct {
 	id     int64
 }
 
-// writeDecisions writes the attempts' evidence and the actions' next states, each
-// action only while this worker holds its lease, then what follows from the new
-// states: successors released, destinations disconnected, performers woken. It
-// returns the actions it recorded.
+// writeDecisions records the group (see ActionRecordBatch), then does what follows
+// from the new states: destinations disconnected, performers woken. It returns the
+// actions it recorded.
 func (e *Engine) writeDecisions(ctx context.Context, q *db.Queries, group []*pendingDecision) (map[actionKey]bool, error) {
-	var fin db.AttemptFinishBatchParams
 	rec := db.ActionRecordBatchParams{Worker: e.p.Worker}
 	for _, p := range group {
-		if p.attemptID != 0 {
-			fin.Clients = append(fin.Clients, p.a.Client)
-			fin.Ids = append(fin.Ids, p.attemptID)
-			fin.Observed = append(fin.Observed, string(p.out.Observed))
-			fin.HttpStatuses = append(fin.HttpStatuses, int32(p.out.HTTPStatus))
-			fin.Errors = append(fin.Errors, truncate(p.out.Detail, 1000))
-			fin.Evidence = append(fin.Evidence, p.out.ExternalRef)
-		}
 		rec.Clients = append(rec.Clients, p.a.Client)
 		rec.Ids = append(rec.Ids, p.a.ID)
+		rec.AttemptIds = append(rec.AttemptIds, p.attemptID)
+		rec.Observed = append(rec.Observed, string(p.out.Observed))
+		rec.HttpStatuses = append(rec.HttpStatuses, int32(p.out.HTTPStatus))
+		rec.Errors = append(rec.Errors, truncate(p.out.Detail, 1000))
 		rec.States = append(rec.States, p.d.State)
 		rec.Reasons = append(rec.Reasons, truncate(p.d.Reason, 1000))
 		rec.NextAttemptAts = append(rec.NextAttemptAts, p.d.NextAttemptAt)
@@ -144,30 +146,22 @@ func (e *Engine) writeDecisions(ctx context.Context, q *db.Queries, group []*pen
 		rec.Results = append(rec.Results, string(p.out.Result))
 		rec.Owners = append(rec.Owners, p.d.Owner)
 	}
-	if len(fin.Ids) > 0 {
-		if err := q.AttemptFinishBatch(ctx, fin); err != nil {
-			return nil, fmt.Errorf("finish attempts: %w", err)
-		}
-	}
 	rows, err := q.ActionRecordBatch(ctx, rec)
 	if err != nil {
-		return nil, fmt.Errorf("record action states: %w", err)
+		return nil, fmt.Errorf("record outcomes: %w", err)
 	}
 	recorded := make(map[actionKey]bool, len(rows))
+	wake := false
 	for _, r := range rows {
 		recorded[actionKey{r.Client, r.ID}] = true
+		wake = wake || r.Released > 0
 	}
-	var confirmed db.ActionReleaseSuccessorsOfParams
 	disconnected := map[string]bool{}
-	wake := false
 	for _, p := range group {
 		if !recorded[actionKey{p.a.Client, p.a.ID}] {
 			continue
 		}
 		switch p.d.State {
-		case StateConfirmed:
-			confirmed.Clients = append(confirmed.Clients, p.a.Client)
-			confirmed.AfterIds = append(confirmed.AfterIds, p.a.ID)
 		case StateHeld:
 			if !disconnected[p.a.Destination] {
 				disconnected[p.a.Destination] = true
@@ -179,15 +173,9 @@ func (e *Engine) writeDecisions(ctx context.Context, q *db.Queries, group []*pen
 			wake = wake || !p.d.NextAttemptAt.After(e.now())
 		}
 	}
-	if len(confirmed.AfterIds) > 0 {
-		released, err := q.ActionReleaseSuccessorsOf(ctx, confirmed)
-		if err != nil {
-			return nil, fmt.Errorf("release successors: %w", err)
-		}
-		wake = wake || released > 0
-	}
 	// NOTIFY serialises committing transactions on a server-wide lock: only wake
-	// the performers when there is new work for them.
+	// the performers when there is new work for them. A wake-up lost to a crash
+	// here is covered by polling.
 	if wake {
 		if err := q.Notify(ctx, channelActions); err != nil {
 			return nil, err

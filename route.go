@@ -53,9 +53,13 @@ func (e *Engine) routeBatch(ctx context.Context, n int, careful bool) (int, erro
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // no-op after commit
 	q := db.New(tx)
-	events, err := q.EventClaimReceived(ctx, int32(n))
+	claimed, err := q.EventClaimReceived(ctx, int32(n))
 	if err != nil {
 		return 0, fmt.Errorf("claim events: %w", err)
+	}
+	events := make([]db.Event, len(claimed))
+	for i, c := range claimed {
+		events[i] = c.Event
 	}
 	var links db.ActionEventLinksParams
 	statuses := db.EventSetStatusesParams{
@@ -181,6 +185,17 @@ func (r *routing) reason() string { return strings.Join(r.reasons, "; ") }
 // action per matching rule, predecessors before their successors.
 func (e *Engine) routeEvent(ctx context.Context, q *db.Queries, ev db.Event) (routing, error) {
 	r := routing{status: EventIgnored}
+	rules := e.rulesFor(ev.Source)
+	if len(rules) == 0 {
+		r.note("no action rule for source %s", ev.Source)
+		return r, nil
+	}
+	if !slices.ContainsFunc(rules, func(rule ActionRule) bool {
+		return slices.Contains(rule.On, ev.Type) || slices.Contains(rule.CancelledBy, ev.Type)
+	}) { // decided without reading the body
+		r.note("no action rule for event type %q", ev.Type)
+		return r, nil
+	}
 	body := ev.Payload
 	if body == nil {
 		body = ev.Body
@@ -190,11 +205,6 @@ func (e *Engine) routeEvent(ctx context.Context, q *db.Queries, ev db.Event) (ro
 	dec.UseNumber()
 	if err := dec.Decode(&doc); err != nil {
 		r.note("the body is not a JSON document")
-		return r, nil
-	}
-	rules := e.rulesFor(ev.Source)
-	if len(rules) == 0 {
-		r.note("no action rule for source %s", ev.Source)
 		return r, nil
 	}
 	occurred := ev.OccurredAt

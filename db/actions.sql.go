@@ -9,6 +9,8 @@ import (
 	"context"
 	"encoding/json"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 const actionAssign = `-- name: ActionAssign :one
@@ -141,7 +143,9 @@ func (q *Queries) ActionCancelSuccessors(ctx context.Context, arg ActionCancelSu
 
 const actionClaim = `-- name: ActionClaim :many
 WITH due AS (
-    SELECT a.client, a.id, a.state
+    SELECT a.client, a.id, a.state,
+           a.state <> 'uncertain' AND a.destination = ANY($1::text[])
+               AND (a.after_id IS NULL OR NOT a.name = ANY($2::text[])) AS starts
     FROM actions a
     WHERE a.state IN ('pending', 'retrying', 'uncertain')
       AND a.next_attempt_at <= now()
@@ -150,33 +154,90 @@ WITH due AS (
     ORDER BY a.next_attempt_at, a.id
     LIMIT $3
     FOR UPDATE OF a SKIP LOCKED
+), claimed AS (
+    UPDATE actions a
+    SET state = 'processing', claimed_from = due.state, lease_owner = $4::text,
+        lease_expires_at = now() + make_interval(secs => $5::double precision),
+        attempts = a.attempts + CASE WHEN due.starts THEN 1 ELSE 0 END,
+        first_attempt_at = CASE WHEN due.starts THEN coalesce(a.first_attempt_at, now()) ELSE a.first_attempt_at END,
+        last_attempt_at = CASE WHEN due.starts THEN now() ELSE a.last_attempt_at END,
+        updated_at = now()
+    FROM due
+    WHERE a.client = due.client AND a.id = due.id
+    RETURNING a.id, a.client, a.environment, a.source, a.name, a.business_key, a.key_parts, a.operation_key, a.destination, a.params, a.params_sha256, a.state, a.reason, a.owner, a.after_id, a.resource, a.occurred_at, a.attempts, a.max_attempts, a.give_up_at, a.next_attempt_at, a.first_attempt_at, a.last_attempt_at, a.lease_owner, a.claimed_from, a.lease_expires_at, a.external_ref, a.result, a.created_at, a.updated_at, due.starts
+), attempt AS (
+    INSERT INTO attempts (client, action_id, kind, operation_key, worker)
+    SELECT c.client, c.id, 'call', c.operation_key, $4::text FROM claimed c WHERE c.starts
+    RETURNING client, id, action_id
 )
-UPDATE actions a
-SET state = 'processing', claimed_from = due.state, lease_owner = $1,
-    lease_expires_at = now() + make_interval(secs => $2::double precision),
-    updated_at = now()
-FROM due
-WHERE a.client = due.client AND a.id = due.id
-RETURNING a.id, a.client, a.environment, a.source, a.name, a.business_key, a.key_parts, a.operation_key, a.destination, a.params, a.params_sha256, a.state, a.reason, a.owner, a.after_id, a.resource, a.occurred_at, a.attempts, a.max_attempts, a.give_up_at, a.next_attempt_at, a.first_attempt_at, a.last_attempt_at, a.lease_owner, a.claimed_from, a.lease_expires_at, a.external_ref, a.result, a.created_at, a.updated_at
+SELECT c.id, c.client, c.environment, c.source, c.name, c.business_key, c.key_parts, c.operation_key, c.destination, c.params, c.params_sha256, c.state, c.reason, c.owner, c.after_id, c.resource, c.occurred_at, c.attempts, c.max_attempts, c.give_up_at, c.next_attempt_at, c.first_attempt_at, c.last_attempt_at, c.lease_owner, c.claimed_from, c.lease_expires_at, c.external_ref, c.result, c.created_at, c.updated_at, c.starts, coalesce(t.id, 0)::bigint AS attempt_id
+FROM claimed c LEFT JOIN attempt t ON t.client = c.client AND t.action_id = c.id
 `
 
 type ActionClaimParams struct {
-	Worker       *string
-	LeaseSeconds float64
+	Callable     []string
+	FillNames    []string
 	MaxActions   int32
+	Worker       string
+	LeaseSeconds float64
+}
+
+type ActionClaimRow struct {
+	ID             int64
+	Client         string
+	Environment    string
+	Source         string
+	Name           string
+	BusinessKey    string
+	KeyParts       json.RawMessage
+	OperationKey   string
+	Destination    string
+	Params         json.RawMessage
+	ParamsSha256   []byte
+	State          string
+	Reason         string
+	Owner          string
+	AfterID        *int64
+	Resource       string
+	OccurredAt     *time.Time
+	Attempts       int32
+	MaxAttempts    int32
+	GiveUpAt       time.Time
+	NextAttemptAt  time.Time
+	FirstAttemptAt *time.Time
+	LastAttemptAt  *time.Time
+	LeaseOwner     *string
+	ClaimedFrom    string
+	LeaseExpiresAt *time.Time
+	ExternalRef    string
+	Result         json.RawMessage
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+	Starts         pgtype.Bool
+	AttemptID      int64
 }
 
 // Claims due work under a lease. Pending and retrying actions are called; uncertain
-// ones are reconciled. Actions of a disconnected destination are left alone.
-func (q *Queries) ActionClaim(ctx context.Context, arg ActionClaimParams) ([]Action, error) {
-	rows, err := q.db.Query(ctx, actionClaim, arg.Worker, arg.LeaseSeconds, arg.MaxActions)
+// ones are reconciled. Actions of a disconnected destination are left alone. The
+// same statement starts the calls it can (a destination this worker has, params
+// that need no predecessor's result): it counts the attempt on the action and
+// writes the attempt as started, and the caller commits before calling anyone.
+// attempt_id is 0 for the claims it did not start.
+func (q *Queries) ActionClaim(ctx context.Context, arg ActionClaimParams) ([]ActionClaimRow, error) {
+	rows, err := q.db.Query(ctx, actionClaim,
+		arg.Callable,
+		arg.FillNames,
+		arg.MaxActions,
+		arg.Worker,
+		arg.LeaseSeconds,
+	)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	items := []Action{}
+	items := []ActionClaimRow{}
 	for rows.Next() {
-		var i Action
+		var i ActionClaimRow
 		if err := rows.Scan(
 			&i.ID,
 			&i.Client,
@@ -208,6 +269,8 @@ func (q *Queries) ActionClaim(ctx context.Context, arg ActionClaimParams) ([]Act
 			&i.Result,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.Starts,
+			&i.AttemptID,
 		); err != nil {
 			return nil, err
 		}
@@ -920,51 +983,85 @@ func (q *Queries) ActionManualRetry(ctx context.Context, arg ActionManualRetryPa
 }
 
 const actionRecordBatch = `-- name: ActionRecordBatch :many
-UPDATE actions a
-SET state = r.state, reason = r.reason, next_attempt_at = r.next_attempt_at,
-    external_ref = CASE WHEN r.external_ref <> '' THEN r.external_ref ELSE a.external_ref END,
-    result = coalesce(nullif(r.result, '')::jsonb, a.result),
-    owner = CASE WHEN r.owner <> '' THEN r.owner ELSE a.owner END,
-    lease_owner = NULL, lease_expires_at = NULL, updated_at = now()
-FROM (SELECT unnest($2::text[]) AS client, unnest($3::bigint[]) AS id,
-             unnest($4::text[]) AS state, unnest($5::text[]) AS reason,
-             unnest($6::timestamptz[]) AS next_attempt_at,
-             unnest($7::text[]) AS external_ref, unnest($8::text[]) AS result,
-             unnest($9::text[]) AS owner) r
-WHERE a.client = r.client AND a.id = r.id AND a.state = 'processing' AND a.lease_owner = $1::text
-RETURNING a.client, a.id
+WITH r AS (
+    SELECT unnest($1::text[]) AS client, unnest($2::bigint[]) AS id,
+           unnest($3::bigint[]) AS attempt_id, unnest($4::text[]) AS observed,
+           unnest($5::integer[]) AS http_status, unnest($6::text[]) AS error,
+           unnest($7::text[]) AS state, unnest($8::text[]) AS reason,
+           unnest($9::timestamptz[]) AS next_attempt_at,
+           unnest($10::text[]) AS external_ref, unnest($11::text[]) AS result,
+           unnest($12::text[]) AS owner
+), finished AS (
+    UPDATE attempts t
+    SET status = 'finished', observed = r.observed, http_status = nullif(r.http_status, 0),
+        error = r.error, evidence = r.external_ref, finished_at = now()
+    FROM r
+    WHERE r.attempt_id <> 0 AND t.client = r.client AND t.id = r.attempt_id
+    RETURNING t.id
+), recorded AS (
+    UPDATE actions a
+    SET state = r.state, reason = r.reason, next_attempt_at = r.next_attempt_at,
+        external_ref = CASE WHEN r.external_ref <> '' THEN r.external_ref ELSE a.external_ref END,
+        result = coalesce(nullif(r.result, '')::jsonb, a.result),
+        owner = CASE WHEN r.owner <> '' THEN r.owner ELSE a.owner END,
+        lease_owner = NULL, lease_expires_at = NULL, updated_at = now()
+    FROM r
+    WHERE a.client = r.client AND a.id = r.id AND a.state = 'processing' AND a.lease_owner = $13::text
+    RETURNING a.client, a.id, a.state
+), released AS (
+    UPDATE actions s
+    SET next_attempt_at = now(), reason = '', updated_at = now()
+    FROM recorded p
+    WHERE p.state = 'confirmed' AND s.client = p.client AND s.after_id = p.id AND s.state = 'pending'
+      AND s.next_attempt_at = '9999-12-31 00:00:00+00'::timestamptz
+    RETURNING s.id
+)
+SELECT recorded.client, recorded.id, (SELECT count(*) FROM released)::bigint AS released
+FROM recorded
 `
 
 type ActionRecordBatchParams struct {
-	Worker         string
 	Clients        []string
 	Ids            []int64
+	AttemptIds     []int64
+	Observed       []string
+	HttpStatuses   []int32
+	Errors         []string
 	States         []string
 	Reasons        []string
 	NextAttemptAts []time.Time
 	ExternalRefs   []string
 	Results        []string
 	Owners         []string
+	Worker         string
 }
 
 type ActionRecordBatchRow struct {
-	Client string
-	ID     int64
+	Client   string
+	ID       int64
+	Released int64
 }
 
-// Records a group of decisions in one statement, each only while this worker still
-// holds the lease; the actions it returns are the ones recorded.
+// Records a group of decisions in one statement, so it commits on its own: each
+// attempt's evidence (attempt_id 0: none), and each action's next state, only while
+// this worker still holds its lease; the successors of the actions confirmed become
+// due. It returns the actions recorded, each with how many successors the whole
+// group released.
 func (q *Queries) ActionRecordBatch(ctx context.Context, arg ActionRecordBatchParams) ([]ActionRecordBatchRow, error) {
 	rows, err := q.db.Query(ctx, actionRecordBatch,
-		arg.Worker,
 		arg.Clients,
 		arg.Ids,
+		arg.AttemptIds,
+		arg.Observed,
+		arg.HttpStatuses,
+		arg.Errors,
 		arg.States,
 		arg.Reasons,
 		arg.NextAttemptAts,
 		arg.ExternalRefs,
 		arg.Results,
 		arg.Owners,
+		arg.Worker,
 	)
 	if err != nil {
 		return nil, err
@@ -973,7 +1070,7 @@ func (q *Queries) ActionRecordBatch(ctx context.Context, arg ActionRecordBatchPa
 	items := []ActionRecordBatchRow{}
 	for rows.Next() {
 		var i ActionRecordBatchRow
-		if err := rows.Scan(&i.Client, &i.ID); err != nil {
+		if err := rows.Scan(&i.Client, &i.ID, &i.Released); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -1114,28 +1211,6 @@ type ActionReleaseSuccessorsParams struct {
 // The predecessor is confirmed: its waiting successors become due.
 func (q *Queries) ActionReleaseSuccessors(ctx context.Context, arg ActionReleaseSuccessorsParams) (int64, error) {
 	result, err := q.db.Exec(ctx, actionReleaseSuccessors, arg.Client, arg.AfterID)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
-}
-
-const actionReleaseSuccessorsOf = `-- name: ActionReleaseSuccessorsOf :execrows
-UPDATE actions a
-SET next_attempt_at = now(), reason = '', updated_at = now()
-FROM (SELECT unnest($1::text[]) AS client, unnest($2::bigint[]) AS after_id) p
-WHERE a.client = p.client AND a.after_id = p.after_id AND a.state = 'pending'
-  AND a.next_attempt_at = '9999-12-31 00:00:00+00'::timestamptz
-`
-
-type ActionReleaseSuccessorsOfParams struct {
-	Clients  []string
-	AfterIds []int64
-}
-
-// Predecessors were confirmed: their waiting successors become due.
-func (q *Queries) ActionReleaseSuccessorsOf(ctx context.Context, arg ActionReleaseSuccessorsOfParams) (int64, error) {
-	result, err := q.db.Exec(ctx, actionReleaseSuccessorsOf, arg.Clients, arg.AfterIds)
 	if err != nil {
 		return 0, err
 	}

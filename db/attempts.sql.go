@@ -26,38 +26,6 @@ func (q *Queries) AttemptAbandonStarted(ctx context.Context, arg AttemptAbandonS
 	return err
 }
 
-const attemptFinishBatch = `-- name: AttemptFinishBatch :exec
-UPDATE attempts t
-SET status = 'finished', observed = r.observed, http_status = nullif(r.http_status, 0),
-    error = r.error, evidence = r.evidence, finished_at = now()
-FROM (SELECT unnest($1::text[]) AS client, unnest($2::bigint[]) AS id,
-             unnest($3::text[]) AS observed, unnest($4::integer[]) AS http_status,
-             unnest($5::text[]) AS error, unnest($6::text[]) AS evidence) r
-WHERE t.client = r.client AND t.id = r.id
-`
-
-type AttemptFinishBatchParams struct {
-	Clients      []string
-	Ids          []int64
-	Observed     []string
-	HttpStatuses []int32
-	Errors       []string
-	Evidence     []string
-}
-
-// Finishes a group of attempts in one statement; an http_status of 0 is none.
-func (q *Queries) AttemptFinishBatch(ctx context.Context, arg AttemptFinishBatchParams) error {
-	_, err := q.db.Exec(ctx, attemptFinishBatch,
-		arg.Clients,
-		arg.Ids,
-		arg.Observed,
-		arg.HttpStatuses,
-		arg.Errors,
-		arg.Evidence,
-	)
-	return err
-}
-
 const attemptList = `-- name: AttemptList :many
 SELECT id, client, action_id, kind, operation_key, worker, status, observed, http_status, error, evidence, started_at, finished_at FROM attempts WHERE client = $1 AND action_id = $2 ORDER BY id
 `

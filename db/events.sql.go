@@ -12,42 +12,50 @@ import (
 )
 
 const eventClaimReceived = `-- name: EventClaimReceived :many
-SELECT id, client, environment, source, source_event_id, type, status, reason, body, payload, body_sha256, headers, occurred_at, received_at, last_received_at, deliveries, conflict, routed_at FROM events
-WHERE status = 'received'
-ORDER BY id
-LIMIT $1
-FOR UPDATE SKIP LOCKED
+WITH claimed AS (
+    DELETE FROM event_queue q
+    WHERE (q.client, q.id) IN (SELECT client, id FROM event_queue
+                               ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED)
+    RETURNING q.client, q.id
+)
+SELECT e.id, e.client, e.environment, e.source, e.source_event_id, e.type, e.status, e.reason, e.body, e.payload, e.body_sha256, e.headers, e.occurred_at, e.received_at, e.last_received_at, e.deliveries, e.conflict, e.routed_at FROM events e JOIN claimed c ON e.client = c.client AND e.id = c.id
+ORDER BY e.id
 `
 
-// The router's claim: received events, oldest first, skipping those another router holds.
-func (q *Queries) EventClaimReceived(ctx context.Context, maxEvents int32) ([]Event, error) {
+type EventClaimReceivedRow struct {
+	Event Event
+}
+
+// The router's claim: received events, oldest first, skipping those another router
+// holds. They leave the queue with the claiming transaction's commit.
+func (q *Queries) EventClaimReceived(ctx context.Context, maxEvents int32) ([]EventClaimReceivedRow, error) {
 	rows, err := q.db.Query(ctx, eventClaimReceived, maxEvents)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	items := []Event{}
+	items := []EventClaimReceivedRow{}
 	for rows.Next() {
-		var i Event
+		var i EventClaimReceivedRow
 		if err := rows.Scan(
-			&i.ID,
-			&i.Client,
-			&i.Environment,
-			&i.Source,
-			&i.SourceEventID,
-			&i.Type,
-			&i.Status,
-			&i.Reason,
-			&i.Body,
-			&i.Payload,
-			&i.BodySha256,
-			&i.Headers,
-			&i.OccurredAt,
-			&i.ReceivedAt,
-			&i.LastReceivedAt,
-			&i.Deliveries,
-			&i.Conflict,
-			&i.RoutedAt,
+			&i.Event.ID,
+			&i.Event.Client,
+			&i.Event.Environment,
+			&i.Event.Source,
+			&i.Event.SourceEventID,
+			&i.Event.Type,
+			&i.Event.Status,
+			&i.Event.Reason,
+			&i.Event.Body,
+			&i.Event.Payload,
+			&i.Event.BodySha256,
+			&i.Event.Headers,
+			&i.Event.OccurredAt,
+			&i.Event.ReceivedAt,
+			&i.Event.LastReceivedAt,
+			&i.Event.Deliveries,
+			&i.Event.Conflict,
+			&i.Event.RoutedAt,
 		); err != nil {
 			return nil, err
 		}
@@ -152,6 +160,7 @@ func (q *Queries) EventGet(ctx context.Context, id int64) (Event, error) {
 }
 
 const eventInsertBatch = `-- name: EventInsertBatch :many
+WITH stored AS (
 INSERT INTO events (client, environment, source, source_event_id, type, body, payload,
                     body_sha256, headers, occurred_at, deliveries, conflict)
 SELECT r.client, r.environment, r.source, r.source_event_id, r.type, r.body, r.payload,
@@ -168,6 +177,10 @@ SET deliveries       = events.deliveries + EXCLUDED.deliveries,
     conflict         = events.conflict OR EXCLUDED.conflict
                        OR events.body_sha256 <> EXCLUDED.body_sha256
 RETURNING id, client, source, source_event_id, (xmax = 0)::boolean AS inserted, body_sha256
+), queued AS ( -- new events wait for the router
+    INSERT INTO event_queue (client, id) SELECT client, id FROM stored WHERE inserted
+)
+SELECT id, client, source, source_event_id, inserted, body_sha256 FROM stored
 `
 
 type EventInsertBatchParams struct {
@@ -199,6 +212,7 @@ type EventInsertBatchRow struct {
 // statement cannot update a row twice); deliveries is how many requests it stands
 // for and conflict whether their bodies differed among themselves. The row's stored
 // body_sha256 comes back so the caller can tell each request's repeat from a conflict.
+// New events join the router's queue in the same statement.
 func (q *Queries) EventInsertBatch(ctx context.Context, arg EventInsertBatchParams) ([]EventInsertBatchRow, error) {
 	rows, err := q.db.Query(ctx, eventInsertBatch,
 		arg.Clients,

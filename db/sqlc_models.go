@@ -126,6 +126,11 @@ type EventConflict struct {
 	ReceivedAt time.Time
 }
 
+type EventQueue struct {
+	Client string
+	ID     int64
+}
+
 type LoginThrottle struct {
 	Key         string
 	Failures    int32

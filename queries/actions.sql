@@ -68,9 +68,15 @@ RETURNING id;
 
 -- name: ActionClaim :many
 -- Claims due work under a lease. Pending and retrying actions are called; uncertain
--- ones are reconciled. Actions of a disconnected destination are left alone.
+-- ones are reconciled. Actions of a disconnected destination are left alone. The
+-- same statement starts the calls it can (a destination this worker has, params
+-- that need no predecessor's result): it counts the attempt on the action and
+-- writes the attempt as started, and the caller commits before calling anyone.
+-- attempt_id is 0 for the claims it did not start.
 WITH due AS (
-    SELECT a.client, a.id, a.state
+    SELECT a.client, a.id, a.state,
+           a.state <> 'uncertain' AND a.destination = ANY(@callable::text[])
+               AND (a.after_id IS NULL OR NOT a.name = ANY(@fill_names::text[])) AS starts
     FROM actions a
     WHERE a.state IN ('pending', 'retrying', 'uncertain')
       AND a.next_attempt_at <= now()
@@ -79,14 +85,24 @@ WITH due AS (
     ORDER BY a.next_attempt_at, a.id
     LIMIT @max_actions
     FOR UPDATE OF a SKIP LOCKED
+), claimed AS (
+    UPDATE actions a
+    SET state = 'processing', claimed_from = due.state, lease_owner = @worker::text,
+        lease_expires_at = now() + make_interval(secs => @lease_seconds::double precision),
+        attempts = a.attempts + CASE WHEN due.starts THEN 1 ELSE 0 END,
+        first_attempt_at = CASE WHEN due.starts THEN coalesce(a.first_attempt_at, now()) ELSE a.first_attempt_at END,
+        last_attempt_at = CASE WHEN due.starts THEN now() ELSE a.last_attempt_at END,
+        updated_at = now()
+    FROM due
+    WHERE a.client = due.client AND a.id = due.id
+    RETURNING a.*, due.starts
+), attempt AS (
+    INSERT INTO attempts (client, action_id, kind, operation_key, worker)
+    SELECT c.client, c.id, 'call', c.operation_key, @worker::text FROM claimed c WHERE c.starts
+    RETURNING client, id, action_id
 )
-UPDATE actions a
-SET state = 'processing', claimed_from = due.state, lease_owner = @worker,
-    lease_expires_at = now() + make_interval(secs => @lease_seconds::double precision),
-    updated_at = now()
-FROM due
-WHERE a.client = due.client AND a.id = due.id
-RETURNING a.*;
+SELECT c.*, coalesce(t.id, 0)::bigint AS attempt_id
+FROM claimed c LEFT JOIN attempt t ON t.client = c.client AND t.action_id = c.id;
 
 -- name: ActionRenewLease :execrows
 UPDATE actions
@@ -113,29 +129,46 @@ SELECT s.client, s.id, s.attempts, s.first_attempt_at, t.id AS attempt_id
 FROM started s JOIN attempt t ON t.client = s.client AND t.action_id = s.id;
 
 -- name: ActionRecordBatch :many
--- Records a group of decisions in one statement, each only while this worker still
--- holds the lease; the actions it returns are the ones recorded.
-UPDATE actions a
-SET state = r.state, reason = r.reason, next_attempt_at = r.next_attempt_at,
-    external_ref = CASE WHEN r.external_ref <> '' THEN r.external_ref ELSE a.external_ref END,
-    result = coalesce(nullif(r.result, '')::jsonb, a.result),
-    owner = CASE WHEN r.owner <> '' THEN r.owner ELSE a.owner END,
-    lease_owner = NULL, lease_expires_at = NULL, updated_at = now()
-FROM (SELECT unnest(@clients::text[]) AS client, unnest(@ids::bigint[]) AS id,
-             unnest(@states::text[]) AS state, unnest(@reasons::text[]) AS reason,
-             unnest(@next_attempt_ats::timestamptz[]) AS next_attempt_at,
-             unnest(@external_refs::text[]) AS external_ref, unnest(@results::text[]) AS result,
-             unnest(@owners::text[]) AS owner) r
-WHERE a.client = r.client AND a.id = r.id AND a.state = 'processing' AND a.lease_owner = @worker::text
-RETURNING a.client, a.id;
-
--- name: ActionReleaseSuccessorsOf :execrows
--- Predecessors were confirmed: their waiting successors become due.
-UPDATE actions a
-SET next_attempt_at = now(), reason = '', updated_at = now()
-FROM (SELECT unnest(@clients::text[]) AS client, unnest(@after_ids::bigint[]) AS after_id) p
-WHERE a.client = p.client AND a.after_id = p.after_id AND a.state = 'pending'
-  AND a.next_attempt_at = '9999-12-31 00:00:00+00'::timestamptz;
+-- Records a group of decisions in one statement, so it commits on its own: each
+-- attempt's evidence (attempt_id 0: none), and each action's next state, only while
+-- this worker still holds its lease; the successors of the actions confirmed become
+-- due. It returns the actions recorded, each with how many successors the whole
+-- group released.
+WITH r AS (
+    SELECT unnest(@clients::text[]) AS client, unnest(@ids::bigint[]) AS id,
+           unnest(@attempt_ids::bigint[]) AS attempt_id, unnest(@observed::text[]) AS observed,
+           unnest(@http_statuses::integer[]) AS http_status, unnest(@errors::text[]) AS error,
+           unnest(@states::text[]) AS state, unnest(@reasons::text[]) AS reason,
+           unnest(@next_attempt_ats::timestamptz[]) AS next_attempt_at,
+           unnest(@external_refs::text[]) AS external_ref, unnest(@results::text[]) AS result,
+           unnest(@owners::text[]) AS owner
+), finished AS (
+    UPDATE attempts t
+    SET status = 'finished', observed = r.observed, http_status = nullif(r.http_status, 0),
+        error = r.error, evidence = r.external_ref, finished_at = now()
+    FROM r
+    WHERE r.attempt_id <> 0 AND t.client = r.client AND t.id = r.attempt_id
+    RETURNING t.id
+), recorded AS (
+    UPDATE actions a
+    SET state = r.state, reason = r.reason, next_attempt_at = r.next_attempt_at,
+        external_ref = CASE WHEN r.external_ref <> '' THEN r.external_ref ELSE a.external_ref END,
+        result = coalesce(nullif(r.result, '')::jsonb, a.result),
+        owner = CASE WHEN r.owner <> '' THEN r.owner ELSE a.owner END,
+        lease_owner = NULL, lease_expires_at = NULL, updated_at = now()
+    FROM r
+    WHERE a.client = r.client AND a.id = r.id AND a.state = 'processing' AND a.lease_owner = @worker::text
+    RETURNING a.client, a.id, a.state
+), released AS (
+    UPDATE actions s
+    SET next_attempt_at = now(), reason = '', updated_at = now()
+    FROM recorded p
+    WHERE p.state = 'confirmed' AND s.client = p.client AND s.after_id = p.id AND s.state = 'pending'
+      AND s.next_attempt_at = '9999-12-31 00:00:00+00'::timestamptz
+    RETURNING s.id
+)
+SELECT recorded.client, recorded.id, (SELECT count(*) FROM released)::bigint AS released
+FROM recorded;
 
 -- name: ActionReleaseSuccessors :execrows
 -- The predecessor is confirmed: its waiting successors become due.

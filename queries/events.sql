@@ -4,6 +4,8 @@
 -- statement cannot update a row twice); deliveries is how many requests it stands
 -- for and conflict whether their bodies differed among themselves. The row's stored
 -- body_sha256 comes back so the caller can tell each request's repeat from a conflict.
+-- New events join the router's queue in the same statement.
+WITH stored AS (
 INSERT INTO events (client, environment, source, source_event_id, type, body, payload,
                     body_sha256, headers, occurred_at, deliveries, conflict)
 SELECT r.client, r.environment, r.source, r.source_event_id, r.type, r.body, r.payload,
@@ -19,7 +21,11 @@ SET deliveries       = events.deliveries + EXCLUDED.deliveries,
     last_received_at = now(),
     conflict         = events.conflict OR EXCLUDED.conflict
                        OR events.body_sha256 <> EXCLUDED.body_sha256
-RETURNING id, client, source, source_event_id, (xmax = 0)::boolean AS inserted, body_sha256;
+RETURNING id, client, source, source_event_id, (xmax = 0)::boolean AS inserted, body_sha256
+), queued AS ( -- new events wait for the router
+    INSERT INTO event_queue (client, id) SELECT client, id FROM stored WHERE inserted
+)
+SELECT id, client, source, source_event_id, inserted, body_sha256 FROM stored;
 
 -- name: EventConflictInsert :exec
 INSERT INTO event_conflicts (client, event_id, body, body_sha256, headers)
@@ -33,12 +39,16 @@ SELECT * FROM events WHERE id = @id;
 SELECT * FROM event_conflicts WHERE client = @client AND event_id = @event_id ORDER BY id;
 
 -- name: EventClaimReceived :many
--- The router's claim: received events, oldest first, skipping those another router holds.
-SELECT * FROM events
-WHERE status = 'received'
-ORDER BY id
-LIMIT @max_events
-FOR UPDATE SKIP LOCKED;
+-- The router's claim: received events, oldest first, skipping those another router
+-- holds. They leave the queue with the claiming transaction's commit.
+WITH claimed AS (
+    DELETE FROM event_queue q
+    WHERE (q.client, q.id) IN (SELECT client, id FROM event_queue
+                               ORDER BY id LIMIT @max_events FOR UPDATE SKIP LOCKED)
+    RETURNING q.client, q.id
+)
+SELECT sqlc.embed(e) FROM events e JOIN claimed c ON e.client = c.client AND e.id = c.id
+ORDER BY e.id;
 
 -- name: EventSetStatuses :exec
 -- What became of a routed batch of events, in one statement.
