@@ -117,6 +117,7 @@ type worldOptions struct {
 	noEngine  bool
 	lease     time.Duration
 	crmTokens string // the token the CRM accepts; default crmToken
+	crmWrap   func(http.Handler) http.Handler // stands between oncehook and the CRM
 }
 
 func newWorld(t *testing.T, o worldOptions) *world {
@@ -130,7 +131,11 @@ func newWorld(t *testing.T, o worldOptions) *world {
 		o.crmTokens = crmToken
 	}
 	w.crm = sandbox.NewCRM(sandbox.CRMParams{Token: o.crmTokens, KeyTTL: o.keyTTL})
-	crmSrv := httptest.NewServer(w.crm.Handler())
+	var crmHandler http.Handler = w.crm.Handler()
+	if o.crmWrap != nil {
+		crmHandler = o.crmWrap(crmHandler)
+	}
+	crmSrv := httptest.NewServer(crmHandler)
 	t.Cleanup(crmSrv.Close)
 	w.crmURL = crmSrv.URL
 	mail, err := sandbox.StartMail("127.0.0.1:0")

@@ -1,8 +1,15 @@
 package oncehook_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -347,5 +354,57 @@ func TestReplayAfterDestinationForgotKey(t *testing.T) {
 	}
 	if !checked {
 		t.Errorf("the audit trail does not keep the confirmation that the destination was checked")
+	}
+}
+
+// TestUnstorableReplyStillConfirms: a CRM whose reply carries a NUL in the record id
+// and a \u0000 escape (which jsonb refuses) still had its effect, so the action is
+// confirmed with what can be kept, and the other calls recorded with it in the same
+// group are not held up.
+func TestUnstorableReplyStillConfirms(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, worldOptions{crmWrap: func(crm http.Handler) http.Handler {
+		return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+			body, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			if r.Method != http.MethodPost || !bytes.Contains(body, []byte("enq_nul")) {
+				crm.ServeHTTP(rw, r)
+				return
+			}
+			rec := httptest.NewRecorder()
+			crm.ServeHTTP(rec, r)
+			var reply map[string]any
+			if err := json.Unmarshal(rec.Body.Bytes(), &reply); err != nil {
+				t.Errorf("CRM reply: %v", err)
+			}
+			reply["id"] = fmt.Sprint(reply["id"]) + "\x00nul"
+			reply["note"] = "\x00"
+			rw.Header().Set("Content-Type", "application/json")
+			rw.WriteHeader(rec.Code)
+			_ = json.NewEncoder(rw).Encode(reply) // encodes the NULs as \u0000
+		})
+	}})
+	enquiries := []string{"enq_a", "enq_nul", "enq_b", "enq_c"}
+	var wg sync.WaitGroup
+	for _, enq := range enquiries {
+		wg.Add(1)
+		go func() { defer wg.Done(); w.deliver(checkout{eventID: "evt_" + enq, enquiry: enq}) }()
+	}
+	wg.Wait()
+	for _, enq := range enquiries {
+		a := w.waitFor("open_opportunity", enq, "confirmed")
+		if a.ExternalRef == "" || strings.Contains(a.ExternalRef, "\x00") {
+			t.Errorf("%s: external ref %q; want the record id, without the NUL", enq, a.ExternalRef)
+		}
+		if enq == "enq_nul" && !strings.HasSuffix(a.ExternalRef, "nul") {
+			t.Errorf("%s: external ref %q; want the CRM's id with the NUL dropped", enq, a.ExternalRef)
+		}
+	}
+	if n := len(w.crm.Records()); n != len(enquiries) {
+		t.Errorf("CRM holds %d records, want %d: one call per operation", n, len(enquiries))
+	}
+	if n := w.count(`SELECT count(*) FROM attempts t JOIN actions a ON a.client = t.client AND a.id = t.action_id
+		WHERE a.name = 'open_opportunity' AND t.kind = 'call'`); n != len(enquiries) {
+		t.Errorf("%d call attempts, want %d", n, len(enquiries))
 	}
 }

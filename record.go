@@ -1,11 +1,14 @@
 package oncehook
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/oncehook/oncehook/db"
 )
@@ -35,7 +38,7 @@ func (e *Engine) record(a db.Action, attemptID int64, out Outcome) error {
 // one transaction (see writeGroup). The writing runs on a context of its own: a
 // call that finished must be recorded even while the process is stopping.
 func (e *Engine) commit(a db.Action, attemptID int64, out Outcome, d Decision) error {
-	p := &pendingDecision{a: a, attemptID: attemptID, out: out, d: d, done: make(chan error, 1)}
+	p := &pendingDecision{a: a, attemptID: attemptID, out: storable(out), d: d, done: make(chan error, 1)}
 	g := &e.decisions
 	g.mu.Lock()
 	g.queue = append(g.queue, p)
@@ -55,6 +58,20 @@ func (e *Engine) commit(a db.Action, attemptID int64, out Outcome, d Decision) e
 	g.writing = false
 	g.mu.Unlock()
 	return <-p.done
+}
+
+// storable keeps what a destination said within what Postgres stores: text without
+// NUL bytes or invalid UTF-8, and a reply document without the \u0000 escape that
+// jsonb refuses (it is then not kept, and the detail says so). Otherwise an outcome
+// the destination really produced could never be recorded.
+func storable(out Outcome) Outcome {
+	clean := func(s string) string { return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "") }
+	out.ExternalRef, out.Detail = clean(out.ExternalRef), clean(out.Detail)
+	if len(out.Result) > 0 && (!utf8.Valid(out.Result) || bytes.Contains(out.Result, []byte(`\u0000`))) {
+		out.Result = nil
+		out.Detail = strings.TrimPrefix(out.Detail+"; the reply document was not kept: it holds text the database cannot store", "; ")
+	}
+	return out
 }
 
 // maxDecisionGroup bounds the decisions written by one transaction.

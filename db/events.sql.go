@@ -12,10 +12,11 @@ import (
 )
 
 const eventClaimReceived = `-- name: EventClaimReceived :many
-WITH claimed AS (
-    DELETE FROM event_queue q
-    WHERE (q.client, q.id) IN (SELECT client, id FROM event_queue
-                               ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED)
+WITH next AS (
+    SELECT client, id FROM event_queue ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED
+), claimed AS (
+    DELETE FROM event_queue q USING next
+    WHERE q.client = next.client AND q.id = next.id
     RETURNING q.client, q.id
 )
 SELECT e.id, e.client, e.environment, e.source, e.source_event_id, e.type, e.status, e.reason, e.body, e.payload, e.body_sha256, e.headers, e.occurred_at, e.received_at, e.last_received_at, e.deliveries, e.conflict, e.routed_at FROM events e JOIN claimed c ON e.client = c.client AND e.id = c.id

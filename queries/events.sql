@@ -41,10 +41,11 @@ SELECT * FROM event_conflicts WHERE client = @client AND event_id = @event_id OR
 -- name: EventClaimReceived :many
 -- The router's claim: received events, oldest first, skipping those another router
 -- holds. They leave the queue with the claiming transaction's commit.
-WITH claimed AS (
-    DELETE FROM event_queue q
-    WHERE (q.client, q.id) IN (SELECT client, id FROM event_queue
-                               ORDER BY id LIMIT @max_events FOR UPDATE SKIP LOCKED)
+WITH next AS (
+    SELECT client, id FROM event_queue ORDER BY id LIMIT @max_events FOR UPDATE SKIP LOCKED
+), claimed AS (
+    DELETE FROM event_queue q USING next
+    WHERE q.client = next.client AND q.id = next.id
     RETURNING q.client, q.id
 )
 SELECT sqlc.embed(e) FROM events e JOIN claimed c ON e.client = c.client AND e.id = c.id

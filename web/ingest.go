@@ -42,9 +42,7 @@ func (s *Server) ingest(c echo.Context) error {
 		outcome = "duplicate"
 	}
 	s.metrics.Delivery(source, outcome, "", time.Since(start))
-	s.logger.InfoContext(c.Request().Context(), "delivery stored",
-		"request_id", c.Response().Header().Get(echo.HeaderXRequestID),
-		"source", source, "event_id", rc.EventID, "outcome", outcome)
+	c.Set(logAttrsKey, []any{"source", source, "event_id", rc.EventID, "outcome", outcome})
 	return c.JSON(http.StatusOK, ingestReply{EventID: strconv.FormatInt(rc.EventID, 10), Duplicate: rc.Duplicate})
 }
 
