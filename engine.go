@@ -48,6 +48,7 @@ type Engine struct {
 	routeWake   chan struct{}
 	performWake chan struct{}
 	slots       chan struct{} // one token per call in flight
+	unrecorded  chan struct{} // one token per claimed action whose outcome is not yet recorded
 	inflight    sync.WaitGroup
 	decisions   decisionGroups // outcomes waiting to be recorded together
 }
@@ -83,6 +84,7 @@ func NewEngine(p EngineParams) *Engine {
 		routeWake:   make(chan struct{}, 1),
 		performWake: make(chan struct{}, 1),
 		slots:       make(chan struct{}, p.Concurrency),
+		unrecorded:  make(chan struct{}, 4*p.Concurrency),
 	}
 }
 
@@ -100,7 +102,10 @@ func wake(ch chan struct{}) {
 // flight finish within the grace period and hands back the claims it never started.
 func (e *Engine) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
-	loops := []func(context.Context){e.listenLoop, e.routeLoop, e.performLoop, e.recoverLoop}
+	loops := []func(context.Context){e.listenLoop, e.performLoop, e.recoverLoop}
+	for range routers {
+		loops = append(loops, e.routeLoop)
+	}
 	for _, loop := range loops {
 		wg.Add(1)
 		go func() { defer wg.Done(); loop(ctx) }()
@@ -155,8 +160,23 @@ func (e *Engine) listen(ctx context.Context) error {
 	}
 }
 
+// Routing runs in a few loops at once: each event costs a round trip or two, so
+// one loop spends most of its time waiting for the database. A loop that finds a
+// full batch wakes another; events of one resource stay ordered by the resource
+// lock, as they do between processes.
+const (
+	routers    = 2
+	routeBatch = 50
+)
+
 func (e *Engine) routeLoop(ctx context.Context) {
-	e.loop(ctx, e.routeWake, "route", func(ctx context.Context) (int, error) { return e.RouteBatch(ctx, 50) })
+	e.loop(ctx, e.routeWake, "route", func(ctx context.Context) (int, error) {
+		n, err := e.RouteBatch(ctx, routeBatch)
+		if n == routeBatch {
+			wake(e.routeWake)
+		}
+		return n, err
+	})
 }
 
 func (e *Engine) performLoop(ctx context.Context) {

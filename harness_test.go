@@ -116,7 +116,7 @@ type worldOptions struct {
 	keyTTL    time.Duration
 	noEngine  bool
 	lease     time.Duration
-	crmTokens string // the token the CRM accepts; default crmToken
+	crmTokens string                          // the token the CRM accepts; default crmToken
 	crmWrap   func(http.Handler) http.Handler // stands between oncehook and the CRM
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/oncehook/oncehook/db"
@@ -14,17 +15,19 @@ import (
 // calls among them in the same statement, and works on each in its own goroutine.
 // It returns how many it claimed.
 func (e *Engine) performBatch(ctx context.Context) (int, error) {
-	free := cap(e.slots) - len(e.slots)
+	free := e.room()
 	if free == 0 {
-		// Every slot is busy: wait for one to free, then claim for it at once
-		// rather than sleeping until the next notification or poll.
-		select {
-		case e.slots <- struct{}{}:
-			<-e.slots
-		case <-ctx.Done():
-			return 0, nil
+		// Wait for room, then claim for it at once rather than sleeping until the
+		// next notification or poll.
+		for _, ch := range []chan struct{}{e.slots, e.unrecorded} {
+			select {
+			case ch <- struct{}{}:
+				<-ch
+			case <-ctx.Done():
+				return 0, nil
+			}
 		}
-		free = max(cap(e.slots)-len(e.slots), 1)
+		free = max(e.room(), 1)
 	}
 	// One transaction claims and starts the calls. It commits only after its
 	// results were read: a worker that dies before then leaves nothing behind.
@@ -42,13 +45,21 @@ func (e *Engine) performBatch(ctx context.Context) (int, error) {
 	}
 	for _, c := range batch {
 		e.slots <- struct{}{}
+		e.unrecorded <- struct{}{}
+		c.answered = sync.OnceFunc(func() { <-e.slots })
 		e.inflight.Add(1)
 		go func() {
-			defer func() { <-e.slots; e.inflight.Done() }()
+			defer func() { c.answered(); <-e.unrecorded; e.inflight.Done() }()
 			e.work(context.WithoutCancel(ctx), ctx, c)
 		}()
 	}
 	return len(batch), nil
+}
+
+// room is how many more actions this worker can take on now: a free call slot for
+// each, and room among the outcomes waiting to be recorded.
+func (e *Engine) room() int {
+	return min(cap(e.slots)-len(e.slots), cap(e.unrecorded)-len(e.unrecorded))
 }
 
 // claim is one claimed action and what was prepared for it before its call.
@@ -56,6 +67,7 @@ type claim struct {
 	a         db.Action
 	params    json.RawMessage // the stored params with predecessors' results filled in
 	attemptID int64           // the started call; 0 when the action is reconciled or has no destination
+	answered  func()          // frees the call slot once the destination has answered
 }
 
 // claimParams asks for up to n claims, and for the calls the claim itself can
@@ -169,7 +181,7 @@ func (e *Engine) work(callCtx, stopCtx context.Context, c claim) {
 	defer stopRenew()
 	var err error
 	if a.ClaimedFrom == StateUncertain {
-		err = e.reconcile(ctx, a)
+		err = e.reconcile(ctx, c)
 	} else {
 		err = e.call(ctx, c)
 	}
@@ -213,6 +225,7 @@ func (e *Engine) call(ctx context.Context, c claim) error {
 	}
 	start := time.Now()
 	out := dest.Perform(ctx, Call{OperationKey: a.OperationKey, Params: c.params, ActionName: a.Name, BusinessKey: a.BusinessKey})
+	c.answered()
 	e.p.Metrics.Attempt(a.Destination, out.Observed, time.Since(start))
 	e.logger.Debug("destination called", "action_id", a.ID, "destination", a.Destination,
 		"observed", string(out.Observed), "status", out.HTTPStatus)

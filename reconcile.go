@@ -11,7 +11,8 @@ import (
 // reconcile finds out whether an uncertain call took effect before anything is
 // repeated: a lookup where the destination has one, else the destination's memory
 // of the idempotency key, else a person.
-func (e *Engine) reconcile(ctx context.Context, a db.Action) error {
+func (e *Engine) reconcile(ctx context.Context, c claim) error {
+	a := c.a
 	dest, ok := e.p.Destinations[a.Destination]
 	if !ok {
 		return e.record(a, 0, Outcome{Observed: ObsUnknowable, Detail: "destination " + a.Destination + " is not configured"})
@@ -28,6 +29,7 @@ func (e *Engine) reconcile(ctx context.Context, a db.Action) error {
 		return err
 	}
 	r := dest.Lookup(ctx, a.OperationKey)
+	c.answered()
 	out := Outcome{HTTPStatus: r.HTTPStatus, Detail: r.Detail}
 	switch {
 	case r.Unsure && now.After(a.GiveUpAt):

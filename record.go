@@ -33,20 +33,21 @@ func (e *Engine) record(a db.Action, attemptID int64, out Outcome) error {
 }
 
 // commit writes a decision and returns once it is committed. Calls that finish
-// together are recorded together: while one group is being written, the decisions
-// arriving meanwhile queue up and the same writer takes them next, as one group in
-// one transaction (see writeGroup). The writing runs on a context of its own: a
-// call that finished must be recorded even while the process is stopping.
+// together are recorded together: while groups are being written (by at most
+// maxDecisionWriters callers at once), the decisions arriving meanwhile queue up
+// and the next free writer takes them all, as one group in one statement (see
+// writeGroup). The writing runs on a context of its own: a call that finished must
+// be recorded even while the process is stopping.
 func (e *Engine) commit(a db.Action, attemptID int64, out Outcome, d Decision) error {
 	p := &pendingDecision{a: a, attemptID: attemptID, out: storable(out), d: d, done: make(chan error, 1)}
 	g := &e.decisions
 	g.mu.Lock()
 	g.queue = append(g.queue, p)
-	if g.writing { // the writer at work takes it with the next group
+	if g.writers == maxDecisionWriters { // a writer at work takes it with its next group
 		g.mu.Unlock()
 		return <-p.done
 	}
-	g.writing = true
+	g.writers++
 	for len(g.queue) > 0 {
 		n := min(len(g.queue), maxDecisionGroup)
 		group := slices.Clone(g.queue[:n])
@@ -55,7 +56,7 @@ func (e *Engine) commit(a db.Action, attemptID int64, out Outcome, d Decision) e
 		e.writeGroup(group)
 		g.mu.Lock()
 	}
-	g.writing = false
+	g.writers--
 	g.mu.Unlock()
 	return <-p.done
 }
@@ -74,15 +75,20 @@ func storable(out Outcome) Outcome {
 	return out
 }
 
-// maxDecisionGroup bounds the decisions written by one transaction.
-const maxDecisionGroup = 64
+const (
+	// maxDecisionGroup bounds the decisions written by one statement.
+	maxDecisionGroup = 64
+	// maxDecisionWriters is how many groups are written at once, so the next group
+	// is sent while the one before waits for its commit.
+	maxDecisionWriters = 2
+)
 
-// decisionGroups is the queue of decisions waiting to be written, and whether a
-// writer is at work on it.
+// decisionGroups is the queue of decisions waiting to be written, and how many
+// writers are at work on it.
 type decisionGroups struct {
 	mu      sync.Mutex
 	queue   []*pendingDecision
-	writing bool
+	writers int
 }
 
 // pendingDecision is one decision waiting for its group's commit.

@@ -20,6 +20,8 @@ type e2eResult struct {
 	cpu          cpuUse
 	inFlight     float64 // calls the destination was answering, on average while any was
 	maxInFlight  int64
+	routeQueue   float64 // received events waiting for the router, on average
+	dueActions   float64 // actions due and waiting for a performer, on average
 }
 
 func (r e2eResult) rate() float64 { return float64(r.n) / r.elapsed.Seconds() }
@@ -37,6 +39,7 @@ func (b *bench) runE2E(ctx context.Context, url, prefix string, n int, wait time
 	before := b.parties().sample()
 	start := time.Now()
 	stopSampling := b.sampleInFlight(&res)
+	stopBacklog := b.sampleBacklog(ctx, &res)
 	p := newPoster(url, b.o.senders)
 	if _, err := p.postAll(ctx, b.o.senders, n, func(i int) []byte {
 		return eventBody(fmt.Sprintf("evt_%s_%d", prefix, i), fmt.Sprintf("enq_%s_%d", prefix, i), typeRouted)
@@ -68,6 +71,7 @@ func (b *bench) runE2E(ctx context.Context, url, prefix string, n int, wait time
 	}
 	res.cpu = before.to(b.parties().sample())
 	stopSampling()
+	stopBacklog()
 	var last time.Time
 	var confirmed int64
 	if err := b.pg.pool.QueryRow(ctx, `SELECT coalesce(max(updated_at), $1), count(*) FROM actions
@@ -122,10 +126,41 @@ func (b *bench) sampleInFlight(res *e2eResult) (stop func()) {
 	return func() { close(done); <-finished }
 }
 
+// sampleBacklog samples every 100 ms where work waits: events for the router, due
+// actions for a performer (both small sets read along their own indexes), until the
+// returned stop, and leaves the means in res. It says which stage limits the run.
+func (b *bench) sampleBacklog(ctx context.Context, res *e2eResult) (stop func()) {
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		var queued, due, n int64
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				if n > 0 {
+					res.routeQueue, res.dueActions = float64(queued)/float64(n), float64(due)/float64(n)
+				}
+				return
+			case <-t.C:
+				var q, d int64
+				if err := b.pg.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM event_queue),
+					(SELECT count(*) FROM actions WHERE state IN ('pending', 'retrying', 'uncertain')
+					   AND next_attempt_at <= now())`).Scan(&q, &d); err == nil {
+					queued, due, n = queued+q, due+d, n+1
+				}
+			}
+		}
+	}()
+	return func() { close(done); <-finished }
+}
+
 func (r e2eResult) describe(name string) string {
 	s := fmt.Sprintf("%s: %d actions confirmed in %.1f s (POSTs took %.1f s); the destination answered %d create calls "+
-		"and holds %d new records; calls in flight %.1f on average, %d at most",
-		name, r.n, r.elapsed.Seconds(), r.posting.Seconds(), r.creates, r.records, r.inFlight, r.maxInFlight)
+		"and holds %d new records; calls in flight %.1f on average, %d at most; waiting on average: %.0f events for the router, %.0f due actions for a performer",
+		name, r.n, r.elapsed.Seconds(), r.posting.Seconds(), r.creates, r.records, r.inFlight, r.maxInFlight, r.routeQueue, r.dueActions)
 	if len(r.notConfirmed) > 0 {
 		s += fmt.Sprintf("; not confirmed: %v", r.notConfirmed)
 	}
