@@ -19,8 +19,8 @@ import (
 
 // Group commit. A durable commit costs a WAL flush and a round of statements, so one
 // per webhook caps ingest at what the database can commit one by one. Deliveries
-// that arrive together are instead written by one multi-row INSERT in one
-// transaction, and every sender is answered only after that commit.
+// that arrive together are instead written by one multi-row INSERT that commits on
+// its own, and every sender is answered only after that commit.
 const (
 	// defaultBatchSize bounds one statement; 32 concurrent senders fill it.
 	defaultBatchSize = 64
@@ -56,7 +56,7 @@ type batchReply struct {
 	err error
 }
 
-// batcher collects deliveries into batches and writes each batch in one transaction.
+// batcher collects deliveries into batches and writes each batch with one statement.
 type batcher struct {
 	pool   *pgxpool.Pool
 	logger *slog.Logger
@@ -269,7 +269,7 @@ type identity struct{ client, source, id string }
 
 func (r eventRow) identity() identity { return identity{r.client, r.source, r.sourceEventID} }
 
-// writeBatch stores batch in one transaction and returns each delivery's receipt, in
+// writeBatch stores batch with one statement and returns each delivery's receipt, in
 // order. Repeats of one identity are folded into one row first; the row's stored
 // body tells each repeat from a conflict, and conflicting bodies are kept.
 func writeBatch(ctx context.Context, pool *pgxpool.Pool, batch []*pendingDelivery) ([]Receipt, error) {
@@ -312,55 +312,46 @@ func writeBatch(ctx context.Context, pool *pgxpool.Pool, batch []*pendingDeliver
 		p.Deliveries = append(p.Deliveries, f.deliveries)
 		p.Conflicts = append(p.Conflicts, f.differ)
 	}
-	receipts := make([]Receipt, len(batch))
-	err := db.WithTx(ctx, pool, func(q *db.Queries) error {
-		rows, err := q.EventInsertBatch(ctx, p)
-		if err != nil {
-			return fmt.Errorf("insert events: %w", err)
-		}
-		if len(rows) != len(leads) {
-			return fmt.Errorf("insert events: %d rows came back for %d identities", len(rows), len(leads))
-		}
-		stored := make(map[identity]db.EventInsertBatchRow, len(rows))
-		inserted := false
-		for _, row := range rows {
-			stored[identity{row.Client, row.Source, row.SourceEventID}] = row
-			inserted = inserted || row.Inserted
-		}
-		type body struct {
-			event int64
-			sum   string
-		}
-		kept := map[body]bool{} // conflicting bodies already kept by this batch
-		for i, d := range batch {
-			id := d.row.identity()
-			row, ok := stored[id]
-			if !ok {
-				return fmt.Errorf("insert events: no row came back for %s/%s", id.source, id.id)
-			}
-			rc := Receipt{EventID: row.ID, Duplicate: !row.Inserted || folds[id].lead != i,
-				Conflict: !bytes.Equal(row.BodySha256, d.row.sum)}
-			receipts[i] = rc
-			k := body{row.ID, string(d.row.sum)}
-			if !rc.Conflict || kept[k] {
-				continue
-			}
-			kept[k] = true
-			if err := q.EventConflictInsert(ctx, db.EventConflictInsertParams{
-				Client: d.row.client, EventID: row.ID, Body: d.row.body, BodySha256: d.row.sum, Headers: d.row.headers,
-			}); err != nil {
-				return fmt.Errorf("keep conflicting body: %w", err)
-			}
-		}
-		if inserted { // one wake-up for the router per batch
-			if err := q.Notify(ctx, channelEvents); err != nil {
-				return fmt.Errorf("notify router: %w", err)
-			}
-		}
-		return nil
-	})
+	// The statement commits on its own, the routers' wake-up included.
+	q := db.New(pool)
+	rows, err := q.EventInsertBatch(ctx, p)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("insert events: %w", err)
+	}
+	if len(rows) != len(leads) {
+		return nil, fmt.Errorf("insert events: %d rows came back for %d identities", len(rows), len(leads))
+	}
+	stored := make(map[identity]db.EventInsertBatchRow, len(rows))
+	for _, row := range rows {
+		stored[identity{row.Client, row.Source, row.SourceEventID}] = row
+	}
+	type body struct {
+		event int64
+		sum   string
+	}
+	kept := map[body]bool{} // conflicting bodies already kept by this batch
+	receipts := make([]Receipt, len(batch))
+	for i, d := range batch {
+		id := d.row.identity()
+		row, ok := stored[id]
+		if !ok {
+			return nil, fmt.Errorf("insert events: no row came back for %s/%s", id.source, id.id)
+		}
+		rc := Receipt{EventID: row.ID, Duplicate: !row.Inserted || folds[id].lead != i,
+			Conflict: !bytes.Equal(row.BodySha256, d.row.sum)}
+		receipts[i] = rc
+		k := body{row.ID, string(d.row.sum)}
+		if !rc.Conflict || kept[k] {
+			continue
+		}
+		kept[k] = true
+		// A conflicting body is kept before its sender is answered. Should this
+		// fail, the sender's retry finds the conflict again and keeps it then.
+		if err := q.EventConflictInsert(ctx, db.EventConflictInsertParams{
+			Client: d.row.client, EventID: row.ID, Body: d.row.body, BodySha256: d.row.sum, Headers: d.row.headers,
+		}); err != nil {
+			return nil, fmt.Errorf("keep conflicting body: %w", err)
+		}
 	}
 	return receipts, nil
 }

@@ -180,8 +180,13 @@ SET deliveries       = events.deliveries + EXCLUDED.deliveries,
 RETURNING id, client, source, source_event_id, (xmax = 0)::boolean AS inserted, body_sha256
 ), queued AS ( -- new events wait for the router
     INSERT INTO event_queue (client, id) SELECT client, id FROM stored WHERE inserted
+    RETURNING id
+), woken AS (
+    SELECT pg_notify('oncehook_events', '') FROM (SELECT 1 FROM queued LIMIT 1) one
 )
-SELECT id, client, source, source_event_id, inserted, body_sha256 FROM stored
+SELECT id, client, source, source_event_id, inserted, body_sha256,
+       (SELECT count(*) FROM woken)::bigint AS woken
+FROM stored
 `
 
 type EventInsertBatchParams struct {
@@ -206,6 +211,7 @@ type EventInsertBatchRow struct {
 	SourceEventID string
 	Inserted      bool
 	BodySha256    []byte
+	Woken         int64
 }
 
 // Stores a batch of deliveries in one statement, or counts repeats of known ones.
@@ -213,7 +219,8 @@ type EventInsertBatchRow struct {
 // statement cannot update a row twice); deliveries is how many requests it stands
 // for and conflict whether their bodies differed among themselves. The row's stored
 // body_sha256 comes back so the caller can tell each request's repeat from a conflict.
-// New events join the router's queue in the same statement.
+// New events join the router's queue, and the routers are woken (the channel is
+// channelEvents in engine.go), in the same statement: it commits on its own.
 func (q *Queries) EventInsertBatch(ctx context.Context, arg EventInsertBatchParams) ([]EventInsertBatchRow, error) {
 	rows, err := q.db.Query(ctx, eventInsertBatch,
 		arg.Clients,
@@ -243,6 +250,7 @@ func (q *Queries) EventInsertBatch(ctx context.Context, arg EventInsertBatchPara
 			&i.SourceEventID,
 			&i.Inserted,
 			&i.BodySha256,
+			&i.Woken,
 		); err != nil {
 			return nil, err
 		}

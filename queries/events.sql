@@ -4,7 +4,8 @@
 -- statement cannot update a row twice); deliveries is how many requests it stands
 -- for and conflict whether their bodies differed among themselves. The row's stored
 -- body_sha256 comes back so the caller can tell each request's repeat from a conflict.
--- New events join the router's queue in the same statement.
+-- New events join the router's queue, and the routers are woken (the channel is
+-- channelEvents in engine.go), in the same statement: it commits on its own.
 WITH stored AS (
 INSERT INTO events (client, environment, source, source_event_id, type, body, payload,
                     body_sha256, headers, occurred_at, deliveries, conflict)
@@ -24,8 +25,13 @@ SET deliveries       = events.deliveries + EXCLUDED.deliveries,
 RETURNING id, client, source, source_event_id, (xmax = 0)::boolean AS inserted, body_sha256
 ), queued AS ( -- new events wait for the router
     INSERT INTO event_queue (client, id) SELECT client, id FROM stored WHERE inserted
+    RETURNING id
+), woken AS (
+    SELECT pg_notify('oncehook_events', '') FROM (SELECT 1 FROM queued LIMIT 1) one
 )
-SELECT id, client, source, source_event_id, inserted, body_sha256 FROM stored;
+SELECT id, client, source, source_event_id, inserted, body_sha256,
+       (SELECT count(*) FROM woken)::bigint AS woken
+FROM stored;
 
 -- name: EventConflictInsert :exec
 INSERT INTO event_conflicts (client, event_id, body, body_sha256, headers)
