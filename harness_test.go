@@ -42,6 +42,7 @@ const (
 const ledgerConfig = `
 sources:
   - {name: stripe-live, client: acme, provider: stripe, account: acct_1, environment: live, secret_env: STRIPE_SECRET}
+  - {name: stripe-simple, client: acme, provider: stripe, account: acct_2, environment: live, secret_env: STRIPE_SECRET}
 destinations:
   - name: crm
     type: http
@@ -84,6 +85,14 @@ actions:
       subject: {const: Welcome}
       text: {result: open_opportunity}   # the CRM record id, from the step before
     retry: {attempts: 3, within: 1h}
+  - name: log_checkout        # independent: no resource, no predecessor (routed in runs)
+    source: stripe-simple
+    on: [checkout.session.completed]
+    key: [/data/object/metadata/enquiry_id]
+    destination: crm
+    params:
+      enquiry_id: /data/object/metadata/enquiry_id
+      amount: /data/object/amount_total
 `
 
 // Lookup lines for the CRM destination.

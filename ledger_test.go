@@ -2,11 +2,13 @@ package oncehook_test
 
 import (
 	"fmt"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/oncehook/oncehook/sandbox"
+	"github.com/oncehook/oncehook/sender"
 )
 
 // Each test checks the destination's own records: one effect per operation.
@@ -220,3 +222,82 @@ func TestLedgerOrderingAndCancellation(t *testing.T) {
 }
 
 var _ = sandbox.Fault{}
+
+// TestIndependentRulesRoutedInRuns routes events whose rules depend on nothing else
+// (no resource, no predecessor), whose action inserts go to the database together:
+// a repeat of an operation links to the action the first created, different params
+// flag a conflict, and an event whose content the database refuses is set aside
+// without holding up the others.
+func TestIndependentRulesRoutedInRuns(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, worldOptions{noEngine: true})
+	post := func(body string) string {
+		t.Helper()
+		hdr, err := sender.Headers("stripe", stripeSecret, sender.Delivery{Body: []byte(body)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		status, out := w.request("POST", "/hooks/stripe-simple", hdr, []byte(body))
+		if status != http.StatusOK {
+			t.Fatalf("deliver: %d %v", status, out)
+		}
+		return out["event_id"].(string)
+	}
+	event := func(id, enquiry, amount string) string {
+		return fmt.Sprintf(`{"id":%q,"type":"checkout.session.completed","created":1700000000,`+
+			`"data":{"object":{"id":"cs_%s","amount_total":%s,"metadata":{"enquiry_id":%q}}}}`, id, enquiry, amount, enquiry)
+	}
+	first := []string{
+		post(event("evt_r1", "enq_r1", "10")),
+		post(event("evt_r2", "enq_r2", "20")),
+		post(event("evt_r1b", "enq_r1", "10")), // the same operation, the same params
+		post(event("evt_r2b", "enq_r2", "25")), // the same operation, other params
+		post(event("evt_r3", "enq_r3", "30")),
+		post(`{"id":"evt_r4","type":"checkout.session.completed","created":1700000000,"data":{"object":{}}}`), // no key
+	}
+	w.route()
+	wantStatus := []string{"routed", "routed", "routed", "conflict", "routed", "ignored"}
+	for i, id := range first {
+		if got := w.waitEvent(id)["status"]; got != wantStatus[i] {
+			t.Errorf("event %s: status %v, want %s", id, got, wantStatus[i])
+		}
+	}
+	actions := w.actions("log_checkout")
+	if len(actions) != 3 {
+		t.Fatalf("%d actions, want 3 (one per operation): %+v", len(actions), actions)
+	}
+	for _, a := range actions {
+		want := "pending"
+		if a.BusinessKey == "enq_r2" {
+			want = "failed" // a person decides between the two params
+		}
+		if a.State != want {
+			t.Errorf("%s: state %s (%s), want %s", a.BusinessKey, a.State, a.Reason, want)
+		}
+	}
+	if n := w.count(`SELECT count(*) FROM action_events ae JOIN actions a ON a.client = ae.client AND a.id = ae.action_id
+		WHERE a.name = 'log_checkout'`); n != 5 {
+		t.Errorf("%d links, want 5: every event with a key, to its operation's action", n)
+	}
+
+	// A NUL in a param cannot be stored as jsonb: that event is set aside, the
+	// events beside it in the batch are routed.
+	second := []string{
+		post(event("evt_r5", "enq_r5", "50")),
+		post(event("evt_r6", "enq_r6", `"\u0000"`)),
+		post(event("evt_r7", "enq_r7", "70")),
+	}
+	w.route()
+	for i, want := range []string{"routed", "ignored", "routed"} {
+		ev := w.waitEvent(second[i])
+		if ev["status"] != want {
+			t.Errorf("event %s: status %v (%v), want %s", second[i], ev["status"], ev["reason"], want)
+		}
+		if want == "ignored" && !strings.Contains(fmt.Sprint(ev["reason"]), "cannot be stored") {
+			t.Errorf("event %s: reason %v; want it to say the content cannot be stored", second[i], ev["reason"])
+		}
+	}
+	if n := len(w.actions("log_checkout")); n != 5 {
+		t.Errorf("%d actions, want 5", n)
+	}
+}

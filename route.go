@@ -44,6 +44,14 @@ func contentRefused(err error) (*pgconn.PgError, bool) {
 	return nil, false
 }
 
+// refusedOr marks err as errContentRefused when the database refused data.
+func refusedOr(err error) error {
+	if _, refused := contentRefused(err); refused {
+		return fmt.Errorf("%w: %w", errContentRefused, err)
+	}
+	return err
+}
+
 // routeBatch routes one batch. Routing is all-or-nothing for the batch unless
 // careful is set, which costs a savepoint per event: the cheap way is tried first.
 func (e *Engine) routeBatch(ctx context.Context, n int, careful bool) (int, error) {
@@ -67,7 +75,40 @@ func (e *Engine) routeBatch(ctx context.Context, n int, careful bool) (int, erro
 		Statuses: make([]string, 0, len(events)), Reasons: make([]string, 0, len(events)),
 	}
 	created := 0
+	add := func(ev db.Event, r routing) {
+		created += r.created
+		statuses.Clients = append(statuses.Clients, ev.Client)
+		statuses.Ids = append(statuses.Ids, ev.ID)
+		statuses.Statuses = append(statuses.Statuses, r.status)
+		statuses.Reasons = append(statuses.Reasons, r.reason())
+	}
+	// Outside careful mode, runs of events that only ask for independent actions
+	// send their inserts together (routeRun); any other event is routed on its
+	// own, in order.
+	var run []db.Event
+	flush := func() error {
+		if len(run) == 0 {
+			return nil
+		}
+		routed, err := e.routeRun(ctx, q, run)
+		if err != nil {
+			return err
+		}
+		for i, r := range routed {
+			r.links(&links)
+			add(run[i], r)
+		}
+		run = run[:0]
+		return nil
+	}
 	for _, ev := range events {
+		if !careful && e.independent(ev) {
+			run = append(run, ev)
+			continue
+		}
+		if err := flush(); err != nil {
+			return 0, refusedOr(err)
+		}
 		var r routing
 		if careful {
 			r, err = e.routeSetAside(ctx, tx, ev)
@@ -75,23 +116,16 @@ func (e *Engine) routeBatch(ctx context.Context, n int, careful bool) (int, erro
 			r, err = e.routeEvent(ctx, q, ev)
 			r.links(&links)
 		}
-		if _, refused := contentRefused(err); refused {
-			return 0, fmt.Errorf("route event %d: %w: %w", ev.ID, errContentRefused, err)
-		}
 		if err != nil {
-			return 0, fmt.Errorf("route event %d: %w", ev.ID, err)
+			return 0, refusedOr(fmt.Errorf("route event %d: %w", ev.ID, err))
 		}
-		created += r.created
-		statuses.Clients = append(statuses.Clients, ev.Client)
-		statuses.Ids = append(statuses.Ids, ev.ID)
-		statuses.Statuses = append(statuses.Statuses, r.status)
-		statuses.Reasons = append(statuses.Reasons, r.reason())
+		add(ev, r)
+	}
+	if err := flush(); err != nil {
+		return 0, refusedOr(err)
 	}
 	if err := linkEvents(ctx, q, links); err != nil {
-		if _, refused := contentRefused(err); refused {
-			return 0, fmt.Errorf("%w: %w", errContentRefused, err)
-		}
-		return 0, err
+		return 0, refusedOr(err)
 	}
 	if len(events) > 0 {
 		if err := q.EventSetStatuses(ctx, statuses); err != nil {
@@ -184,27 +218,8 @@ func (r *routing) reason() string { return strings.Join(r.reasons, "; ") }
 // routeEvent applies the source's rules to one event: cancellations first, then one
 // action per matching rule, predecessors before their successors.
 func (e *Engine) routeEvent(ctx context.Context, q *db.Queries, ev db.Event) (routing, error) {
-	r := routing{status: EventIgnored}
-	rules := e.rulesFor(ev.Source)
-	if len(rules) == 0 {
-		r.note("no action rule for source %s", ev.Source)
-		return r, nil
-	}
-	if !slices.ContainsFunc(rules, func(rule ActionRule) bool {
-		return slices.Contains(rule.On, ev.Type) || slices.Contains(rule.CancelledBy, ev.Type)
-	}) { // decided without reading the body
-		r.note("no action rule for event type %q", ev.Type)
-		return r, nil
-	}
-	body := ev.Payload
-	if body == nil {
-		body = ev.Body
-	}
-	var doc any
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	if err := dec.Decode(&doc); err != nil {
-		r.note("the body is not a JSON document")
+	rules, doc, r, ok := e.prepare(ev)
+	if !ok {
 		return r, nil
 	}
 	occurred := ev.OccurredAt
@@ -233,17 +248,114 @@ func (e *Engine) routeEvent(ctx context.Context, q *db.Queries, ev db.Event) (ro
 	return r, nil
 }
 
+// prepare reads what routing ev needs: the source's rules and the event's document.
+// ok is false when there is nothing to do, with the reason noted in r.
+func (e *Engine) prepare(ev db.Event) (rules []ActionRule, doc any, r routing, ok bool) {
+	r = routing{status: EventIgnored}
+	rules = e.rulesFor(ev.Source)
+	if len(rules) == 0 {
+		r.note("no action rule for source %s", ev.Source)
+		return nil, nil, r, false
+	}
+	if !slices.ContainsFunc(rules, func(rule ActionRule) bool {
+		return slices.Contains(rule.On, ev.Type) || slices.Contains(rule.CancelledBy, ev.Type)
+	}) { // decided without reading the body
+		r.note("no action rule for event type %q", ev.Type)
+		return nil, nil, r, false
+	}
+	body := ev.Payload
+	if body == nil {
+		body = ev.Body
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	if err := dec.Decode(&doc); err != nil {
+		r.note("the body is not a JSON document")
+		return nil, nil, r, false
+	}
+	return rules, doc, r, true
+}
+
+// independent says whether routing ev only inserts actions that depend on nothing
+// else routed: no rule is cancelled by its type, and no rule it matches waits for a
+// predecessor or checks its resource for staleness (both need the events before it
+// routed first). Such events are routed in runs (routeRun). It reads no body.
+func (e *Engine) independent(ev db.Event) bool {
+	for _, rule := range e.cfg.Actions {
+		if rule.Source != ev.Source {
+			continue
+		}
+		if slices.Contains(rule.CancelledBy, ev.Type) ||
+			slices.Contains(rule.On, ev.Type) && (rule.After != "" || rule.Resource != "") {
+			return false
+		}
+	}
+	return true
+}
+
+// routeRun routes a run of independent events, in order, with their action inserts
+// sent to the database together: one round trip instead of one per action.
+func (e *Engine) routeRun(ctx context.Context, q *db.Queries, run []db.Event) ([]routing, error) {
+	routed := make([]routing, len(run))
+	type pending struct {
+		event int // index in run
+		in    actionIntent
+	}
+	var intents []pending
+	for i, ev := range run {
+		rules, doc, r, ok := e.prepare(ev)
+		routed[i] = r
+		if !ok {
+			continue
+		}
+		matched := false
+		for _, rule := range rules {
+			if !slices.Contains(rule.On, ev.Type) {
+				continue
+			}
+			matched = true
+			parts, ok := keyParts(doc, rule, &routed[i])
+			if !ok {
+				continue
+			}
+			in, err := e.intent(ev, doc, rule, parts, nil, "", ev.OccurredAt)
+			if err != nil {
+				return nil, fmt.Errorf("route event %d: %w", ev.ID, err)
+			}
+			intents = append(intents, pending{i, in})
+		}
+		if !matched {
+			routed[i].note("no action rule for event type %q", ev.Type)
+		}
+	}
+	params := make([]db.ActionInsertParams, len(intents))
+	for i, p := range intents {
+		params[i] = p.in.insert
+	}
+	ids := make([]int64, len(intents))
+	errs := make([]error, len(intents))
+	q.ActionInsert(ctx, params).QueryRow(func(i int, id int64, err error) { ids[i], errs[i] = id, err })
+	for i, p := range intents {
+		if err := errs[i]; err != nil && !db.IsNotFound(err) {
+			// The first failure is the cause; the statements after it only
+			// report the aborted transaction.
+			return nil, fmt.Errorf("route event %d: insert action %s: %w", run[p.event].ID, p.in.rule.Name, err)
+		}
+	}
+	for i, p := range intents {
+		if _, err := e.settle(ctx, q, run[p.event], p.in, ids[i], errs[i], &routed[p.event]); err != nil {
+			return nil, fmt.Errorf("route event %d: %w", run[p.event].ID, err)
+		}
+	}
+	return routed, nil
+}
+
 // routeRule creates (or finds) the action one rule asks for.
 func (e *Engine) routeRule(ctx context.Context, q *db.Queries, ev db.Event, doc any, rule ActionRule,
 	eventTime *time.Time, ids map[string]int64, r *routing) error {
-	parts := make([]string, 0, len(rule.Key))
-	for _, ptr := range rule.Key {
-		v, ok := PointerString(doc, ptr)
-		if !ok || v == "" {
-			r.note("%s: key field %s is missing", rule.Name, ptr)
-			return nil
-		}
-		parts = append(parts, v)
+	parts, ok := keyParts(doc, rule, r)
+	if !ok {
+		return nil
 	}
 	var afterID *int64
 	if rule.After != "" {
@@ -276,56 +388,109 @@ func (e *Engine) routeRule(ctx context.Context, q *db.Queries, ev db.Event, doc 
 			return nil
 		}
 	}
+	in, err := e.intent(ev, doc, rule, parts, afterID, resource, eventTime)
+	if err != nil {
+		return err
+	}
+	var newID int64
+	var insertErr error
+	q.ActionInsert(ctx, []db.ActionInsertParams{in.insert}).QueryRow(func(_ int, id int64, err error) { newID, insertErr = id, err })
+	id, err := e.settle(ctx, q, ev, in, newID, insertErr, r)
+	if err != nil {
+		return err
+	}
+	ids[rule.Name] = id
+	return nil
+}
+
+// keyParts reads the rule's key from the event, noting in r a part that is missing.
+func keyParts(doc any, rule ActionRule, r *routing) ([]string, bool) {
+	parts := make([]string, 0, len(rule.Key))
+	for _, ptr := range rule.Key {
+		v, ok := PointerString(doc, ptr)
+		if !ok || v == "" {
+			r.note("%s: key field %s is missing", rule.Name, ptr)
+			return nil, false
+		}
+		parts = append(parts, v)
+	}
+	return parts, true
+}
+
+// actionIntent is the action one rule of one event asks for, ready to insert.
+type actionIntent struct {
+	rule   ActionRule
+	id     OperationIdentity
+	params json.RawMessage
+	sum    []byte
+	insert db.ActionInsertParams
+}
+
+// intent works out the action rule asks for, with the key parts read from the event.
+func (e *Engine) intent(ev db.Event, doc any, rule ActionRule, parts []string, afterID *int64,
+	resource string, eventTime *time.Time) (actionIntent, error) {
+	occurred := eventTime
+	if rule.OccurredAt != "" {
+		if t, ok := pointerTime(doc, rule.OccurredAt); ok {
+			occurred = &t
+		}
+	}
 	params, err := renderParams(doc, rule.Params)
 	if err != nil {
-		return fmt.Errorf("render params for %s: %w", rule.Name, err)
+		return actionIntent{}, fmt.Errorf("render params for %s: %w", rule.Name, err)
 	}
 	sum := sha256.Sum256(params)
 	id := OperationIdentity{Client: ev.Client, Environment: ev.Environment, Name: rule.Name, KeyParts: parts}
-	keyParts, _ := json.Marshal(parts)
+	keyJSON, _ := json.Marshal(parts)
 	dest, _ := e.cfg.Destination(rule.Destination)
 	owner := rule.Owner
 	if owner == "" {
 		owner = dest.Owner
 	}
-	newID, err := q.ActionInsert(ctx, db.ActionInsertParams{
+	return actionIntent{rule: rule, id: id, params: params, sum: sum[:], insert: db.ActionInsertParams{
 		Client: ev.Client, Environment: ev.Environment, Source: ev.Source, Name: rule.Name,
-		BusinessKey: id.BusinessKey(), KeyParts: keyParts, OperationKey: id.OperationKey(),
+		BusinessKey: id.BusinessKey(), KeyParts: keyJSON, OperationKey: id.OperationKey(),
 		Destination: rule.Destination, Params: params, ParamsSha256: sum[:], AfterID: afterID,
 		Owner: owner, Resource: resource, OccurredAt: occurred,
 		MaxAttempts: int32(rule.Retry.Attempts), WithinSeconds: rule.Retry.Within.Seconds(),
-	})
+	}}, nil
+}
+
+// settle takes the outcome of an action's insert: the new action, or the one that
+// already stands for the operation, flagged as a conflict when this event asks for
+// it with different params. It links the event to the action and returns its id.
+func (e *Engine) settle(ctx context.Context, q *db.Queries, ev db.Event, in actionIntent,
+	newID int64, insertErr error, r *routing) (int64, error) {
 	conflict := false
 	switch {
-	case err == nil:
+	case insertErr == nil:
 		r.created++
-	case db.IsNotFound(err):
+	case db.IsNotFound(insertErr):
 		existing, err := q.ActionGetByOperationKey(ctx, db.ActionGetByOperationKeyParams{
-			Client: ev.Client, OperationKey: id.OperationKey()})
+			Client: ev.Client, OperationKey: in.id.OperationKey()})
 		if err != nil {
-			return fmt.Errorf("find existing action: %w", err)
+			return 0, fmt.Errorf("find existing action: %w", err)
 		}
 		newID = existing.ID
-		if !bytes.Equal(existing.ParamsSha256, sum[:]) {
+		if !bytes.Equal(existing.ParamsSha256, in.sum) {
 			conflict = true
 			if err := e.flagConflict(ctx, q, ev, existing); err != nil {
-				return err
+				return 0, err
 			}
 		}
 	default:
-		return fmt.Errorf("insert action %s: %w", rule.Name, err)
+		return 0, fmt.Errorf("insert action %s: %w", in.rule.Name, insertErr)
 	}
-	ids[rule.Name] = newID
 	r.linked = append(r.linked, actionLink{client: ev.Client, actionID: newID, eventID: ev.ID,
-		params: params, sum: sum[:], conflict: conflict})
+		params: in.params, sum: in.sum, conflict: conflict})
 	switch {
 	case conflict:
 		r.status = EventConflict
-		r.note("%s: asks for operation %s with different params", rule.Name, id.BusinessKey())
+		r.note("%s: asks for operation %s with different params", in.rule.Name, in.id.BusinessKey())
 	case r.status != EventConflict:
 		r.status = EventRouted
 	}
-	return nil
+	return newID, nil
 }
 
 // flagConflict puts an operation that a new event asked for with different params

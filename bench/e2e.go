@@ -101,60 +101,57 @@ func (b *bench) runE2E(ctx context.Context, url, prefix string, n int, wait time
 // sampleInFlight samples every 10 ms how many calls the destination is answering,
 // until the returned stop, and leaves the mean (over busy samples) and max in res.
 func (b *bench) sampleInFlight(res *e2eResult) (stop func()) {
-	done := make(chan struct{})
-	finished := make(chan struct{})
-	go func() {
-		defer close(finished)
-		var sum, busy int64
-		t := time.NewTicker(10 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				if busy > 0 {
-					res.inFlight = float64(sum) / float64(busy)
-				}
-				return
-			case <-t.C:
-				if n := b.dest.inFlight.Load(); n > 0 {
-					sum, busy = sum+n, busy+1
-					res.maxInFlight = max(res.maxInFlight, n)
-				}
-			}
+	var sum, busy int64
+	return every(10*time.Millisecond, func() {
+		if n := b.dest.inFlight.Load(); n > 0 {
+			sum, busy = sum+n, busy+1
+			res.maxInFlight = max(res.maxInFlight, n)
 		}
-	}()
-	return func() { close(done); <-finished }
+	}, func() {
+		if busy > 0 {
+			res.inFlight = float64(sum) / float64(busy)
+		}
+	})
 }
 
 // sampleBacklog samples every 100 ms where work waits: events for the router, due
 // actions for a performer (both small sets read along their own indexes), until the
 // returned stop, and leaves the means in res. It says which stage limits the run.
 func (b *bench) sampleBacklog(ctx context.Context, res *e2eResult) (stop func()) {
-	done := make(chan struct{})
+	var queued, due, n int64
+	return every(100*time.Millisecond, func() {
+		var q, d int64
+		if err := b.pg.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM event_queue),
+			(SELECT count(*) FROM actions WHERE state IN ('pending', 'retrying', 'uncertain')
+			   AND next_attempt_at <= now())`).Scan(&q, &d); err == nil {
+			queued, due, n = queued+q, due+d, n+1
+		}
+	}, func() {
+		if n > 0 {
+			res.routeQueue, res.dueActions = float64(queued)/float64(n), float64(due)/float64(n)
+		}
+	})
+}
+
+// every runs tick at each interval until the returned stop, then done, once.
+func every(interval time.Duration, tick, done func()) (stop func()) {
+	quit := make(chan struct{})
 	finished := make(chan struct{})
 	go func() {
 		defer close(finished)
-		var queued, due, n int64
-		t := time.NewTicker(100 * time.Millisecond)
+		t := time.NewTicker(interval)
 		defer t.Stop()
 		for {
 			select {
-			case <-done:
-				if n > 0 {
-					res.routeQueue, res.dueActions = float64(queued)/float64(n), float64(due)/float64(n)
-				}
+			case <-quit:
+				done()
 				return
 			case <-t.C:
-				var q, d int64
-				if err := b.pg.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM event_queue),
-					(SELECT count(*) FROM actions WHERE state IN ('pending', 'retrying', 'uncertain')
-					   AND next_attempt_at <= now())`).Scan(&q, &d); err == nil {
-					queued, due, n = queued+q, due+d, n+1
-				}
+				tick()
 			}
 		}
 	}()
-	return func() { close(done); <-finished }
+	return func() { close(quit); <-finished }
 }
 
 func (r e2eResult) describe(name string) string {

@@ -1,4 +1,4 @@
--- name: ActionInsert :one
+-- name: ActionInsert :batchone
 -- Creates the action for an operation identity unless it exists. A successor waits
 -- (next_attempt_at far in the future) until its predecessor is confirmed; an action for a
 -- disconnected destination starts held.
