@@ -186,11 +186,14 @@ func (r *Review) act(ctx context.Context, actor Actor, id int64, act string,
 	return out, err
 }
 
+// refusal says why act cannot be done now, and who last did it: a retry that lost
+// a race finds the action already claimed by a worker, and the person should still
+// learn who retried it.
 func (r *Review) refusal(ctx context.Context, q *db.Queries, a db.Action, act string) error {
-	if a.State == StateProcessing {
-		return Errorf(ECONFLICT, "A worker is performing this action right now; wait for its outcome.")
-	}
 	msg := fmt.Sprintf("Cannot %s an action that is %s.", act, a.State)
+	if a.State == StateProcessing {
+		msg = "A worker is performing this action right now; wait for its outcome."
+	}
 	if last, err := q.AuditLatest(ctx, db.AuditLatestParams{Client: a.Client, ActionID: a.ID, Act: act}); err == nil {
 		msg += fmt.Sprintf(" %s already did it at %s.", last.Actor, last.At.UTC().Format("2006-01-02 15:04:05 UTC"))
 	}
