@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oncehook/oncehook"
+	"github.com/oncehook/oncehook/db"
 	"github.com/oncehook/oncehook/sandbox"
 )
 
@@ -358,16 +360,17 @@ func TestReplayAfterDestinationForgotKey(t *testing.T) {
 }
 
 // TestUnstorableReplyStillConfirms: a CRM whose reply carries a NUL in the record id
-// and a \u0000 escape (which jsonb refuses) still had its effect, so the action is
-// confirmed with what can be kept, and the other calls recorded with it in the same
-// group are not held up.
+// and a \u0000 escape (which jsonb refuses), or a lone UTF-16 surrogate escape (which
+// jsonb refuses too), still had its effect, so the action is confirmed with what can
+// be kept, and the other calls recorded with it in the same group are not held up.
 func TestUnstorableReplyStillConfirms(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, worldOptions{crmWrap: func(crm http.Handler) http.Handler {
 		return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 			body, _ := io.ReadAll(r.Body)
 			r.Body = io.NopCloser(bytes.NewReader(body))
-			if r.Method != http.MethodPost || !bytes.Contains(body, []byte("enq_nul")) {
+			nul, surrogate := bytes.Contains(body, []byte("enq_nul")), bytes.Contains(body, []byte("enq_sur"))
+			if r.Method != http.MethodPost || !nul && !surrogate {
 				crm.ServeHTTP(rw, r)
 				return
 			}
@@ -377,14 +380,19 @@ func TestUnstorableReplyStillConfirms(t *testing.T) {
 			if err := json.Unmarshal(rec.Body.Bytes(), &reply); err != nil {
 				t.Errorf("CRM reply: %v", err)
 			}
-			reply["id"] = fmt.Sprint(reply["id"]) + "\x00nul"
-			reply["note"] = "\x00"
+			if nul {
+				reply["id"] = fmt.Sprint(reply["id"]) + "\x00nul"
+				reply["note"] = "\x00"
+			} else {
+				reply["note"] = "SURROGATE"
+			}
+			out, _ := json.Marshal(reply) // encodes the NULs as \u0000
 			rw.Header().Set("Content-Type", "application/json")
 			rw.WriteHeader(rec.Code)
-			_ = json.NewEncoder(rw).Encode(reply) // encodes the NULs as \u0000
+			_, _ = rw.Write(bytes.ReplaceAll(out, []byte("SURROGATE"), []byte(`\ud800`))) // as JavaScript writes a broken string
 		})
 	}})
-	enquiries := []string{"enq_a", "enq_nul", "enq_b", "enq_c"}
+	enquiries := []string{"enq_a", "enq_nul", "enq_b", "enq_sur", "enq_c"}
 	var wg sync.WaitGroup
 	for _, enq := range enquiries {
 		wg.Add(1)
@@ -403,8 +411,93 @@ func TestUnstorableReplyStillConfirms(t *testing.T) {
 	if n := len(w.crm.Records()); n != len(enquiries) {
 		t.Errorf("CRM holds %d records, want %d: one call per operation", n, len(enquiries))
 	}
+	var note string
+	if err := w.pool.QueryRow(context.Background(), `SELECT coalesce(result->>'note', '') FROM actions
+		WHERE name = 'open_opportunity' AND business_key = 'enq_sur'`).Scan(&note); err != nil {
+		t.Fatal(err)
+	}
+	if note != "\uFFFD" {
+		t.Errorf("the reply with a lone surrogate was kept as %q; want the rest of it, the surrogate replaced", note)
+	}
 	if n := w.count(`SELECT count(*) FROM attempts t JOIN actions a ON a.client = t.client AND a.id = t.action_id
 		WHERE a.name = 'open_opportunity' AND t.kind = 'call'`); n != len(enquiries) {
 		t.Errorf("%d call attempts, want %d", n, len(enquiries))
+	}
+}
+
+// TestRecordingNeedsTheClaimsOwnToken: a worker whose outcome statement is retried
+// after its reply was lost (the statement had committed) must not record that old
+// outcome over a newer claim of the same action by the same worker: each claim has a
+// token, and recording and lease renewal need the claim's own.
+func TestRecordingNeedsTheClaimsOwnToken(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, worldOptions{noEngine: true})
+	w.deliver(checkout{eventID: "evt_tok", enquiry: "enq_tok"})
+	w.route()
+	ctx := context.Background()
+	q := db.New(w.pool)
+	claim := func() db.ActionClaimRow {
+		t.Helper()
+		rows, err := q.ActionClaim(ctx, db.ActionClaimParams{MaxActions: 1, Worker: "w1", LeaseSeconds: 60,
+			Callable: []string{"crm"}, FillNames: []string{}})
+		if err != nil || len(rows) != 1 {
+			t.Fatalf("claim: %v %v", rows, err)
+		}
+		return rows[0]
+	}
+	record := func(c db.ActionClaimRow, token int64) int {
+		t.Helper()
+		rows, err := q.ActionRecordBatch(ctx, db.ActionRecordBatchParams{Worker: "w1",
+			Clients: []string{c.Client}, Ids: []int64{c.ID}, AttemptIds: []int64{c.AttemptID},
+			Observed: []string{"5xx"}, HttpStatuses: []int32{503}, Errors: []string{"busy"},
+			States: []string{oncehook.StateRetrying}, Reasons: []string{"503"}, NextAttemptAts: []time.Time{time.Now().Add(-time.Second)},
+			ExternalRefs: []string{""}, Results: []string{""}, Owners: []string{""}, LeaseTokens: []int64{token}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(rows)
+	}
+	first := claim()
+	if n := record(first, first.LeaseToken); n != 1 {
+		t.Fatalf("the claim's own outcome: %d recorded, want 1", n)
+	}
+	second := claim() // the same worker claims the action again
+	if second.ID != first.ID || second.LeaseToken == first.LeaseToken {
+		t.Fatalf("second claim %d token %d; want action %d with a new token (was %d)", second.ID, second.LeaseToken, first.ID, first.LeaseToken)
+	}
+	if n := record(first, first.LeaseToken); n != 0 { // the retried statement of the first claim
+		t.Errorf("the first claim's outcome, replayed: %d recorded, want 0", n)
+	}
+	if state := w.count(`SELECT count(*) FROM actions WHERE id = $1 AND state = 'processing' AND lease_owner = 'w1'`, first.ID); state != 1 {
+		t.Errorf("the second claim lost its lease to the replay")
+	}
+	for token, want := range map[int64]int64{first.LeaseToken: 0, second.LeaseToken: 1} {
+		n, err := q.ActionRenewLease(ctx, db.ActionRenewLeaseParams{Client: first.Client, ID: first.ID,
+			Worker: ptr("w1"), LeaseSeconds: 60, LeaseToken: token})
+		if err != nil || n != want {
+			t.Errorf("renew with token %d: %d renewed (%v), want %d", token, n, err, want)
+		}
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// TestHeldAfterReconnectIsReleased: a router that read the destination as
+// disconnected creates its action held; if its transaction commits only after an
+// admin's reconnect released the held actions, recovery releases this one too, and
+// it is performed once.
+func TestHeldAfterReconnectIsReleased(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, worldOptions{})
+	w.crm.SetToken("rotated-token")
+	w.deliver(checkout{eventID: "evt_hr", enquiry: "enq_hr"})
+	w.waitFor("open_opportunity", "enq_hr", "held")
+	// The reconnect lands between the router's read and its commit: the destination
+	// is connected, the action it created stays held.
+	w.crm.SetToken(crmToken)
+	w.exec(`UPDATE destinations SET status = 'connected' WHERE name = 'crm'`)
+	a := w.waitFor("open_opportunity", "enq_hr", "confirmed")
+	if n := w.crm.CountByRef(a.OperationKey); n != 1 {
+		t.Errorf("the CRM holds %d records for the key, want 1", n)
 	}
 }

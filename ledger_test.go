@@ -1,12 +1,16 @@
 package oncehook_test
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/oncehook/oncehook"
 	"github.com/oncehook/oncehook/sandbox"
 	"github.com/oncehook/oncehook/sender"
 )
@@ -299,5 +303,80 @@ func TestIndependentRulesRoutedInRuns(t *testing.T) {
 	}
 	if n := len(w.actions("log_checkout")); n != 5 {
 		t.Errorf("%d actions, want 5", n)
+	}
+}
+
+// TestEventStoredByAnOlderReleaseIsRouted: during a rolling deploy a process of the
+// release before event_queue still stores deliveries with a plain INSERT; the
+// trigger on events queues them, so the router routes them too.
+func TestEventStoredByAnOlderReleaseIsRouted(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, worldOptions{noEngine: true})
+	body := checkout{eventID: "evt_old", enquiry: "enq_old"}.body()
+	w.exec(`INSERT INTO events (client, environment, source, source_event_id, type, body, body_sha256)
+		VALUES ('acme', 'live', 'stripe-live', 'evt_old', 'checkout.session.completed', $1, sha256($1))`, body)
+	if n := w.count(`SELECT count(*) FROM event_queue`); n != 1 {
+		t.Fatalf("%d queued events, want the one stored", n)
+	}
+	w.route()
+	if n := w.count(`SELECT count(*) FROM events WHERE source_event_id = 'evt_old' AND status = 'routed'`); n != 1 {
+		t.Errorf("the event stored the old way was not routed")
+	}
+	if a := w.actions("open_opportunity"); len(a) != 1 || a[0].BusinessKey != "enq_old" {
+		t.Errorf("actions %+v; want the one the event asked for", a)
+	}
+	if n := w.count(`SELECT count(*) FROM event_queue`); n != 0 {
+		t.Errorf("%d events still queued after routing", n)
+	}
+}
+
+// TestEventRoutedByAnOlderRouterIsNotRoutedAgain: during a rolling deploy a router of
+// the release before event_queue claims by status and routes an event while this
+// release's router claims the same event from the queue. This router waits for the
+// other's transaction, sees the event routed, and leaves it alone.
+func TestEventRoutedByAnOlderRouterIsNotRoutedAgain(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, worldOptions{noEngine: true})
+	id := w.deliver(checkout{eventID: "evt_both", enquiry: "enq_both"})["event_id"].(string)
+	ctx := context.Background()
+	old, err := w.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old.Rollback(ctx) //nolint:errcheck // after commit: nothing to do
+	if _, err := old.Exec(ctx, `SELECT id FROM events WHERE status = 'received' FOR UPDATE SKIP LOCKED`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := old.Exec(ctx, `UPDATE events SET status = 'ignored', reason = 'routed by the older release' WHERE id = $1`, id); err != nil {
+		t.Fatal(err)
+	}
+	routed := make(chan error, 1)
+	go func() {
+		eng := oncehook.NewEngine(oncehook.EngineParams{Pool: w.pool, Config: w.cfg,
+			Logger: slog.New(slog.NewTextHandler(w.logs, nil))})
+		_, err := eng.RouteBatch(ctx, 100)
+		routed <- err
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for w.count(`SELECT count(*) FROM pg_locks WHERE locktype = 'transactionid' AND NOT granted`) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the router never waited for the older router's lock")
+		}
+		time.Sleep(10 * time.Millisecond) // poll interval
+	}
+	if err := old.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-routed; err != nil {
+		t.Fatal(err)
+	}
+	if got := w.waitEvent(id); got["status"] != "ignored" || got["reason"] != "routed by the older release" {
+		t.Errorf("event %v; want the older router's outcome kept", got)
+	}
+	if a := w.actions("open_opportunity"); len(a) != 0 {
+		t.Errorf("actions %+v; want none: the older router decided this event", a)
+	}
+	if n := w.count(`SELECT count(*) FROM event_queue`); n != 0 {
+		t.Errorf("%d events still queued", n)
 	}
 }

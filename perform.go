@@ -30,7 +30,16 @@ func (e *Engine) performBatch(ctx context.Context) (int, error) {
 		free = max(e.room(), 1)
 	}
 	// One transaction claims and starts the calls. It commits only after its
-	// results were read: a worker that dies before then leaves nothing behind.
+	// results were read: a worker that dies before then leaves nothing behind. It
+	// runs to its end even when the process starts stopping meanwhile, so that a
+	// commit is never cut off after the server made it (its calls are then made,
+	// within the grace period).
+	if ctx.Err() != nil {
+		return 0, nil
+	}
+	stopCtx := ctx
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+	defer cancel()
 	var batch []claim
 	err := db.WithTx(ctx, e.pool, func(q *db.Queries) error {
 		rows, err := q.ActionClaim(ctx, e.claimParams(free))
@@ -50,7 +59,7 @@ func (e *Engine) performBatch(ctx context.Context) (int, error) {
 		e.inflight.Add(1)
 		go func() {
 			defer func() { c.answered(); <-e.unrecorded; e.inflight.Done() }()
-			e.work(context.WithoutCancel(ctx), ctx, c)
+			e.work(context.WithoutCancel(ctx), stopCtx, c)
 		}()
 	}
 	return len(batch), nil
@@ -206,6 +215,7 @@ func (e *Engine) renewLease(ctx context.Context, a db.Action) (stop func()) {
 				q := db.New(e.pool)
 				if _, err := q.ActionRenewLease(ctx, db.ActionRenewLeaseParams{
 					Client: a.Client, ID: a.ID, Worker: &e.p.Worker, LeaseSeconds: e.leaseFor(a.Destination),
+					LeaseToken: a.LeaseToken,
 				}); err != nil && ctx.Err() == nil {
 					e.logger.Debug("renew lease", "action_id", a.ID, "err", err)
 				}
@@ -239,6 +249,7 @@ func (e *Engine) startLookup(ctx context.Context, a db.Action) (int64, error) {
 	err := db.WithTx(ctx, e.pool, func(q *db.Queries) error {
 		held, err := q.ActionRenewLease(ctx, db.ActionRenewLeaseParams{
 			Client: a.Client, ID: a.ID, Worker: &e.p.Worker, LeaseSeconds: e.leaseFor(a.Destination),
+			LeaseToken: a.LeaseToken,
 		})
 		if err != nil {
 			return fmt.Errorf("renew lease: %w", err)

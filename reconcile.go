@@ -75,8 +75,9 @@ func reconcileWithoutLookup(a db.Action, caps Capabilities, now time.Time) Outco
 }
 
 // RecoverLeases sweeps expired leases, per the decision table: a claim that never
-// started a call is pending again; a started call becomes uncertain. Safe to run in
-// every process at once. It returns how many actions it recovered.
+// started a call is pending again; a started call becomes uncertain. It also
+// releases held actions whose destination is connected (ActionReleaseStrayHeld).
+// Safe to run in every process at once. It returns how many leases it recovered.
 func (e *Engine) RecoverLeases(ctx context.Context) (int, error) {
 	var n int
 	err := db.WithTx(ctx, e.pool, func(q *db.Queries) error {
@@ -98,7 +99,14 @@ func (e *Engine) RecoverLeases(ctx context.Context) (int, error) {
 				return err
 			}
 		}
-		if n > 0 {
+		released, err := q.ActionReleaseStrayHeld(ctx)
+		if err != nil {
+			return fmt.Errorf("release held actions of connected destinations: %w", err)
+		}
+		if len(released) > 0 {
+			e.logger.Info("released held actions of connected destinations", "actions", len(released))
+		}
+		if n+len(released) > 0 {
 			return q.Notify(ctx, channelActions)
 		}
 		return nil

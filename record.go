@@ -3,12 +3,12 @@ package oncehook
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/oncehook/oncehook/db"
 )
@@ -39,6 +39,7 @@ func (e *Engine) record(a db.Action, attemptID int64, out Outcome) error {
 // writeGroup). The writing runs on a context of its own: a call that finished must
 // be recorded even while the process is stopping.
 func (e *Engine) commit(a db.Action, attemptID int64, out Outcome, d Decision) error {
+	d.Reason = storableText(d.Reason)
 	p := &pendingDecision{a: a, attemptID: attemptID, out: storable(out), d: d, done: make(chan error, 1)}
 	g := &e.decisions
 	g.mu.Lock()
@@ -62,17 +63,39 @@ func (e *Engine) commit(a db.Action, attemptID int64, out Outcome, d Decision) e
 }
 
 // storable keeps what a destination said within what Postgres stores: text without
-// NUL bytes or invalid UTF-8, and a reply document without the \u0000 escape that
-// jsonb refuses (it is then not kept, and the detail says so). Otherwise an outcome
-// the destination really produced could never be recorded.
+// NUL bytes or invalid UTF-8, and a reply document re-encoded (a lone UTF-16
+// surrogate escape becomes U+FFFD) and without the \u0000 escape that jsonb refuses
+// (it is then not kept, and the detail says so). Otherwise an outcome the
+// destination really produced could never be recorded.
 func storable(out Outcome) Outcome {
-	clean := func(s string) string { return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "") }
-	out.ExternalRef, out.Detail = clean(out.ExternalRef), clean(out.Detail)
-	if len(out.Result) > 0 && (!utf8.Valid(out.Result) || bytes.Contains(out.Result, []byte(`\u0000`))) {
-		out.Result = nil
-		out.Detail = strings.TrimPrefix(out.Detail+"; the reply document was not kept: it holds text the database cannot store", "; ")
+	out.ExternalRef, out.Detail = storableText(out.ExternalRef), storableText(out.Detail)
+	if len(out.Result) == 0 {
+		return out
 	}
+	var doc any
+	dec := json.NewDecoder(bytes.NewReader(out.Result))
+	dec.UseNumber() // numbers stay exactly as the destination wrote them
+	clean, err := []byte(nil), dec.Decode(&doc)
+	if err == nil {
+		clean, err = json.Marshal(doc)
+	}
+	if err != nil || bytes.Contains(clean, []byte(`\u0000`)) {
+		return withoutResult(out)
+	}
+	out.Result = clean
 	return out
+}
+
+// withoutResult drops the reply document of an outcome, saying so in its detail.
+func withoutResult(out Outcome) Outcome {
+	out.Result = nil
+	out.Detail = strings.TrimPrefix(out.Detail+"; the reply document was not kept: it holds text the database cannot store", "; ")
+	return out
+}
+
+// storableText is s without NUL bytes and with invalid UTF-8 replaced.
+func storableText(s string) string {
+	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "")
 }
 
 const (
@@ -130,6 +153,13 @@ func (e *Engine) writeGroup(group []*pendingDecision) {
 		}
 		return
 	}
+	if _, refused := contentRefused(err); refused && len(group) == 1 && group[0].out.Result != nil {
+		// The database refuses something in the reply document: the outcome
+		// still counts, so it is recorded without it.
+		group[0].out = withoutResult(group[0].out)
+		e.writeGroup(group)
+		return
+	}
 	for _, p := range group {
 		switch {
 		case err != nil:
@@ -169,6 +199,7 @@ func (e *Engine) writeDecisions(ctx context.Context, q *db.Queries, group []*pen
 		rec.ExternalRefs = append(rec.ExternalRefs, p.out.ExternalRef)
 		rec.Results = append(rec.Results, string(p.out.Result))
 		rec.Owners = append(rec.Owners, p.d.Owner)
+		rec.LeaseTokens = append(rec.LeaseTokens, p.a.LeaseToken)
 	}
 	rows, err := q.ActionRecordBatch(ctx, rec)
 	if err != nil {

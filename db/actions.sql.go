@@ -16,7 +16,7 @@ import (
 const actionAssign = `-- name: ActionAssign :one
 UPDATE actions SET owner = $1, updated_at = now()
 WHERE client = $2 AND id = $3
-RETURNING id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at
+RETURNING id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token
 `
 
 type ActionAssignParams struct {
@@ -59,6 +59,7 @@ func (q *Queries) ActionAssign(ctx context.Context, arg ActionAssignParams) (Act
 		&i.Result,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.LeaseToken,
 	)
 	return i, err
 }
@@ -157,6 +158,7 @@ WITH due AS (
 ), claimed AS (
     UPDATE actions a
     SET state = 'processing', claimed_from = due.state, lease_owner = $4::text,
+        lease_token = a.lease_token + 1,
         lease_expires_at = now() + make_interval(secs => $5::double precision),
         attempts = a.attempts + CASE WHEN due.starts THEN 1 ELSE 0 END,
         first_attempt_at = CASE WHEN due.starts THEN coalesce(a.first_attempt_at, now()) ELSE a.first_attempt_at END,
@@ -164,13 +166,13 @@ WITH due AS (
         updated_at = now()
     FROM due
     WHERE a.client = due.client AND a.id = due.id
-    RETURNING a.id, a.client, a.environment, a.source, a.name, a.business_key, a.key_parts, a.operation_key, a.destination, a.params, a.params_sha256, a.state, a.reason, a.owner, a.after_id, a.resource, a.occurred_at, a.attempts, a.max_attempts, a.give_up_at, a.next_attempt_at, a.first_attempt_at, a.last_attempt_at, a.lease_owner, a.claimed_from, a.lease_expires_at, a.external_ref, a.result, a.created_at, a.updated_at, due.starts
+    RETURNING a.id, a.client, a.environment, a.source, a.name, a.business_key, a.key_parts, a.operation_key, a.destination, a.params, a.params_sha256, a.state, a.reason, a.owner, a.after_id, a.resource, a.occurred_at, a.attempts, a.max_attempts, a.give_up_at, a.next_attempt_at, a.first_attempt_at, a.last_attempt_at, a.lease_owner, a.claimed_from, a.lease_expires_at, a.external_ref, a.result, a.created_at, a.updated_at, a.lease_token, due.starts
 ), attempt AS (
     INSERT INTO attempts (client, action_id, kind, operation_key, worker)
     SELECT c.client, c.id, 'call', c.operation_key, $4::text FROM claimed c WHERE c.starts
     RETURNING client, id, action_id
 )
-SELECT c.id, c.client, c.environment, c.source, c.name, c.business_key, c.key_parts, c.operation_key, c.destination, c.params, c.params_sha256, c.state, c.reason, c.owner, c.after_id, c.resource, c.occurred_at, c.attempts, c.max_attempts, c.give_up_at, c.next_attempt_at, c.first_attempt_at, c.last_attempt_at, c.lease_owner, c.claimed_from, c.lease_expires_at, c.external_ref, c.result, c.created_at, c.updated_at, c.starts, coalesce(t.id, 0)::bigint AS attempt_id
+SELECT c.id, c.client, c.environment, c.source, c.name, c.business_key, c.key_parts, c.operation_key, c.destination, c.params, c.params_sha256, c.state, c.reason, c.owner, c.after_id, c.resource, c.occurred_at, c.attempts, c.max_attempts, c.give_up_at, c.next_attempt_at, c.first_attempt_at, c.last_attempt_at, c.lease_owner, c.claimed_from, c.lease_expires_at, c.external_ref, c.result, c.created_at, c.updated_at, c.lease_token, c.starts, coalesce(t.id, 0)::bigint AS attempt_id
 FROM claimed c LEFT JOIN attempt t ON t.client = c.client AND t.action_id = c.id
 `
 
@@ -213,6 +215,7 @@ type ActionClaimRow struct {
 	Result         json.RawMessage
 	CreatedAt      time.Time
 	UpdatedAt      time.Time
+	LeaseToken     int64
 	Starts         pgtype.Bool
 	AttemptID      int64
 }
@@ -269,6 +272,7 @@ func (q *Queries) ActionClaim(ctx context.Context, arg ActionClaimParams) ([]Act
 			&i.Result,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.LeaseToken,
 			&i.Starts,
 			&i.AttemptID,
 		); err != nil {
@@ -289,7 +293,7 @@ SET state = $1, reason = $2,
     next_attempt_at = now(), updated_at = now()
 WHERE client = $4 AND id = $5
   AND state IN ('pending', 'retrying', 'held', 'uncertain', 'failed')
-RETURNING id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at
+RETURNING id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token
 `
 
 type ActionCloseParams struct {
@@ -341,6 +345,7 @@ func (q *Queries) ActionClose(ctx context.Context, arg ActionCloseParams) (Actio
 		&i.Result,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.LeaseToken,
 	)
 	return i, err
 }
@@ -509,7 +514,7 @@ func (q *Queries) ActionFailConflict(ctx context.Context, arg ActionFailConflict
 }
 
 const actionGet = `-- name: ActionGet :one
-SELECT id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at FROM actions WHERE id = $1
+SELECT id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token FROM actions WHERE id = $1
 `
 
 func (q *Queries) ActionGet(ctx context.Context, id int64) (Action, error) {
@@ -546,12 +551,13 @@ func (q *Queries) ActionGet(ctx context.Context, id int64) (Action, error) {
 		&i.Result,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.LeaseToken,
 	)
 	return i, err
 }
 
 const actionGetByOperationKey = `-- name: ActionGetByOperationKey :one
-SELECT id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at FROM actions WHERE client = $1 AND operation_key = $2
+SELECT id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token FROM actions WHERE client = $1 AND operation_key = $2
 `
 
 type ActionGetByOperationKeyParams struct {
@@ -593,6 +599,7 @@ func (q *Queries) ActionGetByOperationKey(ctx context.Context, arg ActionGetByOp
 		&i.Result,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.LeaseToken,
 	)
 	return i, err
 }
@@ -630,7 +637,7 @@ func (q *Queries) ActionHoldDestination(ctx context.Context, arg ActionHoldDesti
 }
 
 const actionList = `-- name: ActionList :many
-SELECT id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at FROM actions a
+SELECT id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token FROM actions a
 WHERE (a.client, a.id) IN (
     SELECT p.client, p.id
     FROM unnest(CASE WHEN cardinality($1::text[]) = 0
@@ -726,6 +733,7 @@ func (q *Queries) ActionList(ctx context.Context, arg ActionListParams) ([]Actio
 			&i.Result,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.LeaseToken,
 		); err != nil {
 			return nil, err
 		}
@@ -738,7 +746,7 @@ func (q *Queries) ActionList(ctx context.Context, arg ActionListParams) ([]Actio
 }
 
 const actionListByEvent = `-- name: ActionListByEvent :many
-SELECT a.id, a.client, a.environment, a.source, a.name, a.business_key, a.key_parts, a.operation_key, a.destination, a.params, a.params_sha256, a.state, a.reason, a.owner, a.after_id, a.resource, a.occurred_at, a.attempts, a.max_attempts, a.give_up_at, a.next_attempt_at, a.first_attempt_at, a.last_attempt_at, a.lease_owner, a.claimed_from, a.lease_expires_at, a.external_ref, a.result, a.created_at, a.updated_at FROM action_events ae
+SELECT a.id, a.client, a.environment, a.source, a.name, a.business_key, a.key_parts, a.operation_key, a.destination, a.params, a.params_sha256, a.state, a.reason, a.owner, a.after_id, a.resource, a.occurred_at, a.attempts, a.max_attempts, a.give_up_at, a.next_attempt_at, a.first_attempt_at, a.last_attempt_at, a.lease_owner, a.claimed_from, a.lease_expires_at, a.external_ref, a.result, a.created_at, a.updated_at, a.lease_token FROM action_events ae
 JOIN actions a ON a.client = ae.client AND a.id = ae.action_id
 WHERE ae.client = $1 AND ae.event_id = $2
 ORDER BY a.id
@@ -789,6 +797,7 @@ func (q *Queries) ActionListByEvent(ctx context.Context, arg ActionListByEventPa
 			&i.Result,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.LeaseToken,
 		); err != nil {
 			return nil, err
 		}
@@ -804,7 +813,7 @@ const actionManualReconcile = `-- name: ActionManualReconcile :one
 UPDATE actions
 SET state = 'uncertain', reason = $1, next_attempt_at = now(), updated_at = now()
 WHERE client = $2 AND id = $3 AND state IN ('failed', 'uncertain')
-RETURNING id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at
+RETURNING id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token
 `
 
 type ActionManualReconcileParams struct {
@@ -847,6 +856,7 @@ func (q *Queries) ActionManualReconcile(ctx context.Context, arg ActionManualRec
 		&i.Result,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.LeaseToken,
 	)
 	return i, err
 }
@@ -858,7 +868,7 @@ SET state = 'pending', reason = $1, next_attempt_at = now(),
     give_up_at = now() + make_interval(secs => $3::double precision),
     updated_at = now()
 WHERE client = $4 AND id = $5 AND state IN ('failed', 'uncertain')
-RETURNING id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at
+RETURNING id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token
 `
 
 type ActionManualRetryParams struct {
@@ -910,6 +920,7 @@ func (q *Queries) ActionManualRetry(ctx context.Context, arg ActionManualRetryPa
 		&i.Result,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.LeaseToken,
 	)
 	return i, err
 }
@@ -922,7 +933,7 @@ WITH r AS (
            unnest($7::text[]) AS state, unnest($8::text[]) AS reason,
            unnest($9::timestamptz[]) AS next_attempt_at,
            unnest($10::text[]) AS external_ref, unnest($11::text[]) AS result,
-           unnest($12::text[]) AS owner
+           unnest($12::text[]) AS owner, unnest($13::bigint[]) AS lease_token
 ), finished AS (
     UPDATE attempts t
     SET status = 'finished', observed = r.observed, http_status = nullif(r.http_status, 0),
@@ -938,7 +949,8 @@ WITH r AS (
         owner = CASE WHEN r.owner <> '' THEN r.owner ELSE a.owner END,
         lease_owner = NULL, lease_expires_at = NULL, updated_at = now()
     FROM r
-    WHERE a.client = r.client AND a.id = r.id AND a.state = 'processing' AND a.lease_owner = $13::text
+    WHERE a.client = r.client AND a.id = r.id AND a.state = 'processing' AND a.lease_owner = $14::text
+      AND a.lease_token = r.lease_token
     RETURNING a.client, a.id, a.state
 ), released AS (
     UPDATE actions s
@@ -965,6 +977,7 @@ type ActionRecordBatchParams struct {
 	ExternalRefs   []string
 	Results        []string
 	Owners         []string
+	LeaseTokens    []int64
 	Worker         string
 }
 
@@ -976,9 +989,9 @@ type ActionRecordBatchRow struct {
 
 // Records a group of decisions in one statement, so it commits on its own: each
 // attempt's evidence (attempt_id 0: none), and each action's next state, only while
-// this worker still holds its lease; the successors of the actions confirmed become
-// due. It returns the actions recorded, each with how many successors the whole
-// group released.
+// this worker still holds the lease of that very claim (its token); the successors
+// of the actions confirmed become due. It returns the actions recorded, each with
+// how many successors the whole group released.
 func (q *Queries) ActionRecordBatch(ctx context.Context, arg ActionRecordBatchParams) ([]ActionRecordBatchRow, error) {
 	rows, err := q.db.Query(ctx, actionRecordBatch,
 		arg.Clients,
@@ -993,6 +1006,7 @@ func (q *Queries) ActionRecordBatch(ctx context.Context, arg ActionRecordBatchPa
 		arg.ExternalRefs,
 		arg.Results,
 		arg.Owners,
+		arg.LeaseTokens,
 		arg.Worker,
 	)
 	if err != nil {
@@ -1128,6 +1142,37 @@ func (q *Queries) ActionReleaseLeases(ctx context.Context, worker *string) ([]in
 	return items, nil
 }
 
+const actionReleaseStrayHeld = `-- name: ActionReleaseStrayHeld :many
+UPDATE actions a
+SET state = 'pending', reason = '', next_attempt_at = now(), updated_at = now()
+WHERE a.state = 'held'
+  AND NOT EXISTS (SELECT 1 FROM destinations d WHERE d.name = a.destination AND d.status = 'disconnected')
+RETURNING a.id
+`
+
+// Held actions of a destination that is connected: created held by a router whose
+// transaction read the destination as disconnected and committed only after the
+// reconnect had released the others. Recovery releases them too.
+func (q *Queries) ActionReleaseStrayHeld(ctx context.Context) ([]int64, error) {
+	rows, err := q.db.Query(ctx, actionReleaseStrayHeld)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []int64{}
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const actionReleaseSuccessors = `-- name: ActionReleaseSuccessors :execrows
 UPDATE actions
 SET next_attempt_at = now(), reason = '', updated_at = now()
@@ -1153,6 +1198,7 @@ const actionRenewLease = `-- name: ActionRenewLease :execrows
 UPDATE actions
 SET lease_expires_at = now() + make_interval(secs => $1::double precision)
 WHERE client = $2 AND id = $3 AND state = 'processing' AND lease_owner = $4
+  AND lease_token = $5
 `
 
 type ActionRenewLeaseParams struct {
@@ -1160,6 +1206,7 @@ type ActionRenewLeaseParams struct {
 	Client       string
 	ID           int64
 	Worker       *string
+	LeaseToken   int64
 }
 
 func (q *Queries) ActionRenewLease(ctx context.Context, arg ActionRenewLeaseParams) (int64, error) {
@@ -1168,6 +1215,7 @@ func (q *Queries) ActionRenewLease(ctx context.Context, arg ActionRenewLeasePara
 		arg.Client,
 		arg.ID,
 		arg.Worker,
+		arg.LeaseToken,
 	)
 	if err != nil {
 		return 0, err

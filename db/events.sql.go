@@ -20,7 +20,9 @@ WITH next AS (
     RETURNING q.client, q.id
 )
 SELECT e.id, e.client, e.environment, e.source, e.source_event_id, e.type, e.status, e.reason, e.body, e.payload, e.body_sha256, e.headers, e.occurred_at, e.received_at, e.last_received_at, e.deliveries, e.conflict, e.routed_at FROM events e JOIN claimed c ON e.client = c.client AND e.id = c.id
+WHERE e.status = 'received'
 ORDER BY e.id
+FOR UPDATE OF e
 `
 
 type EventClaimReceivedRow struct {
@@ -28,7 +30,10 @@ type EventClaimReceivedRow struct {
 }
 
 // The router's claim: received events, oldest first, skipping those another router
-// holds. They leave the queue with the claiming transaction's commit.
+// holds. They leave the queue with the claiming transaction's commit. The events
+// are locked and their status checked as well: a router of the release before
+// event_queue (during a rolling deploy) claims by status, and an event it routed
+// meanwhile is not routed again.
 func (q *Queries) EventClaimReceived(ctx context.Context, maxEvents int32) ([]EventClaimReceivedRow, error) {
 	rows, err := q.db.Query(ctx, eventClaimReceived, maxEvents)
 	if err != nil {
@@ -178,11 +183,8 @@ SET deliveries       = events.deliveries + EXCLUDED.deliveries,
     conflict         = events.conflict OR EXCLUDED.conflict
                        OR events.body_sha256 <> EXCLUDED.body_sha256
 RETURNING id, client, source, source_event_id, (xmax = 0)::boolean AS inserted, body_sha256
-), queued AS ( -- new events wait for the router
-    INSERT INTO event_queue (client, id) SELECT client, id FROM stored WHERE inserted
-    RETURNING id
 ), woken AS (
-    SELECT pg_notify('oncehook_events', '') FROM (SELECT 1 FROM queued LIMIT 1) one
+    SELECT pg_notify('oncehook_events', '') FROM (SELECT 1 FROM stored WHERE inserted LIMIT 1) one
 )
 SELECT id, client, source, source_event_id, inserted, body_sha256,
        (SELECT count(*) FROM woken)::bigint AS woken
@@ -219,8 +221,9 @@ type EventInsertBatchRow struct {
 // statement cannot update a row twice); deliveries is how many requests it stands
 // for and conflict whether their bodies differed among themselves. The row's stored
 // body_sha256 comes back so the caller can tell each request's repeat from a conflict.
-// New events join the router's queue, and the routers are woken (the channel is
-// channelEvents in engine.go), in the same statement: it commits on its own.
+// New events join the router's queue (a trigger on events, see migration 00007) and
+// the routers are woken (the channel is channelEvents in engine.go) by the same
+// statement, which commits on its own.
 func (q *Queries) EventInsertBatch(ctx context.Context, arg EventInsertBatchParams) ([]EventInsertBatchRow, error) {
 	rows, err := q.db.Query(ctx, eventInsertBatch,
 		arg.Clients,

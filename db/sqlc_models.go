@@ -40,6 +40,7 @@ type Action struct {
 	Result         json.RawMessage
 	CreatedAt      time.Time
 	UpdatedAt      time.Time
+	LeaseToken     int64
 }
 
 type ActionEvent struct {

@@ -88,6 +88,7 @@ WITH due AS (
 ), claimed AS (
     UPDATE actions a
     SET state = 'processing', claimed_from = due.state, lease_owner = @worker::text,
+        lease_token = a.lease_token + 1,
         lease_expires_at = now() + make_interval(secs => @lease_seconds::double precision),
         attempts = a.attempts + CASE WHEN due.starts THEN 1 ELSE 0 END,
         first_attempt_at = CASE WHEN due.starts THEN coalesce(a.first_attempt_at, now()) ELSE a.first_attempt_at END,
@@ -107,7 +108,8 @@ FROM claimed c LEFT JOIN attempt t ON t.client = c.client AND t.action_id = c.id
 -- name: ActionRenewLease :execrows
 UPDATE actions
 SET lease_expires_at = now() + make_interval(secs => @lease_seconds::double precision)
-WHERE client = @client AND id = @id AND state = 'processing' AND lease_owner = @worker;
+WHERE client = @client AND id = @id AND state = 'processing' AND lease_owner = @worker
+  AND lease_token = @lease_token;
 
 -- name: ActionStartCalls :many
 -- Starts a call on each of a claimed batch, in one statement: counts the attempt on
@@ -131,9 +133,9 @@ FROM started s JOIN attempt t ON t.client = s.client AND t.action_id = s.id;
 -- name: ActionRecordBatch :many
 -- Records a group of decisions in one statement, so it commits on its own: each
 -- attempt's evidence (attempt_id 0: none), and each action's next state, only while
--- this worker still holds its lease; the successors of the actions confirmed become
--- due. It returns the actions recorded, each with how many successors the whole
--- group released.
+-- this worker still holds the lease of that very claim (its token); the successors
+-- of the actions confirmed become due. It returns the actions recorded, each with
+-- how many successors the whole group released.
 WITH r AS (
     SELECT unnest(@clients::text[]) AS client, unnest(@ids::bigint[]) AS id,
            unnest(@attempt_ids::bigint[]) AS attempt_id, unnest(@observed::text[]) AS observed,
@@ -141,7 +143,7 @@ WITH r AS (
            unnest(@states::text[]) AS state, unnest(@reasons::text[]) AS reason,
            unnest(@next_attempt_ats::timestamptz[]) AS next_attempt_at,
            unnest(@external_refs::text[]) AS external_ref, unnest(@results::text[]) AS result,
-           unnest(@owners::text[]) AS owner
+           unnest(@owners::text[]) AS owner, unnest(@lease_tokens::bigint[]) AS lease_token
 ), finished AS (
     UPDATE attempts t
     SET status = 'finished', observed = r.observed, http_status = nullif(r.http_status, 0),
@@ -158,6 +160,7 @@ WITH r AS (
         lease_owner = NULL, lease_expires_at = NULL, updated_at = now()
     FROM r
     WHERE a.client = r.client AND a.id = r.id AND a.state = 'processing' AND a.lease_owner = @worker::text
+      AND a.lease_token = r.lease_token
     RETURNING a.client, a.id, a.state
 ), released AS (
     UPDATE actions s
@@ -222,6 +225,16 @@ UPDATE actions
 SET state = 'pending', reason = '', next_attempt_at = now(), updated_at = now()
 WHERE destination = @destination AND state = 'held'
 RETURNING id;
+
+-- name: ActionReleaseStrayHeld :many
+-- Held actions of a destination that is connected: created held by a router whose
+-- transaction read the destination as disconnected and committed only after the
+-- reconnect had released the others. Recovery releases them too.
+UPDATE actions a
+SET state = 'pending', reason = '', next_attempt_at = now(), updated_at = now()
+WHERE a.state = 'held'
+  AND NOT EXISTS (SELECT 1 FROM destinations d WHERE d.name = a.destination AND d.status = 'disconnected')
+RETURNING a.id;
 
 -- name: ActionManualRetry :one
 -- A person asks for a retry: same operation key, a fresh budget.

@@ -4,8 +4,9 @@
 -- statement cannot update a row twice); deliveries is how many requests it stands
 -- for and conflict whether their bodies differed among themselves. The row's stored
 -- body_sha256 comes back so the caller can tell each request's repeat from a conflict.
--- New events join the router's queue, and the routers are woken (the channel is
--- channelEvents in engine.go), in the same statement: it commits on its own.
+-- New events join the router's queue (a trigger on events, see migration 00007) and
+-- the routers are woken (the channel is channelEvents in engine.go) by the same
+-- statement, which commits on its own.
 WITH stored AS (
 INSERT INTO events (client, environment, source, source_event_id, type, body, payload,
                     body_sha256, headers, occurred_at, deliveries, conflict)
@@ -23,11 +24,8 @@ SET deliveries       = events.deliveries + EXCLUDED.deliveries,
     conflict         = events.conflict OR EXCLUDED.conflict
                        OR events.body_sha256 <> EXCLUDED.body_sha256
 RETURNING id, client, source, source_event_id, (xmax = 0)::boolean AS inserted, body_sha256
-), queued AS ( -- new events wait for the router
-    INSERT INTO event_queue (client, id) SELECT client, id FROM stored WHERE inserted
-    RETURNING id
 ), woken AS (
-    SELECT pg_notify('oncehook_events', '') FROM (SELECT 1 FROM queued LIMIT 1) one
+    SELECT pg_notify('oncehook_events', '') FROM (SELECT 1 FROM stored WHERE inserted LIMIT 1) one
 )
 SELECT id, client, source, source_event_id, inserted, body_sha256,
        (SELECT count(*) FROM woken)::bigint AS woken
@@ -46,7 +44,10 @@ SELECT * FROM event_conflicts WHERE client = @client AND event_id = @event_id OR
 
 -- name: EventClaimReceived :many
 -- The router's claim: received events, oldest first, skipping those another router
--- holds. They leave the queue with the claiming transaction's commit.
+-- holds. They leave the queue with the claiming transaction's commit. The events
+-- are locked and their status checked as well: a router of the release before
+-- event_queue (during a rolling deploy) claims by status, and an event it routed
+-- meanwhile is not routed again.
 WITH next AS (
     SELECT client, id FROM event_queue ORDER BY id LIMIT @max_events FOR UPDATE SKIP LOCKED
 ), claimed AS (
@@ -55,7 +56,9 @@ WITH next AS (
     RETURNING q.client, q.id
 )
 SELECT sqlc.embed(e) FROM events e JOIN claimed c ON e.client = c.client AND e.id = c.id
-ORDER BY e.id;
+WHERE e.status = 'received'
+ORDER BY e.id
+FOR UPDATE OF e;
 
 -- name: EventSetStatuses :exec
 -- What became of a routed batch of events, in one statement.
