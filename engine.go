@@ -102,10 +102,7 @@ func wake(ch chan struct{}) {
 // flight finish within the grace period and hands back the claims it never started.
 func (e *Engine) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
-	loops := []func(context.Context){e.listenLoop, e.performLoop, e.recoverLoop}
-	for range routers {
-		loops = append(loops, e.routeLoop)
-	}
+	loops := []func(context.Context){e.listenLoop, e.routeLoop, e.performLoop, e.recoverLoop}
 	for _, loop := range loops {
 		wg.Add(1)
 		go func() { defer wg.Done(); loop(ctx) }()
@@ -165,7 +162,6 @@ func (e *Engine) listen(ctx context.Context) error {
 // loop waits a moment before a batch that may not fill, so that a wave of
 // deliveries is routed by one transaction rather than by one each.
 const (
-	routers     = 1
 	routeBatch  = 50
 	routeGather = 5 * time.Millisecond
 )

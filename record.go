@@ -33,10 +33,11 @@ func (e *Engine) record(a db.Action, attemptID int64, out Outcome) error {
 }
 
 // commit writes a decision and returns once it is committed. Calls that finish
-// together are recorded together: while a group is being written (by at most
-// maxDecisionWriters callers at once), the decisions arriving meanwhile queue up
-// and the next free writer takes them all, as one group in one statement (see
-// writeGroup). The writing runs on a context of its own: a call that finished must
+// together are recorded together: while one group is being written, the decisions
+// arriving meanwhile queue up and the same writer takes them next, as one group in
+// one statement (see writeGroup). A second writer at once measured slower (make
+// bench, end to end): the groups' updates contend for the same index pages, and a
+// single writer's groups grow while it waits for a commit. The writing runs on a context of its own: a call that finished must
 // be recorded even while the process is stopping.
 func (e *Engine) commit(a db.Action, attemptID int64, out Outcome, d Decision) error {
 	d.Reason = storableText(d.Reason)
@@ -44,11 +45,11 @@ func (e *Engine) commit(a db.Action, attemptID int64, out Outcome, d Decision) e
 	g := &e.decisions
 	g.mu.Lock()
 	g.queue = append(g.queue, p)
-	if g.writers == maxDecisionWriters { // a writer at work takes it with its next group
+	if g.writing { // the writer at work takes it with its next group
 		g.mu.Unlock()
 		return <-p.done
 	}
-	g.writers++
+	g.writing = true
 	for len(g.queue) > 0 {
 		n := min(len(g.queue), maxDecisionGroup)
 		group := slices.Clone(g.queue[:n])
@@ -57,7 +58,7 @@ func (e *Engine) commit(a db.Action, attemptID int64, out Outcome, d Decision) e
 		e.writeGroup(group)
 		g.mu.Lock()
 	}
-	g.writers--
+	g.writing = false
 	g.mu.Unlock()
 	return <-p.done
 }
@@ -98,21 +99,15 @@ func storableText(s string) string {
 	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "")
 }
 
-const (
-	// maxDecisionGroup bounds the decisions written by one statement.
-	maxDecisionGroup = 64
-	// maxDecisionWriters is how many groups are written at once. Two measured
-	// slower than one (make bench, end to end): their updates contend for the same
-	// index pages, and a single writer's groups grow while it waits for a commit.
-	maxDecisionWriters = 1
-)
+// maxDecisionGroup bounds the decisions written by one statement.
+const maxDecisionGroup = 64
 
-// decisionGroups is the queue of decisions waiting to be written, and how many
-// writers are at work on it.
+// decisionGroups is the queue of decisions waiting to be written, and whether a
+// writer is at work on it.
 type decisionGroups struct {
 	mu      sync.Mutex
 	queue   []*pendingDecision
-	writers int
+	writing bool
 }
 
 // pendingDecision is one decision waiting for its group's commit.
