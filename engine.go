@@ -51,6 +51,11 @@ type Engine struct {
 	unrecorded  chan struct{} // one token per claimed action whose outcome is not yet recorded
 	inflight    sync.WaitGroup
 	decisions   decisionGroups // outcomes waiting to be recorded together
+
+	// Derived from the config once: the config does not change while an engine runs.
+	routes    map[string][]ActionRule // each source's rules, predecessors first
+	callable  []string                // destinations this process calls
+	fillNames []string                // rules whose params wait for a predecessor's result
 }
 
 // NewEngine returns an Engine with defaults applied.
@@ -79,8 +84,10 @@ func NewEngine(p EngineParams) *Engine {
 	if p.Now == nil {
 		p.Now = time.Now
 	}
+	callable, fillNames := callsToStart(p.Config, p.Destinations)
 	return &Engine{
 		p: p, pool: p.Pool, cfg: p.Config, logger: p.Logger, now: p.Now,
+		routes: rulesBySource(p.Config.Actions), callable: callable, fillNames: fillNames,
 		routeWake:   make(chan struct{}, 1),
 		performWake: make(chan struct{}, 1),
 		slots:       make(chan struct{}, p.Concurrency),

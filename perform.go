@@ -80,20 +80,26 @@ type claim struct {
 }
 
 // claimParams asks for up to n claims, and for the calls the claim itself can
-// start: those to a destination this process has, except the ones that wait for a
-// predecessor's result, which are filled in first (see startCalls).
+// start (see callsToStart).
 func (e *Engine) claimParams(n int) db.ActionClaimParams {
-	p := db.ActionClaimParams{MaxActions: int32(n), Worker: e.p.Worker, LeaseSeconds: e.leaseFor(""),
-		Callable: make([]string, 0, len(e.p.Destinations)), FillNames: []string{}}
-	for name := range e.p.Destinations {
-		p.Callable = append(p.Callable, name)
+	return db.ActionClaimParams{MaxActions: int32(n), Worker: e.p.Worker, LeaseSeconds: e.leaseFor(""),
+		Callable: e.callable, FillNames: e.fillNames}
+}
+
+// callsToStart is what a claim needs to start calls by itself: the destinations this
+// process has, and the rules whose calls wait for a predecessor's result, which are
+// filled in first (see startCalls).
+func callsToStart(cfg *Config, destinations map[string]DestinationClient) (callable, fillNames []string) {
+	callable, fillNames = make([]string, 0, len(destinations)), []string{}
+	for name := range destinations {
+		callable = append(callable, name)
 	}
-	for _, rule := range e.cfg.Actions {
+	for _, rule := range cfg.Actions {
 		if slices.ContainsFunc(rule.Params, func(p Param) bool { return p.Result != "" }) {
-			p.FillNames = append(p.FillNames, rule.Name)
+			fillNames = append(fillNames, rule.Name)
 		}
 	}
-	return p
+	return callable, fillNames
 }
 
 // startCalls turns the claimed rows into work, inside the claiming transaction. Most

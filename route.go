@@ -252,7 +252,7 @@ func (e *Engine) routeEvent(ctx context.Context, q *db.Queries, ev db.Event) (ro
 // ok is false when there is nothing to do, with the reason noted in r.
 func (e *Engine) prepare(ev db.Event) (rules []ActionRule, doc any, r routing, ok bool) {
 	r = routing{status: EventIgnored}
-	rules = e.rulesFor(ev.Source)
+	rules = e.routes[ev.Source]
 	if len(rules) == 0 {
 		r.note("no action rule for source %s", ev.Source)
 		return nil, nil, r, false
@@ -281,10 +281,7 @@ func (e *Engine) prepare(ev db.Event) (rules []ActionRule, doc any, r routing, o
 // predecessor or checks its resource for staleness (both need the events before it
 // routed first). Such events are routed in runs (routeRun). It reads no body.
 func (e *Engine) independent(ev db.Event) bool {
-	for _, rule := range e.cfg.Actions {
-		if rule.Source != ev.Source {
-			continue
-		}
+	for _, rule := range e.routes[ev.Source] {
 		if slices.Contains(rule.CancelledBy, ev.Type) ||
 			slices.Contains(rule.On, ev.Type) && (rule.After != "" || rule.Resource != "") {
 			return false
@@ -318,7 +315,7 @@ func (e *Engine) routeRun(ctx context.Context, q *db.Queries, run []db.Event) ([
 			if !ok {
 				continue
 			}
-			in, err := e.intent(ev, doc, rule, parts, nil, "", ev.OccurredAt)
+			in, err := e.intent(ev, doc, rule, parts, nil, "", ruleTime(doc, rule, ev.OccurredAt))
 			if err != nil {
 				return nil, fmt.Errorf("route event %d: %w", ev.ID, err)
 			}
@@ -366,14 +363,9 @@ func (e *Engine) routeRule(ctx context.Context, q *db.Queries, ev db.Event, doc 
 		}
 		afterID = &id
 	}
-	resource, occurred := "", eventTime
+	resource, occurred := "", ruleTime(doc, rule, eventTime)
 	if rule.Resource != "" {
 		resource, _ = PointerString(doc, rule.Resource)
-	}
-	if rule.OccurredAt != "" {
-		if t, ok := pointerTime(doc, rule.OccurredAt); ok {
-			occurred = &t
-		}
 	}
 	if resource != "" && occurred != nil {
 		stale, err := e.checkStale(ctx, q, ev, resource, *occurred)
@@ -388,7 +380,7 @@ func (e *Engine) routeRule(ctx context.Context, q *db.Queries, ev db.Event, doc 
 			return nil
 		}
 	}
-	in, err := e.intent(ev, doc, rule, parts, afterID, resource, eventTime)
+	in, err := e.intent(ev, doc, rule, parts, afterID, resource, occurred)
 	if err != nil {
 		return err
 	}
@@ -426,15 +418,20 @@ type actionIntent struct {
 	insert db.ActionInsertParams
 }
 
-// intent works out the action rule asks for, with the key parts read from the event.
-func (e *Engine) intent(ev db.Event, doc any, rule ActionRule, parts []string, afterID *int64,
-	resource string, eventTime *time.Time) (actionIntent, error) {
-	occurred := eventTime
+// ruleTime is when the event says the rule's operation happened: the rule's own
+// occurred_at field when the event has it, else the event's time.
+func ruleTime(doc any, rule ActionRule, eventTime *time.Time) *time.Time {
 	if rule.OccurredAt != "" {
 		if t, ok := pointerTime(doc, rule.OccurredAt); ok {
-			occurred = &t
+			return &t
 		}
 	}
+	return eventTime
+}
+
+// intent works out the action rule asks for, with the key parts read from the event.
+func (e *Engine) intent(ev db.Event, doc any, rule ActionRule, parts []string, afterID *int64,
+	resource string, occurred *time.Time) (actionIntent, error) {
 	params, err := renderParams(doc, rule.Params)
 	if err != nil {
 		return actionIntent{}, fmt.Errorf("render params for %s: %w", rule.Name, err)
@@ -583,14 +580,21 @@ func (e *Engine) applyCancellations(ctx context.Context, q *db.Queries, ev db.Ev
 	return total, nil
 }
 
-// rulesFor returns the source's rules with every predecessor before its successors.
-func (e *Engine) rulesFor(source string) []ActionRule {
-	var rules []ActionRule
-	for _, r := range e.cfg.Actions {
-		if r.Source == source {
-			rules = append(rules, r)
-		}
+// rulesBySource returns each source's rules with every predecessor before its
+// successors, the order the router applies them in.
+func rulesBySource(actions []ActionRule) map[string][]ActionRule {
+	bySource := map[string][]ActionRule{}
+	for _, r := range actions {
+		bySource[r.Source] = append(bySource[r.Source], r)
 	}
+	for source, rules := range bySource {
+		bySource[source] = predecessorsFirst(rules)
+	}
+	return bySource
+}
+
+// predecessorsFirst orders rules so that every predecessor comes before its successors.
+func predecessorsFirst(rules []ActionRule) []ActionRule {
 	ordered := make([]ActionRule, 0, len(rules))
 	placed := map[string]bool{}
 	for len(ordered) < len(rules) {

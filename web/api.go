@@ -45,6 +45,16 @@ func pathID(c echo.Context) (int64, error) {
 	return n, nil
 }
 
+// pathAction reads the action named by the path's {id}, with its events, attempts
+// and audit trail.
+func (s *Server) pathAction(c echo.Context) (oncehook.ActionDetail, error) {
+	n, err := pathID(c)
+	if err != nil {
+		return oncehook.ActionDetail{}, err
+	}
+	return s.review.GetAction(c.Request().Context(), n)
+}
+
 func queryInt(c echo.Context, name string) (int, error) {
 	v := c.QueryParam(name)
 	if v == "" {
@@ -92,11 +102,7 @@ func (s *Server) apiListActions(c echo.Context) error {
 }
 
 func (s *Server) apiGetAction(c echo.Context) error {
-	n, err := pathID(c)
-	if err != nil {
-		return err
-	}
-	d, err := s.review.GetAction(c.Request().Context(), n)
+	d, err := s.pathAction(c)
 	if err != nil {
 		return err
 	}

@@ -14,11 +14,7 @@ import (
 
 // actionPage serves /actions/{id}.
 func (s *Server) actionPage(c echo.Context) error {
-	id, err := pathID(c)
-	if err != nil {
-		return err
-	}
-	d, err := s.review.GetAction(c.Request().Context(), id)
+	d, err := s.pathAction(c)
 	if err != nil {
 		return err
 	}
@@ -86,11 +82,7 @@ func (s *Server) actionInfo(a db.Action) views.ActionInfo {
 // will be sent again and, when the destination can no longer recognise it, asks
 // the person to confirm they checked the destination.
 func (s *Server) retryPage(c echo.Context) error {
-	id, err := pathID(c)
-	if err != nil {
-		return err
-	}
-	d, err := s.review.GetAction(c.Request().Context(), id)
+	d, err := s.pathAction(c)
 	if err != nil {
 		return err
 	}
