@@ -2,11 +2,21 @@ package oncehook
 
 import "net/http"
 
+// idleConnsPerHost is how many connections to one destination stay open between
+// calls: enough for the engine's calls in flight (16 by default) and the lookups
+// and checks beside them.
+const idleConnsPerHost = 64
+
 // NewDestinationClients returns a client for every configured destination, by name.
 func NewDestinationClients(cfg *Config) map[string]DestinationClient {
 	out := make(map[string]DestinationClient, len(cfg.Destinations))
 	// One transport for all HTTP destinations; each call sets its own timeout.
-	client := &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+	// Connections stay open between calls: net/http keeps only 2 idle connections
+	// per host by default, so with more calls in flight to one destination most
+	// connections were closed after one call and a new one dialled for the next.
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	transport.MaxIdleConnsPerHost = idleConnsPerHost
+	client := &http.Client{Transport: transport}
 	for _, d := range cfg.Destinations {
 		switch d.Type {
 		case DestinationHTTP:

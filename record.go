@@ -133,7 +133,7 @@ func (e *Engine) writeGroup(group []*pendingDecision) {
 	err := retryStorage(ctx, func() error {
 		if !held {
 			var err error
-			recorded, err = e.writeDecisions(ctx, db.New(e.pool), group)
+			recorded, err = e.writeDecisions(ctx, db.New(db.PlannedPerCall(e.pool)), group)
 			return err
 		}
 		return db.WithTx(ctx, e.pool, func(q *db.Queries) error {

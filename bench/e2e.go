@@ -35,7 +35,7 @@ func (b *bench) runE2E(ctx context.Context, url, prefix string, n int, wait time
 		return res, err
 	}
 	creates0 := b.dest.creates()
-	records0 := len(b.dest.crm.Records())
+	records0 := b.dest.crm.Len()
 	before := b.parties().sample()
 	start := time.Now()
 	stopSampling := b.sampleInFlight(&res)
@@ -51,7 +51,7 @@ func (b *bench) runE2E(ctx context.Context, url, prefix string, n int, wait time
 	// table would cost the database more than the work it measures), then for the
 	// last outcomes to be recorded, along the state index.
 	deadline := start.Add(wait)
-	for len(b.dest.crm.Records())-records0 < n && time.Now().Before(deadline) && ctx.Err() == nil {
+	for b.dest.crm.Len()-records0 < n && time.Now().Before(deadline) && ctx.Err() == nil {
 		time.Sleep(50 * time.Millisecond) // poll interval
 	}
 	for {
@@ -60,7 +60,7 @@ func (b *bench) runE2E(ctx context.Context, url, prefix string, n int, wait time
 		if err != nil {
 			return res, err
 		}
-		if open == 0 && len(b.dest.crm.Records())-records0 >= n {
+		if open == 0 && b.dest.crm.Len()-records0 >= n {
 			break
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
@@ -94,7 +94,7 @@ func (b *bench) runE2E(ctx context.Context, url, prefix string, n int, wait time
 		res.notConfirmed[st] = c
 	}
 	res.creates = b.dest.creates() - creates0
-	res.records = len(b.dest.crm.Records()) - records0
+	res.records = b.dest.crm.Len() - records0
 	return res, rows.Err()
 }
 

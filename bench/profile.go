@@ -83,9 +83,11 @@ func (b *bench) profile(ctx context.Context) error {
 	return b.pg.printStatements(ctx, done)
 }
 
-// enableStatements restarts the bench's Postgres with pg_stat_statements loaded.
+// enableStatements restarts the bench's Postgres with pg_stat_statements loaded, and
+// auto_explain logging the plan of every statement slower than 8 ms to the server
+// log (kept with -keep), which is how a stale generic plan shows.
 func (pg *postgres) enableStatements(ctx context.Context) error {
-	if err := pg.exec(ctx, `ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements'`); err != nil {
+	if err := pg.exec(ctx, `ALTER SYSTEM SET shared_preload_libraries = pg_stat_statements, auto_explain`); err != nil {
 		return err
 	}
 	pg.pool.Close()
@@ -98,6 +100,16 @@ func (pg *postgres) enableStatements(ctx context.Context) error {
 	var err error
 	if pg.pool, err = openPool(ctx, pg.dsn); err != nil {
 		return err
+	}
+	for _, q := range []string{
+		`ALTER SYSTEM SET auto_explain.log_min_duration = '8ms'`,
+		`ALTER SYSTEM SET auto_explain.log_analyze = on`,
+		`ALTER SYSTEM SET auto_explain.log_buffers = on`,
+		`SELECT pg_reload_conf()`,
+	} {
+		if err := pg.exec(ctx, q); err != nil {
+			return err
+		}
 	}
 	return pg.exec(ctx, `CREATE EXTENSION IF NOT EXISTS pg_stat_statements`)
 }

@@ -121,6 +121,13 @@ func (c *CRM) ForgetKeys() {
 	maps.DeleteFunc(c.keys, func(_ string, e *keyEntry) bool { return e.reply != nil })
 }
 
+// Len returns how many records are stored, without copying them.
+func (c *CRM) Len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.records)
+}
+
 // Records returns a copy of the stored records in creation order. Field values are
 // shared, which is safe because the CRM never changes a stored record.
 func (c *CRM) Records() []Record {
