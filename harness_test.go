@@ -191,15 +191,23 @@ func (w *world) loadConfig() *oncehook.Config {
 // startEngine runs an engine with test-sized timings until the test ends or the
 // returned stop is called.
 func (w *world) startEngine(lease time.Duration) (stop func()) {
-	if lease == 0 {
-		lease = 2 * time.Second
-	}
-	logger := slog.New(slog.NewTextHandler(w.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	eng := oncehook.NewEngine(oncehook.EngineParams{
-		Pool: w.pool, Config: w.cfg, Destinations: oncehook.NewDestinationClients(w.cfg), Logger: logger,
-		Poll: 50 * time.Millisecond, LeaseExtra: lease, BackoffBase: 20 * time.Millisecond,
-		BackoffMax: 200 * time.Millisecond, Grace: 2 * time.Second, Metrics: w.metrics,
+	return w.startEngineWith(func(p *oncehook.EngineParams) {
+		if lease != 0 {
+			p.LeaseExtra = lease
+		}
 	})
+}
+
+// startEngineWith is startEngine with the engine's parameters changed by set.
+func (w *world) startEngineWith(set func(*oncehook.EngineParams)) (stop func()) {
+	logger := slog.New(slog.NewTextHandler(w.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	p := oncehook.EngineParams{
+		Pool: w.pool, Config: w.cfg, Destinations: oncehook.NewDestinationClients(w.cfg), Logger: logger,
+		Poll: 50 * time.Millisecond, LeaseExtra: 2 * time.Second, BackoffBase: 20 * time.Millisecond,
+		BackoffMax: 200 * time.Millisecond, Grace: 2 * time.Second, Metrics: w.metrics,
+	}
+	set(&p)
+	eng := oncehook.NewEngine(p)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = eng.Run(ctx) }()

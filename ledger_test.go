@@ -380,3 +380,64 @@ func TestEventRoutedByAnOlderRouterIsNotRoutedAgain(t *testing.T) {
 		t.Errorf("%d events still queued", n)
 	}
 }
+
+// The claim loops never have more calls in flight than the engine has call slots,
+// however their claims interleave: with 4 slots and every CRM call held until the
+// test lets one go, at most 4 calls reach the CRM at once, each release lets the
+// next one in, and in the end every action is confirmed with one record.
+func TestCallsInFlightStayWithinSlots(t *testing.T) {
+	t.Parallel()
+	const slots, n = 4, 12
+	var mu sync.Mutex
+	held, peak := 0, 0
+	gate := make(chan struct{})
+	w := newWorld(t, worldOptions{noEngine: true, crmWrap: func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodPost {
+				mu.Lock()
+				held++
+				peak = max(peak, held)
+				mu.Unlock()
+				select {
+				case <-gate:
+				case <-r.Context().Done():
+				}
+				mu.Lock()
+				held--
+				mu.Unlock()
+			}
+			h.ServeHTTP(rw, r)
+		})
+	}})
+	for i := range n {
+		w.deliver(checkout{eventID: fmt.Sprintf("evt_slot_%d", i), enquiry: fmt.Sprintf("enq_slot_%d", i), amount: 100})
+	}
+	w.startEngineWith(func(p *oncehook.EngineParams) { p.Concurrency = slots })
+	heldNow := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return held
+	}
+	for released := 0; released < n; released++ {
+		want := min(slots, n-released) // every slot busy, or every call left
+		deadline := time.Now().Add(20 * time.Second)
+		for heldNow() != want {
+			if time.Now().After(deadline) {
+				t.Fatalf("after %d releases: %d CRM calls held, want %d", released, heldNow(), want)
+			}
+			time.Sleep(5 * time.Millisecond) // poll interval
+		}
+		gate <- struct{}{}
+	}
+	for i := range n {
+		w.waitFor("open_opportunity", fmt.Sprintf("enq_slot_%d", i), "confirmed")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if peak != slots {
+		t.Errorf("at most %d CRM calls were in flight at once, want %d (the engine's slots)", peak, slots)
+	}
+	if got := w.crm.Len(); got != n {
+		t.Errorf("CRM holds %d records, want %d", got, n)
+	}
+}
