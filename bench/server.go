@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -233,6 +234,9 @@ func (b *bench) startInProcess(ctx context.Context, config string, concurrency i
 	cfg, err := oncehook.LoadConfig(config, func(k string) string { return benchEnv[k] })
 	if err != nil {
 		return nil, err
+	}
+	if _, set := os.LookupEnv("GOGC"); !set {
+		debug.SetGCPercent(200) // as oncehook serve sets it (cmd/oncehook/gc.go)
 	}
 	pool, err := db.Open(ctx, b.pg.dsn, 16)
 	if err != nil {

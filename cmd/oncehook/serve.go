@@ -57,6 +57,7 @@ func runProcess(ctx context.Context, env *environment, args []string, name, usag
 	if err != nil {
 		return err
 	}
+	tuneGC()
 	logger := newLogger(env)
 	d, err := openDatabase(ctx, env, df, logger, 16)
 	if err != nil {
