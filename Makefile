@@ -41,7 +41,7 @@ generate: tools
 	if ls views/*.templ >/dev/null 2>&1; then templ generate -path views; fi
 
 ## check-generated: fail when the committed generated code does not match its sources
-GENERATED = ls db/*.sql.go db/sqlc_*.go db/batch.go views/*_templ.go 2>/dev/null | sort | xargs -r sha256sum
+GENERATED = ls db/*.sql.go db/sqlc_*.go views/*_templ.go 2>/dev/null | sort | xargs -r sha256sum
 check-generated: tools
 	@before="$$($(GENERATED))"; $(MAKE) --no-print-directory generate >/dev/null; \
 	after="$$($(GENERATED))"; \

@@ -283,6 +283,17 @@ func TestIndependentRulesRoutedInRuns(t *testing.T) {
 		WHERE a.name = 'log_checkout'`); n != 5 {
 		t.Errorf("%d links, want 5: every event with a key, to its operation's action", n)
 	}
+	// Of two events in one run for one operation, the first creates the action,
+	// with its params; the actions are created in the order of their events.
+	if n := w.count(`SELECT count(*) FROM actions WHERE name = 'log_checkout' AND business_key = 'enq_r2'
+		AND params->>'amount' = '20'`); n != 1 {
+		t.Errorf("the action for enq_r2 does not carry the first event's params (amount 20)")
+	}
+	if n := w.count(`SELECT count(*) FROM (SELECT business_key, row_number() OVER (ORDER BY id) AS i
+		FROM actions WHERE name = 'log_checkout') a
+		WHERE (business_key, i) IN (('enq_r1', 1), ('enq_r2', 2), ('enq_r3', 3))`); n != 3 {
+		t.Errorf("actions not created in the order of their events")
+	}
 
 	// A NUL in a param cannot be stored as jsonb: that event is set aside, the
 	// events beside it in the batch are routed.

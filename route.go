@@ -291,7 +291,7 @@ func (e *Engine) independent(ev db.Event) bool {
 }
 
 // routeRun routes a run of independent events, in order, with their action inserts
-// sent to the database together: one round trip instead of one per action.
+// written by one statement instead of one each.
 func (e *Engine) routeRun(ctx context.Context, q *db.Queries, run []db.Event) ([]routing, error) {
 	routed := make([]routing, len(run))
 	type pending struct {
@@ -325,26 +325,65 @@ func (e *Engine) routeRun(ctx context.Context, q *db.Queries, run []db.Event) ([
 			routed[i].note("no action rule for event type %q", ev.Type)
 		}
 	}
-	params := make([]db.ActionInsertParams, len(intents))
+	ins := make([]actionIntent, len(intents))
 	for i, p := range intents {
-		params[i] = p.in.insert
+		ins[i] = p.in
 	}
-	ids := make([]int64, len(intents))
-	errs := make([]error, len(intents))
-	q.ActionInsert(ctx, params).QueryRow(func(i int, id int64, err error) { ids[i], errs[i] = id, err })
+	ids, err := insertRun(ctx, q, ins)
+	if err != nil {
+		return nil, fmt.Errorf("route events %d to %d: %w", run[0].ID, run[len(run)-1].ID, err)
+	}
 	for i, p := range intents {
-		if err := errs[i]; err != nil && !db.IsNotFound(err) {
-			// The first failure is the cause; the statements after it only
-			// report the aborted transaction.
-			return nil, fmt.Errorf("route event %d: insert action %s: %w", run[p.event].ID, p.in.rule.Name, err)
+		var insertErr error
+		if ids[i] == 0 {
+			insertErr = pgx.ErrNoRows // the operation already had its action
 		}
-	}
-	for i, p := range intents {
-		if _, err := e.settle(ctx, q, run[p.event], p.in, ids[i], errs[i], &routed[p.event]); err != nil {
+		if _, err := e.settle(ctx, q, run[p.event], p.in, ids[i], insertErr, &routed[p.event]); err != nil {
 			return nil, fmt.Errorf("route event %d: %w", run[p.event].ID, err)
 		}
 	}
 	return routed, nil
+}
+
+// insertRun inserts the actions of a run of independent events with one statement
+// (ActionInsertRun) and returns, for each intent in order, the id of the action it
+// created, or 0 when its operation already had one: before the run, or from an
+// earlier intent of the run.
+func insertRun(ctx context.Context, q *db.Queries, ins []actionIntent) ([]int64, error) {
+	if len(ins) == 0 {
+		return nil, nil
+	}
+	p := db.ActionInsertRunParams{}
+	for _, in := range ins {
+		a := in.insert
+		occurred := ""
+		if a.OccurredAt != nil {
+			occurred = a.OccurredAt.Format(time.RFC3339Nano)
+		}
+		p.Clients, p.Environments = append(p.Clients, a.Client), append(p.Environments, a.Environment)
+		p.Sources, p.Names = append(p.Sources, a.Source), append(p.Names, a.Name)
+		p.BusinessKeys, p.KeyParts = append(p.BusinessKeys, a.BusinessKey), append(p.KeyParts, a.KeyParts)
+		p.OperationKeys, p.Destinations = append(p.OperationKeys, a.OperationKey), append(p.Destinations, a.Destination)
+		p.Params, p.ParamsSha256s = append(p.Params, a.Params), append(p.ParamsSha256s, a.ParamsSha256)
+		p.Owners, p.OccurredAts = append(p.Owners, a.Owner), append(p.OccurredAts, occurred)
+		p.MaxAttempts, p.WithinSeconds = append(p.MaxAttempts, a.MaxAttempts), append(p.WithinSeconds, a.WithinSeconds)
+	}
+	rows, err := q.ActionInsertRun(ctx, p)
+	if err != nil {
+		return nil, fmt.Errorf("insert actions: %w", err)
+	}
+	type operation struct{ client, key string }
+	created := make(map[operation]int64, len(rows))
+	for _, r := range rows {
+		created[operation{r.Client, r.OperationKey}] = r.ID
+	}
+	ids := make([]int64, len(ins))
+	for i, in := range ins {
+		op := operation{in.insert.Client, in.insert.OperationKey}
+		ids[i] = created[op]
+		delete(created, op) // a later intent for the same operation finds it existing
+	}
+	return ids, nil
 }
 
 // routeRule creates (or finds) the action one rule asks for.
@@ -384,9 +423,7 @@ func (e *Engine) routeRule(ctx context.Context, q *db.Queries, ev db.Event, doc 
 	if err != nil {
 		return err
 	}
-	var newID int64
-	var insertErr error
-	q.ActionInsert(ctx, []db.ActionInsertParams{in.insert}).QueryRow(func(_ int, id int64, err error) { newID, insertErr = id, err })
+	newID, insertErr := q.ActionInsert(ctx, in.insert)
 	id, err := e.settle(ctx, q, ev, in, newID, insertErr, r)
 	if err != nil {
 		return err

@@ -636,6 +636,164 @@ func (q *Queries) ActionHoldDestination(ctx context.Context, arg ActionHoldDesti
 	return items, nil
 }
 
+const actionInsert = `-- name: ActionInsert :one
+INSERT INTO actions (client, environment, source, name, business_key, key_parts, operation_key,
+                     destination, params, params_sha256, state, reason, owner, after_id, resource,
+                     occurred_at, max_attempts, give_up_at, next_attempt_at)
+SELECT $1, $2, $3, $4, $5, $6, $7,
+       $8, $9, $10,
+       CASE WHEN d.status = 'disconnected' THEN 'held' ELSE 'pending' END,
+       CASE WHEN d.status = 'disconnected' THEN 'destination ' || $8 || ' is disconnected'
+            WHEN $11::bigint IS NOT NULL AND p.state IS DISTINCT FROM 'confirmed'
+                 THEN 'waiting for ' || coalesce(p.name, 'its predecessor')
+            ELSE '' END,
+       $12, $11::bigint, $13, $14::timestamptz,
+       $15, now() + make_interval(secs => $16::double precision),
+       CASE WHEN $11::bigint IS NULL OR p.state IN ('confirmed', 'resolved') THEN now()
+            ELSE '9999-12-31 00:00:00+00'::timestamptz END
+FROM (SELECT 1) one
+LEFT JOIN destinations d ON d.name = $8
+LEFT JOIN actions p ON p.client = $1 AND p.id = $11::bigint
+ON CONFLICT (client, operation_key) DO NOTHING
+RETURNING id
+`
+
+type ActionInsertParams struct {
+	Client        string
+	Environment   string
+	Source        string
+	Name          string
+	BusinessKey   string
+	KeyParts      json.RawMessage
+	OperationKey  string
+	Destination   string
+	Params        json.RawMessage
+	ParamsSha256  []byte
+	AfterID       *int64
+	Owner         string
+	Resource      string
+	OccurredAt    *time.Time
+	MaxAttempts   int32
+	WithinSeconds float64
+}
+
+// Creates the action for an operation identity unless it exists. A successor waits
+// (next_attempt_at far in the future) until its predecessor is confirmed; an action for a
+// disconnected destination starts held.
+func (q *Queries) ActionInsert(ctx context.Context, arg ActionInsertParams) (int64, error) {
+	row := q.db.QueryRow(ctx, actionInsert,
+		arg.Client,
+		arg.Environment,
+		arg.Source,
+		arg.Name,
+		arg.BusinessKey,
+		arg.KeyParts,
+		arg.OperationKey,
+		arg.Destination,
+		arg.Params,
+		arg.ParamsSha256,
+		arg.AfterID,
+		arg.Owner,
+		arg.Resource,
+		arg.OccurredAt,
+		arg.MaxAttempts,
+		arg.WithinSeconds,
+	)
+	var id int64
+	err := row.Scan(&id)
+	return id, err
+}
+
+const actionInsertRun = `-- name: ActionInsertRun :many
+INSERT INTO actions (client, environment, source, name, business_key, key_parts, operation_key,
+                     destination, params, params_sha256, state, reason, owner,
+                     occurred_at, max_attempts, give_up_at)
+SELECT r.client, r.environment, r.source, r.name, r.business_key, r.key_parts, r.operation_key,
+       r.destination, r.params, r.params_sha256,
+       CASE WHEN d.disconnected THEN 'held' ELSE 'pending' END,
+       CASE WHEN d.disconnected THEN 'destination ' || r.destination || ' is disconnected' ELSE '' END,
+       r.owner, nullif(r.occurred_at, '')::timestamptz, r.max_attempts,
+       now() + make_interval(secs => r.within_seconds)
+FROM (SELECT unnest($1::text[]) AS client, unnest($2::text[]) AS environment,
+             unnest($3::text[]) AS source, unnest($4::text[]) AS name,
+             unnest($5::text[]) AS business_key, unnest($6::jsonb[]) AS key_parts,
+             unnest($7::text[]) AS operation_key, unnest($8::text[]) AS destination,
+             unnest($9::jsonb[]) AS params, unnest($10::bytea[]) AS params_sha256,
+             unnest($11::text[]) AS owner, unnest($12::text[]) AS occurred_at,
+             unnest($13::integer[]) AS max_attempts,
+             unnest($14::double precision[]) AS within_seconds,
+             generate_subscripts($1::text[], 1) AS ord) r
+CROSS JOIN LATERAL (SELECT EXISTS (SELECT 1 FROM destinations x
+                                   WHERE x.name = r.destination AND x.status = 'disconnected')
+                    AS disconnected) d
+ORDER BY r.ord
+ON CONFLICT (client, operation_key) DO NOTHING
+RETURNING client, operation_key, id
+`
+
+type ActionInsertRunParams struct {
+	Clients       []string
+	Environments  []string
+	Sources       []string
+	Names         []string
+	BusinessKeys  []string
+	KeyParts      []json.RawMessage
+	OperationKeys []string
+	Destinations  []string
+	Params        []json.RawMessage
+	ParamsSha256s [][]byte
+	Owners        []string
+	OccurredAts   []string
+	MaxAttempts   []int32
+	WithinSeconds []float64
+}
+
+type ActionInsertRunRow struct {
+	Client       string
+	OperationKey string
+	ID           int64
+}
+
+// ActionInsert for a run of actions that wait for nothing (no predecessor, no
+// resource), in one statement: the router's inserts for a run of independent events.
+// Rows are inserted in the order given, so of two rows for one operation the first
+// creates the action. It returns the operations it created; an operation that
+// already existed, or that an earlier row created, returns nothing.
+func (q *Queries) ActionInsertRun(ctx context.Context, arg ActionInsertRunParams) ([]ActionInsertRunRow, error) {
+	rows, err := q.db.Query(ctx, actionInsertRun,
+		arg.Clients,
+		arg.Environments,
+		arg.Sources,
+		arg.Names,
+		arg.BusinessKeys,
+		arg.KeyParts,
+		arg.OperationKeys,
+		arg.Destinations,
+		arg.Params,
+		arg.ParamsSha256s,
+		arg.Owners,
+		arg.OccurredAts,
+		arg.MaxAttempts,
+		arg.WithinSeconds,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ActionInsertRunRow{}
+	for rows.Next() {
+		var i ActionInsertRunRow
+		if err := rows.Scan(&i.Client, &i.OperationKey, &i.ID); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const actionList = `-- name: ActionList :many
 SELECT id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token FROM actions a
 WHERE (a.client, a.id) IN (

@@ -1,4 +1,4 @@
--- name: ActionInsert :batchone
+-- name: ActionInsert :one
 -- Creates the action for an operation identity unless it exists. A successor waits
 -- (next_attempt_at far in the future) until its predecessor is confirmed; an action for a
 -- disconnected destination starts held.
@@ -21,6 +21,37 @@ LEFT JOIN destinations d ON d.name = @destination
 LEFT JOIN actions p ON p.client = @client AND p.id = sqlc.narg(after_id)::bigint
 ON CONFLICT (client, operation_key) DO NOTHING
 RETURNING id;
+
+-- name: ActionInsertRun :many
+-- ActionInsert for a run of actions that wait for nothing (no predecessor, no
+-- resource), in one statement: the router's inserts for a run of independent events.
+-- Rows are inserted in the order given, so of two rows for one operation the first
+-- creates the action. It returns the operations it created; an operation that
+-- already existed, or that an earlier row created, returns nothing.
+INSERT INTO actions (client, environment, source, name, business_key, key_parts, operation_key,
+                     destination, params, params_sha256, state, reason, owner,
+                     occurred_at, max_attempts, give_up_at)
+SELECT r.client, r.environment, r.source, r.name, r.business_key, r.key_parts, r.operation_key,
+       r.destination, r.params, r.params_sha256,
+       CASE WHEN d.disconnected THEN 'held' ELSE 'pending' END,
+       CASE WHEN d.disconnected THEN 'destination ' || r.destination || ' is disconnected' ELSE '' END,
+       r.owner, nullif(r.occurred_at, '')::timestamptz, r.max_attempts,
+       now() + make_interval(secs => r.within_seconds)
+FROM (SELECT unnest(@clients::text[]) AS client, unnest(@environments::text[]) AS environment,
+             unnest(@sources::text[]) AS source, unnest(@names::text[]) AS name,
+             unnest(@business_keys::text[]) AS business_key, unnest(@key_parts::jsonb[]) AS key_parts,
+             unnest(@operation_keys::text[]) AS operation_key, unnest(@destinations::text[]) AS destination,
+             unnest(@params::jsonb[]) AS params, unnest(@params_sha256s::bytea[]) AS params_sha256,
+             unnest(@owners::text[]) AS owner, unnest(@occurred_ats::text[]) AS occurred_at,
+             unnest(@max_attempts::integer[]) AS max_attempts,
+             unnest(@within_seconds::double precision[]) AS within_seconds,
+             generate_subscripts(@clients::text[], 1) AS ord) r
+CROSS JOIN LATERAL (SELECT EXISTS (SELECT 1 FROM destinations x
+                                   WHERE x.name = r.destination AND x.status = 'disconnected')
+                    AS disconnected) d
+ORDER BY r.ord
+ON CONFLICT (client, operation_key) DO NOTHING
+RETURNING client, operation_key, id;
 
 -- name: ActionGetByOperationKey :one
 SELECT * FROM actions WHERE client = @client AND operation_key = @operation_key;
