@@ -147,3 +147,67 @@ func TestActionCountByState(t *testing.T) {
 		}
 	})
 }
+
+// EventList finds received events through event_queue and every other status by
+// walking the inbox: either way it returns what one plain scan of events returns.
+func TestEventListMatchesPlainScan(t *testing.T) {
+	t.Parallel()
+	pool := dbtest.New(t)
+	ctx := context.Background()
+	// 300 events, one in ten still received (the insert trigger queues those).
+	_, err := pool.Exec(ctx, `
+INSERT INTO events (client, environment, source, source_event_id, type, status, body, body_sha256)
+SELECT 'c' || (i % 2), 'live', 's' || (i % 3), 'evt_' || i, 't',
+       CASE WHEN i % 10 = 0 THEN 'received' ELSE (ARRAY['routed', 'ignored', 'conflict'])[1 + i % 3] END,
+       '\x7b7d', '\x00'
+FROM generate_series(1, 300) AS i`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var queued int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM event_queue`).Scan(&queued); err != nil {
+		t.Fatal(err)
+	}
+	if queued != 30 {
+		t.Fatalf("%d events queued, want the 30 received (the test's premise)", queued)
+	}
+	q := db.New(pool)
+	mid := int64(150)
+	for _, status := range []string{"received", "", "routed", "nope"} {
+		for _, source := range []string{"", "s1"} {
+			for _, before := range []*int64{nil, &mid} {
+				for _, limit := range []int32{50, 7} {
+					name := fmt.Sprintf("%q/%s/%v/%d", status, source, before != nil, limit)
+					got, err := q.EventList(ctx, db.EventListParams{Source: source, Status: status, BeforeID: before, MaxRows: limit})
+					if err != nil {
+						t.Fatalf("%s: %v", name, err)
+					}
+					gotIDs := []int64{}
+					for _, e := range got {
+						gotIDs = append(gotIDs, e.ID)
+					}
+					wantIDs := []int64{}
+					rows, err := pool.Query(ctx, `SELECT id FROM events
+						WHERE ($1 = '' OR status = $1) AND ($2 = '' OR source = $2)
+						  AND ($3::bigint IS NULL OR id < $3) ORDER BY id DESC LIMIT $4`, status, source, before, limit)
+					if err != nil {
+						t.Fatal(err)
+					}
+					for rows.Next() {
+						var id int64
+						if err := rows.Scan(&id); err != nil {
+							t.Fatal(err)
+						}
+						wantIDs = append(wantIDs, id)
+					}
+					if err := rows.Err(); err != nil {
+						t.Fatal(err)
+					}
+					if diff := cmp.Diff(wantIDs, gotIDs); diff != "" {
+						t.Errorf("%s: ids (-plain scan +EventList):\n%s", name, diff)
+					}
+				}
+			}
+		}
+	}
+}

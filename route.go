@@ -356,9 +356,9 @@ func insertRun(ctx context.Context, q *db.Queries, ins []actionIntent) ([]int64,
 	p := db.ActionInsertRunParams{}
 	for _, in := range ins {
 		a := in.insert
-		occurred := ""
-		if a.OccurredAt != nil {
-			occurred = a.OccurredAt.Format(time.RFC3339Nano)
+		occurred := "" // NULL
+		if a.OccurredAt != nil { // to the microsecond, as pgx sends a time.Time
+			occurred = a.OccurredAt.Truncate(time.Microsecond).Format(time.RFC3339Nano)
 		}
 		p.Clients, p.Environments = append(p.Clients, a.Client), append(p.Environments, a.Environment)
 		p.Sources, p.Names = append(p.Sources, a.Source), append(p.Names, a.Name)

@@ -266,19 +266,38 @@ func (q *Queries) EventInsertBatch(ctx context.Context, arg EventInsertBatchPara
 }
 
 const eventList = `-- name: EventList :many
-SELECT id, client, environment, source, source_event_id, type, status, reason, deliveries,
-       conflict, occurred_at, received_at, last_received_at
-FROM events
-WHERE ($1::text = '' OR source = $1)
-  AND ($2::text = '' OR status = $2)
-  AND ($3::bigint IS NULL OR id < $3::bigint)
+SELECT id, client, environment, source, source_event_id, type, status, reason, deliveries, conflict, occurred_at, received_at, last_received_at FROM (
+    (SELECT id, client, environment, source, source_event_id, type, status, reason, deliveries,
+            conflict, occurred_at, received_at, last_received_at
+     FROM events
+     WHERE $1::text <> 'received'
+       AND ($2::text = '' OR source = $2)
+       AND ($1::text = '' OR status = $1)
+       AND ($3::bigint IS NULL OR id < $3::bigint)
+     ORDER BY id DESC
+     LIMIT $4)
+    UNION ALL
+    (SELECT e.id, e.client, e.environment, e.source, e.source_event_id, e.type, e.status, e.reason,
+            e.deliveries, e.conflict, e.occurred_at, e.received_at, e.last_received_at
+     FROM event_queue q
+     -- OFFSET 0 keeps the queue driving the join: planned as a plain join, Postgres
+     -- may scan the whole inbox for the rare status instead of the small queue.
+     CROSS JOIN LATERAL (SELECT id, client, environment, source, source_event_id, type, status, reason, body, payload, body_sha256, headers, occurred_at, received_at, last_received_at, deliveries, conflict, routed_at FROM events x
+                         WHERE x.client = q.client AND x.id = q.id AND x.status = 'received'
+                         OFFSET 0) e
+     WHERE $1::text = 'received'
+       AND ($2::text = '' OR e.source = $2)
+       AND ($3::bigint IS NULL OR q.id < $3::bigint)
+     ORDER BY q.id DESC
+     LIMIT $4)
+) page
 ORDER BY id DESC
 LIMIT $4
 `
 
 type EventListParams struct {
-	Source   string
 	Status   string
+	Source   string
 	BeforeID *int64
 	MaxRows  int32
 }
@@ -299,10 +318,16 @@ type EventListRow struct {
 	LastReceivedAt time.Time
 }
 
+// Keyset pagination, newest first. Received events are few in a large inbox and no
+// index on events covers their status, so they are found through event_queue, which
+// holds exactly the received ones (routing deletes the queue row and sets the status
+// in one transaction); every other filter walks events by id. Each branch runs only
+// for its own filter, and each has its own ORDER BY and LIMIT so that Postgres walks
+// its index instead of sorting the inbox.
 func (q *Queries) EventList(ctx context.Context, arg EventListParams) ([]EventListRow, error) {
 	rows, err := q.db.Query(ctx, eventList,
-		arg.Source,
 		arg.Status,
+		arg.Source,
 		arg.BeforeID,
 		arg.MaxRows,
 	)
