@@ -53,6 +53,11 @@ func TestBrowserReviewWorkflow(t *testing.T) {
 	}
 	b.do("see the failed action", chromedp.WaitVisible(chromedp.CSS(actionLink)))
 	b.screenshot("queue-failed")
+	// At 1280 px the whole queue table fits: no column is hidden off to the right.
+	if over := eval[int](b, `(() => { const w = document.querySelector('#queue-table .table-wrap');
+		return w.scrollWidth - w.clientWidth })()`); over > 0 {
+		t.Errorf("the queue table is %d px wider than its box at 1280 px: the last columns are hidden", over)
+	}
 
 	// The filter works through htmx without a page load, and the URL keeps it.
 	b.do("filter", chromedp.SendKeys(chromedp.ID("f-q"), "enq-other"), chromedp.Click(chromedp.CSS(`form[role=search] button`)))
