@@ -221,10 +221,14 @@ func (b *batcher) flush(batch []*pendingDelivery) {
 	}
 	ctx, cancel := batchContext(live)
 	defer cancel()
-	receipts, err := writeBatch(ctx, b.pool, live)
+	replies, err := writeBatch(ctx, b.pool, live)
 	if err == nil {
 		for i, d := range live {
-			d.reply <- batchReply{rc: receipts[i]}
+			if replies[i].err != nil {
+				b.logger.Warn("delivery stored, but its conflicting body not kept; the sender is told to retry",
+					"source", d.row.source, "id", d.row.sourceEventID, "err", replies[i].err)
+			}
+			d.reply <- replies[i]
 		}
 		return
 	}
@@ -239,13 +243,13 @@ func (b *batcher) flush(batch []*pendingDelivery) {
 		if d.ctx.Err() != nil {
 			continue
 		}
-		rc, err := writeBatch(d.ctx, b.pool, []*pendingDelivery{d})
+		replies, err := writeBatch(d.ctx, b.pool, []*pendingDelivery{d})
 		if err != nil {
 			b.logger.Warn("delivery not stored", "source", d.row.source, "id", d.row.sourceEventID, "err", err)
 			d.reply <- batchReply{err: storeError(err)}
 			continue
 		}
-		d.reply <- batchReply{rc: rc[0]}
+		d.reply <- replies[0]
 	}
 }
 
@@ -269,10 +273,14 @@ type identity struct{ client, source, id string }
 
 func (r eventRow) identity() identity { return identity{r.client, r.source, r.sourceEventID} }
 
-// writeBatch stores batch with one statement and returns each delivery's receipt, in
-// order. Repeats of one identity are folded into one row first; the row's stored
-// body tells each repeat from a conflict, and conflicting bodies are kept.
-func writeBatch(ctx context.Context, pool *pgxpool.Pool, batch []*pendingDelivery) ([]Receipt, error) {
+// writeBatch stores batch with one statement and returns what to tell each sender,
+// in order. Repeats of one identity are folded into one row first; the row's stored
+// body tells each repeat from a conflict, and conflicting bodies are kept. An error
+// means nothing was stored. Once the statement has committed, a conflicting body
+// that cannot be kept fails only its own delivery, with storage unavailable: the
+// sender's retry keeps it then, and the batch is not written again (which would
+// count every delivery in it twice).
+func writeBatch(ctx context.Context, pool *pgxpool.Pool, batch []*pendingDelivery) ([]batchReply, error) {
 	type fold struct {
 		lead       int   // index in batch of the identity's first delivery
 		deliveries int32 // how many requests the row stands for
@@ -329,8 +337,8 @@ func writeBatch(ctx context.Context, pool *pgxpool.Pool, batch []*pendingDeliver
 		event int64
 		sum   string
 	}
-	kept := map[body]bool{} // conflicting bodies already kept by this batch
-	receipts := make([]Receipt, len(batch))
+	keeping := map[body]error{} // conflicting bodies this batch tried to keep
+	replies := make([]batchReply, len(batch))
 	for i, d := range batch {
 		id := d.row.identity()
 		row, ok := stored[id]
@@ -339,21 +347,24 @@ func writeBatch(ctx context.Context, pool *pgxpool.Pool, batch []*pendingDeliver
 		}
 		rc := Receipt{EventID: row.ID, Duplicate: !row.Inserted || folds[id].lead != i,
 			Conflict: !bytes.Equal(row.BodySha256, d.row.sum)}
-		receipts[i] = rc
-		k := body{row.ID, string(d.row.sum)}
-		if !rc.Conflict || kept[k] {
+		replies[i] = batchReply{rc: rc}
+		if !rc.Conflict {
 			continue
 		}
-		kept[k] = true
-		// A conflicting body is kept before its sender is answered. Should this
-		// fail, the sender's retry finds the conflict again and keeps it then.
-		if err := q.EventConflictInsert(ctx, db.EventConflictInsertParams{
-			Client: d.row.client, EventID: row.ID, Body: d.row.body, BodySha256: d.row.sum, Headers: d.row.headers,
-		}); err != nil {
-			return nil, fmt.Errorf("keep conflicting body: %w", err)
+		// A conflicting body is kept before its sender is answered.
+		k := body{row.ID, string(d.row.sum)}
+		err, tried := keeping[k]
+		if !tried {
+			err = q.EventConflictInsert(ctx, db.EventConflictInsertParams{
+				Client: d.row.client, EventID: row.ID, Body: d.row.body, BodySha256: d.row.sum, Headers: d.row.headers,
+			})
+			keeping[k] = err
+		}
+		if err != nil {
+			replies[i] = batchReply{err: unavailable(fmt.Errorf("keep conflicting body of event %d: %w", row.ID, err))}
 		}
 	}
-	return receipts, nil
+	return replies, nil
 }
 
 // storeError is what a caller is told when its delivery could not be stored: the

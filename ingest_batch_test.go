@@ -44,10 +44,14 @@ type told struct {
 	Conflict  bool
 }
 
-func tell(t *testing.T, pool *pgxpool.Pool, rcs []Receipt) []told {
+func tell(t *testing.T, pool *pgxpool.Pool, replies []batchReply) []told {
 	t.Helper()
-	out := make([]told, len(rcs))
-	for i, rc := range rcs {
+	out := make([]told, len(replies))
+	for i, r := range replies {
+		if r.err != nil {
+			t.Fatalf("delivery %d: %v", i, r.err)
+		}
+		rc := r.rc
 		var id string
 		if err := pool.QueryRow(context.Background(), `SELECT source_event_id FROM events WHERE id = $1`, rc.EventID).Scan(&id); err != nil {
 			t.Fatalf("event %d: %v", rc.EventID, err)
@@ -151,6 +155,56 @@ func TestBatchConflictsWithStoredRow(t *testing.T) {
 	}
 }
 
+// A conflicting body that cannot be kept after the batch has committed fails only
+// its own delivery, with 503 so that its sender retries; the batch is not written
+// again, so no delivery in it is counted twice.
+func TestBatchConflictBodyNotKept(t *testing.T) {
+	t.Parallel()
+	pool := dbtest.New(t)
+	ctx := context.Background()
+	if _, err := writeBatch(ctx, pool, []*pendingDelivery{queued(t, "evt_k", `{"v":1}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `
+CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'disk full'; END $$;
+CREATE TRIGGER refuse BEFORE INSERT ON event_conflicts FOR EACH ROW EXECUTE FUNCTION refuse();`); err != nil {
+		t.Fatal(err)
+	}
+	b := newBatcher(pool, slog.New(slog.NewTextHandler(io.Discard, nil)), batchParams{})
+	t.Cleanup(b.close)
+	batch := []*pendingDelivery{
+		queued(t, "evt_a", `{"n":1}`),
+		queued(t, "evt_k", `{"v":2}`), // conflicts with the stored body
+		queued(t, "evt_b", `{"n":2}`),
+	}
+	b.flush(batch)
+	var codes []string
+	for _, d := range batch {
+		r := <-d.reply
+		codes = append(codes, ErrorCode(r.err))
+	}
+	if diff := cmp.Diff([]string{"", EUNAVAILABLE, ""}, codes); diff != "" {
+		t.Errorf("error codes (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]int{1, 1, 2}, deliveries(t, pool)); diff != "" {
+		t.Errorf("deliveries of evt_a, evt_b, evt_k (-want +got):\n%s", diff)
+	}
+	// The sender's retry keeps the body.
+	if _, err := pool.Exec(ctx, `DROP TRIGGER refuse ON event_conflicts`); err != nil {
+		t.Fatal(err)
+	}
+	replies, err := writeBatch(ctx, pool, []*pendingDelivery{queued(t, "evt_k", `{"v":2}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]told{{Event: "evt_k", Duplicate: true, Conflict: true}}, tell(t, pool, replies)); diff != "" {
+		t.Errorf("the retry's receipt (-want +got):\n%s", diff)
+	}
+	if n := count(t, pool, `SELECT count(*) FROM event_conflicts WHERE body = $1`, []byte(`{"v":2}`)); n != 1 {
+		t.Errorf("%d conflicting bodies kept after the retry, want 1", n)
+	}
+}
+
 func TestBatchIsolatesBadRow(t *testing.T) {
 	t.Parallel()
 	pool := dbtest.New(t)
@@ -219,7 +273,7 @@ func TestInboxCloseFlushes(t *testing.T) {
 		if r.err != nil {
 			t.Fatalf("queued before Close, refused: %v", r.err)
 		}
-		got := tell(t, pool, []Receipt{r.rc})[0]
+		got := tell(t, pool, []batchReply{r})[0]
 		if !got.Duplicate {
 			firsts[got.Event]++
 		}
