@@ -276,10 +276,11 @@ func (r eventRow) identity() identity { return identity{r.client, r.source, r.so
 // writeBatch stores batch with one statement and returns what to tell each sender,
 // in order. Repeats of one identity are folded into one row first; the row's stored
 // body tells each repeat from a conflict, and conflicting bodies are kept. An error
-// means nothing was stored. Once the statement has committed, a conflicting body
-// that cannot be kept fails only its own delivery, with storage unavailable: the
-// sender's retry keeps it then, and the batch is not written again (which would
-// count every delivery in it twice).
+// means the statement failed and nothing was stored. Once it has committed, the
+// batch is never written again (that would count every delivery in it twice):
+// trouble after that fails the deliveries concerned, each with its own reply, and
+// a conflicting body that cannot be kept fails only its own delivery, so that its
+// sender's retry keeps it then.
 func writeBatch(ctx context.Context, pool *pgxpool.Pool, batch []*pendingDelivery) ([]batchReply, error) {
 	type fold struct {
 		lead       int   // index in batch of the identity's first delivery
@@ -327,7 +328,7 @@ func writeBatch(ctx context.Context, pool *pgxpool.Pool, batch []*pendingDeliver
 		return nil, fmt.Errorf("insert events: %w", err)
 	}
 	if len(rows) != len(leads) {
-		return nil, fmt.Errorf("insert events: %d rows came back for %d identities", len(rows), len(leads))
+		return failAll(len(batch), fmt.Errorf("insert events: %d rows came back for %d identities", len(rows), len(leads))), nil
 	}
 	stored := make(map[identity]db.EventInsertBatchRow, len(rows))
 	for _, row := range rows {
@@ -343,7 +344,8 @@ func writeBatch(ctx context.Context, pool *pgxpool.Pool, batch []*pendingDeliver
 		id := d.row.identity()
 		row, ok := stored[id]
 		if !ok {
-			return nil, fmt.Errorf("insert events: no row came back for %s/%s", id.source, id.id)
+			replies[i] = batchReply{err: unavailable(fmt.Errorf("insert events: no row came back for %s/%s", id.source, id.id))}
+			continue
 		}
 		rc := Receipt{EventID: row.ID, Duplicate: !row.Inserted || folds[id].lead != i,
 			Conflict: !bytes.Equal(row.BodySha256, d.row.sum)}
@@ -361,10 +363,20 @@ func writeBatch(ctx context.Context, pool *pgxpool.Pool, batch []*pendingDeliver
 			keeping[k] = err
 		}
 		if err != nil {
-			replies[i] = batchReply{err: unavailable(fmt.Errorf("keep conflicting body of event %d: %w", row.ID, err))}
+			replies[i] = batchReply{err: storeError(fmt.Errorf("keep conflicting body of event %d: %w", row.ID, err))}
 		}
 	}
 	return replies, nil
+}
+
+// failAll tells each of n deliveries that storage failed: err happened after the
+// batch's statement committed, so its senders retry rather than the batcher.
+func failAll(n int, err error) []batchReply {
+	replies := make([]batchReply, n)
+	for i := range replies {
+		replies[i] = batchReply{err: unavailable(err)}
+	}
+	return replies
 }
 
 // storeError is what a caller is told when its delivery could not be stored: the

@@ -289,6 +289,10 @@ func TestIndependentRulesRoutedInRuns(t *testing.T) {
 		AND params->>'amount' = '20'`); n != 1 {
 		t.Errorf("the action for enq_r2 does not carry the first event's params (amount 20)")
 	}
+	if n := w.count(`SELECT count(*) FROM actions WHERE name = 'log_checkout'
+		AND occurred_at = to_timestamp(1700000000)`); n != 3 {
+		t.Errorf("%d of 3 actions carry their event's time (created 1700000000)", n)
+	}
 	if n := w.count(`SELECT count(*) FROM (SELECT business_key, row_number() OVER (ORDER BY id) AS i
 		FROM actions WHERE name = 'log_checkout') a
 		WHERE (business_key, i) IN (('enq_r1', 1), ('enq_r2', 2), ('enq_r3', 3))`); n != 3 {
@@ -392,15 +396,15 @@ func TestEventRoutedByAnOlderRouterIsNotRoutedAgain(t *testing.T) {
 	}
 }
 
-// The claim loops never have more calls in flight than the engine has call slots,
-// however their claims interleave: with 4 slots and every CRM call held until the
-// test lets one go, at most 4 calls reach the CRM at once, each release lets the
-// next one in, and in the end every action is confirmed with one record.
+// The engine never has more calls in flight than it has call slots: with 4 slots
+// and every CRM call held until the test lets one go, at most 4 calls reach the
+// CRM at once, each release lets exactly one more in, and in the end every action
+// is confirmed with one record.
 func TestCallsInFlightStayWithinSlots(t *testing.T) {
 	t.Parallel()
 	const slots, n = 4, 12
 	var mu sync.Mutex
-	held, peak := 0, 0
+	held, peak := 0, 0 // calls waiting at the gate; the test counts a release itself
 	gate := make(chan struct{})
 	w := newWorld(t, worldOptions{noEngine: true, crmWrap: func(h http.Handler) http.Handler {
 		return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
@@ -413,9 +417,6 @@ func TestCallsInFlightStayWithinSlots(t *testing.T) {
 				case <-gate:
 				case <-r.Context().Done():
 				}
-				mu.Lock()
-				held--
-				mu.Unlock()
 			}
 			h.ServeHTTP(rw, r)
 		})
@@ -438,6 +439,9 @@ func TestCallsInFlightStayWithinSlots(t *testing.T) {
 			}
 			time.Sleep(5 * time.Millisecond) // poll interval
 		}
+		mu.Lock()
+		held-- // before the call goes on, so the next wait sees only calls still held
+		mu.Unlock()
 		gate <- struct{}{}
 	}
 	for i := range n {

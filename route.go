@@ -356,9 +356,9 @@ func insertRun(ctx context.Context, q *db.Queries, ins []actionIntent) ([]int64,
 	p := db.ActionInsertRunParams{}
 	for _, in := range ins {
 		a := in.insert
-		occurred := "" // NULL
-		if a.OccurredAt != nil { // to the microsecond, as pgx sends a time.Time
-			occurred = a.OccurredAt.Truncate(time.Microsecond).Format(time.RFC3339Nano)
+		var occurred time.Time // with has false: NULL
+		if a.OccurredAt != nil {
+			occurred = *a.OccurredAt
 		}
 		p.Clients, p.Environments = append(p.Clients, a.Client), append(p.Environments, a.Environment)
 		p.Sources, p.Names = append(p.Sources, a.Source), append(p.Names, a.Name)
@@ -366,6 +366,7 @@ func insertRun(ctx context.Context, q *db.Queries, ins []actionIntent) ([]int64,
 		p.OperationKeys, p.Destinations = append(p.OperationKeys, a.OperationKey), append(p.Destinations, a.Destination)
 		p.Params, p.ParamsSha256s = append(p.Params, a.Params), append(p.ParamsSha256s, a.ParamsSha256)
 		p.Owners, p.OccurredAts = append(p.Owners, a.Owner), append(p.OccurredAts, occurred)
+		p.HasOccurredAts = append(p.HasOccurredAts, a.OccurredAt != nil)
 		p.MaxAttempts, p.WithinSeconds = append(p.MaxAttempts, a.MaxAttempts), append(p.WithinSeconds, a.WithinSeconds)
 	}
 	rows, err := q.ActionInsertRun(ctx, p)

@@ -712,16 +712,17 @@ SELECT r.client, r.environment, r.source, r.name, r.business_key, r.key_parts, r
        r.destination, r.params, r.params_sha256,
        CASE WHEN d.disconnected THEN 'held' ELSE 'pending' END,
        CASE WHEN d.disconnected THEN 'destination ' || r.destination || ' is disconnected' ELSE '' END,
-       r.owner, nullif(r.occurred_at, '')::timestamptz, r.max_attempts,
+       r.owner, CASE WHEN r.has_occurred_at THEN r.occurred_at END, r.max_attempts,
        now() + make_interval(secs => r.within_seconds)
 FROM (SELECT unnest($1::text[]) AS client, unnest($2::text[]) AS environment,
              unnest($3::text[]) AS source, unnest($4::text[]) AS name,
              unnest($5::text[]) AS business_key, unnest($6::jsonb[]) AS key_parts,
              unnest($7::text[]) AS operation_key, unnest($8::text[]) AS destination,
              unnest($9::jsonb[]) AS params, unnest($10::bytea[]) AS params_sha256,
-             unnest($11::text[]) AS owner, unnest($12::text[]) AS occurred_at,
-             unnest($13::integer[]) AS max_attempts,
-             unnest($14::double precision[]) AS within_seconds,
+             unnest($11::text[]) AS owner, unnest($12::timestamptz[]) AS occurred_at,
+             unnest($13::boolean[]) AS has_occurred_at,
+             unnest($14::integer[]) AS max_attempts,
+             unnest($15::double precision[]) AS within_seconds,
              generate_subscripts($1::text[], 1) AS ord) r
 CROSS JOIN LATERAL (SELECT EXISTS (SELECT 1 FROM destinations x
                                    WHERE x.name = r.destination AND x.status = 'disconnected')
@@ -732,20 +733,21 @@ RETURNING client, operation_key, id
 `
 
 type ActionInsertRunParams struct {
-	Clients       []string
-	Environments  []string
-	Sources       []string
-	Names         []string
-	BusinessKeys  []string
-	KeyParts      []json.RawMessage
-	OperationKeys []string
-	Destinations  []string
-	Params        []json.RawMessage
-	ParamsSha256s [][]byte
-	Owners        []string
-	OccurredAts   []string
-	MaxAttempts   []int32
-	WithinSeconds []float64
+	Clients        []string
+	Environments   []string
+	Sources        []string
+	Names          []string
+	BusinessKeys   []string
+	KeyParts       []json.RawMessage
+	OperationKeys  []string
+	Destinations   []string
+	Params         []json.RawMessage
+	ParamsSha256s  [][]byte
+	Owners         []string
+	OccurredAts    []time.Time
+	HasOccurredAts []bool
+	MaxAttempts    []int32
+	WithinSeconds  []float64
 }
 
 type ActionInsertRunRow struct {
@@ -773,6 +775,7 @@ func (q *Queries) ActionInsertRun(ctx context.Context, arg ActionInsertRunParams
 		arg.ParamsSha256s,
 		arg.Owners,
 		arg.OccurredAts,
+		arg.HasOccurredAts,
 		arg.MaxAttempts,
 		arg.WithinSeconds,
 	)

@@ -35,14 +35,15 @@ SELECT r.client, r.environment, r.source, r.name, r.business_key, r.key_parts, r
        r.destination, r.params, r.params_sha256,
        CASE WHEN d.disconnected THEN 'held' ELSE 'pending' END,
        CASE WHEN d.disconnected THEN 'destination ' || r.destination || ' is disconnected' ELSE '' END,
-       r.owner, nullif(r.occurred_at, '')::timestamptz, r.max_attempts,
+       r.owner, CASE WHEN r.has_occurred_at THEN r.occurred_at END, r.max_attempts,
        now() + make_interval(secs => r.within_seconds)
 FROM (SELECT unnest(@clients::text[]) AS client, unnest(@environments::text[]) AS environment,
              unnest(@sources::text[]) AS source, unnest(@names::text[]) AS name,
              unnest(@business_keys::text[]) AS business_key, unnest(@key_parts::jsonb[]) AS key_parts,
              unnest(@operation_keys::text[]) AS operation_key, unnest(@destinations::text[]) AS destination,
              unnest(@params::jsonb[]) AS params, unnest(@params_sha256s::bytea[]) AS params_sha256,
-             unnest(@owners::text[]) AS owner, unnest(@occurred_ats::text[]) AS occurred_at,
+             unnest(@owners::text[]) AS owner, unnest(@occurred_ats::timestamptz[]) AS occurred_at,
+             unnest(@has_occurred_ats::boolean[]) AS has_occurred_at,
              unnest(@max_attempts::integer[]) AS max_attempts,
              unnest(@within_seconds::double precision[]) AS within_seconds,
              generate_subscripts(@clients::text[], 1) AS ord) r

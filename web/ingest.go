@@ -105,15 +105,19 @@ func readLimited(c echo.Context, limit int64) ([]byte, error) {
 	return body, nil
 }
 
-// readAll is io.ReadAll with room for a declared length (at most the source's
-// limit, checked before) from the start: a webhook declares its length, and
-// io.ReadAll's growing from 512 bytes copied a 2 KB body four times.
+// presize is the most readAll sets aside for a body before it arrives.
+const presize = 64 << 10
+
+// readAll is io.ReadAll with room for a declared length from the start, up to
+// presize: a webhook declares its length, and io.ReadAll's growing from 512 bytes
+// copied a 2 KB body four times. Larger bodies grow as they arrive, so a client that
+// declares a large body and sends nothing holds no more than presize.
 func readAll(r io.Reader, declared int64) ([]byte, error) {
 	if declared <= 0 {
 		return io.ReadAll(r)
 	}
 	// One byte more than declared, so that the end is seen without growing.
-	b := make([]byte, 0, declared+1)
+	b := make([]byte, 0, min(declared, presize)+1)
 	for {
 		n, err := r.Read(b[len(b):cap(b)])
 		b = b[:len(b)+n]
@@ -123,7 +127,7 @@ func readAll(r io.Reader, declared int64) ([]byte, error) {
 		if err != nil {
 			return b, err
 		}
-		if len(b) == cap(b) { // longer than declared: net/http refuses that, but read on
+		if len(b) == cap(b) { // longer than presize (or than declared, which net/http refuses)
 			b = append(b, 0)[:len(b)]
 		}
 	}
