@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/oncehook/oncehook/db"
@@ -30,6 +31,20 @@ FROM generate_series($1::int, $2::int) AS i`, from, to)
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// plainIDs runs a plain query for ids: what a shaped query must still return.
+func plainIDs(t *testing.T, pool *pgxpool.Pool, sql string, args ...any) []int64 {
+	t.Helper()
+	rows, err := pool.Query(context.Background(), sql, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append([]int64{}, ids...) // an empty result compares equal to an empty page
 }
 
 // naiveList is ActionList as one plain scan: what the shaped query must still return.
@@ -65,21 +80,7 @@ func TestActionListMatchesPlainScan(t *testing.T) {
 							for _, a := range got {
 								gotIDs = append(gotIDs, a.ID)
 							}
-							wantIDs := []int64{}
-							rows, err := pool.Query(ctx, naiveList, states, source, owner, search, before, limit)
-							if err != nil {
-								t.Fatal(err)
-							}
-							for rows.Next() {
-								var id int64
-								if err := rows.Scan(&id); err != nil {
-									t.Fatal(err)
-								}
-								wantIDs = append(wantIDs, id)
-							}
-							if err := rows.Err(); err != nil {
-								t.Fatal(err)
-							}
+							wantIDs := plainIDs(t, pool, naiveList, states, source, owner, search, before, limit)
 							if diff := cmp.Diff(wantIDs, gotIDs); diff != "" {
 								t.Errorf("%s: ids (-plain scan +ActionList):\n%s", name, diff)
 							}
@@ -186,23 +187,9 @@ FROM generate_series(1, 300) AS i`)
 					for _, e := range got {
 						gotIDs = append(gotIDs, e.ID)
 					}
-					wantIDs := []int64{}
-					rows, err := pool.Query(ctx, `SELECT id FROM events
+					wantIDs := plainIDs(t, pool, `SELECT id FROM events
 						WHERE ($1 = '' OR status = $1) AND ($2 = '' OR source = $2)
 						  AND ($3::bigint IS NULL OR id < $3) ORDER BY id DESC LIMIT $4`, status, source, before, limit)
-					if err != nil {
-						t.Fatal(err)
-					}
-					for rows.Next() {
-						var id int64
-						if err := rows.Scan(&id); err != nil {
-							t.Fatal(err)
-						}
-						wantIDs = append(wantIDs, id)
-					}
-					if err := rows.Err(); err != nil {
-						t.Fatal(err)
-					}
 					if diff := cmp.Diff(wantIDs, gotIDs); diff != "" {
 						t.Errorf("%s: ids (-plain scan +EventList):\n%s", name, diff)
 					}
