@@ -50,22 +50,23 @@ func (b *bench) growth(ctx context.Context) error {
 	if err := b.pg.exec(ctx, `TRUNCATE actions CASCADE`); err != nil {
 		return err
 	}
-	targets := []struct {
+	type target struct {
 		name, path string
 		client     *http.Client
 		header     http.Header
-	}{
-		{"API list GET /api/v1/actions?state=failed", "/api/v1/actions?state=failed", http.DefaultClient,
-			http.Header{"Authorization": {"Bearer " + token}}},
-		{"API summary GET /api/v1/summary (counts by state)", "/api/v1/summary", http.DefaultClient,
-			http.Header{"Authorization": {"Bearer " + token}}},
+		last       bool // ask for the last page, by cursor: the 25 oldest failed actions
+	}
+	api := http.Header{"Authorization": {"Bearer " + token}}
+	targets := []target{
+		{name: "API list GET /api/v1/actions?state=failed", path: "/api/v1/actions?state=failed",
+			client: http.DefaultClient, header: api},
+		{name: "API list, last page (&cursor=...: the 25 oldest failed)", path: "/api/v1/actions?state=failed",
+			client: http.DefaultClient, header: api, last: true},
+		{name: "API summary GET /api/v1/summary (counts by state)", path: "/api/v1/summary",
+			client: http.DefaultClient, header: api},
 	}
 	if page != nil {
-		targets = append(targets, struct {
-			name, path string
-			client     *http.Client
-			header     http.Header
-		}{"queue page GET /queue/failed", "/queue/failed", page, nil})
+		targets = append(targets, target{name: "queue page GET /queue/failed", path: "/queue/failed", client: page})
 	} else {
 		b.t.note("growth: no /queue/failed page in this build; only the API was measured")
 	}
@@ -79,7 +80,16 @@ func (b *bench) growth(ctx context.Context) error {
 		}
 		have = size
 		for i, t := range targets {
-			d, err := b.latency(ctx, t.client, t.path, t.header)
+			path := t.path
+			if t.last {
+				var cursor int64
+				if err := b.pg.pool.QueryRow(ctx, `SELECT id FROM actions WHERE state = 'failed'
+					ORDER BY id LIMIT 1 OFFSET 25`).Scan(&cursor); err != nil {
+					return fmt.Errorf("growth: the last page's cursor: %w", err)
+				}
+				path = fmt.Sprintf("%s&cursor=%d", t.path, cursor)
+			}
+			d, err := b.latency(ctx, t.client, path, t.header)
 			if err != nil {
 				return fmt.Errorf("growth: %s: %w", t.name, err)
 			}

@@ -818,7 +818,7 @@ WHERE (a.client, a.id) IN (
                OR EXISTS (SELECT 1 FROM action_events ae
                           JOIN events e ON e.client = ae.client AND e.id = ae.event_id
                           WHERE ae.client = b.client AND ae.action_id = b.id AND e.source_event_id = $7))
-          AND ($8::bigint IS NULL OR b.id < $8::bigint)
+          AND b.id < coalesce($8::bigint, 9223372036854775807)
         ORDER BY b.state, b.id DESC
         LIMIT $9) p)
 ORDER BY a.id DESC

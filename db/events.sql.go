@@ -273,7 +273,7 @@ SELECT id, client, environment, source, source_event_id, type, status, reason, d
      WHERE $1::text <> 'received'
        AND ($2::text = '' OR source = $2)
        AND ($1::text = '' OR status = $1)
-       AND ($3::bigint IS NULL OR id < $3::bigint)
+       AND id < coalesce($3::bigint, 9223372036854775807)
      ORDER BY id DESC
      LIMIT $4)
     UNION ALL
@@ -287,7 +287,7 @@ SELECT id, client, environment, source, source_event_id, type, status, reason, d
                          OFFSET 0) e
      WHERE $1::text = 'received'
        AND ($2::text = '' OR e.source = $2)
-       AND ($3::bigint IS NULL OR q.id < $3::bigint)
+       AND q.id < coalesce($3::bigint, 9223372036854775807)
      ORDER BY q.id DESC
      LIMIT $4)
 ) page

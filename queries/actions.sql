@@ -327,7 +327,7 @@ WHERE (a.client, a.id) IN (
                OR EXISTS (SELECT 1 FROM action_events ae
                           JOIN events e ON e.client = ae.client AND e.id = ae.event_id
                           WHERE ae.client = b.client AND ae.action_id = b.id AND e.source_event_id = @q))
-          AND (sqlc.narg(before_id)::bigint IS NULL OR b.id < sqlc.narg(before_id)::bigint)
+          AND b.id < coalesce(sqlc.narg(before_id)::bigint, 9223372036854775807)
         ORDER BY b.state, b.id DESC
         LIMIT @max_rows) p)
 ORDER BY a.id DESC

@@ -82,7 +82,7 @@ SELECT * FROM (
      WHERE @status::text <> 'received'
        AND (@source::text = '' OR source = @source)
        AND (@status::text = '' OR status = @status)
-       AND (sqlc.narg(before_id)::bigint IS NULL OR id < sqlc.narg(before_id)::bigint)
+       AND id < coalesce(sqlc.narg(before_id)::bigint, 9223372036854775807)
      ORDER BY id DESC
      LIMIT @max_rows)
     UNION ALL
@@ -96,7 +96,7 @@ SELECT * FROM (
                          OFFSET 0) e
      WHERE @status::text = 'received'
        AND (@source::text = '' OR e.source = @source)
-       AND (sqlc.narg(before_id)::bigint IS NULL OR q.id < sqlc.narg(before_id)::bigint)
+       AND q.id < coalesce(sqlc.narg(before_id)::bigint, 9223372036854775807)
      ORDER BY q.id DESC
      LIMIT @max_rows)
 ) page
