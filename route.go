@@ -294,11 +294,8 @@ func (e *Engine) independent(ev db.Event) bool {
 // written by one statement instead of one each.
 func (e *Engine) routeRun(ctx context.Context, q *db.Queries, run []db.Event) ([]routing, error) {
 	routed := make([]routing, len(run))
-	type pending struct {
-		event int // index in run
-		in    actionIntent
-	}
-	var intents []pending
+	var intents []actionIntent
+	var eventOf []int // index in run of each intent's event
 	for i, ev := range run {
 		rules, doc, r, ok := e.prepare(ev)
 		routed[i] = r
@@ -315,61 +312,55 @@ func (e *Engine) routeRun(ctx context.Context, q *db.Queries, run []db.Event) ([
 			if !ok {
 				continue
 			}
-			in, err := e.intent(ev, doc, rule, parts, nil, "", ruleTime(doc, rule, ev.OccurredAt))
+			in, err := e.intent(ev, doc, rule, parts, 0, "", ruleTime(doc, rule, ev.OccurredAt))
 			if err != nil {
 				return nil, fmt.Errorf("route event %d: %w", ev.ID, err)
 			}
-			intents = append(intents, pending{i, in})
+			intents, eventOf = append(intents, in), append(eventOf, i)
 		}
 		if !matched {
 			routed[i].note("no action rule for event type %q", ev.Type)
 		}
 	}
-	ins := make([]actionIntent, len(intents))
-	for i, p := range intents {
-		ins[i] = p.in
-	}
-	ids, err := insertRun(ctx, q, ins)
+	ids, err := insertActions(ctx, q, intents)
 	if err != nil {
 		return nil, fmt.Errorf("route events %d to %d: %w", run[0].ID, run[len(run)-1].ID, err)
 	}
-	for i, p := range intents {
-		var insertErr error
-		if ids[i] == 0 {
-			insertErr = pgx.ErrNoRows // the operation already had its action
-		}
-		if _, err := e.settle(ctx, q, run[p.event], p.in, ids[i], insertErr, &routed[p.event]); err != nil {
-			return nil, fmt.Errorf("route event %d: %w", run[p.event].ID, err)
+	for i, in := range intents {
+		ev := run[eventOf[i]]
+		if _, err := e.settle(ctx, q, ev, in, ids[i], &routed[eventOf[i]]); err != nil {
+			return nil, fmt.Errorf("route event %d: %w", ev.ID, err)
 		}
 	}
 	return routed, nil
 }
 
-// insertRun inserts the actions of a run of independent events with one statement
-// (ActionInsertRun) and returns, for each intent in order, the id of the action it
-// created, or 0 when its operation already had one: before the run, or from an
-// earlier intent of the run.
-func insertRun(ctx context.Context, q *db.Queries, ins []actionIntent) ([]int64, error) {
-	if len(ins) == 0 {
+// insertActions inserts the actions intents ask for with one statement
+// (ActionInsert) and returns, for each intent in order, the id of the action it
+// created, or 0 when its operation already had one: before, or from an earlier
+// intent of the same call.
+func insertActions(ctx context.Context, q *db.Queries, intents []actionIntent) ([]int64, error) {
+	if len(intents) == 0 {
 		return nil, nil
 	}
-	p := db.ActionInsertRunParams{}
-	for _, in := range ins {
-		a := in.insert
-		var occurred time.Time // with has false: NULL
-		if a.OccurredAt != nil {
-			occurred = *a.OccurredAt
+	p := db.ActionInsertParams{}
+	for _, in := range intents {
+		var occurred time.Time // with HasOccurredAts false: NULL
+		if in.occurred != nil {
+			occurred = *in.occurred
 		}
-		p.Clients, p.Environments = append(p.Clients, a.Client), append(p.Environments, a.Environment)
-		p.Sources, p.Names = append(p.Sources, a.Source), append(p.Names, a.Name)
-		p.BusinessKeys, p.KeyParts = append(p.BusinessKeys, a.BusinessKey), append(p.KeyParts, a.KeyParts)
-		p.OperationKeys, p.Destinations = append(p.OperationKeys, a.OperationKey), append(p.Destinations, a.Destination)
-		p.Params, p.ParamsSha256s = append(p.Params, a.Params), append(p.ParamsSha256s, a.ParamsSha256)
-		p.Owners, p.OccurredAts = append(p.Owners, a.Owner), append(p.OccurredAts, occurred)
-		p.HasOccurredAts = append(p.HasOccurredAts, a.OccurredAt != nil)
-		p.MaxAttempts, p.WithinSeconds = append(p.MaxAttempts, a.MaxAttempts), append(p.WithinSeconds, a.WithinSeconds)
+		keyJSON, _ := json.Marshal(in.id.KeyParts)
+		p.Clients, p.Environments = append(p.Clients, in.id.Client), append(p.Environments, in.id.Environment)
+		p.Sources, p.Names = append(p.Sources, in.source), append(p.Names, in.rule.Name)
+		p.BusinessKeys, p.KeyParts = append(p.BusinessKeys, in.id.BusinessKey()), append(p.KeyParts, keyJSON)
+		p.OperationKeys, p.Destinations = append(p.OperationKeys, in.id.OperationKey()), append(p.Destinations, in.rule.Destination)
+		p.Params, p.ParamsSha256s = append(p.Params, in.params), append(p.ParamsSha256s, in.sum)
+		p.Owners, p.AfterIds, p.Resources = append(p.Owners, in.owner), append(p.AfterIds, in.afterID), append(p.Resources, in.resource)
+		p.OccurredAts, p.HasOccurredAts = append(p.OccurredAts, occurred), append(p.HasOccurredAts, in.occurred != nil)
+		p.MaxAttempts = append(p.MaxAttempts, int32(in.rule.Retry.Attempts))
+		p.WithinSeconds = append(p.WithinSeconds, in.rule.Retry.Within.Seconds())
 	}
-	rows, err := q.ActionInsertRun(ctx, p)
+	rows, err := q.ActionInsert(ctx, p)
 	if err != nil {
 		return nil, fmt.Errorf("insert actions: %w", err)
 	}
@@ -378,9 +369,9 @@ func insertRun(ctx context.Context, q *db.Queries, ins []actionIntent) ([]int64,
 	for _, r := range rows {
 		created[operation{r.Client, r.OperationKey}] = r.ID
 	}
-	ids := make([]int64, len(ins))
-	for i, in := range ins {
-		op := operation{in.insert.Client, in.insert.OperationKey}
+	ids := make([]int64, len(intents))
+	for i, in := range intents {
+		op := operation{in.id.Client, p.OperationKeys[i]}
 		ids[i] = created[op]
 		delete(created, op) // a later intent for the same operation finds it existing
 	}
@@ -394,14 +385,14 @@ func (e *Engine) routeRule(ctx context.Context, q *db.Queries, ev db.Event, doc 
 	if !ok {
 		return nil
 	}
-	var afterID *int64
+	var afterID int64 // 0: none
 	if rule.After != "" {
 		id, ok := ids[rule.After]
 		if !ok {
 			r.note("%s: waits for %s, which this event did not start", rule.Name, rule.After)
 			return nil
 		}
-		afterID = &id
+		afterID = id
 	}
 	resource, occurred := "", ruleTime(doc, rule, eventTime)
 	if rule.Resource != "" {
@@ -424,8 +415,11 @@ func (e *Engine) routeRule(ctx context.Context, q *db.Queries, ev db.Event, doc 
 	if err != nil {
 		return err
 	}
-	newID, insertErr := q.ActionInsert(ctx, in.insert)
-	id, err := e.settle(ctx, q, ev, in, newID, insertErr, r)
+	newIDs, err := insertActions(ctx, q, []actionIntent{in})
+	if err != nil {
+		return fmt.Errorf("insert action %s: %w", rule.Name, err)
+	}
+	id, err := e.settle(ctx, q, ev, in, newIDs[0], r)
 	if err != nil {
 		return err
 	}
@@ -449,11 +443,15 @@ func keyParts(doc any, rule ActionRule, r *routing) ([]string, bool) {
 
 // actionIntent is the action one rule of one event asks for, ready to insert.
 type actionIntent struct {
-	rule   ActionRule
-	id     OperationIdentity
-	params json.RawMessage
-	sum    []byte
-	insert db.ActionInsertParams
+	rule     ActionRule
+	id       OperationIdentity
+	source   string
+	params   json.RawMessage
+	sum      []byte
+	owner    string
+	afterID  int64 // the predecessor it waits for; 0 for none
+	resource string
+	occurred *time.Time
 }
 
 // ruleTime is when the event says the rule's operation happened: the rule's own
@@ -468,39 +466,33 @@ func ruleTime(doc any, rule ActionRule, eventTime *time.Time) *time.Time {
 }
 
 // intent works out the action rule asks for, with the key parts read from the event.
-func (e *Engine) intent(ev db.Event, doc any, rule ActionRule, parts []string, afterID *int64,
+func (e *Engine) intent(ev db.Event, doc any, rule ActionRule, parts []string, afterID int64,
 	resource string, occurred *time.Time) (actionIntent, error) {
 	params, err := renderParams(doc, rule.Params)
 	if err != nil {
 		return actionIntent{}, fmt.Errorf("render params for %s: %w", rule.Name, err)
 	}
 	sum := sha256.Sum256(params)
-	id := OperationIdentity{Client: ev.Client, Environment: ev.Environment, Name: rule.Name, KeyParts: parts}
-	keyJSON, _ := json.Marshal(parts)
-	dest, _ := e.cfg.Destination(rule.Destination)
 	owner := rule.Owner
 	if owner == "" {
+		dest, _ := e.cfg.Destination(rule.Destination)
 		owner = dest.Owner
 	}
-	return actionIntent{rule: rule, id: id, params: params, sum: sum[:], insert: db.ActionInsertParams{
-		Client: ev.Client, Environment: ev.Environment, Source: ev.Source, Name: rule.Name,
-		BusinessKey: id.BusinessKey(), KeyParts: keyJSON, OperationKey: id.OperationKey(),
-		Destination: rule.Destination, Params: params, ParamsSha256: sum[:], AfterID: afterID,
-		Owner: owner, Resource: resource, OccurredAt: occurred,
-		MaxAttempts: int32(rule.Retry.Attempts), WithinSeconds: rule.Retry.Within.Seconds(),
-	}}, nil
+	return actionIntent{rule: rule, source: ev.Source, params: params, sum: sum[:], owner: owner,
+		id:      OperationIdentity{Client: ev.Client, Environment: ev.Environment, Name: rule.Name, KeyParts: parts},
+		afterID: afterID, resource: resource, occurred: occurred}, nil
 }
 
-// settle takes the outcome of an action's insert: the new action, or the one that
-// already stands for the operation, flagged as a conflict when this event asks for
-// it with different params. It links the event to the action and returns its id.
+// settle takes the outcome of an action's insert: the new action (newID), or, when
+// newID is 0, the one that already stands for the operation, flagged as a conflict
+// when this event asks for it with different params. It links the event to the
+// action and returns its id.
 func (e *Engine) settle(ctx context.Context, q *db.Queries, ev db.Event, in actionIntent,
-	newID int64, insertErr error, r *routing) (int64, error) {
+	newID int64, r *routing) (int64, error) {
 	conflict := false
-	switch {
-	case insertErr == nil:
+	if newID != 0 {
 		r.created++
-	case db.IsNotFound(insertErr):
+	} else {
 		existing, err := q.ActionGetByOperationKey(ctx, db.ActionGetByOperationKeyParams{
 			Client: ev.Client, OperationKey: in.id.OperationKey()})
 		if err != nil {
@@ -513,8 +505,6 @@ func (e *Engine) settle(ctx context.Context, q *db.Queries, ev db.Event, in acti
 				return 0, err
 			}
 		}
-	default:
-		return 0, fmt.Errorf("insert action %s: %w", in.rule.Name, insertErr)
 	}
 	r.linked = append(r.linked, actionLink{client: ev.Client, actionID: newID, eventID: ev.ID,
 		params: in.params, sum: in.sum, conflict: conflict})

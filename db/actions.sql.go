@@ -636,103 +636,44 @@ func (q *Queries) ActionHoldDestination(ctx context.Context, arg ActionHoldDesti
 	return items, nil
 }
 
-const actionInsert = `-- name: ActionInsert :one
+const actionInsert = `-- name: ActionInsert :many
 INSERT INTO actions (client, environment, source, name, business_key, key_parts, operation_key,
                      destination, params, params_sha256, state, reason, owner, after_id, resource,
                      occurred_at, max_attempts, give_up_at, next_attempt_at)
-SELECT $1, $2, $3, $4, $5, $6, $7,
-       $8, $9, $10,
-       CASE WHEN d.status = 'disconnected' THEN 'held' ELSE 'pending' END,
-       CASE WHEN d.status = 'disconnected' THEN 'destination ' || $8 || ' is disconnected'
-            WHEN $11::bigint IS NOT NULL AND p.state IS DISTINCT FROM 'confirmed'
-                 THEN 'waiting for ' || coalesce(p.name, 'its predecessor')
-            ELSE '' END,
-       $12, $11::bigint, $13, $14::timestamptz,
-       $15, now() + make_interval(secs => $16::double precision),
-       CASE WHEN $11::bigint IS NULL OR p.state IN ('confirmed', 'resolved') THEN now()
-            ELSE '9999-12-31 00:00:00+00'::timestamptz END
-FROM (SELECT 1) one
-LEFT JOIN destinations d ON d.name = $8
-LEFT JOIN actions p ON p.client = $1 AND p.id = $11::bigint
-ON CONFLICT (client, operation_key) DO NOTHING
-RETURNING id
-`
-
-type ActionInsertParams struct {
-	Client        string
-	Environment   string
-	Source        string
-	Name          string
-	BusinessKey   string
-	KeyParts      json.RawMessage
-	OperationKey  string
-	Destination   string
-	Params        json.RawMessage
-	ParamsSha256  []byte
-	AfterID       *int64
-	Owner         string
-	Resource      string
-	OccurredAt    *time.Time
-	MaxAttempts   int32
-	WithinSeconds float64
-}
-
-// Creates the action for an operation identity unless it exists. A successor waits
-// (next_attempt_at far in the future) until its predecessor is confirmed; an action for a
-// disconnected destination starts held.
-func (q *Queries) ActionInsert(ctx context.Context, arg ActionInsertParams) (int64, error) {
-	row := q.db.QueryRow(ctx, actionInsert,
-		arg.Client,
-		arg.Environment,
-		arg.Source,
-		arg.Name,
-		arg.BusinessKey,
-		arg.KeyParts,
-		arg.OperationKey,
-		arg.Destination,
-		arg.Params,
-		arg.ParamsSha256,
-		arg.AfterID,
-		arg.Owner,
-		arg.Resource,
-		arg.OccurredAt,
-		arg.MaxAttempts,
-		arg.WithinSeconds,
-	)
-	var id int64
-	err := row.Scan(&id)
-	return id, err
-}
-
-const actionInsertRun = `-- name: ActionInsertRun :many
-INSERT INTO actions (client, environment, source, name, business_key, key_parts, operation_key,
-                     destination, params, params_sha256, state, reason, owner,
-                     occurred_at, max_attempts, give_up_at)
 SELECT r.client, r.environment, r.source, r.name, r.business_key, r.key_parts, r.operation_key,
        r.destination, r.params, r.params_sha256,
        CASE WHEN d.disconnected THEN 'held' ELSE 'pending' END,
-       CASE WHEN d.disconnected THEN 'destination ' || r.destination || ' is disconnected' ELSE '' END,
-       r.owner, CASE WHEN r.has_occurred_at THEN r.occurred_at END, r.max_attempts,
-       now() + make_interval(secs => r.within_seconds)
+       CASE WHEN d.disconnected THEN 'destination ' || r.destination || ' is disconnected'
+            WHEN r.after_id <> 0 AND p.state IS DISTINCT FROM 'confirmed'
+                 THEN 'waiting for ' || coalesce(p.name, 'its predecessor')
+            ELSE '' END,
+       r.owner, nullif(r.after_id, 0), r.resource, CASE WHEN r.has_occurred_at THEN r.occurred_at END,
+       r.max_attempts, now() + make_interval(secs => r.within_seconds),
+       CASE WHEN r.after_id = 0 OR p.state IN ('confirmed', 'resolved') THEN now()
+            ELSE '9999-12-31 00:00:00+00'::timestamptz END
 FROM (SELECT unnest($1::text[]) AS client, unnest($2::text[]) AS environment,
              unnest($3::text[]) AS source, unnest($4::text[]) AS name,
              unnest($5::text[]) AS business_key, unnest($6::jsonb[]) AS key_parts,
              unnest($7::text[]) AS operation_key, unnest($8::text[]) AS destination,
              unnest($9::jsonb[]) AS params, unnest($10::bytea[]) AS params_sha256,
-             unnest($11::text[]) AS owner, unnest($12::timestamptz[]) AS occurred_at,
-             unnest($13::boolean[]) AS has_occurred_at,
-             unnest($14::integer[]) AS max_attempts,
-             unnest($15::double precision[]) AS within_seconds,
+             unnest($11::text[]) AS owner, unnest($12::bigint[]) AS after_id,
+             unnest($13::text[]) AS resource,
+             unnest($14::timestamptz[]) AS occurred_at,
+             unnest($15::boolean[]) AS has_occurred_at,
+             unnest($16::integer[]) AS max_attempts,
+             unnest($17::double precision[]) AS within_seconds,
              generate_subscripts($1::text[], 1) AS ord) r
 CROSS JOIN LATERAL (SELECT EXISTS (SELECT 1 FROM destinations x
                                    WHERE x.name = r.destination AND x.status = 'disconnected')
                     AS disconnected) d
+LEFT JOIN LATERAL (SELECT x.state, x.name FROM actions x
+                   WHERE x.client = r.client AND x.id = r.after_id OFFSET 0) p ON true
 ORDER BY r.ord
 ON CONFLICT (client, operation_key) DO NOTHING
 RETURNING client, operation_key, id
 `
 
-type ActionInsertRunParams struct {
+type ActionInsertParams struct {
 	Clients        []string
 	Environments   []string
 	Sources        []string
@@ -744,25 +685,31 @@ type ActionInsertRunParams struct {
 	Params         []json.RawMessage
 	ParamsSha256s  [][]byte
 	Owners         []string
+	AfterIds       []int64
+	Resources      []string
 	OccurredAts    []time.Time
 	HasOccurredAts []bool
 	MaxAttempts    []int32
 	WithinSeconds  []float64
 }
 
-type ActionInsertRunRow struct {
+type ActionInsertRow struct {
 	Client       string
 	OperationKey string
 	ID           int64
 }
 
-// ActionInsert for a run of actions that wait for nothing (no predecessor, no
-// resource), in one statement: the router's inserts for a run of independent events.
-// Rows are inserted in the order given, so of two rows for one operation the first
-// creates the action. It returns the operations it created; an operation that
+// Creates the action for each operation identity given unless it exists, in one
+// statement: for one event's rule, or for a run of independent events. Rows are
+// inserted in the order given, so of two rows for one operation the first creates
+// the action. A successor (after_id, 0 for none) waits (next_attempt_at far in the
+// future) until its predecessor is confirmed; an action for a disconnected
+// destination starts held. It returns the operations it created; an operation that
 // already existed, or that an earlier row created, returns nothing.
-func (q *Queries) ActionInsertRun(ctx context.Context, arg ActionInsertRunParams) ([]ActionInsertRunRow, error) {
-	rows, err := q.db.Query(ctx, actionInsertRun,
+// OFFSET 0 keeps the predecessor a lookup by key per row: as a plain join, a plan
+// made while actions was small scans the whole table for it.
+func (q *Queries) ActionInsert(ctx context.Context, arg ActionInsertParams) ([]ActionInsertRow, error) {
+	rows, err := q.db.Query(ctx, actionInsert,
 		arg.Clients,
 		arg.Environments,
 		arg.Sources,
@@ -774,6 +721,8 @@ func (q *Queries) ActionInsertRun(ctx context.Context, arg ActionInsertRunParams
 		arg.Params,
 		arg.ParamsSha256s,
 		arg.Owners,
+		arg.AfterIds,
+		arg.Resources,
 		arg.OccurredAts,
 		arg.HasOccurredAts,
 		arg.MaxAttempts,
@@ -783,9 +732,9 @@ func (q *Queries) ActionInsertRun(ctx context.Context, arg ActionInsertRunParams
 		return nil, err
 	}
 	defer rows.Close()
-	items := []ActionInsertRunRow{}
+	items := []ActionInsertRow{}
 	for rows.Next() {
-		var i ActionInsertRunRow
+		var i ActionInsertRow
 		if err := rows.Scan(&i.Client, &i.OperationKey, &i.ID); err != nil {
 			return nil, err
 		}

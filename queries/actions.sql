@@ -1,48 +1,33 @@
--- name: ActionInsert :one
--- Creates the action for an operation identity unless it exists. A successor waits
--- (next_attempt_at far in the future) until its predecessor is confirmed; an action for a
--- disconnected destination starts held.
+-- name: ActionInsert :many
+-- Creates the action for each operation identity given unless it exists, in one
+-- statement: for one event's rule, or for a run of independent events. Rows are
+-- inserted in the order given, so of two rows for one operation the first creates
+-- the action. A successor (after_id, 0 for none) waits (next_attempt_at far in the
+-- future) until its predecessor is confirmed; an action for a disconnected
+-- destination starts held. It returns the operations it created; an operation that
+-- already existed, or that an earlier row created, returns nothing.
 INSERT INTO actions (client, environment, source, name, business_key, key_parts, operation_key,
                      destination, params, params_sha256, state, reason, owner, after_id, resource,
                      occurred_at, max_attempts, give_up_at, next_attempt_at)
-SELECT @client, @environment, @source, @name, @business_key, @key_parts, @operation_key,
-       @destination, @params, @params_sha256,
-       CASE WHEN d.status = 'disconnected' THEN 'held' ELSE 'pending' END,
-       CASE WHEN d.status = 'disconnected' THEN 'destination ' || @destination || ' is disconnected'
-            WHEN sqlc.narg(after_id)::bigint IS NOT NULL AND p.state IS DISTINCT FROM 'confirmed'
-                 THEN 'waiting for ' || coalesce(p.name, 'its predecessor')
-            ELSE '' END,
-       @owner, sqlc.narg(after_id)::bigint, @resource, sqlc.narg(occurred_at)::timestamptz,
-       @max_attempts, now() + make_interval(secs => @within_seconds::double precision),
-       CASE WHEN sqlc.narg(after_id)::bigint IS NULL OR p.state IN ('confirmed', 'resolved') THEN now()
-            ELSE '9999-12-31 00:00:00+00'::timestamptz END
-FROM (SELECT 1) one
-LEFT JOIN destinations d ON d.name = @destination
-LEFT JOIN actions p ON p.client = @client AND p.id = sqlc.narg(after_id)::bigint
-ON CONFLICT (client, operation_key) DO NOTHING
-RETURNING id;
-
--- name: ActionInsertRun :many
--- ActionInsert for a run of actions that wait for nothing (no predecessor, no
--- resource), in one statement: the router's inserts for a run of independent events.
--- Rows are inserted in the order given, so of two rows for one operation the first
--- creates the action. It returns the operations it created; an operation that
--- already existed, or that an earlier row created, returns nothing.
-INSERT INTO actions (client, environment, source, name, business_key, key_parts, operation_key,
-                     destination, params, params_sha256, state, reason, owner,
-                     occurred_at, max_attempts, give_up_at)
 SELECT r.client, r.environment, r.source, r.name, r.business_key, r.key_parts, r.operation_key,
        r.destination, r.params, r.params_sha256,
        CASE WHEN d.disconnected THEN 'held' ELSE 'pending' END,
-       CASE WHEN d.disconnected THEN 'destination ' || r.destination || ' is disconnected' ELSE '' END,
-       r.owner, CASE WHEN r.has_occurred_at THEN r.occurred_at END, r.max_attempts,
-       now() + make_interval(secs => r.within_seconds)
+       CASE WHEN d.disconnected THEN 'destination ' || r.destination || ' is disconnected'
+            WHEN r.after_id <> 0 AND p.state IS DISTINCT FROM 'confirmed'
+                 THEN 'waiting for ' || coalesce(p.name, 'its predecessor')
+            ELSE '' END,
+       r.owner, nullif(r.after_id, 0), r.resource, CASE WHEN r.has_occurred_at THEN r.occurred_at END,
+       r.max_attempts, now() + make_interval(secs => r.within_seconds),
+       CASE WHEN r.after_id = 0 OR p.state IN ('confirmed', 'resolved') THEN now()
+            ELSE '9999-12-31 00:00:00+00'::timestamptz END
 FROM (SELECT unnest(@clients::text[]) AS client, unnest(@environments::text[]) AS environment,
              unnest(@sources::text[]) AS source, unnest(@names::text[]) AS name,
              unnest(@business_keys::text[]) AS business_key, unnest(@key_parts::jsonb[]) AS key_parts,
              unnest(@operation_keys::text[]) AS operation_key, unnest(@destinations::text[]) AS destination,
              unnest(@params::jsonb[]) AS params, unnest(@params_sha256s::bytea[]) AS params_sha256,
-             unnest(@owners::text[]) AS owner, unnest(@occurred_ats::timestamptz[]) AS occurred_at,
+             unnest(@owners::text[]) AS owner, unnest(@after_ids::bigint[]) AS after_id,
+             unnest(@resources::text[]) AS resource,
+             unnest(@occurred_ats::timestamptz[]) AS occurred_at,
              unnest(@has_occurred_ats::boolean[]) AS has_occurred_at,
              unnest(@max_attempts::integer[]) AS max_attempts,
              unnest(@within_seconds::double precision[]) AS within_seconds,
@@ -50,6 +35,10 @@ FROM (SELECT unnest(@clients::text[]) AS client, unnest(@environments::text[]) A
 CROSS JOIN LATERAL (SELECT EXISTS (SELECT 1 FROM destinations x
                                    WHERE x.name = r.destination AND x.status = 'disconnected')
                     AS disconnected) d
+-- OFFSET 0 keeps the predecessor a lookup by key per row: as a plain join, a plan
+-- made while actions was small scans the whole table for it.
+LEFT JOIN LATERAL (SELECT x.state, x.name FROM actions x
+                   WHERE x.client = r.client AND x.id = r.after_id OFFSET 0) p ON true
 ORDER BY r.ord
 ON CONFLICT (client, operation_key) DO NOTHING
 RETURNING client, operation_key, id;
