@@ -327,9 +327,6 @@ func writeBatch(ctx context.Context, pool *pgxpool.Pool, batch []*pendingDeliver
 	if err != nil {
 		return nil, fmt.Errorf("insert events: %w", err)
 	}
-	if len(rows) != len(leads) {
-		return failAll(len(batch), fmt.Errorf("insert events: %d rows came back for %d identities", len(rows), len(leads))), nil
-	}
 	stored := make(map[identity]db.EventInsertBatchRow, len(rows))
 	for _, row := range rows {
 		stored[identity{row.Client, row.Source, row.SourceEventID}] = row
@@ -343,7 +340,7 @@ func writeBatch(ctx context.Context, pool *pgxpool.Pool, batch []*pendingDeliver
 	for i, d := range batch {
 		id := d.row.identity()
 		row, ok := stored[id]
-		if !ok {
+		if !ok { // cannot happen: the statement returns every row it wrote or updated
 			replies[i] = batchReply{err: unavailable(fmt.Errorf("insert events: no row came back for %s/%s", id.source, id.id))}
 			continue
 		}
@@ -367,16 +364,6 @@ func writeBatch(ctx context.Context, pool *pgxpool.Pool, batch []*pendingDeliver
 		}
 	}
 	return replies, nil
-}
-
-// failAll tells each of n deliveries that storage failed: err happened after the
-// batch's statement committed, so its senders retry rather than the batcher.
-func failAll(n int, err error) []batchReply {
-	replies := make([]batchReply, n)
-	for i := range replies {
-		replies[i] = batchReply{err: unavailable(err)}
-	}
-	return replies
 }
 
 // storeError is what a caller is told when its delivery could not be stored: the
