@@ -2,7 +2,6 @@ package oncehook
 
 import (
 	"fmt"
-	"net/mail"
 	"time"
 )
 
@@ -50,6 +49,12 @@ type NotifyWebhook struct {
 	Secret    string `yaml:"-" json:"-"`
 }
 
+// Destination is the smtp destination that sends the digests.
+func (s NotifySMTP) Destination() Destination {
+	return Destination{Name: "notify", Type: DestinationSMTP, Addr: s.Addr, From: s.From,
+		Username: s.Username, Password: s.Password, Timeout: 10 * time.Second}
+}
+
 // Enabled reports whether any channel is configured.
 func (n Notify) Enabled() bool { return n.SMTP.Addr != "" || n.Webhook.URL != "" }
 
@@ -62,52 +67,6 @@ const (
 	DefaultSessionIdle     = 30 * time.Minute
 	DefaultSessionLifetime = 12 * time.Hour
 )
-
-func (l *loader) sessions(m fields) Sessions {
-	s := m.sub("sessions", "idle", "lifetime")
-	out := Sessions{Idle: s.duration("idle", DefaultSessionIdle), Lifetime: s.duration("lifetime", DefaultSessionLifetime)}
-	if out.Idle > out.Lifetime {
-		l.errorf(s.at("idle"), "the idle timeout (%s) is longer than the lifetime (%s)", out.Idle, out.Lifetime)
-	}
-	return out
-}
-
-func (l *loader) retention(m fields) Retention {
-	r := m.sub("retention", "actions", "drop_bodies_after", "every")
-	return Retention{
-		Actions:         r.duration("actions", DefaultActionRetention),
-		DropBodiesAfter: r.duration("drop_bodies_after", 0),
-		Every:           r.duration("every", DefaultPruneEvery),
-	}
-}
-
-func (l *loader) notify(m fields) Notify {
-	n := m.sub("notify", "every", "uncertain_after", "smtp", "webhook")
-	out := Notify{
-		Every:          n.duration("every", DefaultNotifyEvery),
-		UncertainAfter: n.duration("uncertain_after", DefaultUncertainAfter),
-	}
-	if n.has("smtp") {
-		s := n.sub("smtp", "addr", "from", "username_env", "password_env")
-		out.SMTP.Addr = s.hostPort("addr", "", true)
-		if out.SMTP.From = s.required("from"); out.SMTP.From != "" {
-			if _, err := mail.ParseAddress(out.SMTP.From); err != nil {
-				l.errorf(s.at("from"), "%q is not an email address", out.SMTP.From)
-			}
-		}
-		if s.has("username_env") != s.has("password_env") {
-			l.errorf(s.path, "username_env and password_env go together")
-		}
-		out.SMTP.UsernameEnv, out.SMTP.Username = s.env("username_env", false, false)
-		out.SMTP.PasswordEnv, out.SMTP.Password = s.env("password_env", false, true)
-	}
-	if n.has("webhook") {
-		w := n.sub("webhook", "url", "secret_env")
-		out.Webhook.URL = w.url("url", true, false)
-		out.Webhook.SecretEnv, out.Webhook.Secret = w.env("secret_env", true, false)
-	}
-	return out
-}
 
 type (
 	plainNotifySMTP    NotifySMTP

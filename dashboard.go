@@ -3,6 +3,7 @@ package oncehook
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/oncehook/oncehook/db"
@@ -92,8 +93,11 @@ func (r *Review) Sources(ctx context.Context) ([]SourceSummary, error) {
 // RetryNeedsCheck returns why a retry of a would need the person to confirm they
 // checked the destination, or "" when the guard lets it through as it is. The
 // confirmation step shows it before the person presses Retry.
-func (r *Review) RetryNeedsCheck(a db.Action) string {
-	if err := r.retryGuard(a, ActParams{}); err != nil {
+func (r *Review) RetryNeedsCheck(a Action) string {
+	if retry, _ := LookupAct(ActRetry); !slices.Contains(retry.States, a.State) {
+		return ""
+	}
+	if err := r.retryGuard(a.Destination, a.FirstAttemptAt, ActParams{}); err != nil {
 		return ErrorMessage(err)
 	}
 	return ""
@@ -114,11 +118,7 @@ const MaxBulk = 500
 // One refusal does not stop the rest. It returns an error only for an unknown act
 // or too many ids.
 func (r *Review) Bulk(ctx context.Context, actor Actor, act string, ids []int64, p ActParams) ([]BulkResult, error) {
-	acts := map[string]func(context.Context, Actor, int64, ActParams) (db.Action, error){
-		"retry": r.Retry, "reconcile": r.Reconcile, "assign": r.Assign,
-	}
-	fn, ok := acts[act]
-	if !ok {
+	if x, ok := LookupAct(act); !ok || !x.Bulk {
 		return nil, Errorf(EINVALID, "Several actions at once can be retried, reconciled or assigned, not %q.", act)
 	}
 	if len(ids) == 0 {
@@ -129,7 +129,7 @@ func (r *Review) Bulk(ctx context.Context, actor Actor, act string, ids []int64,
 	}
 	out := make([]BulkResult, 0, len(ids))
 	for _, id := range ids {
-		_, err := fn(ctx, actor, id, p)
+		_, err := r.Do(ctx, actor, act, id, p)
 		res := BulkResult{ID: id, Done: err == nil}
 		if err != nil {
 			if ErrorCode(err) == EINTERNAL || ErrorCode(err) == EUNAVAILABLE {

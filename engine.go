@@ -36,26 +36,46 @@ type EngineParams struct {
 	Now          func() time.Time
 }
 
-// Engine routes events into actions, performs them and reconciles what is uncertain.
-// Every process runs one; they coordinate only through Postgres.
+// Engine runs this process's workers: a Router that turns received events into
+// actions and a Performer that performs them, reconciles what is uncertain and
+// recovers lapsed leases. Every process runs one; they coordinate only through
+// Postgres. The engine owns only what the two share: the notification listener.
 type Engine struct {
+	router    *Router
+	performer *Performer
+	pool      *pgxpool.Pool
+	logger    *slog.Logger
+	poll      time.Duration
+}
+
+// Router claims received events and inserts one action per business operation.
+type Router struct {
+	pool   *pgxpool.Pool
+	cfg    *Config
+	logger *slog.Logger
+	poll   time.Duration
+	wake   chan struct{}
+	routes map[string][]ActionRule // each source's rules, predecessors first; the config does not change while it runs
+}
+
+// Performer claims due actions under a lease, calls their destinations and records
+// each outcome through the decision table.
+type Performer struct {
 	p      EngineParams
 	pool   *pgxpool.Pool
 	cfg    *Config
 	logger *slog.Logger
 	now    func() time.Time
 
-	routeWake   chan struct{}
-	performWake chan struct{}
-	slots       chan struct{} // one token per call in flight
-	unrecorded  chan struct{} // one token per claimed action whose outcome is not yet recorded
-	inflight    sync.WaitGroup
-	decisions   decisionGroups // outcomes waiting to be recorded together
+	wake       chan struct{}
+	slots      chan struct{} // one token per call in flight
+	unrecorded chan struct{} // one token per claimed action whose outcome is not yet recorded
+	inflight   sync.WaitGroup
+	decisions  decisionGroups // outcomes waiting to be recorded together
 
-	// Derived from the config once: the config does not change while an engine runs.
-	routes    map[string][]ActionRule // each source's rules, predecessors first
-	callable  []string                // destinations this process calls
-	fillNames []string                // rules whose params wait for a predecessor's result
+	// Derived from the config once: the config does not change while it runs.
+	callable  []string // destinations this process calls
+	fillNames []string // rules whose params wait for a predecessor's result
 }
 
 // NewEngine returns an Engine with defaults applied.
@@ -86,17 +106,32 @@ func NewEngine(p EngineParams) *Engine {
 	}
 	callable, fillNames := callsToStart(p.Config, p.Destinations)
 	return &Engine{
-		p: p, pool: p.Pool, cfg: p.Config, logger: p.Logger, now: p.Now,
-		routes: rulesBySource(p.Config.Actions), callable: callable, fillNames: fillNames,
-		routeWake:   make(chan struct{}, 1),
-		performWake: make(chan struct{}, 1),
-		slots:       make(chan struct{}, p.Concurrency),
-		unrecorded:  make(chan struct{}, 4*p.Concurrency),
+		pool: p.Pool, logger: p.Logger, poll: p.Poll,
+		router: &Router{pool: p.Pool, cfg: p.Config, logger: p.Logger, poll: p.Poll,
+			wake: make(chan struct{}, 1), routes: rulesBySource(p.Config.Actions)},
+		performer: &Performer{
+			p: p, pool: p.Pool, cfg: p.Config, logger: p.Logger, now: p.Now,
+			callable: callable, fillNames: fillNames,
+			wake:       make(chan struct{}, 1),
+			slots:      make(chan struct{}, p.Concurrency),
+			unrecorded: make(chan struct{}, 4*p.Concurrency),
+		},
 	}
 }
 
+// RouteBatch routes up to n received events now; see Router.RouteBatch.
+func (e *Engine) RouteBatch(ctx context.Context, n int) (int, error) {
+	return e.router.RouteBatch(ctx, n)
+}
+
+// RecoverLeases applies the decision table to lapsed claims now; see
+// Performer.RecoverLeases.
+func (e *Engine) RecoverLeases(ctx context.Context) (int, error) {
+	return e.performer.RecoverLeases(ctx)
+}
+
 // Worker is the name this engine writes into leases and attempts.
-func (e *Engine) Worker() string { return e.p.Worker }
+func (e *Engine) Worker() string { return e.performer.p.Worker }
 
 func wake(ch chan struct{}) {
 	select {
@@ -109,22 +144,13 @@ func wake(ch chan struct{}) {
 // flight finish within the grace period and hands back the claims it never started.
 func (e *Engine) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
-	loops := []func(context.Context){e.listenLoop, e.routeLoop, e.performLoop, e.recoverLoop}
+	loops := []func(context.Context){e.listenLoop, e.router.routeLoop, e.performer.performLoop, e.performer.recoverLoop}
 	for _, loop := range loops {
 		wg.Add(1)
 		go func() { defer wg.Done(); loop(ctx) }()
 	}
 	wg.Wait()
-	done := make(chan struct{})
-	go func() { e.inflight.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(e.p.Grace):
-		e.logger.Warn("calls still in flight after the grace period; their started attempts will be reconciled")
-	}
-	releaseCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	return e.releaseLeases(releaseCtx)
+	return e.performer.finish(ctx)
 }
 
 // listenLoop turns Postgres notifications into wake-ups; polling covers its gaps.
@@ -132,7 +158,7 @@ func (e *Engine) listenLoop(ctx context.Context) {
 	for ctx.Err() == nil {
 		if err := e.listen(ctx); err != nil && ctx.Err() == nil {
 			e.logger.Debug("listen for notifications", "err", err)
-			sleepCtx(ctx, e.p.Poll)
+			sleepCtx(ctx, e.poll)
 		}
 	}
 }
@@ -157,9 +183,9 @@ func (e *Engine) listen(ctx context.Context) error {
 		}
 		switch n.Channel {
 		case channelEvents:
-			wake(e.routeWake)
+			wake(e.router.wake)
 		case channelActions:
-			wake(e.performWake)
+			wake(e.performer.wake)
 		}
 	}
 }
@@ -173,28 +199,28 @@ const (
 	routeGather = 5 * time.Millisecond
 )
 
-func (e *Engine) routeLoop(ctx context.Context) {
+func (rt *Router) routeLoop(ctx context.Context) {
 	full := false
-	e.loop(ctx, e.routeWake, "route", func(ctx context.Context) (int, error) {
+	loop(ctx, rt.logger, rt.poll, rt.wake, "route", func(ctx context.Context) (int, error) {
 		if !full {
 			sleepCtx(ctx, routeGather)
 		}
-		n, err := e.RouteBatch(ctx, routeBatch)
+		n, err := rt.RouteBatch(ctx, routeBatch)
 		full = n == routeBatch
 		return n, err
 	})
 }
 
-func (e *Engine) performLoop(ctx context.Context) {
-	e.loop(ctx, e.performWake, "perform", e.performBatch)
+func (pf *Performer) performLoop(ctx context.Context) {
+	loop(ctx, pf.logger, pf.p.Poll, pf.wake, "perform", pf.performBatch)
 }
 
-func (e *Engine) recoverLoop(ctx context.Context) {
-	tick := time.NewTicker(max(e.p.LeaseExtra/3, 100*time.Millisecond))
+func (pf *Performer) recoverLoop(ctx context.Context) {
+	tick := time.NewTicker(max(pf.p.LeaseExtra/3, 100*time.Millisecond))
 	defer tick.Stop()
 	for {
-		if _, err := e.RecoverLeases(ctx); err != nil && ctx.Err() == nil {
-			e.logger.Warn("recover expired leases", "err", err)
+		if _, err := pf.RecoverLeases(ctx); err != nil && ctx.Err() == nil {
+			pf.logger.Warn("recover expired leases", "err", err)
 		}
 		select {
 		case <-ctx.Done():
@@ -205,18 +231,18 @@ func (e *Engine) recoverLoop(ctx context.Context) {
 }
 
 // loop runs step until it finds no work, then waits for a wake-up or the poll.
-func (e *Engine) loop(ctx context.Context, wakeCh chan struct{}, name string, step func(context.Context) (int, error)) {
+func loop(ctx context.Context, logger *slog.Logger, poll time.Duration, wakeCh chan struct{}, name string, step func(context.Context) (int, error)) {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
 		n, err := step(ctx)
 		if err != nil && ctx.Err() == nil {
-			e.logger.Warn(name+" step failed", "err", err)
+			logger.Warn(name+" step failed", "err", err)
 		}
 		if n > 0 && err == nil {
 			continue
 		}
-		timer.Reset(e.p.Poll)
+		timer.Reset(poll)
 		select {
 		case <-ctx.Done():
 			return

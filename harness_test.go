@@ -18,7 +18,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/oncehook/oncehook"
+	"github.com/oncehook/oncehook/config"
 	"github.com/oncehook/oncehook/db/dbtest"
+	"github.com/oncehook/oncehook/destination"
 	"github.com/oncehook/oncehook/sandbox"
 	"github.com/oncehook/oncehook/sender"
 	"github.com/oncehook/oncehook/web"
@@ -163,7 +165,7 @@ func newWorld(t *testing.T, o worldOptions) *world {
 	w.yaml = fmt.Sprintf(ledgerConfig, w.crmURL, mail.Addr(), extra)
 	w.cfg = w.loadConfig()
 	logger := slog.New(slog.NewTextHandler(w.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	clients := oncehook.NewDestinationClients(w.cfg)
+	clients := destination.NewClients(w.cfg)
 	w.metrics = oncehook.NewMetrics(w.pool)
 	e := web.New(web.Params{Config: w.cfg, Pool: w.pool, Inbox: oncehook.NewInbox(w.pool, logger),
 		Review: oncehook.NewReview(w.pool, w.cfg, clients), Logger: logger, Metrics: w.metrics})
@@ -179,7 +181,7 @@ func newWorld(t *testing.T, o worldOptions) *world {
 }
 
 func (w *world) loadConfig() *oncehook.Config {
-	cfg, err := oncehook.ParseConfig("ledger.yaml", []byte(w.yaml), func(k string) string {
+	cfg, err := config.Parse("ledger.yaml", []byte(w.yaml), func(k string) string {
 		return map[string]string{"STRIPE_SECRET": stripeSecret, "CRM_TOKEN": crmToken}[k]
 	})
 	if err != nil {
@@ -202,7 +204,7 @@ func (w *world) startEngine(lease time.Duration) (stop func()) {
 func (w *world) startEngineWith(set func(*oncehook.EngineParams)) (stop func()) {
 	logger := slog.New(slog.NewTextHandler(w.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	p := oncehook.EngineParams{
-		Pool: w.pool, Config: w.cfg, Destinations: oncehook.NewDestinationClients(w.cfg), Logger: logger,
+		Pool: w.pool, Config: w.cfg, Destinations: destination.NewClients(w.cfg), Logger: logger,
 		Poll: 50 * time.Millisecond, LeaseExtra: 2 * time.Second, BackoffBase: 20 * time.Millisecond,
 		BackoffMax: 200 * time.Millisecond, Grace: 2 * time.Second, Metrics: w.metrics,
 	}

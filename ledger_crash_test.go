@@ -11,7 +11,9 @@ import (
 	"time"
 
 	"github.com/oncehook/oncehook"
+	"github.com/oncehook/oncehook/config"
 	"github.com/oncehook/oncehook/db"
+	"github.com/oncehook/oncehook/destination"
 	"github.com/oncehook/oncehook/sandbox"
 )
 
@@ -28,7 +30,7 @@ func runChild() {
 	getenv := func(k string) string {
 		return map[string]string{"STRIPE_SECRET": stripeSecret, "CRM_TOKEN": crmToken}[k]
 	}
-	cfg, err := oncehook.ParseConfig("child.yaml", []byte(os.Getenv(childConfigEnv)), getenv)
+	cfg, err := config.Parse("child.yaml", []byte(os.Getenv(childConfigEnv)), getenv)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "child config:", err)
 		os.Exit(3)
@@ -40,7 +42,7 @@ func runChild() {
 		os.Exit(3)
 	}
 	eng := oncehook.NewEngine(oncehook.EngineParams{
-		Pool: pool, Config: cfg, Destinations: oncehook.NewDestinationClients(cfg),
+		Pool: pool, Config: cfg, Destinations: destination.NewClients(cfg),
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, nil)), Worker: "child",
 		Poll: 50 * time.Millisecond, LeaseExtra: time.Second, BackoffBase: 20 * time.Millisecond,
 	})

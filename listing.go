@@ -26,7 +26,7 @@ type ActionFilter struct {
 
 // ActionPage is one page of actions, newest first.
 type ActionPage struct {
-	Actions    []db.Action
+	Actions    []Action
 	NextCursor string
 }
 
@@ -54,7 +54,7 @@ func (r *Review) ListActions(ctx context.Context, f ActionFilter) (ActionPage, e
 	if err != nil {
 		return ActionPage{}, fmt.Errorf("list actions: %w", err)
 	}
-	page := ActionPage{Actions: rows}
+	page := ActionPage{Actions: actionsOf(rows)}
 	if len(rows) == limit {
 		page.NextCursor = strconv.FormatInt(rows[len(rows)-1].ID, 10)
 	}
@@ -85,10 +85,10 @@ func parseCursor(c string) (*int64, error) {
 
 // ActionDetail is an action with everything that explains it.
 type ActionDetail struct {
-	Action   db.Action
-	Events   []db.ActionEventListRow
-	Attempts []db.Attempt
-	Audit    []db.Audit
+	Action   Action
+	Events   []LinkedEvent
+	Attempts []Attempt
+	Audit    []AuditEntry
 }
 
 // GetAction returns one action with its events, attempts and audit trail.
@@ -101,16 +101,20 @@ func (r *Review) GetAction(ctx context.Context, id int64) (ActionDetail, error) 
 	if err != nil {
 		return ActionDetail{}, fmt.Errorf("read action: %w", err)
 	}
-	d := ActionDetail{Action: a}
-	if d.Events, err = q.ActionEventList(ctx, db.ActionEventListParams{Client: a.Client, ActionID: a.ID}); err != nil {
+	d := ActionDetail{Action: actionOf(a)}
+	events, err := q.ActionEventList(ctx, db.ActionEventListParams{Client: a.Client, ActionID: a.ID})
+	if err != nil {
 		return d, fmt.Errorf("read action events: %w", err)
 	}
-	if d.Attempts, err = q.AttemptList(ctx, db.AttemptListParams{Client: a.Client, ActionID: a.ID}); err != nil {
+	attempts, err := q.AttemptList(ctx, db.AttemptListParams{Client: a.Client, ActionID: a.ID})
+	if err != nil {
 		return d, fmt.Errorf("read attempts: %w", err)
 	}
-	if d.Audit, err = q.AuditList(ctx, db.AuditListParams{Client: a.Client, ActionID: a.ID}); err != nil {
+	audit, err := q.AuditList(ctx, db.AuditListParams{Client: a.Client, ActionID: a.ID})
+	if err != nil {
 		return d, fmt.Errorf("read audit: %w", err)
 	}
+	d.Events, d.Attempts, d.Audit = linkedEventsOf(events), attemptsOf(attempts), auditOf(audit)
 	return d, nil
 }
 
@@ -123,7 +127,7 @@ type EventFilter struct {
 
 // EventPage is one page of events, newest first.
 type EventPage struct {
-	Events     []db.EventListRow
+	Events     []Event
 	NextCursor string
 }
 
@@ -144,7 +148,7 @@ func (r *Review) ListEvents(ctx context.Context, f EventFilter) (EventPage, erro
 	if err != nil {
 		return EventPage{}, fmt.Errorf("list events: %w", err)
 	}
-	page := EventPage{Events: rows}
+	page := EventPage{Events: eventListOf(rows)}
 	if len(rows) == limit {
 		page.NextCursor = strconv.FormatInt(rows[len(rows)-1].ID, 10)
 	}
@@ -153,9 +157,9 @@ func (r *Review) ListEvents(ctx context.Context, f EventFilter) (EventPage, erro
 
 // EventDetail is an event with its conflicting bodies and the actions it asked for.
 type EventDetail struct {
-	Event     db.Event
-	Conflicts []db.EventConflict
-	Actions   []db.Action
+	Event     Event
+	Conflicts []ConflictingBody
+	Actions   []Action
 }
 
 // GetEvent returns one event with what hangs off it.
@@ -168,13 +172,16 @@ func (r *Review) GetEvent(ctx context.Context, id int64) (EventDetail, error) {
 	if err != nil {
 		return EventDetail{}, fmt.Errorf("read event: %w", err)
 	}
-	d := EventDetail{Event: ev}
-	if d.Conflicts, err = q.EventConflictList(ctx, db.EventConflictListParams{Client: ev.Client, EventID: ev.ID}); err != nil {
+	d := EventDetail{Event: eventOf(ev)}
+	conflicts, err := q.EventConflictList(ctx, db.EventConflictListParams{Client: ev.Client, EventID: ev.ID})
+	if err != nil {
 		return d, fmt.Errorf("read conflicting bodies: %w", err)
 	}
-	if d.Actions, err = q.ActionListByEvent(ctx, db.ActionListByEventParams{Client: ev.Client, EventID: ev.ID}); err != nil {
+	actions, err := q.ActionListByEvent(ctx, db.ActionListByEventParams{Client: ev.Client, EventID: ev.ID})
+	if err != nil {
 		return d, fmt.Errorf("read event's actions: %w", err)
 	}
+	d.Conflicts, d.Actions = conflictsOf(conflicts), actionsOf(actions)
 	return d, nil
 }
 

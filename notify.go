@@ -26,22 +26,31 @@ type Notifier struct {
 	pool   *pgxpool.Pool
 	cfg    *Config
 	logger *slog.Logger
-	mail   *SMTPDestination
+	mail   DestinationClient
 	client *http.Client
 }
 
+// NotifierParams is the input of NewNotifier.
+type NotifierParams struct {
+	Pool   *pgxpool.Pool
+	Config *Config
+	// Mail sends the email digests: a client for Config.Notify.SMTP.Destination().
+	// Nil sends none, even when notify.smtp is configured.
+	Mail   DestinationClient
+	Logger *slog.Logger
+}
+
 // NewNotifier returns a Notifier, or nil when no channel is configured.
-func NewNotifier(pool *pgxpool.Pool, cfg *Config, logger *slog.Logger) *Notifier {
-	if !cfg.Notify.Enabled() {
+func NewNotifier(p NotifierParams) *Notifier {
+	if !p.Config.Notify.Enabled() {
 		return nil
 	}
-	if logger == nil {
-		logger = slog.Default()
+	if p.Logger == nil {
+		p.Logger = slog.Default()
 	}
-	n := &Notifier{pool: pool, cfg: cfg, logger: logger, client: &http.Client{Timeout: 10 * time.Second}}
-	if s := cfg.Notify.SMTP; s.Addr != "" {
-		n.mail = NewSMTPDestination(Destination{Name: "notify", Type: DestinationSMTP, Addr: s.Addr, From: s.From,
-			Username: s.Username, Password: s.Password, Timeout: 10 * time.Second})
+	n := &Notifier{pool: p.Pool, cfg: p.Config, logger: p.Logger, client: &http.Client{Timeout: 10 * time.Second}}
+	if p.Config.Notify.SMTP.Addr != "" {
+		n.mail = p.Mail
 	}
 	return n
 }

@@ -13,6 +13,9 @@ import (
 	"time"
 
 	"github.com/oncehook/oncehook"
+	"github.com/oncehook/oncehook/config"
+	"github.com/oncehook/oncehook/destination"
+	"github.com/oncehook/oncehook/provider"
 	"github.com/oncehook/oncehook/sandbox"
 )
 
@@ -28,7 +31,7 @@ const notifySecret = "whsec_bm90aWZ5LXNlY3JldA=="
 
 func (d *digestSink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
-	_, err := oncehook.Verify(oncehook.VerifyParams{Provider: oncehook.ProviderStandardWebhooks,
+	_, err := provider.Verify(provider.VerifyParams{Provider: oncehook.ProviderStandardWebhooks,
 		Secrets: []string{notifySecret}, Now: time.Now(), // the test moves the notifier's clock ahead
 		Header: r.Header, Body: body})
 	d.mu.Lock()
@@ -60,7 +63,7 @@ func TestNotifyOwners(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(ownerMail.Close)
-	cfg, err := oncehook.ParseConfig("notify.yaml", []byte(w.yaml+fmt.Sprintf(`
+	cfg, err := config.Parse("notify.yaml", []byte(w.yaml+fmt.Sprintf(`
 base_url: https://oncehook.example.com
 notify:
   every: 15m
@@ -73,7 +76,7 @@ notify:
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := oncehook.NewNotifier(w.pool, cfg, nil)
+	n := oncehook.NewNotifier(oncehook.NotifierParams{Pool: w.pool, Config: cfg, Mail: destination.NewSMTP(cfg.Notify.SMTP.Destination())})
 
 	w.crm.Fail(sandbox.Fault{Status: 422, Message: "bad amount"})
 	w.deliver(checkout{eventID: "evt_n1", enquiry: "enq_n1"})

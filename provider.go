@@ -1,7 +1,6 @@
 package oncehook
 
 import (
-	"net/http"
 	"time"
 )
 
@@ -30,14 +29,4 @@ type Delivery struct {
 	// Payload is the JSON document the action rules read: the body, or for GitHub's
 	// form encoding the decoded payload= value.
 	Payload []byte
-}
-
-// VerifyParams is the input of Verify.
-type VerifyParams struct {
-	Provider  string
-	Secrets   []string // every live secret; any one may sign (rotation)
-	Tolerance time.Duration
-	Now       time.Time
-	Header    http.Header
-	Body      []byte // the raw bytes as received
 }

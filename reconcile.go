@@ -11,20 +11,20 @@ import (
 // reconcile finds out whether an uncertain call took effect before anything is
 // repeated: a lookup where the destination has one, else the destination's memory
 // of the idempotency key, else a person.
-func (e *Engine) reconcile(ctx context.Context, c claim) error {
+func (pf *Performer) reconcile(ctx context.Context, c claim) error {
 	a := c.a
-	dest, ok := e.p.Destinations[a.Destination]
+	dest, ok := pf.p.Destinations[a.Destination]
 	if !ok {
-		return e.record(a, 0, Outcome{Observed: ObsUnknowable, Detail: "destination " + a.Destination + " is not configured"})
+		return pf.record(a, 0, Outcome{Observed: ObsUnknowable, Detail: "destination " + a.Destination + " is not configured"})
 	}
 	caps := dest.Capabilities()
-	now := e.now()
+	now := pf.now()
 	if !caps.Lookup {
 		out := reconcileWithoutLookup(a, caps, now)
-		e.p.Metrics.Reconcile(out.Observed)
-		return e.record(a, 0, out)
+		pf.p.Metrics.Reconcile(out.Observed)
+		return pf.record(a, 0, out)
 	}
-	attemptID, err := e.startLookup(ctx, a)
+	attemptID, err := pf.startLookup(ctx, a)
 	if err != nil {
 		return err
 	}
@@ -39,9 +39,9 @@ func (e *Engine) reconcile(ctx context.Context, c claim) error {
 		// The lookup proves nothing: stay uncertain and look again later.
 		d := Decision{State: StateUncertain, Rule: ruleOf[ObsUnsure],
 			Reason:        "lookup failed, will look again: " + r.Detail,
-			NextAttemptAt: now.Add(Backoff(2, e.p.BackoffBase, e.p.BackoffMax))}
-		e.p.Metrics.Reconcile(ObsUnsure)
-		return e.commit(a, attemptID, Outcome{Observed: ObsUnsure, HTTPStatus: r.HTTPStatus, Detail: r.Detail}, d)
+			NextAttemptAt: now.Add(Backoff(2, pf.p.BackoffBase, pf.p.BackoffMax))}
+		pf.p.Metrics.Reconcile(ObsUnsure)
+		return pf.commit(a, attemptID, Outcome{Observed: ObsUnsure, HTTPStatus: r.HTTPStatus, Detail: r.Detail}, d)
 	case r.Found:
 		out.Observed, out.ExternalRef, out.Result = ObsFound, r.ExternalRef, r.Result
 		out.Detail = "found by lookup"
@@ -52,8 +52,34 @@ func (e *Engine) reconcile(ctx context.Context, c claim) error {
 		out.Observed = ObsUnknowable
 		out.Detail = "an eventual lookup found no record, which does not prove it was never created"
 	}
-	e.p.Metrics.Reconcile(out.Observed)
-	return e.record(a, attemptID, out)
+	pf.p.Metrics.Reconcile(out.Observed)
+	return pf.record(a, attemptID, out)
+}
+
+// startLookup writes a lookup attempt as started, in a transaction that commits
+// before the destination is asked. It fails when this worker no longer holds the lease.
+func (pf *Performer) startLookup(ctx context.Context, a db.Action) (int64, error) {
+	var id int64
+	err := db.WithTx(ctx, pf.pool, func(q *db.Queries) error {
+		held, err := q.ActionRenewLease(ctx, db.ActionRenewLeaseParams{
+			Client: a.Client, ID: a.ID, Worker: &pf.p.Worker, LeaseSeconds: pf.leaseFor(a.Destination),
+			LeaseToken: a.LeaseToken,
+		})
+		if err != nil {
+			return fmt.Errorf("renew lease: %w", err)
+		}
+		if held == 0 {
+			return fmt.Errorf("action %d: this worker no longer holds its lease", a.ID)
+		}
+		id, err = q.AttemptStart(ctx, db.AttemptStartParams{
+			Client: a.Client, ActionID: a.ID, Kind: "lookup", OperationKey: a.OperationKey, Worker: pf.p.Worker,
+		})
+		if err != nil {
+			return fmt.Errorf("write started lookup: %w", err)
+		}
+		return nil
+	})
+	return id, err
 }
 
 // reconcileWithoutLookup relies on the destination's key memory while it lasts.
@@ -78,16 +104,16 @@ func reconcileWithoutLookup(a db.Action, caps Capabilities, now time.Time) Outco
 // started a call is pending again; a started call becomes uncertain. It also
 // releases held actions whose destination is connected (ActionReleaseStrayHeld).
 // Safe to run in every process at once. It returns how many leases it recovered.
-func (e *Engine) RecoverLeases(ctx context.Context) (int, error) {
+func (pf *Performer) RecoverLeases(ctx context.Context) (int, error) {
 	var n int
-	err := db.WithTx(ctx, e.pool, func(q *db.Queries) error {
+	err := db.WithTx(ctx, pf.pool, func(q *db.Queries) error {
 		rows, err := q.ActionRecoverLeases(ctx)
 		if err != nil {
 			return fmt.Errorf("recover leases: %w", err)
 		}
 		n = len(rows)
 		for _, r := range rows {
-			e.p.Metrics.LeaseRecovered(r.State)
+			pf.p.Metrics.LeaseRecovered(r.State)
 			if !r.CallStarted {
 				continue
 			}
@@ -104,7 +130,7 @@ func (e *Engine) RecoverLeases(ctx context.Context) (int, error) {
 			return fmt.Errorf("release held actions of connected destinations: %w", err)
 		}
 		if len(released) > 0 {
-			e.logger.Info("released held actions of connected destinations", "actions", len(released))
+			pf.logger.Info("released held actions of connected destinations", "actions", len(released))
 		}
 		if n+len(released) > 0 {
 			return q.Notify(ctx, channelActions)
@@ -112,19 +138,34 @@ func (e *Engine) RecoverLeases(ctx context.Context) (int, error) {
 		return nil
 	})
 	if n > 0 {
-		e.logger.Info("recovered expired leases", "actions", n)
+		pf.logger.Info("recovered expired leases", "actions", n)
 	}
 	return n, err
 }
 
+// finish lets calls in flight finish within the grace period, then hands back the
+// claims this performer never started.
+func (pf *Performer) finish(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() { pf.inflight.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(pf.p.Grace):
+		pf.logger.Warn("calls still in flight after the grace period; their started attempts will be reconciled")
+	}
+	releaseCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	return pf.releaseLeases(releaseCtx)
+}
+
 // releaseLeases hands back this worker's claims that never started a call.
-func (e *Engine) releaseLeases(ctx context.Context) error {
-	ids, err := db.New(e.pool).ActionReleaseLeases(ctx, &e.p.Worker)
+func (pf *Performer) releaseLeases(ctx context.Context) error {
+	ids, err := db.New(pf.pool).ActionReleaseLeases(ctx, &pf.p.Worker)
 	if err != nil {
 		return fmt.Errorf("release leases: %w", err)
 	}
 	if len(ids) > 0 {
-		e.logger.Info("released unstarted claims", "actions", len(ids))
+		pf.logger.Info("released unstarted claims", "actions", len(ids))
 	}
 	return nil
 }

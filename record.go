@@ -14,22 +14,22 @@ import (
 )
 
 // planFor is the retry budget of an action as the decision table needs it.
-func (e *Engine) planFor(a db.Action) RetryPlan {
-	first := e.now()
+func (pf *Performer) planFor(a db.Action) RetryPlan {
+	first := pf.now()
 	if a.FirstAttemptAt != nil {
 		first = *a.FirstAttemptAt
 	}
 	return RetryPlan{
 		Attempts: int(a.Attempts), MaxAttempts: int(a.MaxAttempts), GiveUpAt: a.GiveUpAt,
-		FirstAttempt: first, Owner: a.Owner, BackoffBase: e.p.BackoffBase, BackoffMax: e.p.BackoffMax,
+		FirstAttempt: first, Owner: a.Owner, BackoffBase: pf.p.BackoffBase, BackoffMax: pf.p.BackoffMax,
 	}
 }
 
 // record decides what an outcome means and writes it: the attempt's evidence and the
 // action's next state, in one transaction, only while this worker holds the lease.
-func (e *Engine) record(a db.Action, attemptID int64, out Outcome) error {
-	d := Decide(out.Observed, e.planFor(a), out.Detail, out.RetryAfter, e.now())
-	return e.commit(a, attemptID, out, d)
+func (pf *Performer) record(a db.Action, attemptID int64, out Outcome) error {
+	d := Decide(out.Observed, pf.planFor(a), out.Detail, out.RetryAfter, pf.now())
+	return pf.commit(a, attemptID, out, d)
 }
 
 // commit writes a decision and returns once it is committed. Calls that finish
@@ -39,10 +39,10 @@ func (e *Engine) record(a db.Action, attemptID int64, out Outcome) error {
 // bench, end to end): the groups' updates contend for the same index pages, and a
 // single writer's groups grow while it waits for a commit. The writing runs on a context of its own: a call that finished must
 // be recorded even while the process is stopping.
-func (e *Engine) commit(a db.Action, attemptID int64, out Outcome, d Decision) error {
+func (pf *Performer) commit(a db.Action, attemptID int64, out Outcome, d Decision) error {
 	d.Reason = storableText(d.Reason)
 	p := &pendingDecision{a: a, attemptID: attemptID, out: storable(out), d: d, done: make(chan error, 1)}
-	g := &e.decisions
+	g := &pf.decisions
 	g.mu.Lock()
 	g.queue = append(g.queue, p)
 	if g.writing { // the writer at work takes it with its next group
@@ -55,7 +55,7 @@ func (e *Engine) commit(a db.Action, attemptID int64, out Outcome, d Decision) e
 		group := slices.Clone(g.queue[:n])
 		g.queue = slices.Delete(g.queue, 0, n)
 		g.mu.Unlock()
-		e.writeGroup(group)
+		pf.writeGroup(group)
 		g.mu.Lock()
 	}
 	g.writing = false
@@ -125,7 +125,7 @@ type pendingDecision struct {
 // briefly; if it persists, the leases expire and recovery makes the actions
 // uncertain. Any other failure is retried decision by decision, so that one decision
 // the database refuses cannot refuse the others.
-func (e *Engine) writeGroup(group []*pendingDecision) {
+func (pf *Performer) writeGroup(group []*pendingDecision) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	var recorded map[actionKey]bool
@@ -133,18 +133,18 @@ func (e *Engine) writeGroup(group []*pendingDecision) {
 	err := retryStorage(ctx, func() error {
 		if !held {
 			var err error
-			recorded, err = e.writeDecisions(ctx, db.New(db.PlannedPerCall(e.pool)), group)
+			recorded, err = pf.writeDecisions(ctx, db.New(db.PlannedPerCall(pf.pool)), group)
 			return err
 		}
-		return db.WithTx(ctx, e.pool, func(q *db.Queries) error {
+		return db.WithTx(ctx, pf.pool, func(q *db.Queries) error {
 			var err error
-			recorded, err = e.writeDecisions(ctx, q, group)
+			recorded, err = pf.writeDecisions(ctx, q, group)
 			return err
 		})
 	})
 	if err != nil && len(group) > 1 && !db.IsUnavailable(err) {
 		for _, p := range group {
-			e.writeGroup([]*pendingDecision{p})
+			pf.writeGroup([]*pendingDecision{p})
 		}
 		return
 	}
@@ -152,7 +152,7 @@ func (e *Engine) writeGroup(group []*pendingDecision) {
 		// The database refuses something in the reply document: the outcome
 		// still counts, so it is recorded without it.
 		group[0].out = withoutResult(group[0].out)
-		e.writeGroup(group)
+		pf.writeGroup(group)
 		return
 	}
 	for _, p := range group {
@@ -161,10 +161,10 @@ func (e *Engine) writeGroup(group []*pendingDecision) {
 			p.done <- fmt.Errorf("record outcome of action %d: %w", p.a.ID, err)
 			continue
 		case !recorded[actionKey{p.a.Client, p.a.ID}]:
-			e.logger.Warn("lease lost before the outcome was recorded; the attempt keeps the evidence",
+			pf.logger.Warn("lease lost before the outcome was recorded; the attempt keeps the evidence",
 				"action_id", p.a.ID, "observed", string(p.out.Observed))
 		default:
-			e.logger.Debug("action outcome", "action_id", p.a.ID, "observed", string(p.out.Observed), "state", p.d.State)
+			pf.logger.Debug("action outcome", "action_id", p.a.ID, "observed", string(p.out.Observed), "state", p.d.State)
 		}
 		p.done <- nil
 	}
@@ -179,8 +179,8 @@ type actionKey struct {
 // writeDecisions records the group (see ActionRecordBatch), then does what follows
 // from the new states: destinations disconnected, performers woken. It returns the
 // actions it recorded.
-func (e *Engine) writeDecisions(ctx context.Context, q *db.Queries, group []*pendingDecision) (map[actionKey]bool, error) {
-	rec := db.ActionRecordBatchParams{Worker: e.p.Worker}
+func (pf *Performer) writeDecisions(ctx context.Context, q *db.Queries, group []*pendingDecision) (map[actionKey]bool, error) {
+	rec := db.ActionRecordBatchParams{Worker: pf.p.Worker}
 	for _, p := range group {
 		rec.Clients = append(rec.Clients, p.a.Client)
 		rec.Ids = append(rec.Ids, p.a.ID)
@@ -215,12 +215,12 @@ func (e *Engine) writeDecisions(ctx context.Context, q *db.Queries, group []*pen
 		case StateHeld:
 			if !disconnected[p.a.Destination] {
 				disconnected[p.a.Destination] = true
-				if err := e.disconnect(ctx, q, p.a.Destination, p.out.Detail); err != nil {
+				if err := pf.disconnect(ctx, q, p.a.Destination, p.out.Detail); err != nil {
 					return nil, err
 				}
 			}
 		case StateRetrying, StateUncertain:
-			wake = wake || !p.d.NextAttemptAt.After(e.now())
+			wake = wake || !p.d.NextAttemptAt.After(pf.now())
 		}
 	}
 	// NOTIFY serialises committing transactions on a server-wide lock: only wake
@@ -236,7 +236,7 @@ func (e *Engine) writeDecisions(ctx context.Context, q *db.Queries, group []*pen
 
 // disconnect marks a destination whose credentials failed and holds its waiting
 // actions: no further calls until an admin reconnects it.
-func (e *Engine) disconnect(ctx context.Context, q *db.Queries, name, detail string) error {
+func (pf *Performer) disconnect(ctx context.Context, q *db.Queries, name, detail string) error {
 	reason := "credentials refused: " + detail
 	if err := q.DestinationSetStatus(ctx, db.DestinationSetStatusParams{Name: name, Status: "disconnected", Reason: truncate(reason, 500)}); err != nil {
 		return fmt.Errorf("mark destination disconnected: %w", err)

@@ -3,6 +3,7 @@ package oncehook
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -45,113 +46,144 @@ type ActParams struct {
 	CheckedDestination bool
 }
 
-// Retry asks the worker to perform a failed or uncertain action again with its
-// original operation key. It is refused (ECONFLICT, with the reason) while a worker
-// holds it, when it is in another state (naming who retried it, if someone just did),
-// and when the destination's key memory has passed and no lookup exists, unless the
-// person says they checked the destination and leaves a note.
-func (r *Review) Retry(ctx context.Context, actor Actor, id int64, p ActParams) (db.Action, error) {
-	return r.act(ctx, actor, id, "retry", func(q *db.Queries, a db.Action) (db.Action, error) {
-		if err := r.retryGuard(a, p); err != nil {
-			return a, err
-		}
-		rule, _ := r.cfg.Action(a.Name)
-		attempts, within := rule.Retry.Attempts, rule.Retry.Within
-		if attempts <= 0 {
-			attempts, within = 8, 72*time.Hour
-		}
-		return q.ActionManualRetry(ctx, db.ActionManualRetryParams{
-			Client: a.Client, ID: a.ID, Reason: "retry requested by " + actor.Name,
-			BudgetAttempts: int32(attempts), WithinSeconds: within.Seconds(),
-		})
-	}, p, map[string]any{"operation_key": "", "checked_destination": p.CheckedDestination})
+// Manual acts on an action, by name: the API's path segment and the pages' forms.
+const (
+	ActRetry     = "retry"
+	ActReconcile = "reconcile"
+	ActResolve   = "resolve"
+	ActCancel    = "cancel"
+	ActAssign    = "assign"
+)
+
+// An Act is one manual act on an action: the one place that says from which states
+// it may be done, who may do it, whether it can be applied to many actions at once,
+// and what it does. The JSON API, the pages' buttons and bulk acts all read it.
+type Act struct {
+	Name      string
+	States    []string // the states it applies to; nil means any state
+	AdminOnly bool
+	Bulk      bool // offered for several actions at once
+	// check refuses bad input before anything is read.
+	check func(p ActParams) error
+	// apply performs the act on a, which is in one of States, inside the act's
+	// transaction. It reports db.IsNotFound when a's state changed meanwhile.
+	apply func(r *Review, ctx context.Context, q *db.Queries, actor Actor, x Act, a db.Action, p ActParams) (db.Action, error)
+	// detail is what the audit line keeps beside the note, read before the act.
+	detail func(a db.Action, p ActParams) map[string]any
 }
 
-func (r *Review) retryGuard(a db.Action, p ActParams) error {
-	if a.State != StateFailed && a.State != StateUncertain {
-		return nil // the conditional update refuses it with the right words
-	}
-	dest, ok := r.destinations[a.Destination]
-	if !ok || a.FirstAttemptAt == nil {
-		return nil
-	}
-	caps := dest.Capabilities()
-	if caps.Lookup || caps.KeyRemembered(*a.FirstAttemptAt, r.now()) {
-		return nil
-	}
-	age := r.now().Sub(*a.FirstAttemptAt)
-	if p.CheckedDestination && strings.TrimSpace(p.Note) != "" {
-		return nil
-	}
-	memory := "no memory of idempotency keys"
-	if caps.KeyMemory > 0 {
-		memory = fmt.Sprintf("a key memory of %s, which has passed (first attempt %s ago)", caps.KeyMemory, age.Round(time.Second))
-	}
-	return Errorf(ECONFLICT, "Destination %s has %s and no lookup, so a retry could act twice. "+
-		"Check the destination first, then retry with checked_destination and a note saying what you found.", a.Destination, memory)
-}
+// reviewStates are the states a person may close an action from: open, and not held
+// by a worker.
+var reviewStates = []string{StatePending, StateRetrying, StateHeld, StateUncertain, StateFailed}
 
-// Reconcile asks the worker to look an uncertain or failed action up again now.
-func (r *Review) Reconcile(ctx context.Context, actor Actor, id int64, p ActParams) (db.Action, error) {
-	return r.act(ctx, actor, id, "reconcile", func(q *db.Queries, a db.Action) (db.Action, error) {
-		return q.ActionManualReconcile(ctx, db.ActionManualReconcileParams{
-			Client: a.Client, ID: a.ID, Reason: "reconcile requested by " + actor.Name,
-		})
-	}, p, nil)
-}
-
-// Resolve closes an action by hand with a note and optional evidence.
-func (r *Review) Resolve(ctx context.Context, actor Actor, id int64, p ActParams) (db.Action, error) {
-	if strings.TrimSpace(p.Note) == "" {
-		return db.Action{}, Errorf(EINVALID, "Resolving needs a note saying how it was settled.")
-	}
-	return r.act(ctx, actor, id, "resolve", func(q *db.Queries, a db.Action) (db.Action, error) {
-		b, err := q.ActionClose(ctx, db.ActionCloseParams{Client: a.Client, ID: a.ID, State: StateResolved,
-			Reason: "resolved by " + actor.Name + ": " + p.Note, ExternalRef: p.ExternalRef})
-		if err != nil {
+var acts = []Act{
+	{Name: ActRetry, States: []string{StateFailed, StateUncertain}, Bulk: true,
+		apply: (*Review).retry,
+		detail: func(a db.Action, p ActParams) map[string]any {
+			return map[string]any{"operation_key": a.OperationKey, "checked_destination": p.CheckedDestination}
+		}},
+	{Name: ActReconcile, States: []string{StateFailed, StateUncertain}, Bulk: true,
+		apply: func(r *Review, ctx context.Context, q *db.Queries, actor Actor, x Act, a db.Action, _ ActParams) (db.Action, error) {
+			return q.ActionManualReconcile(ctx, db.ActionManualReconcileParams{
+				Client: a.Client, ID: a.ID, Reason: "reconcile requested by " + actor.Name,
+				States: x.States})
+		}},
+	{Name: ActResolve, States: reviewStates,
+		check: func(p ActParams) error {
+			if strings.TrimSpace(p.Note) == "" {
+				return Errorf(EINVALID, "Resolving needs a note saying how it was settled.")
+			}
+			return nil
+		},
+		apply: func(r *Review, ctx context.Context, q *db.Queries, actor Actor, x Act, a db.Action, p ActParams) (db.Action, error) {
+			b, err := q.ActionClose(ctx, db.ActionCloseParams{Client: a.Client, ID: a.ID, State: StateResolved,
+				Reason: "resolved by " + actor.Name + ": " + p.Note, ExternalRef: p.ExternalRef,
+				States: x.States})
+			if err != nil {
+				return b, err
+			}
+			// A resolved predecessor lets its waiting successors run.
+			_, err = q.ActionReleaseSuccessors(ctx, db.ActionReleaseSuccessorsParams{Client: a.Client, AfterID: &a.ID})
 			return b, err
-		}
-		// A resolved predecessor lets its waiting successors run.
-		_, err = q.ActionReleaseSuccessors(ctx, db.ActionReleaseSuccessorsParams{Client: a.Client, AfterID: &a.ID})
-		return b, err
-	}, p, map[string]any{"external_ref": p.ExternalRef})
+		},
+		detail: func(_ db.Action, p ActParams) map[string]any { return map[string]any{"external_ref": p.ExternalRef} }},
+	{Name: ActCancel, States: reviewStates,
+		apply: func(r *Review, ctx context.Context, q *db.Queries, actor Actor, x Act, a db.Action, p ActParams) (db.Action, error) {
+			reason := "cancelled by " + actor.Name
+			if p.Note != "" {
+				reason += ": " + p.Note
+			}
+			b, err := q.ActionClose(ctx, db.ActionCloseParams{Client: a.Client, ID: a.ID, State: StateCancelled,
+				Reason: reason, States: x.States})
+			if err != nil {
+				return b, err
+			}
+			return b, cancelSuccessors(ctx, q, a.Client, a.ID, actor.Name)
+		}},
+	{Name: ActAssign, AdminOnly: true, Bulk: true,
+		check: func(p ActParams) error {
+			if strings.TrimSpace(p.Owner) == "" {
+				return Errorf(EINVALID, "Assigning needs an owner.")
+			}
+			return nil
+		},
+		apply: func(r *Review, ctx context.Context, q *db.Queries, _ Actor, _ Act, a db.Action, p ActParams) (db.Action, error) {
+			return q.ActionAssign(ctx, db.ActionAssignParams{Client: a.Client, ID: a.ID, Owner: strings.TrimSpace(p.Owner)})
+		},
+		detail: func(a db.Action, p ActParams) map[string]any {
+			return map[string]any{"owner": p.Owner, "previous_owner": a.Owner}
+		}},
 }
 
-// Cancel closes an action that will not be performed.
-func (r *Review) Cancel(ctx context.Context, actor Actor, id int64, p ActParams) (db.Action, error) {
-	return r.act(ctx, actor, id, "cancel", func(q *db.Queries, a db.Action) (db.Action, error) {
-		reason := "cancelled by " + actor.Name
-		if p.Note != "" {
-			reason += ": " + p.Note
-		}
-		b, err := q.ActionClose(ctx, db.ActionCloseParams{Client: a.Client, ID: a.ID, State: StateCancelled, Reason: reason})
-		if err != nil {
-			return b, err
-		}
-		return b, cancelSuccessors(ctx, q, a.Client, a.ID, actor.Name)
-	}, p, nil)
-}
+// Acts lists the manual acts in the order the pages show them.
+func Acts() []Act { return slices.Clone(acts) }
 
-// Assign names the owner of an action. Admins only.
-func (r *Review) Assign(ctx context.Context, actor Actor, id int64, p ActParams) (db.Action, error) {
-	if actor.Role != RoleAdmin {
-		return db.Action{}, Errorf(EFORBIDDEN, "Only admins can assign actions.")
+// LookupAct returns the act called name.
+func LookupAct(name string) (Act, bool) {
+	i := slices.IndexFunc(acts, func(a Act) bool { return a.Name == name })
+	if i < 0 {
+		return Act{}, false
 	}
-	if strings.TrimSpace(p.Owner) == "" {
-		return db.Action{}, Errorf(EINVALID, "Assigning needs an owner.")
-	}
-	return r.act(ctx, actor, id, "assign", func(q *db.Queries, a db.Action) (db.Action, error) {
-		return q.ActionAssign(ctx, db.ActionAssignParams{Client: a.Client, ID: a.ID, Owner: strings.TrimSpace(p.Owner)})
-	}, p, map[string]any{"owner": p.Owner, "previous_owner": ""})
+	return acts[i], true
 }
 
-// act runs one guarded manual act in a transaction with its audit line. A guarded
-// update that matches no row means the action is not in a state that allows it:
-// the person is told its state and, if someone just acted on it, who and when.
-func (r *Review) act(ctx context.Context, actor Actor, id int64, act string,
-	apply func(*db.Queries, db.Action) (db.Action, error), p ActParams, detail map[string]any) (db.Action, error) {
+
+// Allows reports whether actor may do the act on an action in state.
+func (x Act) Allows(actor Actor, state string) bool {
+	if x.AdminOnly && actor.Role != RoleAdmin {
+		return false
+	}
+	return x.States == nil || slices.Contains(x.States, state)
+}
+
+// Allowed returns the names of the acts actor may do on a now, for the page's buttons.
+func Allowed(actor Actor, a Action) map[string]bool {
+	out := map[string]bool{}
+	for _, x := range acts {
+		out[x.Name] = x.Allows(actor, a.State)
+	}
+	return out
+}
+
+// Do performs the act called name on action id. Refusals are *Error values:
+// ENOTFOUND for an unknown act or action, EFORBIDDEN for an act the actor may not do,
+// EINVALID for bad input, ECONFLICT (with who last did it, if anyone) when the action
+// is not in a state that allows it or the retry guard refuses.
+func (r *Review) Do(ctx context.Context, actor Actor, name string, id int64, p ActParams) (Action, error) {
+	x, ok := LookupAct(name)
+	if !ok {
+		return Action{}, Errorf(ENOTFOUND, "No such act: %q.", name)
+	}
+	if x.AdminOnly && actor.Role != RoleAdmin {
+		return Action{}, Errorf(EFORBIDDEN, "Only admins can %s actions.", x.Name)
+	}
+	if x.check != nil {
+		if err := x.check(p); err != nil {
+			return Action{}, err
+		}
+	}
 	if err := checkText("note, reference or owner", p.Note, p.ExternalRef, p.Owner); err != nil {
-		return db.Action{}, err
+		return Action{}, err
 	}
 	var out db.Action
 	err := db.WithTx(ctx, r.pool, func(q *db.Queries) error {
@@ -162,28 +194,68 @@ func (r *Review) act(ctx context.Context, actor Actor, id int64, act string,
 		if err != nil {
 			return fmt.Errorf("read action: %w", err)
 		}
-		out, err = apply(q, a)
+		if x.States != nil && !slices.Contains(x.States, a.State) {
+			return r.refusal(ctx, q, a, x.Name)
+		}
+		detail := map[string]any{}
+		if x.detail != nil {
+			detail = x.detail(a, p)
+		}
+		out, err = x.apply(r, ctx, q, actor, x, a, p)
 		if db.IsNotFound(err) {
-			return r.refusal(ctx, q, a, act)
+			return r.refusal(ctx, q, a, x.Name)
 		}
 		if err != nil {
 			return err
 		}
-		if detail == nil {
-			detail = map[string]any{}
-		}
-		if _, ok := detail["operation_key"]; ok {
-			detail["operation_key"] = a.OperationKey
-		}
-		if _, ok := detail["previous_owner"]; ok {
-			detail["previous_owner"] = a.Owner
-		}
-		if err := audit(ctx, q, a.Client, a.ID, actor.Name, act, p.Note, detail); err != nil {
+		if err := audit(ctx, q, a.Client, a.ID, actor.Name, x.Name, p.Note, detail); err != nil {
 			return err
 		}
 		return q.Notify(ctx, channelActions)
 	})
-	return out, err
+	if err != nil {
+		return Action{}, err
+	}
+	return actionOf(out), nil
+}
+
+// retry asks the worker to perform a failed or uncertain action again with its
+// original operation key and a fresh budget from its rule. The guard refuses it
+// when the destination's key memory has passed and no lookup exists, unless the
+// person says they checked the destination and leaves a note.
+func (r *Review) retry(ctx context.Context, q *db.Queries, actor Actor, x Act, a db.Action, p ActParams) (db.Action, error) {
+	if err := r.retryGuard(a.Destination, a.FirstAttemptAt, p); err != nil {
+		return a, err
+	}
+	rule, _ := r.cfg.Action(a.Name)
+	return q.ActionManualRetry(ctx, db.ActionManualRetryParams{
+		Client: a.Client, ID: a.ID, Reason: "retry requested by " + actor.Name,
+		BudgetAttempts: int32(rule.Retry.Attempts), WithinSeconds: rule.Retry.Within.Seconds(),
+		States: x.States,
+	})
+}
+
+// retryGuard refuses a retry that could act twice: the destination neither looks up
+// nor still remembers the key sent first at firstAttempt.
+func (r *Review) retryGuard(destination string, firstAttempt *time.Time, p ActParams) error {
+	dest, ok := r.destinations[destination]
+	if !ok || firstAttempt == nil {
+		return nil
+	}
+	caps := dest.Capabilities()
+	if caps.Lookup || caps.KeyRemembered(*firstAttempt, r.now()) {
+		return nil
+	}
+	age := r.now().Sub(*firstAttempt)
+	if p.CheckedDestination && strings.TrimSpace(p.Note) != "" {
+		return nil
+	}
+	memory := "no memory of idempotency keys"
+	if caps.KeyMemory > 0 {
+		memory = fmt.Sprintf("a key memory of %s, which has passed (first attempt %s ago)", caps.KeyMemory, age.Round(time.Second))
+	}
+	return Errorf(ECONFLICT, "Destination %s has %s and no lookup, so a retry could act twice. "+
+		"Check the destination first, then retry, confirming that you checked it, with a note saying what you found.", destination, memory)
 }
 
 // refusal says why act cannot be done now, and who last did it: a retry that lost

@@ -48,29 +48,29 @@ const (
 // CreateUser adds a person who signs in to the dashboard. It returns EINVALID for
 // a malformed email, an unknown role or a password shorter than MinPasswordLength,
 // and ECONFLICT when the email is taken.
-func CreateUser(ctx context.Context, pool *pgxpool.Pool, email, role, password string) (db.User, error) {
+func CreateUser(ctx context.Context, pool *pgxpool.Pool, email, role, password string) (User, error) {
 	email, err := cleanEmail(email)
 	if err != nil {
-		return db.User{}, err
+		return User{}, err
 	}
 	if err := checkRole(role); err != nil {
-		return db.User{}, err
+		return User{}, err
 	}
 	if utf8.RuneCountInString(password) < MinPasswordLength {
-		return db.User{}, Errorf(EINVALID, "The password must be at least %d characters long.", MinPasswordLength)
+		return User{}, Errorf(EINVALID, "The password must be at least %d characters long.", MinPasswordLength)
 	}
 	hash, err := hashPassword(password)
 	if err != nil {
-		return db.User{}, err
+		return User{}, err
 	}
 	u, err := db.New(pool).UserInsert(ctx, db.UserInsertParams{Email: email, Role: role, PasswordHash: hash})
 	if db.IsUniqueViolation(err) {
-		return db.User{}, Errorf(ECONFLICT, "A user with the email %s already exists.", email)
+		return User{}, Errorf(ECONFLICT, "A user with the email %s already exists.", email)
 	}
 	if err != nil {
-		return db.User{}, fmt.Errorf("store user: %w", err)
+		return User{}, fmt.Errorf("store user: %w", err)
 	}
-	return u, nil
+	return userOf(u), nil
 }
 
 func cleanEmail(email string) (string, error) {
@@ -87,7 +87,7 @@ func cleanEmail(email string) (string, error) {
 // burst of guesses cannot all pass the limit at once: past it the try is refused
 // (ETHROTTLED) unchecked. A wrong email or password is EUNAUTHORIZED with the same
 // words either way, so the reply does not tell which accounts exist.
-func Authenticate(ctx context.Context, pool *pgxpool.Pool, limits LoginLimits, email, password, address string) (db.User, error) {
+func Authenticate(ctx context.Context, pool *pgxpool.Pool, limits LoginLimits, email, password, address string) (User, error) {
 	q := db.New(pool)
 	window := limits.Window.Seconds()
 	accountKey := "account:" + strings.ToLower(strings.TrimSpace(email))
@@ -99,16 +99,16 @@ func Authenticate(ctx context.Context, pool *pgxpool.Pool, limits LoginLimits, e
 	}{{accountKey, limits.PerAccount}, {addressKey, limits.PerAddress}} {
 		n, err := q.LoginThrottleFail(ctx, db.LoginThrottleFailParams{Key: k.key, WindowSeconds: window})
 		if err != nil {
-			return db.User{}, &Error{Code: EUNAVAILABLE, Message: "Sign-in is unavailable; try again shortly.", Err: err}
+			return User{}, &Error{Code: EUNAVAILABLE, Message: "Sign-in is unavailable; try again shortly.", Err: err}
 		}
 		throttled = throttled || int(n) > k.limit
 	}
 	if throttled {
-		return db.User{}, Errorf(ETHROTTLED, "Too many failed sign-ins. Wait %s, then try again.", plainDuration(limits.Window))
+		return User{}, Errorf(ETHROTTLED, "Too many failed sign-ins. Wait %s, then try again.", plainDuration(limits.Window))
 	}
 	u, err := q.UserGetByEmail(ctx, strings.TrimSpace(email))
 	if err != nil && !db.IsNotFound(err) {
-		return db.User{}, &Error{Code: EUNAVAILABLE, Message: "Sign-in is unavailable; try again shortly.", Err: err}
+		return User{}, &Error{Code: EUNAVAILABLE, Message: "Sign-in is unavailable; try again shortly.", Err: err}
 	}
 	hash := u.PasswordHash
 	if hash == "" {
@@ -116,19 +116,19 @@ func Authenticate(ctx context.Context, pool *pgxpool.Pool, limits LoginLimits, e
 	}
 	ok := verifyPassword(hash, password) && u.ID != 0
 	if ok && u.Disabled {
-		return db.User{}, Errorf(EFORBIDDEN, "This account is disabled. Ask an admin to enable it.")
+		return User{}, Errorf(EFORBIDDEN, "This account is disabled. Ask an admin to enable it.")
 	}
 	if !ok {
-		return db.User{}, Errorf(EUNAUTHORIZED, "The email or password is wrong.")
+		return User{}, Errorf(EUNAUTHORIZED, "The email or password is wrong.")
 	}
 	// Success: the account starts over, and the address gets this try back.
 	if err := q.LoginThrottleClear(ctx, accountKey); err != nil {
-		return db.User{}, fmt.Errorf("clear failed sign-ins: %w", err)
+		return User{}, fmt.Errorf("clear failed sign-ins: %w", err)
 	}
 	if err := q.LoginThrottleRefund(ctx, addressKey); err != nil {
-		return db.User{}, fmt.Errorf("refund sign-in try: %w", err)
+		return User{}, fmt.Errorf("refund sign-in try: %w", err)
 	}
-	return u, nil
+	return userOf(u), nil
 }
 
 func plainDuration(d time.Duration) string {
@@ -139,19 +139,19 @@ func plainDuration(d time.Duration) string {
 }
 
 // GetUser returns one user, ENOTFOUND if there is none.
-func GetUser(ctx context.Context, pool *pgxpool.Pool, id int64) (db.User, error) {
+func GetUser(ctx context.Context, pool *pgxpool.Pool, id int64) (User, error) {
 	u, err := db.New(pool).UserGet(ctx, id)
 	if db.IsNotFound(err) {
-		return db.User{}, Errorf(ENOTFOUND, "User %d does not exist.", id)
+		return User{}, Errorf(ENOTFOUND, "User %d does not exist.", id)
 	}
 	if err != nil {
-		return db.User{}, fmt.Errorf("read user: %w", err)
+		return User{}, fmt.Errorf("read user: %w", err)
 	}
-	return u, nil
+	return userOf(u), nil
 }
 
 // ListUsers returns every user by email; enabledOnly keeps those who can be assigned.
-func ListUsers(ctx context.Context, pool *pgxpool.Pool, enabledOnly bool) ([]db.User, error) {
+func ListUsers(ctx context.Context, pool *pgxpool.Pool, enabledOnly bool) ([]User, error) {
 	q := db.New(pool)
 	var us []db.User
 	var err error
@@ -163,7 +163,11 @@ func ListUsers(ctx context.Context, pool *pgxpool.Pool, enabledOnly bool) ([]db.
 	if err != nil {
 		return nil, fmt.Errorf("list users: %w", err)
 	}
-	return us, nil
+	out := make([]User, len(us))
+	for i, x := range us {
+		out[i] = userOf(x)
+	}
+	return out, nil
 }
 
 // SetUserRole changes a user's role. Admins only; the last enabled admin cannot be

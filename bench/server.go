@@ -20,7 +20,9 @@ import (
 	"time"
 
 	"github.com/oncehook/oncehook"
+	configs "github.com/oncehook/oncehook/config"
 	"github.com/oncehook/oncehook/db"
+	destinations "github.com/oncehook/oncehook/destination"
 	"github.com/oncehook/oncehook/sandbox"
 	"github.com/oncehook/oncehook/web"
 )
@@ -231,7 +233,7 @@ type inProcess struct {
 }
 
 func (b *bench) startInProcess(ctx context.Context, config string, concurrency int) (*inProcess, error) {
-	cfg, err := oncehook.LoadConfig(config, func(k string) string { return benchEnv[k] })
+	cfg, err := configs.Load(config, func(k string) string { return benchEnv[k] })
 	if err != nil {
 		return nil, err
 	}
@@ -246,7 +248,7 @@ func (b *bench) startInProcess(ctx context.Context, config string, concurrency i
 	if b.o.verbose {
 		logger = slog.Default()
 	}
-	clients := oncehook.NewDestinationClients(cfg)
+	clients := destinations.NewClients(cfg)
 	inbox := oncehook.NewInbox(pool, logger)
 	eng := oncehook.NewEngine(oncehook.EngineParams{Pool: pool, Config: cfg, Destinations: clients,
 		Logger: logger, Concurrency: concurrency})

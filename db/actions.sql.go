@@ -292,7 +292,7 @@ SET state = $1, reason = $2,
     external_ref = CASE WHEN $3::text <> '' THEN $3 ELSE external_ref END,
     next_attempt_at = now(), updated_at = now()
 WHERE client = $4 AND id = $5
-  AND state IN ('pending', 'retrying', 'held', 'uncertain', 'failed')
+  AND state = ANY($6::text[])
 RETURNING id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token
 `
 
@@ -302,9 +302,11 @@ type ActionCloseParams struct {
 	ExternalRef string
 	Client      string
 	ID          int64
+	States      []string
 }
 
-// Resolve or cancel by a person: never while a worker holds it, never twice.
+// Resolve or cancel by a person, from the states the act allows (never while a
+// worker holds it, never twice).
 func (q *Queries) ActionClose(ctx context.Context, arg ActionCloseParams) (Action, error) {
 	row := q.db.QueryRow(ctx, actionClose,
 		arg.State,
@@ -312,6 +314,7 @@ func (q *Queries) ActionClose(ctx context.Context, arg ActionCloseParams) (Actio
 		arg.ExternalRef,
 		arg.Client,
 		arg.ID,
+		arg.States,
 	)
 	var i Action
 	err := row.Scan(
@@ -922,7 +925,7 @@ func (q *Queries) ActionListByEvent(ctx context.Context, arg ActionListByEventPa
 const actionManualReconcile = `-- name: ActionManualReconcile :one
 UPDATE actions
 SET state = 'uncertain', reason = $1, next_attempt_at = now(), updated_at = now()
-WHERE client = $2 AND id = $3 AND state IN ('failed', 'uncertain')
+WHERE client = $2 AND id = $3 AND state = ANY($4::text[])
 RETURNING id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token
 `
 
@@ -930,10 +933,16 @@ type ActionManualReconcileParams struct {
 	Reason string
 	Client string
 	ID     int64
+	States []string
 }
 
 func (q *Queries) ActionManualReconcile(ctx context.Context, arg ActionManualReconcileParams) (Action, error) {
-	row := q.db.QueryRow(ctx, actionManualReconcile, arg.Reason, arg.Client, arg.ID)
+	row := q.db.QueryRow(ctx, actionManualReconcile,
+		arg.Reason,
+		arg.Client,
+		arg.ID,
+		arg.States,
+	)
 	var i Action
 	err := row.Scan(
 		&i.ID,
@@ -977,7 +986,7 @@ SET state = 'pending', reason = $1, next_attempt_at = now(),
     max_attempts = attempts + $2,
     give_up_at = now() + make_interval(secs => $3::double precision),
     updated_at = now()
-WHERE client = $4 AND id = $5 AND state IN ('failed', 'uncertain')
+WHERE client = $4 AND id = $5 AND state = ANY($6::text[])
 RETURNING id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token
 `
 
@@ -987,6 +996,7 @@ type ActionManualRetryParams struct {
 	WithinSeconds  float64
 	Client         string
 	ID             int64
+	States         []string
 }
 
 // A person asks for a retry: same operation key, a fresh budget.
@@ -997,6 +1007,7 @@ func (q *Queries) ActionManualRetry(ctx context.Context, arg ActionManualRetryPa
 		arg.WithinSeconds,
 		arg.Client,
 		arg.ID,
+		arg.States,
 	)
 	var i Action
 	err := row.Scan(

@@ -15,7 +15,9 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/oncehook/oncehook"
+	"github.com/oncehook/oncehook/config"
 	"github.com/oncehook/oncehook/db/dbtest"
+	"github.com/oncehook/oncehook/destination"
 	"github.com/oncehook/oncehook/sender"
 	"github.com/oncehook/oncehook/web"
 )
@@ -39,14 +41,14 @@ func newSite(t *testing.T, metricsToken string) *site {
 		k, v, _ := strings.Cut(kv, "=")
 		env[k] = v
 	}
-	cfg, err := oncehook.ParseConfig("access.yaml", []byte(fmt.Sprintf(faultConfig, 1, "http://127.0.0.1:9")),
+	cfg, err := config.Parse("access.yaml", []byte(fmt.Sprintf(faultConfig, 1, "http://127.0.0.1:9")),
 		func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatal(err)
 	}
 	logger := slog.New(slog.DiscardHandler)
 	e := web.New(web.Params{Config: cfg, Pool: pool, Inbox: oncehook.NewInbox(pool, logger),
-		Review: oncehook.NewReview(pool, cfg, oncehook.NewDestinationClients(cfg)), Logger: logger,
+		Review: oncehook.NewReview(pool, cfg, destination.NewClients(cfg)), Logger: logger,
 		Metrics: oncehook.NewMetrics(pool), MetricsToken: metricsToken})
 	srv := httptest.NewServer(e)
 	t.Cleanup(srv.Close)

@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/oncehook/oncehook"
+	"github.com/oncehook/oncehook/provider"
 	"github.com/oncehook/oncehook/sender"
 )
 
@@ -35,7 +36,7 @@ func FuzzSignedBody(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		d, err := oncehook.Verify(oncehook.VerifyParams{Provider: p, Secrets: []string{secrets[p]},
+		d, err := provider.Verify(provider.VerifyParams{Provider: p, Secrets: []string{secrets[p]},
 			Tolerance: 5 * time.Minute, Now: at, Header: hdr, Body: body})
 		if err != nil {
 			if code := oncehook.ErrorCode(err); code != oncehook.EINVALID {

@@ -264,23 +264,24 @@ SET state = 'pending', reason = @reason, next_attempt_at = now(),
     max_attempts = attempts + @budget_attempts,
     give_up_at = now() + make_interval(secs => @within_seconds::double precision),
     updated_at = now()
-WHERE client = @client AND id = @id AND state IN ('failed', 'uncertain')
+WHERE client = @client AND id = @id AND state = ANY(@states::text[])
 RETURNING *;
 
 -- name: ActionManualReconcile :one
 UPDATE actions
 SET state = 'uncertain', reason = @reason, next_attempt_at = now(), updated_at = now()
-WHERE client = @client AND id = @id AND state IN ('failed', 'uncertain')
+WHERE client = @client AND id = @id AND state = ANY(@states::text[])
 RETURNING *;
 
 -- name: ActionClose :one
--- Resolve or cancel by a person: never while a worker holds it, never twice.
+-- Resolve or cancel by a person, from the states the act allows (never while a
+-- worker holds it, never twice).
 UPDATE actions
 SET state = @state, reason = @reason,
     external_ref = CASE WHEN @external_ref::text <> '' THEN @external_ref ELSE external_ref END,
     next_attempt_at = now(), updated_at = now()
 WHERE client = @client AND id = @id
-  AND state IN ('pending', 'retrying', 'held', 'uncertain', 'failed')
+  AND state = ANY(@states::text[])
 RETURNING *;
 
 -- name: ActionAssign :one

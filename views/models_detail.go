@@ -9,7 +9,8 @@ type ActionPage struct {
 	Audit        []AuditLine
 	CanRetry     bool
 	CanReconcile bool
-	CanClose     bool // Resolve and Cancel
+	CanResolve   bool
+	CanCancel    bool
 	CanAssign    bool
 	Assignees    []Option
 }

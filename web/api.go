@@ -1,7 +1,6 @@
 package web
 
 import (
-	"context"
 	"net/http"
 	"strconv"
 	"strings"
@@ -9,7 +8,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/oncehook/oncehook"
-	"github.com/oncehook/oncehook/db"
 )
 
 const actorKey = "actor"
@@ -130,25 +128,11 @@ func (s *Server) apiAct(c echo.Context) error {
 		}
 	}
 	p := oncehook.ActParams{Note: body.Note, ExternalRef: body.ExternalRef, Owner: body.Owner, CheckedDestination: body.CheckedDestination}
-	act, ok := s.acts()[c.Param("act")]
-	if !ok {
-		return oncehook.Errorf(oncehook.ENOTFOUND, "No such act: %q.", c.Param("act"))
-	}
-	a, err := act(c.Request().Context(), actorOf(c), n, p)
+	a, err := s.review.Do(c.Request().Context(), actorOf(c), c.Param("act"), n, p)
 	if err != nil {
 		return err
 	}
 	return c.JSON(http.StatusOK, toActionJSON(a))
-}
-
-// actFunc is one manual act of the review service.
-type actFunc func(ctx context.Context, actor oncehook.Actor, id int64, p oncehook.ActParams) (db.Action, error)
-
-func (s *Server) acts() map[string]actFunc {
-	return map[string]actFunc{
-		"retry": s.review.Retry, "reconcile": s.review.Reconcile, "resolve": s.review.Resolve,
-		"cancel": s.review.Cancel, "assign": s.review.Assign,
-	}
 }
 
 func (s *Server) apiListEvents(c echo.Context) error {

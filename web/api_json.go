@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/oncehook/oncehook"
-	"github.com/oncehook/oncehook/db"
 )
 
 // The JSON shapes of DESIGN.md section 4. Ids are strings: clients treat them as opaque.
@@ -29,7 +28,7 @@ type actionJSON struct {
 	UpdatedAt     time.Time  `json:"updated_at"`
 }
 
-func toActionJSON(a db.Action) actionJSON {
+func toActionJSON(a oncehook.Action) actionJSON {
 	var next *time.Time
 	if (a.State == oncehook.StatePending || a.State == oncehook.StateRetrying || a.State == oncehook.StateUncertain) &&
 		oncehook.Scheduled(a.NextAttemptAt) {
@@ -104,7 +103,7 @@ func toActionDetailJSON(d oncehook.ActionDetail) actionDetailJSON {
 	for _, t := range d.Attempts {
 		out.Attempts = append(out.Attempts, attemptJSON{
 			ID: id(t.ID), Kind: t.Kind, OperationKey: t.OperationKey, Status: t.Status, Observed: t.Observed,
-			HTTPStatus: t.HttpStatus, Error: t.Error, Evidence: t.Evidence, Worker: t.Worker,
+			HTTPStatus: t.HTTPStatus, Error: t.Error, Evidence: t.Evidence, Worker: t.Worker,
 			StartedAt: t.StartedAt.UTC(), FinishedAt: t.FinishedAt,
 		})
 	}

@@ -8,7 +8,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/oncehook/oncehook"
-	"github.com/oncehook/oncehook/db"
 	"github.com/oncehook/oncehook/views"
 )
 
@@ -65,8 +64,8 @@ func requireAdmin(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-func userOf(c echo.Context) db.User {
-	u, _ := c.Get(userKey).(db.User)
+func userOf(c echo.Context) oncehook.User {
+	u, _ := c.Get(userKey).(oncehook.User)
 	return u
 }
 

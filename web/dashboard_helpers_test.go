@@ -17,8 +17,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/oncehook/oncehook"
-	"github.com/oncehook/oncehook/db"
+	"github.com/oncehook/oncehook/config"
 	"github.com/oncehook/oncehook/db/dbtest"
+	"github.com/oncehook/oncehook/destination"
 	"github.com/oncehook/oncehook/sandbox"
 	"github.com/oncehook/oncehook/sender"
 	"github.com/oncehook/oncehook/web"
@@ -104,13 +105,13 @@ func newDashboard(t *testing.T) *dashboard {
 	t.Cleanup(mail.Close)
 	d.mail = mail
 	env := map[string]string{"STRIPE_SECRET": dashStripeSecret, "CRM_TOKEN": dashCRMToken}
-	d.cfg, err = oncehook.ParseConfig("dashboard.yaml", []byte(fmt.Sprintf(dashConfig, crmSrv.URL, mail.Addr())),
+	d.cfg, err = config.Parse("dashboard.yaml", []byte(fmt.Sprintf(dashConfig, crmSrv.URL, mail.Addr())),
 		func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatalf("config: %v", err)
 	}
 	logger := slog.New(slog.NewTextHandler(d.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	clients := oncehook.NewDestinationClients(d.cfg)
+	clients := destination.NewClients(d.cfg)
 	d.review = oncehook.NewReview(d.pool, d.cfg, clients)
 	e := web.New(web.Params{Config: d.cfg, Pool: d.pool, Inbox: oncehook.NewInbox(d.pool, logger),
 		Review: d.review, Logger: logger})
@@ -164,10 +165,10 @@ func (d *dashboard) checkout(eventID, enquiry, note string) string {
 }
 
 // waitAction polls until the action named name for enquiry is in state want.
-func (d *dashboard) waitAction(name, enquiry, want string) db.Action {
+func (d *dashboard) waitAction(name, enquiry, want string) oncehook.Action {
 	d.t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
-	var last []db.Action
+	var last []oncehook.Action
 	for time.Now().Before(deadline) {
 		page, err := d.review.ListActions(context.Background(), oncehook.ActionFilter{Name: name, Q: enquiry, Limit: 10})
 		if err != nil {
@@ -182,7 +183,7 @@ func (d *dashboard) waitAction(name, enquiry, want string) db.Action {
 		time.Sleep(25 * time.Millisecond) // poll interval
 	}
 	d.t.Fatalf("%s %s never became %s; last %+v\nlogs:\n%s", name, enquiry, want, last, tailOf(d.logs.String(), 3000))
-	return db.Action{}
+	return oncehook.Action{}
 }
 
 func tailOf(s string, n int) string {

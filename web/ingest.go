@@ -11,6 +11,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/oncehook/oncehook"
+	"github.com/oncehook/oncehook/provider"
 )
 
 // storeTimeout bounds how long a delivery waits for storage before a 503.
@@ -55,7 +56,7 @@ func (s *Server) accept(c echo.Context, source string) (oncehook.Receipt, error)
 	if err != nil {
 		return oncehook.Receipt{}, err
 	}
-	d, err := oncehook.Verify(oncehook.VerifyParams{
+	d, err := provider.Verify(provider.VerifyParams{
 		Provider: src.Provider, Secrets: src.Secrets, Tolerance: src.Tolerance,
 		Now: s.now(), Header: c.Request().Header, Body: raw,
 	})

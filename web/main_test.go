@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/oncehook/oncehook"
+	"github.com/oncehook/oncehook/config"
 	"github.com/oncehook/oncehook/db/dbtest"
 	"github.com/oncehook/oncehook/sender"
 	"github.com/oncehook/oncehook/web"
@@ -56,7 +57,7 @@ type harness struct {
 
 func newHarness(t *testing.T, yaml string, pool *pgxpool.Pool) *harness {
 	t.Helper()
-	cfg, err := oncehook.ParseConfig("test.yaml", []byte(yaml), func(k string) string { return testEnv[k] })
+	cfg, err := config.Parse("test.yaml", []byte(yaml), func(k string) string { return testEnv[k] })
 	if err != nil {
 		t.Fatalf("config: %v", err)
 	}

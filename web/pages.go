@@ -10,7 +10,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/oncehook/oncehook"
-	"github.com/oncehook/oncehook/db"
 	"github.com/oncehook/oncehook/static"
 	"github.com/oncehook/oncehook/views"
 )
@@ -74,7 +73,7 @@ func actionURL(id int64) string { return "/actions/" + strconv.FormatInt(id, 10)
 func eventURL(id int64) string  { return "/events/" + strconv.FormatInt(id, 10) }
 
 // actionRows turns actions into table rows, with the decision table's next step.
-func (s *Server) actionRows(as []db.Action) []views.ActionRow {
+func (s *Server) actionRows(as []oncehook.Action) []views.ActionRow {
 	now := s.now()
 	rows := make([]views.ActionRow, 0, len(as))
 	for _, a := range as {

@@ -8,7 +8,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/oncehook/oncehook"
-	"github.com/oncehook/oncehook/db"
 	"github.com/oncehook/oncehook/views"
 )
 
@@ -19,12 +18,14 @@ func (s *Server) actionPage(c echo.Context) error {
 		return err
 	}
 	a := d.Action
+	allowed := oncehook.Allowed(actorOf(c), a)
 	m := views.ActionPage{
 		Action:       s.actionInfo(a),
-		CanRetry:     a.State == oncehook.StateFailed || a.State == oncehook.StateUncertain,
-		CanReconcile: a.State == oncehook.StateFailed || a.State == oncehook.StateUncertain,
-		CanClose:     oncehook.QueueOf(a.State) != "" && a.State != oncehook.StateProcessing,
-		CanAssign:    actorOf(c).Role == oncehook.RoleAdmin,
+		CanRetry:     allowed[oncehook.ActRetry],
+		CanReconcile: allowed[oncehook.ActReconcile],
+		CanResolve:   allowed[oncehook.ActResolve],
+		CanCancel:    allowed[oncehook.ActCancel],
+		CanAssign:    allowed[oncehook.ActAssign],
 	}
 	if m.CanAssign {
 		if m.Assignees, err = s.assignees(c); err != nil {
@@ -47,8 +48,8 @@ func (s *Server) actionPage(c echo.Context) error {
 	for _, t := range d.Attempts {
 		at := views.Attempt{Kind: t.Kind, OperationKey: t.OperationKey, Status: t.Status, Observed: t.Observed,
 			Error: t.Error, Evidence: t.Evidence, Worker: t.Worker, Started: when(t.StartedAt)}
-		if t.HttpStatus != nil {
-			at.HTTPStatus = fmt.Sprint(*t.HttpStatus)
+		if t.HTTPStatus != nil {
+			at.HTTPStatus = fmt.Sprint(*t.HTTPStatus)
 		}
 		if t.FinishedAt != nil {
 			at.Duration = t.FinishedAt.Sub(t.StartedAt).Round(1e6).String()
@@ -63,7 +64,7 @@ func (s *Server) actionPage(c echo.Context) error {
 	return s.render(c, http.StatusOK, views.Action(s.layout(c, title, ""), m))
 }
 
-func (s *Server) actionInfo(a db.Action) views.ActionInfo {
+func (s *Server) actionInfo(a oncehook.Action) views.ActionInfo {
 	info := views.ActionInfo{
 		ID: a.ID, URL: actionURL(a.ID), Name: a.Name, State: a.State, Reason: a.Reason,
 		NextStep: oncehook.NextStep(a.State), BusinessKey: a.BusinessKey, OperationKey: a.OperationKey,
@@ -89,7 +90,7 @@ func (s *Server) retryPage(c echo.Context) error {
 	return s.render(c, http.StatusOK, views.Retry(s.layout(c, "Retry "+d.Action.Name, ""), s.retryModel(d.Action, "", "")))
 }
 
-func (s *Server) retryModel(a db.Action, errMsg, note string) views.RetryPage {
+func (s *Server) retryModel(a oncehook.Action, errMsg, note string) views.RetryPage {
 	return views.RetryPage{ID: a.ID, URL: actionURL(a.ID), Name: a.Name, BusinessKey: a.BusinessKey, State: a.State,
 		Destination: a.Destination, OperationKey: a.OperationKey, NeedsCheck: s.review.RetryNeedsCheck(a),
 		Error: errMsg, Note: note}
@@ -113,16 +114,12 @@ func (s *Server) actionAct(c echo.Context) error {
 		return err
 	}
 	name := c.Param("act")
-	act, ok := s.acts()[name]
-	if !ok {
-		return oncehook.Errorf(oncehook.ENOTFOUND, "There is no act %q.", name)
-	}
 	ctx := c.Request().Context()
 	p := oncehook.ActParams{Note: c.FormValue("note"), ExternalRef: c.FormValue("external_ref"),
 		Owner: c.FormValue("owner"), CheckedDestination: c.FormValue("checked_destination") == "1"}
-	a, err := act(ctx, actorOf(c), id, p)
+	a, err := s.review.Do(ctx, actorOf(c), name, id, p)
 	if err != nil {
-		if name == "retry" && oncehook.ErrorCode(err) == oncehook.ECONFLICT {
+		if name == oncehook.ActRetry && oncehook.ErrorCode(err) == oncehook.ECONFLICT {
 			d, gerr := s.review.GetAction(ctx, id)
 			if gerr != nil {
 				return gerr

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/oncehook/oncehook"
+	"github.com/oncehook/oncehook/config"
 )
 
 // placeholderSecret stands in for an unset secret under --skip-env; it has the shape
@@ -38,7 +38,7 @@ func runCheck(_ context.Context, env *environment, args []string) error {
 			return placeholderSecret
 		}
 	}
-	cfg, err := oncehook.LoadConfig(*configPath, getenv)
+	cfg, err := config.Load(*configPath, getenv)
 	if err != nil {
 		return err
 	}
@@ -46,22 +46,7 @@ func runCheck(_ context.Context, env *environment, args []string) error {
 	if len(unset) > 0 {
 		fmt.Fprintf(w, "Not set here (serve will need them): %s\n", strings.Join(unset, ", "))
 	}
-	fmt.Fprintf(w, "%s is valid.\n\nSources (paste the URL into the provider):\n", cfg.Path)
-	for _, s := range cfg.Sources {
-		fmt.Fprintf(w, "  %-20s %s/hooks/%s  (%s, client %s, %s; secrets from %s)\n",
-			s.Name, cfg.BaseURL, s.Name, s.Provider, s.Client, s.Environment, s.SecretEnv)
-	}
-	fmt.Fprint(w, "\nRouting:\n")
-	for _, a := range cfg.Actions {
-		line := fmt.Sprintf("  %s: %s on [%s] -> %s, key [%s]", a.Name, a.Source,
-			strings.Join(a.On, ", "), a.Destination, strings.Join(a.Key, ", "))
-		if a.After != "" {
-			line += ", after " + a.After
-		}
-		if len(a.CancelledBy) > 0 {
-			line += ", cancelled by [" + strings.Join(a.CancelledBy, ", ") + "]"
-		}
-		fmt.Fprintf(w, "%s, owner %s\n", line, a.Owner)
-	}
+	fmt.Fprintf(w, "%s is valid.\n\n", cfg.Path)
+	config.Describe(w, cfg)
 	return nil
 }

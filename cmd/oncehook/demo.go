@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/oncehook/oncehook"
+	"github.com/oncehook/oncehook/config"
 	"github.com/oncehook/oncehook/demo"
 	"github.com/oncehook/oncehook/sandbox"
 )
@@ -63,7 +64,7 @@ func runDemo(ctx context.Context, env *environment, args []string) error {
 		}
 		return env.getenv(k)
 	}
-	cfg, err := oncehook.LoadConfig(*configPath, getenv)
+	cfg, err := config.Load(*configPath, getenv)
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/oncehook/oncehook"
+	"github.com/oncehook/oncehook/config"
 )
 
 const pruneUsage = `Usage: oncehook prune --config FILE [--data-dir DIR]
@@ -27,7 +28,7 @@ func runPrune(ctx context.Context, env *environment, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	cfg, err := oncehook.LoadConfig(*configPath, env.getenv)
+	cfg, err := config.Load(*configPath, env.getenv)
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/oncehook/oncehook"
+	"github.com/oncehook/oncehook/config"
+	"github.com/oncehook/oncehook/destination"
 	"github.com/oncehook/oncehook/web"
 )
 
@@ -53,7 +55,7 @@ func runProcess(ctx context.Context, env *environment, args []string, name, usag
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	cfg, err := oncehook.LoadConfig(*configPath, env.getenv)
+	cfg, err := config.Load(*configPath, env.getenv)
 	if err != nil {
 		return err
 	}
@@ -85,7 +87,7 @@ type services struct {
 // stops them in reverse order: no new requests, calls in flight finish within the
 // grace period, claims never started are handed back. The caller closes d last.
 func runServices(ctx context.Context, env *environment, cfg *oncehook.Config, d *database, logger *slog.Logger, opts services) error {
-	clients := oncehook.NewDestinationClients(cfg)
+	clients := destination.NewClients(cfg)
 	metrics := oncehook.NewMetrics(d.Pool)
 	engine := oncehook.NewEngine(oncehook.EngineParams{Pool: d.Pool, Config: cfg, Destinations: clients,
 		Logger: logger, Metrics: metrics})
@@ -117,7 +119,9 @@ func runServices(ctx context.Context, env *environment, cfg *oncehook.Config, d 
 	}
 	wg.Add(2)
 	go func() { defer wg.Done(); pruneEvery(engineCtx, d.Pool, cfg, logger) }()
-	go func() { defer wg.Done(); oncehook.NewNotifier(d.Pool, cfg, logger).Run(engineCtx) }()
+	notifier := oncehook.NewNotifier(oncehook.NotifierParams{Pool: d.Pool, Config: cfg,
+		Mail: destination.NewSMTP(cfg.Notify.SMTP.Destination()), Logger: logger})
+	go func() { defer wg.Done(); notifier.Run(engineCtx) }()
 
 	inbox := oncehook.NewInbox(d.Pool, logger)
 	defer inbox.Close() // after the HTTP server: flush the last group commit

@@ -1,8 +1,10 @@
-package oncehook
+package config
 
 import (
 	"math"
 	"testing"
+
+	"github.com/oncehook/oncehook"
 )
 
 func TestParseSize(t *testing.T) {
@@ -43,7 +45,7 @@ func TestParseSizeRefuses(t *testing.T) {
 		"8589934592GiB",        // 2^33 GiB = 2^63 bytes
 		"99999999999999999999", // past any integer type
 	} {
-		if n, err := ParseSize(in); ErrorCode(err) != EINVALID {
+		if n, err := ParseSize(in); oncehook.ErrorCode(err) != oncehook.EINVALID {
 			t.Errorf("ParseSize(%q) = %d, %v; want an EINVALID error", in, n, err)
 		}
 	}

@@ -1,4 +1,4 @@
-package oncehook_test
+package provider_test
 
 import (
 	"crypto/hmac"
@@ -15,11 +15,12 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/oncehook/oncehook"
+	"github.com/oncehook/oncehook/provider"
 )
 
 type verifyCase struct {
 	name     string
-	params   oncehook.VerifyParams
+	params   provider.VerifyParams
 	want     oncehook.Delivery // compared when wantCode is ""
 	wantCode string
 }
@@ -29,7 +30,7 @@ func runVerifyCases(t *testing.T, cases []verifyCase) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			got, err := oncehook.Verify(tc.params)
+			got, err := provider.Verify(tc.params)
 			if code := oncehook.ErrorCode(err); code != tc.wantCode {
 				t.Fatalf("Verify() error code = %q (%v), want %q", code, err, tc.wantCode)
 			}
@@ -63,15 +64,15 @@ func verifyHeaders(kv ...string) http.Header {
 }
 
 // withParams returns a copy of p changed by f, so negative twins read as one difference.
-func withParams(p oncehook.VerifyParams, f func(*oncehook.VerifyParams)) oncehook.VerifyParams {
+func withParams(p provider.VerifyParams, f func(*provider.VerifyParams)) provider.VerifyParams {
 	p.Header = p.Header.Clone()
 	p.Secrets = append([]string(nil), p.Secrets...)
 	f(&p)
 	return p
 }
 
-func setParamHeader(name, value string) func(*oncehook.VerifyParams) {
-	return func(p *oncehook.VerifyParams) { p.Header.Set(name, value) }
+func setParamHeader(name, value string) func(*provider.VerifyParams) {
+	return func(p *provider.VerifyParams) { p.Header.Set(name, value) }
 }
 
 func flipByte(b []byte, i int) []byte {
@@ -102,7 +103,7 @@ var hostileBodies = map[string]string{
 // garbageHeader is 10 KB of bytes chosen to look like every scheme's separators.
 var garbageHeader = strings.Repeat("t=,v1=\x00sha256= v1,=\xff", 10240/18)
 
-func hostileCases(t *testing.T, sign func(body []byte) oncehook.VerifyParams) []verifyCase {
+func hostileCases(t *testing.T, sign func(body []byte) provider.VerifyParams) []verifyCase {
 	t.Helper()
 	var cases []verifyCase
 	for name, body := range hostileBodies {
@@ -114,7 +115,7 @@ func hostileCases(t *testing.T, sign func(body []byte) oncehook.VerifyParams) []
 var verifyTestNow = time.Unix(1_700_000_000, 0).UTC()
 
 func TestVerifyUnknownProvider(t *testing.T) {
-	_, err := oncehook.Verify(oncehook.VerifyParams{Provider: "paypal", Secrets: []string{"s"}, Body: []byte("{}")})
+	_, err := provider.Verify(provider.VerifyParams{Provider: "paypal", Secrets: []string{"s"}, Body: []byte("{}")})
 	if code := oncehook.ErrorCode(err); code != oncehook.EINVALID {
 		t.Fatalf("error code = %q (%v), want %q", code, err, oncehook.EINVALID)
 	}
@@ -123,7 +124,7 @@ func TestVerifyUnknownProvider(t *testing.T) {
 func TestVerifyToleranceMessageIsPlain(t *testing.T) {
 	p := stripeSigned(stripeBody, verifyTestNow.Add(-time.Hour), "whsec_a")
 	p.Now = verifyTestNow
-	_, err := oncehook.Verify(p)
+	_, err := provider.Verify(p)
 	if got, want := oncehook.ErrorMessage(err), "timestamp outside the 5m0s tolerance"; got != want {
 		t.Fatalf("message = %q, want %q", got, want)
 	}
@@ -175,34 +176,34 @@ var (
 )
 
 // stripeSigned signs body at t with every secret, one v1 each, as Stripe does mid-roll.
-func stripeSigned(body []byte, t time.Time, secrets ...string) oncehook.VerifyParams {
+func stripeSigned(body []byte, t time.Time, secrets ...string) provider.VerifyParams {
 	h := fmt.Sprintf("t=%d", t.Unix())
 	for _, s := range secrets {
 		h += ",v1=" + hex.EncodeToString(testHMAC([]byte(s), fmt.Sprintf("%d.%s", t.Unix(), body)))
 	}
-	return oncehook.VerifyParams{
+	return provider.VerifyParams{
 		Provider: oncehook.ProviderStripe, Secrets: secrets, Tolerance: 5 * time.Minute,
 		Now: t, Header: verifyHeaders("Stripe-Signature", h), Body: body,
 	}
 }
 
 func TestVerifyStripe(t *testing.T) {
-	kav := oncehook.VerifyParams{
+	kav := provider.VerifyParams{
 		Provider: oncehook.ProviderStripe, Secrets: []string{stripeKAVSecret}, Tolerance: 300 * time.Second,
 		Now:    stripeKAVTime.Add(100 * time.Second), // as EventUtilityTest.ConstructEvent
 		Header: verifyHeaders("Stripe-Signature", stripeKAVHeader), Body: []byte(stripeKAVBody),
 	}
 	kavWant := oncehook.Delivery{ID: "evt_123", Type: "customer.created", OccurredAt: stripeKAVTime, Payload: []byte(stripeKAVBody)}
-	at := func(d time.Duration) func(*oncehook.VerifyParams) {
-		return func(p *oncehook.VerifyParams) { p.Now = stripeKAVTime.Add(d) }
+	at := func(d time.Duration) func(*provider.VerifyParams) {
+		return func(p *provider.VerifyParams) { p.Now = stripeKAVTime.Add(d) }
 	}
 	unauthorized := oncehook.EUNAUTHORIZED
 	cases := []verifyCase{
 		{name: "KnownAnswerFromStripeDotnetVerifies", params: kav, want: kavWant},
 		{name: "KnownAnswerWithWhitespaceAroundItems", params: withParams(kav, setParamHeader("Stripe-Signature", "t=1533204620, v1="+stripeKAVv1)), want: kavWant},
-		{name: "BodyByteChangedIsRefused", params: withParams(kav, func(p *oncehook.VerifyParams) { p.Body = flipByte(p.Body, 12) }), wantCode: unauthorized},
-		{name: "BodyAppendedIsRefused", params: withParams(kav, func(p *oncehook.VerifyParams) { p.Body = append(p.Body, "this_changes_the_json"...) }), wantCode: unauthorized},
-		{name: "MissingHeaderIsRefused", params: withParams(kav, func(p *oncehook.VerifyParams) { p.Header.Del("Stripe-Signature") }), wantCode: unauthorized},
+		{name: "BodyByteChangedIsRefused", params: withParams(kav, func(p *provider.VerifyParams) { p.Body = flipByte(p.Body, 12) }), wantCode: unauthorized},
+		{name: "BodyAppendedIsRefused", params: withParams(kav, func(p *provider.VerifyParams) { p.Body = append(p.Body, "this_changes_the_json"...) }), wantCode: unauthorized},
+		{name: "MissingHeaderIsRefused", params: withParams(kav, func(p *provider.VerifyParams) { p.Header.Del("Stripe-Signature") }), wantCode: unauthorized},
 		{name: "V0OnlyIsRefused", params: withParams(kav, setParamHeader("Stripe-Signature", "t=1533204620,v0="+stripeKAVv0)), wantCode: unauthorized},
 		{name: "TimestampChangedIsRefused", params: withParams(kav, setParamHeader("Stripe-Signature", "t=1533204621,v1="+stripeKAVv1)), wantCode: unauthorized},
 		{name: "TimestampWithSignIsRefused", params: withParams(kav, setParamHeader("Stripe-Signature", "t=+1533204620,v1="+stripeKAVv1)), wantCode: unauthorized},
@@ -218,12 +219,12 @@ func TestVerifyStripe(t *testing.T) {
 		{name: "FutureAtToleranceVerifies", params: withParams(kav, at(-300*time.Second)), want: kavWant},
 		{name: "FutureOneSecondOutsideToleranceIsRefused", params: withParams(kav, at(-301*time.Second)), wantCode: unauthorized},
 		{name: "FarFutureIsRefused", params: withParams(kav, at(-24*time.Hour)), wantCode: unauthorized},
-		{name: "ZeroToleranceSkipsTheCheck", params: withParams(kav, func(p *oncehook.VerifyParams) { p.Tolerance = 0; p.Now = stripeKAVTime.Add(1000 * time.Hour) }), want: kavWant},
-		{name: "RotationNewSecretListedFirstVerifies", params: withParams(kav, func(p *oncehook.VerifyParams) { p.Secrets = []string{"whsec_new", stripeKAVSecret} }), want: kavWant},
-		{name: "EmptySecretsAreIgnored", params: withParams(kav, func(p *oncehook.VerifyParams) { p.Secrets = []string{"", stripeKAVSecret, ""} }), want: kavWant},
-		{name: "UnknownSecretIsRefused", params: withParams(kav, func(p *oncehook.VerifyParams) { p.Secrets = []string{"whsec_unknown"} }), wantCode: unauthorized},
-		{name: "NoSecretIsRefused", params: withParams(kav, func(p *oncehook.VerifyParams) { p.Secrets = nil }), wantCode: unauthorized},
-		{name: "OnlyEmptySecretIsRefused", params: withParams(kav, func(p *oncehook.VerifyParams) { p.Secrets = []string{""} }), wantCode: unauthorized},
+		{name: "ZeroToleranceSkipsTheCheck", params: withParams(kav, func(p *provider.VerifyParams) { p.Tolerance = 0; p.Now = stripeKAVTime.Add(1000 * time.Hour) }), want: kavWant},
+		{name: "RotationNewSecretListedFirstVerifies", params: withParams(kav, func(p *provider.VerifyParams) { p.Secrets = []string{"whsec_new", stripeKAVSecret} }), want: kavWant},
+		{name: "EmptySecretsAreIgnored", params: withParams(kav, func(p *provider.VerifyParams) { p.Secrets = []string{"", stripeKAVSecret, ""} }), want: kavWant},
+		{name: "UnknownSecretIsRefused", params: withParams(kav, func(p *provider.VerifyParams) { p.Secrets = []string{"whsec_unknown"} }), wantCode: unauthorized},
+		{name: "NoSecretIsRefused", params: withParams(kav, func(p *provider.VerifyParams) { p.Secrets = nil }), wantCode: unauthorized},
+		{name: "OnlyEmptySecretIsRefused", params: withParams(kav, func(p *provider.VerifyParams) { p.Secrets = []string{""} }), wantCode: unauthorized},
 		{name: "GarbageHeaderIsRefused", params: withParams(kav, setParamHeader("Stripe-Signature", garbageHeader)), wantCode: unauthorized},
 		{name: "ManyV1EntriesAreRefusedInLinearTime", params: withParams(kav, setParamHeader("Stripe-Signature", "t=1533204620"+strings.Repeat(",v1="+strings.Repeat("0", 64), 20000))), wantCode: unauthorized},
 	}
@@ -236,9 +237,9 @@ func TestVerifyStripe(t *testing.T) {
 	rolled := stripeSigned(stripeBody, verifyTestNow, "whsec_old", "whsec_new")
 	rolledWant := oncehook.Delivery{ID: "evt_1", Type: "checkout.session.completed", OccurredAt: time.Unix(1699999990, 0).UTC(), Payload: stripeBody}
 	cases = append(cases,
-		verifyCase{name: "RolledOldSecretVerifies", params: withParams(rolled, func(p *oncehook.VerifyParams) { p.Secrets = []string{"whsec_old"} }), want: rolledWant},
-		verifyCase{name: "RolledNewSecretVerifies", params: withParams(rolled, func(p *oncehook.VerifyParams) { p.Secrets = []string{"whsec_new"} }), want: rolledWant},
-		verifyCase{name: "RolledUnknownSecretIsRefused", params: withParams(rolled, func(p *oncehook.VerifyParams) { p.Secrets = []string{"whsec_other"} }), wantCode: unauthorized},
+		verifyCase{name: "RolledOldSecretVerifies", params: withParams(rolled, func(p *provider.VerifyParams) { p.Secrets = []string{"whsec_old"} }), want: rolledWant},
+		verifyCase{name: "RolledNewSecretVerifies", params: withParams(rolled, func(p *provider.VerifyParams) { p.Secrets = []string{"whsec_new"} }), want: rolledWant},
+		verifyCase{name: "RolledUnknownSecretIsRefused", params: withParams(rolled, func(p *provider.VerifyParams) { p.Secrets = []string{"whsec_other"} }), wantCode: unauthorized},
 		verifyCase{name: "SignedBodyWithoutIDIsInvalid", params: stripeSigned([]byte(`{"type":"x"}`), verifyTestNow, "whsec_a"), wantCode: oncehook.EINVALID},
 		verifyCase{name: "SignedBodyWithNumericIDIsInvalid", params: stripeSigned([]byte(`{"id":5}`), verifyTestNow, "whsec_a"), wantCode: oncehook.EINVALID},
 		verifyCase{name: "V2CreatedStringIsRead", params: stripeSigned([]byte(`{"id":"evt_2","created":"2025-10-04T15:13:32.232083866Z"}`), verifyTestNow, "whsec_a"),
@@ -246,7 +247,7 @@ func TestVerifyStripe(t *testing.T) {
 	)
 	deep := []byte(`{"id":"evt_deep","a":` + strings.Repeat("[", 5000) + strings.Repeat("]", 5000) + `}`)
 	cases = append(cases, verifyCase{name: "NestingUnderTheLimitVerifies", params: stripeSigned(deep, verifyTestNow, "whsec_a"), want: oncehook.Delivery{ID: "evt_deep", Payload: deep}})
-	cases = append(cases, hostileCases(t, func(b []byte) oncehook.VerifyParams { return stripeSigned(b, verifyTestNow, "whsec_a") })...)
+	cases = append(cases, hostileCases(t, func(b []byte) provider.VerifyParams { return stripeSigned(b, verifyTestNow, "whsec_a") })...)
 	runVerifyCases(t, cases)
 }
 
@@ -263,12 +264,12 @@ const (
 
 var githubBody = []byte(`{"action":"opened","issue":{"number":1}}`)
 
-func githubSigned(body []byte, secret string, kv ...string) oncehook.VerifyParams {
+func githubSigned(body []byte, secret string, kv ...string) provider.VerifyParams {
 	h := verifyHeaders(append([]string{
 		"X-Hub-Signature-256", "sha256=" + hex.EncodeToString(testHMAC([]byte(secret), string(body))),
 		"X-GitHub-Delivery", "72d3162e-cc78-11e3-81ab-4c9367dc0958", "X-GitHub-Event", "issues",
 	}, kv...)...)
-	return oncehook.VerifyParams{Provider: oncehook.ProviderGitHub, Secrets: []string{secret}, Now: verifyTestNow, Header: h, Body: body}
+	return provider.VerifyParams{Provider: oncehook.ProviderGitHub, Secrets: []string{secret}, Now: verifyTestNow, Header: h, Body: body}
 }
 
 func TestVerifyGitHub(t *testing.T) {
@@ -292,12 +293,12 @@ func TestVerifyGitHub(t *testing.T) {
 		// "Hello, World!" is not a JSON object: EINVALID (not EUNAUTHORIZED) proves the
 		// documented signature was accepted, since the signature is checked first.
 		{name: "KnownAnswerFromGitHubDocsPassesSignature", params: kav, wantCode: oncehook.EINVALID},
-		{name: "KnownAnswerBodyByteChangedIsRefused", params: withParams(kav, func(p *oncehook.VerifyParams) { p.Body = []byte("Hello, World?") }), wantCode: unauthorized},
-		{name: "KnownAnswerOtherSecretIsRefused", params: withParams(kav, func(p *oncehook.VerifyParams) { p.Secrets = []string{"It's a Secret to Nobody"} }), wantCode: unauthorized},
+		{name: "KnownAnswerBodyByteChangedIsRefused", params: withParams(kav, func(p *provider.VerifyParams) { p.Body = []byte("Hello, World?") }), wantCode: unauthorized},
+		{name: "KnownAnswerOtherSecretIsRefused", params: withParams(kav, func(p *provider.VerifyParams) { p.Secrets = []string{"It's a Secret to Nobody"} }), wantCode: unauthorized},
 		{name: "SignedJSONVerifies", params: signed, want: want},
-		{name: "BodyByteChangedIsRefused", params: withParams(signed, func(p *oncehook.VerifyParams) { p.Body = flipByte(p.Body, 12) }), wantCode: unauthorized},
-		{name: "MissingHeaderIsRefused", params: withParams(signed, func(p *oncehook.VerifyParams) { p.Header.Del("X-Hub-Signature-256") }), wantCode: unauthorized},
-		{name: "SHA1HeaderAloneIsRefused", params: withParams(signed, func(p *oncehook.VerifyParams) {
+		{name: "BodyByteChangedIsRefused", params: withParams(signed, func(p *provider.VerifyParams) { p.Body = flipByte(p.Body, 12) }), wantCode: unauthorized},
+		{name: "MissingHeaderIsRefused", params: withParams(signed, func(p *provider.VerifyParams) { p.Header.Del("X-Hub-Signature-256") }), wantCode: unauthorized},
+		{name: "SHA1HeaderAloneIsRefused", params: withParams(signed, func(p *provider.VerifyParams) {
 			p.Header.Del("X-Hub-Signature-256")
 			p.Header.Set("X-Hub-Signature", "sha1=d03207e4b030cf234e3447bac4d93add4c6643d8")
 		}), wantCode: unauthorized},
@@ -306,21 +307,21 @@ func TestVerifyGitHub(t *testing.T) {
 		{name: "MalformedTruncatedIsRefused", params: withParams(signed, setParamHeader("X-Hub-Signature-256", sig[:len(sig)-2])), wantCode: unauthorized},
 		{name: "MalformedNotHexIsRefused", params: withParams(signed, setParamHeader("X-Hub-Signature-256", "sha256="+strings.Repeat("zz", 32))), wantCode: unauthorized},
 		{name: "GarbageHeaderIsRefused", params: withParams(signed, setParamHeader("X-Hub-Signature-256", garbageHeader)), wantCode: unauthorized},
-		{name: "RotationOldAndNewVerify", params: withParams(signed, func(p *oncehook.VerifyParams) { p.Secrets = []string{"gh-old", "", "gh-secret"} }), want: want},
-		{name: "UnknownSecretIsRefused", params: withParams(signed, func(p *oncehook.VerifyParams) { p.Secrets = []string{"gh-old"} }), wantCode: unauthorized},
-		{name: "MissingDeliveryIsInvalid", params: withParams(signed, func(p *oncehook.VerifyParams) { p.Header.Del("X-GitHub-Delivery") }), wantCode: oncehook.EINVALID},
+		{name: "RotationOldAndNewVerify", params: withParams(signed, func(p *provider.VerifyParams) { p.Secrets = []string{"gh-old", "", "gh-secret"} }), want: want},
+		{name: "UnknownSecretIsRefused", params: withParams(signed, func(p *provider.VerifyParams) { p.Secrets = []string{"gh-old"} }), wantCode: unauthorized},
+		{name: "MissingDeliveryIsInvalid", params: withParams(signed, func(p *provider.VerifyParams) { p.Header.Del("X-GitHub-Delivery") }), wantCode: oncehook.EINVALID},
 		{name: "EventWithoutActionKeepsEventName", params: githubSigned([]byte(`{"ref":"refs/heads/main"}`), "test-secret-9f2c", "X-GitHub-Event", "push"),
 			want: oncehook.Delivery{ID: want.ID, Type: "push", Payload: []byte(`{"ref":"refs/heads/main"}`), Headers: map[string]string{"X-Github-Delivery": want.ID, "X-Github-Event": "push"}}},
 		{name: "NonStringActionIsIgnored", params: githubSigned([]byte(`{"action":5}`), "test-secret-9f2c"),
 			want: oncehook.Delivery{ID: want.ID, Type: "issues", Payload: []byte(`{"action":5}`), Headers: formWant.Headers}},
 		{name: "FormEncodedPayloadVerifies", params: githubSigned(form, "gh-secret", "Content-Type", "application/x-www-form-urlencoded"), want: formWant},
 		{name: "FormEncodedBodyByteChangedIsRefused", params: withParams(githubSigned(form, "gh-secret", "Content-Type", "application/x-www-form-urlencoded"),
-			func(p *oncehook.VerifyParams) { p.Body = flipByte(p.Body, 20) }), wantCode: unauthorized},
+			func(p *provider.VerifyParams) { p.Body = flipByte(p.Body, 20) }), wantCode: unauthorized},
 		{name: "FormWithoutPayloadIsInvalid", params: githubSigned([]byte("other=1"), "test-secret-9f2c", "Content-Type", "application/x-www-form-urlencoded"), wantCode: oncehook.EINVALID},
 		{name: "FormWithBadEscapeIsInvalid", params: githubSigned([]byte("payload=%zz"), "test-secret-9f2c", "Content-Type", "application/x-www-form-urlencoded"), wantCode: oncehook.EINVALID},
 		{name: "FormPayloadNotJSONIsInvalid", params: githubSigned([]byte("payload=%5B%5D"), "test-secret-9f2c", "Content-Type", "application/x-www-form-urlencoded"), wantCode: oncehook.EINVALID},
 	}
-	cases = append(cases, hostileCases(t, func(b []byte) oncehook.VerifyParams { return githubSigned(b, "test-secret-9f2c") })...)
+	cases = append(cases, hostileCases(t, func(b []byte) provider.VerifyParams { return githubSigned(b, "test-secret-9f2c") })...)
 	runVerifyCases(t, cases)
 }
 
@@ -338,7 +339,7 @@ const (
 )
 
 func TestVerifyShopify(t *testing.T) {
-	kav := oncehook.VerifyParams{
+	kav := provider.VerifyParams{
 		Provider: oncehook.ProviderShopify, Secrets: []string{shopifyKAVSecret}, Now: verifyTestNow, Tolerance: 5 * time.Minute,
 		Header: verifyHeaders("X-Shopify-Hmac-Sha256", shopifyKAVHmac, "X-Shopify-Webhook-Id", "123456789",
 			"X-Shopify-Topic", "products/create", "X-Shopify-Shop-Domain", "shop1.myshopify.io", "X-Shopify-API-Version", "2023-01",
@@ -362,8 +363,8 @@ func TestVerifyShopify(t *testing.T) {
 		untimed.Headers[k] = v
 	}
 	untimed.Headers["X-Shopify-Triggered-At"] = "yesterday"
-	sign := func(body []byte, secret string) oncehook.VerifyParams {
-		return withParams(kav, func(p *oncehook.VerifyParams) {
+	sign := func(body []byte, secret string) provider.VerifyParams {
+		return withParams(kav, func(p *provider.VerifyParams) {
 			p.Body, p.Secrets = body, []string{secret}
 			p.Header.Set("X-Shopify-Hmac-Sha256", base64.StdEncoding.EncodeToString(testHMAC([]byte(secret), string(body))))
 		})
@@ -371,19 +372,19 @@ func TestVerifyShopify(t *testing.T) {
 	unauthorized := oncehook.EUNAUTHORIZED
 	cases := []verifyCase{
 		{name: "KnownAnswerFromShopifyAPIJSVerifies", params: kav, want: want},
-		{name: "BodyByteChangedIsRefused", params: withParams(kav, func(p *oncehook.VerifyParams) { p.Body = flipByte(p.Body, 3) }), wantCode: unauthorized},
-		{name: "MissingHeaderIsRefused", params: withParams(kav, func(p *oncehook.VerifyParams) { p.Header.Del("X-Shopify-Hmac-Sha256") }), wantCode: unauthorized},
+		{name: "BodyByteChangedIsRefused", params: withParams(kav, func(p *provider.VerifyParams) { p.Body = flipByte(p.Body, 3) }), wantCode: unauthorized},
+		{name: "MissingHeaderIsRefused", params: withParams(kav, func(p *provider.VerifyParams) { p.Header.Del("X-Shopify-Hmac-Sha256") }), wantCode: unauthorized},
 		{name: "MalformedNotBase64IsRefused", params: withParams(kav, setParamHeader("X-Shopify-Hmac-Sha256", "not base64!")), wantCode: unauthorized},
 		{name: "MalformedTruncatedIsRefused", params: withParams(kav, setParamHeader("X-Shopify-Hmac-Sha256", shopifyKAVHmac[:40])), wantCode: unauthorized},
 		{name: "MalformedHexInsteadOfBase64IsRefused", params: withParams(kav, setParamHeader("X-Shopify-Hmac-Sha256", "076ded5cdebcd60674d2858d46b82dcc113d5d20e8e72694bbac1f9a1bb76bb8")), wantCode: unauthorized},
 		{name: "GarbageHeaderIsRefused", params: withParams(kav, setParamHeader("X-Shopify-Hmac-Sha256", garbageHeader)), wantCode: unauthorized},
-		{name: "RotationOldAndNewVerify", params: withParams(kav, func(p *oncehook.VerifyParams) { p.Secrets = []string{"shpss_new", shopifyKAVSecret} }), want: want},
-		{name: "UnknownSecretIsRefused", params: withParams(kav, func(p *oncehook.VerifyParams) { p.Secrets = []string{"shpss_new"} }), wantCode: unauthorized},
-		{name: "OldTriggeredAtIsNotATolerance", params: withParams(kav, func(p *oncehook.VerifyParams) { p.Now = verifyTestNow.Add(1000 * time.Hour) }), want: want},
+		{name: "RotationOldAndNewVerify", params: withParams(kav, func(p *provider.VerifyParams) { p.Secrets = []string{"shpss_new", shopifyKAVSecret} }), want: want},
+		{name: "UnknownSecretIsRefused", params: withParams(kav, func(p *provider.VerifyParams) { p.Secrets = []string{"shpss_new"} }), wantCode: unauthorized},
+		{name: "OldTriggeredAtIsNotATolerance", params: withParams(kav, func(p *provider.VerifyParams) { p.Now = verifyTestNow.Add(1000 * time.Hour) }), want: want},
 		{name: "UnparsableTriggeredAtLeavesOccurredAtZero", params: withParams(kav, setParamHeader("X-Shopify-Triggered-At", "yesterday")), want: untimed},
-		{name: "MissingWebhookIDIsInvalid", params: withParams(kav, func(p *oncehook.VerifyParams) { p.Header.Del("X-Shopify-Webhook-Id") }), wantCode: oncehook.EINVALID},
+		{name: "MissingWebhookIDIsInvalid", params: withParams(kav, func(p *provider.VerifyParams) { p.Header.Del("X-Shopify-Webhook-Id") }), wantCode: oncehook.EINVALID},
 	}
-	cases = append(cases, hostileCases(t, func(b []byte) oncehook.VerifyParams { return sign(b, "test-secret-9f2c") })...)
+	cases = append(cases, hostileCases(t, func(b []byte) provider.VerifyParams { return sign(b, "test-secret-9f2c") })...)
 	runVerifyCases(t, cases)
 }
 
@@ -402,11 +403,11 @@ const (
 	standardWrongSig = "v1,Ceo5qEr07ixe2NLpvHk3FH9bwy/WavXrAFQ/9tdO6mc="
 )
 
-func standardSigned(body []byte, id string, at time.Time, secret string) oncehook.VerifyParams {
+func standardSigned(body []byte, id string, at time.Time, secret string) provider.VerifyParams {
 	key, _ := base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, "whsec_"))
 	ts := fmt.Sprint(at.Unix())
 	sig := base64.StdEncoding.EncodeToString(testHMAC(key, id+"."+ts+"."+string(body)))
-	return oncehook.VerifyParams{
+	return provider.VerifyParams{
 		Provider: oncehook.ProviderStandardWebhooks, Secrets: []string{secret}, Tolerance: 5 * time.Minute, Now: at,
 		Header: verifyHeaders("webhook-id", id, "webhook-timestamp", ts, "webhook-signature", "v1,"+sig), Body: body,
 	}
@@ -414,7 +415,7 @@ func standardSigned(body []byte, id string, at time.Time, secret string) oncehoo
 
 func TestVerifyStandardWebhooks(t *testing.T) {
 	kavTime := time.Unix(1614265330, 0).UTC()
-	kav := oncehook.VerifyParams{
+	kav := provider.VerifyParams{
 		Provider: oncehook.ProviderStandardWebhooks, Secrets: []string{standardKAVSecret}, Tolerance: 5 * time.Minute, Now: kavTime,
 		Header: verifyHeaders("webhook-id", standardKAVID, "webhook-timestamp", standardKAVTS, "webhook-signature", standardKAVSig),
 		Body:   []byte(standardKAVBody),
@@ -423,25 +424,25 @@ func TestVerifyStandardWebhooks(t *testing.T) {
 		ID: standardKAVID, OccurredAt: kavTime, Payload: []byte(standardKAVBody),
 		Headers: map[string]string{"Webhook-Id": standardKAVID, "Webhook-Timestamp": standardKAVTS},
 	}
-	at := func(d time.Duration) func(*oncehook.VerifyParams) {
-		return func(p *oncehook.VerifyParams) { p.Now = kavTime.Add(d) }
+	at := func(d time.Duration) func(*provider.VerifyParams) {
+		return func(p *provider.VerifyParams) { p.Now = kavTime.Add(d) }
 	}
 	typed := []byte(`{"type":"invoice.paid","timestamp":"2022-11-03T20:26:10.344522Z","data":{"id":"in_1"}}`)
 	unauthorized := oncehook.EUNAUTHORIZED
 	cases := []verifyCase{
 		{name: "KnownAnswerFromStandardWebhooksVerifies", params: kav, want: want},
-		{name: "KnownAnswerSecretWithoutPrefixVerifies", params: withParams(kav, func(p *oncehook.VerifyParams) { p.Secrets = []string{strings.TrimPrefix(standardKAVSecret, "whsec_")} }), want: want},
-		{name: "BodyByteChangedIsRefused", params: withParams(kav, func(p *oncehook.VerifyParams) { p.Body = flipByte(p.Body, 10) }), wantCode: unauthorized},
+		{name: "KnownAnswerSecretWithoutPrefixVerifies", params: withParams(kav, func(p *provider.VerifyParams) { p.Secrets = []string{strings.TrimPrefix(standardKAVSecret, "whsec_")} }), want: want},
+		{name: "BodyByteChangedIsRefused", params: withParams(kav, func(p *provider.VerifyParams) { p.Body = flipByte(p.Body, 10) }), wantCode: unauthorized},
 		{name: "IDChangedIsRefused", params: withParams(kav, setParamHeader("webhook-id", standardKAVID+"x")), wantCode: unauthorized},
 		{name: "WrongSignatureIsRefused", params: withParams(kav, setParamHeader("webhook-signature", standardWrongSig)), wantCode: unauthorized},
 		{name: "PartialSignatureIsRefused", params: withParams(kav, setParamHeader("webhook-signature", "v1,")), wantCode: unauthorized},
 		{name: "MalformedNoVersionIsRefused", params: withParams(kav, setParamHeader("webhook-signature", strings.TrimPrefix(standardKAVSig, "v1,"))), wantCode: unauthorized},
 		{name: "OtherVersionIsIgnored", params: withParams(kav, setParamHeader("webhook-signature", "v1a,"+strings.TrimPrefix(standardKAVSig, "v1,"))), wantCode: unauthorized},
 		{name: "SeveralSignaturesOneValidVerifies", params: withParams(kav, setParamHeader("webhook-signature", standardWrongSig+" v2,Ceo5qEr07ixe2NLpvHk3FH9bwy/WavXrAFQ/9tdO6mc= "+standardKAVSig+" "+standardWrongSig)), want: want},
-		{name: "MissingSignatureIsRefused", params: withParams(kav, func(p *oncehook.VerifyParams) { p.Header.Del("webhook-signature") }), wantCode: unauthorized},
-		{name: "MissingTimestampIsRefused", params: withParams(kav, func(p *oncehook.VerifyParams) { p.Header.Del("webhook-timestamp") }), wantCode: unauthorized},
+		{name: "MissingSignatureIsRefused", params: withParams(kav, func(p *provider.VerifyParams) { p.Header.Del("webhook-signature") }), wantCode: unauthorized},
+		{name: "MissingTimestampIsRefused", params: withParams(kav, func(p *provider.VerifyParams) { p.Header.Del("webhook-timestamp") }), wantCode: unauthorized},
 		{name: "MalformedTimestampIsRefused", params: withParams(kav, setParamHeader("webhook-timestamp", "1614265330.0")), wantCode: unauthorized},
-		{name: "MissingIDBreaksTheSignature", params: withParams(kav, func(p *oncehook.VerifyParams) { p.Header.Del("webhook-id") }), wantCode: unauthorized},
+		{name: "MissingIDBreaksTheSignature", params: withParams(kav, func(p *provider.VerifyParams) { p.Header.Del("webhook-id") }), wantCode: unauthorized},
 		{name: "SignedWithoutIDIsInvalid", params: standardSigned(typed, "", kavTime, standardKAVSecret), wantCode: oncehook.EINVALID},
 		{name: "PastOneSecondInsideToleranceVerifies", params: withParams(kav, at(299*time.Second)), want: want},
 		{name: "PastAtToleranceVerifies", params: withParams(kav, at(300*time.Second)), want: want},
@@ -450,13 +451,13 @@ func TestVerifyStandardWebhooks(t *testing.T) {
 		{name: "FutureOneSecondOutsideToleranceIsRefused", params: withParams(kav, at(-301*time.Second)), wantCode: unauthorized},
 		{name: "StaleByHoursIsRefused", params: withParams(kav, at(3*time.Hour)), wantCode: unauthorized},
 		{name: "FutureByHoursIsRefused", params: withParams(kav, at(-3*time.Hour)), wantCode: unauthorized},
-		{name: "ZeroToleranceSkipsTheCheck", params: withParams(kav, func(p *oncehook.VerifyParams) { p.Tolerance = 0; p.Now = kavTime.AddDate(5, 0, 0) }), want: want},
-		{name: "RotationOldAndNewVerify", params: withParams(kav, func(p *oncehook.VerifyParams) {
+		{name: "ZeroToleranceSkipsTheCheck", params: withParams(kav, func(p *provider.VerifyParams) { p.Tolerance = 0; p.Now = kavTime.AddDate(5, 0, 0) }), want: want},
+		{name: "RotationOldAndNewVerify", params: withParams(kav, func(p *provider.VerifyParams) {
 			p.Secrets = []string{"whsec_c2Vjb25kIHNlY3JldCBrZXk=", "", standardKAVSecret}
 		}), want: want},
-		{name: "UnknownSecretIsRefused", params: withParams(kav, func(p *oncehook.VerifyParams) { p.Secrets = []string{"whsec_c2Vjb25kIHNlY3JldCBrZXk="} }), wantCode: unauthorized},
-		{name: "NonBase64SecretNeverMatches", params: withParams(kav, func(p *oncehook.VerifyParams) { p.Secrets = []string{"whsec_not base64!", standardKAVSecret} }), want: want},
-		{name: "OnlyNonBase64SecretIsRefused", params: withParams(kav, func(p *oncehook.VerifyParams) { p.Secrets = []string{"whsec_not base64!"} }), wantCode: unauthorized},
+		{name: "UnknownSecretIsRefused", params: withParams(kav, func(p *provider.VerifyParams) { p.Secrets = []string{"whsec_c2Vjb25kIHNlY3JldCBrZXk="} }), wantCode: unauthorized},
+		{name: "NonBase64SecretNeverMatches", params: withParams(kav, func(p *provider.VerifyParams) { p.Secrets = []string{"whsec_not base64!", standardKAVSecret} }), want: want},
+		{name: "OnlyNonBase64SecretIsRefused", params: withParams(kav, func(p *provider.VerifyParams) { p.Secrets = []string{"whsec_not base64!"} }), wantCode: unauthorized},
 		{name: "GarbageHeaderIsRefused", params: withParams(kav, setParamHeader("webhook-signature", garbageHeader)), wantCode: unauthorized},
 		{name: "ManySignaturesAreRefusedInLinearTime", params: withParams(kav, setParamHeader("webhook-signature", strings.Repeat(standardWrongSig+" ", 20000))), wantCode: unauthorized},
 		{name: "BodyTypeAndTimestampAreRead", params: standardSigned(typed, "msg_2", verifyTestNow, "whsec_c2Vjb25kIHNlY3JldCBrZXk="),
@@ -466,11 +467,11 @@ func TestVerifyStandardWebhooks(t *testing.T) {
 	t.Run("ZeroNowMeansTheCurrentTime", func(t *testing.T) {
 		p := standardSigned(typed, "msg_3", time.Now(), standardKAVSecret)
 		p.Now = time.Time{}
-		if _, err := oncehook.Verify(p); err != nil {
+		if _, err := provider.Verify(p); err != nil {
 			t.Fatalf("Verify() = %v, want success", err)
 		}
 	})
-	cases = append(cases, hostileCases(t, func(b []byte) oncehook.VerifyParams {
+	cases = append(cases, hostileCases(t, func(b []byte) provider.VerifyParams {
 		return standardSigned(b, "msg_1", verifyTestNow, standardKAVSecret)
 	})...)
 	runVerifyCases(t, cases)

@@ -1,4 +1,4 @@
-package oncehook
+package config
 
 import (
 	"bytes"
@@ -15,7 +15,11 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/oncehook/oncehook"
 )
+
+// examplePath is the example config at the top of the repository.
+const examplePath = "../oncehook.example.yaml"
 
 // exampleEnv holds one value per variable oncehook.example.yaml names. The values
 // are distinctive so that a leak is easy to find in any output.
@@ -39,15 +43,15 @@ func TestLoadConfig(t *testing.T) {
 
 	t.Run("ExampleLoadsWithItsValues", func(t *testing.T) {
 		t.Parallel()
-		got, err := LoadConfig("oncehook.example.yaml", envFrom(exampleEnv))
+		got, err := Load(examplePath, envFrom(exampleEnv))
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := &Config{
-			Path:    "oncehook.example.yaml",
+		want := &oncehook.Config{
+			Path:    examplePath,
 			Listen:  "127.0.0.1:8080",
 			BaseURL: "http://127.0.0.1:8080",
-			Sources: []Source{
+			Sources: []oncehook.Source{
 				{Name: "stripe-live", Client: "acme", Provider: "stripe", Account: "acct_123", Environment: "live",
 					SecretEnv: "STRIPE_WEBHOOK_SECRET", Secrets: []string{"whsec_stripeOLD1", "whsec_stripeNEW2"},
 					Tolerance: 5 * time.Minute, MaxBody: 256 << 10, Remember: 720 * time.Hour},
@@ -61,52 +65,52 @@ func TestLoadConfig(t *testing.T) {
 					SecretEnv: "STANDARD_WEBHOOK_SECRET", Secrets: []string{"whsec_c3RhbmRhcmQtc2VjcmV0LTU="},
 					Tolerance: 5 * time.Minute, MaxBody: 1 << 20, Remember: 720 * time.Hour},
 			},
-			Destinations: []Destination{
+			Destinations: []oncehook.Destination{
 				{Name: "crm", Type: "http",
-					Create:         Endpoint{Method: "POST", URL: "http://127.0.0.1:9090/opportunities"},
-					Auth:           Auth{BearerEnv: "CRM_TOKEN", Token: "crm-token-6"},
-					Idempotency:    Idempotency{Header: "Idempotency-Key", TTL: 24 * time.Hour},
+					Create:         oncehook.Endpoint{Method: "POST", URL: "http://127.0.0.1:9090/opportunities"},
+					Auth:           oncehook.Auth{BearerEnv: "CRM_TOKEN", Token: "crm-token-6"},
+					Idempotency:    oncehook.Idempotency{Header: "Idempotency-Key", TTL: 24 * time.Hour},
 					ReferenceField: "source_ref",
-					Lookup:         Lookup{URL: "http://127.0.0.1:9090/opportunities?source_ref={ref}", Consistency: "strong"},
+					Lookup:         oncehook.Lookup{URL: "http://127.0.0.1:9090/opportunities?source_ref={ref}", Consistency: "strong"},
 					ResultID:       "/id", Timeout: 5 * time.Second, Owner: "crm-admin@example.com"},
 				{Name: "mail", Type: "smtp", Addr: "127.0.0.1:2525", From: "hello@example.com",
 					Timeout: 10 * time.Second, Owner: "ops@example.com"},
 			},
-			Actions: []ActionRule{
+			Actions: []oncehook.ActionRule{
 				{Name: "open_opportunity", Source: "stripe-live", On: []string{"checkout.session.completed"},
 					Key: []string{"/data/object/metadata/enquiry_id"}, Destination: "crm",
-					Params: []Param{
+					Params: []oncehook.Param{
 						{Name: "enquiry_id", Pointer: "/data/object/metadata/enquiry_id"},
 						{Name: "amount", Pointer: "/data/object/amount_total"},
 					},
-					Retry: RetryPolicy{Attempts: 8, Within: 72 * time.Hour}, Owner: "sales-ops@example.com",
+					Retry: oncehook.RetryPolicy{Attempts: 8, Within: 72 * time.Hour}, Owner: "sales-ops@example.com",
 					Resource: "/data/object/id", OccurredAt: "/created", CancelledBy: []string{"checkout.session.expired"}},
 				{Name: "send_welcome_email", Source: "stripe-live", On: []string{"checkout.session.completed"},
 					Key: []string{"/data/object/metadata/enquiry_id"}, After: "open_opportunity", Destination: "mail",
-					Params: []Param{
+					Params: []oncehook.Param{
 						{Name: "to", Pointer: "/data/object/customer_details/email"},
 						{Name: "subject", Const: "Welcome"},
 						{Name: "text", Const: "Thanks!"},
 					},
-					Retry: RetryPolicy{Attempts: 8, Within: 72 * time.Hour}, Owner: "ops@example.com"},
+					Retry: oncehook.RetryPolicy{Attempts: 8, Within: 72 * time.Hour}, Owner: "ops@example.com"},
 				{Name: "record_order", Source: "shopify", On: []string{"orders/create"}, Key: []string{"/id"},
-					Destination: "crm", Params: []Param{{Name: "order_id", Pointer: "/id"},
+					Destination: "crm", Params: []oncehook.Param{{Name: "order_id", Pointer: "/id"},
 						{Name: "total", Pointer: "/total_price"}, {Name: "kind", Const: "order"}},
-					Retry: RetryPolicy{Attempts: 8, Within: 72 * time.Hour}, Owner: "crm-admin@example.com",
+					Retry: oncehook.RetryPolicy{Attempts: 8, Within: 72 * time.Hour}, Owner: "crm-admin@example.com",
 					Resource: "/id", OccurredAt: "/updated_at", CancelledBy: []string{"orders/cancelled"}},
 				{Name: "open_support_case", Source: "github", On: []string{"issues.opened"},
 					Key: []string{"/repository/full_name", "/issue/number"}, Destination: "crm",
-					Params: []Param{{Name: "title", Pointer: "/issue/title"},
+					Params: []oncehook.Param{{Name: "title", Pointer: "/issue/title"},
 						{Name: "repository", Pointer: "/repository/full_name"}, {Name: "kind", Const: "support_case"}},
-					Retry: RetryPolicy{Attempts: 8, Within: 72 * time.Hour}, Owner: "support@example.com"},
+					Retry: oncehook.RetryPolicy{Attempts: 8, Within: 72 * time.Hour}, Owner: "support@example.com"},
 				{Name: "send_receipt", Source: "billing", On: []string{"invoice.paid"}, Key: []string{"/data/invoice_id"},
-					Destination: "mail", Params: []Param{{Name: "to", Pointer: "/data/email"},
+					Destination: "mail", Params: []oncehook.Param{{Name: "to", Pointer: "/data/email"},
 						{Name: "subject", Const: "Your receipt"}, {Name: "text", Const: "Thank you for your payment."}},
-					Retry: RetryPolicy{Attempts: 8, Within: 72 * time.Hour}, Owner: "ops@example.com"},
+					Retry: oncehook.RetryPolicy{Attempts: 8, Within: 72 * time.Hour}, Owner: "ops@example.com"},
 			},
-			Retention: Retention{Actions: 400 * 24 * time.Hour, Every: time.Hour},
-			Notify:    Notify{Every: 15 * time.Minute, UncertainAfter: 30 * time.Minute},
-			Sessions:  Sessions{Idle: 30 * time.Minute, Lifetime: 12 * time.Hour},
+			Retention: oncehook.Retention{Actions: 400 * 24 * time.Hour, Every: time.Hour},
+			Notify:    oncehook.Notify{Every: 15 * time.Minute, UncertainAfter: 30 * time.Minute},
+			Sessions:  oncehook.Sessions{Idle: 30 * time.Minute, Lifetime: 12 * time.Hour},
 		}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("LoadConfig mismatch (-want +got):\n%s", diff)
@@ -115,16 +119,16 @@ func TestLoadConfig(t *testing.T) {
 
 	t.Run("MissingFileIsInvalid", func(t *testing.T) {
 		t.Parallel()
-		_, err := LoadConfig("testdata/no-such-config.yaml", envFrom(exampleEnv))
-		if ErrorCode(err) != EINVALID || !errors.Is(err, fs.ErrNotExist) {
-			t.Fatalf("LoadConfig(missing) = %v (code %q), want EINVALID wrapping fs.ErrNotExist", err, ErrorCode(err))
+		_, err := Load("testdata/no-such-config.yaml", envFrom(exampleEnv))
+		if oncehook.ErrorCode(err) != oncehook.EINVALID || !errors.Is(err, fs.ErrNotExist) {
+			t.Fatalf("Load(missing) = %v (code %q), want EINVALID wrapping fs.ErrNotExist", err, oncehook.ErrorCode(err))
 		}
 	})
 }
 
 func TestParseConfigDefaults(t *testing.T) {
 	t.Parallel()
-	got, err := ParseConfig("min.yaml", lines(
+	got, err := Parse("min.yaml", lines(
 		"sources:",
 		"  - {name: s, client: c, provider: standard-webhooks, environment: test, secret_env: S}",
 		"destinations:",
@@ -136,23 +140,23 @@ func TestParseConfigDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := &Config{
+	want := &oncehook.Config{
 		Path: "min.yaml", Listen: "127.0.0.1:8080", BaseURL: "http://127.0.0.1:8080",
-		Sources: []Source{{Name: "s", Client: "c", Provider: "standard-webhooks", Environment: "test",
+		Sources: []oncehook.Source{{Name: "s", Client: "c", Provider: "standard-webhooks", Environment: "test",
 			SecretEnv: "S", Secrets: []string{"whsec_c2VjcmV0"},
 			Tolerance: 5 * time.Minute, MaxBody: 1 << 20, Remember: 720 * time.Hour}},
-		Destinations: []Destination{
-			{Name: "crm", Type: "http", Create: Endpoint{Method: "POST", URL: "https://crm.example/records"},
-				Idempotency: Idempotency{Header: "Idempotency-Key", TTL: 24 * time.Hour},
-				Lookup:      Lookup{URL: "https://crm.example/records?ref={ref}", Consistency: "eventual"},
+		Destinations: []oncehook.Destination{
+			{Name: "crm", Type: "http", Create: oncehook.Endpoint{Method: "POST", URL: "https://crm.example/records"},
+				Idempotency: oncehook.Idempotency{Header: "Idempotency-Key", TTL: 24 * time.Hour},
+				Lookup:      oncehook.Lookup{URL: "https://crm.example/records?ref={ref}", Consistency: "eventual"},
 				ResultID:    "/id", Timeout: 10 * time.Second, Owner: "crm@example.com"},
 			{Name: "mail", Type: "smtp", Addr: "localhost:25", From: "a@example.com", Timeout: 10 * time.Second},
 		},
-		Actions: []ActionRule{{Name: "a", Source: "s", On: []string{"e"}, Key: []string{"/id"}, Destination: "crm",
-			Retry: RetryPolicy{Attempts: 8, Within: 72 * time.Hour}, Owner: "crm@example.com"}},
-		Retention: Retention{Actions: 400 * 24 * time.Hour, Every: time.Hour},
-		Notify:    Notify{Every: 15 * time.Minute, UncertainAfter: 30 * time.Minute},
-		Sessions:  Sessions{Idle: 30 * time.Minute, Lifetime: 12 * time.Hour},
+		Actions: []oncehook.ActionRule{{Name: "a", Source: "s", On: []string{"e"}, Key: []string{"/id"}, Destination: "crm",
+			Retry: oncehook.RetryPolicy{Attempts: 8, Within: 72 * time.Hour}, Owner: "crm@example.com"}},
+		Retention: oncehook.Retention{Actions: 400 * 24 * time.Hour, Every: time.Hour},
+		Notify:    oncehook.Notify{Every: 15 * time.Minute, UncertainAfter: 30 * time.Minute},
+		Sessions:  oncehook.Sessions{Idle: 30 * time.Minute, Lifetime: 12 * time.Hour},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("defaults mismatch (-want +got):\n%s", diff)
@@ -166,25 +170,27 @@ func TestParseConfigValues(t *testing.T) {
 	tests := []struct {
 		name string
 		yaml string
-		get  func(*Config) any
+		get  func(*oncehook.Config) any
 		want any
 	}{
 		{"ListenAnyInterfaceLinksToLocalhost", head + "listen: ':9000'\n",
-			func(c *Config) any { return []string{c.Listen, c.BaseURL} }, []string{":9000", "http://localhost:9000"}},
+			func(c *oncehook.Config) any { return []string{c.Listen, c.BaseURL} }, []string{":9000", "http://localhost:9000"}},
 		{"BaseURLLosesTrailingSlash", head + "base_url: https://hooks.example.com/\n",
-			func(c *Config) any { return c.BaseURL }, "https://hooks.example.com"},
+			func(c *oncehook.Config) any { return c.BaseURL }, "https://hooks.example.com"},
 		{"SizesInEveryUnit", "sources:\n" +
 			"  - {name: a, client: c, provider: github, environment: t, secret_env: S, max_body: 512B}\n" +
 			"  - {name: b, client: c, provider: github, environment: t, secret_env: S, max_body: 10MB}\n" +
 			"  - {name: c, client: c, provider: github, environment: t, secret_env: S, max_body: 2048}\n",
-			func(c *Config) any { return []int64{c.Sources[0].MaxBody, c.Sources[1].MaxBody, c.Sources[2].MaxBody} },
+			func(c *oncehook.Config) any {
+				return []int64{c.Sources[0].MaxBody, c.Sources[1].MaxBody, c.Sources[2].MaxBody}
+			},
 			[]int64{512, 10_000_000, 2048}},
 		{"AliasesResolve", "sources:\n" +
 			"  - &src {name: a, client: c, provider: github, environment: t, secret_env: S, tolerance: &tol 90s}\n" +
 			"  - {name: b, client: c, provider: github, environment: t, secret_env: S, tolerance: *tol}\n",
-			func(c *Config) any { return c.Sources[1].Tolerance }, 90 * time.Second},
+			func(c *oncehook.Config) any { return c.Sources[1].Tolerance }, 90 * time.Second},
 		{"SMTPCredentialsKeepPasswordSpaces", head + "destinations: [{name: m, type: smtp, addr: 'h:25', from: a@b.example, username_env: U, password_env: P}]\n",
-			func(c *Config) any { d := c.Destinations[0]; return []string{d.Username, d.Password} }, []string{"user", " pass "}},
+			func(c *oncehook.Config) any { d := c.Destinations[0]; return []string{d.Username, d.Password} }, []string{"user", " pass "}},
 		{"ParamFormsKeepTheirOrder", head +
 			"destinations: [{name: d, type: http, create: {url: 'http://x/y'}}]\n" +
 			"actions:\n" +
@@ -201,8 +207,8 @@ func TestParseConfigValues(t *testing.T) {
 			"      ref: {result: first}\n" +
 			"      stage: {result: first, pointer: /stage}\n" +
 			"      a: {const: 2.5}\n",
-			func(c *Config) any { return c.Actions[1].Params },
-			[]Param{
+			func(c *oncehook.Config) any { return c.Actions[1].Params },
+			[]oncehook.Param{
 				{Name: "z", Pointer: "/data/z"},
 				{Name: "list", Const: []any{uint64(1), "two", map[string]any{"k": true}, nil}},
 				{Name: "ref", Result: "first"},
@@ -213,7 +219,7 @@ func TestParseConfigValues(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			c, err := ParseConfig("t.yaml", []byte(tt.yaml), env)
+			c, err := Parse("t.yaml", []byte(tt.yaml), env)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -229,7 +235,7 @@ func TestParseConfigSecrets(t *testing.T) {
 
 	t.Run("RotationSecretsSplit", func(t *testing.T) {
 		t.Parallel()
-		c, err := ParseConfig("t.yaml", lines(
+		c, err := Parse("t.yaml", lines(
 			"sources: [{name: s, client: c, provider: stripe, environment: test, secret_env: S}]",
 		), envFrom(map[string]string{"S": " whsec_old , whsec_new,"}))
 		if err != nil {
@@ -243,7 +249,7 @@ func TestParseConfigSecrets(t *testing.T) {
 	t.Run("MissingVariableNamedNotValued", func(t *testing.T) {
 		t.Parallel()
 		env := map[string]string{"PRESENT": "whsec_present-value", "CRM_TOKEN": "", "P": "pw-value"}
-		_, err := ParseConfig("t.yaml", lines(
+		_, err := Parse("t.yaml", lines(
 			"sources:",
 			"  - {name: s, client: c, provider: stripe, environment: test, secret_env: PRESENT}",
 			"  - {name: t, client: c, provider: github, environment: test, secret_env: ABSENT}",
@@ -269,7 +275,7 @@ func TestParseConfigSecrets(t *testing.T) {
 
 	t.Run("SecretPastedInPlaceOfNameIsNotRepeated", func(t *testing.T) {
 		t.Parallel()
-		_, err := ParseConfig("t.yaml", lines(
+		_, err := Parse("t.yaml", lines(
 			"sources: [{name: s, client: c, provider: stripe, environment: test, secret_env: whsec_pasted123}]",
 		), envFrom(nil))
 		checkErrorLines(t, err, []string{
@@ -279,7 +285,7 @@ func TestParseConfigSecrets(t *testing.T) {
 
 	t.Run("WrongKindOfSecretIsDescribedNotShown", func(t *testing.T) {
 		t.Parallel()
-		_, err := ParseConfig("t.yaml", lines(
+		_, err := Parse("t.yaml", lines(
 			"sources:",
 			"  - {name: s, client: c, provider: stripe, environment: test, secret_env: S}",
 			"  - {name: t, client: c, provider: standard-webhooks, environment: test, secret_env: S}",
@@ -296,7 +302,7 @@ func TestParseConfigSecrets(t *testing.T) {
 
 	t.Run("NeverPrinted", func(t *testing.T) {
 		t.Parallel()
-		c, err := LoadConfig("oncehook.example.yaml", envFrom(map[string]string{
+		c, err := Load(examplePath, envFrom(map[string]string{
 			"STRIPE_WEBHOOK_SECRET": "whsec_stripeOLD1,whsec_stripeNEW2", "GITHUB_WEBHOOK_SECRET": "gh-secret-3",
 			"SHOPIFY_WEBHOOK_SECRET": "shpss-secret-4", "STANDARD_WEBHOOK_SECRET": "whsec_c3RhbmRhcmQtc2VjcmV0LTU=",
 			"CRM_TOKEN": "crm-token-6",
@@ -333,8 +339,8 @@ func checkErrorLines(t *testing.T, err error, want []string) {
 	if err == nil {
 		t.Fatalf("err = nil, want:\n%s", strings.Join(want, "\n"))
 	}
-	if code := ErrorCode(err); code != EINVALID {
-		t.Errorf("code = %q, want %q", code, EINVALID)
+	if code := oncehook.ErrorCode(err); code != oncehook.EINVALID {
+		t.Errorf("code = %q, want %q", code, oncehook.EINVALID)
 	}
 	if diff := cmp.Diff(want, strings.Split(err.Error(), "\n")); diff != "" {
 		t.Errorf("error lines mismatch (-want +got):\n%s", diff)
@@ -343,11 +349,11 @@ func checkErrorLines(t *testing.T, err error, want []string) {
 
 func TestConfigLookups(t *testing.T) {
 	t.Parallel()
-	c, err := LoadConfig("oncehook.example.yaml", envFrom(exampleEnv))
+	c, err := Load(examplePath, envFrom(exampleEnv))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s, ok := c.Source("github"); !ok || s.Provider != ProviderGitHub {
+	if s, ok := c.Source("github"); !ok || s.Provider != oncehook.ProviderGitHub {
 		t.Errorf(`Source("github") = %v, %v`, s, ok)
 	}
 	if d, ok := c.Destination("mail"); !ok || d.Addr != "127.0.0.1:2525" {
@@ -371,15 +377,15 @@ func TestConfigLookups(t *testing.T) {
 func fuzzEnv(string) string { return "whsec_c2VjcmV0" }
 
 func FuzzParseConfig(f *testing.F) {
-	if data, err := os.ReadFile("oncehook.example.yaml"); err == nil {
+	if data, err := os.ReadFile(examplePath); err == nil {
 		f.Add(data)
 	}
 	f.Add([]byte("sources: [{name: s, client: c, provider: github, environment: t, secret_env: S}]\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		c, err := ParseConfig("f.yaml", data, fuzzEnv)
+		c, err := Parse("f.yaml", data, fuzzEnv)
 		if err != nil {
-			if ErrorCode(err) != EINVALID || !strings.HasPrefix(err.Error(), "f.yaml:") {
-				t.Fatalf("error %q has code %q, want EINVALID with the file name", err, ErrorCode(err))
+			if oncehook.ErrorCode(err) != oncehook.EINVALID || !strings.HasPrefix(err.Error(), "f.yaml:") {
+				t.Fatalf("error %q has code %q, want EINVALID with the file name", err, oncehook.ErrorCode(err))
 			}
 			return
 		}
@@ -389,7 +395,7 @@ func FuzzParseConfig(f *testing.F) {
 
 // checkConfigValid restates the rules of a valid config on the parsed result, so the
 // fuzzer proves that nothing invalid gets through, not only that nothing panics.
-func checkConfigValid(t *testing.T, c *Config) {
+func checkConfigValid(t *testing.T, c *oncehook.Config) {
 	t.Helper()
 	fail := func(format string, args ...any) { t.Helper(); t.Fatalf(format, args...) }
 	if len(c.Sources) == 0 || c.Listen == "" || c.BaseURL == "" {
@@ -399,7 +405,7 @@ func checkConfigValid(t *testing.T, c *Config) {
 		if p == "" && optional {
 			return
 		}
-		if !strings.HasPrefix(p, "/") || ValidPointer(p) != nil {
+		if !strings.HasPrefix(p, "/") || oncehook.ValidPointer(p) != nil {
 			fail("invalid pointer %q", p)
 		}
 	}
@@ -415,11 +421,11 @@ func checkConfigValid(t *testing.T, c *Config) {
 	for _, d := range c.Destinations {
 		ok := validName.MatchString(d.Name) && !seen["d"+d.Name] && d.Timeout > 0
 		switch d.Type {
-		case DestinationHTTP:
+		case oncehook.DestinationHTTP:
 			ok = ok && d.Create.URL != "" && d.Create.Method != "" && d.Idempotency.Header != "" && d.Idempotency.TTL > 0
 			ok = ok && (d.Lookup.URL == "" || strings.Contains(d.Lookup.URL, "{ref}") && d.Lookup.Consistency != "")
 			pointer(d.ResultID, false)
-		case DestinationSMTP:
+		case oncehook.DestinationSMTP:
 			ok = ok && d.Addr != "" && d.From != ""
 		default:
 			ok = false
@@ -738,7 +744,7 @@ func TestParseConfigErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			_, err := ParseConfig("t.yaml", tt.yaml, envFrom(map[string]string{"S": "whsec_x"}))
+			_, err := Parse("t.yaml", tt.yaml, envFrom(map[string]string{"S": "whsec_x"}))
 			checkErrorLines(t, err, tt.want)
 		})
 	}

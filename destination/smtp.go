@@ -1,4 +1,4 @@
-package oncehook
+package destination
 
 import (
 	"bytes"
@@ -22,43 +22,44 @@ import (
 
 	"github.com/emersion/go-sasl"
 	"github.com/emersion/go-smtp"
+	"github.com/oncehook/oncehook"
 )
 
-// SMTPDestination sends one email per action (DESIGN.md section 4, "Destination
+// SMTP sends one email per action (DESIGN.md section 4, "Destination
 // smtp"). SMTP has no lookup and no idempotency key, so the derived Message-ID is the
 // only evidence, and an unsure send goes to a person.
-type SMTPDestination struct {
-	d Destination
+type SMTP struct {
+	d oncehook.Destination
 	// tlsOffered remembers that the server offers STARTTLS, so that later sends
 	// upgrade on their first connection instead of probing again.
 	tlsOffered atomic.Bool
 }
 
-// NewSMTPDestination returns the client for the smtp destination d.
-func NewSMTPDestination(d Destination) *SMTPDestination {
+// NewSMTP returns the client for the smtp destination d.
+func NewSMTP(d oncehook.Destination) *SMTP {
 	if d.Timeout <= 0 {
-		d.Timeout = DefaultTimeout
+		d.Timeout = oncehook.DefaultTimeout
 	}
-	return &SMTPDestination{d: d}
+	return &SMTP{d: d}
 }
 
 // Capabilities reports neither a lookup nor a key memory: only a person can tell
 // whether an unsure send arrived.
-func (s *SMTPDestination) Capabilities() Capabilities { return Capabilities{} }
+func (s *SMTP) Capabilities() oncehook.Capabilities { return oncehook.Capabilities{} }
 
 // Lookup proves nothing: SMTP cannot be asked what it delivered. Capabilities says
 // so, and the reconciler never calls it.
-func (s *SMTPDestination) Lookup(context.Context, string) LookupResult {
-	return LookupResult{Detail: "smtp offers no lookup"}
+func (s *SMTP) Lookup(context.Context, string) oncehook.LookupResult {
+	return oncehook.LookupResult{Detail: "smtp offers no lookup"}
 }
 
 // Perform sends the message once. A refusal before the end of the data, or a failure
 // to send it whole, means nothing was accepted (throttled, rejected or unauthorized by
 // the reply code); silence after the whole message went out means it may have been.
-func (s *SMTPDestination) Perform(ctx context.Context, c Call) Outcome {
+func (s *SMTP) Perform(ctx context.Context, c oncehook.Call) oncehook.Outcome {
 	m, err := composeMail(c, s.d.From, time.Now())
 	if err != nil {
-		return Outcome{Observed: ObsRejected, Detail: err.Error()}
+		return oncehook.Outcome{Observed: oncehook.ObsRejected, Detail: err.Error()}
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.d.Timeout)
 	defer cancel()
@@ -72,8 +73,8 @@ func (s *SMTPDestination) Perform(ctx context.Context, c Call) Outcome {
 		return s.failure(ctx, err, sent)
 	}
 	_ = conn.Quit() // the message is accepted; a failed goodbye changes nothing
-	return Outcome{
-		Observed:    ObsSuccess,
+	return oncehook.Outcome{
+		Observed:    oncehook.ObsSuccess,
 		HTTPStatus:  250,
 		ExternalRef: m.id,
 		Result:      json.RawMessage(fmt.Sprintf(`{"message_id":%q}`, m.id)),
@@ -82,7 +83,7 @@ func (s *SMTPDestination) Perform(ctx context.Context, c Call) Outcome {
 }
 
 // Check connects, greets, authenticates when credentials are configured, and quits.
-func (s *SMTPDestination) Check(ctx context.Context) error {
+func (s *SMTP) Check(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, s.d.Timeout)
 	defer cancel()
 	conn, err := s.open(ctx)
@@ -106,19 +107,19 @@ var errSMTPAuth = errors.New("authenticate")
 
 // failure classifies a failed exchange. sent says whether the whole message,
 // terminator included, went out before the failure.
-func (s *SMTPDestination) failure(ctx context.Context, err error, sent bool) Outcome {
+func (s *SMTP) failure(ctx context.Context, err error, sent bool) oncehook.Outcome {
 	var se *smtp.SMTPError
 	if errors.As(err, &se) {
-		o := Outcome{HTTPStatus: se.Code, Detail: fmt.Sprintf("SMTP %d: %s", se.Code, replyExcerpt([]byte(se.Message)))}
+		o := oncehook.Outcome{HTTPStatus: se.Code, Detail: fmt.Sprintf("SMTP %d: %s", se.Code, replyExcerpt([]byte(se.Message)))}
 		switch {
 		case se.Code == 530 || se.Code == 535 || errors.Is(err, errSMTPAuth) && se.Code >= 500:
-			o.Observed = ObsUnauthorized
+			o.Observed = oncehook.ObsUnauthorized
 			return o
 		case se.Code >= 400 && se.Code < 500:
-			o.Observed = ObsThrottled
+			o.Observed = oncehook.ObsThrottled
 			return o
 		case se.Code >= 500 && se.Code < 600:
-			o.Observed = ObsRejected
+			o.Observed = oncehook.ObsRejected
 			return o
 		}
 		// An unexpected positive code falls through: where it came decides.
@@ -129,10 +130,10 @@ func (s *SMTPDestination) failure(ctx context.Context, err error, sent bool) Out
 		cause = fmt.Sprintf("timed out after %s", s.d.Timeout)
 	}
 	if sent {
-		return Outcome{Observed: ObsUnsure, Detail: fmt.Sprintf(
+		return oncehook.Outcome{Observed: oncehook.ObsUnsure, Detail: fmt.Sprintf(
 			"the message was sent but no reply came (%s): it may have been accepted; SMTP has no lookup, so a person decides", cause)}
 	}
-	return Outcome{Observed: ObsThrottled, Detail: "not sent: " + cause}
+	return oncehook.Outcome{Observed: oncehook.ObsThrottled, Detail: "not sent: " + cause}
 }
 
 // smtpConn is a client whose connection records failed writes and is closed when
@@ -165,7 +166,7 @@ func (c *smtpConn) close() {
 // open connects, upgrades to TLS when the server offers it, and authenticates. go-smtp
 // upgrades only a fresh client, so the first time STARTTLS is seen the probing
 // connection is dropped and a new one upgraded.
-func (s *SMTPDestination) open(ctx context.Context) (*smtpConn, error) {
+func (s *SMTP) open(ctx context.Context) (*smtpConn, error) {
 	useTLS := s.tlsOffered.Load()
 	c, err := s.connect(ctx, useTLS)
 	if err != nil {
@@ -193,7 +194,7 @@ func (s *SMTPDestination) open(ctx context.Context) (*smtpConn, error) {
 	return c, nil
 }
 
-func (s *SMTPDestination) connect(ctx context.Context, startTLS bool) (*smtpConn, error) {
+func (s *SMTP) connect(ctx context.Context, startTLS bool) (*smtpConn, error) {
 	var dialer net.Dialer
 	raw, err := dialer.DialContext(ctx, "tcp", s.d.Addr)
 	if err != nil {
@@ -280,7 +281,7 @@ type mailMessage struct {
 
 // composeMail builds the message from the params to (an address, a list in one
 // string, or an array of addresses; required), subject, text and optional html.
-func composeMail(c Call, from string, now time.Time) (*mailMessage, error) {
+func composeMail(c oncehook.Call, from string, now time.Time) (*mailMessage, error) {
 	if c.OperationKey == "" {
 		return nil, fmt.Errorf("the call has no operation key")
 	}

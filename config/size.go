@@ -1,10 +1,12 @@
-package oncehook
+package config
 
 import (
 	"fmt"
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/oncehook/oncehook"
 )
 
 // sizeUnits lists the accepted suffixes, longest first so "KiB" wins over "B". The
@@ -33,11 +35,11 @@ func ParseSize(s string) (int64, error) {
 		}
 	}
 	if num == "" || strings.Trim(num, "0123456789") != "" {
-		return 0, Errorf(EINVALID, "%q is not a size like 512B, 256KiB or 10MB", s)
+		return 0, oncehook.Errorf(oncehook.EINVALID, "%q is not a size like 512B, 256KiB or 10MB", s)
 	}
 	n, err := strconv.ParseInt(num, 10, 64)
 	if err != nil || n > math.MaxInt64/mult {
-		return 0, Errorf(EINVALID, "size %q is too large", s)
+		return 0, oncehook.Errorf(oncehook.EINVALID, "size %q is too large", s)
 	}
 	return n * mult, nil
 }

@@ -1,4 +1,4 @@
-package oncehook
+package provider
 
 import (
 	"crypto/sha256"
@@ -6,47 +6,49 @@ import (
 	"encoding/json"
 	"strings"
 	"time"
+
+	"github.com/oncehook/oncehook"
 )
 
 // verifyStandardWebhooks checks webhook-signature, a space-separated list of
 // "v1,<base64>" HMAC-SHA256 of id + "." + timestamp + "." + body. The key is the base64
 // after the whsec_ prefix. The id is part of the signed content, so a missing id is only
 // reported as such when the signature over an empty id holds.
-func verifyStandardWebhooks(p VerifyParams) (Delivery, error) {
+func verifyStandardWebhooks(p VerifyParams) (oncehook.Delivery, error) {
 	header := p.Header.Get("webhook-signature")
 	if header == "" {
-		return Delivery{}, errSignature("missing webhook-signature header")
+		return oncehook.Delivery{}, errSignature("missing webhook-signature header")
 	}
 	ts := p.Header.Get("webhook-timestamp")
 	if ts == "" {
-		return Delivery{}, errSignature("missing webhook-timestamp header")
+		return oncehook.Delivery{}, errSignature("missing webhook-timestamp header")
 	}
 	at, ok := parseUnixSeconds(ts)
 	if !ok {
-		return Delivery{}, errSignature("malformed webhook-timestamp header")
+		return oncehook.Delivery{}, errSignature("malformed webhook-timestamp header")
 	}
 	sigs := parseStandardSignatures(header)
 	if len(sigs) == 0 {
-		return Delivery{}, errSignature("no v1 signature in webhook-signature header")
+		return oncehook.Delivery{}, errSignature("no v1 signature in webhook-signature header")
 	}
 	id := p.Header.Get("webhook-id")
 	dot := []byte(".")
 	if err := checkHMAC(p.Secrets, standardKey, sigs, []byte(id), dot, []byte(ts), dot, p.Body); err != nil {
-		return Delivery{}, err
+		return oncehook.Delivery{}, err
 	}
 	if err := checkTolerance(at, verifyNow(p), p.Tolerance); err != nil {
-		return Delivery{}, err
+		return oncehook.Delivery{}, err
 	}
 
 	if id == "" {
-		return Delivery{}, Errorf(EINVALID, "missing webhook-id header")
+		return oncehook.Delivery{}, oncehook.Errorf(oncehook.EINVALID, "missing webhook-id header")
 	}
 	var body struct {
 		Type      json.RawMessage `json:"type"`
 		Timestamp json.RawMessage `json:"timestamp"`
 	}
 	if err := decodeJSONObject(p.Body, &body); err != nil {
-		return Delivery{}, err
+		return oncehook.Delivery{}, err
 	}
 	// The payload's own timestamp is when the event happened; webhook-timestamp is
 	// when this attempt was signed, which moves on every retry.
@@ -54,7 +56,7 @@ func verifyStandardWebhooks(p VerifyParams) (Delivery, error) {
 	if t, err := time.Parse(time.RFC3339, jsonString(body.Timestamp)); err == nil {
 		occurred = t.UTC()
 	}
-	return Delivery{
+	return oncehook.Delivery{
 		ID:         id,
 		Type:       jsonString(body.Type),
 		OccurredAt: occurred,

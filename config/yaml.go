@@ -1,4 +1,4 @@
-package oncehook
+package config
 
 import (
 	"fmt"
@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/goccy/go-yaml/ast"
+	"github.com/oncehook/oncehook"
 )
 
 // The primitives below read one YAML value each, recording a problem at its own line
@@ -177,7 +178,7 @@ func (m fields) size(key string, def int64) int64 {
 	n, err := ParseSize(s)
 	switch {
 	case err != nil:
-		m.l.errorf(m.at(key), "%s", ErrorMessage(err))
+		m.l.errorf(m.at(key), "%s", oncehook.ErrorMessage(err))
 	case n <= 0:
 		m.l.errorf(m.at(key), "%q must be positive", s)
 	}
@@ -258,8 +259,8 @@ func (m fields) pointer(key, def string) string {
 func (l *loader) checkPointer(path, s string) {
 	if !strings.HasPrefix(s, "/") {
 		l.errorf(path, "%q is not a JSON pointer: it must start with \"/\"", s)
-	} else if err := ValidPointer(s); err != nil {
-		l.errorf(path, "%s", ErrorMessage(err))
+	} else if err := oncehook.ValidPointer(s); err != nil {
+		l.errorf(path, "%s", oncehook.ErrorMessage(err))
 	}
 }
 

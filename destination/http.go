@@ -1,4 +1,4 @@
-package oncehook
+package destination
 
 import (
 	"bytes"
@@ -15,6 +15,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/oncehook/oncehook"
 )
 
 const (
@@ -28,19 +30,19 @@ const (
 	connectionCheckRef = "oncehook-connection-check"
 )
 
-// HTTPDestination performs actions as JSON requests to an HTTP API (DESIGN.md
+// HTTP performs actions as JSON requests to an HTTP API (DESIGN.md
 // section 4, "Destination http").
-type HTTPDestination struct {
-	d       Destination
+type HTTP struct {
+	d       oncehook.Destination
 	client  *http.Client // for lookups and checks
 	perform *http.Client // the same transport, following no redirects
 	now     func() time.Time
 }
 
-// NewHTTPDestination returns the client for the http destination d, sending through
+// NewHTTP returns the client for the http destination d, sending through
 // client (http.DefaultClient when nil). Perform never follows a redirect: the client
 // would repeat a POST as a GET and could read a listing as a confirmation.
-func NewHTTPDestination(d Destination, client *http.Client) *HTTPDestination {
+func NewHTTP(d oncehook.Destination, client *http.Client) *HTTP {
 	if client == nil {
 		client = http.DefaultClient
 	}
@@ -48,25 +50,25 @@ func NewHTTPDestination(d Destination, client *http.Client) *HTTPDestination {
 		d.Create.Method = http.MethodPost
 	}
 	if d.Idempotency.Header == "" {
-		d.Idempotency.Header = DefaultIdempotencyHeader
+		d.Idempotency.Header = oncehook.DefaultIdempotencyHeader
 	}
 	if d.ResultID == "" {
-		d.ResultID = DefaultResultID
+		d.ResultID = oncehook.DefaultResultID
 	}
 	if d.Timeout <= 0 {
-		d.Timeout = DefaultTimeout
+		d.Timeout = oncehook.DefaultTimeout
 	}
 	perform := *client
 	perform.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	return &HTTPDestination{d: d, client: client, perform: &perform, now: time.Now}
+	return &HTTP{d: d, client: client, perform: &perform, now: time.Now}
 }
 
 // Capabilities reports a lookup when one is configured, and the key memory of the
 // idempotency header, which is always sent.
-func (h *HTTPDestination) Capabilities() Capabilities {
-	return Capabilities{
+func (h *HTTP) Capabilities() oncehook.Capabilities {
+	return oncehook.Capabilities{
 		Lookup:       h.d.Lookup.URL != "",
-		StrongLookup: h.d.Lookup.URL != "" && h.d.Lookup.Consistency == ConsistencyStrong,
+		StrongLookup: h.d.Lookup.URL != "" && h.d.Lookup.Consistency == oncehook.ConsistencyStrong,
 		KeyMemory:    h.d.Idempotency.TTL,
 	}
 }
@@ -74,10 +76,10 @@ func (h *HTTPDestination) Capabilities() Capabilities {
 // Perform sends the create request once and classifies the reply through the
 // decision table. Whether the request bytes went out decides what a failure means:
 // before, nothing can have happened (throttled); after, anything may have (unsure).
-func (h *HTTPDestination) Perform(ctx context.Context, c Call) Outcome {
+func (h *HTTP) Perform(ctx context.Context, c oncehook.Call) oncehook.Outcome {
 	body, err := h.body(c)
 	if err != nil {
-		return Outcome{Observed: ObsRejected, Detail: err.Error()}
+		return oncehook.Outcome{Observed: oncehook.ObsRejected, Detail: err.Error()}
 	}
 	ctx, cancel := context.WithTimeout(ctx, h.d.Timeout)
 	defer cancel()
@@ -91,7 +93,7 @@ func (h *HTTPDestination) Perform(ctx context.Context, c Call) Outcome {
 	})
 	req, err := http.NewRequestWithContext(ctx, h.d.Create.Method, h.d.Create.URL, bytes.NewReader(body))
 	if err != nil {
-		return Outcome{Observed: ObsRejected, Detail: h.scrub(fmt.Sprintf("build the request: %v", err))}
+		return oncehook.Outcome{Observed: oncehook.ObsRejected, Detail: h.scrub(fmt.Sprintf("build the request: %v", err))}
 	}
 	h.authorize(req)
 	req.Header.Set("Content-Type", "application/json")
@@ -99,10 +101,10 @@ func (h *HTTPDestination) Perform(ctx context.Context, c Call) Outcome {
 	resp, err := h.perform.Do(req)
 	if err != nil {
 		if wrote.Load() {
-			return Outcome{Observed: ObsUnsure, Detail: h.scrub(fmt.Sprintf(
+			return oncehook.Outcome{Observed: oncehook.ObsUnsure, Detail: h.scrub(fmt.Sprintf(
 				"no reply after the request was sent (%v): it may have been performed", err))}
 		}
-		return Outcome{Observed: ObsThrottled, Detail: h.scrub(fmt.Sprintf("not sent: %v", err))}
+		return oncehook.Outcome{Observed: oncehook.ObsThrottled, Detail: h.scrub(fmt.Sprintf("not sent: %v", err))}
 	}
 	defer resp.Body.Close()
 	reply, readErr := io.ReadAll(io.LimitReader(resp.Body, maxReplyBytes))
@@ -111,7 +113,7 @@ func (h *HTTPDestination) Perform(ctx context.Context, c Call) Outcome {
 
 // body is the params object with the operation key added as the reference field.
 // Numbers stay json.Number so that amounts and ids pass through digit for digit.
-func (h *HTTPDestination) body(c Call) ([]byte, error) {
+func (h *HTTP) body(c oncehook.Call) ([]byte, error) {
 	if c.OperationKey == "" {
 		return nil, fmt.Errorf("the call has no operation key")
 	}
@@ -134,33 +136,33 @@ func (h *HTTPDestination) body(c Call) ([]byte, error) {
 }
 
 // classify maps a reply to its row of the decision table.
-func (h *HTTPDestination) classify(resp *http.Response, reply []byte, readErr error) Outcome {
+func (h *HTTP) classify(resp *http.Response, reply []byte, readErr error) oncehook.Outcome {
 	s := resp.StatusCode
-	o := Outcome{HTTPStatus: s, Detail: h.statusDetail(s, reply)}
+	o := oncehook.Outcome{HTTPStatus: s, Detail: h.statusDetail(s, reply)}
 	switch {
 	case s >= 200 && s < 300:
-		o.Observed = ObsSuccess
+		o.Observed = oncehook.ObsSuccess
 		o.ExternalRef, o.Result, o.Detail = h.evidence(s, reply, readErr)
 	case s == http.StatusUnauthorized || s == http.StatusForbidden:
-		o.Observed = ObsUnauthorized
+		o.Observed = oncehook.ObsUnauthorized
 	case s == http.StatusConflict:
-		o.Observed = ObsInFlight
+		o.Observed = oncehook.ObsInFlight
 	case s == http.StatusTooManyRequests || s == http.StatusServiceUnavailable:
-		o.Observed = ObsThrottled
+		o.Observed = oncehook.ObsThrottled
 		o.RetryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), h.now())
 	case s >= 400 && s < 500:
-		o.Observed = ObsRejected
+		o.Observed = oncehook.ObsRejected
 	default:
 		// Other 5xx, and redirects the configured URL should not produce: the
 		// destination may have acted, so it is reconciled, never assumed.
-		o.Observed = ObsUnsure
+		o.Observed = oncehook.ObsUnsure
 	}
 	return o
 }
 
 // evidence reads the record id out of a 2xx reply. A reply without one is still a
 // success, since the destination said so; the detail says what is missing.
-func (h *HTTPDestination) evidence(status int, reply []byte, readErr error) (string, json.RawMessage, string) {
+func (h *HTTP) evidence(status int, reply []byte, readErr error) (string, json.RawMessage, string) {
 	if readErr != nil {
 		return "", nil, h.scrub(fmt.Sprintf("HTTP %d, but the reply could not be read (%v), so no record id is known", status, readErr))
 	}
@@ -172,7 +174,7 @@ func (h *HTTPDestination) evidence(status int, reply []byte, readErr error) (str
 	if err := json.Compact(&result, reply); err != nil {
 		return "", nil, fmt.Sprintf("HTTP %d, but the reply is not JSON, so no record id is known", status)
 	}
-	ref, ok := PointerString(doc, h.d.ResultID)
+	ref, ok := oncehook.PointerString(doc, h.d.ResultID)
 	if !ok {
 		return "", result.Bytes(), fmt.Sprintf("HTTP %d, but the reply has no record id at %s", status, h.d.ResultID)
 	}
@@ -181,15 +183,15 @@ func (h *HTTPDestination) evidence(status int, reply []byte, readErr error) (str
 
 // Lookup asks the lookup URL for the record carrying operationKey. A 404 or a reply
 // without a record means absent; any other answer proves nothing and is Unsure.
-func (h *HTTPDestination) Lookup(ctx context.Context, operationKey string) LookupResult {
+func (h *HTTP) Lookup(ctx context.Context, operationKey string) oncehook.LookupResult {
 	if h.d.Lookup.URL == "" {
-		return LookupResult{Unsure: true, Detail: "this destination has no lookup"}
+		return oncehook.LookupResult{Unsure: true, Detail: "this destination has no lookup"}
 	}
 	status, reply, err := h.get(ctx, http.MethodGet, h.lookupURL(operationKey))
 	if err != nil {
-		return LookupResult{Unsure: true, Detail: h.scrub(fmt.Sprintf("lookup failed: %v", err))}
+		return oncehook.LookupResult{Unsure: true, Detail: h.scrub(fmt.Sprintf("lookup failed: %v", err))}
 	}
-	r := LookupResult{HTTPStatus: status}
+	r := oncehook.LookupResult{HTTPStatus: status}
 	switch status {
 	case http.StatusOK:
 	case http.StatusNotFound:
@@ -214,7 +216,7 @@ func (h *HTTPDestination) Lookup(ctx context.Context, operationKey string) Looku
 			others++
 			continue
 		}
-		if ref, ok := PointerString(rec, h.d.ResultID); ok {
+		if ref, ok := oncehook.PointerString(rec, h.d.ResultID); ok {
 			raw, err := json.Marshal(rec)
 			if err != nil {
 				r.Unsure, r.Detail = true, fmt.Sprintf("encode the record found: %v", err)
@@ -235,7 +237,7 @@ func (h *HTTPDestination) Lookup(ctx context.Context, operationKey string) Looku
 }
 
 // otherOperation reports whether rec carries a reference field naming another key.
-func (h *HTTPDestination) otherOperation(rec any, key string) bool {
+func (h *HTTP) otherOperation(rec any, key string) bool {
 	if h.d.ReferenceField == "" {
 		return false
 	}
@@ -250,7 +252,7 @@ func (h *HTTPDestination) otherOperation(rec any, key string) bool {
 // Check re-checks the credentials with a harmless request: the lookup of a reference
 // that does not exist, or else OPTIONS on the create URL. Only 401 and 403 count as a
 // refusal; the error of any other failure says what went wrong.
-func (h *HTTPDestination) Check(ctx context.Context) error {
+func (h *HTTP) Check(ctx context.Context) error {
 	method, target := http.MethodOptions, h.d.Create.URL
 	if h.d.Lookup.URL != "" {
 		method, target = http.MethodGet, h.lookupURL(connectionCheckRef)
@@ -265,13 +267,13 @@ func (h *HTTPDestination) Check(ctx context.Context) error {
 	return nil
 }
 
-func (h *HTTPDestination) lookupURL(key string) string {
+func (h *HTTP) lookupURL(key string) string {
 	return strings.ReplaceAll(h.d.Lookup.URL, "{ref}", url.QueryEscape(key))
 }
 
 // get sends a bodiless request within the destination's timeout and returns the
 // status and at most maxReplyBytes of the reply.
-func (h *HTTPDestination) get(ctx context.Context, method, target string) (int, []byte, error) {
+func (h *HTTP) get(ctx context.Context, method, target string) (int, []byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, h.d.Timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, method, target, nil)
@@ -292,14 +294,14 @@ func (h *HTTPDestination) get(ctx context.Context, method, target string) (int, 
 	return resp.StatusCode, reply, nil
 }
 
-func (h *HTTPDestination) authorize(req *http.Request) {
+func (h *HTTP) authorize(req *http.Request) {
 	if h.d.Auth.Token != "" {
 		req.Header.Set("Authorization", "Bearer "+h.d.Auth.Token)
 	}
 }
 
 // statusDetail is "HTTP 422: <the reply's first words>", never a header value.
-func (h *HTTPDestination) statusDetail(status int, reply []byte) string {
+func (h *HTTP) statusDetail(status int, reply []byte) string {
 	if e := replyExcerpt(reply); e != "" {
 		return h.scrub(fmt.Sprintf("HTTP %d: %s", status, e))
 	}
@@ -308,11 +310,11 @@ func (h *HTTPDestination) statusDetail(status int, reply []byte) string {
 
 // scrub removes the token from text a person or a log will read: a destination
 // may echo the request, and transport errors may quote it.
-func (h *HTTPDestination) scrub(s string) string {
+func (h *HTTP) scrub(s string) string {
 	if h.d.Auth.Token == "" {
 		return s
 	}
-	return strings.ReplaceAll(s, h.d.Auth.Token, redacted)
+	return strings.ReplaceAll(s, h.d.Auth.Token, oncehook.Redacted)
 }
 
 // decodeReply decodes one JSON document, keeping numbers exact.

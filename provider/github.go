@@ -1,4 +1,4 @@
-package oncehook
+package provider
 
 import (
 	"crypto/sha256"
@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/oncehook/oncehook"
 )
 
 // githubKeptHeaders are the identity headers worth showing next to the event.
@@ -23,33 +25,33 @@ var githubKeptHeaders = []string{
 // verifyGitHub checks X-Hub-Signature-256, an HMAC-SHA256 of the raw body. GitHub signs
 // no timestamp, so there is nothing to hold against the tolerance; replays are caught
 // by the delivery id instead.
-func verifyGitHub(p VerifyParams) (Delivery, error) {
+func verifyGitHub(p VerifyParams) (oncehook.Delivery, error) {
 	header := p.Header.Get("X-Hub-Signature-256")
 	if header == "" {
-		return Delivery{}, errSignature("missing X-Hub-Signature-256 header")
+		return oncehook.Delivery{}, errSignature("missing X-Hub-Signature-256 header")
 	}
 	digest, ok := strings.CutPrefix(header, "sha256=")
 	sig, err := hex.DecodeString(digest)
 	if !ok || err != nil || len(sig) != sha256.Size {
-		return Delivery{}, errSignature("malformed X-Hub-Signature-256 header")
+		return oncehook.Delivery{}, errSignature("malformed X-Hub-Signature-256 header")
 	}
 	if err := checkHMAC(p.Secrets, literalKey, [][]byte{sig}, p.Body); err != nil {
-		return Delivery{}, err
+		return oncehook.Delivery{}, err
 	}
 
 	id := p.Header.Get("X-GitHub-Delivery")
 	if id == "" {
-		return Delivery{}, Errorf(EINVALID, "missing X-GitHub-Delivery header")
+		return oncehook.Delivery{}, oncehook.Errorf(oncehook.EINVALID, "missing X-GitHub-Delivery header")
 	}
 	payload, err := githubPayload(p.Header, p.Body)
 	if err != nil {
-		return Delivery{}, err
+		return oncehook.Delivery{}, err
 	}
 	var body struct {
 		Action json.RawMessage `json:"action"`
 	}
 	if err := decodeJSONObject(payload, &body); err != nil {
-		return Delivery{}, err
+		return oncehook.Delivery{}, err
 	}
 	// issues.opened and issues.closed ask for different work; the event name alone
 	// would route them the same way.
@@ -57,7 +59,7 @@ func verifyGitHub(p VerifyParams) (Delivery, error) {
 	if action := jsonString(body.Action); typ != "" && action != "" {
 		typ += "." + action
 	}
-	return Delivery{
+	return oncehook.Delivery{
 		ID:      id,
 		Type:    typ,
 		Headers: keepHeaders(p.Header, githubKeptHeaders...),
@@ -75,11 +77,11 @@ func githubPayload(h http.Header, body []byte) ([]byte, error) {
 	}
 	form, err := url.ParseQuery(string(body))
 	if err != nil {
-		return nil, &Error{Code: EINVALID, Message: "the form body is malformed", Err: fmt.Errorf("parse form: %w", err)}
+		return nil, &oncehook.Error{Code: oncehook.EINVALID, Message: "the form body is malformed", Err: fmt.Errorf("parse form: %w", err)}
 	}
 	payload := form.Get("payload")
 	if payload == "" {
-		return nil, Errorf(EINVALID, "the form body has no payload field")
+		return nil, oncehook.Errorf(oncehook.EINVALID, "the form body has no payload field")
 	}
 	return []byte(payload), nil
 }

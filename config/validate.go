@@ -1,4 +1,4 @@
-package oncehook
+package config
 
 import (
 	"errors"
@@ -14,6 +14,7 @@ import (
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/parser"
 	"github.com/goccy/go-yaml/token"
+	"github.com/oncehook/oncehook"
 )
 
 // loader reads the config from the YAML syntax tree instead of through a struct
@@ -84,11 +85,11 @@ func (l *loader) err() error {
 	if len(lines) > maxErrors {
 		lines = append(lines[:maxErrors], fmt.Sprintf("%s: and %d more problems", l.file, len(lines)-maxErrors))
 	}
-	return &Error{Code: EINVALID, Message: strings.Join(lines, "\n")}
+	return &oncehook.Error{Code: oncehook.EINVALID, Message: strings.Join(lines, "\n")}
 }
 
 // load parses data into a Config, recording every problem found.
-func (l *loader) load(data []byte) *Config {
+func (l *loader) load(data []byte) *oncehook.Config {
 	f, err := parser.ParseBytes(data, 0)
 	if err != nil {
 		var ye yaml.Error
@@ -122,7 +123,7 @@ func (l *loader) load(data []byte) *Config {
 	}
 
 	m := l.mapping("", body, "listen", "base_url", "sources", "destinations", "actions", "retention", "notify", "sessions")
-	c := &Config{Path: l.file, Listen: m.hostPort("listen", DefaultListen, false)}
+	c := &oncehook.Config{Path: l.file, Listen: m.hostPort("listen", oncehook.DefaultListen, false)}
 	c.BaseURL = m.url("base_url", false, false)
 	if c.BaseURL == "" && c.Listen != "" {
 		c.BaseURL = defaultBaseURL(c.Listen)
@@ -290,7 +291,7 @@ func parentPath(path string) string {
 	return path[:max(0, strings.LastIndexAny(path, ".["))]
 }
 
-func (l *loader) check(c *Config) {
+func (l *loader) check(c *oncehook.Config) {
 	srcs := l.unique("sources", len(c.Sources), func(i int) string { return c.Sources[i].Name })
 	dests := l.unique("destinations", len(c.Destinations), func(i int) string { return c.Destinations[i].Name })
 	rules := l.unique("actions", len(c.Actions), func(i int) string { return c.Actions[i].Name })
@@ -324,7 +325,7 @@ func (l *loader) check(c *Config) {
 
 // checkTarget validates a rule's params against its destination and gives the rule
 // the destination's owner when it names none, so every failure has a person.
-func (l *loader) checkTarget(path string, a *ActionRule, d Destination) {
+func (l *loader) checkTarget(path string, a *oncehook.ActionRule, d oncehook.Destination) {
 	if a.Owner == "" {
 		a.Owner = d.Owner
 	}
@@ -334,9 +335,9 @@ func (l *loader) checkTarget(path string, a *ActionRule, d Destination) {
 		}
 	}
 	has := func(name string) bool {
-		return slices.ContainsFunc(a.Params, func(p Param) bool { return p.Name == name })
+		return slices.ContainsFunc(a.Params, func(p oncehook.Param) bool { return p.Name == name })
 	}
-	if d.Type == DestinationSMTP && !has("to") {
+	if d.Type == oncehook.DestinationSMTP && !has("to") {
 		l.errorf(path+".params", "a mail needs a \"to\" param")
 	}
 }
@@ -376,7 +377,7 @@ func names(idx map[string]int) string {
 }
 
 // afterChain lists the rules rule i waits for, nearest first; it stops at a cycle.
-func afterChain(c *Config, rules map[string]int, i int) []string {
+func afterChain(c *oncehook.Config, rules map[string]int, i int) []string {
 	var chain []string
 	seen := map[int]bool{i: true}
 	for j, ok := rules[c.Actions[i].After]; ok && !seen[j]; j, ok = rules[c.Actions[j].After] {
@@ -388,7 +389,7 @@ func afterChain(c *Config, rules map[string]int, i int) []string {
 
 // afterCycle returns the cycle through rule i, reported for the cycle's first rule
 // in the file only, so a cycle is one error and not one per member.
-func afterCycle(c *Config, rules map[string]int, i int) []string {
+func afterCycle(c *oncehook.Config, rules map[string]int, i int) []string {
 	cycle := []string{c.Actions[i].Name}
 	for j, ok := rules[c.Actions[i].After]; ok && len(cycle) <= len(c.Actions); j, ok = rules[c.Actions[j].After] {
 		if j < i {

@@ -1,4 +1,4 @@
-package oncehook_test
+package provider_test
 
 import (
 	"net/http"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/oncehook/oncehook"
+	"github.com/oncehook/oncehook/provider"
 )
 
 // Each target fixes a secret and a body that no seed signs, then lets the fuzzer write
@@ -14,9 +15,9 @@ import (
 // EUNAUTHORIZED: the body is well formed, so the signature is the only thing that can
 // fail, and forging an HMAC-SHA256 is not something a fuzzer stumbles on.
 
-func assertRefused(t *testing.T, p oncehook.VerifyParams) {
+func assertRefused(t *testing.T, p provider.VerifyParams) {
 	t.Helper()
-	d, err := oncehook.Verify(p)
+	d, err := provider.Verify(p)
 	if err == nil {
 		t.Fatalf("a fuzzed header verified: %v -> %+v", p.Header, d)
 	}
@@ -46,7 +47,7 @@ func FuzzStripeSignatureHeader(f *testing.F) {
 	}
 	body := []byte(`{"id":"evt_fuzz","type":"fuzz.tested","created":1533204620}`)
 	f.Fuzz(func(t *testing.T, h string) {
-		assertRefused(t, oncehook.VerifyParams{
+		assertRefused(t, provider.VerifyParams{
 			Provider: oncehook.ProviderStripe, Secrets: []string{stripeKAVSecret}, Tolerance: 5 * time.Minute,
 			Now: stripeKAVTime, Header: http.Header{"Stripe-Signature": {h}}, Body: body,
 		})
@@ -66,7 +67,7 @@ func FuzzGitHubSignature(f *testing.F) {
 	}
 	body := []byte(`{"action":"fuzzed","zen":"Hello, World!"}`)
 	f.Fuzz(func(t *testing.T, h string) {
-		assertRefused(t, oncehook.VerifyParams{
+		assertRefused(t, provider.VerifyParams{
 			Provider: oncehook.ProviderGitHub, Secrets: []string{githubKAVSecret}, Now: verifyTestNow, Body: body,
 			Header: http.Header{"X-Hub-Signature-256": {h}, "X-Github-Delivery": {"d-1"}, "X-Github-Event": {"issues"}},
 		})
@@ -85,7 +86,7 @@ func FuzzShopifySignature(f *testing.F) {
 	}
 	body := []byte(`{"foo": "baz"}`)
 	f.Fuzz(func(t *testing.T, h string) {
-		assertRefused(t, oncehook.VerifyParams{
+		assertRefused(t, provider.VerifyParams{
 			Provider: oncehook.ProviderShopify, Secrets: []string{shopifyKAVSecret}, Now: verifyTestNow, Body: body,
 			Header: http.Header{"X-Shopify-Hmac-Sha256": {h}, "X-Shopify-Webhook-Id": {"w-1"}, "X-Shopify-Topic": {"orders/create"}},
 		})
@@ -100,7 +101,7 @@ func FuzzStandardWebhooksSignature(f *testing.F) {
 	f.Add(standardKAVID, "", "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE= v2,x")
 	body := []byte(`{"test": 2432232315}`)
 	f.Fuzz(func(t *testing.T, id, ts, sig string) {
-		assertRefused(t, oncehook.VerifyParams{
+		assertRefused(t, provider.VerifyParams{
 			Provider: oncehook.ProviderStandardWebhooks, Secrets: []string{standardKAVSecret}, Tolerance: 5 * time.Minute,
 			Now:    time.Unix(1614265330, 0),
 			Header: http.Header{"Webhook-Id": {id}, "Webhook-Timestamp": {ts}, "Webhook-Signature": {sig}},

@@ -1,4 +1,4 @@
-package oncehook
+package destination
 
 import (
 	"bufio"
@@ -16,6 +16,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/oncehook/oncehook"
 	"github.com/oncehook/oncehook/sandbox"
 )
 
@@ -25,7 +26,7 @@ const crmToken = "crm-test-token-5f1c"
 type crmEnv struct {
 	crm  *sandbox.CRM
 	srv  *httptest.Server
-	dest Destination
+	dest oncehook.Destination
 }
 
 func newCRMEnv(t *testing.T) *crmEnv {
@@ -44,14 +45,14 @@ func newCRMEnvWith(t *testing.T, configure func(*http.Server)) *crmEnv {
 	}
 	srv.Start()
 	t.Cleanup(srv.Close)
-	return &crmEnv{crm: crm, srv: srv, dest: Destination{
+	return &crmEnv{crm: crm, srv: srv, dest: oncehook.Destination{
 		Name:           "crm",
-		Type:           DestinationHTTP,
-		Create:         Endpoint{Method: http.MethodPost, URL: srv.URL + "/opportunities"},
-		Auth:           Auth{Token: crmToken},
-		Idempotency:    Idempotency{Header: "Idempotency-Key", TTL: 24 * time.Hour},
+		Type:           oncehook.DestinationHTTP,
+		Create:         oncehook.Endpoint{Method: http.MethodPost, URL: srv.URL + "/opportunities"},
+		Auth:           oncehook.Auth{Token: crmToken},
+		Idempotency:    oncehook.Idempotency{Header: "Idempotency-Key", TTL: 24 * time.Hour},
 		ReferenceField: "source_ref",
-		Lookup:         Lookup{URL: srv.URL + "/opportunities?source_ref={ref}", Consistency: ConsistencyStrong},
+		Lookup:         oncehook.Lookup{URL: srv.URL + "/opportunities?source_ref={ref}", Consistency: oncehook.ConsistencyStrong},
 		ResultID:       "/id",
 		Timeout:        5 * time.Second,
 	}}
@@ -70,7 +71,7 @@ func refusedAddr(t *testing.T) string {
 }
 
 var (
-	opCall   = Call{OperationKey: "opk_1", Params: json.RawMessage(`{"enquiry_id":"enq_1","amount":4200}`)}
+	opCall   = oncehook.Call{OperationKey: "opk_1", Params: json.RawMessage(`{"enquiry_id":"enq_1","amount":4200}`)}
 	opRecord = json.RawMessage(`{"amount":4200,"enquiry_id":"enq_1","id":"opp_1","source_ref":"opk_1"}`)
 )
 
@@ -80,54 +81,56 @@ func TestHTTPDestinationPerform(t *testing.T) {
 	tests := []struct {
 		name           string
 		faults         []sandbox.Fault
-		edit           func(t *testing.T, d *Destination)
+		edit           func(t *testing.T, d *oncehook.Destination)
 		params         string // replaces the call's params when set
-		want           Outcome
+		want           oncehook.Outcome
 		detailContains string // when set, Detail is checked by substring instead
 		wantRecords    int
 	}{
 		{name: "CreatedRecordIsConfirmed", wantRecords: 1,
-			want: Outcome{Observed: ObsSuccess, HTTPStatus: 201, ExternalRef: "opp_1", Result: opRecord}},
-		{name: "WrongTokenIsUnauthorized", edit: func(t *testing.T, d *Destination) { d.Auth.Token = "stale" },
-			want: Outcome{Observed: ObsUnauthorized, HTTPStatus: 401, Detail: `HTTP 401: {"error":"missing or invalid bearer token"}`}},
+			want: oncehook.Outcome{Observed: oncehook.ObsSuccess, HTTPStatus: 201, ExternalRef: "opp_1", Result: opRecord}},
+		{name: "WrongTokenIsUnauthorized", edit: func(t *testing.T, d *oncehook.Destination) { d.Auth.Token = "stale" },
+			want: oncehook.Outcome{Observed: oncehook.ObsUnauthorized, HTTPStatus: 401, Detail: `HTTP 401: {"error":"missing or invalid bearer token"}`}},
 		{name: "ForbiddenIsUnauthorized", faults: []sandbox.Fault{{Status: 403}},
-			want: Outcome{Observed: ObsUnauthorized, HTTPStatus: 403, Detail: `HTTP 403: {"error":"Forbidden"}`}},
+			want: oncehook.Outcome{Observed: oncehook.ObsUnauthorized, HTTPStatus: 403, Detail: `HTTP 403: {"error":"Forbidden"}`}},
 		{name: "ConflictIsInFlight", faults: []sandbox.Fault{{Status: 409}},
-			want: Outcome{Observed: ObsInFlight, HTTPStatus: 409, Detail: `HTTP 409: {"error":"Conflict"}`}},
+			want: oncehook.Outcome{Observed: oncehook.ObsInFlight, HTTPStatus: 409, Detail: `HTTP 409: {"error":"Conflict"}`}},
 		{name: "TooManyRequestsWaitsRetryAfterSeconds", faults: []sandbox.Fault{{Status: 429, RetryAfter: "7"}},
-			want: Outcome{Observed: ObsThrottled, HTTPStatus: 429, RetryAfter: 7 * time.Second, Detail: `HTTP 429: {"error":"Too Many Requests"}`}},
+			want: oncehook.Outcome{Observed: oncehook.ObsThrottled, HTTPStatus: 429, RetryAfter: 7 * time.Second, Detail: `HTTP 429: {"error":"Too Many Requests"}`}},
 		{name: "TooManyRequestsWaitsRetryAfterDate",
 			faults: []sandbox.Fault{{Status: 429, RetryAfter: now.Add(90 * time.Second).Format(http.TimeFormat)}},
-			want:   Outcome{Observed: ObsThrottled, HTTPStatus: 429, RetryAfter: 90 * time.Second, Detail: `HTTP 429: {"error":"Too Many Requests"}`}},
+			want:   oncehook.Outcome{Observed: oncehook.ObsThrottled, HTTPStatus: 429, RetryAfter: 90 * time.Second, Detail: `HTTP 429: {"error":"Too Many Requests"}`}},
 		{name: "UnavailableIsThrottled", faults: []sandbox.Fault{{Status: 503}},
-			want: Outcome{Observed: ObsThrottled, HTTPStatus: 503, Detail: `HTTP 503: {"error":"Service Unavailable"}`}},
+			want: oncehook.Outcome{Observed: oncehook.ObsThrottled, HTTPStatus: 503, Detail: `HTTP 503: {"error":"Service Unavailable"}`}},
 		{name: "UnreadableRetryAfterIsIgnored", faults: []sandbox.Fault{{Status: 503, RetryAfter: "soon"}},
-			want: Outcome{Observed: ObsThrottled, HTTPStatus: 503, Detail: `HTTP 503: {"error":"Service Unavailable"}`}},
+			want: oncehook.Outcome{Observed: oncehook.ObsThrottled, HTTPStatus: 503, Detail: `HTTP 503: {"error":"Service Unavailable"}`}},
 		{name: "PastRetryAfterDateIsIgnored",
 			faults: []sandbox.Fault{{Status: 503, RetryAfter: now.Add(-time.Hour).Format(http.TimeFormat)}},
-			want:   Outcome{Observed: ObsThrottled, HTTPStatus: 503, Detail: `HTTP 503: {"error":"Service Unavailable"}`}},
+			want:   oncehook.Outcome{Observed: oncehook.ObsThrottled, HTTPStatus: 503, Detail: `HTTP 503: {"error":"Service Unavailable"}`}},
 		{name: "UnprocessableIsRejectedWithReason", faults: []sandbox.Fault{{Status: 422, Message: "amount must be positive"}},
-			want: Outcome{Observed: ObsRejected, HTTPStatus: 422, Detail: `HTTP 422: {"error":"amount must be positive"}`}},
+			want: oncehook.Outcome{Observed: oncehook.ObsRejected, HTTPStatus: 422, Detail: `HTTP 422: {"error":"amount must be positive"}`}},
 		{name: "LongReasonIsCut", faults: []sandbox.Fault{{Status: 400, Message: strings.Repeat("é", 400)}},
-			want: Outcome{Observed: ObsRejected, HTTPStatus: 400,
+			want: oncehook.Outcome{Observed: oncehook.ObsRejected, HTTPStatus: 400,
 				Detail: `HTTP 400: {"error":"` + strings.Repeat("é", (maxExcerptBytes-len(`{"error":"`))/2) + "…"}},
-		{name: "UnknownPathIsRejected", edit: func(t *testing.T, d *Destination) { d.Create.URL += "/nope/x" },
-			want: Outcome{Observed: ObsRejected, HTTPStatus: 404, Detail: "HTTP 404: 404 page not found"}},
+		{name: "UnknownPathIsRejected", edit: func(t *testing.T, d *oncehook.Destination) { d.Create.URL += "/nope/x" },
+			want: oncehook.Outcome{Observed: oncehook.ObsRejected, HTTPStatus: 404, Detail: "HTTP 404: 404 page not found"}},
 		{name: "ServerErrorIsUnsure", faults: []sandbox.Fault{{Status: 500}},
-			want: Outcome{Observed: ObsUnsure, HTTPStatus: 500, Detail: `HTTP 500: {"error":"Internal Server Error"}`}},
+			want: oncehook.Outcome{Observed: oncehook.ObsUnsure, HTTPStatus: 500, Detail: `HTTP 500: {"error":"Internal Server Error"}`}},
 		{name: "ServerErrorAfterCommitIsUnsure", faults: []sandbox.Fault{{Status: 502, AfterCommit: true}}, wantRecords: 1,
-			want: Outcome{Observed: ObsUnsure, HTTPStatus: 502, Detail: `HTTP 502: {"error":"Bad Gateway"}`}},
+			want: oncehook.Outcome{Observed: oncehook.ObsUnsure, HTTPStatus: 502, Detail: `HTTP 502: {"error":"Bad Gateway"}`}},
 		{name: "TimeoutAfterCommitIsUnsure", faults: []sandbox.Fault{{AfterCommit: true, Delay: time.Minute}}, wantRecords: 1,
-			edit: func(t *testing.T, d *Destination) { d.Timeout = 200 * time.Millisecond },
-			want: Outcome{Observed: ObsUnsure}, detailContains: "no reply after the request was sent"},
+			edit: func(t *testing.T, d *oncehook.Destination) { d.Timeout = 200 * time.Millisecond },
+			want: oncehook.Outcome{Observed: oncehook.ObsUnsure}, detailContains: "no reply after the request was sent"},
 		{name: "TimeoutBeforeCommitIsUnsure", faults: []sandbox.Fault{{Delay: time.Minute}},
-			edit: func(t *testing.T, d *Destination) { d.Timeout = 200 * time.Millisecond },
-			want: Outcome{Observed: ObsUnsure}, detailContains: "it may have been performed"},
+			edit: func(t *testing.T, d *oncehook.Destination) { d.Timeout = 200 * time.Millisecond },
+			want: oncehook.Outcome{Observed: oncehook.ObsUnsure}, detailContains: "it may have been performed"},
 		{name: "RefusedConnectionIsThrottled",
-			edit: func(t *testing.T, d *Destination) { d.Create.URL = "http://" + refusedAddr(t) + "/opportunities" },
-			want: Outcome{Observed: ObsThrottled}, detailContains: "not sent: "},
+			edit: func(t *testing.T, d *oncehook.Destination) {
+				d.Create.URL = "http://" + refusedAddr(t) + "/opportunities"
+			},
+			want: oncehook.Outcome{Observed: oncehook.ObsThrottled}, detailContains: "not sent: "},
 		{name: "ParamsThatAreNotAnObjectAreRejected", params: `[1,2]`,
-			want: Outcome{Observed: ObsRejected}, detailContains: "params are not a JSON object"},
+			want: oncehook.Outcome{Observed: oncehook.ObsRejected}, detailContains: "params are not a JSON object"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -139,7 +142,7 @@ func TestHTTPDestinationPerform(t *testing.T) {
 			if tt.edit != nil {
 				tt.edit(t, &e.dest)
 			}
-			h := NewHTTPDestination(e.dest, nil)
+			h := NewHTTP(e.dest, nil)
 			h.now = func() time.Time { return now }
 			call := opCall
 			if tt.params != "" {
@@ -168,7 +171,7 @@ func TestHTTPDestinationPerform(t *testing.T) {
 func TestHTTPDestinationReplayKeepsOneRecord(t *testing.T) {
 	t.Parallel()
 	e := newCRMEnv(t)
-	h := NewHTTPDestination(e.dest, nil)
+	h := NewHTTP(e.dest, nil)
 	first := h.Perform(context.Background(), opCall)
 	again := h.Perform(context.Background(), opCall)
 	if diff := cmp.Diff(first, again); diff != "" {
@@ -192,22 +195,22 @@ func TestHTTPDestinationReplayKeepsOneRecord(t *testing.T) {
 func TestHTTPDestinationSameKeyInFlight(t *testing.T) {
 	t.Parallel()
 	e := newCRMEnv(t)
-	h := NewHTTPDestination(e.dest, nil)
+	h := NewHTTP(e.dest, nil)
 	reached, release := make(chan struct{}), make(chan struct{})
 	e.crm.Fail(sandbox.Fault{Hang: release, Reached: reached})
-	firstDone := make(chan Outcome, 1)
+	firstDone := make(chan oncehook.Outcome, 1)
 	go func() { firstDone <- h.Perform(context.Background(), opCall) }()
 	<-reached // the first request holds the key
 
 	second := h.Perform(context.Background(), opCall)
-	want := Outcome{Observed: ObsInFlight, HTTPStatus: 409,
+	want := oncehook.Outcome{Observed: oncehook.ObsInFlight, HTTPStatus: 409,
 		Detail: `HTTP 409: {"error":"a request with this idempotency key is in progress"}`}
 	if diff := cmp.Diff(want, second); diff != "" {
 		t.Errorf("second Perform() mismatch (-want +got):\n%s", diff)
 	}
 	close(release)
 	first := <-firstDone
-	if diff := cmp.Diff(Outcome{Observed: ObsSuccess, HTTPStatus: 201, ExternalRef: "opp_1", Result: opRecord}, first); diff != "" {
+	if diff := cmp.Diff(oncehook.Outcome{Observed: oncehook.ObsSuccess, HTTPStatus: 201, ExternalRef: "opp_1", Result: opRecord}, first); diff != "" {
 		t.Errorf("first Perform() mismatch (-want +got):\n%s", diff)
 	}
 	if n := e.crm.CountByRef("opk_1"); n != 1 {
@@ -236,8 +239,8 @@ func TestHTTPDestinationDropAfterSendingIsUnsure(t *testing.T) {
 	}()
 	d := newCRMEnv(t).dest
 	d.Create.URL = "http://" + ln.Addr().String() + "/opportunities"
-	got := NewHTTPDestination(d, nil).Perform(context.Background(), opCall)
-	if got.Observed != ObsUnsure || !strings.Contains(got.Detail, "no reply after the request was sent") {
+	got := NewHTTP(d, nil).Perform(context.Background(), opCall)
+	if got.Observed != oncehook.ObsUnsure || !strings.Contains(got.Detail, "no reply after the request was sent") {
 		t.Errorf("Perform() = %+v, want unsure after sending", got)
 	}
 }
@@ -251,20 +254,20 @@ func TestHTTPDestinationReplies(t *testing.T) {
 		status   int
 		body     string
 		resultID string
-		want     Outcome
+		want     oncehook.Outcome
 	}{
 		{name: "BigNumericIDStaysExact", status: 200, body: `{"data":{"id":12345678901234567890}}`, resultID: "/data/id",
-			want: Outcome{Observed: ObsSuccess, HTTPStatus: 200, ExternalRef: "12345678901234567890",
+			want: oncehook.Outcome{Observed: oncehook.ObsSuccess, HTTPStatus: 200, ExternalRef: "12345678901234567890",
 				Result: json.RawMessage(`{"data":{"id":12345678901234567890}}`)}},
 		{name: "ReplyWithoutIDIsStillSuccess", status: 201, body: `{"ok": true}`,
-			want: Outcome{Observed: ObsSuccess, HTTPStatus: 201, Result: json.RawMessage(`{"ok":true}`),
+			want: oncehook.Outcome{Observed: oncehook.ObsSuccess, HTTPStatus: 201, Result: json.RawMessage(`{"ok":true}`),
 				Detail: "HTTP 201, but the reply has no record id at /id"}},
 		{name: "NonJSONReplyIsStillSuccess", status: 200, body: "created",
-			want: Outcome{Observed: ObsSuccess, HTTPStatus: 200, Detail: "HTTP 200, but the reply is not JSON, so no record id is known"}},
+			want: oncehook.Outcome{Observed: oncehook.ObsSuccess, HTTPStatus: 200, Detail: "HTTP 200, but the reply is not JSON, so no record id is known"}},
 		{name: "RedirectIsNotFollowed", status: 302, body: "",
-			want: Outcome{Observed: ObsUnsure, HTTPStatus: 302, Detail: "HTTP 302"}},
+			want: oncehook.Outcome{Observed: oncehook.ObsUnsure, HTTPStatus: 302, Detail: "HTTP 302"}},
 		{name: "EchoedTokenIsRedacted", status: 422, body: "bad request from Bearer " + crmToken,
-			want: Outcome{Observed: ObsRejected, HTTPStatus: 422, Detail: "HTTP 422: bad request from Bearer [redacted]"}},
+			want: oncehook.Outcome{Observed: oncehook.ObsRejected, HTTPStatus: 422, Detail: "HTTP 422: bad request from Bearer [redacted]"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -277,8 +280,8 @@ func TestHTTPDestinationReplies(t *testing.T) {
 				io.WriteString(w, tt.body)
 			}))
 			t.Cleanup(srv.Close)
-			d := Destination{Create: Endpoint{URL: srv.URL}, Auth: Auth{Token: crmToken}, ResultID: tt.resultID}
-			got := NewHTTPDestination(d, nil).Perform(context.Background(), opCall)
+			d := oncehook.Destination{Create: oncehook.Endpoint{URL: srv.URL}, Auth: oncehook.Auth{Token: crmToken}, ResultID: tt.resultID}
+			got := NewHTTP(d, nil).Perform(context.Background(), opCall)
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("Perform() mismatch (-want +got):\n%s", diff)
 			}
@@ -291,40 +294,40 @@ func TestHTTPDestinationLookup(t *testing.T) {
 	tests := []struct {
 		name           string
 		setup          func(t *testing.T, e *crmEnv)
-		want           LookupResult
+		want           oncehook.LookupResult
 		detailContains string
 	}{
 		{name: "CreatedRecordIsFound",
-			setup: func(t *testing.T, e *crmEnv) { NewHTTPDestination(e.dest, nil).Perform(context.Background(), opCall) },
-			want:  LookupResult{Found: true, ExternalRef: "opp_1", Result: opRecord, HTTPStatus: 200}},
+			setup: func(t *testing.T, e *crmEnv) { NewHTTP(e.dest, nil).Perform(context.Background(), opCall) },
+			want:  oncehook.LookupResult{Found: true, ExternalRef: "opp_1", Result: opRecord, HTTPStatus: 200}},
 		{name: "EmptyListIsAbsent",
-			want: LookupResult{HTTPStatus: 200, Detail: "HTTP 200: no record with this reference"}},
+			want: oncehook.LookupResult{HTTPStatus: 200, Detail: "HTTP 200: no record with this reference"}},
 		{name: "NotFoundStatusIsAbsent",
 			setup: func(t *testing.T, e *crmEnv) { e.dest.Lookup.URL = e.srv.URL + "/opportunities/{ref}" },
-			want:  LookupResult{HTTPStatus: 404, Detail: "HTTP 404: no record with this reference"}},
+			want:  oncehook.LookupResult{HTTPStatus: 404, Detail: "HTTP 404: no record with this reference"}},
 		{name: "ServerErrorIsUnsure",
 			setup: func(t *testing.T, e *crmEnv) { e.crm.Fail(sandbox.Fault{Method: "GET", Status: 500}) },
-			want:  LookupResult{Unsure: true, HTTPStatus: 500, Detail: `lookup answered HTTP 500: {"error":"Internal Server Error"}`}},
+			want:  oncehook.LookupResult{Unsure: true, HTTPStatus: 500, Detail: `lookup answered HTTP 500: {"error":"Internal Server Error"}`}},
 		{name: "RefusedTokenIsUnsure",
 			setup: func(t *testing.T, e *crmEnv) { e.crm.SetToken("rotated") },
-			want:  LookupResult{Unsure: true, HTTPStatus: 401, Detail: `lookup answered HTTP 401: {"error":"missing or invalid bearer token"}`}},
+			want:  oncehook.LookupResult{Unsure: true, HTTPStatus: 401, Detail: `lookup answered HTTP 401: {"error":"missing or invalid bearer token"}`}},
 		{name: "TimeoutIsUnsure",
 			setup: func(t *testing.T, e *crmEnv) {
 				e.crm.Fail(sandbox.Fault{Method: "GET", Delay: time.Minute})
 				e.dest.Timeout = 200 * time.Millisecond
 			},
-			want: LookupResult{Unsure: true}, detailContains: "lookup failed: "},
+			want: oncehook.LookupResult{Unsure: true}, detailContains: "lookup failed: "},
 		{name: "UnreachableIsUnsure",
 			setup: func(t *testing.T, e *crmEnv) { e.dest.Lookup.URL = "http://" + refusedAddr(t) + "/?ref={ref}" },
-			want:  LookupResult{Unsure: true}, detailContains: "lookup failed: "},
+			want:  oncehook.LookupResult{Unsure: true}, detailContains: "lookup failed: "},
 		{name: "UnfilteredListIsUnsure",
 			setup: func(t *testing.T, e *crmEnv) {
 				other := opCall
 				other.OperationKey = "opk_other"
-				NewHTTPDestination(e.dest, nil).Perform(context.Background(), other)
+				NewHTTP(e.dest, nil).Perform(context.Background(), other)
 				e.dest.Lookup.URL = e.srv.URL + "/opportunities?ignored={ref}"
 			},
-			want: LookupResult{Unsure: true, HTTPStatus: 200,
+			want: oncehook.LookupResult{Unsure: true, HTTPStatus: 200,
 				Detail: "lookup listed 1 records of other operations: check that its URL filters by {ref}"}},
 	}
 	for _, tt := range tests {
@@ -334,7 +337,7 @@ func TestHTTPDestinationLookup(t *testing.T) {
 			if tt.setup != nil {
 				tt.setup(t, e)
 			}
-			got := NewHTTPDestination(e.dest, nil).Lookup(context.Background(), "opk_1")
+			got := NewHTTP(e.dest, nil).Lookup(context.Background(), "opk_1")
 			if tt.detailContains != "" {
 				if !strings.Contains(got.Detail, tt.detailContains) {
 					t.Errorf("Detail = %q, want it to contain %q", got.Detail, tt.detailContains)
@@ -358,9 +361,9 @@ func TestHTTPDestinationCheck(t *testing.T) {
 		{name: "LookupAcceptsToken"},
 		{name: "RotatedTokenIsRefused", setup: func(t *testing.T, e *crmEnv) { e.crm.SetToken("rotated") },
 			wantErr: "the destination refused the credentials (HTTP 401)"},
-		{name: "OptionsAcceptsToken", setup: func(t *testing.T, e *crmEnv) { e.dest.Lookup = Lookup{} }},
+		{name: "OptionsAcceptsToken", setup: func(t *testing.T, e *crmEnv) { e.dest.Lookup = oncehook.Lookup{} }},
 		{name: "OptionsRotatedTokenIsRefused", setup: func(t *testing.T, e *crmEnv) {
-			e.dest.Lookup = Lookup{}
+			e.dest.Lookup = oncehook.Lookup{}
 			e.crm.SetToken("rotated")
 		}, wantErr: "the destination refused the credentials (HTTP 401)"},
 		{name: "UnreachableIsAnError", setup: func(t *testing.T, e *crmEnv) {
@@ -374,7 +377,7 @@ func TestHTTPDestinationCheck(t *testing.T) {
 			if tt.setup != nil {
 				tt.setup(t, e)
 			}
-			err := NewHTTPDestination(e.dest, nil).Check(context.Background())
+			err := NewHTTP(e.dest, nil).Check(context.Background())
 			got := ""
 			if err != nil {
 				got = err.Error()[:min(len(err.Error()), len(tt.wantErr))]
@@ -396,19 +399,19 @@ func TestHTTPDestinationCapabilities(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name   string
-		lookup Lookup
-		want   Capabilities
+		lookup oncehook.Lookup
+		want   oncehook.Capabilities
 	}{
-		{name: "StrongLookup", lookup: Lookup{URL: "http://crm/?r={ref}", Consistency: ConsistencyStrong},
-			want: Capabilities{Lookup: true, StrongLookup: true, KeyMemory: 24 * time.Hour}},
-		{name: "EventualLookup", lookup: Lookup{URL: "http://crm/?r={ref}", Consistency: ConsistencyEventual},
-			want: Capabilities{Lookup: true, KeyMemory: 24 * time.Hour}},
-		{name: "KeyMemoryOnly", want: Capabilities{KeyMemory: 24 * time.Hour}},
+		{name: "StrongLookup", lookup: oncehook.Lookup{URL: "http://crm/?r={ref}", Consistency: oncehook.ConsistencyStrong},
+			want: oncehook.Capabilities{Lookup: true, StrongLookup: true, KeyMemory: 24 * time.Hour}},
+		{name: "EventualLookup", lookup: oncehook.Lookup{URL: "http://crm/?r={ref}", Consistency: oncehook.ConsistencyEventual},
+			want: oncehook.Capabilities{Lookup: true, KeyMemory: 24 * time.Hour}},
+		{name: "KeyMemoryOnly", want: oncehook.Capabilities{KeyMemory: 24 * time.Hour}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d := Destination{Lookup: tt.lookup, Idempotency: Idempotency{TTL: 24 * time.Hour}}
-			if diff := cmp.Diff(tt.want, NewHTTPDestination(d, nil).Capabilities()); diff != "" {
+			d := oncehook.Destination{Lookup: tt.lookup, Idempotency: oncehook.Idempotency{TTL: 24 * time.Hour}}
+			if diff := cmp.Diff(tt.want, NewHTTP(d, nil).Capabilities()); diff != "" {
 				t.Errorf("Capabilities() mismatch (-want +got):\n%s", diff)
 			}
 		})
@@ -431,14 +434,14 @@ func TestDestinationClientsKeepConnectionsOpen(t *testing.T) {
 			}
 		}
 	})
-	h := NewDestinationClients(&Config{Destinations: []Destination{e.dest}})["crm"]
+	h := NewClients(&oncehook.Config{Destinations: []oncehook.Destination{e.dest}})["crm"]
 	const inFlight, rounds = 16, 5
 	for round := range rounds {
 		var wg sync.WaitGroup
 		for i := range inFlight {
 			wg.Go(func() {
-				call := Call{OperationKey: fmt.Sprintf("opk_%d_%d", round, i), Params: opCall.Params}
-				if out := h.Perform(context.Background(), call); out.Observed != ObsSuccess {
+				call := oncehook.Call{OperationKey: fmt.Sprintf("opk_%d_%d", round, i), Params: opCall.Params}
+				if out := h.Perform(context.Background(), call); out.Observed != oncehook.ObsSuccess {
 					t.Errorf("Perform(%s) = %+v, want success", call.OperationKey, out)
 				}
 			})

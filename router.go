@@ -1,14 +1,11 @@
 package oncehook
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -20,13 +17,13 @@ import (
 
 // RouteBatch claims up to n received events and turns each into actions, in one
 // short transaction. It returns how many events it routed.
-func (e *Engine) RouteBatch(ctx context.Context, n int) (int, error) {
-	routed, err := e.routeBatch(ctx, n, false)
+func (rt *Router) RouteBatch(ctx context.Context, n int) (int, error) {
+	routed, err := rt.routeBatch(ctx, n, false)
 	if errors.Is(err, errContentRefused) {
 		// Some event's content cannot be stored. Route the batch again with each
 		// event in a savepoint of its own, so that event is set aside and the
 		// others go through.
-		routed, err = e.routeBatch(ctx, n, true)
+		routed, err = rt.routeBatch(ctx, n, true)
 	}
 	return routed, err
 }
@@ -54,8 +51,8 @@ func refusedOr(err error) error {
 
 // routeBatch routes one batch. Routing is all-or-nothing for the batch unless
 // careful is set, which costs a savepoint per event: the cheap way is tried first.
-func (e *Engine) routeBatch(ctx context.Context, n int, careful bool) (int, error) {
-	tx, err := e.pool.Begin(ctx)
+func (rt *Router) routeBatch(ctx context.Context, n int, careful bool) (int, error) {
+	tx, err := rt.pool.Begin(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("begin transaction: %w", err)
 	}
@@ -90,7 +87,7 @@ func (e *Engine) routeBatch(ctx context.Context, n int, careful bool) (int, erro
 		if len(run) == 0 {
 			return nil
 		}
-		routed, err := e.routeRun(ctx, q, run)
+		routed, err := rt.routeRun(ctx, q, run)
 		if err != nil {
 			return err
 		}
@@ -102,7 +99,7 @@ func (e *Engine) routeBatch(ctx context.Context, n int, careful bool) (int, erro
 		return nil
 	}
 	for _, ev := range events {
-		if !careful && e.independent(ev) {
+		if !careful && rt.independent(ev) {
 			run = append(run, ev)
 			continue
 		}
@@ -111,9 +108,9 @@ func (e *Engine) routeBatch(ctx context.Context, n int, careful bool) (int, erro
 		}
 		var r routing
 		if careful {
-			r, err = e.routeSetAside(ctx, tx, ev)
+			r, err = rt.routeSetAside(ctx, tx, ev)
 		} else {
-			r, err = e.routeEvent(ctx, q, ev)
+			r, err = rt.routeEvent(ctx, q, ev)
 			r.links(&links)
 		}
 		if err != nil {
@@ -159,11 +156,11 @@ func linkEvents(ctx context.Context, q *db.Queries, links db.ActionEventLinksPar
 // beyond numeric, a resource too long for its index) is set aside as ignored, with
 // the reason, instead of failing the batch on every try and holding up every event
 // behind it.
-func (e *Engine) routeSetAside(ctx context.Context, tx pgx.Tx, ev db.Event) (routing, error) {
+func (rt *Router) routeSetAside(ctx context.Context, tx pgx.Tx, ev db.Event) (routing, error) {
 	var r routing
 	err := db.WithTx(ctx, tx, func(q *db.Queries) error {
 		var err error
-		if r, err = e.routeEvent(ctx, q, ev); err != nil {
+		if r, err = rt.routeEvent(ctx, q, ev); err != nil {
 			return err
 		}
 		var links db.ActionEventLinksParams
@@ -174,7 +171,7 @@ func (e *Engine) routeSetAside(ctx context.Context, tx pgx.Tx, ev db.Event) (rou
 	if !refused {
 		return r, err
 	}
-	e.logger.Warn("an event's content cannot be stored as an action; it is ignored", "event_id", ev.ID, "err", err)
+	rt.logger.Warn("an event's content cannot be stored as an action; it is ignored", "event_id", ev.ID, "err", err)
 	r = routing{status: EventIgnored}
 	r.note("its content cannot be stored as an action: %s", truncate(pgErr.Message, 300))
 	return r, nil
@@ -217,13 +214,13 @@ func (r *routing) reason() string { return strings.Join(r.reasons, "; ") }
 
 // routeEvent applies the source's rules to one event: cancellations first, then one
 // action per matching rule, predecessors before their successors.
-func (e *Engine) routeEvent(ctx context.Context, q *db.Queries, ev db.Event) (routing, error) {
-	rules, doc, r, ok := e.prepare(ev)
+func (rt *Router) routeEvent(ctx context.Context, q *db.Queries, ev db.Event) (routing, error) {
+	rules, doc, r, ok := rt.prepare(ev)
 	if !ok {
 		return r, nil
 	}
 	occurred := ev.OccurredAt
-	cancelled, err := e.applyCancellations(ctx, q, ev, doc, rules)
+	cancelled, err := rt.applyCancellations(ctx, q, ev, doc, rules)
 	if err != nil {
 		return r, err
 	}
@@ -238,7 +235,7 @@ func (e *Engine) routeEvent(ctx context.Context, q *db.Queries, ev db.Event) (ro
 			continue
 		}
 		matched = true
-		if err := e.routeRule(ctx, q, ev, doc, rule, occurred, ids, &r); err != nil {
+		if err := rt.routeRule(ctx, q, ev, doc, rule, occurred, ids, &r); err != nil {
 			return r, err
 		}
 	}
@@ -250,54 +247,18 @@ func (e *Engine) routeEvent(ctx context.Context, q *db.Queries, ev db.Event) (ro
 
 // prepare reads what routing ev needs: the source's rules and the event's document.
 // ok is false when there is nothing to do, with the reason noted in r.
-func (e *Engine) prepare(ev db.Event) (rules []ActionRule, doc any, r routing, ok bool) {
-	r = routing{status: EventIgnored}
-	rules = e.routes[ev.Source]
-	if len(rules) == 0 {
-		r.note("no action rule for source %s", ev.Source)
-		return nil, nil, r, false
-	}
-	if !slices.ContainsFunc(rules, func(rule ActionRule) bool {
-		return slices.Contains(rule.On, ev.Type) || slices.Contains(rule.CancelledBy, ev.Type)
-	}) { // decided without reading the body
-		r.note("no action rule for event type %q", ev.Type)
-		return nil, nil, r, false
-	}
-	body := ev.Payload
-	if body == nil {
-		body = ev.Body
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	if err := dec.Decode(&doc); err != nil {
-		r.note("the body is not a JSON document")
-		return nil, nil, r, false
-	}
-	return rules, doc, r, true
-}
-
 // independent says whether routing ev only inserts actions that depend on nothing
 // else routed: no rule is cancelled by its type, and no rule it matches waits for a
 // predecessor or checks its resource for staleness (both need the events before it
 // routed first). Such events are routed in runs (routeRun). It reads no body.
-func (e *Engine) independent(ev db.Event) bool {
-	for _, rule := range e.routes[ev.Source] {
-		if slices.Contains(rule.CancelledBy, ev.Type) ||
-			slices.Contains(rule.On, ev.Type) && (rule.After != "" || rule.Resource != "") {
-			return false
-		}
-	}
-	return true
-}
-
 // routeRun routes a run of independent events, in order, with their action inserts
 // written by one statement instead of one each.
-func (e *Engine) routeRun(ctx context.Context, q *db.Queries, run []db.Event) ([]routing, error) {
+func (rt *Router) routeRun(ctx context.Context, q *db.Queries, run []db.Event) ([]routing, error) {
 	routed := make([]routing, len(run))
 	var intents []actionIntent
 	var eventOf []int // index in run of each intent's event
 	for i, ev := range run {
-		rules, doc, r, ok := e.prepare(ev)
+		rules, doc, r, ok := rt.prepare(ev)
 		routed[i] = r
 		if !ok {
 			continue
@@ -312,7 +273,7 @@ func (e *Engine) routeRun(ctx context.Context, q *db.Queries, run []db.Event) ([
 			if !ok {
 				continue
 			}
-			in, err := e.intent(ev, doc, rule, parts, 0, "", ruleTime(doc, rule, ev.OccurredAt))
+			in, err := rt.intent(ev, doc, rule, parts, 0, "", ruleTime(doc, rule, ev.OccurredAt))
 			if err != nil {
 				return nil, fmt.Errorf("route event %d: %w", ev.ID, err)
 			}
@@ -328,7 +289,7 @@ func (e *Engine) routeRun(ctx context.Context, q *db.Queries, run []db.Event) ([
 	}
 	for i, in := range intents {
 		ev := run[eventOf[i]]
-		if _, err := e.settle(ctx, q, ev, in, ids[i], &routed[eventOf[i]]); err != nil {
+		if _, err := rt.settle(ctx, q, ev, in, ids[i], &routed[eventOf[i]]); err != nil {
 			return nil, fmt.Errorf("route event %d: %w", ev.ID, err)
 		}
 	}
@@ -379,299 +340,24 @@ func insertActions(ctx context.Context, q *db.Queries, intents []actionIntent) (
 }
 
 // routeRule creates (or finds) the action one rule asks for.
-func (e *Engine) routeRule(ctx context.Context, q *db.Queries, ev db.Event, doc any, rule ActionRule,
-	eventTime *time.Time, ids map[string]int64, r *routing) error {
-	parts, ok := keyParts(doc, rule, r)
-	if !ok {
-		return nil
-	}
-	var afterID int64 // 0: none
-	if rule.After != "" {
-		id, ok := ids[rule.After]
-		if !ok {
-			r.note("%s: waits for %s, which this event did not start", rule.Name, rule.After)
-			return nil
-		}
-		afterID = id
-	}
-	resource, occurred := "", ruleTime(doc, rule, eventTime)
-	if rule.Resource != "" {
-		resource, _ = PointerString(doc, rule.Resource)
-	}
-	if resource != "" && occurred != nil {
-		stale, err := e.checkStale(ctx, q, ev, resource, *occurred)
-		if err != nil {
-			return err
-		}
-		if stale && !rule.ActOnStale {
-			if r.status == EventIgnored {
-				r.status = EventStale
-			}
-			r.note("%s: older than what was already processed for %s", rule.Name, resource)
-			return nil
-		}
-	}
-	in, err := e.intent(ev, doc, rule, parts, afterID, resource, occurred)
-	if err != nil {
-		return err
-	}
-	newIDs, err := insertActions(ctx, q, []actionIntent{in})
-	if err != nil {
-		return fmt.Errorf("insert action %s: %w", rule.Name, err)
-	}
-	id, err := e.settle(ctx, q, ev, in, newIDs[0], r)
-	if err != nil {
-		return err
-	}
-	ids[rule.Name] = id
-	return nil
-}
-
 // keyParts reads the rule's key from the event, noting in r a part that is missing.
-func keyParts(doc any, rule ActionRule, r *routing) ([]string, bool) {
-	parts := make([]string, 0, len(rule.Key))
-	for _, ptr := range rule.Key {
-		v, ok := PointerString(doc, ptr)
-		if !ok || v == "" {
-			r.note("%s: key field %s is missing", rule.Name, ptr)
-			return nil, false
-		}
-		parts = append(parts, v)
-	}
-	return parts, true
-}
-
 // actionIntent is the action one rule of one event asks for, ready to insert.
-type actionIntent struct {
-	rule     ActionRule
-	id       OperationIdentity
-	source   string
-	params   json.RawMessage
-	sum      []byte
-	owner    string
-	afterID  int64 // the predecessor it waits for; 0 for none
-	resource string
-	occurred *time.Time
-}
-
 // ruleTime is when the event says the rule's operation happened: the rule's own
 // occurred_at field when the event has it, else the event's time.
-func ruleTime(doc any, rule ActionRule, eventTime *time.Time) *time.Time {
-	if rule.OccurredAt != "" {
-		if t, ok := pointerTime(doc, rule.OccurredAt); ok {
-			return &t
-		}
-	}
-	return eventTime
-}
-
 // intent works out the action rule asks for, with the key parts read from the event.
-func (e *Engine) intent(ev db.Event, doc any, rule ActionRule, parts []string, afterID int64,
-	resource string, occurred *time.Time) (actionIntent, error) {
-	params, err := renderParams(doc, rule.Params)
-	if err != nil {
-		return actionIntent{}, fmt.Errorf("render params for %s: %w", rule.Name, err)
-	}
-	sum := sha256.Sum256(params)
-	owner := rule.Owner
-	if owner == "" {
-		dest, _ := e.cfg.Destination(rule.Destination)
-		owner = dest.Owner
-	}
-	return actionIntent{rule: rule, source: ev.Source, params: params, sum: sum[:], owner: owner,
-		id:      OperationIdentity{Client: ev.Client, Environment: ev.Environment, Name: rule.Name, KeyParts: parts},
-		afterID: afterID, resource: resource, occurred: occurred}, nil
-}
-
 // settle takes the outcome of an action's insert: the new action (newID), or, when
 // newID is 0, the one that already stands for the operation, flagged as a conflict
 // when this event asks for it with different params. It links the event to the
 // action and returns its id.
-func (e *Engine) settle(ctx context.Context, q *db.Queries, ev db.Event, in actionIntent,
-	newID int64, r *routing) (int64, error) {
-	conflict := false
-	if newID != 0 {
-		r.created++
-	} else {
-		existing, err := q.ActionGetByOperationKey(ctx, db.ActionGetByOperationKeyParams{
-			Client: ev.Client, OperationKey: in.id.OperationKey()})
-		if err != nil {
-			return 0, fmt.Errorf("find existing action: %w", err)
-		}
-		newID = existing.ID
-		if !bytes.Equal(existing.ParamsSha256, in.sum) {
-			conflict = true
-			if err := e.flagConflict(ctx, q, ev, existing); err != nil {
-				return 0, err
-			}
-		}
-	}
-	r.linked = append(r.linked, actionLink{client: ev.Client, actionID: newID, eventID: ev.ID,
-		params: in.params, sum: in.sum, conflict: conflict})
-	switch {
-	case conflict:
-		r.status = EventConflict
-		r.note("%s: asks for operation %s with different params", in.rule.Name, in.id.BusinessKey())
-	case r.status != EventConflict:
-		r.status = EventRouted
-	}
-	return newID, nil
-}
-
 // flagConflict puts an operation that a new event asked for with different params
 // in front of a person, unless it is already closed.
-func (e *Engine) flagConflict(ctx context.Context, q *db.Queries, ev db.Event, a db.Action) error {
-	reason := fmt.Sprintf("conflict: event %d (%s) asks for this operation with different params", ev.ID, ev.SourceEventID)
-	if err := q.ActionFailConflict(ctx, db.ActionFailConflictParams{Client: a.Client, ID: a.ID, Reason: reason}); err != nil {
-		return fmt.Errorf("flag conflict: %w", err)
-	}
-	return audit(ctx, q, a.Client, a.ID, "router", "conflict", reason, map[string]any{"event_id": ev.ID})
-}
-
 // checkStale locks the resource row and says whether the event is older than what
 // was already processed (or cancelled) for it; if not, it records the event's time.
-func (e *Engine) checkStale(ctx context.Context, q *db.Queries, ev db.Event, resource string, at time.Time) (bool, error) {
-	key := db.ResourceEnsureParams{Client: ev.Client, Source: ev.Source, Resource: resource}
-	if err := q.ResourceEnsure(ctx, key); err != nil {
-		return false, fmt.Errorf("ensure resource: %w", err)
-	}
-	res, err := q.ResourceGetForUpdate(ctx, db.ResourceGetForUpdateParams(key))
-	if err != nil {
-		return false, fmt.Errorf("lock resource: %w", err)
-	}
-	if res.CancelledAt != nil && !at.After(*res.CancelledAt) {
-		return true, nil
-	}
-	if res.LastOccurredAt != nil && at.Before(*res.LastOccurredAt) {
-		return true, nil
-	}
-	err = q.ResourceSeen(ctx, db.ResourceSeenParams{Client: ev.Client, Source: ev.Source, Resource: resource, OccurredAt: &at})
-	if err != nil {
-		return false, fmt.Errorf("record resource time: %w", err)
-	}
-	return false, nil
-}
-
 // applyCancellations cancels the not-yet-performed actions of the event's resource
 // for every rule that names this event type in cancelled_by.
-func (e *Engine) applyCancellations(ctx context.Context, q *db.Queries, ev db.Event, doc any, rules []ActionRule) (int, error) {
-	byResource := map[string][]string{} // resource pointer value -> rule names
-	for _, rule := range rules {
-		if rule.Resource == "" || !slices.Contains(rule.CancelledBy, ev.Type) {
-			continue
-		}
-		res, ok := PointerString(doc, rule.Resource)
-		if !ok || res == "" {
-			continue
-		}
-		byResource[res] = append(byResource[res], rule.Name)
-	}
-	total := 0
-	for res, names := range byResource {
-		var at *time.Time
-		for _, rule := range rules {
-			if rule.OccurredAt != "" && slices.Contains(names, rule.Name) {
-				if t, ok := pointerTime(doc, rule.OccurredAt); ok {
-					at = &t
-					break
-				}
-			}
-		}
-		if at == nil {
-			at = ev.OccurredAt
-		}
-		key := db.ResourceEnsureParams{Client: ev.Client, Source: ev.Source, Resource: res}
-		if err := q.ResourceEnsure(ctx, key); err != nil {
-			return 0, fmt.Errorf("ensure resource: %w", err)
-		}
-		if err := q.ResourceCancel(ctx, db.ResourceCancelParams{Client: ev.Client, Source: ev.Source, Resource: res, OccurredAt: at}); err != nil {
-			return 0, fmt.Errorf("record cancellation: %w", err)
-		}
-		ids, err := q.ActionCancelByResource(ctx, db.ActionCancelByResourceParams{
-			Client: ev.Client, Source: ev.Source, Resource: res, Names: names,
-			Reason: fmt.Sprintf("cancelled by event %d (%s)", ev.ID, ev.Type),
-		})
-		if err != nil {
-			return 0, fmt.Errorf("cancel actions: %w", err)
-		}
-		for _, id := range ids {
-			if err := audit(ctx, q, ev.Client, id, "router", "cancel",
-				fmt.Sprintf("cancelled by event %d (%s)", ev.ID, ev.Type), map[string]any{"event_id": ev.ID}); err != nil {
-				return 0, err
-			}
-			if err := cancelSuccessors(ctx, q, ev.Client, id, "router"); err != nil {
-				return 0, err
-			}
-		}
-		total += len(ids)
-	}
-	return total, nil
-}
-
 // rulesBySource returns each source's rules with every predecessor before its
 // successors, the order the router applies them in.
-func rulesBySource(actions []ActionRule) map[string][]ActionRule {
-	bySource := map[string][]ActionRule{}
-	for _, r := range actions {
-		bySource[r.Source] = append(bySource[r.Source], r)
-	}
-	for source, rules := range bySource {
-		bySource[source] = predecessorsFirst(rules)
-	}
-	return bySource
-}
-
 // predecessorsFirst orders rules so that every predecessor comes before its successors.
-func predecessorsFirst(rules []ActionRule) []ActionRule {
-	ordered := make([]ActionRule, 0, len(rules))
-	placed := map[string]bool{}
-	for len(ordered) < len(rules) {
-		progress := false
-		for _, r := range rules {
-			if !placed[r.Name] && (r.After == "" || placed[r.After]) {
-				ordered, placed[r.Name], progress = append(ordered, r), true, true
-			}
-		}
-		if !progress { // the loader refuses cycles; never loop forever anyway
-			break
-		}
-	}
-	return ordered
-}
-
 // renderParams renders the params that come from the event or constants. Params that
 // name a predecessor's result are filled in just before the call.
-func renderParams(doc any, params []Param) (json.RawMessage, error) {
-	out := make(map[string]any, len(params))
-	for _, p := range params {
-		switch {
-		case p.Result != "":
-			continue
-		case p.Pointer != "":
-			v, _ := Pointer(doc, p.Pointer)
-			out[p.Name] = v
-		default:
-			out[p.Name] = p.Const
-		}
-	}
-	b, err := json.Marshal(out) // map keys are sorted: the hash is stable
-	if err != nil {
-		return nil, fmt.Errorf("encode params: %w", err)
-	}
-	return b, nil
-}
-
 // pointerTime reads a time at ptr: RFC 3339 text or unix seconds.
-func pointerTime(doc any, ptr string) (time.Time, bool) {
-	s, ok := PointerString(doc, ptr)
-	if !ok {
-		return time.Time{}, false
-	}
-	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
-		return t, true
-	}
-	if secs, err := strconv.ParseInt(s, 10, 64); err == nil && secs > 0 {
-		return time.Unix(secs, 0), true
-	}
-	return time.Time{}, false
-}

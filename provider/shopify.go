@@ -1,9 +1,11 @@
-package oncehook
+package provider
 
 import (
 	"crypto/sha256"
 	"encoding/base64"
 	"time"
+
+	"github.com/oncehook/oncehook"
 )
 
 // shopifyKeptHeaders are the identity headers worth showing next to the event.
@@ -19,32 +21,32 @@ var shopifyKeptHeaders = []string{
 // verifyShopify checks X-Shopify-Hmac-Sha256, a base64 HMAC-SHA256 of the raw body.
 // Shopify signs no timestamp: X-Shopify-Triggered-At is unsigned, so it feeds
 // OccurredAt (staleness) but never the tolerance check.
-func verifyShopify(p VerifyParams) (Delivery, error) {
+func verifyShopify(p VerifyParams) (oncehook.Delivery, error) {
 	header := p.Header.Get("X-Shopify-Hmac-Sha256")
 	if header == "" {
-		return Delivery{}, errSignature("missing X-Shopify-Hmac-Sha256 header")
+		return oncehook.Delivery{}, errSignature("missing X-Shopify-Hmac-Sha256 header")
 	}
 	sig, err := base64.StdEncoding.DecodeString(header)
 	if err != nil || len(sig) != sha256.Size {
-		return Delivery{}, errSignature("malformed X-Shopify-Hmac-Sha256 header")
+		return oncehook.Delivery{}, errSignature("malformed X-Shopify-Hmac-Sha256 header")
 	}
 	if err := checkHMAC(p.Secrets, literalKey, [][]byte{sig}, p.Body); err != nil {
-		return Delivery{}, err
+		return oncehook.Delivery{}, err
 	}
 
 	id := p.Header.Get("X-Shopify-Webhook-Id")
 	if id == "" {
-		return Delivery{}, Errorf(EINVALID, "missing X-Shopify-Webhook-Id header")
+		return oncehook.Delivery{}, oncehook.Errorf(oncehook.EINVALID, "missing X-Shopify-Webhook-Id header")
 	}
 	if err := decodeJSONObject(p.Body, &struct{}{}); err != nil {
-		return Delivery{}, err
+		return oncehook.Delivery{}, err
 	}
 	var occurred time.Time
 	// RFC3339 parsing accepts the fractional seconds Shopify sends.
 	if t, err := time.Parse(time.RFC3339, p.Header.Get("X-Shopify-Triggered-At")); err == nil {
 		occurred = t.UTC()
 	}
-	return Delivery{
+	return oncehook.Delivery{
 		ID:         id,
 		Type:       p.Header.Get("X-Shopify-Topic"),
 		OccurredAt: occurred,

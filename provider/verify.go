@@ -1,4 +1,4 @@
-package oncehook
+package provider
 
 import (
 	"bytes"
@@ -10,7 +10,19 @@ import (
 	"strconv"
 	"time"
 	"unicode/utf8"
+
+	"github.com/oncehook/oncehook"
 )
+
+// VerifyParams is the input of Verify.
+type VerifyParams struct {
+	Provider  string
+	Secrets   []string // every live secret; any one may sign (rotation)
+	Tolerance time.Duration
+	Now       time.Time
+	Header    http.Header
+	Body      []byte // the raw bytes as received
+}
 
 // Verify checks that p.Body was signed by p.Provider with one of p.Secrets and returns
 // what the request says about itself. The signature is checked on the raw bytes before
@@ -25,22 +37,22 @@ import (
 //
 // Messages are plain sentences that never contain a secret or an expected signature.
 // A zero p.Now means the current time.
-func Verify(p VerifyParams) (Delivery, error) {
+func Verify(p VerifyParams) (oncehook.Delivery, error) {
 	switch p.Provider {
-	case ProviderStripe:
+	case oncehook.ProviderStripe:
 		return verifyStripe(p)
-	case ProviderGitHub:
+	case oncehook.ProviderGitHub:
 		return verifyGitHub(p)
-	case ProviderShopify:
+	case oncehook.ProviderShopify:
 		return verifyShopify(p)
-	case ProviderStandardWebhooks:
+	case oncehook.ProviderStandardWebhooks:
 		return verifyStandardWebhooks(p)
 	}
-	return Delivery{}, Errorf(EINVALID, "unknown provider %q", p.Provider)
+	return oncehook.Delivery{}, oncehook.Errorf(oncehook.EINVALID, "unknown provider %q", p.Provider)
 }
 
-func errSignature(format string, args ...any) *Error {
-	return Errorf(EUNAUTHORIZED, format, args...)
+func errSignature(format string, args ...any) *oncehook.Error {
+	return oncehook.Errorf(oncehook.EUNAUTHORIZED, format, args...)
 }
 
 // literalKey keys the HMAC with the secret string itself, as Stripe (whsec_ prefix
@@ -126,14 +138,14 @@ func decodeJSONObject(body []byte, v any) error {
 	trimmed := bytes.TrimLeft(body, " \t\r\n")
 	switch {
 	case len(trimmed) == 0:
-		return Errorf(EINVALID, "the body is empty")
+		return oncehook.Errorf(oncehook.EINVALID, "the body is empty")
 	case !utf8.Valid(body):
-		return Errorf(EINVALID, "the body is not valid UTF-8")
+		return oncehook.Errorf(oncehook.EINVALID, "the body is not valid UTF-8")
 	case trimmed[0] != '{':
-		return Errorf(EINVALID, "the body is not a JSON object")
+		return oncehook.Errorf(oncehook.EINVALID, "the body is not a JSON object")
 	}
 	if err := json.Unmarshal(body, v); err != nil {
-		return &Error{Code: EINVALID, Message: "the body is not a valid JSON object", Err: fmt.Errorf("decode body: %w", err)}
+		return &oncehook.Error{Code: oncehook.EINVALID, Message: "the body is not a valid JSON object", Err: fmt.Errorf("decode body: %w", err)}
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package oncehook
+package destination
 
 import (
 	"context"
@@ -10,73 +10,74 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/oncehook/oncehook"
 	"github.com/oncehook/oncehook/sandbox"
 )
 
 // newMailEnv starts a sink and returns it with a destination pointing at it.
-func newMailEnv(t *testing.T) (*sandbox.Mail, Destination) {
+func newMailEnv(t *testing.T) (*sandbox.Mail, oncehook.Destination) {
 	t.Helper()
 	m, err := sandbox.StartMail("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(m.Close)
-	return m, Destination{Name: "mail", Type: DestinationSMTP, Addr: m.Addr(), From: "hello@example.com", Timeout: 5 * time.Second}
+	return m, oncehook.Destination{Name: "mail", Type: oncehook.DestinationSMTP, Addr: m.Addr(), From: "hello@example.com", Timeout: 5 * time.Second}
 }
 
-var mailCall = Call{OperationKey: "opk_1", Params: json.RawMessage(
+var mailCall = oncehook.Call{OperationKey: "opk_1", Params: json.RawMessage(
 	`{"to":"ada@example.com","subject":"Willkommen – schön","text":"Thanks!"}`)}
 
 func TestSMTPDestinationPerform(t *testing.T) {
 	t.Parallel()
-	delivered := Outcome{Observed: ObsSuccess, HTTPStatus: 250, ExternalRef: "<opk_1@oncehook>",
+	delivered := oncehook.Outcome{Observed: oncehook.ObsSuccess, HTTPStatus: 250, ExternalRef: "<opk_1@oncehook>",
 		Result: json.RawMessage(`{"message_id":"<opk_1@oncehook>"}`), Detail: "SMTP 250: 2.0.0 OK: queued"}
 	tests := []struct {
 		name           string
-		setup          func(t *testing.T, m *sandbox.Mail, d *Destination)
+		setup          func(t *testing.T, m *sandbox.Mail, d *oncehook.Destination)
 		params         string // replaces the call's params when set
-		want           Outcome
+		want           oncehook.Outcome
 		detailContains string // when set, Detail is checked by substring instead
 		wantMessages   int
 	}{
 		{name: "DeliveredWithDerivedMessageID", want: delivered, wantMessages: 1},
 		{name: "AuthenticatedDelivery", want: delivered, wantMessages: 1,
-			setup: func(t *testing.T, m *sandbox.Mail, d *Destination) {
+			setup: func(t *testing.T, m *sandbox.Mail, d *oncehook.Destination) {
 				m.RequireAuth("sender", "s3cret")
 				d.Username, d.Password = "sender", "s3cret"
 			}},
 		{name: "WrongPasswordIsUnauthorized",
-			setup: func(t *testing.T, m *sandbox.Mail, d *Destination) {
+			setup: func(t *testing.T, m *sandbox.Mail, d *oncehook.Destination) {
 				m.RequireAuth("sender", "s3cret")
 				d.Username, d.Password = "sender", "old"
 			},
-			want: Outcome{Observed: ObsUnauthorized, HTTPStatus: 535, Detail: "SMTP 535: Authentication failed"}},
+			want: oncehook.Outcome{Observed: oncehook.ObsUnauthorized, HTTPStatus: 535, Detail: "SMTP 535: Authentication failed"}},
 		{name: "MissingLoginIsUnauthorized",
-			setup: func(t *testing.T, m *sandbox.Mail, d *Destination) { m.RequireAuth("sender", "s3cret") },
-			want:  Outcome{Observed: ObsUnauthorized, HTTPStatus: 530, Detail: "SMTP 530: Authentication required"}},
+			setup: func(t *testing.T, m *sandbox.Mail, d *oncehook.Destination) { m.RequireAuth("sender", "s3cret") },
+			want:  oncehook.Outcome{Observed: oncehook.ObsUnauthorized, HTTPStatus: 530, Detail: "SMTP 530: Authentication required"}},
 		{name: "TemporaryFailureIsThrottled",
-			setup: func(t *testing.T, m *sandbox.Mail, d *Destination) { m.FailNext(451, "try again later") },
-			want:  Outcome{Observed: ObsThrottled, HTTPStatus: 451, Detail: "SMTP 451: try again later"}},
+			setup: func(t *testing.T, m *sandbox.Mail, d *oncehook.Destination) { m.FailNext(451, "try again later") },
+			want:  oncehook.Outcome{Observed: oncehook.ObsThrottled, HTTPStatus: 451, Detail: "SMTP 451: try again later"}},
 		{name: "PermanentFailureIsRejected",
-			setup: func(t *testing.T, m *sandbox.Mail, d *Destination) { m.FailNext(554, "message refused") },
-			want:  Outcome{Observed: ObsRejected, HTTPStatus: 554, Detail: "SMTP 554: message refused"}},
+			setup: func(t *testing.T, m *sandbox.Mail, d *oncehook.Destination) { m.FailNext(554, "message refused") },
+			want:  oncehook.Outcome{Observed: oncehook.ObsRejected, HTTPStatus: 554, Detail: "SMTP 554: message refused"}},
 		{name: "SilenceAfterDataIsUnsure",
-			setup: func(t *testing.T, m *sandbox.Mail, d *Destination) {
+			setup: func(t *testing.T, m *sandbox.Mail, d *oncehook.Destination) {
 				release := make(chan struct{})
 				t.Cleanup(func() { close(release) })
 				m.HangNext(release)
 				d.Timeout = 300 * time.Millisecond
 			},
-			want: Outcome{Observed: ObsUnsure}, detailContains: "the message was sent but no reply came (timed out after 300ms)"},
+			want: oncehook.Outcome{Observed: oncehook.ObsUnsure}, detailContains: "the message was sent but no reply came (timed out after 300ms)"},
 		{name: "RefusedConnectionIsThrottled",
-			setup: func(t *testing.T, m *sandbox.Mail, d *Destination) { d.Addr = refusedAddr(t) },
-			want:  Outcome{Observed: ObsThrottled}, detailContains: "not sent: connect to "},
+			setup: func(t *testing.T, m *sandbox.Mail, d *oncehook.Destination) { d.Addr = refusedAddr(t) },
+			want:  oncehook.Outcome{Observed: oncehook.ObsThrottled}, detailContains: "not sent: connect to "},
 		{name: "MissingRecipientIsRejected", params: `{"subject":"Hi","text":"x"}`,
-			want: Outcome{Observed: ObsRejected, Detail: "param to is required"}},
+			want: oncehook.Outcome{Observed: oncehook.ObsRejected, Detail: "param to is required"}},
 		{name: "InvalidRecipientIsRejected", params: `{"to":"not an address"}`,
-			want: Outcome{Observed: ObsRejected, Detail: `param to "not an address" is not a list of email addresses`}},
+			want: oncehook.Outcome{Observed: oncehook.ObsRejected, Detail: `param to "not an address" is not a list of email addresses`}},
 		{name: "NonStringSubjectIsRejected", params: `{"to":"ada@example.com","subject":7}`,
-			want: Outcome{Observed: ObsRejected, Detail: "param subject must be a string"}},
+			want: oncehook.Outcome{Observed: oncehook.ObsRejected, Detail: "param subject must be a string"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -89,7 +90,7 @@ func TestSMTPDestinationPerform(t *testing.T) {
 			if tt.params != "" {
 				call.Params = json.RawMessage(tt.params)
 			}
-			got := NewSMTPDestination(d).Perform(context.Background(), call)
+			got := NewSMTP(d).Perform(context.Background(), call)
 			if tt.detailContains != "" {
 				if !strings.Contains(got.Detail, tt.detailContains) {
 					t.Errorf("Detail = %q, want it to contain %q", got.Detail, tt.detailContains)
@@ -109,7 +110,7 @@ func TestSMTPDestinationPerform(t *testing.T) {
 func TestSMTPDestinationMessage(t *testing.T) {
 	t.Parallel()
 	m, d := newMailEnv(t)
-	if out := NewSMTPDestination(d).Perform(context.Background(), mailCall); out.Observed != ObsSuccess {
+	if out := NewSMTP(d).Perform(context.Background(), mailCall); out.Observed != oncehook.ObsSuccess {
 		t.Fatalf("Perform() = %+v, want success", out)
 	}
 	want := []sandbox.Message{{From: "hello@example.com", To: []string{"ada@example.com"},
@@ -128,7 +129,7 @@ func TestSMTPDestinationHTMLIsAnAlternative(t *testing.T) {
 	m, d := newMailEnv(t)
 	call := mailCall
 	call.Params = json.RawMessage(`{"to":["ada@example.com","bob@example.com"],"subject":"Hi","text":"plain words","html":"<p>rich words</p>"}`)
-	if out := NewSMTPDestination(d).Perform(context.Background(), call); out.Observed != ObsSuccess {
+	if out := NewSMTP(d).Perform(context.Background(), call); out.Observed != oncehook.ObsSuccess {
 		t.Fatalf("Perform() = %+v, want success", out)
 	}
 	got := m.Messages()
@@ -149,19 +150,19 @@ func TestSMTPDestinationCheck(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name    string
-		setup   func(t *testing.T, m *sandbox.Mail, d *Destination)
+		setup   func(t *testing.T, m *sandbox.Mail, d *oncehook.Destination)
 		wantErr string // "" for nil; else a prefix
 	}{
 		{name: "NoCredentialsConnects"},
-		{name: "AcceptedCredentials", setup: func(t *testing.T, m *sandbox.Mail, d *Destination) {
+		{name: "AcceptedCredentials", setup: func(t *testing.T, m *sandbox.Mail, d *oncehook.Destination) {
 			m.RequireAuth("sender", "s3cret")
 			d.Username, d.Password = "sender", "s3cret"
 		}},
-		{name: "RefusedCredentials", setup: func(t *testing.T, m *sandbox.Mail, d *Destination) {
+		{name: "RefusedCredentials", setup: func(t *testing.T, m *sandbox.Mail, d *oncehook.Destination) {
 			m.RequireAuth("sender", "s3cret")
 			d.Username, d.Password = "sender", "old"
 		}, wantErr: "the destination refused the credentials (SMTP 535)"},
-		{name: "UnreachableIsAnError", setup: func(t *testing.T, m *sandbox.Mail, d *Destination) { d.Addr = refusedAddr(t) },
+		{name: "UnreachableIsAnError", setup: func(t *testing.T, m *sandbox.Mail, d *oncehook.Destination) { d.Addr = refusedAddr(t) },
 			wantErr: "the destination could not be reached: "},
 	}
 	for _, tt := range tests {
@@ -171,7 +172,7 @@ func TestSMTPDestinationCheck(t *testing.T) {
 			if tt.setup != nil {
 				tt.setup(t, m, &d)
 			}
-			err := NewSMTPDestination(d).Check(context.Background())
+			err := NewSMTP(d).Check(context.Background())
 			got := ""
 			if err != nil {
 				got = err.Error()
@@ -218,11 +219,11 @@ func TestSMTPDestinationMessageID(t *testing.T) {
 
 func TestSMTPDestinationCapabilities(t *testing.T) {
 	t.Parallel()
-	s := NewSMTPDestination(Destination{Addr: "127.0.0.1:1"})
-	if diff := cmp.Diff(Capabilities{}, s.Capabilities()); diff != "" {
+	s := NewSMTP(oncehook.Destination{Addr: "127.0.0.1:1"})
+	if diff := cmp.Diff(oncehook.Capabilities{}, s.Capabilities()); diff != "" {
 		t.Errorf("Capabilities() mismatch (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(LookupResult{Detail: "smtp offers no lookup"}, s.Lookup(context.Background(), "opk_1")); diff != "" {
+	if diff := cmp.Diff(oncehook.LookupResult{Detail: "smtp offers no lookup"}, s.Lookup(context.Background(), "opk_1")); diff != "" {
 		t.Errorf("Lookup() mismatch (-want +got):\n%s", diff)
 	}
 }

@@ -1,4 +1,4 @@
-package oncehook
+package provider
 
 import (
 	"crypto/sha256"
@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/oncehook/oncehook"
 )
 
 // stripeSignature is a parsed Stripe-Signature header: t=<unix>,v1=<hex>[,v1=...].
@@ -18,20 +20,20 @@ type stripeSignature struct {
 
 // verifyStripe checks Stripe-Signature, an HMAC-SHA256 of t + "." + body keyed with the
 // literal secret. Stripe sends one v1 per live secret while a secret is being rolled.
-func verifyStripe(p VerifyParams) (Delivery, error) {
+func verifyStripe(p VerifyParams) (oncehook.Delivery, error) {
 	header := p.Header.Get("Stripe-Signature")
 	if header == "" {
-		return Delivery{}, errSignature("missing Stripe-Signature header")
+		return oncehook.Delivery{}, errSignature("missing Stripe-Signature header")
 	}
 	sig, err := parseStripeSignature(header)
 	if err != nil {
-		return Delivery{}, err
+		return oncehook.Delivery{}, err
 	}
 	if err := checkHMAC(p.Secrets, literalKey, sig.v1, []byte(sig.t), []byte("."), p.Body); err != nil {
-		return Delivery{}, err
+		return oncehook.Delivery{}, err
 	}
 	if err := checkTolerance(sig.at, verifyNow(p), p.Tolerance); err != nil {
-		return Delivery{}, err
+		return oncehook.Delivery{}, err
 	}
 
 	var event struct {
@@ -40,13 +42,13 @@ func verifyStripe(p VerifyParams) (Delivery, error) {
 		Created json.RawMessage `json:"created"`
 	}
 	if err := decodeJSONObject(p.Body, &event); err != nil {
-		return Delivery{}, err
+		return oncehook.Delivery{}, err
 	}
 	id := jsonString(event.ID)
 	if id == "" {
-		return Delivery{}, Errorf(EINVALID, "the Stripe event has no id")
+		return oncehook.Delivery{}, oncehook.Errorf(oncehook.EINVALID, "the Stripe event has no id")
 	}
-	return Delivery{
+	return oncehook.Delivery{
 		ID:         id,
 		Type:       jsonString(event.Type),
 		OccurredAt: stripeCreated(event.Created),

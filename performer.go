@@ -14,12 +14,12 @@ import (
 // performBatch claims as many due actions as there are free call slots, starting the
 // calls among them in the same statement, and works on each in its own goroutine.
 // It returns how many it claimed.
-func (e *Engine) performBatch(ctx context.Context) (int, error) {
-	free := e.room()
+func (pf *Performer) performBatch(ctx context.Context) (int, error) {
+	free := pf.room()
 	if free == 0 {
 		// Wait for room, then claim for it at once rather than sleeping until the
 		// next notification or poll.
-		for _, ch := range []chan struct{}{e.slots, e.unrecorded} {
+		for _, ch := range []chan struct{}{pf.slots, pf.unrecorded} {
 			select {
 			case ch <- struct{}{}:
 				<-ch
@@ -27,7 +27,7 @@ func (e *Engine) performBatch(ctx context.Context) (int, error) {
 				return 0, nil
 			}
 		}
-		free = max(e.room(), 1)
+		free = max(pf.room(), 1)
 	}
 	// One transaction claims and starts the calls. It commits only after its
 	// results were read: a worker that dies before then leaves nothing behind. It
@@ -41,25 +41,25 @@ func (e *Engine) performBatch(ctx context.Context) (int, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
 	defer cancel()
 	var batch []claim
-	err := db.WithTx(ctx, e.pool, func(q *db.Queries) error {
-		rows, err := q.ActionClaim(ctx, e.claimParams(free))
+	err := db.WithTx(ctx, pf.pool, func(q *db.Queries) error {
+		rows, err := q.ActionClaim(ctx, pf.claimParams(free))
 		if err != nil {
 			return err
 		}
-		batch, err = e.startCalls(ctx, q, rows)
+		batch, err = pf.startCalls(ctx, q, rows)
 		return err
 	})
 	if err != nil {
 		return 0, fmt.Errorf("claim actions: %w", err)
 	}
 	for _, c := range batch {
-		e.slots <- struct{}{}
-		e.unrecorded <- struct{}{}
-		c.answered = sync.OnceFunc(func() { <-e.slots })
-		e.inflight.Add(1)
+		pf.slots <- struct{}{}
+		pf.unrecorded <- struct{}{}
+		c.answered = sync.OnceFunc(func() { <-pf.slots })
+		pf.inflight.Add(1)
 		go func() {
-			defer func() { c.answered(); <-e.unrecorded; e.inflight.Done() }()
-			e.work(context.WithoutCancel(ctx), stopCtx, c)
+			defer func() { c.answered(); <-pf.unrecorded; pf.inflight.Done() }()
+			pf.work(context.WithoutCancel(ctx), stopCtx, c)
 		}()
 	}
 	return len(batch), nil
@@ -67,8 +67,8 @@ func (e *Engine) performBatch(ctx context.Context) (int, error) {
 
 // room is how many more actions this worker can take on now: a free call slot for
 // each, and room among the outcomes waiting to be recorded.
-func (e *Engine) room() int {
-	return min(cap(e.slots)-len(e.slots), cap(e.unrecorded)-len(e.unrecorded))
+func (pf *Performer) room() int {
+	return min(cap(pf.slots)-len(pf.slots), cap(pf.unrecorded)-len(pf.unrecorded))
 }
 
 // claim is one claimed action and what was prepared for it before its call.
@@ -81,9 +81,9 @@ type claim struct {
 
 // claimParams asks for up to n claims, and for the calls the claim itself can
 // start (see callsToStart).
-func (e *Engine) claimParams(n int) db.ActionClaimParams {
-	return db.ActionClaimParams{MaxActions: int32(n), Worker: e.p.Worker, LeaseSeconds: e.leaseFor(""),
-		Callable: e.callable, FillNames: e.fillNames}
+func (pf *Performer) claimParams(n int) db.ActionClaimParams {
+	return db.ActionClaimParams{MaxActions: int32(n), Worker: pf.p.Worker, LeaseSeconds: pf.leaseFor(""),
+		Callable: pf.callable, FillNames: pf.fillNames}
 }
 
 // callsToStart is what a claim needs to start calls by itself: the destinations this
@@ -107,20 +107,20 @@ func callsToStart(cfg *Config, destinations map[string]DestinationClient) (calla
 // result get their params filled in here and are started by one more statement. An
 // action whose params cannot be prepared is left out: its lease expires without a
 // started call and recovery makes it due again.
-func (e *Engine) startCalls(ctx context.Context, q *db.Queries, rows []db.ActionClaimRow) ([]claim, error) {
+func (pf *Performer) startCalls(ctx context.Context, q *db.Queries, rows []db.ActionClaimRow) ([]claim, error) {
 	batch := make([]claim, 0, len(rows))
 	var fill []claim
 	var p db.ActionStartCallsParams
 	for _, r := range rows {
 		c := claim{a: r.Action(), attemptID: r.AttemptID}
-		_, configured := e.p.Destinations[c.a.Destination]
+		_, configured := pf.p.Destinations[c.a.Destination]
 		switch {
 		case c.attemptID != 0:
 			c.params = c.a.Params
 		case c.a.ClaimedFrom != StateUncertain && configured:
-			params, err := e.fillResults(ctx, q, c.a)
+			params, err := pf.fillResults(ctx, q, c.a)
 			if err != nil {
-				e.logger.Warn("cannot prepare the call; its lease will expire and it will be tried again",
+				pf.logger.Warn("cannot prepare the call; its lease will expire and it will be tried again",
 					"action_id", c.a.ID, "err", err)
 				continue
 			}
@@ -134,7 +134,7 @@ func (e *Engine) startCalls(ctx context.Context, q *db.Queries, rows []db.Action
 	if len(fill) == 0 {
 		return batch, nil
 	}
-	p.Worker = e.p.Worker
+	p.Worker = pf.p.Worker
 	started, err := q.ActionStartCalls(ctx, p)
 	if err != nil {
 		return nil, fmt.Errorf("start calls: %w", err)
@@ -154,19 +154,19 @@ func (e *Engine) startCalls(ctx context.Context, q *db.Queries, rows []db.Action
 
 // leaseFor is the lease for a call to the named destination: longer than its timeout,
 // so a lease never expires while a live worker is still waiting for the reply.
-func (e *Engine) leaseFor(destination string) float64 {
+func (pf *Performer) leaseFor(destination string) float64 {
 	timeout := 30 * time.Second
-	if d, ok := e.cfg.Destination(destination); ok && d.Timeout > 0 {
+	if d, ok := pf.cfg.Destination(destination); ok && d.Timeout > 0 {
 		timeout = d.Timeout
 	} else if destination == "" {
-		timeout = e.maxTimeout()
+		timeout = pf.maxTimeout()
 	}
-	return (timeout + e.p.LeaseExtra).Seconds()
+	return (timeout + pf.p.LeaseExtra).Seconds()
 }
 
-func (e *Engine) maxTimeout() time.Duration {
+func (pf *Performer) maxTimeout() time.Duration {
 	var m time.Duration
-	for _, d := range e.cfg.Destinations {
+	for _, d := range pf.cfg.Destinations {
 		m = max(m, d.Timeout)
 	}
 	if m == 0 {
@@ -177,7 +177,7 @@ func (e *Engine) maxTimeout() time.Duration {
 
 // work performs or reconciles one claimed action. callCtx outlives a shutdown for the
 // grace period; stopCtx ending means the process is stopping.
-func (e *Engine) work(callCtx, stopCtx context.Context, c claim) {
+func (pf *Performer) work(callCtx, stopCtx context.Context, c claim) {
 	a := c.a
 	ctx, cancel := context.WithCancel(callCtx)
 	defer cancel()
@@ -187,29 +187,29 @@ func (e *Engine) work(callCtx, stopCtx context.Context, c claim) {
 		case <-stopCtx.Done():
 			select {
 			case <-ctx.Done():
-			case <-time.After(e.p.Grace):
+			case <-time.After(pf.p.Grace):
 				cancel()
 			}
 		}
 	}()
-	stopRenew := e.renewLease(ctx, a)
+	stopRenew := pf.renewLease(ctx, a)
 	defer stopRenew()
 	var err error
 	if a.ClaimedFrom == StateUncertain {
-		err = e.reconcile(ctx, c)
+		err = pf.reconcile(ctx, c)
 	} else {
-		err = e.call(ctx, c)
+		err = pf.call(ctx, c)
 	}
 	if err != nil {
-		e.logger.Warn("action step failed; its lease will expire and recovery decides",
+		pf.logger.Warn("action step failed; its lease will expire and recovery decides",
 			"action_id", a.ID, "err", err)
 	}
 }
 
 // renewLease keeps the lease alive while the call is in flight.
-func (e *Engine) renewLease(ctx context.Context, a db.Action) (stop func()) {
+func (pf *Performer) renewLease(ctx context.Context, a db.Action) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
-	every := max(e.p.LeaseExtra/3, 50*time.Millisecond)
+	every := max(pf.p.LeaseExtra/3, 50*time.Millisecond)
 	go func() {
 		t := time.NewTicker(every)
 		defer t.Stop()
@@ -218,12 +218,12 @@ func (e *Engine) renewLease(ctx context.Context, a db.Action) (stop func()) {
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				q := db.New(e.pool)
+				q := db.New(pf.pool)
 				if _, err := q.ActionRenewLease(ctx, db.ActionRenewLeaseParams{
-					Client: a.Client, ID: a.ID, Worker: &e.p.Worker, LeaseSeconds: e.leaseFor(a.Destination),
+					Client: a.Client, ID: a.ID, Worker: &pf.p.Worker, LeaseSeconds: pf.leaseFor(a.Destination),
 					LeaseToken: a.LeaseToken,
 				}); err != nil && ctx.Err() == nil {
-					e.logger.Debug("renew lease", "action_id", a.ID, "err", err)
+					pf.logger.Debug("renew lease", "action_id", a.ID, "err", err)
 				}
 			}
 		}
@@ -233,50 +233,24 @@ func (e *Engine) renewLease(ctx context.Context, a db.Action) (stop func()) {
 
 // call performs one started attempt: the call runs outside any transaction, and the
 // outcome is recorded through the decision table.
-func (e *Engine) call(ctx context.Context, c claim) error {
+func (pf *Performer) call(ctx context.Context, c claim) error {
 	a := c.a
-	dest, ok := e.p.Destinations[a.Destination]
+	dest, ok := pf.p.Destinations[a.Destination]
 	if !ok {
-		return e.record(a, 0, Outcome{Observed: ObsRejected, Detail: "destination " + a.Destination + " is not configured"})
+		return pf.record(a, 0, Outcome{Observed: ObsRejected, Detail: "destination " + a.Destination + " is not configured"})
 	}
 	start := time.Now()
 	out := dest.Perform(ctx, Call{OperationKey: a.OperationKey, Params: c.params, ActionName: a.Name, BusinessKey: a.BusinessKey})
 	c.answered()
-	e.p.Metrics.Attempt(a.Destination, out.Observed, time.Since(start))
-	e.logger.Debug("destination called", "action_id", a.ID, "destination", a.Destination,
+	pf.p.Metrics.Attempt(a.Destination, out.Observed, time.Since(start))
+	pf.logger.Debug("destination called", "action_id", a.ID, "destination", a.Destination,
 		"observed", string(out.Observed), "status", out.HTTPStatus)
-	return e.record(a, c.attemptID, out)
-}
-
-// startLookup writes a lookup attempt as started, in a transaction that commits
-// before the destination is asked. It fails when this worker no longer holds the lease.
-func (e *Engine) startLookup(ctx context.Context, a db.Action) (int64, error) {
-	var id int64
-	err := db.WithTx(ctx, e.pool, func(q *db.Queries) error {
-		held, err := q.ActionRenewLease(ctx, db.ActionRenewLeaseParams{
-			Client: a.Client, ID: a.ID, Worker: &e.p.Worker, LeaseSeconds: e.leaseFor(a.Destination),
-			LeaseToken: a.LeaseToken,
-		})
-		if err != nil {
-			return fmt.Errorf("renew lease: %w", err)
-		}
-		if held == 0 {
-			return fmt.Errorf("action %d: this worker no longer holds its lease", a.ID)
-		}
-		id, err = q.AttemptStart(ctx, db.AttemptStartParams{
-			Client: a.Client, ActionID: a.ID, Kind: "lookup", OperationKey: a.OperationKey, Worker: e.p.Worker,
-		})
-		if err != nil {
-			return fmt.Errorf("write started lookup: %w", err)
-		}
-		return nil
-	})
-	return id, err
+	return pf.record(a, c.attemptID, out)
 }
 
 // fillResults adds the params that name a predecessor's result to the stored ones.
-func (e *Engine) fillResults(ctx context.Context, q *db.Queries, a db.Action) (json.RawMessage, error) {
-	rule, ok := e.cfg.Action(a.Name)
+func (pf *Performer) fillResults(ctx context.Context, q *db.Queries, a db.Action) (json.RawMessage, error) {
+	rule, ok := pf.cfg.Action(a.Name)
 	if !ok || a.AfterID == nil {
 		return a.Params, nil
 	}

@@ -1,15 +1,19 @@
-package oncehook
+package destination
 
-import "net/http"
+import (
+	"net/http"
+
+	"github.com/oncehook/oncehook"
+)
 
 // idleConnsPerHost is how many connections to one destination stay open between
 // calls: enough for the engine's calls in flight (16 by default) and the lookups
 // and checks beside them.
 const idleConnsPerHost = 64
 
-// NewDestinationClients returns a client for every configured destination, by name.
-func NewDestinationClients(cfg *Config) map[string]DestinationClient {
-	out := make(map[string]DestinationClient, len(cfg.Destinations))
+// NewClients returns a client for every configured destination, by name.
+func NewClients(cfg *oncehook.Config) map[string]oncehook.DestinationClient {
+	out := make(map[string]oncehook.DestinationClient, len(cfg.Destinations))
 	// One transport for all HTTP destinations; each call sets its own timeout.
 	// Connections stay open between calls: net/http keeps only 2 idle connections
 	// per host by default, so with more calls in flight to one destination most
@@ -19,10 +23,10 @@ func NewDestinationClients(cfg *Config) map[string]DestinationClient {
 	client := &http.Client{Transport: transport}
 	for _, d := range cfg.Destinations {
 		switch d.Type {
-		case DestinationHTTP:
-			out[d.Name] = NewHTTPDestination(d, client)
-		case DestinationSMTP:
-			out[d.Name] = NewSMTPDestination(d)
+		case oncehook.DestinationHTTP:
+			out[d.Name] = NewHTTP(d, client)
+		case oncehook.DestinationSMTP:
+			out[d.Name] = NewSMTP(d)
 		}
 	}
 	return out

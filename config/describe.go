@@ -1,0 +1,31 @@
+package config
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/oncehook/oncehook"
+)
+
+// Describe writes what cfg does, for people: each source's ingest URL and each
+// rule's routing, as `oncehook check` prints it.
+func Describe(w io.Writer, cfg *oncehook.Config) {
+	fmt.Fprint(w, "Sources (paste the URL into the provider):\n")
+	for _, s := range cfg.Sources {
+		fmt.Fprintf(w, "  %-20s %s/hooks/%s  (%s, client %s, %s; secrets from %s)\n",
+			s.Name, cfg.BaseURL, s.Name, s.Provider, s.Client, s.Environment, s.SecretEnv)
+	}
+	fmt.Fprint(w, "\nRouting:\n")
+	for _, a := range cfg.Actions {
+		line := fmt.Sprintf("  %s: %s on [%s] -> %s, key [%s]", a.Name, a.Source,
+			strings.Join(a.On, ", "), a.Destination, strings.Join(a.Key, ", "))
+		if a.After != "" {
+			line += ", after " + a.After
+		}
+		if len(a.CancelledBy) > 0 {
+			line += ", cancelled by [" + strings.Join(a.CancelledBy, ", ") + "]"
+		}
+		fmt.Fprintf(w, "%s, owner %s\n", line, a.Owner)
+	}
+}
