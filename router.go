@@ -57,7 +57,10 @@ func (rt *Router) routeBatch(ctx context.Context, n int, careful bool) (int, err
 		return 0, fmt.Errorf("begin transaction: %w", err)
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // no-op after commit
-	q := db.New(tx)
+	// Planned per call: the router's first claims on a new database run against
+	// empty tables, and a generic plan made then (a sequential scan of the inbox)
+	// would be kept while a burst fills it (see db.PlannedPerCall).
+	q := db.New(db.PlannedPerCall(tx))
 	claimed, err := q.EventClaimReceived(ctx, int32(n))
 	if err != nil {
 		return 0, fmt.Errorf("claim events: %w", err)
