@@ -43,9 +43,9 @@ func openDatabase(ctx context.Context, env *environment, f dbFlags, logger *slog
 		d.embedded = emb
 		d.DSN = emb.DSN("oncehook")
 		if emb.Owned() {
-			logger.Info("embedded postgres started", "dir", f.dataDir)
+			logger.Info("embedded postgres started", "dir", emb.Dir())
 		} else {
-			logger.Info("embedded postgres already running; using it", "dir", f.dataDir)
+			logger.Info("embedded postgres already running; using it", "dir", emb.Dir())
 		}
 	}
 	if err := db.Migrate(ctx, d.DSN); err != nil {

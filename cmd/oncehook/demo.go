@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/oncehook/oncehook"
+	"github.com/oncehook/oncehook/db"
 	"github.com/oncehook/oncehook/demo"
 	"github.com/oncehook/oncehook/sandbox"
 )
@@ -212,8 +213,13 @@ func withHost(u, hostPort string) string {
 	return "http://" + hostPort
 }
 
-// resetDataDir deletes the embedded database, refusing while a server runs on it.
-func resetDataDir(dir string) error {
+// resetDataDir deletes the embedded database, wherever it is kept for dataDir,
+// refusing while a server runs on it.
+func resetDataDir(dataDir string) error {
+	dir, err := db.EmbeddedDataDir(dataDir)
+	if err != nil {
+		return err
+	}
 	if b, err := os.ReadFile(filepath.Join(dir, "postmaster.pid")); err == nil {
 		pid, _ := strconv.Atoi(strings.TrimSpace(strings.SplitN(string(b), "\n", 2)[0]))
 		if pid > 0 && syscall.Kill(pid, 0) == nil {
