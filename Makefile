@@ -8,11 +8,35 @@ export PATH := $(BIN):$(PATH)
 # when the machine's Go is older (its go.env says GOTOOLCHAIN=local).
 export GOTOOLCHAIN := auto
 
-.PHONY: run test generate check-generated tools vet build bench chromium
+.PHONY: run test generate check-generated tools vet build bench chromium postgres
 
 ## run: the demo: embedded Postgres, example config, sandbox CRM and mail, demo traffic
-run: build
+run: build postgres
 	./oncehook demo
+
+## postgres: the PostgreSQL server binaries the embedded database starts from (initdb,
+## pg_ctl, postgres), found where the launcher looks (db/embedded_bin.go: PATH, then the
+## distributions' versioned directories). When missing: as root with apt-get, Debian's
+## package, which puts them under /usr/lib/postgresql/NN/bin; otherwise the command to
+## run is printed and make stops.
+PG_DIRS = $(subst :, ,$(PATH)) /usr/lib/postgresql/*/bin /usr/pgsql-*/bin \
+	/opt/homebrew/opt/postgresql@*/bin /usr/local/opt/postgresql@*/bin
+postgres:
+	@for d in $(PG_DIRS); do \
+		if [ -x "$$d/initdb" ] && [ -x "$$d/pg_ctl" ] && [ -x "$$d/postgres" ]; then exit 0; fi; \
+	done; \
+	if ! command -v apt-get >/dev/null; then \
+		echo "make run needs PostgreSQL 14 or newer (initdb, pg_ctl, postgres): install its server"; \
+		echo "package from your system's packages, e.g. 'brew install postgresql@17' or"; \
+		echo "'dnf install postgresql-server', then run make run again"; exit 1; \
+	elif [ "$$(id -u)" != 0 ]; then \
+		echo "make run needs PostgreSQL 14 or newer (initdb, pg_ctl, postgres); install it with"; \
+		echo "  sudo apt-get update && sudo apt-get install -y postgresql"; \
+		echo "then run make run again"; exit 1; \
+	else \
+		echo "installing PostgreSQL for the embedded database (Debian's postgresql package)"; \
+		apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y postgresql; \
+	fi
 
 build:
 	go build -o oncehook ./cmd/oncehook

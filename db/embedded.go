@@ -56,9 +56,11 @@ type Embedded struct {
 // StartEmbedded starts (or reuses) a private PostgreSQL under p.Dir and returns
 // once it accepts connections, with the database "oncehook" created. If a server
 // already runs on p.Dir (another oncehook command started it), it is used and
-// Owned reports false. Errors: PostgreSQL missing or older than 14, a data
-// directory the server's user cannot reach, or initdb or the start failing (the
-// error then carries the end of the server log).
+// Owned reports false. As root, Postgres runs as the "postgres" user, and a new
+// cluster whose data directory that user cannot reach is kept under
+// /var/lib/oncehook instead (see EmbeddedDataDir and Dir). Errors: PostgreSQL
+// missing or older than 14, an existing cluster the server's user cannot reach,
+// or initdb or the start failing (the error then carries the end of the server log).
 func StartEmbedded(ctx context.Context, p EmbeddedParams) (*Embedded, error) {
 	if p.Dir == "" {
 		return nil, errors.New("embedded postgres: no data directory")
@@ -71,8 +73,14 @@ func StartEmbedded(ctx context.Context, p EmbeddedParams) (*Embedded, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
+	requested := dir
+	dir, user, closed, placeErr := placeDataDir(requested)
+	if placeErr != nil {
+		dir = requested
+	}
 	// Look for binaries before creating anything, so a machine without
-	// PostgreSQL is told so and left untouched.
+	// PostgreSQL is told so and left untouched (and told that first: before
+	// PostgreSQL is installed there is no "postgres" user either).
 	dataMajor, err := readPGVersion(dir)
 	if err != nil {
 		return nil, err
@@ -81,13 +89,22 @@ func StartEmbedded(ctx context.Context, p EmbeddedParams) (*Embedded, error) {
 	if err != nil {
 		return nil, err
 	}
+	if placeErr != nil {
+		return nil, placeErr
+	}
 	if dataMajor > 0 && dataMajor != bin.major {
 		return nil, fmt.Errorf("data directory %s holds PostgreSQL %d data but PostgreSQL %d was found: install PostgreSQL %d, move the directory away to start afresh, or set DATABASE_URL",
 			dir, dataMajor, bin.major, dataMajor)
 	}
-	user, err := chooseRunAs(dir)
-	if err != nil {
-		return nil, err
+	if dir != requested {
+		if err := prepareSpareDir(dir, requested); err != nil {
+			return nil, err
+		}
+		why := "where it was made"
+		if closed != "" {
+			why = fmt.Sprintf("because user %s cannot enter %s", user.name, closed)
+		}
+		logger.Info("embedded postgres data kept under "+spareRoot+", "+why, "data_dir", requested, "dir", dir)
 	}
 	if err := prepareDataDir(dir, user); err != nil {
 		return nil, err
@@ -104,6 +121,10 @@ func StartEmbedded(ctx context.Context, p EmbeddedParams) (*Embedded, error) {
 	}
 	return e, nil
 }
+
+// Dir returns the directory the cluster lives in: EmbeddedParams.Dir made
+// absolute, or the directory EmbeddedDataDir names in its place.
+func (e *Embedded) Dir() string { return e.dir }
 
 // DSN returns a pgx connection string for dbname over the server's unix socket.
 func (e *Embedded) DSN(dbname string) string {

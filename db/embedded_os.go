@@ -91,6 +91,20 @@ func (r *runAs) canSearch(fi fs.FileInfo) bool {
 // checkTraverse fails naming the first ancestor of dir that r cannot enter: as
 // root everything "works" until postgres, running as r, cannot open its own data.
 func checkTraverse(dir string, r *runAs) error {
+	closed, fi, err := firstClosed(dir, r)
+	if err != nil || closed == "" {
+		return err
+	}
+	return fmt.Errorf("embedded postgres runs as user %q, which cannot reach data directory %s: %s is not searchable by it (mode %04o); use a data directory it can reach, grant search permission on %s, or set DATABASE_URL",
+		r.name, dir, closed, fi.Mode().Perm(), closed)
+}
+
+// firstClosed returns the first ancestor of dir, from the root down, that r cannot
+// enter, or "" when r can pass through all of them. Ancestors that do not exist yet
+// count as open: prepareDataDir creates them 0755. It reads the permission bits, as
+// root cannot learn the answer by trying; an ACL granting r entry is not seen, and
+// such a directory counts as closed.
+func firstClosed(dir string, r *runAs) (string, fs.FileInfo, error) {
 	var ancestors []string
 	for p := filepath.Dir(dir); ; p = filepath.Dir(p) {
 		ancestors = append(ancestors, p)
@@ -101,15 +115,17 @@ func checkTraverse(dir string, r *runAs) error {
 	slices.Reverse(ancestors)
 	for _, p := range ancestors {
 		fi, err := os.Stat(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			return "", nil, nil
+		}
 		if err != nil {
-			return fmt.Errorf("check data directory: %w", err)
+			return "", nil, fmt.Errorf("check data directory: %w", err)
 		}
 		if !r.canSearch(fi) {
-			return fmt.Errorf("embedded postgres runs as user %q, which cannot reach data directory %s: %s is not searchable by it (mode %04o); use a data directory it can reach, grant search permission on %s, or set DATABASE_URL",
-				r.name, dir, p, fi.Mode().Perm(), p)
+			return p, fi, nil
 		}
 	}
-	return nil
+	return "", nil, nil
 }
 
 // prepareDataDir creates dir (0700) and, as root, hands it to r after checking r

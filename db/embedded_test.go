@@ -168,27 +168,89 @@ func TestEmbeddedTooOld(t *testing.T) {
 	}
 }
 
-func TestEmbeddedUnreachableDataDir(t *testing.T) {
+// As root, a new cluster whose data directory the postgres user cannot reach (a
+// checkout in root's 0700 home) goes under /var/lib/oncehook, found again by the
+// next start, and the closed directory is left as it was.
+func TestEmbeddedUnreachableDataDirKeptAside(t *testing.T) {
 	t.Parallel()
-	if os.Geteuid() != 0 {
-		t.Skip("only root runs Postgres as another user")
-	}
-	if _, err := user.Lookup("postgres"); err != nil {
-		t.Skip("no postgres user")
-	}
+	skipUnlessRoot(t)
 	closed := shortTempDir(t)
 	if err := os.Chmod(closed, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	dir := filepath.Join(closed, "pg")
+	dir := filepath.Join(closed, "oncehook", ".oncehook", "pg")
+	want, err := EmbeddedDataDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(want, spareRoot+"/") {
+		t.Fatalf("EmbeddedDataDir = %s, want a directory under %s", want, spareRoot)
+	}
+	t.Cleanup(func() { os.RemoveAll(filepath.Dir(want)) })
+
+	first := startEmbedded(t, dir)
+	if first.Dir() != want {
+		t.Fatalf("Dir() = %s, want %s", first.Dir(), want)
+	}
+	mustExec(t, first.DSN("oncehook"), "CREATE TABLE kept (v int); INSERT INTO kept VALUES (7)")
+	second := startEmbedded(t, dir)
+	if second.Owned() || second.Dir() != want {
+		t.Fatalf("second start: Owned() = %v, Dir() = %s; want the first's server in %s", second.Owned(), second.Dir(), want)
+	}
+	if got := mustQueryInt(t, second.DSN("oncehook"), "SELECT v FROM kept"); got != 7 {
+		t.Fatalf("via second: v = %d, want 7", got)
+	}
+	if got, err := EmbeddedDataDir(dir); err != nil || got != want {
+		t.Fatalf("EmbeddedDataDir after start = %s, %v; want %s", got, err, want)
+	}
+
+	fi, err := os.Stat(closed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o700 {
+		t.Errorf("%s: mode %04o, want 0700 as it was", closed, fi.Mode().Perm())
+	}
+	if _, err := os.Stat(filepath.Join(closed, "oncehook")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("something was created under %s: stat err = %v", closed, err)
+	}
+	note, err := os.ReadFile(filepath.Join(filepath.Dir(want), spareNote))
+	if err != nil || strings.TrimSpace(string(note)) != dir {
+		t.Errorf("%s = %q, %v; want %s", spareNote, note, err, dir)
+	}
+}
+
+// A cluster stays where it was made: when the way to it closes later, the start
+// fails and says why, rather than starting an empty one elsewhere.
+func TestEmbeddedUnreachableCluster(t *testing.T) {
+	t.Parallel()
+	skipUnlessRoot(t)
+	parent := shortTempDir(t)
+	dir := filepath.Join(parent, "pg")
+	if err := startEmbedded(t, dir).Stop(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(parent, 0o700); err != nil {
+		t.Fatal(err)
+	}
 	_, err := StartEmbedded(t.Context(), EmbeddedParams{Dir: dir})
 	if err == nil {
 		t.Fatal("err = nil, want the postgres user refused")
 	}
-	for _, want := range []string{`"postgres"`, "cannot reach data directory " + dir, closed + " is not searchable"} {
+	for _, want := range []string{`"postgres"`, "cannot reach data directory " + dir, parent + " is not searchable"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("err = %q, want it to contain %q", err, want)
 		}
+	}
+}
+
+func skipUnlessRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("not running as root: only root runs Postgres as another user")
+	}
+	if _, err := user.Lookup("postgres"); err != nil {
+		t.Skip("no postgres user")
 	}
 }
 

@@ -27,9 +27,14 @@ type Traffic struct {
 	Mail    *sandbox.Mail
 	Logger  *slog.Logger
 	Pace    time.Duration // between scripted steps; default 700ms
+	// Played, if set, is called once the script has played out, its delayed steps
+	// included (the CRM taking its token back, 40s after the last step); what
+	// follows is a steady stream that logs only its failures.
+	Played func()
 
 	client *http.Client
 	seq    int
+	later  sync.WaitGroup // the script's delayed steps
 }
 
 // step is one moment of the script.
@@ -59,6 +64,12 @@ func (t *Traffic) Run(ctx context.Context) {
 		}
 	}
 	t.Logger.Info("demo: script done; a new checkout every few seconds from now on")
+	go func() {
+		t.later.Wait()
+		if ctx.Err() == nil && t.Played != nil {
+			t.Played()
+		}
+	}()
 	for i := 0; ; i++ {
 		if !sleep(ctx, 4*t.Pace) {
 			return
@@ -140,12 +151,12 @@ func (t *Traffic) script() []step {
 			for range 3 {
 				t.checkout(ctx, t.next(), "completed", now, 8800)
 			}
-			go func() {
+			t.later.Go(func() {
 				if sleep(ctx, 40*time.Second) {
 					t.CRM.SetToken(t.Secrets["CRM_TOKEN"])
 					t.Logger.Info("demo: the CRM accepts the original token again: an admin can Reconnect it on /destinations")
 				}
-			}()
+			})
 		}},
 	}
 }

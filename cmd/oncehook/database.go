@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"flag"
+	"io"
 	"log/slog"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -42,9 +43,9 @@ func openDatabase(ctx context.Context, env *environment, f dbFlags, logger *slog
 		d.embedded = emb
 		d.DSN = emb.DSN("oncehook")
 		if emb.Owned() {
-			logger.Info("embedded postgres started", "dir", f.dataDir)
+			logger.Info("embedded postgres started", "dir", emb.Dir())
 		} else {
-			logger.Info("embedded postgres already running; using it", "dir", f.dataDir)
+			logger.Info("embedded postgres already running; using it", "dir", emb.Dir())
 		}
 	}
 	if err := db.Migrate(ctx, d.DSN); err != nil {
@@ -89,7 +90,10 @@ func (d *database) Close(ctx context.Context, logger *slog.Logger) {
 // newLogger builds the process logger from ONCEHOOK_LOG_LEVEL (debug, info, warn,
 // error; default info) and ONCEHOOK_LOG_FORMAT (text or json; default text). An
 // unknown value falls back to the default and says so, rather than refusing to start.
-func newLogger(env *environment) *slog.Logger {
+func newLogger(env *environment) *slog.Logger { return newLoggerTo(env, env.stderr) }
+
+// newLoggerTo is newLogger writing to w.
+func newLoggerTo(env *environment, w io.Writer) *slog.Logger {
 	var level slog.Level
 	levelText := env.getenv("ONCEHOOK_LOG_LEVEL")
 	badLevel := levelText != "" && level.UnmarshalText([]byte(levelText)) != nil
@@ -97,9 +101,9 @@ func newLogger(env *environment) *slog.Logger {
 	var logger *slog.Logger
 	switch format := env.getenv("ONCEHOOK_LOG_FORMAT"); format {
 	case "json":
-		logger = slog.New(slog.NewJSONHandler(env.stderr, opts))
+		logger = slog.New(slog.NewJSONHandler(w, opts))
 	default:
-		logger = slog.New(slog.NewTextHandler(env.stderr, opts))
+		logger = slog.New(slog.NewTextHandler(w, opts))
 		if format != "" && format != "text" {
 			logger.Warn("unknown ONCEHOOK_LOG_FORMAT; using text", "value", format)
 		}

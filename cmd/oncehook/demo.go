@@ -17,6 +17,7 @@ import (
 
 	"github.com/oncehook/oncehook"
 	"github.com/oncehook/oncehook/config"
+	"github.com/oncehook/oncehook/db"
 	"github.com/oncehook/oncehook/demo"
 	"github.com/oncehook/oncehook/sandbox"
 )
@@ -30,8 +31,10 @@ changed payload, out-of-order events, a cancellation, CRM timeouts, 429s, a 422
 and a credential failure. Within a minute every queue has items.
 
 It creates an admin with a fresh random password and prints the dashboard URL and
-the login. Ctrl-C stops everything, Postgres included; the data stays for next
-time, and --reset starts clean.
+the login, then the script's steps, then the URL and login again once the script
+has played out. Requests and workers log to demo.log in the data directory, not
+to the terminal. Ctrl-C stops everything, Postgres included; the data stays for
+next time, and --reset starts clean.
 `
 
 const demoAdmin = "admin@example.com"
@@ -68,7 +71,7 @@ func runDemo(ctx context.Context, env *environment, args []string) error {
 	if err != nil {
 		return err
 	}
-	logger := newLogger(env)
+	term := newLogger(env)
 
 	crm := sandbox.NewCRM(sandbox.CRMParams{Token: secrets["CRM_TOKEN"], KeyTTL: 24 * time.Hour})
 	crmLn, err := net.Listen("tcp", *crmAddr)
@@ -87,10 +90,19 @@ func runDemo(ctx context.Context, env *environment, args []string) error {
 		return err
 	}
 
-	d, err := openDatabase(ctx, env, df, logger, 16)
+	d, err := openDatabase(ctx, env, df, term, 16)
 	if err != nil {
 		return err
 	}
+	// The log goes beside Postgres's server.log, where the data is.
+	logPath := filepath.Join(d.embedded.Dir(), "demo.log")
+	screen, err := openDemoScreen(ctx, env, logPath)
+	if err != nil {
+		d.Close(context.WithoutCancel(ctx), term)
+		return err
+	}
+	defer screen.Close()
+	logger, trafficLogger := screen.loggers(env, term)
 	defer d.Close(context.WithoutCancel(ctx), logger)
 	password := randomText(12)
 	if err := oncehook.EnsureUser(ctx, d.Pool, demoAdmin, oncehook.RoleAdmin, password); err != nil {
@@ -98,27 +110,46 @@ func runDemo(ctx context.Context, env *environment, args []string) error {
 	}
 
 	return runServices(ctx, env, cfg, d, logger, services{http: true, onListening: func(addr string) {
-		fmt.Fprintf(env.stdout, `
-oncehook demo is running.
+		b := demoBanner{addr: addr, password: password, crm: crmLn.Addr().String(), mail: mail.Addr(),
+			data: d.embedded.Dir(), log: logPath}
+		screen.show(b.text(false), phaseProgress)
+		traffic := &demo.Traffic{BaseURL: "http://" + addr, Config: cfg, Secrets: secrets, CRM: crm, Mail: mail,
+			Logger: trafficLogger, Pace: *pace, Played: func() { screen.show(b.text(true), phaseQuiet) }}
+		go traffic.Run(ctx)
+	}})
+}
 
-  Dashboard:  http://%[1]s/
-  Login:      %[2]s  /  %[3]s
+// demoBanner is what the demo shows once it listens, and again once its script
+// has played out, so the login is the last thing on screen.
+type demoBanner struct {
+	addr, password, crm, mail, data, log string
+}
 
-  Sandbox CRM records: http://%[4]s%[6]s    Mail sink: smtp://%[5]s
+func (b demoBanner) text(played bool) string {
+	head := "oncehook demo is running. Its steps follow; then this is shown again."
+	if played {
+		head = "oncehook demo: the script has played out; the queues show what it left. New\n" +
+			"checkouts keep arriving, quietly: requests and workers log to the file below."
+	}
+	return fmt.Sprintf(`
+%[1]s
+
+  Dashboard:  http://%[2]s/
+  Login:      %[3]s  /  %[4]s
+
+  Sandbox CRM records: http://%[5]s%[6]s    Mail sink: smtp://%[7]s
+  Postgres data:       %[8]s
+  Log:                 %[9]s
 
 Look first at the queues on the overview: Failed (a CRM 422 and an email whose
 outcome nobody can know), Uncertain (a CRM timeout waiting for its lookup),
-Outstanding (actions held after the CRM token was rotated: Reconnect it on
-Destinations once the log says it is back). Open an action to see its events,
-attempts and audit trail, and try Retry, Resolve or Assign.
+Outstanding (actions held after the CRM token was rotated: once the demo says the
+CRM accepts it again, Reconnect it on Destinations). Open an action to see its
+events, attempts and audit trail, and try Retry, Resolve or Assign.
 
 Ctrl-C stops everything. 'oncehook demo --reset' starts clean.
 
-`, addr, demoAdmin, password, crmLn.Addr(), mail.Addr(), sandbox.InspectPath)
-		traffic := &demo.Traffic{BaseURL: "http://" + addr, Config: cfg, Secrets: secrets, CRM: crm, Mail: mail,
-			Logger: logger, Pace: *pace}
-		go traffic.Run(ctx)
-	}})
+`, head, b.addr, demoAdmin, b.password, b.crm, sandbox.InspectPath, b.mail, b.data, b.log)
 }
 
 // demoSecrets are the signing secrets and CRM token of this run: fresh random values
@@ -183,8 +214,13 @@ func withHost(u, hostPort string) string {
 	return "http://" + hostPort
 }
 
-// resetDataDir deletes the embedded database, refusing while a server runs on it.
-func resetDataDir(dir string) error {
+// resetDataDir deletes the embedded database, wherever it is kept for dataDir,
+// refusing while a server runs on it.
+func resetDataDir(dataDir string) error {
+	dir, err := db.EmbeddedDataDir(dataDir)
+	if err != nil {
+		return err
+	}
 	if b, err := os.ReadFile(filepath.Join(dir, "postmaster.pid")); err == nil {
 		pid, _ := strconv.Atoi(strings.TrimSpace(strings.SplitN(string(b), "\n", 2)[0]))
 		if pid > 0 && syscall.Kill(pid, 0) == nil {

@@ -13,9 +13,10 @@ import (
 	"time"
 )
 
-// TestDemo runs `oncehook demo` for about half a minute, as a newcomer would, and
-// checks through the JSON API that every queue filled and that the sandbox CRM holds
-// one record per operation.
+// TestDemo runs `oncehook demo` for about a minute, as a newcomer would, and checks
+// through the JSON API that every queue filled and that the sandbox CRM holds one
+// record per operation, and on its output that the login is the last thing on
+// screen once the script has played out and more traffic has come.
 func TestDemo(t *testing.T) {
 	dir, err := os.MkdirTemp("/tmp", "ohdemo-")
 	if err != nil {
@@ -107,6 +108,31 @@ func TestDemo(t *testing.T) {
 		t.Errorf("nothing reached the CRM: %d records, %d confirmed", len(records), crmConfirmed)
 	}
 
+	// Once the script has played out the banner comes again, and the traffic
+	// that keeps coming leaves it the last thing on screen.
+	p.waitOutputWithin(t, bannerPlayed, 120*time.Second)
+	newest := func() string {
+		var page struct {
+			Events []struct {
+				ID string `json:"id"`
+			} `json:"events"`
+		}
+		get(base+"/api/v1/events?limit=1", token, &page)
+		if len(page.Events) == 0 {
+			return ""
+		}
+		return page.Events[0].ID
+	}
+	before := newest()
+	deadline = time.Now().Add(60 * time.Second)
+	for newest() == before {
+		if time.Now().After(deadline) {
+			t.Fatalf("no new event after the last banner (newest %s)", before)
+		}
+		time.Sleep(200 * time.Millisecond) // poll interval
+	}
+	checkBannerLast(t, p.out.String())
+
 	if err := p.cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
@@ -121,6 +147,42 @@ func TestDemo(t *testing.T) {
 		t.Errorf("Postgres still running after Ctrl-C")
 	}
 	waitNoPostgres(t, dataDir)
+}
+
+// bannerPlayed starts the banner the demo shows once its script has played out.
+const bannerPlayed = `oncehook demo: the script has played out`
+
+// checkBannerLast fails unless the demo's output ends with its last banner: the
+// URL, the login, and nothing after the closing line.
+func checkBannerLast(t *testing.T, out string) {
+	t.Helper()
+	i := strings.LastIndex(out, bannerPlayed)
+	if i < 0 {
+		t.Fatalf("no %q in output:\n%s", bannerPlayed, tail(out, 3000))
+	}
+	last := out[i:]
+	for _, re := range []string{`Dashboard:\s+http://\S+`, `Login:\s+admin@example.com\s+/\s+\S{12}`} {
+		if !regexp.MustCompile(re).MatchString(last) {
+			t.Errorf("the last banner has no %s:\n%s", re, last)
+		}
+	}
+	if !strings.HasSuffix(strings.TrimSpace(last), "'oncehook demo --reset' starts clean.") {
+		t.Errorf("output after the last banner; want the banner last:\n%s", tail(out, 3000))
+	}
+}
+
+func (p *process) waitOutputWithin(t *testing.T, re string, d time.Duration) string {
+	t.Helper()
+	rx := regexp.MustCompile(re)
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if m := rx.FindString(p.out.String()); m != "" {
+			return m
+		}
+		time.Sleep(50 * time.Millisecond) // poll interval
+	}
+	t.Fatalf("no %q in output within %s:\n%s", re, d, tail(p.out.String(), 3000))
+	return ""
 }
 
 func tail(s string, n int) string {
