@@ -38,16 +38,17 @@ type Inbox struct {
 	batch *batcher
 }
 
-// NewInbox returns an Inbox writing to pool. It runs until Close.
-func NewInbox(pool *pgxpool.Pool, logger *slog.Logger) *Inbox {
-	return newInbox(pool, logger, batchParams{})
+// NewInbox returns an Inbox writing to pool. It runs until Close. metrics may be
+// nil; otherwise every group commit is observed in oncehook_ingest_batch_size.
+func NewInbox(pool *pgxpool.Pool, logger *slog.Logger, metrics *Metrics) *Inbox {
+	return newInbox(pool, logger, metrics, batchParams{})
 }
 
-func newInbox(pool *pgxpool.Pool, logger *slog.Logger, p batchParams) *Inbox {
+func newInbox(pool *pgxpool.Pool, logger *slog.Logger, metrics *Metrics, p batchParams) *Inbox {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	return &Inbox{batch: newBatcher(pool, logger, p)}
+	return &Inbox{batch: newBatcher(pool, logger, metrics, p)}
 }
 
 // Close stops taking deliveries and returns once every delivery already handed to
