@@ -149,7 +149,9 @@ func TestEnsureUser(t *testing.T) {
 	// Two at once, as two demo runs starting together would: both succeed, one user.
 	errs := make(chan error, 2)
 	for range 2 {
-		go func() { errs <- oncehook.EnsureUser(ctx, pool, "demo@example.com", oncehook.RoleAdmin, "first password") }()
+		go func() {
+			errs <- oncehook.EnsureUser(ctx, pool, "demo@example.com", oncehook.RoleAdmin, "first password")
+		}()
 	}
 	for range 2 {
 		if err := <-errs; err != nil {
