@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
-	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -67,28 +66,16 @@ func CheckDelivery(d Delivery) error {
 		if len(v) > maxIdentityLen {
 			return Errorf(EINVALID, "the %s is longer than %d bytes", name, maxIdentityLen)
 		}
-		if !printableText(v) {
+		if !isStorableText(v) {
 			return Errorf(EINVALID, "the %s is not valid UTF-8 text", name)
 		}
 	}
 	for k, v := range d.Headers {
-		if !printableText(k) || !printableText(v) {
+		if !isStorableText(k) || !isStorableText(v) {
 			return Errorf(EINVALID, "header %q is not valid UTF-8 text", k)
 		}
 	}
 	return nil
-}
-
-func printableText(s string) bool {
-	if !utf8.ValidString(s) {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] == 0 {
-			return false
-		}
-	}
-	return true
 }
 
 // Accept stores one verified delivery and returns once it is committed. A repeat of

@@ -11,7 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/oncehook/oncehook/db"
@@ -373,12 +372,8 @@ func writeBatch(ctx context.Context, pool *pgxpool.Pool, batch []*pendingDeliver
 // database refusing this very row is the row's problem (EINVALID); anything else is
 // storage trouble the sender should wait out (EUNAVAILABLE).
 func storeError(err error) error {
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && !db.IsUnavailable(err) {
-		switch pgErr.Code[:2] {
-		case "22", "23", "54": // data exception, integrity constraint, program limit
-			return &Error{Code: EINVALID, Message: "The delivery could not be stored as sent.", Err: err}
-		}
+	if _, refused := db.Refused(err); refused {
+		return &Error{Code: EINVALID, Message: "The delivery could not be stored as sent.", Err: err}
 	}
 	return unavailable(err)
 }
