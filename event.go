@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
-	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -38,16 +37,17 @@ type Inbox struct {
 	batch *batcher
 }
 
-// NewInbox returns an Inbox writing to pool. It runs until Close.
-func NewInbox(pool *pgxpool.Pool, logger *slog.Logger) *Inbox {
-	return newInbox(pool, logger, batchParams{})
+// NewInbox returns an Inbox writing to pool. It runs until Close. metrics may be
+// nil; otherwise every group commit is observed in oncehook_ingest_batch_size.
+func NewInbox(pool *pgxpool.Pool, logger *slog.Logger, metrics *Metrics) *Inbox {
+	return newInbox(pool, logger, metrics, batchParams{})
 }
 
-func newInbox(pool *pgxpool.Pool, logger *slog.Logger, p batchParams) *Inbox {
+func newInbox(pool *pgxpool.Pool, logger *slog.Logger, metrics *Metrics, p batchParams) *Inbox {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	return &Inbox{batch: newBatcher(pool, logger, p)}
+	return &Inbox{batch: newBatcher(pool, logger, metrics, p)}
 }
 
 // Close stops taking deliveries and returns once every delivery already handed to
@@ -66,28 +66,16 @@ func CheckDelivery(d Delivery) error {
 		if len(v) > maxIdentityLen {
 			return Errorf(EINVALID, "the %s is longer than %d bytes", name, maxIdentityLen)
 		}
-		if !printableText(v) {
+		if !isStorableText(v) {
 			return Errorf(EINVALID, "the %s is not valid UTF-8 text", name)
 		}
 	}
 	for k, v := range d.Headers {
-		if !printableText(k) || !printableText(v) {
+		if !isStorableText(k) || !isStorableText(v) {
 			return Errorf(EINVALID, "header %q is not valid UTF-8 text", k)
 		}
 	}
 	return nil
-}
-
-func printableText(s string) bool {
-	if !utf8.ValidString(s) {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] == 0 {
-			return false
-		}
-	}
-	return true
 }
 
 // Accept stores one verified delivery and returns once it is committed. A repeat of

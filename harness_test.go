@@ -167,7 +167,7 @@ func newWorld(t *testing.T, o worldOptions) *world {
 	logger := slog.New(slog.NewTextHandler(w.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	clients := destination.NewClients(w.cfg)
 	w.metrics = oncehook.NewMetrics(w.pool)
-	e := web.New(web.Params{Config: w.cfg, Pool: w.pool, Inbox: oncehook.NewInbox(w.pool, logger),
+	e := web.New(web.Params{Config: w.cfg, Pool: w.pool, Inbox: oncehook.NewInbox(w.pool, logger, w.metrics),
 		Review: oncehook.NewReview(w.pool, w.cfg, clients), Logger: logger, Metrics: w.metrics})
 	srv := httptest.NewServer(e)
 	t.Cleanup(srv.Close)

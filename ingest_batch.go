@@ -11,7 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/oncehook/oncehook/db"
@@ -58,9 +57,10 @@ type batchReply struct {
 
 // batcher collects deliveries into batches and writes each batch with one statement.
 type batcher struct {
-	pool   *pgxpool.Pool
-	logger *slog.Logger
-	p      batchParams
+	pool    *pgxpool.Pool
+	logger  *slog.Logger
+	metrics *Metrics // may be nil
+	p       batchParams
 
 	queue    chan *pendingDelivery
 	slots    chan struct{} // one token per batch being written
@@ -73,7 +73,7 @@ type batcher struct {
 	closeOnce sync.Once
 }
 
-func newBatcher(pool *pgxpool.Pool, logger *slog.Logger, p batchParams) *batcher {
+func newBatcher(pool *pgxpool.Pool, logger *slog.Logger, metrics *Metrics, p batchParams) *batcher {
 	if p.size <= 0 {
 		p.size = defaultBatchSize
 	}
@@ -84,7 +84,7 @@ func newBatcher(pool *pgxpool.Pool, logger *slog.Logger, p batchParams) *batcher
 		p.flushers = defaultFlushers
 	}
 	b := &batcher{
-		pool: pool, logger: logger, p: p,
+		pool: pool, logger: logger, metrics: metrics, p: p,
 		queue:   make(chan *pendingDelivery, p.size*(p.flushers+1)),
 		slots:   make(chan struct{}, p.flushers),
 		closing: make(chan struct{}),
@@ -223,6 +223,7 @@ func (b *batcher) flush(batch []*pendingDelivery) {
 	defer cancel()
 	replies, err := writeBatch(ctx, b.pool, live)
 	if err == nil {
+		b.metrics.IngestBatch(len(live))
 		for i, d := range live {
 			if replies[i].err != nil {
 				b.logger.Warn("delivery stored, but its conflicting body not kept; the sender is told to retry",
@@ -249,6 +250,7 @@ func (b *batcher) flush(batch []*pendingDelivery) {
 			d.reply <- batchReply{err: storeError(err)}
 			continue
 		}
+		b.metrics.IngestBatch(1)
 		d.reply <- replies[0]
 	}
 }
@@ -370,12 +372,8 @@ func writeBatch(ctx context.Context, pool *pgxpool.Pool, batch []*pendingDeliver
 // database refusing this very row is the row's problem (EINVALID); anything else is
 // storage trouble the sender should wait out (EUNAVAILABLE).
 func storeError(err error) error {
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && !db.IsUnavailable(err) {
-		switch pgErr.Code[:2] {
-		case "22", "23", "54": // data exception, integrity constraint, program limit
-			return &Error{Code: EINVALID, Message: "The delivery could not be stored as sent.", Err: err}
-		}
+	if _, refused := db.Refused(err); refused {
+		return &Error{Code: EINVALID, Message: "The delivery could not be stored as sent.", Err: err}
 	}
 	return unavailable(err)
 }

@@ -170,7 +170,7 @@ CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCE
 CREATE TRIGGER refuse BEFORE INSERT ON event_conflicts FOR EACH ROW EXECUTE FUNCTION refuse();`); err != nil {
 		t.Fatal(err)
 	}
-	b := newBatcher(pool, slog.New(slog.NewTextHandler(io.Discard, nil)), batchParams{})
+	b := newBatcher(pool, slog.New(slog.NewTextHandler(io.Discard, nil)), nil, batchParams{})
 	t.Cleanup(b.close)
 	batch := []*pendingDelivery{
 		queued(t, "evt_a", `{"n":1}`),
@@ -213,7 +213,7 @@ func TestBatchIsolatesBadRow(t *testing.T) {
 	if _, err := pool.Exec(ctx, `ALTER TABLE events ADD CONSTRAINT no_poison CHECK (source_event_id <> 'evt_poison')`); err != nil {
 		t.Fatal(err)
 	}
-	b := newBatcher(pool, slog.New(slog.NewTextHandler(io.Discard, nil)), batchParams{})
+	b := newBatcher(pool, slog.New(slog.NewTextHandler(io.Discard, nil)), nil, batchParams{})
 	t.Cleanup(b.close)
 	batch := []*pendingDelivery{
 		queued(t, "evt_1", `{"n":1}`),
@@ -237,7 +237,7 @@ func TestBatchIsolatesBadRow(t *testing.T) {
 func TestBatchSkipsCallersThatLeft(t *testing.T) {
 	t.Parallel()
 	pool := dbtest.New(t)
-	b := newBatcher(pool, slog.New(slog.NewTextHandler(io.Discard, nil)), batchParams{})
+	b := newBatcher(pool, slog.New(slog.NewTextHandler(io.Discard, nil)), nil, batchParams{})
 	t.Cleanup(b.close)
 	gone := queued(t, "evt_gone", `{}`)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -257,7 +257,7 @@ func TestInboxCloseFlushes(t *testing.T) {
 	t.Parallel()
 	pool := dbtest.New(t)
 	// Batches that would wait an hour for company: only Close writes them.
-	in := newInbox(pool, slog.New(slog.NewTextHandler(io.Discard, nil)), batchParams{size: 1000, wait: time.Hour})
+	in := newInbox(pool, slog.New(slog.NewTextHandler(io.Discard, nil)), nil, batchParams{size: 1000, wait: time.Hour})
 	var batch []*pendingDelivery
 	for _, id := range []string{"evt_1", "evt_2", "evt_2", "evt_3"} {
 		d := queued(t, id, `{"id":"`+id+`"}`)
@@ -295,9 +295,11 @@ func TestInboxCloseFlushes(t *testing.T) {
 func TestInboxAcceptsTogether(t *testing.T) {
 	t.Parallel()
 	pool := dbtest.New(t)
-	in := newInbox(pool, slog.New(slog.NewTextHandler(io.Discard, nil)), batchParams{size: 8, wait: time.Hour})
+	metrics := NewMetrics(pool)
+	in := newInbox(pool, slog.New(slog.NewTextHandler(io.Discard, nil)), metrics, batchParams{size: 8, wait: time.Hour})
 	t.Cleanup(in.Close)
-	// Eight callers fill one batch, which is written without waiting out the hour.
+	// Eight callers fill one batch, which is written without waiting out the hour:
+	// one statement, so one transaction wrote every row, and one group commit of 8.
 	type result struct {
 		rc  Receipt
 		err error
@@ -326,6 +328,31 @@ func TestInboxAcceptsTogether(t *testing.T) {
 	if diff := cmp.Diff([]int{2, 2, 2, 2}, deliveries(t, pool), cmpopts.EquateEmpty()); diff != "" {
 		t.Errorf("deliveries per event (-want +got):\n%s", diff)
 	}
+	if n := count(t, pool, `SELECT count(DISTINCT xmin::text) FROM events`); n != 1 {
+		t.Errorf("the events were written by %d transactions, want 1", n)
+	}
+	commits, size := batchSizes(t, metrics)
+	if commits != 1 || size != 8 {
+		t.Errorf("oncehook_ingest_batch_size observed %d commits of %v deliveries in all, want 1 of 8", commits, size)
+	}
+}
+
+// batchSizes reads oncehook_ingest_batch_size: how many group commits it observed
+// and the deliveries they wrote in all.
+func batchSizes(t *testing.T, m *Metrics) (uint64, float64) {
+	t.Helper()
+	families, err := m.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() == "oncehook_ingest_batch_size" {
+			h := f.GetMetric()[0].GetHistogram()
+			return h.GetSampleCount(), h.GetSampleSum()
+		}
+	}
+	t.Fatal("oncehook_ingest_batch_size is not registered")
+	return 0, 0
 }
 
 func deliveries(t *testing.T, pool *pgxpool.Pool) []int {

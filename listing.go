@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/oncehook/oncehook/db"
 )
@@ -59,17 +57,6 @@ func (r *Review) ListActions(ctx context.Context, f ActionFilter) (ActionPage, e
 		page.NextCursor = strconv.FormatInt(rows[len(rows)-1].ID, 10)
 	}
 	return page, nil
-}
-
-// checkText refuses values Postgres cannot take as text (invalid UTF-8, NUL bytes)
-// with EINVALID naming what, instead of letting the query fail as a 500.
-func checkText(what string, values ...string) error {
-	for _, v := range values {
-		if !utf8.ValidString(v) || strings.ContainsRune(v, 0) {
-			return Errorf(EINVALID, "The %s is not valid text.", what)
-		}
-	}
-	return nil
 }
 
 func parseCursor(c string) (*int64, error) {

@@ -69,6 +69,8 @@ func TestMetricsAfterKnownSequence(t *testing.T) {
 		`oncehook_deliveries_total{outcome="duplicate",reason="",source="stripe-live"}`:         1,
 		`oncehook_deliveries_total{outcome="rejected",reason="signature",source="stripe-live"}`: 1,
 		`oncehook_ingest_duration_seconds_count`:                                                4,
+		`oncehook_ingest_batch_size_count`:                                                      4, // one at a time: a commit each
+		`oncehook_ingest_batch_size_sum`:                                                        4,
 	}
 	for k, v := range want {
 		if got, ok := m[k]; !ok || got != v {

@@ -94,11 +94,6 @@ func withoutResult(out Outcome) Outcome {
 	return out
 }
 
-// storableText is s without NUL bytes and with invalid UTF-8 replaced.
-func storableText(s string) string {
-	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "")
-}
-
 // maxDecisionGroup bounds the decisions written by one statement.
 const maxDecisionGroup = 64
 
@@ -148,7 +143,7 @@ func (pf *Performer) writeGroup(group []*pendingDecision) {
 		}
 		return
 	}
-	if _, refused := contentRefused(err); refused && len(group) == 1 && group[0].out.Result != nil {
+	if _, refused := db.Refused(err); refused && len(group) == 1 && group[0].out.Result != nil {
 		// The database refuses something in the reply document: the outcome
 		// still counts, so it is recorded without it.
 		group[0].out = withoutResult(group[0].out)
@@ -261,14 +256,4 @@ func retryStorage(ctx context.Context, fn func() error) error {
 		sleepCtx(ctx, delay)
 		delay = min(delay*2, 2*time.Second)
 	}
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && s[n]&0xC0 == 0x80 { // do not cut a UTF-8 sequence
-		n--
-	}
-	return s[:n] + "…"
 }

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/oncehook/oncehook/db"
 )
@@ -31,19 +30,9 @@ func (rt *Router) RouteBatch(ctx context.Context, n int) (int, error) {
 // errContentRefused marks a batch that failed on an event's content, not on storage.
 var errContentRefused = errors.New("an event's content was refused by the database")
 
-// contentRefused says whether err is the database refusing data (class 22, data
-// exception, or 54, program limit exceeded) rather than failing to store it.
-func contentRefused(err error) (*pgconn.PgError, bool) {
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && (pgErr.Code[:2] == "22" || pgErr.Code[:2] == "54") {
-		return pgErr, true
-	}
-	return nil, false
-}
-
 // refusedOr marks err as errContentRefused when the database refused data.
 func refusedOr(err error) error {
-	if _, refused := contentRefused(err); refused {
+	if _, refused := db.Refused(err); refused {
 		return fmt.Errorf("%w: %w", errContentRefused, err)
 	}
 	return err
@@ -170,7 +159,7 @@ func (rt *Router) routeSetAside(ctx context.Context, tx pgx.Tx, ev db.Event) (ro
 		r.links(&links)
 		return linkEvents(ctx, q, links)
 	})
-	pgErr, refused := contentRefused(err)
+	pgErr, refused := db.Refused(err)
 	if !refused {
 		return r, err
 	}

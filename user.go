@@ -194,6 +194,17 @@ func changeUser(ctx context.Context, pool *pgxpool.Pool, actor Actor, id int64, 
 		return Errorf(EFORBIDDEN, "Only admins can change users.")
 	}
 	return db.WithTx(ctx, pool, func(q *db.Queries) error {
+		// Two admins removing each other at once would each count the other and
+		// leave none: the enabled admins are locked first, so the second change
+		// counts what the first one left. The user is read after the lock for the
+		// same reason.
+		var admins []int64
+		if removesAdmin {
+			var err error
+			if admins, err = q.UserLockAdmins(ctx); err != nil {
+				return fmt.Errorf("lock admins: %w", err)
+			}
+		}
 		u, err := q.UserGet(ctx, id)
 		if db.IsNotFound(err) {
 			return Errorf(ENOTFOUND, "User %d does not exist.", id)
@@ -201,14 +212,8 @@ func changeUser(ctx context.Context, pool *pgxpool.Pool, actor Actor, id int64, 
 		if err != nil {
 			return fmt.Errorf("read user: %w", err)
 		}
-		if removesAdmin && u.Role == RoleAdmin && !u.Disabled {
-			n, err := q.UserCountAdmins(ctx)
-			if err != nil {
-				return fmt.Errorf("count admins: %w", err)
-			}
-			if n <= 1 {
-				return Errorf(ECONFLICT, "%s is the last admin; make another admin first.", u.Email)
-			}
+		if removesAdmin && u.Role == RoleAdmin && !u.Disabled && len(admins) <= 1 {
+			return Errorf(ECONFLICT, "%s is the last admin; make another admin first.", u.Email)
 		}
 		if err := apply(q); err != nil {
 			return fmt.Errorf("change user: %w", err)

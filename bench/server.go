@@ -249,7 +249,7 @@ func (b *bench) startInProcess(ctx context.Context, config string, concurrency i
 		logger = slog.Default()
 	}
 	clients := destinations.NewClients(cfg)
-	inbox := oncehook.NewInbox(pool, logger)
+	inbox := oncehook.NewInbox(pool, logger, nil)
 	eng := oncehook.NewEngine(oncehook.EngineParams{Pool: pool, Config: cfg, Destinations: clients,
 		Logger: logger, Concurrency: concurrency})
 	engCtx, stopEngine := context.WithCancel(context.WithoutCancel(ctx))

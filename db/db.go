@@ -4,12 +4,10 @@ package db
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -57,37 +55,4 @@ func WithTx(ctx context.Context, b Beginner, fn func(q *Queries) error) error {
 		return fmt.Errorf("commit transaction: %w", err)
 	}
 	return nil
-}
-
-// IsNotFound reports whether err means a query found no row.
-func IsNotFound(err error) bool { return errors.Is(err, pgx.ErrNoRows) }
-
-// IsUniqueViolation reports whether err is a unique-constraint violation.
-func IsUniqueViolation(err error) bool {
-	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && pgErr.Code == "23505"
-}
-
-// IsUnavailable reports whether err means the database could not be reached or
-// answered in time, as opposed to refusing a statement: the caller should say
-// "try again later" rather than "bad request".
-func IsUnavailable(err error) bool {
-	if err == nil {
-		return false
-	}
-	if errors.Is(err, context.DeadlineExceeded) {
-		return true
-	}
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) {
-		// Class 08: connection exception; 57P01-57P03: admin shutdown, crash
-		// shutdown, cannot connect now; 53: insufficient resources.
-		c := pgErr.Code
-		return c[:2] == "08" || c == "57P01" || c == "57P02" || c == "57P03" || c[:2] == "53"
-	}
-	var connErr *pgconn.ConnectError
-	if errors.As(err, &connErr) {
-		return true
-	}
-	return pgconn.SafeToRetry(err) || pgconn.Timeout(err)
 }

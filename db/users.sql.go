@@ -9,16 +9,32 @@ import (
 	"context"
 )
 
-const userCountAdmins = `-- name: UserCountAdmins :one
-SELECT count(*) FROM users WHERE role = 'admin' AND NOT disabled
+const userEnsure = `-- name: UserEnsure :one
+INSERT INTO users (email, role, password_hash) VALUES ($1, $2, $3)
+ON CONFLICT ((lower(email))) DO UPDATE SET password_hash = excluded.password_hash, disabled = false
+RETURNING id, email, role, password_hash, disabled, created_at
 `
 
-// Enabled admins: the last one cannot be demoted or disabled.
-func (q *Queries) UserCountAdmins(ctx context.Context) (int64, error) {
-	row := q.db.QueryRow(ctx, userCountAdmins)
-	var count int64
-	err := row.Scan(&count)
-	return count, err
+type UserEnsureParams struct {
+	Email        string
+	Role         string
+	PasswordHash string
+}
+
+// Creates the user, or gives the existing one (any case of its email) this password
+// and enables it, keeping its role: one statement, so two at once cannot collide.
+func (q *Queries) UserEnsure(ctx context.Context, arg UserEnsureParams) (User, error) {
+	row := q.db.QueryRow(ctx, userEnsure, arg.Email, arg.Role, arg.PasswordHash)
+	var i User
+	err := row.Scan(
+		&i.ID,
+		&i.Email,
+		&i.Role,
+		&i.PasswordHash,
+		&i.Disabled,
+		&i.CreatedAt,
+	)
+	return i, err
 }
 
 const userGet = `-- name: UserGet :one
@@ -138,6 +154,32 @@ func (q *Queries) UserListEnabled(ctx context.Context) ([]User, error) {
 			return nil, err
 		}
 		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const userLockAdmins = `-- name: UserLockAdmins :many
+SELECT id FROM users WHERE role = 'admin' AND NOT disabled ORDER BY id FOR UPDATE
+`
+
+// Locks the enabled admins, in one order: a change that would leave none waits for
+// any other change to them, then counts them as that change left them.
+func (q *Queries) UserLockAdmins(ctx context.Context) ([]int64, error) {
+	rows, err := q.db.Query(ctx, userLockAdmins)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []int64{}
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err

@@ -47,7 +47,7 @@ func newSite(t *testing.T, metricsToken string) *site {
 		t.Fatal(err)
 	}
 	logger := slog.New(slog.DiscardHandler)
-	e := web.New(web.Params{Config: cfg, Pool: pool, Inbox: oncehook.NewInbox(pool, logger),
+	e := web.New(web.Params{Config: cfg, Pool: pool, Inbox: oncehook.NewInbox(pool, logger, nil),
 		Review: oncehook.NewReview(pool, cfg, destination.NewClients(cfg)), Logger: logger,
 		Metrics: oncehook.NewMetrics(pool), MetricsToken: metricsToken})
 	srv := httptest.NewServer(e)

@@ -21,6 +21,14 @@ UPDATE users SET disabled = @disabled WHERE id = @id;
 -- The people an action can be assigned to.
 SELECT * FROM users WHERE NOT disabled ORDER BY email;
 
--- name: UserCountAdmins :one
--- Enabled admins: the last one cannot be demoted or disabled.
-SELECT count(*) FROM users WHERE role = 'admin' AND NOT disabled;
+-- name: UserLockAdmins :many
+-- Locks the enabled admins, in one order: a change that would leave none waits for
+-- any other change to them, then counts them as that change left them.
+SELECT id FROM users WHERE role = 'admin' AND NOT disabled ORDER BY id FOR UPDATE;
+
+-- name: UserEnsure :one
+-- Creates the user, or gives the existing one (any case of its email) this password
+-- and enables it, keeping its role: one statement, so two at once cannot collide.
+INSERT INTO users (email, role, password_hash) VALUES (@email, @role, @password_hash)
+ON CONFLICT ((lower(email))) DO UPDATE SET password_hash = excluded.password_hash, disabled = false
+RETURNING *;

@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/base64"
+	"fmt"
 	"net/http"
 	"net/url"
 
@@ -34,10 +35,26 @@ func newCSRFToken() string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
+// newOriginCheck is the standard library's cross-origin protection (Sec-Fetch-Site,
+// else Origin against Host), with the origin of base_url trusted too: behind a
+// proxy the Host oncehook sees need not be the one the browser reached.
+func newOriginCheck(baseURL string) (*http.CrossOriginProtection, error) {
+	c := http.NewCrossOriginProtection()
+	b, err := url.Parse(baseURL)
+	if err != nil || b.Host == "" {
+		return c, nil
+	}
+	if err := c.AddTrustedOrigin(b.Scheme + "://" + b.Host); err != nil {
+		return c, fmt.Errorf("trust the origin of base_url: %w", err)
+	}
+	return c, nil
+}
+
 // checkCSRF refuses a state-changing request that another site could have made:
-// one the browser says is cross-site (Sec-Fetch-Site), one from a foreign Origin,
-// and one without the session's token. /hooks and /api never pass through it:
-// signatures and bearer tokens protect them, and no browser holds those.
+// one the cross-origin protection refuses (the browser says it is cross-site, or
+// its Origin is foreign) and one without the session's token. /hooks and /api
+// never pass through it: signatures and bearer tokens protect them, and no browser
+// holds those.
 func (s *Server) checkCSRF(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		r := c.Request()
@@ -47,10 +64,7 @@ func (s *Server) checkCSRF(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		refused := oncehook.Errorf(oncehook.EFORBIDDEN,
 			"This form was not sent from an oncehook page, so it was refused. Reload the page and try again.")
-		if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" && site != "none" {
-			return refused
-		}
-		if origin := r.Header.Get("Origin"); origin != "" && !s.sameOrigin(r, origin) {
+		if err := s.origins.Check(r); err != nil {
 			return refused
 		}
 		r.Body = http.MaxBytesReader(c.Response(), r.Body, maxFormBody)
@@ -67,7 +81,8 @@ func (s *Server) checkCSRF(next echo.HandlerFunc) echo.HandlerFunc {
 }
 
 // sameOrigin reports whether origin is this server as the browser reached it
-// (scheme and Host of the request) or as the config names it (base_url).
+// (scheme and Host of the request) or as the config names it (base_url). The error
+// page uses it to offer a way back to the page that sent the person.
 func (s *Server) sameOrigin(r *http.Request, origin string) bool {
 	u, err := url.Parse(origin)
 	if err != nil || u.Host == "" {

@@ -113,7 +113,7 @@ func newDashboard(t *testing.T) *dashboard {
 	logger := slog.New(slog.NewTextHandler(d.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	clients := destination.NewClients(d.cfg)
 	d.review = oncehook.NewReview(d.pool, d.cfg, clients)
-	e := web.New(web.Params{Config: d.cfg, Pool: d.pool, Inbox: oncehook.NewInbox(d.pool, logger),
+	e := web.New(web.Params{Config: d.cfg, Pool: d.pool, Inbox: oncehook.NewInbox(d.pool, logger, nil),
 		Review: d.review, Logger: logger})
 	srv := httptest.NewServer(e)
 	t.Cleanup(srv.Close)

@@ -66,7 +66,7 @@ func newHarness(t *testing.T, yaml string, pool *pgxpool.Pool) *harness {
 	}
 	logs := &lockedWriter{w: &bytes.Buffer{}}
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	e := web.New(web.Params{Config: cfg, Pool: pool, Inbox: oncehook.NewInbox(pool, logger),
+	e := web.New(web.Params{Config: cfg, Pool: pool, Inbox: oncehook.NewInbox(pool, logger, nil),
 		Review: oncehook.NewReview(pool, cfg, nil), Logger: logger})
 	srv := httptest.NewServer(e)
 	t.Cleanup(srv.Close)

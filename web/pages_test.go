@@ -112,6 +112,11 @@ func TestCSRFRefusals(t *testing.T) {
 	p := d.person()
 	p.login(adminEmail)
 	good := p.token("/users")
+	base, err := url.Parse(d.cfg.BaseURL)
+	if err != nil || base.Host == "" || base.Host == strings.TrimPrefix(d.url, "http://") {
+		t.Fatalf("base_url %q must name another host than the server's %s for this test", d.cfg.BaseURL, d.url)
+	}
+	baseOrigin := base.Scheme + "://" + base.Host
 	add := func(email string) url.Values {
 		return url.Values{"email": {email}, "role": {"operator"}, "password": {password}, "csrf_token": {good}}
 	}
@@ -128,6 +133,11 @@ func TestCSRFRefusals(t *testing.T) {
 		{"CrossSiteFetch", add("e@example.com"), map[string]string{"Sec-Fetch-Site": "cross-site"}, 403},
 		{"SameSiteFetch", add("f@example.com"), map[string]string{"Sec-Fetch-Site": "same-site"}, 403},
 		{"SameOrigin", add("g@example.com"), map[string]string{"Origin": d.url, "Sec-Fetch-Site": "same-origin"}, 303},
+		// A browser without Fetch Metadata: its Origin matches the Host it reached.
+		{"SameHostOrigin", add("h@example.com"), map[string]string{"Origin": d.url}, 303},
+		// Behind a proxy the browser reached base_url, whatever Host oncehook sees.
+		{"BaseURLOrigin", add("i@example.com"), map[string]string{"Origin": baseOrigin, "Sec-Fetch-Site": "cross-site"}, 303},
+		{"ForeignOriginCrossSite", add("j@example.com"), map[string]string{"Origin": "https://evil.example", "Sec-Fetch-Site": "cross-site"}, 403},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -144,8 +154,8 @@ func TestCSRFRefusals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(users) != 3 {
-		t.Errorf("%d users after the refusals, want 3 (only the same-origin form added one)", len(users))
+	if len(users) != 5 {
+		t.Errorf("%d users after the refusals, want 5 (only the three same-origin forms added one each)", len(users))
 	}
 	t.Run("HooksAndAPIExempt", func(t *testing.T) {
 		d.checkout("evt_exempt", "enq-exempt", "")

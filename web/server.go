@@ -4,6 +4,7 @@ package web
 
 import (
 	"log/slog"
+	"net/http"
 	"strings"
 	"time"
 
@@ -45,7 +46,8 @@ type Server struct {
 	metricsToken string
 
 	sessions *scs.SessionManager
-	secure   bool // served over HTTPS (base_url): Secure, __Host- cookies
+	secure   bool                        // served over HTTPS (base_url): Secure, __Host- cookies
+	origins  *http.CrossOriginProtection // see checkCSRF
 	limits   oncehook.LoginLimits
 }
 
@@ -65,6 +67,11 @@ func New(p Params) *echo.Echo {
 	if s.logger == nil {
 		s.logger = slog.Default()
 	}
+	origins, err := newOriginCheck(p.Config.BaseURL)
+	if err != nil {
+		s.logger.Warn("base_url is not trusted as an origin; forms work only where the Host matches", "err", err)
+	}
+	s.origins = origins
 	e := echo.New()
 	e.HideBanner = true
 	e.HidePort = true

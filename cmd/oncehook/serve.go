@@ -123,7 +123,7 @@ func runServices(ctx context.Context, env *environment, cfg *oncehook.Config, d 
 		Mail: destination.NewSMTP(cfg.Notify.SMTP.Destination()), Logger: logger})
 	go func() { defer wg.Done(); notifier.Run(engineCtx) }()
 
-	inbox := oncehook.NewInbox(d.Pool, logger)
+	inbox := oncehook.NewInbox(d.Pool, logger, metrics)
 	defer inbox.Close() // after the HTTP server: flush the last group commit
 	e := web.New(web.Params{Config: cfg, Pool: d.Pool, Inbox: inbox,
 		Review: oncehook.NewReview(d.Pool, cfg, clients), Logger: logger,
