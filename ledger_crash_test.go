@@ -111,3 +111,47 @@ func TestCrashAfterDestinationCommitted(t *testing.T) {
 		t.Errorf("%d abandoned attempts, want the killed one kept as evidence", abandoned)
 	}
 }
+
+// TestCrashDuringLookup kills the performer while the CRM holds its reconcile lookup
+// open. Recovery makes the action uncertain again, a new lookup finds the record and
+// confirms it, and the killed lookup is closed as abandoned: no attempt of a confirmed
+// action is left "started" in its evidence.
+func TestCrashDuringLookup(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, worldOptions{lookup: "strong", noEngine: true})
+	hang, reached := make(chan struct{}), make(chan struct{})
+	defer close(hang)
+	w.crm.Fail(sandbox.Fault{AfterCommit: true, Status: 500}) // stored, but the reply says 500: uncertain
+	w.crm.Fail(sandbox.Fault{Method: "GET", Hang: hang, Reached: reached})
+	child := w.startChild()
+	w.deliver(checkout{eventID: "evt_crash_lookup", enquiry: "enq_crash_lookup"})
+	select {
+	case <-reached:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("the child never looked the operation up\n%s", tail(w.logs.String(), 3000))
+	}
+	// The lookup's started attempt commits before the CRM is asked.
+	if n := w.count(`SELECT count(*) FROM attempts WHERE kind = 'lookup' AND status = 'started'`); n != 1 {
+		t.Fatalf("%d started lookups while the CRM holds one, want 1", n)
+	}
+	if err := child.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = child.Wait()
+
+	w.startEngine(time.Second)
+	a := w.waitFor("open_opportunity", "enq_crash_lookup", "confirmed")
+	recs := w.crm.Records()
+	if len(recs) != 1 || a.ExternalRef != recs[0].ID {
+		t.Fatalf("records %+v, action ref %q; want the one record, found", recs, a.ExternalRef)
+	}
+	var kinds []string
+	for _, raw := range w.detail(a.ID)["attempts"].([]any) {
+		at := raw.(map[string]any)
+		kinds = append(kinds, fmt.Sprintf("%s:%s", at["kind"], at["status"]))
+	}
+	want := "[call:finished lookup:abandoned lookup:finished]"
+	if fmt.Sprint(kinds) != want {
+		t.Errorf("the confirmed action's attempts are %v, want %s: the killed lookup is closed, not left started", kinds, want)
+	}
+}

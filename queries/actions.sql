@@ -203,7 +203,10 @@ WHERE client = @client AND after_id = @after_id AND state = 'pending'
 
 -- name: ActionRecoverLeases :many
 -- Expired leases: a call that was started may have reached the destination, so it
--- becomes uncertain; a claim that never started a call is safe to run again.
+-- becomes uncertain; a claim that never started a call is safe to run again. A
+-- lookup the gone worker started proves nothing: it is closed as abandoned here (its
+-- action was uncertain and stays so), while a started call is closed with its audit
+-- entry by AttemptAbandonStarted.
 WITH expired AS (
     SELECT a.client, a.id, a.claimed_from,
            EXISTS (SELECT 1 FROM attempts t
@@ -214,6 +217,12 @@ WITH expired AS (
     ORDER BY a.lease_expires_at
     LIMIT 100
     FOR UPDATE OF a SKIP LOCKED
+), lookups AS (
+    UPDATE attempts t
+    SET status = 'abandoned', observed = 'lease expired', finished_at = now()
+    FROM expired
+    WHERE t.client = expired.client AND t.action_id = expired.id
+      AND t.status = 'started' AND t.kind = 'lookup'
 )
 UPDATE actions a
 SET state = CASE WHEN expired.call_started OR expired.claimed_from = 'uncertain' THEN 'uncertain'

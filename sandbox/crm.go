@@ -35,12 +35,22 @@ type Record struct {
 }
 
 // RequestLog is one request the CRM answered. Status is 0 when the client left
-// before a reply was written.
+// before a reply was written, or the connection was dropped (Fault.Drop).
 type RequestLog struct {
 	Method         string
 	Path           string
 	IdempotencyKey string
 	Status         int
+}
+
+// CreateRequest is one create request the CRM read, past the credentials check:
+// the key and the source_ref it carried, and the id of the record it stored ("" when
+// it stored none: refused, replayed, in conflict with one in progress, or faulted
+// before storing).
+type CreateRequest struct {
+	IdempotencyKey string
+	Ref            string
+	Stored         string
 }
 
 // CRM is an in-memory opportunities API with bearer tokens, idempotency keys, a
@@ -56,6 +66,7 @@ type CRM struct {
 	keys     map[string]*keyEntry
 	faults   []Fault
 	requests []RequestLog
+	creates  []CreateRequest
 
 	lookupDownUntil time.Time // lookups answer 503 until then (see LookupOutage)
 }
@@ -147,6 +158,13 @@ func (c *CRM) CountByRef(ref string) int {
 	return len(c.byRef(ref))
 }
 
+// Creates returns the create requests read so far, in the order they ended.
+func (c *CRM) Creates() []CreateRequest {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.creates)
+}
+
 // Requests returns the requests answered so far, in order.
 func (c *CRM) Requests() []RequestLog {
 	c.mu.Lock()
@@ -161,6 +179,13 @@ func (c *CRM) create(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	key := r.Header.Get(IdempotencyHeader)
+	logged := CreateRequest{IdempotencyKey: key}
+	logged.Ref, _ = fields["source_ref"].(string)
+	defer func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.creates = append(c.creates, logged)
+	}()
 	replay, busy := c.claim(key)
 	if busy {
 		writeError(w, http.StatusConflict, "a request with this idempotency key is in progress")
@@ -172,7 +197,7 @@ func (c *CRM) create(w http.ResponseWriter, r *http.Request) {
 			c.release(key, replay) // the client left before anything was stored
 			return
 		}
-		if f.Status != 0 {
+		if f.Status != 0 || f.Drop {
 			c.release(key, replay)
 			f.write(w)
 			return
@@ -180,12 +205,12 @@ func (c *CRM) create(w http.ResponseWriter, r *http.Request) {
 	}
 	reply := replay
 	if reply == nil {
-		reply = c.commit(key, fields)
+		reply, logged.Stored = c.commit(key, fields)
 	}
 	if f.AfterCommit && !f.hold(r.Context()) {
 		return
 	}
-	if f.Status != 0 {
+	if f.Status != 0 || f.Drop {
 		f.write(w)
 		return
 	}
@@ -229,8 +254,9 @@ func (c *CRM) release(key string, replay *storedReply) {
 	}
 }
 
-// commit stores a new record and, under key, the reply that repeats will get.
-func (c *CRM) commit(key string, fields map[string]any) *storedReply {
+// commit stores a new record and, under key, the reply that repeats will get. It
+// returns the reply and the record's id.
+func (c *CRM) commit(key string, fields map[string]any) (*storedReply, string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.next++
@@ -241,7 +267,7 @@ func (c *CRM) commit(key string, fields map[string]any) *storedReply {
 	if key != "" {
 		c.keys[key] = &keyEntry{reply: reply, at: rec.CreatedAt}
 	}
-	return reply
+	return reply, rec.ID
 }
 
 func (c *CRM) list(w http.ResponseWriter, r *http.Request) {
@@ -352,6 +378,9 @@ type statusWriter struct {
 	http.ResponseWriter
 	status int
 }
+
+// Unwrap lets http.ResponseController reach the connection (Fault.Drop).
+func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
 func (s *statusWriter) WriteHeader(code int) {
 	if s.status == 0 {

@@ -11,13 +11,15 @@ import (
 // Without AfterCommit the CRM waits (Delay, Hang), then answers Status without
 // storing anything; with it, the record is stored first and the wait and the Status
 // come after, which is how a client ends up unsure about a record that exists. A
-// Status of 0 means the normal reply after the wait.
+// Status of 0 means the normal reply after the wait; Drop closes the connection
+// instead of replying at all.
 type Fault struct {
 	Method      string // the method it applies to; "" means POST
 	Status      int
 	RetryAfter  string // the Retry-After header sent with Status, if any
 	Message     string // the reason in the error body; default the status text
 	AfterCommit bool   // store the record, then reply Status
+	Drop        bool   // close the connection without a reply (POST only)
 	Delay       time.Duration
 	// Hang, if non-nil, holds the request until it is closed or the client leaves.
 	Hang chan struct{}
@@ -75,14 +77,26 @@ func (f Fault) hold(ctx context.Context) bool {
 }
 
 func (f Fault) write(w http.ResponseWriter) {
+	if f.Drop {
+		// The client sees its connection end with no reply: it cannot know whether
+		// the request took effect. Without a connection to take, an error stands in.
+		if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+			conn.Close()
+			return
+		}
+	}
 	if f.RetryAfter != "" {
 		w.Header().Set("Retry-After", f.RetryAfter)
 	}
+	status := f.Status
+	if status == 0 { // a drop that found no connection to take
+		status = http.StatusBadGateway
+	}
 	msg := f.Message
 	if msg == "" {
-		msg = http.StatusText(f.Status)
+		msg = http.StatusText(status)
 	}
-	writeError(w, f.Status, msg)
+	writeError(w, status, msg)
 }
 
 // LookupOutage makes searches (GET /opportunities) answer 503 for d: uncertain

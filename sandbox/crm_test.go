@@ -317,3 +317,42 @@ func TestCRMRecordsAreCopies(t *testing.T) {
 		t.Errorf("Records() mismatch (-want +got):\n%s", diff)
 	}
 }
+
+// A dropped connection gives the client no reply at all; before storing nothing is
+// kept and the key is free again, after storing the record stands and a retry with
+// the key replays it. The creates log keeps each create's key, source_ref and record.
+func TestCRMDropConnection(t *testing.T) {
+	t.Parallel()
+	for _, afterCommit := range []bool{false, true} {
+		e := newEnv(t)
+		e.crm.Fail(Fault{Drop: true, AfterCommit: afterCommit})
+		if r, err := e.do(context.Background(), "POST", "/opportunities", token, "k1", opp); err == nil {
+			t.Errorf("after commit %v: a reply came through a dropped connection: %+v", afterCommit, r)
+		}
+		wantRecords := map[bool]int{false: 0, true: 1}[afterCommit]
+		if n := e.crm.CountByRef("ref_1"); n != wantRecords {
+			t.Errorf("after commit %v: %d records after the drop, want %d", afterCommit, n, wantRecords)
+		}
+		want := reply{Status: 201, Body: `{"amount":4200,"id":"opp_1","source_ref":"ref_1"}`}
+		if afterCommit {
+			want.Replayed = "true"
+		}
+		if diff := cmp.Diff(want, e.must(t, "POST", "/opportunities", token, "k1", opp)); diff != "" {
+			t.Errorf("after commit %v: retried POST mismatch (-want +got):\n%s", afterCommit, diff)
+		}
+		wantLog := []RequestLog{
+			{Method: "POST", Path: "/opportunities", IdempotencyKey: "k1", Status: 0},
+			{Method: "POST", Path: "/opportunities", IdempotencyKey: "k1", Status: 201},
+		}
+		if diff := cmp.Diff(wantLog, e.crm.Requests()); diff != "" {
+			t.Errorf("after commit %v: request log mismatch (-want +got):\n%s", afterCommit, diff)
+		}
+		wantCreates := []CreateRequest{{IdempotencyKey: "k1", Ref: "ref_1"}, {IdempotencyKey: "k1", Ref: "ref_1", Stored: "opp_1"}}
+		if afterCommit {
+			wantCreates = []CreateRequest{{IdempotencyKey: "k1", Ref: "ref_1", Stored: "opp_1"}, {IdempotencyKey: "k1", Ref: "ref_1"}}
+		}
+		if diff := cmp.Diff(wantCreates, e.crm.Creates()); diff != "" {
+			t.Errorf("after commit %v: creates mismatch (-want +got):\n%s", afterCommit, diff)
+		}
+	}
+}
