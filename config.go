@@ -29,8 +29,8 @@ type Source struct {
 	Provider    string // ProviderStripe, ProviderGitHub, ProviderShopify, ProviderStandardWebhooks
 	Account     string // optional
 	Environment string
-	SecretEnv   string   // yaml secret_env: the variable holding the secrets
-	Secrets     []string `yaml:"-" json:"-"` // every live secret (comma-separated during rotation)
+	SecretEnv   string   // yaml secret_env: the variable holding the secrets (a list: its names, comma-joined)
+	Secrets     []string `yaml:"-" json:"-"` // every live secret (comma-separated during rotation, or one per listed variable)
 	Tolerance   time.Duration
 	MaxBody     int64         // bytes; yaml max_body "256KiB"
 	Remember    time.Duration // how long delivery identities are kept

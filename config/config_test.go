@@ -233,6 +233,51 @@ func TestParseConfigValues(t *testing.T) {
 func TestParseConfigSecrets(t *testing.T) {
 	t.Parallel()
 
+	t.Run("ListOfVariablesKeepsCommasInASecret", func(t *testing.T) {
+		t.Parallel()
+		c, err := Parse("t.yaml", lines(
+			"sources:",
+			"  - name: s",
+			"    client: c",
+			"    provider: github",
+			"    environment: test",
+			"    secret_env: [GH_OLD, GH_NEW]",
+		), envFrom(map[string]string{"GH_OLD": " old,with,commas ", "GH_NEW": "new-secret"}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff([]string{"old,with,commas", "new-secret"}, c.Sources[0].Secrets); diff != "" {
+			t.Errorf("Secrets mismatch (-want +got):\n%s", diff)
+		}
+		if got := c.Sources[0].SecretEnv; got != "GH_OLD,GH_NEW" {
+			t.Errorf("SecretEnv = %q, want both names", got)
+		}
+	})
+
+	t.Run("ListOfVariablesReportsEachAtItsLine", func(t *testing.T) {
+		t.Parallel()
+		_, err := Parse("t.yaml", lines(
+			"sources:",
+			"  - name: s",
+			"    client: c",
+			"    provider: stripe",
+			"    environment: test",
+			"    secret_env:",
+			"      - PRESENT",
+			"      - ABSENT",
+			"      - whsec_pasted",
+			"      - NOT_STRIPE",
+		), envFrom(map[string]string{"PRESENT": "whsec_a,b", "NOT_STRIPE": "sk_live_x"}))
+		checkErrorLines(t, err, []string{
+			"t.yaml:8:9: sources[0].secret_env[1]: environment variable ABSENT is not set or empty",
+			"t.yaml:9:9: sources[0].secret_env[2]: must name an environment variable (A-Z, 0-9, _), not hold the secret itself",
+			`t.yaml:10:9: sources[0].secret_env[3]: the secret in NOT_STRIPE does not start with "whsec_" as Stripe signing secrets do`,
+		})
+		if strings.Contains(err.Error(), "sk_live") {
+			t.Errorf("error reveals a secret:\n%v", err)
+		}
+	})
+
 	t.Run("RotationSecretsSplit", func(t *testing.T) {
 		t.Parallel()
 		c, err := Parse("t.yaml", lines(

@@ -29,6 +29,31 @@ func (l *loader) source(path string, n ast.Node) oncehook.Source {
 		MaxBody:     m.size("max_body", oncehook.DefaultMaxBody),
 		Remember:    m.duration("remember", oncehook.DefaultRemember),
 	}
+	l.secrets(m, &s)
+	return s
+}
+
+// secrets reads secret_env: one variable holding the live secrets separated by
+// commas (a rotation), or a list of variables each holding one whole secret, which
+// may itself contain a comma. SecretEnv names them all, comma-separated, for people.
+func (l *loader) secrets(m fields, s *oncehook.Source) {
+	var names []string
+	if _, isList := m.vals["secret_env"].(*ast.SequenceNode); isList {
+		names = m.strs("secret_env", true)
+		for i, name := range names {
+			at := fmt.Sprintf("%s[%d]", m.at("secret_env"), i)
+			v := l.envValue(at, name)
+			if v == "" {
+				continue
+			}
+			s.Secrets = append(s.Secrets, v)
+			if msg := secretShape(s.Provider, v); msg != "" {
+				l.errorf(at, "the secret in %s %s", name, msg)
+			}
+		}
+		s.SecretEnv = strings.Join(names, ",")
+		return
+	}
 	var all string
 	s.SecretEnv, all = m.env("secret_env", true, false)
 	for i, v := range strings.Split(all, ",") {
@@ -40,7 +65,6 @@ func (l *loader) source(path string, n ast.Node) oncehook.Source {
 			l.errorf(m.at("secret_env"), "secret %d in %s %s", i+1, s.SecretEnv, msg)
 		}
 	}
-	return s
 }
 
 // secretShape catches a secret of the wrong kind (an API key in place of a signing

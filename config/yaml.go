@@ -319,6 +319,19 @@ func (m fields) env(key string, required, raw bool) (name, value string) {
 	return name, value
 }
 
+// envValue reads the variable name listed at path, trimmed, as env does.
+func (l *loader) envValue(path, name string) string {
+	if !envName.MatchString(name) {
+		l.errorf(path, "must name an environment variable (A-Z, 0-9, _), not hold the secret itself")
+		return ""
+	}
+	value := strings.TrimSpace(l.getenv(name))
+	if value == "" {
+		l.errorf(path, "environment variable %s is not set or empty", name)
+	}
+	return value
+}
+
 // value converts a {const: v} value at root to what encoding/json would have
 // decoded, so a destination can render it like any other param.
 func (l *loader) value(root, path string, n ast.Node, depth int) any {

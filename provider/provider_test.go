@@ -476,3 +476,41 @@ func TestVerifyStandardWebhooks(t *testing.T) {
 	})...)
 	runVerifyCases(t, cases)
 }
+
+// Svix sends the Standard Webhooks scheme under its own header names; the known
+// answer above is Svix's own test vector too.
+func TestVerifySvixHeaders(t *testing.T) {
+	kavTime := time.Unix(1614265330, 0).UTC()
+	svix := provider.VerifyParams{
+		Provider: oncehook.ProviderStandardWebhooks, Secrets: []string{standardKAVSecret}, Tolerance: 5 * time.Minute, Now: kavTime,
+		Header: verifyHeaders("svix-id", standardKAVID, "svix-timestamp", standardKAVTS, "svix-signature", standardKAVSig),
+		Body:   []byte(standardKAVBody),
+	}
+	want := oncehook.Delivery{
+		ID: standardKAVID, OccurredAt: kavTime, Payload: []byte(standardKAVBody),
+		Headers: map[string]string{"Svix-Id": standardKAVID, "Svix-Timestamp": standardKAVTS},
+	}
+	both := withParams(svix, func(p *provider.VerifyParams) {
+		p.Header.Set("webhook-id", standardKAVID)
+		p.Header.Set("webhook-timestamp", standardKAVTS)
+		p.Header.Set("webhook-signature", standardKAVSig)
+	})
+	wantBoth := oncehook.Delivery{
+		ID: standardKAVID, OccurredAt: kavTime, Payload: []byte(standardKAVBody),
+		Headers: map[string]string{"Webhook-Id": standardKAVID, "Webhook-Timestamp": standardKAVTS},
+	}
+	unauthorized := oncehook.EUNAUTHORIZED
+	runVerifyCases(t, []verifyCase{
+		{name: "SvixHeadersVerify", params: svix, want: want},
+		{name: "SvixIDChangedIsRefused", params: withParams(svix, setParamHeader("svix-id", standardKAVID+"x")), wantCode: unauthorized},
+		{name: "SvixTimestampOutsideToleranceIsRefused", params: withParams(svix, func(p *provider.VerifyParams) { p.Now = kavTime.Add(time.Hour) }), wantCode: unauthorized},
+		{name: "SvixWrongSignatureIsRefused", params: withParams(svix, setParamHeader("svix-signature", standardWrongSig)), wantCode: unauthorized},
+		{name: "SvixMissingTimestampIsRefused", params: withParams(svix, func(p *provider.VerifyParams) { p.Header.Del("svix-timestamp") }), wantCode: unauthorized},
+		{name: "FamiliesAreNotMixed", params: withParams(svix, func(p *provider.VerifyParams) {
+			p.Header.Del("svix-timestamp")
+			p.Header.Set("webhook-timestamp", standardKAVTS)
+		}), wantCode: unauthorized},
+		{name: "BothFamiliesVerifyThroughWebhookHeaders", params: both, want: wantBoth},
+		{name: "BothFamiliesWithABadWebhookSignatureIsRefused", params: withParams(both, setParamHeader("webhook-signature", standardWrongSig)), wantCode: unauthorized},
+	})
+}

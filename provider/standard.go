@@ -14,24 +14,32 @@ import (
 // "v1,<base64>" HMAC-SHA256 of id + "." + timestamp + "." + body. The key is the base64
 // after the whsec_ prefix. The id is part of the signed content, so a missing id is only
 // reported as such when the signature over an empty id holds.
+//
+// Svix, where the scheme comes from, sends the same three headers named svix-id,
+// svix-timestamp and svix-signature; a request that carries no webhook-signature is
+// read through that family instead, so both kinds of sender are accepted.
 func verifyStandardWebhooks(p VerifyParams) (oncehook.Delivery, error) {
-	header := p.Header.Get("webhook-signature")
+	prefix := "webhook-"
+	if p.Header.Get("webhook-signature") == "" && p.Header.Get("svix-signature") != "" {
+		prefix = "svix-"
+	}
+	header := p.Header.Get(prefix + "signature")
 	if header == "" {
 		return oncehook.Delivery{}, errSignature("missing webhook-signature header")
 	}
-	ts := p.Header.Get("webhook-timestamp")
+	ts := p.Header.Get(prefix + "timestamp")
 	if ts == "" {
-		return oncehook.Delivery{}, errSignature("missing webhook-timestamp header")
+		return oncehook.Delivery{}, errSignature("missing %stimestamp header", prefix)
 	}
 	at, ok := parseUnixSeconds(ts)
 	if !ok {
-		return oncehook.Delivery{}, errSignature("malformed webhook-timestamp header")
+		return oncehook.Delivery{}, errSignature("malformed %stimestamp header", prefix)
 	}
 	sigs := parseStandardSignatures(header)
 	if len(sigs) == 0 {
-		return oncehook.Delivery{}, errSignature("no v1 signature in webhook-signature header")
+		return oncehook.Delivery{}, errSignature("no v1 signature in %ssignature header", prefix)
 	}
-	id := p.Header.Get("webhook-id")
+	id := p.Header.Get(prefix + "id")
 	dot := []byte(".")
 	if err := checkHMAC(p.Secrets, standardKey, sigs, []byte(id), dot, []byte(ts), dot, p.Body); err != nil {
 		return oncehook.Delivery{}, err
@@ -41,7 +49,7 @@ func verifyStandardWebhooks(p VerifyParams) (oncehook.Delivery, error) {
 	}
 
 	if id == "" {
-		return oncehook.Delivery{}, oncehook.Errorf(oncehook.EINVALID, "missing webhook-id header")
+		return oncehook.Delivery{}, oncehook.Errorf(oncehook.EINVALID, "missing %sid header", prefix)
 	}
 	var body struct {
 		Type      json.RawMessage `json:"type"`
@@ -60,7 +68,7 @@ func verifyStandardWebhooks(p VerifyParams) (oncehook.Delivery, error) {
 		ID:         id,
 		Type:       jsonString(body.Type),
 		OccurredAt: occurred,
-		Headers:    keepHeaders(p.Header, "webhook-id", "webhook-timestamp"),
+		Headers:    keepHeaders(p.Header, prefix+"id", prefix+"timestamp"),
 		Payload:    p.Body,
 	}, nil
 }

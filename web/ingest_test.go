@@ -275,3 +275,40 @@ func TestIngestDatabaseDown(t *testing.T) {
 		t.Errorf("%d events after restart, want 2 (nothing acknowledged was lost)", n)
 	}
 }
+
+// Svix keeps its own names for the Standard Webhooks headers; Shopify's event id is
+// kept beside its webhook id, which is the delivery identity.
+func TestIngestSendersAsTheyAre(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, testConfig, nil)
+	body := []byte(`{"type":"invoice.paid","data":{"id":"in_svix"}}`)
+	std, err := sender.Headers("standard-webhooks", testEnv["STANDARD_SECRET"], sender.Delivery{ID: "msg_svix_1", Body: body})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svix := http.Header{"Content-Type": {"application/json"}}
+	for _, k := range []string{"id", "timestamp", "signature"} {
+		svix.Set("svix-"+k, std.Get("webhook-"+k))
+	}
+	if status, got := h.do("POST", "/hooks/std", svix, body); status != 200 || got["duplicate"] != false {
+		t.Fatalf("svix headers: %d %v", status, got)
+	}
+	// The same message again under the standard names is the same delivery.
+	if status, got := h.do("POST", "/hooks/std", std, body); status != 200 || got["duplicate"] != true {
+		t.Fatalf("standard headers after svix: %d %v", status, got)
+	}
+	if n := h.count(`SELECT deliveries FROM events WHERE source = 'std' AND source_event_id = 'msg_svix_1'`); n != 2 {
+		t.Errorf("deliveries = %d, want 2 on one event", n)
+	}
+	svix.Set("svix-signature", std.Get("webhook-signature")[:10]+"AAAA")
+	if status, _ := h.do("POST", "/hooks/std", svix, body); status != 401 {
+		t.Errorf("bad svix signature: %d, want 401", status)
+	}
+
+	if status, _ := h.post("shop", sender.Delivery{ID: "wh-1", Type: "orders/create", Body: []byte(`{"id":1}`)}); status != 200 {
+		t.Fatalf("shopify: %d", status)
+	}
+	if n := h.count(`SELECT count(*) FROM events WHERE source = 'shop' AND source_event_id = 'wh-1' AND headers->>'X-Shopify-Event-Id' = 'evt-wh-1'`); n != 1 {
+		t.Errorf("shopify event id kept on %d events, want 1", n)
+	}
+}
