@@ -1,6 +1,7 @@
 package oncehook
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -95,7 +96,7 @@ func callsToStart(cfg *Config, destinations map[string]DestinationClient) (calla
 		callable = append(callable, name)
 	}
 	for _, rule := range cfg.Actions {
-		if slices.ContainsFunc(rule.Params, func(p Param) bool { return p.Result != "" }) {
+		if slices.ContainsFunc(rule.Params, Param.HasResult) {
 			fillNames = append(fillNames, rule.Name)
 		}
 	}
@@ -155,11 +156,9 @@ func (pf *Performer) startCalls(ctx context.Context, q *db.Queries, rows []db.Ac
 // leaseFor is the lease for a call to the named destination: longer than its timeout,
 // so a lease never expires while a live worker is still waiting for the reply.
 func (pf *Performer) leaseFor(destination string) float64 {
-	timeout := 30 * time.Second
-	if d, ok := pf.cfg.Destination(destination); ok && d.Timeout > 0 {
+	timeout := pf.maxTimeout()
+	if d, ok := pf.cfg.Destination(destination); ok {
 		timeout = d.Timeout
-	} else if destination == "" {
-		timeout = pf.maxTimeout()
 	}
 	return (timeout + pf.p.LeaseExtra).Seconds()
 }
@@ -169,8 +168,8 @@ func (pf *Performer) maxTimeout() time.Duration {
 	for _, d := range pf.cfg.Destinations {
 		m = max(m, d.Timeout)
 	}
-	if m == 0 {
-		m = 30 * time.Second
+	if m == 0 { // no destination configured: nothing is called
+		m = DefaultTimeout
 	}
 	return m
 }
@@ -248,50 +247,82 @@ func (pf *Performer) call(ctx context.Context, c claim) error {
 	return pf.record(a, c.attemptID, out)
 }
 
-// fillResults adds the params that name a predecessor's result to the stored ones.
+// fillResults adds the params that name a predecessor's result, nested ones
+// included, to the stored ones.
 func (pf *Performer) fillResults(ctx context.Context, q *db.Queries, a db.Action) (json.RawMessage, error) {
 	rule, ok := pf.cfg.Action(a.Name)
-	if !ok || a.AfterID == nil {
-		return a.Params, nil
-	}
-	var needs bool
-	for _, p := range rule.Params {
-		needs = needs || p.Result != ""
-	}
-	if !needs {
+	if !ok || a.AfterID == nil || !slices.ContainsFunc(rule.Params, Param.HasResult) {
 		return a.Params, nil
 	}
 	params := map[string]any{}
-	if err := json.Unmarshal(a.Params, &params); err != nil {
+	dec := json.NewDecoder(bytes.NewReader(a.Params))
+	dec.UseNumber() // amounts and ids pass through digit for digit
+	if err := dec.Decode(&params); err != nil {
 		return nil, fmt.Errorf("decode stored params: %w", err)
 	}
 	chain, err := predecessors(ctx, q, a)
 	if err != nil {
 		return nil, err
 	}
-	for _, p := range rule.Params {
-		if p.Result == "" {
-			continue
-		}
+	fillObject(params, rule.Params, func(p Param) (any, bool) {
 		pred, ok := chain[p.Result]
 		if !ok {
-			continue
+			return nil, false
 		}
 		if p.ResultPointer == "" {
-			params[p.Name] = pred.ExternalRef
-			continue
+			return pred.ExternalRef, true
 		}
 		var doc any
 		if len(pred.Result) > 0 {
 			_ = json.Unmarshal(pred.Result, &doc)
 		}
-		params[p.Name], _ = Pointer(doc, p.ResultPointer)
-	}
+		v, _ := Pointer(doc, p.ResultPointer)
+		return v, true
+	})
 	b, err := json.Marshal(params)
 	if err != nil {
 		return nil, fmt.Errorf("encode params: %w", err)
 	}
 	return b, nil
+}
+
+// fillObject puts each result param of params, at any depth, into obj.
+func fillObject(obj map[string]any, params []Param, value func(Param) (any, bool)) {
+	for _, p := range params {
+		switch {
+		case p.Result != "":
+			if v, ok := value(p); ok {
+				obj[p.Name] = v
+			}
+		case p.IsObject:
+			if m, ok := obj[p.Name].(map[string]any); ok {
+				fillObject(m, p.Object, value)
+			}
+		case p.IsList:
+			if l, ok := obj[p.Name].([]any); ok {
+				fillList(l, p.List, value)
+			}
+		}
+	}
+}
+
+func fillList(list []any, params []Param, value func(Param) (any, bool)) {
+	for i, p := range params[:min(len(params), len(list))] {
+		switch {
+		case p.Result != "":
+			if v, ok := value(p); ok {
+				list[i] = v
+			}
+		case p.IsObject:
+			if m, ok := list[i].(map[string]any); ok {
+				fillObject(m, p.Object, value)
+			}
+		case p.IsList:
+			if l, ok := list[i].([]any); ok {
+				fillList(l, p.List, value)
+			}
+		}
+	}
 }
 
 // predecessors walks the after chain of a, by rule name.

@@ -67,12 +67,16 @@ func TestLoadConfig(t *testing.T) {
 			},
 			Destinations: []oncehook.Destination{
 				{Name: "crm", Type: "http",
-					Create:         oncehook.Endpoint{Method: "POST", URL: "http://127.0.0.1:9090/opportunities"},
+					Create: oncehook.Endpoint{Method: "POST", URL: "http://127.0.0.1:9090/opportunities", Encoding: "json",
+						ResultID: oncehook.ResultID{Pointer: "/id"}},
 					Auth:           oncehook.Auth{BearerEnv: "CRM_TOKEN", Token: "crm-token-6"},
 					Idempotency:    oncehook.Idempotency{Header: "Idempotency-Key", TTL: 24 * time.Hour},
-					ReferenceField: "source_ref",
-					Lookup:         oncehook.Lookup{URL: "http://127.0.0.1:9090/opportunities?source_ref={ref}", Consistency: "strong"},
-					ResultID:       "/id", Timeout: 5 * time.Second, Owner: "crm-admin@example.com"},
+					ReferenceField: "/source_ref",
+					Lookup: oncehook.Lookup{Method: "GET", URL: "http://127.0.0.1:9090/opportunities?source_ref={ref}",
+						Reference: "/source_ref", ResultID: "/id", Consistency: "strong"},
+					Errors: []oncehook.ErrorRule{{Status: 422, Pointer: "/error", Equals: "amount must be positive", HasEquals: true, Means: "rejected"}},
+					Limits: oncehook.Limits{Concurrency: 8, PerSecond: 50},
+					Timeout: 5 * time.Second, Owner: "crm-admin@example.com"},
 				{Name: "mail", Type: "smtp", Addr: "127.0.0.1:2525", From: "hello@example.com",
 					Timeout: 10 * time.Second, Owner: "ops@example.com"},
 			},
@@ -146,10 +150,11 @@ func TestParseConfigDefaults(t *testing.T) {
 			SecretEnv: "S", Secrets: []string{"whsec_c2VjcmV0"},
 			Tolerance: 5 * time.Minute, MaxBody: 1 << 20, Remember: 720 * time.Hour}},
 		Destinations: []oncehook.Destination{
-			{Name: "crm", Type: "http", Create: oncehook.Endpoint{Method: "POST", URL: "https://crm.example/records"},
-				Idempotency: oncehook.Idempotency{Header: "Idempotency-Key", TTL: 24 * time.Hour},
-				Lookup:      oncehook.Lookup{URL: "https://crm.example/records?ref={ref}", Consistency: "eventual"},
-				ResultID:    "/id", Timeout: 10 * time.Second, Owner: "crm@example.com"},
+			{Name: "crm", Type: "http", Create: oncehook.Endpoint{Method: "POST", URL: "https://crm.example/records",
+				Encoding: "json", ResultID: oncehook.ResultID{Pointer: "/id"}},
+				// No key memory unless the destination declares one (DESIGN.md section 4a).
+				Lookup:  oncehook.Lookup{Method: "GET", URL: "https://crm.example/records?ref={ref}", ResultID: "/id", Consistency: "eventual"},
+				Timeout: 10 * time.Second, Owner: "crm@example.com"},
 			{Name: "mail", Type: "smtp", Addr: "localhost:25", From: "a@example.com", Timeout: 10 * time.Second},
 		},
 		Actions: []oncehook.ActionRule{{Name: "a", Source: "s", On: []string{"e"}, Key: []string{"/id"}, Destination: "crm",
@@ -467,9 +472,9 @@ func checkConfigValid(t *testing.T, c *oncehook.Config) {
 		ok := validName.MatchString(d.Name) && !seen["d"+d.Name] && d.Timeout > 0
 		switch d.Type {
 		case oncehook.DestinationHTTP:
-			ok = ok && d.Create.URL != "" && d.Create.Method != "" && d.Idempotency.Header != "" && d.Idempotency.TTL > 0
-			ok = ok && (d.Lookup.URL == "" || strings.Contains(d.Lookup.URL, "{ref}") && d.Lookup.Consistency != "")
-			pointer(d.ResultID, false)
+			ok = ok && d.Create.URL != "" && d.Create.Method != "" && d.Create.Encoding != "" && (d.Idempotency.Header != "") == (d.Idempotency.TTL > 0)
+			ok = ok && (d.Lookup.URL == "" || d.Lookup.Method != "" && d.Lookup.Consistency != "" && d.Lookup.ResultID != "")
+			pointer(d.Create.ResultID.Pointer, d.Create.ResultID.Header != "")
 		case oncehook.DestinationSMTP:
 			ok = ok && d.Addr != "" && d.From != ""
 		default:
@@ -543,8 +548,8 @@ func TestParseConfigErrors(t *testing.T) {
 			"    retries: 3",
 			"lisen: ':80'",
 		), []string{
-			"t.yaml:5:35: destinations[0].create.verb: unknown field (known: method, url)",
-			"t.yaml:6:5: destinations[0].retries: unknown field (known: name, type, timeout, owner, create, auth, idempotency, reference_field, lookup, result_id, addr, from, username_env, password_env)",
+			"t.yaml:5:35: destinations[0].create.verb: unknown field (known: method, url, encoding, result_id)",
+			"t.yaml:6:5: destinations[0].retries: unknown field (known: name, type, timeout, owner, create, auth, idempotency, reference_field, lookup, result_id, check, errors, rate_limit_reset, limits, addr, from, username_env, password_env)",
 			"t.yaml:7:1: lisen: unknown field (known: listen, base_url, sources, destinations, actions, retention, notify, sessions)",
 		}},
 		{"RequiredFieldsAtTheirMapping", lines(
@@ -610,8 +615,9 @@ func TestParseConfigErrors(t *testing.T) {
 			"    addr: 'h:25'",
 		), []string{
 			"t.yaml:3:5: destinations[0].create: url is required",
-			`t.yaml:5:14: destinations[0].lookup.url: "http://crm/x?ref=1" has no {ref}, where the operation key goes`,
+			`t.yaml:5:14: destinations[0].lookup.url: "http://crm/x?ref=1" has no {ref}, where the operation key goes (in the URL or the body)`,
 			`t.yaml:5:41: destinations[0].lookup.consistency: "maybe" is not one of strong, eventual`,
+			"t.yaml:6:5: destinations[0].idempotency: ttl is required: how long the destination remembers a key (its documentation says)",
 			`t.yaml:6:19: destinations[0].idempotency.header: "Bad Header" is not an HTTP header name`,
 			`t.yaml:7:5: destinations[0].result_id: "id" is not a JSON pointer: it must start with "/"`,
 			"t.yaml:8:5: destinations[0].addr: is not used by http destinations",
@@ -694,8 +700,8 @@ func TestParseConfigErrors(t *testing.T) {
 			"      neither: {pointer: /x}",
 		), []string{
 			`t.yaml:14:15: actions[2].params.fromB.result: "b" is not on this action's after chain (c -> a): only a result it waits for exists in time`,
-			"t.yaml:15:7: actions[2].params.both: const stands alone: no result or pointer beside it",
-			"t.yaml:16:7: actions[2].params.neither: want {const: value} or {result: action}",
+			`t.yaml:15:14: actions[2].params.both.const: "1" is not a JSON pointer ("/a/b"); write {const: "1"} for a fixed value`,
+			`t.yaml:15:24: actions[2].params.both.result: "a" is not a JSON pointer ("/a/b"); write {const: "a"} for a fixed value`,
 		}},
 		{"RuleFieldsCheckEachOther", lines(
 			src,
@@ -716,7 +722,7 @@ func TestParseConfigErrors(t *testing.T) {
 			"  - {name: b, source: s, on: [e], key: [/id], destination: mail, params: {subject: {const: Hi}}}",
 		), []string{
 			`t.yaml:8:13: actions[0].on[1]: "e" is listed twice`,
-			`t.yaml:11:14: actions[0].params.ref: "ref" is the reference_field of destination "crm", which carries the operation key`,
+			`t.yaml:11:14: actions[0].params.ref: is where reference_field /ref of destination "crm" puts the operation key`,
 			"t.yaml:12:5: actions[0].cancelled_by: needs resource: it applies per resource",
 			`t.yaml:12:20: actions[0].cancelled_by[0]: "e" also starts this action (on)`,
 			"t.yaml:13:5: actions[0].occurred_at: needs resource: it applies per resource",

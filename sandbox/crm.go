@@ -19,11 +19,13 @@ import (
 const IdempotencyHeader = "Idempotency-Key"
 
 // CRMParams configures a CRM. Token "" accepts any request; KeyTTL 0 means 24h;
-// Now nil means time.Now.
+// Now nil means time.Now. IgnoreKeys makes it a CRM that reads no idempotency key,
+// as most real ones: every create stores a record.
 type CRMParams struct {
-	Token  string
-	KeyTTL time.Duration
-	Now    func() time.Time
+	Token      string
+	KeyTTL     time.Duration
+	Now        func() time.Time
+	IgnoreKeys bool
 }
 
 // Record is one stored opportunity.
@@ -56,8 +58,9 @@ type CreateRequest struct {
 // CRM is an in-memory opportunities API with bearer tokens, idempotency keys, a
 // lookup by source_ref, and a schedule of faults. It is safe for concurrent use.
 type CRM struct {
-	ttl time.Duration
-	now func() time.Time
+	ttl        time.Duration
+	now        func() time.Time
+	ignoreKeys bool
 
 	mu       sync.Mutex
 	token    string
@@ -91,7 +94,7 @@ func NewCRM(p CRMParams) *CRM {
 	if p.Now == nil {
 		p.Now = time.Now
 	}
-	return &CRM{ttl: p.KeyTTL, now: p.Now, token: p.Token, keys: map[string]*keyEntry{}}
+	return &CRM{ttl: p.KeyTTL, now: p.Now, token: p.Token, keys: map[string]*keyEntry{}, ignoreKeys: p.IgnoreKeys}
 }
 
 // Handler serves POST /opportunities, GET /opportunities?source_ref=X and
@@ -186,6 +189,9 @@ func (c *CRM) create(w http.ResponseWriter, r *http.Request) {
 		defer c.mu.Unlock()
 		c.creates = append(c.creates, logged)
 	}()
+	if c.ignoreKeys {
+		key = ""
+	}
 	replay, busy := c.claim(key)
 	if busy {
 		writeError(w, http.StatusConflict, "a request with this idempotency key is in progress")
@@ -199,6 +205,10 @@ func (c *CRM) create(w http.ResponseWriter, r *http.Request) {
 		}
 		if f.Status != 0 || f.Drop {
 			c.release(key, replay)
+			if f.Drop {
+				drop(w)
+				return
+			}
 			f.write(w)
 			return
 		}
@@ -362,6 +372,10 @@ func decodeObject(r io.Reader) (map[string]any, error) {
 	}
 	return m, nil
 }
+
+// drop closes the request's connection without writing a reply: the server
+// recovers http.ErrAbortHandler silently and hangs up.
+func drop(http.ResponseWriter) { panic(http.ErrAbortHandler) }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")

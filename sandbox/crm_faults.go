@@ -19,7 +19,9 @@ type Fault struct {
 	RetryAfter  string // the Retry-After header sent with Status, if any
 	Message     string // the reason in the error body; default the status text
 	AfterCommit bool   // store the record, then reply Status
-	Drop        bool   // close the connection without a reply (POST only)
+	// Drop closes the connection without a reply (after storing, with AfterCommit):
+	// what a client sees when a kept-alive connection dies under its request.
+	Drop bool
 	Delay       time.Duration
 	// Hang, if non-nil, holds the request until it is closed or the client leaves.
 	Hang chan struct{}
