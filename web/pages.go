@@ -28,8 +28,8 @@ func (s *Server) render(c echo.Context, status int, page templ.Component) error 
 func baseLayout(title, section string) views.Layout {
 	return views.Layout{
 		Title: title, Section: section,
-		CSS:    []string{static.URL("css/pico.min.css"), static.URL("css/app.css")},
-		Script: static.URL("js/htmx.min.js"),
+		CSS:     []string{static.URL("css/pico.min.css"), static.URL("css/app.css")},
+		Scripts: []string{static.URL("js/htmx.min.js"), static.URL("js/dashboard.js")},
 	}
 }
 
