@@ -11,7 +11,7 @@ import (
 )
 
 const dashboardQueueAges = `-- name: DashboardQueueAges :many
-SELECT state, count(*)::bigint AS n, min(updated_at)::timestamptz AS oldest
+SELECT state, count(*)::bigint AS n, min(state_since)::timestamptz AS oldest
 FROM actions
 WHERE state IN ('pending', 'processing', 'retrying', 'held', 'uncertain', 'failed')
 GROUP BY state
@@ -23,7 +23,7 @@ type DashboardQueueAgesRow struct {
 	Oldest time.Time
 }
 
-// Per open state: how many and since when the oldest has waited in it.
+// Per open state: how many and since when the oldest has waited in it (entered it).
 func (q *Queries) DashboardQueueAges(ctx context.Context) ([]DashboardQueueAgesRow, error) {
 	rows, err := q.db.Query(ctx, dashboardQueueAges)
 	if err != nil {

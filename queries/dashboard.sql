@@ -6,8 +6,8 @@ SELECT source, count(*)::bigint AS events, coalesce(sum(deliveries), 0)::bigint 
 FROM events GROUP BY source;
 
 -- name: DashboardQueueAges :many
--- Per open state: how many and since when the oldest has waited in it.
-SELECT state, count(*)::bigint AS n, min(updated_at)::timestamptz AS oldest
+-- Per open state: how many and since when the oldest has waited in it (entered it).
+SELECT state, count(*)::bigint AS n, min(state_since)::timestamptz AS oldest
 FROM actions
 WHERE state IN ('pending', 'processing', 'retrying', 'held', 'uncertain', 'failed')
 GROUP BY state;
