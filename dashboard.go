@@ -105,9 +105,11 @@ func (r *Review) RetryNeedsCheck(a Action) string {
 
 // BulkResult is what became of one action of a bulk act.
 type BulkResult struct {
-	ID      int64
-	Done    bool
-	Message string // why it was refused, in plain words
+	ID          int64
+	Name        string
+	BusinessKey string
+	Done        bool
+	Message     string // why it was refused, in plain words
 }
 
 // MaxBulk bounds one bulk act, so that "all that match" stays one request's work.
@@ -129,33 +131,21 @@ func (r *Review) Bulk(ctx context.Context, actor Actor, act string, ids []int64,
 	}
 	out := make([]BulkResult, 0, len(ids))
 	for _, id := range ids {
-		_, err := r.Do(ctx, actor, act, id, p)
-		res := BulkResult{ID: id, Done: err == nil}
+		a, err := r.Do(ctx, actor, act, id, p)
+		res := BulkResult{ID: id, Name: a.Name, BusinessKey: a.BusinessKey, Done: err == nil}
 		if err != nil {
 			if ErrorCode(err) == EINTERNAL || ErrorCode(err) == EUNAVAILABLE {
 				return out, err // storage trouble: stop rather than report every row refused
 			}
 			res.Message = ErrorMessage(err)
+			// A refusal returns no action: name it for the report all the same.
+			if row, err := db.New(r.pool).ActionGet(ctx, id); err == nil {
+				res.Name, res.BusinessKey = row.Name, row.BusinessKey
+			} else if !db.IsNotFound(err) {
+				return out, fmt.Errorf("read refused action: %w", err)
+			}
 		}
 		out = append(out, res)
 	}
 	return out, nil
-}
-
-// MatchingIDs returns the ids of up to MaxBulk+1 actions that match f, ignoring its
-// cursor and limit, for "all that match the filter"; one more than MaxBulk tells
-// the caller the filter is too wide.
-func (r *Review) MatchingIDs(ctx context.Context, f ActionFilter) ([]int64, error) {
-	states := f.States
-	if len(states) == 0 {
-		states = OpenStates()
-	}
-	ids, err := db.New(r.pool).DashboardActionIDs(ctx, db.DashboardActionIDsParams{
-		States: states, Source: f.Source, Name: f.Name, Owner: f.Owner, Destination: f.Destination,
-		Client: f.Client, Q: f.Q, MaxRows: MaxBulk + 1,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("list matching actions: %w", err)
-	}
-	return ids, nil
 }

@@ -38,8 +38,30 @@ func (r *Review) ListActions(ctx context.Context, f ActionFilter) (ActionPage, e
 	if err != nil {
 		return ActionPage{}, err
 	}
-	if err := checkText("filter", append([]string{f.Source, f.Name, f.Owner, f.Destination, f.Client, f.Q}, f.States...)...); err != nil {
+	as, err := r.selectActions(ctx, f, before, limit)
+	if err != nil {
 		return ActionPage{}, err
+	}
+	page := ActionPage{Actions: as}
+	if len(as) == limit {
+		page.NextCursor = strconv.FormatInt(as[len(as)-1].ID, 10)
+	}
+	return page, nil
+}
+
+// MatchingActions returns up to MaxBulk+1 actions that match f, newest first,
+// ignoring its cursor and limit, for "all that match the filter"; one more than
+// MaxBulk tells the caller the filter is too wide. It runs the very query of
+// ListActions, so a bulk act selects exactly what the list pages through.
+func (r *Review) MatchingActions(ctx context.Context, f ActionFilter) ([]Action, error) {
+	return r.selectActions(ctx, f, nil, MaxBulk+1)
+}
+
+// selectActions is the one place an ActionFilter becomes SQL (ActionList): the
+// list, its pages and bulk acts all go through it.
+func (r *Review) selectActions(ctx context.Context, f ActionFilter, before *int64, limit int) ([]Action, error) {
+	if err := checkText("filter", append([]string{f.Source, f.Name, f.Owner, f.Destination, f.Client, f.Q}, f.States...)...); err != nil {
+		return nil, err
 	}
 	states := f.States
 	if states == nil {
@@ -50,13 +72,9 @@ func (r *Review) ListActions(ctx context.Context, f ActionFilter) (ActionPage, e
 		Client: f.Client, Q: f.Q, BeforeID: before, MaxRows: int32(limit),
 	})
 	if err != nil {
-		return ActionPage{}, fmt.Errorf("list actions: %w", err)
+		return nil, fmt.Errorf("list actions: %w", err)
 	}
-	page := ActionPage{Actions: actionsOf(rows)}
-	if len(rows) == limit {
-		page.NextCursor = strconv.FormatInt(rows[len(rows)-1].ID, 10)
-	}
-	return page, nil
+	return actionsOf(rows), nil
 }
 
 func parseCursor(c string) (*int64, error) {

@@ -41,6 +41,7 @@ type Action struct {
 	Result         json.RawMessage
 	CreatedAt      time.Time
 	UpdatedAt      time.Time
+	StateSince     time.Time // when it entered its state: what its age counts from
 }
 
 func actionOf(a db.Action) Action {
@@ -51,7 +52,7 @@ func actionOf(a db.Action) Action {
 		MaxAttempts: a.MaxAttempts, GiveUpAt: a.GiveUpAt, NextAttemptAt: a.NextAttemptAt,
 		FirstAttemptAt: a.FirstAttemptAt, LastAttemptAt: a.LastAttemptAt, LeaseOwner: a.LeaseOwner,
 		LeaseExpiresAt: a.LeaseExpiresAt, ExternalRef: a.ExternalRef, Result: a.Result,
-		CreatedAt: a.CreatedAt, UpdatedAt: a.UpdatedAt}
+		CreatedAt: a.CreatedAt, UpdatedAt: a.UpdatedAt, StateSince: a.StateSince}
 }
 
 func actionsOf(rows []db.Action) []Action {

@@ -16,7 +16,7 @@ import (
 const actionAssign = `-- name: ActionAssign :one
 UPDATE actions SET owner = $1, updated_at = now()
 WHERE client = $2 AND id = $3
-RETURNING id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token
+RETURNING id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since
 `
 
 type ActionAssignParams struct {
@@ -60,6 +60,7 @@ func (q *Queries) ActionAssign(ctx context.Context, arg ActionAssignParams) (Act
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.LeaseToken,
+		&i.StateSince,
 	)
 	return i, err
 }
@@ -166,13 +167,13 @@ WITH due AS (
         updated_at = now()
     FROM due
     WHERE a.client = due.client AND a.id = due.id
-    RETURNING a.id, a.client, a.environment, a.source, a.name, a.business_key, a.key_parts, a.operation_key, a.destination, a.params, a.params_sha256, a.state, a.reason, a.owner, a.after_id, a.resource, a.occurred_at, a.attempts, a.max_attempts, a.give_up_at, a.next_attempt_at, a.first_attempt_at, a.last_attempt_at, a.lease_owner, a.claimed_from, a.lease_expires_at, a.external_ref, a.result, a.created_at, a.updated_at, a.lease_token, due.starts
+    RETURNING a.id, a.client, a.environment, a.source, a.name, a.business_key, a.key_parts, a.operation_key, a.destination, a.params, a.params_sha256, a.state, a.reason, a.owner, a.after_id, a.resource, a.occurred_at, a.attempts, a.max_attempts, a.give_up_at, a.next_attempt_at, a.first_attempt_at, a.last_attempt_at, a.lease_owner, a.claimed_from, a.lease_expires_at, a.external_ref, a.result, a.created_at, a.updated_at, a.lease_token, a.state_since, due.starts
 ), attempt AS (
     INSERT INTO attempts (client, action_id, kind, operation_key, worker)
     SELECT c.client, c.id, 'call', c.operation_key, $4::text FROM claimed c WHERE c.starts
     RETURNING client, id, action_id
 )
-SELECT c.id, c.client, c.environment, c.source, c.name, c.business_key, c.key_parts, c.operation_key, c.destination, c.params, c.params_sha256, c.state, c.reason, c.owner, c.after_id, c.resource, c.occurred_at, c.attempts, c.max_attempts, c.give_up_at, c.next_attempt_at, c.first_attempt_at, c.last_attempt_at, c.lease_owner, c.claimed_from, c.lease_expires_at, c.external_ref, c.result, c.created_at, c.updated_at, c.lease_token, c.starts, coalesce(t.id, 0)::bigint AS attempt_id
+SELECT c.id, c.client, c.environment, c.source, c.name, c.business_key, c.key_parts, c.operation_key, c.destination, c.params, c.params_sha256, c.state, c.reason, c.owner, c.after_id, c.resource, c.occurred_at, c.attempts, c.max_attempts, c.give_up_at, c.next_attempt_at, c.first_attempt_at, c.last_attempt_at, c.lease_owner, c.claimed_from, c.lease_expires_at, c.external_ref, c.result, c.created_at, c.updated_at, c.lease_token, c.state_since, c.starts, coalesce(t.id, 0)::bigint AS attempt_id
 FROM claimed c LEFT JOIN attempt t ON t.client = c.client AND t.action_id = c.id
 `
 
@@ -216,6 +217,7 @@ type ActionClaimRow struct {
 	CreatedAt      time.Time
 	UpdatedAt      time.Time
 	LeaseToken     int64
+	StateSince     time.Time
 	Starts         pgtype.Bool
 	AttemptID      int64
 }
@@ -273,6 +275,7 @@ func (q *Queries) ActionClaim(ctx context.Context, arg ActionClaimParams) ([]Act
 			&i.CreatedAt,
 			&i.UpdatedAt,
 			&i.LeaseToken,
+			&i.StateSince,
 			&i.Starts,
 			&i.AttemptID,
 		); err != nil {
@@ -293,7 +296,7 @@ SET state = $1, reason = $2,
     next_attempt_at = now(), updated_at = now()
 WHERE client = $4 AND id = $5
   AND state = ANY($6::text[])
-RETURNING id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token
+RETURNING id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since
 `
 
 type ActionCloseParams struct {
@@ -349,6 +352,7 @@ func (q *Queries) ActionClose(ctx context.Context, arg ActionCloseParams) (Actio
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.LeaseToken,
+		&i.StateSince,
 	)
 	return i, err
 }
@@ -517,7 +521,7 @@ func (q *Queries) ActionFailConflict(ctx context.Context, arg ActionFailConflict
 }
 
 const actionGet = `-- name: ActionGet :one
-SELECT id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token FROM actions WHERE id = $1
+SELECT id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since FROM actions WHERE id = $1
 `
 
 func (q *Queries) ActionGet(ctx context.Context, id int64) (Action, error) {
@@ -555,12 +559,13 @@ func (q *Queries) ActionGet(ctx context.Context, id int64) (Action, error) {
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.LeaseToken,
+		&i.StateSince,
 	)
 	return i, err
 }
 
 const actionGetByOperationKey = `-- name: ActionGetByOperationKey :one
-SELECT id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token FROM actions WHERE client = $1 AND operation_key = $2
+SELECT id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since FROM actions WHERE client = $1 AND operation_key = $2
 `
 
 type ActionGetByOperationKeyParams struct {
@@ -603,6 +608,7 @@ func (q *Queries) ActionGetByOperationKey(ctx context.Context, arg ActionGetByOp
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.LeaseToken,
+		&i.StateSince,
 	)
 	return i, err
 }
@@ -750,7 +756,7 @@ func (q *Queries) ActionInsert(ctx context.Context, arg ActionInsertParams) ([]A
 }
 
 const actionList = `-- name: ActionList :many
-SELECT id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token FROM actions a
+SELECT id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since FROM actions a
 WHERE (a.client, a.id) IN (
     SELECT p.client, p.id
     FROM unnest(CASE WHEN cardinality($1::text[]) = 0
@@ -847,6 +853,7 @@ func (q *Queries) ActionList(ctx context.Context, arg ActionListParams) ([]Actio
 			&i.CreatedAt,
 			&i.UpdatedAt,
 			&i.LeaseToken,
+			&i.StateSince,
 		); err != nil {
 			return nil, err
 		}
@@ -859,7 +866,7 @@ func (q *Queries) ActionList(ctx context.Context, arg ActionListParams) ([]Actio
 }
 
 const actionListByEvent = `-- name: ActionListByEvent :many
-SELECT a.id, a.client, a.environment, a.source, a.name, a.business_key, a.key_parts, a.operation_key, a.destination, a.params, a.params_sha256, a.state, a.reason, a.owner, a.after_id, a.resource, a.occurred_at, a.attempts, a.max_attempts, a.give_up_at, a.next_attempt_at, a.first_attempt_at, a.last_attempt_at, a.lease_owner, a.claimed_from, a.lease_expires_at, a.external_ref, a.result, a.created_at, a.updated_at, a.lease_token FROM action_events ae
+SELECT a.id, a.client, a.environment, a.source, a.name, a.business_key, a.key_parts, a.operation_key, a.destination, a.params, a.params_sha256, a.state, a.reason, a.owner, a.after_id, a.resource, a.occurred_at, a.attempts, a.max_attempts, a.give_up_at, a.next_attempt_at, a.first_attempt_at, a.last_attempt_at, a.lease_owner, a.claimed_from, a.lease_expires_at, a.external_ref, a.result, a.created_at, a.updated_at, a.lease_token, a.state_since FROM action_events ae
 JOIN actions a ON a.client = ae.client AND a.id = ae.action_id
 WHERE ae.client = $1 AND ae.event_id = $2
 ORDER BY a.id
@@ -911,6 +918,7 @@ func (q *Queries) ActionListByEvent(ctx context.Context, arg ActionListByEventPa
 			&i.CreatedAt,
 			&i.UpdatedAt,
 			&i.LeaseToken,
+			&i.StateSince,
 		); err != nil {
 			return nil, err
 		}
@@ -926,7 +934,7 @@ const actionManualReconcile = `-- name: ActionManualReconcile :one
 UPDATE actions
 SET state = 'uncertain', reason = $1, next_attempt_at = now(), updated_at = now()
 WHERE client = $2 AND id = $3 AND state = ANY($4::text[])
-RETURNING id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token
+RETURNING id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since
 `
 
 type ActionManualReconcileParams struct {
@@ -976,6 +984,7 @@ func (q *Queries) ActionManualReconcile(ctx context.Context, arg ActionManualRec
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.LeaseToken,
+		&i.StateSince,
 	)
 	return i, err
 }
@@ -987,7 +996,7 @@ SET state = 'pending', reason = $1, next_attempt_at = now(),
     give_up_at = now() + make_interval(secs => $3::double precision),
     updated_at = now()
 WHERE client = $4 AND id = $5 AND state = ANY($6::text[])
-RETURNING id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token
+RETURNING id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since
 `
 
 type ActionManualRetryParams struct {
@@ -1042,6 +1051,7 @@ func (q *Queries) ActionManualRetry(ctx context.Context, arg ActionManualRetryPa
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.LeaseToken,
+		&i.StateSince,
 	)
 	return i, err
 }

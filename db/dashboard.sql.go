@@ -10,65 +10,8 @@ import (
 	"time"
 )
 
-const dashboardActionIDs = `-- name: DashboardActionIDs :many
-SELECT a.id FROM actions a
-WHERE a.state = ANY($1::text[])
-  AND ($2::text = '' OR a.source = $2)
-  AND ($3::text = '' OR a.name = $3)
-  AND ($4::text = '' OR a.owner = $4)
-  AND ($5::text = '' OR a.destination = $5)
-  AND ($6::text = '' OR a.client = $6)
-  AND ($7::text = '' OR a.business_key = $7 OR a.operation_key = $7 OR a.external_ref = $7
-       OR a.business_key ILIKE '%' || $7 || '%'
-       OR EXISTS (SELECT 1 FROM action_events ae JOIN events e ON e.client = ae.client AND e.id = ae.event_id
-                  WHERE ae.client = a.client AND ae.action_id = a.id AND e.source_event_id = $7))
-ORDER BY a.id DESC
-LIMIT $8
-`
-
-type DashboardActionIDsParams struct {
-	States      []string
-	Source      string
-	Name        string
-	Owner       string
-	Destination string
-	Client      string
-	Q           string
-	MaxRows     int32
-}
-
-// Every id matching a queue filter, newest first, for "all that match" bulk acts.
-func (q *Queries) DashboardActionIDs(ctx context.Context, arg DashboardActionIDsParams) ([]int64, error) {
-	rows, err := q.db.Query(ctx, dashboardActionIDs,
-		arg.States,
-		arg.Source,
-		arg.Name,
-		arg.Owner,
-		arg.Destination,
-		arg.Client,
-		arg.Q,
-		arg.MaxRows,
-	)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []int64{}
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		items = append(items, id)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
 const dashboardQueueAges = `-- name: DashboardQueueAges :many
-SELECT state, count(*)::bigint AS n, min(updated_at)::timestamptz AS oldest
+SELECT state, count(*)::bigint AS n, min(state_since)::timestamptz AS oldest
 FROM actions
 WHERE state IN ('pending', 'processing', 'retrying', 'held', 'uncertain', 'failed')
 GROUP BY state
@@ -80,7 +23,7 @@ type DashboardQueueAgesRow struct {
 	Oldest time.Time
 }
 
-// Per open state: how many and since when the oldest has waited in it.
+// Per open state: how many and since when the oldest has waited in it (entered it).
 func (q *Queries) DashboardQueueAges(ctx context.Context) ([]DashboardQueueAgesRow, error) {
 	rows, err := q.db.Query(ctx, dashboardQueueAges)
 	if err != nil {

@@ -41,6 +41,7 @@ type Action struct {
 	CreatedAt      time.Time
 	UpdatedAt      time.Time
 	LeaseToken     int64
+	StateSince     time.Time
 }
 
 type ActionEvent struct {

@@ -1,7 +1,25 @@
 package views
 
-import "strconv"
+import (
+	"strconv"
+	"strings"
+)
 
 func itoa(n int) string     { return strconv.Itoa(n) }
 func itoa64(n int64) string { return strconv.FormatInt(n, 10) }
 func itoa32(n int32) string { return strconv.FormatInt(int64(n), 10) }
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// actLabel is an act's button label: "retry" reads Retry.
+func actLabel(act string) string {
+	if act == "" {
+		return ""
+	}
+	return strings.ToUpper(act[:1]) + act[1:]
+}

@@ -8,9 +8,9 @@ type Layout struct {
 	Title      string
 	Section    string // the nav entry marked current: "overview", "failed", ...
 	CSS        []string
-	Script     string // htmx, at its content-hashed URL
-	User       *User  // nil when signed out
-	CSRF       string // the session's synchronizer token, put in every form
+	Scripts    []string // htmx and the dashboard's own, at their content-hashed URLs
+	User       *User    // nil when signed out
+	CSRF       string   // the session's synchronizer token, put in every form
 	Flash      string
 	FlashError string
 }
@@ -125,25 +125,39 @@ type QueuePage struct {
 
 // QueueTable is the htmx-refreshable part of a queue page.
 type QueueTable struct {
+	Filter     Filter // what the rows were selected by; the bulk form carries it
 	Rows       []ActionRow
 	RefreshURL string // this page, filter and cursor included
 	NextURL    string // "" on the last page
 	FirstURL   string // "" on the first page
 }
 
-// BulkPage reports a bulk act item by item.
+// BulkPage reports a bulk act, the actions grouped by what became of them.
 type BulkPage struct {
 	Act     string
-	Results []BulkRow
-	Done    int
-	Refused int
+	Done    []BulkRow
+	Refused []BulkRow
 	Back    string
 }
 
 // BulkRow is one action of a bulk act.
 type BulkRow struct {
-	ID      int64
-	URL     string
-	Done    bool
-	Message string
+	ID          int64
+	URL         string
+	Name        string
+	BusinessKey string
+	Message     string // why it was refused
+}
+
+// BulkConfirm is the confirmation step of a bulk act on all that match a filter.
+type BulkConfirm struct {
+	Act        string
+	Path       string // the queue's path; the form posts to Path + "/bulk"
+	Filter     Filter
+	FilterText string // the filter in words
+	Owner      string // for assign
+	Rows       []BulkRow
+	TooMany    bool // more than Max match: nothing is offered
+	Max        int
+	Back       string
 }

@@ -36,6 +36,7 @@ type ActionInfo struct {
 	Params       string // pretty JSON
 	Created      string
 	Updated      string
+	StateSince   string // when it entered its state
 }
 
 // ActionEvent is one event that asked for the action.

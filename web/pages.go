@@ -28,8 +28,8 @@ func (s *Server) render(c echo.Context, status int, page templ.Component) error 
 func baseLayout(title, section string) views.Layout {
 	return views.Layout{
 		Title: title, Section: section,
-		CSS:    []string{static.URL("css/pico.min.css"), static.URL("css/app.css")},
-		Script: static.URL("js/htmx.min.js"),
+		CSS:     []string{static.URL("css/pico.min.css"), static.URL("css/app.css")},
+		Scripts: []string{static.URL("js/htmx.min.js"), static.URL("js/dashboard.js")},
 	}
 }
 
@@ -80,7 +80,7 @@ func (s *Server) actionRows(as []oncehook.Action) []views.ActionRow {
 		rows = append(rows, views.ActionRow{
 			ID: a.ID, URL: actionURL(a.ID), State: a.State, Name: a.Name, BusinessKey: a.BusinessKey,
 			Source: a.Source, Destination: a.Destination, Owner: a.Owner, Attempts: a.Attempts,
-			Age: age(now, a.CreatedAt), Reason: a.Reason, NextStep: oncehook.NextStep(a.State),
+			Age: age(now, a.StateSince), Reason: a.Reason, NextStep: oncehook.NextStep(a.State),
 		})
 	}
 	return rows

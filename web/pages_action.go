@@ -70,7 +70,7 @@ func (s *Server) actionInfo(a oncehook.Action) views.ActionInfo {
 		NextStep: oncehook.NextStep(a.State), BusinessKey: a.BusinessKey, OperationKey: a.OperationKey,
 		Source: a.Source, Client: a.Client, Environment: a.Environment, Destination: a.Destination,
 		Owner: a.Owner, Attempts: a.Attempts, ExternalRef: a.ExternalRef, Params: prettyJSON(a.Params),
-		Created: when(a.CreatedAt), Updated: when(a.UpdatedAt),
+		Created: when(a.CreatedAt), Updated: when(a.UpdatedAt), StateSince: when(a.StateSince),
 	}
 	if (a.State == oncehook.StatePending || a.State == oncehook.StateRetrying || a.State == oncehook.StateUncertain) &&
 		oncehook.Scheduled(a.NextAttemptAt) {

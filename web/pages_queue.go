@@ -4,7 +4,6 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
-	"strconv"
 
 	"github.com/labstack/echo/v4"
 
@@ -49,19 +48,33 @@ func actionFilter(states []string, f views.Filter) oncehook.ActionFilter {
 		Destination: f.Destination, Client: f.Client, Q: f.Q}
 }
 
-// queueURL is a queue page with its filter and an optional cursor.
-func queueURL(path string, f views.Filter, cursor string) string {
+// filterValues is a filter as a query string carries it, empty fields left out.
+func filterValues(f views.Filter) url.Values {
 	v := url.Values{}
 	for k, val := range map[string]string{"source": f.Source, "action": f.Action, "destination": f.Destination,
-		"owner": f.Owner, "client": f.Client, "q": f.Q, "cursor": cursor} {
+		"owner": f.Owner, "client": f.Client, "q": f.Q} {
 		if val != "" {
 			v.Set(k, val)
 		}
 	}
+	return v
+}
+
+// withQuery is path with the query v, if any.
+func withQuery(path string, v url.Values) string {
 	if len(v) == 0 {
 		return path
 	}
 	return path + "?" + v.Encode()
+}
+
+// queueURL is a queue page with its filter and an optional cursor.
+func queueURL(path string, f views.Filter, cursor string) string {
+	v := filterValues(f)
+	if cursor != "" {
+		v.Set("cursor", cursor)
+	}
+	return withQuery(path, v)
 }
 
 // queuePage serves /queue/{queue}; for an htmx request, only the table.
@@ -86,7 +99,7 @@ func (s *Server) showQueue(c echo.Context, showFilter bool) error {
 	if err != nil {
 		return err
 	}
-	table := views.QueueTable{Rows: s.actionRows(page.Actions), RefreshURL: queueURL(path, f, cursor)}
+	table := views.QueueTable{Filter: f, Rows: s.actionRows(page.Actions), RefreshURL: queueURL(path, f, cursor)}
 	if page.NextCursor != "" {
 		table.NextURL = queueURL(path, f, page.NextCursor)
 	}
@@ -144,53 +157,4 @@ func (s *Server) filterOptions(c echo.Context, m *views.QueuePage) error {
 		}
 	}
 	return nil
-}
-
-// queueBulk applies one act to the selected actions, or to all that match the
-// filter, and reports each outcome; refusals are listed, not fatal.
-func (s *Server) queueBulk(c echo.Context) error {
-	path, states, f, err := queueScope(c)
-	if err != nil {
-		return err
-	}
-	ctx := c.Request().Context()
-	var ids []int64
-	if c.FormValue("all") == "1" {
-		if ids, err = s.review.MatchingIDs(ctx, actionFilter(states, f)); err != nil {
-			return err
-		}
-		if len(ids) > oncehook.MaxBulk {
-			return oncehook.Errorf(oncehook.EINVALID, "More than %d actions match; narrow the filter first.", oncehook.MaxBulk)
-		}
-	} else {
-		form, err := c.FormParams()
-		if err != nil {
-			return oncehook.Errorf(oncehook.EINVALID, "The form could not be read.")
-		}
-		for _, v := range form["id"] {
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil || n <= 0 {
-				return oncehook.Errorf(oncehook.EINVALID, "%q is not an action id.", v)
-			}
-			ids = append(ids, n)
-		}
-	}
-	act := c.FormValue("act")
-	results, err := s.review.Bulk(ctx, actorOf(c), act, ids, oncehook.ActParams{Owner: c.FormValue("assign_owner")})
-	if err != nil {
-		return err
-	}
-	m := views.BulkPage{Act: act, Back: queueURL(path, f, "")}
-	if path == "/mine" {
-		m.Back = "/mine"
-	}
-	for _, r := range results {
-		m.Results = append(m.Results, views.BulkRow{ID: r.ID, URL: actionURL(r.ID), Done: r.Done, Message: r.Message})
-		if r.Done {
-			m.Done++
-		} else {
-			m.Refused++
-		}
-	}
-	return s.render(c, http.StatusOK, views.Bulk(s.layout(c, "Bulk "+act, ""), m))
 }

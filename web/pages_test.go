@@ -291,12 +291,36 @@ func TestBulkRetryReportsRefusals(t *testing.T) {
 	mail := d.waitAction("send_welcome_email", "enq-bulk", oncehook.StateFailed)
 	admin := d.person()
 	admin.login(adminEmail)
+	// "All that match" acts on nothing yet: it leads to the confirmation step.
 	pg := admin.post("/queue/failed", "/queue/failed/bulk", url.Values{"act": {"retry"}, "all": {"1"}, "q": {"enq-bulk"}})
-	if pg.status != http.StatusOK {
-		t.Fatalf("bulk retry: %d %s", pg.status, tailOf(pg.body, 500))
+	if pg.status != http.StatusSeeOther || pg.location != "/queue/failed/bulk?act=retry&q=enq-bulk" {
+		t.Fatalf("bulk retry of all that match: %d to %q, want the confirmation step", pg.status, pg.location)
 	}
-	if !strings.Contains(pg.body, "retry: 1 done, 1 refused") || !strings.Contains(pg.body, "could act twice") {
-		t.Errorf("bulk report: %s", tailOf(pg.body, 1500))
+	for _, id := range []int64{crm.ID, mail.ID} {
+		if got, _ := d.review.GetAction(t.Context(), id); got.Action.State != oncehook.StateFailed || got.Action.Attempts != 1 {
+			t.Fatalf("before confirming, action %d is %s after %d attempts: something was done", id, got.Action.State, got.Action.Attempts)
+		}
+	}
+	confirm := admin.get(pg.location)
+	if !strings.Contains(confirm.body, "This will retry 2 actions") {
+		t.Fatalf("the confirmation step does not say how many: %s", tailOf(confirm.body, 1500))
+	}
+	ids := regexp.MustCompile(`name="id" value="(\d+)"`).FindAllStringSubmatch(confirm.body, -1)
+	form := url.Values{"act": {"retry"}, "q": {"enq-bulk"}}
+	for _, m := range ids {
+		form.Add("id", m[1])
+	}
+	if len(ids) != 2 {
+		t.Fatalf("the confirmation step lists %d actions, want 2", len(ids))
+	}
+	pg = admin.post(pg.location, "/queue/failed/bulk", form)
+	if pg.status != http.StatusSeeOther || pg.location != "/queue/failed/bulk/done" {
+		t.Fatalf("confirmed bulk retry: %d to %q, want a redirect to the report", pg.status, pg.location)
+	}
+	report := admin.get(pg.location)
+	if !strings.Contains(report.body, "retry: 1 done, 1 refused") || !strings.Contains(report.body, "could act twice") ||
+		!strings.Contains(report.body, "send_welcome_email") {
+		t.Errorf("bulk report: %s", tailOf(report.body, 1500))
 	}
 	d.waitAction("open_opportunity", "enq-bulk", oncehook.StateConfirmed)
 	if got, _ := d.review.GetAction(t.Context(), mail.ID); got.Action.State != oncehook.StateFailed {
@@ -305,8 +329,11 @@ func TestBulkRetryReportsRefusals(t *testing.T) {
 	t.Run("AssignSelected", func(t *testing.T) {
 		pg := admin.post("/queue/failed", "/queue/failed/bulk", url.Values{"act": {"assign"}, "id": {id64(mail.ID)},
 			"assign_owner": {opsEmail}})
-		if pg.status != http.StatusOK || !strings.Contains(pg.body, "assign: 1 done, 0 refused") {
+		if pg.status != http.StatusSeeOther {
 			t.Fatalf("bulk assign: %d %s", pg.status, tailOf(pg.body, 500))
+		}
+		if report := admin.get(pg.location); !strings.Contains(report.body, "assign: 1 done, 0 refused") {
+			t.Fatalf("bulk assign report: %s", tailOf(report.body, 500))
 		}
 		ops := d.person()
 		ops.login(opsEmail)

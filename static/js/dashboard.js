@@ -1,0 +1,57 @@
+// oncehook's dashboard enhancements. Every page works without this file; it adds
+// select-all and shift-click for the bulk form, a count of the rows selected, and
+// keeps htmx's polling from replacing a table while rows are selected.
+(function () {
+  "use strict";
+  var last = null; // the row checkbox clicked last, for shift-click ranges
+
+  function picks() {
+    return Array.prototype.slice.call(document.querySelectorAll('input[type=checkbox][name=id][form=bulk]'));
+  }
+
+  function update() {
+    var all = document.getElementById("pick-all");
+    var boxes = picks();
+    var n = boxes.filter(function (b) { return b.checked; }).length;
+    if (all) {
+      all.hidden = false;
+      all.checked = boxes.length > 0 && n === boxes.length;
+      all.indeterminate = n > 0 && n < boxes.length;
+    }
+    var count = document.getElementById("bulk-count");
+    if (count) {
+      count.textContent = n === 0 ? "Tick rows below, or act on all that match the filter."
+        : n + (n === 1 ? " action selected." : " actions selected.");
+    }
+  }
+
+  document.addEventListener("click", function (e) {
+    var t = e.target;
+    if (!(t instanceof HTMLInputElement) || t.type !== "checkbox") return;
+    if (t.id === "pick-all") {
+      picks().forEach(function (b) { b.checked = t.checked; });
+    } else if (t.name === "id" && t.getAttribute("form") === "bulk") { // not t.form.id: the rows named "id" shadow it
+      if (e.shiftKey && last && last !== t) {
+        var boxes = picks(), a = boxes.indexOf(last), b = boxes.indexOf(t);
+        if (a >= 0 && b >= 0) {
+          boxes.slice(Math.min(a, b), Math.max(a, b) + 1).forEach(function (x) { x.checked = t.checked; });
+        }
+      }
+      last = t;
+    } else {
+      return;
+    }
+    update();
+  });
+
+  // A poll (the table asking for itself) waits while rows are selected: replacing
+  // the rows would move them under the person's pointer.
+  document.addEventListener("htmx:beforeRequest", function (e) {
+    var elt = e.detail && e.detail.elt;
+    if (elt && elt.id === "queue-table" && picks().some(function (b) { return b.checked; })) {
+      e.preventDefault();
+    }
+  });
+  document.addEventListener("htmx:afterSettle", update);
+  document.addEventListener("DOMContentLoaded", update);
+})();

@@ -1,0 +1,145 @@
+package web
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/oncehook/oncehook"
+	"github.com/oncehook/oncehook/views"
+)
+
+// sessBulk keeps the report of the person's last bulk act, for the page the act
+// redirects to.
+const sessBulk = "bulk_report"
+
+// bulkReport is what a bulk act did, kept in the session as JSON between the POST
+// and the page that shows it.
+type bulkReport struct {
+	Act     string                `json:"act"`
+	Back    string                `json:"back"`
+	Results []oncehook.BulkResult `json:"results"`
+}
+
+// bulkURL is a queue's bulk confirmation step for act on the filter f.
+func bulkURL(path string, f views.Filter, act, owner string) string {
+	v := filterValues(f)
+	v.Set("act", act)
+	if owner != "" {
+		v.Set("assign_owner", owner)
+	}
+	return withQuery(path+"/bulk", v)
+}
+
+// queueBulk applies one act to the actions posted by id, then redirects to the
+// report, so Back never offers to send the form again. "All that match" is never
+// acted on from here: it redirects to the confirmation step, which lists what the
+// filter selects and posts exactly those ids.
+func (s *Server) queueBulk(c echo.Context) error {
+	path, _, f, err := queueScope(c)
+	if err != nil {
+		return err
+	}
+	act := c.FormValue("act")
+	if c.FormValue("all") == "1" {
+		return c.Redirect(http.StatusSeeOther, bulkURL(path, f, act, c.FormValue("assign_owner")))
+	}
+	form, err := c.FormParams()
+	if err != nil {
+		return oncehook.Errorf(oncehook.EINVALID, "The form could not be read.")
+	}
+	var ids []int64
+	for _, v := range form["id"] {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n <= 0 {
+			return oncehook.Errorf(oncehook.EINVALID, "%q is not an action id.", v)
+		}
+		ids = append(ids, n)
+	}
+	results, err := s.review.Bulk(c.Request().Context(), actorOf(c), act, ids, oncehook.ActParams{Owner: c.FormValue("assign_owner")})
+	if err != nil {
+		return err
+	}
+	back := queueURL(path, f, "")
+	raw, err := json.Marshal(bulkReport{Act: act, Back: back, Results: results})
+	if err != nil {
+		return err
+	}
+	s.sessions.Put(c.Request().Context(), sessBulk, string(raw))
+	return c.Redirect(http.StatusSeeOther, path+"/bulk/done")
+}
+
+// bulkConfirm is the confirmation step of "all that match": how many actions the
+// act will touch, each by name and key, and one button that acts on those.
+func (s *Server) bulkConfirm(c echo.Context) error {
+	path, states, f, err := queueScope(c)
+	if err != nil {
+		return err
+	}
+	act := c.QueryParam("act")
+	x, ok := oncehook.LookupAct(act)
+	if !ok || !x.Bulk {
+		return oncehook.Errorf(oncehook.EINVALID, "Several actions at once can be retried, reconciled or assigned, not %q.", act)
+	}
+	matching, err := s.review.MatchingActions(c.Request().Context(), actionFilter(states, f))
+	if err != nil {
+		return err
+	}
+	m := views.BulkConfirm{Act: act, Path: path, Filter: f, Owner: c.QueryParam("assign_owner"),
+		Back: queueURL(path, f, ""), FilterText: filterText(f), TooMany: len(matching) > oncehook.MaxBulk,
+		Max: oncehook.MaxBulk}
+	if !m.TooMany {
+		for _, a := range matching {
+			m.Rows = append(m.Rows, views.BulkRow{ID: a.ID, URL: actionURL(a.ID), Name: a.Name, BusinessKey: a.BusinessKey})
+		}
+	}
+	return s.render(c, http.StatusOK, views.BulkConfirmPage(s.layout(c, "Confirm: "+act, ""), m))
+}
+
+// bulkDone shows the report of the person's last bulk act.
+func (s *Server) bulkDone(c echo.Context) error {
+	path, _, _, err := queueScope(c)
+	if err != nil {
+		return err
+	}
+	var r bulkReport
+	if raw := s.sessions.GetString(c.Request().Context(), sessBulk); raw != "" {
+		if err := json.Unmarshal([]byte(raw), &r); err != nil {
+			return err
+		}
+	}
+	if r.Act == "" {
+		return oncehook.Errorf(oncehook.ENOTFOUND, "There is no recent bulk act to report.")
+	}
+	m := views.BulkPage{Act: r.Act, Back: r.Back}
+	if m.Back == "" {
+		m.Back = path
+	}
+	for _, res := range r.Results {
+		row := views.BulkRow{ID: res.ID, URL: actionURL(res.ID), Name: res.Name, BusinessKey: res.BusinessKey, Message: res.Message}
+		if res.Done {
+			m.Done = append(m.Done, row)
+		} else {
+			m.Refused = append(m.Refused, row)
+		}
+	}
+	return s.render(c, http.StatusOK, views.Bulk(s.layout(c, "Bulk "+r.Act, ""), m))
+}
+
+// filterText says in words what a filter selects, for the confirmation step.
+func filterText(f views.Filter) string {
+	var parts []string
+	for _, p := range []struct{ k, v string }{{"source", f.Source}, {"action", f.Action}, {"destination", f.Destination},
+		{"client", f.Client}, {"owner", f.Owner}, {"search", f.Q}} {
+		if p.v != "" {
+			parts = append(parts, p.k+" "+strconv.Quote(p.v))
+		}
+	}
+	if len(parts) == 0 {
+		return "no filter: every action of this queue"
+	}
+	return strings.Join(parts, ", ")
+}
