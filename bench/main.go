@@ -6,6 +6,11 @@
 // The server under test is the real binary, built from ./cmd/oncehook and run as
 // its own process, so its peak RSS is its own. Only the 100 ms destination runs
 // in-process: the binary has no setting for 64 calls in flight.
+//
+// Then oncehook is compared with a peer built on River (bench/riverpeer, its own
+// module), each its own process on a fresh database of the same cluster, with the
+// same load generator and sandbox CRM (versus.go); -peer off leaves that out, and
+// -peer only runs nothing else.
 package main
 
 import (
@@ -30,6 +35,7 @@ type options struct {
 	profile  string        // write a CPU profile of one phase run in-process here
 	phase    string        // the phase to profile: ingest, e2e or slow
 	keep     bool          // leave the temporary directory for inspection
+	peer     string        // the comparison with the River peer: on, off, or only it
 	verbose  bool
 	repoRoot string
 }
@@ -42,9 +48,13 @@ func main() {
 	flag.IntVar(&o.rows, "rows", 1_000_000, "actions generated for the large growth measurement")
 	flag.StringVar(&o.profile, "cpuprofile", "", "run one phase in-process with this CPU profile instead of the table")
 	flag.StringVar(&o.phase, "phase", "ingest", "the phase -cpuprofile runs: ingest, e2e (0 ms destination) or slow (100 ms)")
+	flag.StringVar(&o.peer, "peer", "on", "the comparison with the River peer (bench/riverpeer): on, off, or only (no other phase)")
 	flag.BoolVar(&o.keep, "keep", false, "keep the temporary directory (Postgres data, server log)")
 	flag.BoolVar(&o.verbose, "v", false, "log progress in detail")
 	flag.Parse()
+	if o.peer != "on" && o.peer != "off" && o.peer != "only" {
+		log.Fatalf("-peer %q: want on, off or only", o.peer)
+	}
 	log.SetFlags(log.Ltime)
 	log.SetPrefix("bench: ")
 	root, err := os.Getwd()

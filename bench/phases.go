@@ -17,6 +17,7 @@ type bench struct {
 	pg      *postgres
 	machine machine
 	bin     string
+	peerBin string // the River peer (bench/riverpeer), when o.peer is not "off"
 	dest    *destination
 	config  string
 	addr    string
@@ -72,6 +73,20 @@ func (b *bench) phases(ctx context.Context) error {
 	if err := b.buildServer(ctx); err != nil {
 		return err
 	}
+	if b.o.peer != "off" {
+		log.Printf("building bench/riverpeer")
+		if err := b.buildPeer(ctx); err != nil {
+			return err
+		}
+	}
+	if b.o.peer == "only" {
+		dest, err := startDestination()
+		if err != nil {
+			return err
+		}
+		b.dest = dest
+		return b.versusPeer(ctx)
+	}
 	first, err := b.measureBaseline(ctx, "start")
 	if err != nil {
 		return err
@@ -102,6 +117,11 @@ func (b *bench) phases(ctx context.Context) error {
 	b.srv = nil
 	if err := b.endToEndSlow(ctx); err != nil {
 		return err
+	}
+	if b.o.peer == "on" {
+		if err := b.versusPeer(ctx); err != nil {
+			return err
+		}
 	}
 	last, err := b.measureBaseline(ctx, "end")
 	if err != nil {
