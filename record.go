@@ -28,8 +28,12 @@ func (pf *Performer) planFor(a db.Action) RetryPlan {
 // record decides what an outcome means and writes it: the attempt's evidence and the
 // action's next state, in one transaction, only while this worker holds the lease.
 func (pf *Performer) record(a db.Action, attemptID int64, out Outcome) error {
-	d := Decide(out.Observed, pf.planFor(a), out.Detail, out.RetryAfter, pf.now())
-	return pf.commit(a, attemptID, out, d)
+	return pf.commit(a, attemptID, out, decideOutcome(out, pf.planFor(a), pf.now()))
+}
+
+// decideOutcome is the decision table's answer to what a call or a lookup observed.
+func decideOutcome(out Outcome, plan RetryPlan, now time.Time) Decision {
+	return Decide(out.Observed, plan, out.Detail, out.RetryAfter, now)
 }
 
 // commit writes a decision and returns once it is committed. Calls that finish

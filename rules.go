@@ -160,11 +160,16 @@ func (rt *Router) settle(ctx context.Context, q *db.Queries, ev db.Event, in act
 			return 0, fmt.Errorf("find existing action: %w", err)
 		}
 		newID = existing.ID
-		if !bytes.Equal(existing.ParamsSha256, in.sum) {
+		switch {
+		case !bytes.Equal(existing.ParamsSha256, in.sum):
 			conflict = true
 			if err := rt.flagConflict(ctx, q, ev, existing); err != nil {
 				return 0, err
 			}
+		case existing.State == StateConfirmed:
+			// The table keeps it confirmed (TestDecide pins that): only the link is
+			// written, and later steps not done yet start, their predecessor confirmed.
+			r.note("%s: %s", in.rule.Name, alreadyConfirmed(existing, time.Now()).Reason)
 		}
 	}
 	r.linked = append(r.linked, actionLink{client: ev.Client, actionID: newID, eventID: ev.ID,
@@ -179,12 +184,25 @@ func (rt *Router) settle(ctx context.Context, q *db.Queries, ev db.Event, in act
 	return newID, nil
 }
 
+// alreadyConfirmed is the decision table's answer to an event asking for an
+// operation that is already confirmed.
+func alreadyConfirmed(a db.Action, now time.Time) Decision {
+	return Decide(ObsAlreadyConfirmed, RetryPlan{}, fmt.Sprintf("action %d, linked to this event", a.ID), 0, now)
+}
+
+// conflicting is the decision table's answer to an event asking for an existing
+// operation with different params.
+func conflicting(a db.Action, ev db.Event, now time.Time) Decision {
+	return Decide(ObsConflict, RetryPlan{Owner: a.Owner}, fmt.Sprintf("event %d (%s)", ev.ID, ev.SourceEventID), 0, now)
+}
+
 func (rt *Router) flagConflict(ctx context.Context, q *db.Queries, ev db.Event, a db.Action) error {
-	reason := fmt.Sprintf("conflict: event %d (%s) asks for this operation with different params", ev.ID, ev.SourceEventID)
-	if err := q.ActionFailConflict(ctx, db.ActionFailConflictParams{Client: a.Client, ID: a.ID, Reason: reason}); err != nil {
+	d := conflicting(a, ev, time.Now())
+	if err := q.ActionRecordConflict(ctx, db.ActionRecordConflictParams{Client: a.Client, ID: a.ID,
+		State: d.State, Reason: truncate(d.Reason, 1000), NextAttemptAt: d.NextAttemptAt}); err != nil {
 		return fmt.Errorf("flag conflict: %w", err)
 	}
-	return audit(ctx, q, a.Client, a.ID, "router", "conflict", reason, map[string]any{"event_id": ev.ID})
+	return audit(ctx, q, a.Client, a.ID, "router", "conflict", d.Reason, map[string]any{"event_id": ev.ID})
 }
 
 func (rt *Router) checkStale(ctx context.Context, q *db.Queries, ev db.Event, resource string, at time.Time) (bool, error) {
