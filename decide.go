@@ -154,19 +154,13 @@ func ownerOrNobody(owner string) string {
 }
 
 // Backoff is the delay before retry number attempt (1-based): exponential from base,
-// capped at max, with jitter over its upper half so that many actions failing
+// capped at max (both positive: NewEngine gives the defaults), with jitter over its upper half so that many actions failing
 // together do not come back together.
 func Backoff(attempt int, base, maxDelay time.Duration) time.Duration {
 	return backoff(attempt, base, maxDelay, nil)
 }
 
 func backoff(attempt int, base, maxDelay time.Duration, jitter func(time.Duration) time.Duration) time.Duration {
-	if base <= 0 {
-		base = 2 * time.Second
-	}
-	if maxDelay <= 0 {
-		maxDelay = time.Hour
-	}
 	if jitter == nil {
 		jitter = func(n time.Duration) time.Duration { return rand.N(n + 1) }
 	}
