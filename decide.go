@@ -154,8 +154,8 @@ func ownerOrNobody(owner string) string {
 }
 
 // Backoff is the delay before retry number attempt (1-based): exponential from base,
-// capped at max (both positive: NewEngine gives the defaults), with jitter over its upper half so that many actions failing
-// together do not come back together.
+// capped at max (both positive: NewEngine gives the defaults), with jitter over its
+// upper half so that many actions failing together do not come back together.
 func Backoff(attempt int, base, maxDelay time.Duration) time.Duration {
 	return backoff(attempt, base, maxDelay, nil)
 }
