@@ -92,6 +92,12 @@ func NewEngine(p EngineParams) *Engine {
 	if p.LeaseExtra <= 0 {
 		p.LeaseExtra = 30 * time.Second
 	}
+	if p.BackoffBase <= 0 {
+		p.BackoffBase = 2 * time.Second
+	}
+	if p.BackoffMax <= 0 {
+		p.BackoffMax = time.Hour
+	}
 	if p.Concurrency <= 0 {
 		p.Concurrency = 16
 	}

@@ -13,8 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/oncehook/oncehook"
 	"github.com/oncehook/oncehook/db"
+	"github.com/oncehook/oncehook/destination"
 	"github.com/oncehook/oncehook/sandbox"
 )
 
@@ -499,5 +502,49 @@ func TestHeldAfterReconnectIsReleased(t *testing.T) {
 	a := w.waitFor("open_opportunity", "enq_hr", "confirmed")
 	if n := w.crm.CountByRef(a.OperationKey); n != 1 {
 		t.Errorf("the CRM holds %d records for the key, want 1", n)
+	}
+}
+
+// TestLeaseRecoveryFollowsTheTable lets three claims lapse at once, one of each kind,
+// and checks that recovery writes what the decision table says (TestDecide pins
+// the table): a retry that never called anyone is pending, a started call and a
+// reconcile are uncertain.
+func TestLeaseRecoveryFollowsTheTable(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, worldOptions{noEngine: true})
+	for _, id := range []string{"retry", "call", "look"} {
+		w.deliver(checkout{eventID: "evt_" + id, enquiry: "enq_" + id})
+	}
+	w.route()
+	lapse := func(enquiry, from string) {
+		w.exec(`UPDATE actions SET state = 'processing', claimed_from = $2, lease_owner = 'dead-worker',
+			lease_expires_at = now() - interval '1 second' WHERE name = 'open_opportunity' AND business_key LIKE '%' || $1`, enquiry, from)
+	}
+	lapse("enq_retry", "retrying")
+	lapse("enq_call", "pending")
+	lapse("enq_look", "uncertain")
+	w.exec(`INSERT INTO attempts (client, action_id, kind, operation_key, worker)
+		SELECT client, id, 'call', operation_key, 'dead-worker' FROM actions
+		WHERE name = 'open_opportunity' AND business_key LIKE '%enq_call'`)
+	eng := oncehook.NewEngine(oncehook.EngineParams{Pool: w.pool, Config: w.cfg, Destinations: destination.NewClients(w.cfg)})
+	n, err := eng.RecoverLeases(context.Background())
+	if err != nil || n != 3 {
+		t.Fatalf("recovered %d leases (%v), want 3", n, err)
+	}
+	type recovered struct{ State, Reason string }
+	got := map[string]recovered{}
+	for _, a := range w.actions("open_opportunity") {
+		got[a.BusinessKey[strings.LastIndex(a.BusinessKey, "enq_"):]] = recovered{a.State, a.Reason}
+	}
+	want := map[string]recovered{
+		"enq_retry": {"pending", "lease expired, no attempt started: worker dead-worker stopped before calling anyone; safe to run"},
+		"enq_call":  {"uncertain", "lease expired, attempt started but unrecorded: worker dead-worker stopped after starting the call; reconcile before any repeat"},
+		"enq_look":  {"uncertain", "lease expired during a reconcile: worker dead-worker stopped while reconciling; reconcile again"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("after recovery (-want +got):\n%s", diff)
+	}
+	if n := w.count(`SELECT count(*) FROM attempts WHERE status = 'abandoned'`); n != 1 {
+		t.Errorf("%d abandoned attempts, want the started call's 1", n)
 	}
 }

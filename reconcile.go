@@ -18,9 +18,8 @@ func (pf *Performer) reconcile(ctx context.Context, c claim) error {
 		return pf.record(a, 0, Outcome{Observed: ObsUnknowable, Detail: "destination " + a.Destination + " is not configured"})
 	}
 	caps := dest.Capabilities()
-	now := pf.now()
 	if !caps.Lookup {
-		out := reconcileWithoutLookup(a, caps, now)
+		out := reconcileWithoutLookup(a, caps, pf.now())
 		pf.p.Metrics.Reconcile(out.Observed)
 		return pf.record(a, 0, out)
 	}
@@ -30,18 +29,18 @@ func (pf *Performer) reconcile(ctx context.Context, c claim) error {
 	}
 	r := dest.Lookup(ctx, a.OperationKey)
 	c.answered()
+	out := lookupOutcome(r, caps)
+	pf.p.Metrics.Reconcile(out.Observed)
+	return pf.record(a, attemptID, out)
+}
+
+// lookupOutcome is the observation a lookup's answer makes. A failed lookup proves
+// nothing: the table keeps the action uncertain and looks again later.
+func lookupOutcome(r LookupResult, caps Capabilities) Outcome {
 	out := Outcome{HTTPStatus: r.HTTPStatus, Detail: r.Detail}
 	switch {
-	case r.Unsure && now.After(a.GiveUpAt):
-		out.Observed = ObsUnknowable
-		out.Detail = "lookups kept failing until the budget ran out: " + r.Detail
 	case r.Unsure:
-		// The lookup proves nothing: stay uncertain and look again later.
-		d := Decision{State: StateUncertain, Rule: ruleOf[ObsUnsure],
-			Reason:        "lookup failed, will look again: " + r.Detail,
-			NextAttemptAt: now.Add(Backoff(2, pf.p.BackoffBase, pf.p.BackoffMax))}
-		pf.p.Metrics.Reconcile(ObsUnsure)
-		return pf.commit(a, attemptID, Outcome{Observed: ObsUnsure, HTTPStatus: r.HTTPStatus, Detail: r.Detail}, d)
+		out.Observed = ObsLookupFailed
 	case r.Found:
 		out.Observed, out.ExternalRef, out.Result = ObsFound, r.ExternalRef, r.Result
 		out.Detail = "found by lookup"
@@ -52,8 +51,7 @@ func (pf *Performer) reconcile(ctx context.Context, c claim) error {
 		out.Observed = ObsUnknowable
 		out.Detail = "an eventual lookup found no record, which does not prove it was never created"
 	}
-	pf.p.Metrics.Reconcile(out.Observed)
-	return pf.record(a, attemptID, out)
+	return out
 }
 
 // startLookup writes a lookup attempt as started, in a transaction that commits
@@ -100,29 +98,42 @@ func reconcileWithoutLookup(a db.Action, caps Capabilities, now time.Time) Outco
 	return Outcome{Observed: ObsUnknowable, Detail: "the destination offers no lookup and no key memory; check it by hand"}
 }
 
-// RecoverLeases sweeps expired leases, per the decision table: a claim that never
-// started a call is pending again; a started call becomes uncertain. It also
-// releases held actions whose destination is connected (ActionReleaseStrayHeld).
-// Safe to run in every process at once. It returns how many leases it recovered.
+// RecoverLeases sweeps expired leases through the decision table (leaseObservation):
+// a claim that never started a call is pending again; a started call, or a claim
+// made to reconcile, is uncertain. It also releases held actions whose destination
+// is connected (ActionReleaseStrayHeld). Safe to run in every process at once. It
+// returns how many leases it recovered.
 func (pf *Performer) RecoverLeases(ctx context.Context) (int, error) {
 	var n int
 	err := db.WithTx(ctx, pf.pool, func(q *db.Queries) error {
-		rows, err := q.ActionRecoverLeases(ctx)
+		expired, err := q.ActionLockExpiredLeases(ctx)
 		if err != nil {
-			return fmt.Errorf("recover leases: %w", err)
+			return fmt.Errorf("find expired leases: %w", err)
 		}
-		n = len(rows)
-		for _, r := range rows {
-			pf.p.Metrics.LeaseRecovered(r.State)
+		var p db.ActionRecoverLeasesParams
+		for _, r := range expired {
+			d := leaseDecision(r.Action, r.CallStarted, pf.planFor(r.Action), pf.now())
+			p.Clients, p.Ids = append(p.Clients, r.Action.Client), append(p.Ids, r.Action.ID)
+			p.States, p.Reasons = append(p.States, d.State), append(p.Reasons, truncate(d.Reason, 1000))
+			p.NextAttemptAts = append(p.NextAttemptAts, d.NextAttemptAt)
 			if !r.CallStarted {
 				continue
 			}
-			if err := q.AttemptAbandonStarted(ctx, db.AttemptAbandonStartedParams{Client: r.Client, ActionID: r.ID}); err != nil {
+			if err := q.AttemptAbandonStarted(ctx, db.AttemptAbandonStartedParams{Client: r.Action.Client, ActionID: r.Action.ID}); err != nil {
 				return fmt.Errorf("close abandoned attempt: %w", err)
 			}
-			if err := audit(ctx, q, r.Client, r.ID, "worker", "recover",
-				string(ObsLeaseStarted)+": reconcile before any repeat", nil); err != nil {
+			if err := audit(ctx, q, r.Action.Client, r.Action.ID, "worker", "recover", d.Reason, nil); err != nil {
 				return err
+			}
+		}
+		if len(expired) > 0 {
+			recovered, err := q.ActionRecoverLeases(ctx, p)
+			if err != nil {
+				return fmt.Errorf("recover leases: %w", err)
+			}
+			n = len(recovered)
+			for _, r := range recovered {
+				pf.p.Metrics.LeaseRecovered(r.State)
 			}
 		}
 		released, err := q.ActionReleaseStrayHeld(ctx)
@@ -141,6 +152,31 @@ func (pf *Performer) RecoverLeases(ctx context.Context) (int, error) {
 		pf.logger.Info("recovered expired leases", "actions", n)
 	}
 	return n, err
+}
+
+// leaseDecision is the decision table's answer to an expired lease.
+func leaseDecision(a db.Action, callStarted bool, plan RetryPlan, now time.Time) Decision {
+	obs, detail := leaseObservation(a, callStarted)
+	return Decide(obs, plan, detail, 0, now)
+}
+
+// leaseObservation is the row of the decision table an expired lease is: a call
+// started under it may have reached the destination; a claim made to reconcile
+// (claimed from uncertain) still does not know the earlier call's outcome; any
+// other claim never called anyone and is safe to run.
+func leaseObservation(a db.Action, callStarted bool) (Observation, string) {
+	worker := "a worker"
+	if a.LeaseOwner != nil {
+		worker = "worker " + *a.LeaseOwner
+	}
+	switch {
+	case callStarted:
+		return ObsLeaseStarted, worker + " stopped after starting the call; reconcile before any repeat"
+	case a.ClaimedFrom == StateUncertain:
+		return ObsLeaseReconcile, worker + " stopped while reconciling; reconcile again"
+	default:
+		return ObsLeaseNoAttempt, worker + " stopped before calling anyone; safe to run"
+	}
 }
 
 // finish lets calls in flight finish within the grace period, then hands back the

@@ -28,18 +28,24 @@ func (pf *Performer) planFor(a db.Action) RetryPlan {
 // record decides what an outcome means and writes it: the attempt's evidence and the
 // action's next state, in one transaction, only while this worker holds the lease.
 func (pf *Performer) record(a db.Action, attemptID int64, out Outcome) error {
-	d := Decide(out.Observed, pf.planFor(a), out.Detail, out.RetryAfter, pf.now())
-	return pf.commit(a, attemptID, out, d)
+	return pf.queueDecision(a, attemptID, out, decideOutcome(out, pf.planFor(a), pf.now()))
 }
 
-// commit writes a decision and returns once it is committed. Calls that finish
-// together are recorded together: while one group is being written, the decisions
-// arriving meanwhile queue up and the same writer takes them next, as one group in
-// one statement (see writeGroup). A second writer at once measured slower (make
-// bench, end to end): the groups' updates contend for the same index pages, and a
-// single writer's groups grow while it waits for a commit. The writing runs on a context of its own: a call that finished must
-// be recorded even while the process is stopping.
-func (pf *Performer) commit(a db.Action, attemptID int64, out Outcome, d Decision) error {
+// decideOutcome is the decision table's answer to what a call or a lookup observed.
+func decideOutcome(out Outcome, plan RetryPlan, now time.Time) Decision {
+	return Decide(out.Observed, plan, out.Detail, out.RetryAfter, now)
+}
+
+// queueDecision hands a decision to the group writer and waits until the group it
+// joined is committed (or has failed). It writes nothing itself unless no writer
+// is at work, in which case this call becomes the writer: calls that finish
+// together are recorded together, as one group in one statement (see writeGroup),
+// and the decisions arriving while a group is written queue up for the next one.
+// A second writer at once measured slower (make bench, end to end): the groups'
+// updates contend for the same index pages, and a single writer's groups grow
+// while it waits for a commit. The writing runs on a context of its own: a call
+// that finished must be recorded even while the process is stopping.
+func (pf *Performer) queueDecision(a db.Action, attemptID int64, out Outcome, d Decision) error {
 	d.Reason = storableText(d.Reason)
 	p := &pendingDecision{a: a, attemptID: attemptID, out: storable(out), d: d, done: make(chan error, 1)}
 	g := &pf.decisions

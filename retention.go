@@ -63,9 +63,11 @@ func Prune(ctx context.Context, pool *pgxpool.Pool, cfg *Config, now time.Time) 
 			return r, fmt.Errorf("drop event bodies: %w", err)
 		}
 	}
+	// The loader gives the default and refuses anything not positive; a config
+	// built otherwise must not prune every closed action at once.
 	keep := cfg.Retention.Actions
 	if keep <= 0 {
-		keep = DefaultActionRetention
+		return r, fmt.Errorf("prune closed actions: retention.actions is %s, not positive", keep)
 	}
 	before := now.Add(-keep)
 	if r.Actions, err = drain(ctx, func() (int64, error) {

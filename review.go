@@ -147,7 +147,6 @@ func LookupAct(name string) (Act, bool) {
 	return acts[i], true
 }
 
-
 // Allows reports whether actor may do the act on an action in state.
 func (x Act) Allows(actor Actor, state string) bool {
 	if x.AdminOnly && actor.Role != RoleAdmin {

@@ -237,12 +237,6 @@ func (rt *Router) routeEvent(ctx context.Context, q *db.Queries, ev db.Event) (r
 	return r, nil
 }
 
-// prepare reads what routing ev needs: the source's rules and the event's document.
-// ok is false when there is nothing to do, with the reason noted in r.
-// independent says whether routing ev only inserts actions that depend on nothing
-// else routed: no rule is cancelled by its type, and no rule it matches waits for a
-// predecessor or checks its resource for staleness (both need the events before it
-// routed first). Such events are routed in runs (routeRun). It reads no body.
 // routeRun routes a run of independent events, in order, with their action inserts
 // written by one statement instead of one each.
 func (rt *Router) routeRun(ctx context.Context, q *db.Queries, run []db.Event) ([]routing, error) {
@@ -330,26 +324,3 @@ func insertActions(ctx context.Context, q *db.Queries, intents []actionIntent) (
 	}
 	return ids, nil
 }
-
-// routeRule creates (or finds) the action one rule asks for.
-// keyParts reads the rule's key from the event, noting in r a part that is missing.
-// actionIntent is the action one rule of one event asks for, ready to insert.
-// ruleTime is when the event says the rule's operation happened: the rule's own
-// occurred_at field when the event has it, else the event's time.
-// intent works out the action rule asks for, with the key parts read from the event.
-// settle takes the outcome of an action's insert: the new action (newID), or, when
-// newID is 0, the one that already stands for the operation, flagged as a conflict
-// when this event asks for it with different params. It links the event to the
-// action and returns its id.
-// flagConflict puts an operation that a new event asked for with different params
-// in front of a person, unless it is already closed.
-// checkStale locks the resource row and says whether the event is older than what
-// was already processed (or cancelled) for it; if not, it records the event's time.
-// applyCancellations cancels the not-yet-performed actions of the event's resource
-// for every rule that names this event type in cancelled_by.
-// rulesBySource returns each source's rules with every predecessor before its
-// successors, the order the router applies them in.
-// predecessorsFirst orders rules so that every predecessor comes before its successors.
-// renderParams renders the params that come from the event or constants. Params that
-// name a predecessor's result are filled in just before the call.
-// pointerTime reads a time at ptr: RFC 3339 text or unix seconds.

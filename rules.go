@@ -13,6 +13,8 @@ import (
 	"github.com/oncehook/oncehook/db"
 )
 
+// prepare reads what routing ev needs: the source's rules and the event's document.
+// ok is false when there is nothing to do, with the reason noted in r.
 func (rt *Router) prepare(ev db.Event) (rules []ActionRule, doc any, r routing, ok bool) {
 	r = routing{status: EventIgnored}
 	rules = rt.routes[ev.Source]
@@ -39,6 +41,10 @@ func (rt *Router) prepare(ev db.Event) (rules []ActionRule, doc any, r routing, 
 	return rules, doc, r, true
 }
 
+// independent says whether routing ev only inserts actions that depend on nothing
+// else routed: no rule is cancelled by its type, and no rule it matches waits for a
+// predecessor or checks its resource for staleness (both need the events before it
+// routed first). Such events are routed in runs (routeRun). It reads no body.
 func (rt *Router) independent(ev db.Event) bool {
 	for _, rule := range rt.routes[ev.Source] {
 		if slices.Contains(rule.CancelledBy, ev.Type) ||
@@ -49,6 +55,7 @@ func (rt *Router) independent(ev db.Event) bool {
 	return true
 }
 
+// routeRule creates (or finds) the action one rule asks for.
 func (rt *Router) routeRule(ctx context.Context, q *db.Queries, ev db.Event, doc any, rule ActionRule,
 	eventTime *time.Time, ids map[string]int64, r *routing) error {
 	parts, ok := keyParts(doc, rule, r)
@@ -97,6 +104,7 @@ func (rt *Router) routeRule(ctx context.Context, q *db.Queries, ev db.Event, doc
 	return nil
 }
 
+// keyParts reads the rule's key from the event, noting in r a part that is missing.
 func keyParts(doc any, rule ActionRule, r *routing) ([]string, bool) {
 	parts := make([]string, 0, len(rule.Key))
 	for _, ptr := range rule.Key {
@@ -110,6 +118,7 @@ func keyParts(doc any, rule ActionRule, r *routing) ([]string, bool) {
 	return parts, true
 }
 
+// actionIntent is the action one rule of one event asks for, ready to insert.
 type actionIntent struct {
 	rule     ActionRule
 	id       OperationIdentity
@@ -122,6 +131,8 @@ type actionIntent struct {
 	occurred *time.Time
 }
 
+// ruleTime is when the event says the rule's operation happened: the rule's own
+// occurred_at field when the event has it, else the event's time.
 func ruleTime(doc any, rule ActionRule, eventTime *time.Time) *time.Time {
 	if rule.OccurredAt != "" {
 		if t, ok := pointerTime(doc, rule.OccurredAt); ok {
@@ -131,6 +142,7 @@ func ruleTime(doc any, rule ActionRule, eventTime *time.Time) *time.Time {
 	return eventTime
 }
 
+// intent works out the action rule asks for, with the key parts read from the event.
 func (rt *Router) intent(ev db.Event, doc any, rule ActionRule, parts []string, afterID int64,
 	resource string, occurred *time.Time) (actionIntent, error) {
 	params, err := renderParams(doc, rule.Params)
@@ -148,6 +160,10 @@ func (rt *Router) intent(ev db.Event, doc any, rule ActionRule, parts []string, 
 		afterID: afterID, resource: resource, occurred: occurred}, nil
 }
 
+// settle takes the outcome of an action's insert: the new action (newID), or, when
+// newID is 0, the one that already stands for the operation, flagged as a conflict
+// when this event asks for it with different params, or noted as already confirmed.
+// It links the event to the action and returns its id.
 func (rt *Router) settle(ctx context.Context, q *db.Queries, ev db.Event, in actionIntent,
 	newID int64, r *routing) (int64, error) {
 	conflict := false
@@ -160,11 +176,16 @@ func (rt *Router) settle(ctx context.Context, q *db.Queries, ev db.Event, in act
 			return 0, fmt.Errorf("find existing action: %w", err)
 		}
 		newID = existing.ID
-		if !bytes.Equal(existing.ParamsSha256, in.sum) {
+		switch {
+		case !bytes.Equal(existing.ParamsSha256, in.sum):
 			conflict = true
 			if err := rt.flagConflict(ctx, q, ev, existing); err != nil {
 				return 0, err
 			}
+		case existing.State == StateConfirmed:
+			// The table keeps it confirmed (TestDecide pins that): only the link is
+			// written, and later steps not done yet start, their predecessor confirmed.
+			r.note("%s: %s", in.rule.Name, alreadyConfirmed(existing, time.Now()).Reason)
 		}
 	}
 	r.linked = append(r.linked, actionLink{client: ev.Client, actionID: newID, eventID: ev.ID,
@@ -179,14 +200,31 @@ func (rt *Router) settle(ctx context.Context, q *db.Queries, ev db.Event, in act
 	return newID, nil
 }
 
-func (rt *Router) flagConflict(ctx context.Context, q *db.Queries, ev db.Event, a db.Action) error {
-	reason := fmt.Sprintf("conflict: event %d (%s) asks for this operation with different params", ev.ID, ev.SourceEventID)
-	if err := q.ActionFailConflict(ctx, db.ActionFailConflictParams{Client: a.Client, ID: a.ID, Reason: reason}); err != nil {
-		return fmt.Errorf("flag conflict: %w", err)
-	}
-	return audit(ctx, q, a.Client, a.ID, "router", "conflict", reason, map[string]any{"event_id": ev.ID})
+// alreadyConfirmed is the decision table's answer to an event asking for an
+// operation that is already confirmed.
+func alreadyConfirmed(a db.Action, now time.Time) Decision {
+	return Decide(ObsAlreadyConfirmed, RetryPlan{}, fmt.Sprintf("action %d, linked to this event", a.ID), 0, now)
 }
 
+// conflicting is the decision table's answer to an event asking for an existing
+// operation with different params.
+func conflicting(a db.Action, ev db.Event, now time.Time) Decision {
+	return Decide(ObsConflict, RetryPlan{Owner: a.Owner}, fmt.Sprintf("event %d (%s)", ev.ID, ev.SourceEventID), 0, now)
+}
+
+// flagConflict puts an operation that a new event asked for with different params
+// in front of a person, unless it is already closed.
+func (rt *Router) flagConflict(ctx context.Context, q *db.Queries, ev db.Event, a db.Action) error {
+	d := conflicting(a, ev, time.Now())
+	if err := q.ActionRecordConflict(ctx, db.ActionRecordConflictParams{Client: a.Client, ID: a.ID,
+		State: d.State, Reason: truncate(d.Reason, 1000), NextAttemptAt: d.NextAttemptAt}); err != nil {
+		return fmt.Errorf("flag conflict: %w", err)
+	}
+	return audit(ctx, q, a.Client, a.ID, "router", "conflict", d.Reason, map[string]any{"event_id": ev.ID})
+}
+
+// checkStale locks the resource row and says whether the event is older than what
+// was already processed (or cancelled) for it; if not, it records the event's time.
 func (rt *Router) checkStale(ctx context.Context, q *db.Queries, ev db.Event, resource string, at time.Time) (bool, error) {
 	key := db.ResourceEnsureParams{Client: ev.Client, Source: ev.Source, Resource: resource}
 	if err := q.ResourceEnsure(ctx, key); err != nil {
@@ -209,6 +247,8 @@ func (rt *Router) checkStale(ctx context.Context, q *db.Queries, ev db.Event, re
 	return false, nil
 }
 
+// applyCancellations cancels the not-yet-performed actions of the event's resource
+// for every rule that names this event type in cancelled_by.
 func (rt *Router) applyCancellations(ctx context.Context, q *db.Queries, ev db.Event, doc any, rules []ActionRule) (int, error) {
 	byResource := map[string][]string{} // resource pointer value -> rule names
 	for _, rule := range rules {
@@ -263,6 +303,8 @@ func (rt *Router) applyCancellations(ctx context.Context, q *db.Queries, ev db.E
 	return total, nil
 }
 
+// rulesBySource returns each source's rules with every predecessor before its
+// successors, the order the router applies them in.
 func rulesBySource(actions []ActionRule) map[string][]ActionRule {
 	bySource := map[string][]ActionRule{}
 	for _, r := range actions {
@@ -274,6 +316,7 @@ func rulesBySource(actions []ActionRule) map[string][]ActionRule {
 	return bySource
 }
 
+// predecessorsFirst orders rules so that every predecessor comes before its successors.
 func predecessorsFirst(rules []ActionRule) []ActionRule {
 	ordered := make([]ActionRule, 0, len(rules))
 	placed := map[string]bool{}
@@ -332,6 +375,7 @@ func renderParam(doc any, p Param) (any, bool) {
 	return p.Const, true
 }
 
+// pointerTime reads a time at ptr: RFC 3339 text or unix seconds.
 func pointerTime(doc any, ptr string) (time.Time, bool) {
 	s, ok := PointerString(doc, ptr)
 	if !ok {

@@ -10,8 +10,9 @@ import (
 	"github.com/oncehook/oncehook"
 )
 
-// The readers below map the YAML keys of each section to fields; the primitives
-// they use (and the cross-references between sections) are in config_validate.go.
+// The readers below map the YAML keys of each section to fields. The primitives
+// they use are in yaml.go; the loader itself and the cross-references between
+// sections (check) are in validate.go; the operations sections in operations.go.
 
 var providers = []string{oncehook.ProviderStripe, oncehook.ProviderGitHub, oncehook.ProviderShopify, oncehook.ProviderStandardWebhooks}
 

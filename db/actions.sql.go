@@ -502,24 +502,6 @@ func (q *Queries) ActionEventList(ctx context.Context, arg ActionEventListParams
 	return items, nil
 }
 
-const actionFailConflict = `-- name: ActionFailConflict :exec
-UPDATE actions
-SET state = 'failed', reason = $1, next_attempt_at = now(), updated_at = now()
-WHERE client = $2 AND id = $3 AND state IN ('pending', 'retrying', 'held', 'uncertain')
-`
-
-type ActionFailConflictParams struct {
-	Reason string
-	Client string
-	ID     int64
-}
-
-// A new event asked for this operation with different params: a person decides.
-func (q *Queries) ActionFailConflict(ctx context.Context, arg ActionFailConflictParams) error {
-	_, err := q.db.Exec(ctx, actionFailConflict, arg.Reason, arg.Client, arg.ID)
-	return err
-}
-
 const actionGet = `-- name: ActionGet :one
 SELECT id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since FROM actions WHERE id = $1
 `
@@ -930,6 +912,81 @@ func (q *Queries) ActionListByEvent(ctx context.Context, arg ActionListByEventPa
 	return items, nil
 }
 
+const actionLockExpiredLeases = `-- name: ActionLockExpiredLeases :many
+SELECT a.id, a.client, a.environment, a.source, a.name, a.business_key, a.key_parts, a.operation_key, a.destination, a.params, a.params_sha256, a.state, a.reason, a.owner, a.after_id, a.resource, a.occurred_at, a.attempts, a.max_attempts, a.give_up_at, a.next_attempt_at, a.first_attempt_at, a.last_attempt_at, a.lease_owner, a.claimed_from, a.lease_expires_at, a.external_ref, a.result, a.created_at, a.updated_at, a.lease_token, a.state_since,
+       EXISTS (SELECT 1 FROM attempts t
+               WHERE t.client = a.client AND t.action_id = a.id
+                 AND t.status = 'started' AND t.kind = 'call') AS call_started
+FROM actions a
+WHERE a.state = 'processing' AND a.lease_expires_at < now()
+ORDER BY a.lease_expires_at
+LIMIT 100
+FOR UPDATE OF a SKIP LOCKED
+`
+
+type ActionLockExpiredLeasesRow struct {
+	Action      Action
+	CallStarted bool
+}
+
+// Locks up to 100 actions whose lease expired, with what the decision table needs
+// to know of each: whether a call was started under the lease (it may have reached
+// the destination) and what the claim was for (claimed_from). The caller decides
+// and writes the outcome with ActionRecoverLeases in the same transaction.
+func (q *Queries) ActionLockExpiredLeases(ctx context.Context) ([]ActionLockExpiredLeasesRow, error) {
+	rows, err := q.db.Query(ctx, actionLockExpiredLeases)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ActionLockExpiredLeasesRow{}
+	for rows.Next() {
+		var i ActionLockExpiredLeasesRow
+		if err := rows.Scan(
+			&i.Action.ID,
+			&i.Action.Client,
+			&i.Action.Environment,
+			&i.Action.Source,
+			&i.Action.Name,
+			&i.Action.BusinessKey,
+			&i.Action.KeyParts,
+			&i.Action.OperationKey,
+			&i.Action.Destination,
+			&i.Action.Params,
+			&i.Action.ParamsSha256,
+			&i.Action.State,
+			&i.Action.Reason,
+			&i.Action.Owner,
+			&i.Action.AfterID,
+			&i.Action.Resource,
+			&i.Action.OccurredAt,
+			&i.Action.Attempts,
+			&i.Action.MaxAttempts,
+			&i.Action.GiveUpAt,
+			&i.Action.NextAttemptAt,
+			&i.Action.FirstAttemptAt,
+			&i.Action.LastAttemptAt,
+			&i.Action.LeaseOwner,
+			&i.Action.ClaimedFrom,
+			&i.Action.LeaseExpiresAt,
+			&i.Action.ExternalRef,
+			&i.Action.Result,
+			&i.Action.CreatedAt,
+			&i.Action.UpdatedAt,
+			&i.Action.LeaseToken,
+			&i.Action.StateSince,
+			&i.CallStarted,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const actionManualReconcile = `-- name: ActionManualReconcile :one
 UPDATE actions
 SET state = 'uncertain', reason = $1, next_attempt_at = now(), updated_at = now()
@@ -1158,50 +1215,79 @@ func (q *Queries) ActionRecordBatch(ctx context.Context, arg ActionRecordBatchPa
 	return items, nil
 }
 
+const actionRecordConflict = `-- name: ActionRecordConflict :exec
+UPDATE actions
+SET state = $1, reason = $2, next_attempt_at = $3, updated_at = now()
+WHERE client = $4 AND id = $5 AND state IN ('pending', 'retrying', 'held', 'uncertain')
+`
+
+type ActionRecordConflictParams struct {
+	State         string
+	Reason        string
+	NextAttemptAt time.Time
+	Client        string
+	ID            int64
+}
+
+// A new event asked for this operation with different params: the decision table's
+// state (a person decides), unless the action is already performed or closed.
+func (q *Queries) ActionRecordConflict(ctx context.Context, arg ActionRecordConflictParams) error {
+	_, err := q.db.Exec(ctx, actionRecordConflict,
+		arg.State,
+		arg.Reason,
+		arg.NextAttemptAt,
+		arg.Client,
+		arg.ID,
+	)
+	return err
+}
+
 const actionRecoverLeases = `-- name: ActionRecoverLeases :many
-WITH expired AS (
-    SELECT a.client, a.id, a.claimed_from,
-           EXISTS (SELECT 1 FROM attempts t
-                   WHERE t.client = a.client AND t.action_id = a.id
-                     AND t.status = 'started' AND t.kind = 'call') AS call_started
-    FROM actions a
-    WHERE a.state = 'processing' AND a.lease_expires_at < now()
-    ORDER BY a.lease_expires_at
-    LIMIT 100
-    FOR UPDATE OF a SKIP LOCKED
+WITH r AS (
+    SELECT unnest($1::text[]) AS client, unnest($2::bigint[]) AS id,
+           unnest($3::text[]) AS state, unnest($4::text[]) AS reason,
+           unnest($5::timestamptz[]) AS next_attempt_at
 ), lookups AS (
     UPDATE attempts t
     SET status = 'abandoned', observed = 'lease expired', finished_at = now()
-    FROM expired
-    WHERE t.client = expired.client AND t.action_id = expired.id
+    FROM r
+    WHERE t.client = r.client AND t.action_id = r.id
       AND t.status = 'started' AND t.kind = 'lookup'
 )
 UPDATE actions a
-SET state = CASE WHEN expired.call_started OR expired.claimed_from = 'uncertain' THEN 'uncertain'
-                 ELSE expired.claimed_from END,
-    reason = CASE WHEN expired.call_started
-                  THEN 'a worker stopped after starting the call; reconcile before any repeat'
-                  ELSE a.reason END,
-    lease_owner = NULL, lease_expires_at = NULL, next_attempt_at = now(), updated_at = now()
-FROM expired
-WHERE a.client = expired.client AND a.id = expired.id
-RETURNING a.client, a.id, a.state, expired.call_started
+SET state = r.state, reason = r.reason, next_attempt_at = r.next_attempt_at,
+    lease_owner = NULL, lease_expires_at = NULL, updated_at = now()
+FROM r
+WHERE a.client = r.client AND a.id = r.id AND a.state = 'processing'
+RETURNING a.client, a.id, a.state
 `
 
-type ActionRecoverLeasesRow struct {
-	Client      string
-	ID          int64
-	State       string
-	CallStarted bool
+type ActionRecoverLeasesParams struct {
+	Clients        []string
+	Ids            []int64
+	States         []string
+	Reasons        []string
+	NextAttemptAts []time.Time
 }
 
-// Expired leases: a call that was started may have reached the destination, so it
-// becomes uncertain; a claim that never started a call is safe to run again. A
+type ActionRecoverLeasesRow struct {
+	Client string
+	ID     int64
+	State  string
+}
+
+// Writes the decision for each expired lease ActionLockExpiredLeases locked. A
 // lookup the gone worker started proves nothing: it is closed as abandoned here (its
 // action was uncertain and stays so), while a started call is closed with its audit
 // entry by AttemptAbandonStarted.
-func (q *Queries) ActionRecoverLeases(ctx context.Context) ([]ActionRecoverLeasesRow, error) {
-	rows, err := q.db.Query(ctx, actionRecoverLeases)
+func (q *Queries) ActionRecoverLeases(ctx context.Context, arg ActionRecoverLeasesParams) ([]ActionRecoverLeasesRow, error) {
+	rows, err := q.db.Query(ctx, actionRecoverLeases,
+		arg.Clients,
+		arg.Ids,
+		arg.States,
+		arg.Reasons,
+		arg.NextAttemptAts,
+	)
 	if err != nil {
 		return nil, err
 	}
@@ -1209,12 +1295,7 @@ func (q *Queries) ActionRecoverLeases(ctx context.Context) ([]ActionRecoverLease
 	items := []ActionRecoverLeasesRow{}
 	for rows.Next() {
 		var i ActionRecoverLeasesRow
-		if err := rows.Scan(
-			&i.Client,
-			&i.ID,
-			&i.State,
-			&i.CallStarted,
-		); err != nil {
+		if err := rows.Scan(&i.Client, &i.ID, &i.State); err != nil {
 			return nil, err
 		}
 		items = append(items, i)

@@ -73,10 +73,11 @@ JOIN actions a ON a.client = ae.client AND a.id = ae.action_id
 WHERE ae.client = @client AND ae.event_id = @event_id
 ORDER BY a.id;
 
--- name: ActionFailConflict :exec
--- A new event asked for this operation with different params: a person decides.
+-- name: ActionRecordConflict :exec
+-- A new event asked for this operation with different params: the decision table's
+-- state (a person decides), unless the action is already performed or closed.
 UPDATE actions
-SET state = 'failed', reason = @reason, next_attempt_at = now(), updated_at = now()
+SET state = @state, reason = @reason, next_attempt_at = @next_attempt_at, updated_at = now()
 WHERE client = @client AND id = @id AND state IN ('pending', 'retrying', 'held', 'uncertain');
 
 -- name: ActionCancelByResource :many
@@ -201,39 +202,43 @@ SET next_attempt_at = now(), reason = '', updated_at = now()
 WHERE client = @client AND after_id = @after_id AND state = 'pending'
   AND next_attempt_at = '9999-12-31 00:00:00+00'::timestamptz;
 
+-- name: ActionLockExpiredLeases :many
+-- Locks up to 100 actions whose lease expired, with what the decision table needs
+-- to know of each: whether a call was started under the lease (it may have reached
+-- the destination) and what the claim was for (claimed_from). The caller decides
+-- and writes the outcome with ActionRecoverLeases in the same transaction.
+SELECT sqlc.embed(a),
+       EXISTS (SELECT 1 FROM attempts t
+               WHERE t.client = a.client AND t.action_id = a.id
+                 AND t.status = 'started' AND t.kind = 'call') AS call_started
+FROM actions a
+WHERE a.state = 'processing' AND a.lease_expires_at < now()
+ORDER BY a.lease_expires_at
+LIMIT 100
+FOR UPDATE OF a SKIP LOCKED;
+
 -- name: ActionRecoverLeases :many
--- Expired leases: a call that was started may have reached the destination, so it
--- becomes uncertain; a claim that never started a call is safe to run again. A
+-- Writes the decision for each expired lease ActionLockExpiredLeases locked. A
 -- lookup the gone worker started proves nothing: it is closed as abandoned here (its
 -- action was uncertain and stays so), while a started call is closed with its audit
 -- entry by AttemptAbandonStarted.
-WITH expired AS (
-    SELECT a.client, a.id, a.claimed_from,
-           EXISTS (SELECT 1 FROM attempts t
-                   WHERE t.client = a.client AND t.action_id = a.id
-                     AND t.status = 'started' AND t.kind = 'call') AS call_started
-    FROM actions a
-    WHERE a.state = 'processing' AND a.lease_expires_at < now()
-    ORDER BY a.lease_expires_at
-    LIMIT 100
-    FOR UPDATE OF a SKIP LOCKED
+WITH r AS (
+    SELECT unnest(@clients::text[]) AS client, unnest(@ids::bigint[]) AS id,
+           unnest(@states::text[]) AS state, unnest(@reasons::text[]) AS reason,
+           unnest(@next_attempt_ats::timestamptz[]) AS next_attempt_at
 ), lookups AS (
     UPDATE attempts t
     SET status = 'abandoned', observed = 'lease expired', finished_at = now()
-    FROM expired
-    WHERE t.client = expired.client AND t.action_id = expired.id
+    FROM r
+    WHERE t.client = r.client AND t.action_id = r.id
       AND t.status = 'started' AND t.kind = 'lookup'
 )
 UPDATE actions a
-SET state = CASE WHEN expired.call_started OR expired.claimed_from = 'uncertain' THEN 'uncertain'
-                 ELSE expired.claimed_from END,
-    reason = CASE WHEN expired.call_started
-                  THEN 'a worker stopped after starting the call; reconcile before any repeat'
-                  ELSE a.reason END,
-    lease_owner = NULL, lease_expires_at = NULL, next_attempt_at = now(), updated_at = now()
-FROM expired
-WHERE a.client = expired.client AND a.id = expired.id
-RETURNING a.client, a.id, a.state, expired.call_started;
+SET state = r.state, reason = r.reason, next_attempt_at = r.next_attempt_at,
+    lease_owner = NULL, lease_expires_at = NULL, updated_at = now()
+FROM r
+WHERE a.client = r.client AND a.id = r.id AND a.state = 'processing'
+RETURNING a.client, a.id, a.state;
 
 -- name: ActionReleaseLeases :many
 -- A worker shutting down hands back the claims it never started.

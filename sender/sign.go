@@ -1,5 +1,6 @@
 // Package sender signs webhooks the way each provider does. The demo's traffic, the
-// tests and the benchmarks post through it; oncehook itself only verifies.
+// tests and the benchmarks post through it, and oncehook signs the owner digests it
+// posts to a webhook (notify.go) with it, as a Standard Webhooks sender.
 package sender
 
 import (

@@ -27,9 +27,8 @@ type Params struct {
 	// bearer token (from ONCEHOOK_METRICS_TOKEN).
 	Metrics      *oncehook.Metrics
 	MetricsToken string
-	// Sessions sets the dashboard's session timeouts; LoginLimits its sign-in
-	// throttling. Zero values take the defaults.
-	Sessions    SessionParams
+	// LoginLimits sets the sign-in throttling; zero takes DefaultLoginLimits.
+	// The session timeouts are the config's (Config.Sessions).
 	LoginLimits oncehook.LoginLimits
 }
 
@@ -56,7 +55,7 @@ func New(p Params) *echo.Echo {
 	s := &Server{cfg: p.Config, pool: p.Pool, inbox: p.Inbox, review: p.Review, logger: p.Logger, now: p.Now}
 	s.metrics, s.metricsToken = p.Metrics, p.MetricsToken
 	s.secure = strings.HasPrefix(p.Config.BaseURL, "https://")
-	s.sessions = newSessions(p.Pool, p.Sessions, p.Config.BaseURL)
+	s.sessions = newSessions(p.Pool, p.Config.Sessions, p.Config.BaseURL)
 	s.limits = p.LoginLimits
 	if s.limits == (oncehook.LoginLimits{}) {
 		s.limits = oncehook.DefaultLoginLimits

@@ -13,12 +13,6 @@ import (
 	"github.com/oncehook/oncehook"
 )
 
-// SessionParams sets the dashboard's session lifetimes. Zero fields take the defaults.
-type SessionParams struct {
-	IdleTimeout time.Duration // signed out after this long without a request; default 30m
-	Lifetime    time.Duration // signed out this long after signing in, however active; default 12h
-}
-
 // Session keys.
 const (
 	sessUserID     = "user_id"
@@ -33,18 +27,12 @@ const sessionLoadedKey = "session_loaded"
 
 // newSessions returns the session manager: scs over Postgres, so every oncehook
 // process sees the same sessions and a restart signs nobody out.
-func newSessions(pool *pgxpool.Pool, p SessionParams, baseURL string) *scs.SessionManager {
+// The lifetimes are the config's sessions section, defaults given by the loader.
+func newSessions(pool *pgxpool.Pool, p oncehook.Sessions, baseURL string) *scs.SessionManager {
 	sm := scs.New()
 	// No cleanup goroutine: web.New has no stop, and sign-in sweeps expired rows.
 	sm.Store = pgxstore.NewWithCleanupInterval(pool, 0)
-	sm.IdleTimeout = p.IdleTimeout
-	if sm.IdleTimeout <= 0 {
-		sm.IdleTimeout = 30 * time.Minute
-	}
-	sm.Lifetime = p.Lifetime
-	if sm.Lifetime <= 0 {
-		sm.Lifetime = 12 * time.Hour
-	}
+	sm.IdleTimeout, sm.Lifetime = p.Idle, p.Lifetime
 	sm.Cookie.HttpOnly = true
 	sm.Cookie.SameSite = http.SameSiteLaxMode
 	sm.Cookie.Path = "/"

@@ -49,11 +49,7 @@ func runPrune(ctx context.Context, env *environment, args []string) error {
 
 // pruneEvery prunes on a timer until ctx ends.
 func pruneEvery(ctx context.Context, pool *pgxpool.Pool, cfg *oncehook.Config, logger *slog.Logger) {
-	every := cfg.Retention.Every
-	if every <= 0 {
-		every = oncehook.DefaultPruneEvery
-	}
-	t := time.NewTicker(every)
+	t := time.NewTicker(cfg.Retention.Every) // positive: the loader gives the default
 	defer t.Stop()
 	for {
 		select {

@@ -127,8 +127,7 @@ func runServices(ctx context.Context, env *environment, cfg *oncehook.Config, d 
 	defer inbox.Close() // after the HTTP server: flush the last group commit
 	e := web.New(web.Params{Config: cfg, Pool: d.Pool, Inbox: inbox,
 		Review: oncehook.NewReview(d.Pool, cfg, clients), Logger: logger,
-		Metrics: metrics, MetricsToken: env.getenv("ONCEHOOK_METRICS_TOKEN"),
-		Sessions: web.SessionParams{IdleTimeout: cfg.Sessions.Idle, Lifetime: cfg.Sessions.Lifetime}})
+		Metrics: metrics, MetricsToken: env.getenv("ONCEHOOK_METRICS_TOKEN")})
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		stopEngine()
