@@ -43,8 +43,11 @@ func TestHistories(t *testing.T) {
 		first = rand.Uint64N(1 << 40)
 	}
 	t.Logf("%d histories from seed %d; faults not injected: %q", n, first, *historiesWithout)
-	cluster, _ := dbtest.Cluster(t) // its migrated "oncehook" database is every history's template
-	admin, err := db.Open(context.Background(), cluster.DSN("postgres"), 2) // a pool: it outlives restarts
+	// One cluster of our own, since histories restart it; its migrated "oncehook"
+	// database is every history's template. The admin connections are a pool, which
+	// outlives the restarts.
+	cluster, _ := dbtest.Cluster(t)
+	admin, err := db.Open(context.Background(), cluster.DSN("postgres"), 2)
 	if err != nil {
 		t.Fatal(err)
 	}
