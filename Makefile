@@ -82,12 +82,24 @@ $(BIN)/templ:
 	GOBIN=$(BIN) go install github.com/a-h/templ/cmd/templ@$(TEMPL_VERSION)
 
 # ---- fault tests, fuzzing and the vulnerability check (issue 6) ----
-.PHONY: test-faults fuzz vuln
+.PHONY: test-faults histories fuzz vuln
 
 ## test-faults: the fault, load and hostile-input tests alone (`make test` runs them too):
 ## real oncehook processes on real Postgres clusters that are stopped, killed and flooded
 test-faults:
 	go test -count=1 -timeout 15m ./faults/...
+
+## histories: N seeded randomized histories against real processes (faults/histories_test.go);
+## `make test` runs 3. SEED=S starts the series at S (history i has seed S+i; a failing
+## history prints its seed and replays with N=1 SEED=that). The figures land in
+## artifacts/histories.txt.
+N ?= 200
+SEED ?= 0
+histories:
+	@mkdir -p artifacts
+	go test -count=1 -timeout 0 -run '^TestHistories$$' ./faults \
+		-histories.n=$(N) -histories.seed=$(SEED) -histories.keep-going -histories.summary=$(CURDIR)/artifacts/histories.txt
+	@cat artifacts/histories.txt
 
 ## fuzz: every fuzz target of the module in turn, FUZZTIME each; a failing input is
 ## written to testdata/fuzz. CI counts executions (5000x) rather than seconds: a

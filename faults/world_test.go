@@ -107,12 +107,13 @@ type world struct {
 	crmURL  string
 	secrets secrets
 	dir     string
+	conf    string // the config's text, faultConfig unless a test sets another
 }
 
 // newWorld makes a world on dsn (a database of its own). pool queries it.
 func newWorld(t *testing.T, pool *pgxpool.Pool, dsn string, sec secrets) *world {
 	t.Helper()
-	w := &world{t: t, dsn: dsn, pool: pool, secrets: sec, dir: t.TempDir()}
+	w := &world{t: t, dsn: dsn, pool: pool, secrets: sec, dir: t.TempDir(), conf: faultConfig}
 	t.Cleanup(func() {
 		if t.Failed() && w.pool != nil {
 			w.logActions()
@@ -129,7 +130,7 @@ func newWorld(t *testing.T, pool *pgxpool.Pool, dsn string, sec secrets) *world 
 func (w *world) config(port int) string {
 	w.t.Helper()
 	path := filepath.Join(w.dir, fmt.Sprintf("oncehook-%d.yaml", port))
-	if err := os.WriteFile(path, []byte(fmt.Sprintf(faultConfig, port, w.crmURL)), 0o600); err != nil {
+	if err := os.WriteFile(path, []byte(fmt.Sprintf(w.conf, port, w.crmURL)), 0o600); err != nil {
 		w.t.Fatal(err)
 	}
 	return path

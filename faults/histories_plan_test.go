@@ -1,0 +1,206 @@
+package faults
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A history is planned from its seed alone, before anything runs: the same seed
+// gives the same operations with the same arguments. Only their timing against the
+// processes (which call is in flight when a kill lands) varies between runs.
+
+type opKind string
+
+const (
+	opPost          opKind = "post"           // a new event for a new enquiry
+	opRepeat        opKind = "repeat"         // an event already sent, the same body again
+	opCopies        opKind = "copies"         // several copies of one event at once, over both servers
+	opChangedBody   opKind = "changed-body"   // an event already sent, its id with another amount
+	opChangedParams opKind = "changed-params" // a new event for a known enquiry with another amount
+	opKill          opKind = "kill"           // kill -9 a process, then start it again
+	opKillInCall    opKind = "kill-in-call"   // the CRM holds the next create; kill whoever made it
+	opKillInLookup  opKind = "kill-in-lookup" // the next create is unsure and its lookup held; kill the looker
+	opPostgres      opKind = "postgres"       // pg_ctl stop -m fast|immediate, then start
+	opFault         opKind = "fault"          // the CRM misbehaves on its next create(s) or lookup
+	opRevoke        opKind = "revoke"         // the CRM refuses the token from now on: 401s
+	opReconnect     opKind = "reconnect"      // the token is accepted again; an admin reconnects the CRM
+)
+
+// The destination faults an opFault injects.
+const (
+	faultStoreHang  = "store-then-hang" // stored, then no reply until the client gives up
+	fault500Before  = "500-before"
+	fault500After   = "500-after" // stored, then 500
+	faultDropBefore = "drop-before"
+	faultDropAfter  = "drop-after" // stored, then the connection closes
+	fault429        = "429"
+	fault503Burst   = "503-burst"
+	faultLookup503  = "lookup-503"
+)
+
+var faultKinds = []string{faultStoreHang, fault500Before, fault500After, faultDropBefore, faultDropAfter,
+	fault429, fault503Burst, faultLookup503}
+
+// The processes of a history.
+var members = []string{"serve-a", "serve-b", "worker"}
+
+// histEvent is one event a history sends: its id, its enquiry and amount.
+type histEvent struct {
+	ID      string
+	Enquiry string
+	Amount  int
+	Created int64
+}
+
+func (e histEvent) body() []byte {
+	return []byte(fmt.Sprintf(`{"id":%q,"type":"checkout.session.completed","created":%d,`+
+		`"data":{"object":{"id":"cs_%s","amount_total":%d,"metadata":{"enquiry_id":%q}}}}`,
+		e.ID, e.Created, e.Enquiry, e.Amount, e.Enquiry))
+}
+
+// op is one planned operation.
+type op struct {
+	Kind   opKind
+	Pause  time.Duration // before it runs
+	Event  histEvent     // what is sent (post, repeat, copies, changed-*)
+	Server int           // the server it is sent to first; copies alternate
+	Copies int
+	Target string // the process killed (kill)
+	Mode   string // fast | immediate (postgres); the fault (fault)
+	N      int    // faults in a burst; how long Postgres stays down, in 100 ms
+	Stored bool   // kill-in-call: the CRM stores the record before holding the reply
+}
+
+func (o op) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "+%dms %s", o.Pause.Milliseconds(), o.Kind)
+	switch o.Kind {
+	case opPost, opRepeat, opChangedBody, opChangedParams:
+		fmt.Fprintf(&b, " %s (%s, amount %d) to %s", o.Event.ID, o.Event.Enquiry, o.Event.Amount, members[o.Server])
+	case opCopies:
+		fmt.Fprintf(&b, " %d× %s (%s, amount %d)", o.Copies, o.Event.ID, o.Event.Enquiry, o.Event.Amount)
+	case opKill:
+		fmt.Fprintf(&b, " %s", o.Target)
+	case opKillInCall:
+		fmt.Fprintf(&b, " stored=%v, new %s", o.Stored, o.Event.ID)
+	case opKillInLookup:
+		fmt.Fprintf(&b, " new %s", o.Event.ID)
+	case opPostgres:
+		fmt.Fprintf(&b, " -m %s, down %dms", o.Mode, o.N*100)
+	case opFault:
+		fmt.Fprintf(&b, " %s", o.Mode)
+		if o.Mode == fault503Burst {
+			fmt.Fprintf(&b, " ×%d", o.N)
+		}
+	}
+	return b.String()
+}
+
+// planHistory returns the operations of the history with this seed: 20 to 60.
+func planHistory(seed uint64) []op {
+	rng := rand.New(rand.NewPCG(seed, 0x6f6e6365686f6f6b))
+	n := 20 + rng.IntN(41)
+	var sent []histEvent
+	enquiries := 0
+	newEvent := func(enquiry string) histEvent {
+		if enquiry == "" {
+			enquiry = fmt.Sprintf("enq_%03d", enquiries)
+			enquiries++
+		}
+		e := histEvent{ID: fmt.Sprintf("evt_%03d", len(sent)), Enquiry: enquiry,
+			Amount: 1000 + 100*rng.IntN(50), Created: 1700000000 + int64(len(sent))}
+		sent = append(sent, e)
+		return e
+	}
+	pick := func() histEvent { return sent[rng.IntN(len(sent))] }
+	var ops []op
+	reconnectIn := 0 // ops until the revoked token is accepted again; 0: not revoked
+	for len(ops) < n {
+		o := op{Pause: time.Duration(rng.IntN(150)) * time.Millisecond, Server: rng.IntN(2)}
+		if reconnectIn > 0 {
+			if reconnectIn--; reconnectIn == 0 {
+				o.Kind = opReconnect
+				ops = append(ops, o)
+				continue
+			}
+		}
+		switch r := rng.IntN(100); {
+		case r < 26 || len(sent) == 0:
+			o.Kind, o.Event = opPost, newEvent("")
+		case r < 36:
+			o.Kind, o.Event = opRepeat, pick()
+		case r < 44:
+			o.Kind, o.Copies = opCopies, 2+rng.IntN(4)
+			if rng.IntN(2) == 0 {
+				o.Event = newEvent("")
+			} else {
+				o.Event = pick()
+			}
+		case r < 48:
+			o.Kind, o.Event = opChangedBody, pick()
+			o.Event.Amount++
+		case r < 51:
+			o.Kind, o.Event = opChangedParams, newEvent(pick().Enquiry)
+		case r < 57:
+			o.Kind, o.Target = opKill, members[rng.IntN(len(members))]
+		case r < 62:
+			o.Kind, o.Stored, o.Event = opKillInCall, rng.IntN(2) == 0, newEvent("")
+		case r < 65:
+			o.Kind, o.Event = opKillInLookup, newEvent("")
+		case r < 69:
+			o.Kind, o.Mode, o.N = opPostgres, []string{"fast", "immediate"}[rng.IntN(2)], rng.IntN(10)
+		case r < 72 && reconnectIn == 0:
+			o.Kind, reconnectIn = opRevoke, 2+rng.IntN(4)
+		default:
+			o.Kind, o.Mode = opFault, faultKinds[rng.IntN(len(faultKinds))]
+			if o.Mode == fault503Burst {
+				o.N = 2 + rng.IntN(3)
+			}
+		}
+		ops = append(ops, o)
+	}
+	if reconnectIn > 0 {
+		ops = append(ops, op{Kind: opReconnect})
+	}
+	return ops
+}
+
+func planText(seed uint64, ops []op) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "history seed %d, %d operations:\n", seed, len(ops))
+	for i, o := range ops {
+		fmt.Fprintf(&b, "  %2d %s\n", i, o)
+	}
+	return b.String()
+}
+
+// TestHistoryPlanReplays: a seed names one history, and different seeds differ.
+func TestHistoryPlanReplays(t *testing.T) {
+	t.Parallel()
+	kinds := map[opKind]bool{}
+	for seed := uint64(1); seed <= 50; seed++ {
+		a, b := planHistory(seed), planHistory(seed)
+		if !slices.Equal(a, b) {
+			t.Fatalf("seed %d planned two different histories:\n%s\n%s", seed, planText(seed, a), planText(seed, b))
+		}
+		if len(a) < 20 || len(a) > 61 {
+			t.Errorf("seed %d: %d operations, want 20 to 60 (and a closing reconnect)", seed, len(a))
+		}
+		if slices.Equal(a, planHistory(seed+1000)) {
+			t.Errorf("seeds %d and %d planned the same history", seed, seed+1000)
+		}
+		for _, o := range a {
+			kinds[o.Kind] = true
+		}
+	}
+	for _, k := range []opKind{opPost, opRepeat, opCopies, opChangedBody, opChangedParams, opKill, opKillInCall,
+		opKillInLookup, opPostgres, opFault, opRevoke, opReconnect} {
+		if !kinds[k] {
+			t.Errorf("50 seeds never planned a %s", k)
+		}
+	}
+}
