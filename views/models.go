@@ -86,6 +86,7 @@ type DestinationRow struct {
 	Reason string
 	Owner  string
 	Held   int64
+	HeldURL string // the held actions in their queue
 }
 
 // OverviewPage is "/".
@@ -103,7 +104,7 @@ type Option struct {
 
 // Filter is a queue's filter, as the query string carries it.
 type Filter struct {
-	Source, Action, Destination, Owner, Client, Q string
+	State, Source, Action, Destination, Owner, Client, Q string
 }
 
 // QueuePage is a queue, or "/mine".
@@ -118,6 +119,7 @@ type QueuePage struct {
 	Destinations []Option
 	Clients      []Option
 	Owners       []Option
+	States       []Option // the queue's states, for a queue of more than one
 	Table        QueueTable
 	CanAssign    bool
 	Assignees    []Option

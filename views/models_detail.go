@@ -13,6 +13,20 @@ type ActionPage struct {
 	CanCancel    bool
 	CanAssign    bool
 	Assignees    []Option
+	// ReconcilePlan says what Reconcile would do; shown instead of the button
+	// when Reconcile could find nothing out (CanReconcile false).
+	ReconcilePlan string
+	Disconnected  *Disconnected // the destination is disconnected; nil when connected
+}
+
+// Disconnected is a destination that refused its credentials: what waits for it
+// and who can reconnect it.
+type Disconnected struct {
+	Name         string
+	Reason       string
+	Owner        string // who to ask, for people who cannot reconnect it
+	CanReconnect bool
+	URL          string // where Reconnect is
 }
 
 // ActionInfo is the action itself.
@@ -102,6 +116,7 @@ type RetryPage struct {
 	NeedsCheck   string // why the person must confirm they checked the destination; "" if not
 	Error        string
 	Note         string
+	Disconnected *Disconnected // the retry will wait until it is reconnected
 }
 
 // EventPage is "/events/{id}".

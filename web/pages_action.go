@@ -27,6 +27,14 @@ func (s *Server) actionPage(c echo.Context) error {
 		CanCancel:    allowed[oncehook.ActCancel],
 		CanAssign:    allowed[oncehook.ActAssign],
 	}
+	if m.CanReconcile {
+		var useful bool
+		m.ReconcilePlan, useful = s.review.ReconcilePlan(a)
+		m.CanReconcile = useful
+	}
+	if m.Disconnected, err = s.disconnected(c, a); err != nil {
+		return err
+	}
 	if m.CanAssign {
 		if m.Assignees, err = s.assignees(c); err != nil {
 			return err
@@ -87,13 +95,34 @@ func (s *Server) retryPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return s.render(c, http.StatusOK, views.Retry(s.layout(c, "Retry "+d.Action.Name, ""), s.retryModel(d.Action, "", "")))
+	m, err := s.retryModel(c, d.Action, "", "")
+	if err != nil {
+		return err
+	}
+	return s.render(c, http.StatusOK, views.Retry(s.layout(c, "Retry "+d.Action.Name, ""), m))
 }
 
-func (s *Server) retryModel(a oncehook.Action, errMsg, note string) views.RetryPage {
-	return views.RetryPage{ID: a.ID, URL: actionURL(a.ID), Name: a.Name, BusinessKey: a.BusinessKey, State: a.State,
+func (s *Server) retryModel(c echo.Context, a oncehook.Action, errMsg, note string) (views.RetryPage, error) {
+	m := views.RetryPage{ID: a.ID, URL: actionURL(a.ID), Name: a.Name, BusinessKey: a.BusinessKey, State: a.State,
 		Destination: a.Destination, OperationKey: a.OperationKey, NeedsCheck: s.review.RetryNeedsCheck(a),
 		Error: errMsg, Note: note}
+	var err error
+	m.Disconnected, err = s.disconnected(c, a)
+	return m, err
+}
+
+// disconnected is the action's destination when it is disconnected, with who can
+// reconnect it; nil when it is connected.
+func (s *Server) disconnected(c echo.Context, a oncehook.Action) (*views.Disconnected, error) {
+	d, err := s.review.Destination(c.Request().Context(), a.Destination)
+	if oncehook.ErrorCode(err) == oncehook.ENOTFOUND {
+		return nil, nil // no longer configured: nothing to reconnect
+	}
+	if err != nil || d.Status != "disconnected" {
+		return nil, err
+	}
+	return &views.Disconnected{Name: d.Name, Reason: d.Reason, Owner: d.Owner,
+		CanReconnect: actorOf(c).Role == oncehook.RoleAdmin, URL: "/destinations#dest-" + d.Name}, nil
 }
 
 // actDone is what the person is told after each act.
@@ -117,6 +146,9 @@ func (s *Server) actionAct(c echo.Context) error {
 	ctx := c.Request().Context()
 	p := oncehook.ActParams{Note: c.FormValue("note"), ExternalRef: c.FormValue("external_ref"),
 		Owner: c.FormValue("owner"), CheckedDestination: c.FormValue("checked_destination") == "1"}
+	if name == oncehook.ActCancel && c.FormValue("confirm") != "1" {
+		return oncehook.Errorf(oncehook.EINVALID, "Nothing was cancelled: tick \"I understand this cannot be undone\" to cancel.")
+	}
 	a, err := s.review.Do(ctx, actorOf(c), name, id, p)
 	if err != nil {
 		if name == oncehook.ActRetry && oncehook.ErrorCode(err) == oncehook.ECONFLICT {
@@ -124,7 +156,10 @@ func (s *Server) actionAct(c echo.Context) error {
 			if gerr != nil {
 				return gerr
 			}
-			m := s.retryModel(d.Action, oncehook.ErrorMessage(err), p.Note)
+			m, merr := s.retryModel(c, d.Action, oncehook.ErrorMessage(err), p.Note)
+			if merr != nil {
+				return merr
+			}
 			return s.render(c, http.StatusConflict, views.Retry(s.layout(c, "Retry "+d.Action.Name, ""), m))
 		}
 		return err

@@ -77,7 +77,8 @@ func (s *Server) destinationRows(c echo.Context) ([]views.DestinationRow, error)
 	}
 	rows := make([]views.DestinationRow, 0, len(ds))
 	for _, d := range ds {
-		rows = append(rows, views.DestinationRow{Name: d.Name, Type: d.Type, Status: d.Status, Reason: d.Reason, Owner: d.Owner, Held: d.Held})
+		rows = append(rows, views.DestinationRow{Name: d.Name, Type: d.Type, Status: d.Status, Reason: d.Reason, Owner: d.Owner,
+			Held: d.Held, HeldURL: queueURL("/queue/"+oncehook.QueueOutstanding, views.Filter{State: oncehook.StateHeld, Destination: d.Name}, "")})
 	}
 	return rows, nil
 }
