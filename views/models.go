@@ -80,12 +80,12 @@ type SourceRow struct {
 
 // DestinationRow is one destination with its connection state.
 type DestinationRow struct {
-	Name   string
-	Type   string
-	Status string
-	Reason string
-	Owner  string
-	Held   int64
+	Name    string
+	Type    string
+	Status  string
+	Reason  string
+	Owner   string
+	Held    int64
 	HeldURL string // the held actions in their queue
 }
 
