@@ -13,6 +13,19 @@ type Layout struct {
 	CSRF       string   // the session's synchronizer token, put in every form
 	Flash      string
 	FlashError string
+	Kept       *KeptForm // a form sent after the session expired, offered again
+}
+
+// KeptForm is what a person typed into a form that arrived after their session
+// expired: offered on the same page once they are signed in again.
+type KeptForm struct {
+	Action string // where it is sent
+	Fields []KeptField
+}
+
+// KeptField is one field of a kept form; Label is "" for a field sent hidden.
+type KeptField struct {
+	Name, Value, Label string
 }
 
 // User is the signed-in person.

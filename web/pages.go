@@ -41,6 +41,7 @@ func (s *Server) layout(c echo.Context, title, section string) views.Layout {
 	l.CSRF = s.csrfToken(c)
 	l.Flash = s.sessions.PopString(ctx, sessFlash)
 	l.FlashError = s.sessions.PopString(ctx, sessFlashError)
+	l.Kept = s.keptFor(c)
 	if u := userOf(c); u.ID != 0 {
 		l.User = &views.User{ID: u.ID, Email: u.Email, Role: u.Role, Admin: u.Role == oncehook.RoleAdmin}
 	}
