@@ -188,3 +188,16 @@ func (r *Review) Destination(ctx context.Context, name string) (DestinationStatu
 	}
 	return DestinationStatus{}, Errorf(ENOTFOUND, "There is no destination named %q.", name)
 }
+
+// Evidence is what a person can check at a's destination by hand, for an action
+// whose outcome needs a person (failed or uncertain); nil where the destination
+// says nothing more than the page already shows.
+func (r *Review) Evidence(a Action) []Evidence {
+	if a.State != StateFailed && a.State != StateUncertain {
+		return nil
+	}
+	if g, ok := r.destinations[a.Destination].(EvidenceGiver); ok {
+		return g.Evidence(a)
+	}
+	return nil
+}

@@ -17,6 +17,7 @@ type ActionPage struct {
 	// when Reconcile could find nothing out (CanReconcile false).
 	ReconcilePlan string
 	Disconnected  *Disconnected // the destination is disconnected; nil when connected
+	Evidence      []Option      // what to look for at the destination by hand: label, value
 }
 
 // Disconnected is a destination that refused its credentials: what waits for it

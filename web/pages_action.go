@@ -35,6 +35,9 @@ func (s *Server) actionPage(c echo.Context) error {
 	if m.Disconnected, err = s.disconnected(c, a); err != nil {
 		return err
 	}
+	for _, e := range s.review.Evidence(a) {
+		m.Evidence = append(m.Evidence, views.Option{Label: e.Label, Value: e.Value})
+	}
 	if m.CanAssign {
 		if m.Assignees, err = s.assignees(c); err != nil {
 			return err
@@ -66,7 +69,7 @@ func (s *Server) actionPage(c echo.Context) error {
 	}
 	for _, au := range d.Audit {
 		m.Audit = append(m.Audit, views.AuditLine{At: when(au.At), Actor: au.Actor, Act: au.Act, Note: au.Note,
-			Detail: compactJSON(au.Detail)})
+			Detail: detailWords(au.Detail)})
 	}
 	title := fmt.Sprintf("%s %s", a.Name, a.BusinessKey)
 	return s.render(c, http.StatusOK, views.Action(s.layout(c, title, ""), m))
