@@ -18,6 +18,15 @@ type ActionPage struct {
 	ReconcilePlan string
 	Disconnected  *Disconnected // the destination is disconnected; nil when connected
 	Evidence      []Option      // what to look for at the destination by hand: label, value
+	Queue         string        // the queue the action is in, for the forms to carry; "" when closed
+	NextInQueue   *QueueNext    // after it left a queue by hand: where to go on
+}
+
+// QueueNext is the next action of the queue a person just worked one off.
+type QueueNext struct {
+	Queue    string
+	QueueURL string
+	Next     *BulkRow // nil when the queue is empty
 }
 
 // Disconnected is a destination that refused its credentials: what waits for it

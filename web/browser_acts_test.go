@@ -115,3 +115,40 @@ func TestBrowserButtonsFollowWhatIsPossible(t *testing.T) {
 		t.Errorf("confirmed Cancel left it %s", got.Action.State)
 	}
 }
+
+// TestBrowserNoDeadEnds: a 404 inside the app keeps the navigation, and after
+// Resolve the page links to the next action of the queue.
+func TestBrowserNoDeadEnds(t *testing.T) {
+	t.Parallel()
+	d := newDashboard(t)
+	var failed []oncehook.Action
+	for i := range 2 {
+		d.crm.Fail(sandbox.Fault{Status: 422})
+		d.checkout(fmt.Sprintf("evt_next_%d", i), fmt.Sprintf("enq-next-%d", i), "")
+		failed = append(failed, d.waitAction("open_opportunity", fmt.Sprintf("enq-next-%d", i), oncehook.StateFailed))
+	}
+	b := newBrowser(t, d.url)
+	b.login(adminEmail, password)
+	for _, p := range []string{"/no/such/page", "/actions/999999"} {
+		b.open(p, "main h1")
+		if h := b.text("main h1"); h != "Not found" {
+			t.Errorf("%s: heading %q", p, h)
+		}
+		if !eval[bool](b, `document.querySelector('nav a[href="/queue/failed"]') !== null`) {
+			t.Errorf("%s: the 404 page has no navigation", p)
+		}
+	}
+	// Working the failed queue newest first: resolve the newer, go on to the older.
+	b.open(fmt.Sprintf("/actions/%d", failed[1].ID), "#resolve")
+	b.do("note", chromedp.SendKeys(chromedp.ID("resolve-note"), "done by hand"))
+	b.submit("#resolve")
+	if href := eval[string](b, `document.getElementById('next-link').getAttribute('href')`); !strings.HasPrefix(href, fmt.Sprintf("/actions/%d", failed[0].ID)) {
+		t.Fatalf("after Resolve the next link goes to %q, want action %d", href, failed[0].ID)
+	}
+	b.submit("#next-link")
+	b.do("cancel the other", chromedp.Click(chromedp.ID("cancel-confirm")))
+	b.submit("#cancel")
+	if got := b.text("#next-in-queue"); !strings.Contains(got, "The failed queue is empty") {
+		t.Errorf("after the last one: %q", got)
+	}
+}

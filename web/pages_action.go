@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
 
 	"github.com/labstack/echo/v4"
 
@@ -33,6 +34,10 @@ func (s *Server) actionPage(c echo.Context) error {
 		m.CanReconcile = useful
 	}
 	if m.Disconnected, err = s.disconnected(c, a); err != nil {
+		return err
+	}
+	m.Queue = oncehook.QueueOf(a.State)
+	if m.NextInQueue, err = s.nextInQueue(c, a); err != nil {
 		return err
 	}
 	for _, e := range s.review.Evidence(a) {
@@ -172,5 +177,34 @@ func (s *Server) actionAct(c echo.Context) error {
 		msg = "Assigned to " + a.Owner + "."
 	}
 	s.flash(c, msg)
+	if q := c.FormValue("from"); (name == oncehook.ActResolve || name == oncehook.ActCancel) && oncehook.QueueStates[q] != nil {
+		return c.Redirect(http.StatusSeeOther, actionURL(id)+"?from="+q)
+	}
 	return c.Redirect(http.StatusSeeOther, actionURL(id))
+}
+
+// nextInQueue is, after a person took a out of a queue (?from=queue), the next
+// action of that queue: the one listed after a, else the first.
+func (s *Server) nextInQueue(c echo.Context, a oncehook.Action) (*views.QueueNext, error) {
+	q := c.QueryParam("from")
+	states := oncehook.QueueStates[q]
+	if states == nil || oncehook.QueueOf(a.State) == q {
+		return nil, nil
+	}
+	ctx := c.Request().Context()
+	out := &views.QueueNext{Queue: q, QueueURL: "/queue/" + q}
+	page, err := s.review.ListActions(ctx, oncehook.ActionFilter{States: states, Cursor: strconv.FormatInt(a.ID, 10), Limit: 1})
+	if err != nil {
+		return nil, err
+	}
+	if len(page.Actions) == 0 {
+		if page, err = s.review.ListActions(ctx, oncehook.ActionFilter{States: states, Limit: 1}); err != nil {
+			return nil, err
+		}
+	}
+	if len(page.Actions) > 0 {
+		n := page.Actions[0]
+		out.Next = &views.BulkRow{ID: n.ID, URL: actionURL(n.ID) + "?from=" + q, Name: n.Name, BusinessKey: n.BusinessKey}
+	}
+	return out, nil
 }
