@@ -4,7 +4,10 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/oncehook/oncehook/db"
 )
@@ -200,4 +203,38 @@ func (r *Review) Evidence(a Action) []Evidence {
 		return g.Evidence(a)
 	}
 	return nil
+}
+
+// OwnersWithoutAccount returns the owners cfg names that no enabled user has, sorted:
+// they cannot sign in to see what is assigned to them.
+func OwnersWithoutAccount(ctx context.Context, pool *pgxpool.Pool, cfg *Config) ([]string, error) {
+	known, err := accountHolders(ctx, pool)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, o := range cfg.Owners() {
+		if !known[strings.ToLower(o)] {
+			out = append(out, o)
+		}
+	}
+	return out, nil
+}
+
+// AccountHolders returns the emails of the enabled users, lowercased, to flag
+// owners (configured or assigned) that cannot sign in.
+func (r *Review) AccountHolders(ctx context.Context) (map[string]bool, error) {
+	return accountHolders(ctx, r.pool)
+}
+
+func accountHolders(ctx context.Context, pool *pgxpool.Pool) (map[string]bool, error) {
+	users, err := ListUsers(ctx, pool, true)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]bool, len(users))
+	for _, u := range users {
+		out[strings.ToLower(u.Email)] = true
+	}
+	return out, nil
 }

@@ -61,6 +61,7 @@ type ActionRow struct {
 	Source      string
 	Destination string
 	Owner       string
+	NoAccount   bool // the owner has no account: nobody sees it under /mine
 	Attempts    int32
 	Age         string
 	Reason      string
@@ -93,13 +94,14 @@ type SourceRow struct {
 
 // DestinationRow is one destination with its connection state.
 type DestinationRow struct {
-	Name    string
-	Type    string
-	Status  string
-	Reason  string
-	Owner   string
-	Held    int64
-	HeldURL string // the held actions in their queue
+	Name      string
+	Type      string
+	Status    string
+	Reason    string
+	Owner     string
+	NoAccount bool // the owner has no account
+	Held      int64
+	HeldURL   string // the held actions in their queue
 }
 
 // OverviewPage is "/".

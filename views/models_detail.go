@@ -54,6 +54,7 @@ type ActionInfo struct {
 	Environment  string
 	Destination  string
 	Owner        string
+	NoAccount    bool // the owner has no account
 	Attempts     int32
 	NextAttempt  string
 	ExternalRef  string
@@ -178,6 +179,8 @@ type UsersPage struct {
 	NewEmail string
 	NewRole  string
 	MinChars int
+	// OwnersWithout are owners the config names that nobody signs in as.
+	OwnersWithout []string
 }
 
 // UserRow is one user.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/a-h/templ"
@@ -98,4 +99,16 @@ func (s *Server) assignees(c echo.Context) ([]views.Option, error) {
 		out = append(out, views.Option{Value: u.Email, Label: u.Email + " (" + u.Role + ")"})
 	}
 	return out, nil
+}
+
+// flagOwners marks the rows whose owner has no account.
+func (s *Server) flagOwners(c echo.Context, rows []views.ActionRow) error {
+	known, err := s.review.AccountHolders(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	for i := range rows {
+		rows[i].NoAccount = rows[i].Owner != "" && !known[strings.ToLower(rows[i].Owner)]
+	}
+	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 
@@ -37,6 +38,11 @@ func (s *Server) actionPage(c echo.Context) error {
 		return err
 	}
 	m.Queue = oncehook.QueueOf(a.State)
+	known, err := s.review.AccountHolders(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	m.Action.NoAccount = a.Owner != "" && !known[strings.ToLower(a.Owner)]
 	if m.NextInQueue, err = s.nextInQueue(c, a); err != nil {
 		return err
 	}

@@ -113,6 +113,9 @@ func (s *Server) showQueue(c echo.Context, showFilter bool) error {
 		return err
 	}
 	table := views.QueueTable{Filter: f, Rows: s.actionRows(page.Actions), RefreshURL: queueURL(path, f, cursor)}
+	if err := s.flagOwners(c, table.Rows); err != nil {
+		return err
+	}
 	if page.NextCursor != "" {
 		table.NextURL = queueURL(path, f, page.NextCursor)
 	}

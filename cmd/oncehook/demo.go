@@ -96,6 +96,15 @@ func runDemo(ctx context.Context, env *environment, args []string) error {
 	if err := oncehook.EnsureUser(ctx, d.Pool, demoAdmin, oncehook.RoleAdmin, password); err != nil {
 		return fmt.Errorf("create the demo admin: %w", err)
 	}
+	// The owners the config names get accounts too (same password), so /mine
+	// shows each of them their actions from the first minute.
+	for _, o := range cfg.Owners() {
+		if o != demoAdmin {
+			if err := oncehook.EnsureUser(ctx, d.Pool, o, oncehook.RoleOperator, password); err != nil {
+				return fmt.Errorf("create the demo owner %s: %w", o, err)
+			}
+		}
+	}
 
 	return runServices(ctx, env, cfg, d, logger, services{http: true, onListening: func(addr string) {
 		fmt.Fprintf(env.stdout, `
@@ -103,6 +112,7 @@ oncehook demo is running.
 
   Dashboard:  http://%[1]s/
   Login:      %[2]s  /  %[3]s
+              (the owners in the config sign in with the same password: %[7]s)
 
   Sandbox CRM records: http://%[4]s%[6]s    Mail sink: smtp://%[5]s
 
@@ -114,7 +124,7 @@ attempts and audit trail, and try Retry, Resolve or Assign.
 
 Ctrl-C stops everything. 'oncehook demo --reset' starts clean.
 
-`, addr, demoAdmin, password, crmLn.Addr(), mail.Addr(), sandbox.InspectPath)
+`, addr, demoAdmin, password, crmLn.Addr(), mail.Addr(), sandbox.InspectPath, strings.Join(cfg.Owners(), ", "))
 		traffic := &demo.Traffic{BaseURL: "http://" + addr, Config: cfg, Secrets: secrets, CRM: crm, Mail: mail,
 			Logger: logger, Pace: *pace}
 		go traffic.Run(ctx)
