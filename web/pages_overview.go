@@ -87,7 +87,7 @@ func (s *Server) destinationRows(c echo.Context) ([]views.DestinationRow, error)
 	for _, d := range ds {
 		rows = append(rows, views.DestinationRow{Name: d.Name, Type: d.Type, Status: d.Status, Reason: d.Reason, Owner: d.Owner,
 			NoAccount: d.Owner != "" && !known[strings.ToLower(d.Owner)],
-			Held: d.Held, HeldURL: queueURL("/queue/"+oncehook.QueueOutstanding, views.Filter{State: oncehook.StateHeld, Destination: d.Name}, "")})
+			Held:      d.Held, HeldURL: queueURL("/queue/"+oncehook.QueueOutstanding, views.Filter{State: oncehook.StateHeld, Destination: d.Name}, "")})
 	}
 	return rows, nil
 }
