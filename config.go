@@ -388,3 +388,21 @@ func redactAuth(a Auth) Auth {
 
 // String is a printed with %+v, the credentials redacted.
 func (a Auth) String() string { return fmt.Sprintf("%+v", a) }
+
+// Owners lists every owner the config names (destinations, action rules), sorted,
+// each once.
+func (c *Config) Owners() []string {
+	var out []string
+	for _, d := range c.Destinations {
+		out = append(out, d.Owner)
+	}
+	for _, a := range c.Actions {
+		out = append(out, a.Owner)
+	}
+	slices.Sort(out)
+	out = slices.Compact(out)
+	if len(out) > 0 && out[0] == "" {
+		out = out[1:]
+	}
+	return out
+}

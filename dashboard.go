@@ -4,7 +4,10 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/oncehook/oncehook/db"
 )
@@ -146,6 +149,92 @@ func (r *Review) Bulk(ctx context.Context, actor Actor, act string, ids []int64,
 			}
 		}
 		out = append(out, res)
+	}
+	return out, nil
+}
+
+// ReconcilePlan says in plain words what Reconcile would do for a, and whether it
+// can find anything out at all: a destination with neither a lookup nor a key
+// memory (SMTP) cannot be asked, so Reconcile would only mark the outcome unknown.
+func (r *Review) ReconcilePlan(a Action) (plan string, useful bool) {
+	dest, ok := r.destinations[a.Destination]
+	if !ok {
+		return "", false
+	}
+	caps := dest.Capabilities()
+	switch {
+	case caps.Lookup:
+		return fmt.Sprintf("Look the operation up at %s now; what it finds decides the next state.", a.Destination), true
+	case caps.KeyMemory > 0 && (a.FirstAttemptAt == nil || caps.KeyRemembered(*a.FirstAttemptAt, r.now())):
+		return fmt.Sprintf("%s has no lookup, but it still remembers the operation key, so Reconcile sends it again "+
+			"with the same key and %s does not act twice.", a.Destination, a.Destination), true
+	case caps.KeyMemory > 0:
+		return fmt.Sprintf("%s has no lookup and its memory of the key (%s) has passed: nobody can tell from here "+
+			"whether it acted. Check %s by hand, then Resolve, or Retry confirming you checked.",
+			a.Destination, caps.KeyMemory, a.Destination), false
+	}
+	return fmt.Sprintf("%s offers no lookup and remembers no keys: nobody can tell from here whether it acted. "+
+		"Check %s by hand, then Resolve, or Retry confirming you checked.", a.Destination, a.Destination), false
+}
+
+// Destination returns one configured destination with its connection state.
+// ENOTFOUND when no destination has that name.
+func (r *Review) Destination(ctx context.Context, name string) (DestinationStatus, error) {
+	ds, err := r.Destinations(ctx)
+	if err != nil {
+		return DestinationStatus{}, err
+	}
+	for _, d := range ds {
+		if d.Name == name {
+			return d, nil
+		}
+	}
+	return DestinationStatus{}, Errorf(ENOTFOUND, "There is no destination named %q.", name)
+}
+
+// Evidence is what a person can check at a's destination by hand, for an action
+// whose outcome needs a person (failed or uncertain); nil where the destination
+// says nothing more than the page already shows.
+func (r *Review) Evidence(a Action) []Evidence {
+	if a.State != StateFailed && a.State != StateUncertain {
+		return nil
+	}
+	if g, ok := r.destinations[a.Destination].(EvidenceGiver); ok {
+		return g.Evidence(a)
+	}
+	return nil
+}
+
+// OwnersWithoutAccount returns the owners cfg names that no enabled user has, sorted:
+// they cannot sign in to see what is assigned to them.
+func OwnersWithoutAccount(ctx context.Context, pool *pgxpool.Pool, cfg *Config) ([]string, error) {
+	known, err := accountHolders(ctx, pool)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, o := range cfg.Owners() {
+		if !known[strings.ToLower(o)] {
+			out = append(out, o)
+		}
+	}
+	return out, nil
+}
+
+// AccountHolders returns the emails of the enabled users, lowercased, to flag
+// owners (configured or assigned) that cannot sign in.
+func (r *Review) AccountHolders(ctx context.Context) (map[string]bool, error) {
+	return accountHolders(ctx, r.pool)
+}
+
+func accountHolders(ctx context.Context, pool *pgxpool.Pool) (map[string]bool, error) {
+	users, err := ListUsers(ctx, pool, true)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]bool, len(users))
+	for _, u := range users {
+		out[strings.ToLower(u.Email)] = true
 	}
 	return out, nil
 }

@@ -64,3 +64,16 @@ type Capabilities struct {
 func (c Capabilities) KeyRemembered(first, now time.Time) bool {
 	return c.KeyMemory > 0 && now.Sub(first) < c.KeyMemory
 }
+
+// Evidence is one thing a person can check at the destination by hand, such as
+// the Message-ID of an email.
+type Evidence struct {
+	Label, Value string
+}
+
+// EvidenceGiver is a DestinationClient that can say what a person should look
+// for at the destination when an action's outcome is unknown. Optional: the
+// review service shows it where a client gives it.
+type EvidenceGiver interface {
+	Evidence(a Action) []Evidence
+}

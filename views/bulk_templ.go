@@ -569,7 +569,7 @@ func filterFields(f Filter, form string) templ.Component {
 		}
 		ctx = templ.InitializeContext(ctx)
 		ctx = templ.ClearChildren(ctx)
-		for _, kv := range [][2]string{{"source", f.Source}, {"action", f.Action}, {"destination", f.Destination},
+		for _, kv := range [][2]string{{"state", f.State}, {"source", f.Source}, {"action", f.Action}, {"destination", f.Destination},
 			{"client", f.Client}, {"owner", f.Owner}, {"q", f.Q}} {
 			if form != "" {
 				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 47, "<input type=\"hidden\" name=\"")

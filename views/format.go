@@ -1,9 +1,12 @@
 package views
 
 import (
+	"net/url"
 	"strconv"
 	"strings"
 )
+
+func urlQuery(s string) string { return url.QueryEscape(s) }
 
 func itoa(n int) string     { return strconv.Itoa(n) }
 func itoa64(n int64) string { return strconv.FormatInt(n, 10) }

@@ -13,6 +13,19 @@ type Layout struct {
 	CSRF       string   // the session's synchronizer token, put in every form
 	Flash      string
 	FlashError string
+	Kept       *KeptForm // a form sent after the session expired, offered again
+}
+
+// KeptForm is what a person typed into a form that arrived after their session
+// expired: offered on the same page once they are signed in again.
+type KeptForm struct {
+	Action string // where it is sent
+	Fields []KeptField
+}
+
+// KeptField is one field of a kept form; Label is "" for a field sent hidden.
+type KeptField struct {
+	Name, Value, Label string
 }
 
 // User is the signed-in person.
@@ -48,6 +61,7 @@ type ActionRow struct {
 	Source      string
 	Destination string
 	Owner       string
+	NoAccount   bool // the owner has no account: nobody sees it under /mine
 	Attempts    int32
 	Age         string
 	Reason      string
@@ -80,12 +94,14 @@ type SourceRow struct {
 
 // DestinationRow is one destination with its connection state.
 type DestinationRow struct {
-	Name   string
-	Type   string
-	Status string
-	Reason string
-	Owner  string
-	Held   int64
+	Name      string
+	Type      string
+	Status    string
+	Reason    string
+	Owner     string
+	NoAccount bool // the owner has no account
+	Held      int64
+	HeldURL   string // the held actions in their queue
 }
 
 // OverviewPage is "/".
@@ -103,7 +119,7 @@ type Option struct {
 
 // Filter is a queue's filter, as the query string carries it.
 type Filter struct {
-	Source, Action, Destination, Owner, Client, Q string
+	State, Source, Action, Destination, Owner, Client, Q string
 }
 
 // QueuePage is a queue, or "/mine".
@@ -118,6 +134,7 @@ type QueuePage struct {
 	Destinations []Option
 	Clients      []Option
 	Owners       []Option
+	States       []Option // the queue's states, for a queue of more than one
 	Table        QueueTable
 	CanAssign    bool
 	Assignees    []Option

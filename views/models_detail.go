@@ -13,6 +13,30 @@ type ActionPage struct {
 	CanCancel    bool
 	CanAssign    bool
 	Assignees    []Option
+	// ReconcilePlan says what Reconcile would do; shown instead of the button
+	// when Reconcile could find nothing out (CanReconcile false).
+	ReconcilePlan string
+	Disconnected  *Disconnected // the destination is disconnected; nil when connected
+	Evidence      []Option      // what to look for at the destination by hand: label, value
+	Queue         string        // the queue the action is in, for the forms to carry; "" when closed
+	NextInQueue   *QueueNext    // after it left a queue by hand: where to go on
+}
+
+// QueueNext is the next action of the queue a person just worked one off.
+type QueueNext struct {
+	Queue    string
+	QueueURL string
+	Next     *BulkRow // nil when the queue is empty
+}
+
+// Disconnected is a destination that refused its credentials: what waits for it
+// and who can reconnect it.
+type Disconnected struct {
+	Name         string
+	Reason       string
+	Owner        string // who to ask, for people who cannot reconnect it
+	CanReconnect bool
+	URL          string // where Reconnect is
 }
 
 // ActionInfo is the action itself.
@@ -30,6 +54,7 @@ type ActionInfo struct {
 	Environment  string
 	Destination  string
 	Owner        string
+	NoAccount    bool // the owner has no account
 	Attempts     int32
 	NextAttempt  string
 	ExternalRef  string
@@ -102,6 +127,7 @@ type RetryPage struct {
 	NeedsCheck   string // why the person must confirm they checked the destination; "" if not
 	Error        string
 	Note         string
+	Disconnected *Disconnected // the retry will wait until it is reconnected
 }
 
 // EventPage is "/events/{id}".
@@ -153,6 +179,8 @@ type UsersPage struct {
 	NewEmail string
 	NewRole  string
 	MinChars int
+	// OwnersWithout are owners the config names that nobody signs in as.
+	OwnersWithout []string
 }
 
 // UserRow is one user.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/a-h/templ"
@@ -41,6 +42,7 @@ func (s *Server) layout(c echo.Context, title, section string) views.Layout {
 	l.CSRF = s.csrfToken(c)
 	l.Flash = s.sessions.PopString(ctx, sessFlash)
 	l.FlashError = s.sessions.PopString(ctx, sessFlashError)
+	l.Kept = s.keptFor(c)
 	if u := userOf(c); u.ID != 0 {
 		l.User = &views.User{ID: u.ID, Email: u.Email, Role: u.Role, Admin: u.Role == oncehook.RoleAdmin}
 	}
@@ -97,4 +99,16 @@ func (s *Server) assignees(c echo.Context) ([]views.Option, error) {
 		out = append(out, views.Option{Value: u.Email, Label: u.Email + " (" + u.Role + ")"})
 	}
 	return out, nil
+}
+
+// flagOwners marks the rows whose owner has no account.
+func (s *Server) flagOwners(c echo.Context, rows []views.ActionRow) error {
+	known, err := s.review.AccountHolders(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	for i := range rows {
+		rows[i].NoAccount = rows[i].Owner != "" && !known[strings.ToLower(rows[i].Owner)]
+	}
+	return nil
 }

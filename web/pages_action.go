@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 
@@ -26,6 +28,26 @@ func (s *Server) actionPage(c echo.Context) error {
 		CanResolve:   allowed[oncehook.ActResolve],
 		CanCancel:    allowed[oncehook.ActCancel],
 		CanAssign:    allowed[oncehook.ActAssign],
+	}
+	if m.CanReconcile {
+		var useful bool
+		m.ReconcilePlan, useful = s.review.ReconcilePlan(a)
+		m.CanReconcile = useful
+	}
+	if m.Disconnected, err = s.disconnected(c, a); err != nil {
+		return err
+	}
+	m.Queue = oncehook.QueueOf(a.State)
+	known, err := s.review.AccountHolders(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	m.Action.NoAccount = a.Owner != "" && !known[strings.ToLower(a.Owner)]
+	if m.NextInQueue, err = s.nextInQueue(c, a); err != nil {
+		return err
+	}
+	for _, e := range s.review.Evidence(a) {
+		m.Evidence = append(m.Evidence, views.Option{Label: e.Label, Value: e.Value})
 	}
 	if m.CanAssign {
 		if m.Assignees, err = s.assignees(c); err != nil {
@@ -58,7 +80,7 @@ func (s *Server) actionPage(c echo.Context) error {
 	}
 	for _, au := range d.Audit {
 		m.Audit = append(m.Audit, views.AuditLine{At: when(au.At), Actor: au.Actor, Act: au.Act, Note: au.Note,
-			Detail: compactJSON(au.Detail)})
+			Detail: detailWords(au.Detail)})
 	}
 	title := fmt.Sprintf("%s %s", a.Name, a.BusinessKey)
 	return s.render(c, http.StatusOK, views.Action(s.layout(c, title, ""), m))
@@ -87,13 +109,34 @@ func (s *Server) retryPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return s.render(c, http.StatusOK, views.Retry(s.layout(c, "Retry "+d.Action.Name, ""), s.retryModel(d.Action, "", "")))
+	m, err := s.retryModel(c, d.Action, "", "")
+	if err != nil {
+		return err
+	}
+	return s.render(c, http.StatusOK, views.Retry(s.layout(c, "Retry "+d.Action.Name, ""), m))
 }
 
-func (s *Server) retryModel(a oncehook.Action, errMsg, note string) views.RetryPage {
-	return views.RetryPage{ID: a.ID, URL: actionURL(a.ID), Name: a.Name, BusinessKey: a.BusinessKey, State: a.State,
+func (s *Server) retryModel(c echo.Context, a oncehook.Action, errMsg, note string) (views.RetryPage, error) {
+	m := views.RetryPage{ID: a.ID, URL: actionURL(a.ID), Name: a.Name, BusinessKey: a.BusinessKey, State: a.State,
 		Destination: a.Destination, OperationKey: a.OperationKey, NeedsCheck: s.review.RetryNeedsCheck(a),
 		Error: errMsg, Note: note}
+	var err error
+	m.Disconnected, err = s.disconnected(c, a)
+	return m, err
+}
+
+// disconnected is the action's destination when it is disconnected, with who can
+// reconnect it; nil when it is connected.
+func (s *Server) disconnected(c echo.Context, a oncehook.Action) (*views.Disconnected, error) {
+	d, err := s.review.Destination(c.Request().Context(), a.Destination)
+	if oncehook.ErrorCode(err) == oncehook.ENOTFOUND {
+		return nil, nil // no longer configured: nothing to reconnect
+	}
+	if err != nil || d.Status != "disconnected" {
+		return nil, err
+	}
+	return &views.Disconnected{Name: d.Name, Reason: d.Reason, Owner: d.Owner,
+		CanReconnect: actorOf(c).Role == oncehook.RoleAdmin, URL: "/destinations#dest-" + d.Name}, nil
 }
 
 // actDone is what the person is told after each act.
@@ -117,6 +160,9 @@ func (s *Server) actionAct(c echo.Context) error {
 	ctx := c.Request().Context()
 	p := oncehook.ActParams{Note: c.FormValue("note"), ExternalRef: c.FormValue("external_ref"),
 		Owner: c.FormValue("owner"), CheckedDestination: c.FormValue("checked_destination") == "1"}
+	if name == oncehook.ActCancel && c.FormValue("confirm") != "1" {
+		return oncehook.Errorf(oncehook.EINVALID, "Nothing was cancelled: tick \"I understand this cannot be undone\" to cancel.")
+	}
 	a, err := s.review.Do(ctx, actorOf(c), name, id, p)
 	if err != nil {
 		if name == oncehook.ActRetry && oncehook.ErrorCode(err) == oncehook.ECONFLICT {
@@ -124,7 +170,10 @@ func (s *Server) actionAct(c echo.Context) error {
 			if gerr != nil {
 				return gerr
 			}
-			m := s.retryModel(d.Action, oncehook.ErrorMessage(err), p.Note)
+			m, merr := s.retryModel(c, d.Action, oncehook.ErrorMessage(err), p.Note)
+			if merr != nil {
+				return merr
+			}
 			return s.render(c, http.StatusConflict, views.Retry(s.layout(c, "Retry "+d.Action.Name, ""), m))
 		}
 		return err
@@ -134,5 +183,34 @@ func (s *Server) actionAct(c echo.Context) error {
 		msg = "Assigned to " + a.Owner + "."
 	}
 	s.flash(c, msg)
+	if q := c.FormValue("from"); (name == oncehook.ActResolve || name == oncehook.ActCancel) && oncehook.QueueStates[q] != nil {
+		return c.Redirect(http.StatusSeeOther, actionURL(id)+"?from="+q)
+	}
 	return c.Redirect(http.StatusSeeOther, actionURL(id))
+}
+
+// nextInQueue is, after a person took a out of a queue (?from=queue), the next
+// action of that queue: the one listed after a, else the first.
+func (s *Server) nextInQueue(c echo.Context, a oncehook.Action) (*views.QueueNext, error) {
+	q := c.QueryParam("from")
+	states := oncehook.QueueStates[q]
+	if states == nil || oncehook.QueueOf(a.State) == q {
+		return nil, nil
+	}
+	ctx := c.Request().Context()
+	out := &views.QueueNext{Queue: q, QueueURL: "/queue/" + q}
+	page, err := s.review.ListActions(ctx, oncehook.ActionFilter{States: states, Cursor: strconv.FormatInt(a.ID, 10), Limit: 1})
+	if err != nil {
+		return nil, err
+	}
+	if len(page.Actions) == 0 {
+		if page, err = s.review.ListActions(ctx, oncehook.ActionFilter{States: states, Limit: 1}); err != nil {
+			return nil, err
+		}
+	}
+	if len(page.Actions) > 0 {
+		n := page.Actions[0]
+		out.Next = &views.BulkRow{ID: n.ID, URL: actionURL(n.ID) + "?from=" + q, Name: n.Name, BusinessKey: n.BusinessKey}
+	}
+	return out, nil
 }

@@ -132,7 +132,7 @@ func (s *Server) bulkDone(c echo.Context) error {
 // filterText says in words what a filter selects, for the confirmation step.
 func filterText(f views.Filter) string {
 	var parts []string
-	for _, p := range []struct{ k, v string }{{"source", f.Source}, {"action", f.Action}, {"destination", f.Destination},
+	for _, p := range []struct{ k, v string }{{"state", f.State}, {"source", f.Source}, {"action", f.Action}, {"destination", f.Destination},
 		{"client", f.Client}, {"owner", f.Owner}, {"search", f.Q}} {
 		if p.v != "" {
 			parts = append(parts, p.k+" "+strconv.Quote(p.v))

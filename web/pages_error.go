@@ -7,6 +7,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/oncehook/oncehook"
 	"github.com/oncehook/oncehook/views"
 )
 
@@ -46,7 +47,7 @@ func (s *Server) renderError(c echo.Context, status int, msg string) {
 		back = ref
 	}
 	var l views.Layout
-	if sessionLoaded(c) {
+	if sessionLoaded(c) || s.loadSessionForError(c) {
 		l = s.layout(c, title, "")
 	} else {
 		l = baseLayout(title, "")
@@ -68,4 +69,30 @@ func originOf(u string) string {
 	}
 	host, _, _ := strings.Cut(rest, "/")
 	return scheme + "://" + host
+}
+
+// loadSessionForError reads the session of a request that no dashboard route
+// took (an unknown path), so its 404 page keeps the navigation of the person
+// signed in. The session is only read: nothing of it is written back.
+func (s *Server) loadSessionForError(c echo.Context) bool {
+	r := c.Request()
+	ck, err := r.Cookie(s.sessions.Cookie.Name)
+	if err != nil {
+		return false
+	}
+	ctx, err := s.sessions.Load(r.Context(), ck.Value)
+	if err != nil {
+		return false
+	}
+	id := s.sessions.GetInt64(ctx, sessUserID)
+	if id == 0 {
+		return false
+	}
+	u, err := oncehook.GetUser(ctx, s.pool, id)
+	if err != nil || u.Disabled {
+		return false
+	}
+	c.SetRequest(r.WithContext(ctx))
+	c.Set(userKey, u)
+	return true
 }

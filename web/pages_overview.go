@@ -3,6 +3,7 @@ package web
 import (
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 
@@ -30,6 +31,9 @@ func (s *Server) overviewPage(c echo.Context) error {
 		return err
 	}
 	m := views.OverviewPage{Mine: s.actionRows(mine.Actions), Sources: srcs, Destinations: dests}
+	if err := s.flagOwners(c, m.Mine); err != nil {
+		return err
+	}
 	now := s.now()
 	for _, q := range queues {
 		card := views.QueueCard{Name: q.Name, URL: "/queue/" + q.Name, Count: q.Count}
@@ -75,9 +79,15 @@ func (s *Server) destinationRows(c echo.Context) ([]views.DestinationRow, error)
 	if err != nil {
 		return nil, err
 	}
+	known, err := s.review.AccountHolders(c.Request().Context())
+	if err != nil {
+		return nil, err
+	}
 	rows := make([]views.DestinationRow, 0, len(ds))
 	for _, d := range ds {
-		rows = append(rows, views.DestinationRow{Name: d.Name, Type: d.Type, Status: d.Status, Reason: d.Reason, Owner: d.Owner, Held: d.Held})
+		rows = append(rows, views.DestinationRow{Name: d.Name, Type: d.Type, Status: d.Status, Reason: d.Reason, Owner: d.Owner,
+			NoAccount: d.Owner != "" && !known[strings.ToLower(d.Owner)],
+			Held:      d.Held, HeldURL: queueURL("/queue/"+oncehook.QueueOutstanding, views.Filter{State: oncehook.StateHeld, Destination: d.Name}, "")})
 	}
 	return rows, nil
 }

@@ -23,7 +23,7 @@ var queueTitles = map[string]string{
 
 // queueFilter is the filter of a queue request, from its query string or form.
 func queueFilter(c echo.Context) views.Filter {
-	return views.Filter{Source: c.FormValue("source"), Action: c.FormValue("action"),
+	return views.Filter{State: c.FormValue("state"), Source: c.FormValue("source"), Action: c.FormValue("action"),
 		Destination: c.FormValue("destination"), Owner: c.FormValue("owner"),
 		Client: c.FormValue("client"), Q: c.FormValue("q")}
 }
@@ -37,10 +37,23 @@ func queueScope(c echo.Context) (path string, states []string, f views.Filter, e
 		if !ok {
 			return "", nil, f, oncehook.Errorf(oncehook.ENOTFOUND, "There is no queue named %q.", q)
 		}
-		return "/queue/" + q, st, f, nil
+		st, err = withinStates(st, f.State)
+		return "/queue/" + q, st, f, err
 	}
 	f.Owner = userOf(c).Email
-	return "/mine", oncehook.OpenStates(), f, nil
+	st, err := withinStates(oncehook.OpenStates(), f.State)
+	return "/mine", st, f, err
+}
+
+// withinStates narrows a queue's states to one of them, when one is asked for.
+func withinStates(states []string, state string) ([]string, error) {
+	if state == "" {
+		return states, nil
+	}
+	if !slices.Contains(states, state) {
+		return nil, oncehook.Errorf(oncehook.EINVALID, "This queue has no actions in state %q.", state)
+	}
+	return []string{state}, nil
 }
 
 func actionFilter(states []string, f views.Filter) oncehook.ActionFilter {
@@ -51,7 +64,7 @@ func actionFilter(states []string, f views.Filter) oncehook.ActionFilter {
 // filterValues is a filter as a query string carries it, empty fields left out.
 func filterValues(f views.Filter) url.Values {
 	v := url.Values{}
-	for k, val := range map[string]string{"source": f.Source, "action": f.Action, "destination": f.Destination,
+	for k, val := range map[string]string{"state": f.State, "source": f.Source, "action": f.Action, "destination": f.Destination,
 		"owner": f.Owner, "client": f.Client, "q": f.Q} {
 		if val != "" {
 			v.Set(k, val)
@@ -100,6 +113,9 @@ func (s *Server) showQueue(c echo.Context, showFilter bool) error {
 		return err
 	}
 	table := views.QueueTable{Filter: f, Rows: s.actionRows(page.Actions), RefreshURL: queueURL(path, f, cursor)}
+	if err := s.flagOwners(c, table.Rows); err != nil {
+		return err
+	}
 	if page.NextCursor != "" {
 		table.NextURL = queueURL(path, f, page.NextCursor)
 	}
@@ -116,6 +132,11 @@ func (s *Server) showQueue(c echo.Context, showFilter bool) error {
 		section, m.Title, m.Intro = "mine", "Assigned to me", "Open actions whose owner is you."
 	} else {
 		m.Title = queueTitles[section]
+	}
+	if st := oncehook.QueueStates[section]; len(st) > 1 {
+		for _, x := range st {
+			m.States = append(m.States, views.Option{Value: x, Label: x})
+		}
 	}
 	if err := s.filterOptions(c, &m); err != nil {
 		return err

@@ -16,7 +16,9 @@ func (s *Server) pageRoutes(e *echo.Echo) {
 	e.GET("/login", s.loginForm, open...)
 	e.POST("/login", s.login, open...)
 
-	in := append(open[:len(open):len(open)], s.requireUser)
+	// Signed-in routes keep a form that arrives after its session expired (before
+	// the CSRF check, which would refuse it) and send the person to sign in.
+	in := []echo.MiddlewareFunc{markPage, noStore, s.withSession, s.keepExpiredForm, s.checkCSRF, s.requireUser}
 	admin := append(in[:len(in):len(in)], requireAdmin)
 	e.POST("/logout", s.logout, in...)
 	e.GET("/", s.overviewPage, in...)

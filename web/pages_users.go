@@ -11,7 +11,7 @@ import (
 
 // usersPage serves /users (admins).
 func (s *Server) usersPage(c echo.Context) error {
-	return s.showUsers(c, http.StatusOK, "", oncehook.RoleOperator)
+	return s.showUsers(c, http.StatusOK, c.QueryParam("email"), oncehook.RoleOperator)
 }
 
 func (s *Server) showUsers(c echo.Context, status int, email, role string) error {
@@ -19,9 +19,13 @@ func (s *Server) showUsers(c echo.Context, status int, email, role string) error
 	if err != nil {
 		return err
 	}
+	without, err := oncehook.OwnersWithoutAccount(c.Request().Context(), s.pool, s.cfg)
+	if err != nil {
+		return err
+	}
 	me := userOf(c).ID
 	m := views.UsersPage{Roles: []string{oncehook.RoleOperator, oncehook.RoleAdmin}, NewEmail: email, NewRole: role,
-		MinChars: oncehook.MinPasswordLength}
+		MinChars: oncehook.MinPasswordLength, OwnersWithout: without}
 	for _, u := range us {
 		m.Rows = append(m.Rows, views.UserRow{ID: u.ID, Email: u.Email, Role: u.Role, Disabled: u.Disabled,
 			Created: when(u.CreatedAt), IsMe: u.ID == me})

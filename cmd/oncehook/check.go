@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/oncehook/oncehook"
 	"github.com/oncehook/oncehook/config"
 )
 
@@ -18,12 +19,19 @@ Validates a config without starting anything and prints each source's ingest
 path and each rule's routing. Exits non-zero with file, line and reason when the
 config is invalid. Secrets must be set in the environment as for serve, unless
 --skip-env lists the unset ones instead. For CI.
+
+With --owners it also reaches the database (DATABASE_URL, or the embedded one)
+and lists the owners the config names that have no account: nobody can sign in
+as them to see their actions under /mine.
 `
 
-func runCheck(_ context.Context, env *environment, args []string) error {
+func runCheck(ctx context.Context, env *environment, args []string) error {
 	fs := newFlags(env, "check", checkUsage)
 	configPath := fs.String("config", "oncehook.yaml", "config file")
 	skipEnv := fs.Bool("skip-env", false, "accept secret variables that are unset here (CI without secrets); list them instead")
+	owners := fs.Bool("owners", false, "also list the owners without an account (reaches the database)")
+	var df dbFlags
+	df.register(fs, env)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -48,5 +56,22 @@ func runCheck(_ context.Context, env *environment, args []string) error {
 	}
 	fmt.Fprintf(w, "%s is valid.\n\n", cfg.Path)
 	config.Describe(w, cfg)
-	return nil
+	if !*owners {
+		return nil
+	}
+	return withDatabase(ctx, env, df, func(d *database) error {
+		without, err := oncehook.OwnersWithoutAccount(ctx, d.Pool, cfg)
+		if err != nil {
+			return err
+		}
+		if len(without) == 0 {
+			fmt.Fprintln(w, "\nEvery owner has an account.")
+			return nil
+		}
+		fmt.Fprintf(w, "\nOwners without an account (nobody sees their actions under /mine; add them with `oncehook user add`):\n")
+		for _, o := range without {
+			fmt.Fprintf(w, "  %s\n", o)
+		}
+		return nil
+	})
 }

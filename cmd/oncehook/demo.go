@@ -108,10 +108,19 @@ func runDemo(ctx context.Context, env *environment, args []string) error {
 	if err := oncehook.EnsureUser(ctx, d.Pool, demoAdmin, oncehook.RoleAdmin, password); err != nil {
 		return fmt.Errorf("create the demo admin: %w", err)
 	}
+	// The owners the config names get accounts too (same password), so /mine
+	// shows each of them their actions from the first minute.
+	for _, o := range cfg.Owners() {
+		if o != demoAdmin {
+			if err := oncehook.EnsureUser(ctx, d.Pool, o, oncehook.RoleOperator, password); err != nil {
+				return fmt.Errorf("create the demo owner %s: %w", o, err)
+			}
+		}
+	}
 
 	return runServices(ctx, env, cfg, d, logger, services{http: true, onListening: func(addr string) {
 		b := demoBanner{addr: addr, password: password, crm: crmLn.Addr().String(), mail: mail.Addr(),
-			data: d.embedded.Dir(), log: logPath}
+			data: d.embedded.Dir(), log: logPath, owners: cfg.Owners()}
 		screen.show(b.text(false), phaseProgress)
 		traffic := &demo.Traffic{BaseURL: "http://" + addr, Config: cfg, Secrets: secrets, CRM: crm, Mail: mail,
 			Logger: trafficLogger, Pace: *pace, Played: func() { screen.show(b.text(true), phaseQuiet) }}
@@ -123,6 +132,7 @@ func runDemo(ctx context.Context, env *environment, args []string) error {
 // has played out, so the login is the last thing on screen.
 type demoBanner struct {
 	addr, password, crm, mail, data, log string
+	owners                               []string // the config's owners, who sign in with the same password
 }
 
 func (b demoBanner) text(played bool) string {
@@ -136,6 +146,7 @@ func (b demoBanner) text(played bool) string {
 
   Dashboard:  http://%[2]s/
   Login:      %[3]s  /  %[4]s
+              (the owners in the config sign in with the same password: %[10]s)
 
   Sandbox CRM records: http://%[5]s%[6]s    Mail sink: smtp://%[7]s
   Postgres data:       %[8]s
@@ -149,7 +160,7 @@ events, attempts and audit trail, and try Retry, Resolve or Assign.
 
 Ctrl-C stops everything. 'oncehook demo --reset' starts clean.
 
-`, head, b.addr, demoAdmin, b.password, b.crm, sandbox.InspectPath, b.mail, b.data, b.log)
+`, head, b.addr, demoAdmin, b.password, b.crm, sandbox.InspectPath, b.mail, b.data, b.log, strings.Join(b.owners, ", "))
 }
 
 // demoSecrets are the signing secrets and CRM token of this run: fresh random values

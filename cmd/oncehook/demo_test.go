@@ -77,6 +77,13 @@ func TestDemo(t *testing.T) {
 		time.Sleep(500 * time.Millisecond) // poll interval
 	}
 
+	// Every owner the example config names has an account, so /mine works at once;
+	// `check --owners` reaches the demo's own database to say so.
+	chk := start(t, env, "check", "--config", "../../oncehook.example.yaml", "--skip-env", "--owners", "--data-dir", dataDir)
+	if err := chk.cmd.Wait(); err != nil || !strings.Contains(chk.out.String(), "Every owner has an account.") {
+		t.Errorf("check --owners beside the demo: %v\n%s", err, tail(chk.out.String(), 1500))
+	}
+
 	var records []map[string]any
 	get(crmURL, crmToken, &records)
 	perRef := map[string]int{}

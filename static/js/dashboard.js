@@ -54,4 +54,38 @@
   });
   document.addEventListener("htmx:afterSettle", update);
   document.addEventListener("DOMContentLoaded", update);
+  document.addEventListener("DOMContentLoaded", restoreKept);
+
+  // A form sent after the session expired comes back as a box of its own; when the
+  // page has that very form, what was typed goes back into it and the box hides.
+  function restoreKept() {
+    var kept = document.getElementById("kept-form");
+    if (!kept) return;
+    var action = kept.getAttribute("data-action");
+    var form = Array.prototype.slice.call(document.querySelectorAll("main form")).filter(function (f) {
+      return !kept.contains(f) && f.getAttribute("action") === action;
+    })[0];
+    if (!form) return;
+    var first = null;
+    kept.querySelectorAll("[data-kept]").forEach(function (k) {
+      var name = k.getAttribute("data-kept");
+      form.querySelectorAll("[name]").forEach(function (el) {
+        if (el.name !== name) return;
+        if (el.type === "checkbox" || el.type === "radio") {
+          if (el.value === k.value) el.checked = true;
+        } else if (el.type !== "hidden" && el.type !== "submit") {
+          el.value = k.value;
+          if (!first && k.tagName === "TEXTAREA") first = el;
+        }
+      });
+    });
+    if (!first) return; // nothing typed to put back: the box stays
+    kept.hidden = true;
+    var note = document.createElement("p");
+    note.className = "flash";
+    note.id = "kept-note";
+    note.textContent = "Your session had expired: what you typed is back in this form. It has not been sent yet.";
+    form.insertBefore(note, form.firstChild);
+    first.focus();
+  }
 })();
