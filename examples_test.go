@@ -193,13 +193,24 @@ func newRecipeWorld(t *testing.T, rc recipe, apiURL, token string) *world {
 	yaml = strings.ReplaceAll(yaml, "timeout: 10s", "timeout: 1s")
 	yaml = strings.ReplaceAll(yaml, "settle: 10m", "settle: 3s")
 	yaml = strings.ReplaceAll(yaml, "settle: 15m", "settle: 3s")
+	return newConfigWorld(t, rc.file, yaml, map[string]string{rc.tokenEnv: token}, nil)
+}
+
+// newConfigWorld is a world running the config yaml, with env (and the Stripe
+// secret) as its environment; set changes the engine's parameters.
+func newConfigWorld(t *testing.T, file, yaml string, env map[string]string, set func(*oncehook.EngineParams)) *world {
+	t.Helper()
 	w := &world{t: t, logs: &syncBuffer{}, yaml: yaml}
 	w.pool, w.dsn = dbtest.NewDSN(t)
-	w.cfg, err = config.Parse(rc.file, []byte(yaml), func(k string) string {
-		return map[string]string{"STRIPE_WEBHOOK_SECRET": stripeSecret, rc.tokenEnv: token}[k]
+	var err error
+	w.cfg, err = config.Parse(file, []byte(yaml), func(k string) string {
+		if k == "STRIPE_WEBHOOK_SECRET" {
+			return stripeSecret
+		}
+		return env[k]
 	})
 	if err != nil {
-		t.Fatalf("recipe %s: %v", rc.file, err)
+		t.Fatalf("config %s: %v", file, err)
 	}
 	logger := slog.New(slog.NewTextHandler(w.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	clients := destination.NewClients(w.cfg)
@@ -212,6 +223,9 @@ func newRecipeWorld(t *testing.T, rc recipe, apiURL, token string) *world {
 	w.url = srv.URL
 	w.token = w.newToken("ops", oncehook.RoleOperator)
 	w.admin = w.newToken("boss", oncehook.RoleAdmin)
-	w.stop = w.startEngine(0)
+	if set == nil {
+		set = func(*oncehook.EngineParams) {}
+	}
+	w.stop = w.startEngineWith(set)
 	return w
 }
