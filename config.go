@@ -153,13 +153,13 @@ type Idempotency struct {
 
 // Lookup finds a record by operation key to reconcile an uncertain outcome.
 type Lookup struct {
-	Method      string // GET or POST
-	URL         string // "{ref}" is replaced by the operation key, escaped
-	Body        any    // POST only: a JSON template, "{ref}" replaced in any string
-	Records     string // pointer to a list of records; "" means the reply is the record (or a list of them)
-	Reference   string // pointer in a record to its reference, which must equal the key; "" unchecked
-	ResultID    string // pointer in a record to its id
-	Consistency string // ConsistencyStrong or ConsistencyEventual
+	Method      string        // GET or POST
+	URL         string        // "{ref}" is replaced by the operation key, escaped
+	Body        any           // POST only: a JSON template, "{ref}" replaced in any string
+	Records     string        // pointer to a list of records; "" means the reply is the record (or a list of them)
+	Reference   string        // pointer in a record to its reference, which must equal the key; "" unchecked
+	ResultID    string        // pointer in a record to its id
+	Consistency string        // ConsistencyStrong or ConsistencyEventual
 	Settle      time.Duration // eventual only: absence counts once this has passed since the attempt; 0 never
 }
 
