@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -185,20 +186,26 @@ func testRecipe(t *testing.T, rc recipe) {
 // and its timeouts shortened for the test.
 func newRecipeWorld(t *testing.T, rc recipe, apiURL, token string) *world {
 	t.Helper()
+	yaml := recipeYAML(t, rc, apiURL)
+	yaml = strings.ReplaceAll(yaml, "settle: 10m", "settle: 3s")
+	yaml = strings.ReplaceAll(yaml, "settle: 15m", "settle: 3s")
+	return newConfigWorld(t, rc.file, yaml, map[string]string{rc.tokenEnv: token}, true, nil)
+}
+
+// recipeYAML is the recipe's config pointed at the sandbox, timeouts shortened.
+func recipeYAML(t *testing.T, rc recipe, apiURL string) string {
+	t.Helper()
 	raw, err := os.ReadFile("examples/destinations/" + rc.file)
 	if err != nil {
 		t.Fatal(err)
 	}
-	yaml := strings.ReplaceAll(string(raw), rc.origin, apiURL)
-	yaml = strings.ReplaceAll(yaml, "timeout: 10s", "timeout: 1s")
-	yaml = strings.ReplaceAll(yaml, "settle: 10m", "settle: 3s")
-	yaml = strings.ReplaceAll(yaml, "settle: 15m", "settle: 3s")
-	return newConfigWorld(t, rc.file, yaml, map[string]string{rc.tokenEnv: token}, nil)
+	return strings.ReplaceAll(strings.ReplaceAll(string(raw), rc.origin, apiURL), "timeout: 10s", "timeout: 1s")
 }
 
 // newConfigWorld is a world running the config yaml, with env (and the Stripe
-// secret) as its environment; set changes the engine's parameters.
-func newConfigWorld(t *testing.T, file, yaml string, env map[string]string, set func(*oncehook.EngineParams)) *world {
+// secret) as its environment, and an engine when engine is set; set changes the
+// engine's parameters.
+func newConfigWorld(t *testing.T, file, yaml string, env map[string]string, engine bool, set func(*oncehook.EngineParams)) *world {
 	t.Helper()
 	w := &world{t: t, logs: &syncBuffer{}, yaml: yaml}
 	w.pool, w.dsn = dbtest.NewDSN(t)
@@ -226,6 +233,38 @@ func newConfigWorld(t *testing.T, file, yaml string, env map[string]string, set 
 	if set == nil {
 		set = func(*oncehook.EngineParams) {}
 	}
-	w.stop = w.startEngineWith(set)
+	if engine {
+		w.stop = w.startEngineWith(set)
+	}
 	return w
+}
+
+// Resend remembers a key for 24 hours. An unsure send whose first attempt is older
+// than that is not repeated on the key's word: it goes to a person, and the
+// sandbox, which has forgotten the key too, holds one message.
+func TestRecipeResendAfterTheKeyMemory(t *testing.T) {
+	t.Parallel()
+	const token = "recipe-token-7c2e"
+	api := sandbox.NewResend(token)
+	srv := httptest.NewServer(api.Handler())
+	t.Cleanup(srv.Close)
+	rc := recipes[slices.IndexFunc(recipes, func(r recipe) bool { return r.file == "resend.yaml" })]
+	w := newConfigWorld(t, rc.file, recipeYAML(t, rc, srv.URL), map[string]string{rc.tokenEnv: token}, false, nil)
+	w.deliver(checkout{eventID: "evt_old", enquiry: "enq_old", amount: 100})
+	w.route()
+	// The operation was first attempted 25 hours ago (an outage since, say).
+	w.exec(`UPDATE actions SET first_attempt_at = now() - interval '25 hours'`)
+	api.SetNow(func() time.Time { return time.Now().Add(25 * time.Hour) })
+	api.Fail(sandbox.StoreThenHang)
+	w.stop = w.startEngine(0)
+	got := w.waitFor("send_welcome_email", "enq_old", oncehook.StateFailed)
+	if !strings.Contains(got.Reason, "outcome unknown") || !strings.Contains(got.Reason, "key memory (24h0m0s) has passed") {
+		t.Errorf("failed with %q, want outcome unknown after the key memory", got.Reason)
+	}
+	if n := api.CountRef(got.OperationKey); n != 1 {
+		t.Errorf("the sandbox holds %d messages for the operation, want 1", n)
+	}
+	if n := len(api.Creates()); n != 1 {
+		t.Errorf("the sandbox received %d sends, want 1", n)
+	}
 }

@@ -69,7 +69,7 @@ func TestLimitedDestinationWaitsAlone(t *testing.T) {
 	t.Cleanup(fast.Close)
 
 	w := newConfigWorld(t, "limits.yaml", fmt.Sprintf(limitsConfig, slow.URL, fast.URL),
-		map[string]string{"CRM_TOKEN": crmToken}, func(p *oncehook.EngineParams) { p.Concurrency = 4 })
+		map[string]string{"CRM_TOKEN": crmToken}, true, func(p *oncehook.EngineParams) { p.Concurrency = 4 })
 	const n = 12
 	for i := range n {
 		w.deliver(checkout{eventID: fmt.Sprintf("evt_%d", i), enquiry: fmt.Sprintf("enq_%d", i), amount: 100})
