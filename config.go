@@ -121,13 +121,22 @@ type HeaderAuth struct {
 	Value    string `yaml:"-" json:"-"`
 }
 
-// BasicAuth is HTTP basic authentication; the username is written in the config or
-// read from UsernameEnv.
+// BasicAuth is HTTP basic authentication; the username is written in the config
+// (Username) or read from UsernameEnv (EnvUsername, then treated as a secret).
 type BasicAuth struct {
 	Username    string
 	UsernameEnv string
+	EnvUsername string `yaml:"-" json:"-"`
 	PasswordEnv string
 	Password    string `yaml:"-" json:"-"`
+}
+
+// User is the username sent.
+func (b BasicAuth) User() string {
+	if b.UsernameEnv != "" {
+		return b.EnvUsername
+	}
+	return b.Username
 }
 
 // Secrets lists every credential value of a, for removing them from text.
@@ -138,8 +147,8 @@ func (a Auth) Secrets() []string {
 			out = append(out, s)
 		}
 	}
-	if a.Basic.UsernameEnv != "" && a.Basic.Username != "" {
-		out = append(out, a.Basic.Username)
+	if a.Basic.EnvUsername != "" {
+		out = append(out, a.Basic.EnvUsername)
 	}
 	return out
 }
@@ -380,9 +389,7 @@ func (a Auth) Format(f fmt.State, verb rune) {
 // redactAuth is a with every credential value replaced by "[redacted]".
 func redactAuth(a Auth) Auth {
 	a.Token, a.Header.Value, a.Basic.Password = redact(a.Token), redact(a.Header.Value), redact(a.Basic.Password)
-	if a.Basic.UsernameEnv != "" {
-		a.Basic.Username = redact(a.Basic.Username)
-	}
+	a.Basic.EnvUsername = redact(a.Basic.EnvUsername)
 	return a
 }
 

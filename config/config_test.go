@@ -338,6 +338,49 @@ func TestParseConfigSecrets(t *testing.T) {
 	})
 }
 
+// Header values, basic passwords and usernames read from the environment are
+// secrets like a bearer token: never printed, logged or encoded.
+func TestRecipeCredentialsNeverPrinted(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ file, auth string }{
+		{"postmark.yaml", ""},
+		{"mailgun.yaml", ""},
+		{"mailgun.yaml", "{basic: {username_env: MAILGUN_USER, password_env: MAILGUN_API_KEY}}"},
+	} {
+		raw, err := os.ReadFile("../examples/destinations/" + tc.file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		yaml := string(raw)
+		if tc.auth != "" {
+			yaml = strings.Replace(yaml, "auth: {basic: {username: api, password_env: MAILGUN_API_KEY}}", "auth: "+tc.auth, 1)
+		}
+		secrets := map[string]string{"STRIPE_WEBHOOK_SECRET": "whsec_recipe1", "POSTMARK_SERVER_TOKEN": "pm-token-7",
+			"MAILGUN_API_KEY": "mg-key-8", "MAILGUN_USER": "mg-user-9"}
+		c, err := Parse(tc.file, []byte(yaml), envFrom(secrets))
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := c.Destinations[0]
+		var out []string
+		for _, verb := range []string{"%v", "%+v", "%#v", "%s", "%q", "%x"} {
+			out = append(out, fmt.Sprintf(verb, c), fmt.Sprintf(verb, d), fmt.Sprintf(verb, d.Auth))
+		}
+		js, _ := json.Marshal(c)
+		var logs bytes.Buffer
+		slog.New(slog.NewJSONHandler(&logs, nil)).Info("x", "cfg", c, "dst", d)
+		all := strings.Join(append(out, string(js), logs.String()), "\n")
+		for _, v := range []string{"pm-token-7", "mg-key-8", "mg-user-9"} {
+			if strings.Contains(all, v) || strings.Contains(all, hex.EncodeToString([]byte(v))) {
+				t.Errorf("%s: secret %q printed", tc.file, v)
+			}
+		}
+		if tc.auth != "" && d.Auth.Basic.User() != "mg-user-9" {
+			t.Errorf("basic user = %q, want the one from MAILGUN_USER", d.Auth.Basic.User())
+		}
+	}
+}
+
 // checkErrorLines asserts err is EINVALID and its message is exactly want.
 func checkErrorLines(t *testing.T, err error, want []string) {
 	t.Helper()
