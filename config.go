@@ -121,13 +121,22 @@ type HeaderAuth struct {
 	Value    string `yaml:"-" json:"-"`
 }
 
-// BasicAuth is HTTP basic authentication; the username is written in the config or
-// read from UsernameEnv.
+// BasicAuth is HTTP basic authentication; the username is written in the config
+// (Username) or read from UsernameEnv (EnvUsername, then treated as a secret).
 type BasicAuth struct {
 	Username    string
 	UsernameEnv string
+	EnvUsername string `yaml:"-" json:"-"`
 	PasswordEnv string
 	Password    string `yaml:"-" json:"-"`
+}
+
+// User is the username sent.
+func (b BasicAuth) User() string {
+	if b.UsernameEnv != "" {
+		return b.EnvUsername
+	}
+	return b.Username
 }
 
 // Secrets lists every credential value of a, for removing them from text.
@@ -138,8 +147,8 @@ func (a Auth) Secrets() []string {
 			out = append(out, s)
 		}
 	}
-	if a.Basic.UsernameEnv != "" && a.Basic.Username != "" {
-		out = append(out, a.Basic.Username)
+	if a.Basic.EnvUsername != "" {
+		out = append(out, a.Basic.EnvUsername)
 	}
 	return out
 }
@@ -153,13 +162,13 @@ type Idempotency struct {
 
 // Lookup finds a record by operation key to reconcile an uncertain outcome.
 type Lookup struct {
-	Method      string // GET or POST
-	URL         string // "{ref}" is replaced by the operation key, escaped
-	Body        any    // POST only: a JSON template, "{ref}" replaced in any string
-	Records     string // pointer to a list of records; "" means the reply is the record (or a list of them)
-	Reference   string // pointer in a record to its reference, which must equal the key; "" unchecked
-	ResultID    string // pointer in a record to its id
-	Consistency string // ConsistencyStrong or ConsistencyEventual
+	Method      string        // GET or POST
+	URL         string        // "{ref}" is replaced by the operation key, escaped
+	Body        any           // POST only: a JSON template, "{ref}" replaced in any string
+	Records     string        // pointer to a list of records; "" means the reply is the record (or a list of them)
+	Reference   string        // pointer in a record to its reference, which must equal the key; "" unchecked
+	ResultID    string        // pointer in a record to its id
+	Consistency string        // ConsistencyStrong or ConsistencyEventual
 	Settle      time.Duration // eventual only: absence counts once this has passed since the attempt; 0 never
 }
 
@@ -380,9 +389,7 @@ func (a Auth) Format(f fmt.State, verb rune) {
 // redactAuth is a with every credential value replaced by "[redacted]".
 func redactAuth(a Auth) Auth {
 	a.Token, a.Header.Value, a.Basic.Password = redact(a.Token), redact(a.Header.Value), redact(a.Basic.Password)
-	if a.Basic.UsernameEnv != "" {
-		a.Basic.Username = redact(a.Basic.Username)
-	}
+	a.Basic.EnvUsername = redact(a.Basic.EnvUsername)
 	return a
 }
 

@@ -32,6 +32,8 @@ func TestDecide(t *testing.T) {
 	eventual := Capabilities{Lookup: true}
 	remembers := Capabilities{KeyMemory: 24 * time.Hour}
 	forgot := Capabilities{KeyMemory: 30 * time.Minute}
+	settles := Capabilities{Lookup: true, Settle: 10 * time.Minute}
+	calledAt := func(ago time.Duration) db.Action { a := action; at := now.Add(-ago); a.LastAttemptAt = &at; return a }
 	const gaveUp = "gave up after %d attempts (first 2026-01-01T11:00:00Z, last 2026-01-01T12:00:00Z): %s; owner ops@example.com"
 
 	cases := []struct {
@@ -64,10 +66,10 @@ func TestDecide(t *testing.T) {
 			decideOutcome(Outcome{Observed: ObsUnsure, HTTPStatus: 502, Detail: "bad gateway"}, spentAttempts, now),
 			Decision{State: StateUncertain, Reason: string(ObsUnsure) + ": bad gateway", NextAttemptAt: now, Rule: row(ObsUnsure)}},
 		{"LookupFindsRecord",
-			decideOutcome(lookupOutcome(LookupResult{Found: true, ExternalRef: "rec_1", HTTPStatus: 200}, eventual), plan, now),
+			decideOutcome(lookupOutcome(action, LookupResult{Found: true, ExternalRef: "rec_1", HTTPStatus: 200}, eventual, now), plan, now),
 			Decision{State: StateConfirmed, Reason: string(ObsFound) + ": found by lookup", NextAttemptAt: now, Rule: row(ObsFound)}},
 		{"StrongLookupAbsentRetries",
-			decideOutcome(lookupOutcome(LookupResult{HTTPStatus: 404}, strong), plan, now),
+			decideOutcome(lookupOutcome(action, LookupResult{HTTPStatus: 404}, strong, now), plan, now),
 			Decision{State: StateRetrying, NextAttemptAt: now.Add(2 * time.Second), Rule: row(ObsAbsentStrong),
 				Reason: string(ObsAbsentStrong) + ": a strong lookup found no record with this key; retrying with the same key"}},
 		{"KeyRememberedRetries",
@@ -75,7 +77,7 @@ func TestDecide(t *testing.T) {
 			Decision{State: StateRetrying, NextAttemptAt: now.Add(2 * time.Second), Rule: row(ObsKeyRemembered),
 				Reason: string(ObsKeyRemembered) + ": the key is 1h0m0s old and the destination remembers keys for 24h0m0s; retrying with the same key"}},
 		{"EventualLookupAbsentIsUnknown",
-			decideOutcome(lookupOutcome(LookupResult{HTTPStatus: 404}, eventual), plan, now),
+			decideOutcome(lookupOutcome(action, LookupResult{HTTPStatus: 404}, eventual, now), plan, now),
 			Decision{State: StateFailed, NextAttemptAt: now, Owner: "ops@example.com", Rule: row(ObsUnknowable),
 				Reason: "outcome unknown: an eventual lookup found no record, which does not prove it was never created"}},
 		{"KeyForgottenIsUnknown",
@@ -83,7 +85,7 @@ func TestDecide(t *testing.T) {
 			Decision{State: StateFailed, NextAttemptAt: now, Owner: "ops@example.com", Rule: row(ObsUnknowable),
 				Reason: "outcome unknown: no lookup exists and the destination's key memory (30m0s) has passed"}},
 		{"LookupFailedLooksAgainLater",
-			decideOutcome(lookupOutcome(LookupResult{Unsure: true, HTTPStatus: 503, Detail: "lookup timed out"}, strong), spentAttempts, now),
+			decideOutcome(lookupOutcome(action, LookupResult{Unsure: true, HTTPStatus: 503, Detail: "lookup timed out"}, strong, now), spentAttempts, now),
 			Decision{State: StateUncertain, Reason: string(ObsLookupFailed) + ": lookup timed out",
 				NextAttemptAt: now.Add(4 * time.Second), Rule: row(ObsLookupFailed)}},
 		{"AttemptsSpentFails",
@@ -95,7 +97,7 @@ func TestDecide(t *testing.T) {
 			Decision{State: StateFailed, NextAttemptAt: now, Owner: "ops@example.com", Rule: row(ObsBudgetSpent),
 				Reason: fmt.Sprintf(gaveUp, 2, string(ObsThrottled))}},
 		{"LookupsFailingPastTheBudgetFail",
-			decideOutcome(lookupOutcome(LookupResult{Unsure: true, Detail: "lookup timed out"}, strong), spentTime, now),
+			decideOutcome(lookupOutcome(action, LookupResult{Unsure: true, Detail: "lookup timed out"}, strong, now), spentTime, now),
 			Decision{State: StateFailed, NextAttemptAt: now, Owner: "ops@example.com", Rule: row(ObsBudgetSpent),
 				Reason: fmt.Sprintf(gaveUp, 2, string(ObsLookupFailed)+": lookup timed out")}},
 		{"LeaseWithoutAttemptIsPending",
@@ -123,13 +125,13 @@ func TestDecide(t *testing.T) {
 			Decision{State: StateFailed, Reason: string(ObsExistsNoLookup) + ": duplicate", NextAttemptAt: now,
 				Owner: "ops@example.com", Rule: row(ObsExistsNoLookup)}},
 		{"UnsettledAbsenceLooksAgainAtSettle",
-			decideOutcome(Outcome{Observed: ObsAbsentUnsettled, RetryAfter: 10 * time.Minute, Detail: "not yet"}, plan, now),
-			Decision{State: StateUncertain, Reason: string(ObsAbsentUnsettled) + ": not yet", NextAttemptAt: now.Add(10 * time.Minute),
-				Rule: row(ObsAbsentUnsettled)}},
+			decideOutcome(lookupOutcome(calledAt(4*time.Minute), LookupResult{HTTPStatus: 200}, settles, now), plan, now),
+			Decision{State: StateUncertain, NextAttemptAt: now.Add(6 * time.Minute), Rule: row(ObsAbsentUnsettled),
+				Reason: string(ObsAbsentUnsettled) + ": an eventual lookup found no record 4m0s after the call; it settles after 10m0s, so it looks again then"}},
 		{"SettledAbsenceRetries",
-			decideOutcome(Outcome{Observed: ObsAbsentSettled, Detail: "settled"}, plan, now),
-			Decision{State: StateRetrying, Reason: string(ObsAbsentSettled) + ": settled", NextAttemptAt: now.Add(2 * time.Second),
-				Rule: row(ObsAbsentSettled)}},
+			decideOutcome(lookupOutcome(calledAt(11*time.Minute), LookupResult{HTTPStatus: 200}, settles, now), plan, now),
+			Decision{State: StateRetrying, NextAttemptAt: now.Add(2 * time.Second), Rule: row(ObsAbsentSettled),
+				Reason: string(ObsAbsentSettled) + ": an eventual lookup found no record 11m0s after the call, past its settle time of 10m0s; retrying with the same key"}},
 	}
 	covered := map[Observation]bool{}
 	for _, c := range cases {

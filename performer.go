@@ -14,12 +14,14 @@ import (
 
 // performBatch claims as many due actions as there are free call slots, starting the
 // calls among them in the same statement, and works on each in its own goroutine.
+// A destination with limits is claimed apart, for its own free slots (limits.go).
 // It returns how many it claimed.
 func (pf *Performer) performBatch(ctx context.Context) (int, error) {
 	free := pf.room()
-	if free == 0 {
+	if free == 0 && len(pf.limits) == 0 {
 		// Wait for room, then claim for it at once rather than sleeping until the
-		// next notification or poll.
+		// next notification or poll. (With limited destinations, a freed slot of
+		// any kind wakes the loop instead.)
 		for _, ch := range []chan struct{}{pf.slots, pf.unrecorded} {
 			select {
 			case ch <- struct{}{}:
@@ -41,29 +43,77 @@ func (pf *Performer) performBatch(ctx context.Context) (int, error) {
 	stopCtx := ctx
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
 	defer cancel()
-	var batch []claim
-	err := db.WithTx(ctx, pf.pool, func(q *db.Queries) error {
-		rows, err := q.ActionClaim(ctx, pf.claimParams(free))
-		if err != nil {
+	total := 0
+	for _, spec := range pf.claimSpecs(free) {
+		var batch []claim
+		err := db.WithTx(ctx, pf.pool, func(q *db.Queries) error {
+			p := pf.claimParams(spec.n)
+			if spec.only != nil {
+				p.OnlyDestinations = spec.only
+			}
+			if spec.skip != nil {
+				p.SkipDestinations = spec.skip
+			}
+			rows, err := q.ActionClaim(ctx, p)
+			if err != nil {
+				return err
+			}
+			batch, err = pf.startCalls(ctx, q, rows)
 			return err
+		})
+		if err != nil {
+			return total, fmt.Errorf("claim actions: %w", err)
 		}
-		batch, err = pf.startCalls(ctx, q, rows)
-		return err
-	})
-	if err != nil {
-		return 0, fmt.Errorf("claim actions: %w", err)
+		for _, c := range batch {
+			pf.unrecorded <- struct{}{}
+			if l := pf.limits[c.a.Destination]; l != nil {
+				l.slots <- struct{}{} // claimed for its free room: never blocks
+				c.limit = l
+				c.answered = sync.OnceFunc(func() { <-l.slots; wake(pf.wake) })
+			} else {
+				pf.slots <- struct{}{}
+				c.answered = sync.OnceFunc(func() {
+					<-pf.slots
+					if len(pf.limits) > 0 {
+						wake(pf.wake)
+					}
+				})
+			}
+			pf.inflight.Add(1)
+			go func() {
+				defer func() { c.answered(); <-pf.unrecorded; pf.inflight.Done() }()
+				pf.work(context.WithoutCancel(ctx), stopCtx, c)
+			}()
+		}
+		total += len(batch)
 	}
-	for _, c := range batch {
-		pf.slots <- struct{}{}
-		pf.unrecorded <- struct{}{}
-		c.answered = sync.OnceFunc(func() { <-pf.slots })
-		pf.inflight.Add(1)
-		go func() {
-			defer func() { c.answered(); <-pf.unrecorded; pf.inflight.Done() }()
-			pf.work(context.WithoutCancel(ctx), stopCtx, c)
-		}()
+	return total, nil
+}
+
+// claimSpec is one claim of a batch: up to n actions, of the only destinations
+// (when set), skipping the skip ones.
+type claimSpec struct {
+	n          int
+	only, skip []string
+}
+
+// claimSpecs plans a batch's claims: the shared slots for the destinations without
+// limits, then each limited destination for its own free slots, all within the room
+// for outcomes waiting to be recorded.
+func (pf *Performer) claimSpecs(free int) []claimSpec {
+	budget := cap(pf.unrecorded) - len(pf.unrecorded)
+	var specs []claimSpec
+	if n := min(free, budget); n > 0 {
+		specs = append(specs, claimSpec{n: n, skip: pf.limitedNames})
+		budget -= n
 	}
-	return len(batch), nil
+	for _, name := range pf.limitedNames {
+		if n := min(pf.limits[name].room(), budget); n > 0 {
+			specs = append(specs, claimSpec{n: n, only: []string{name}})
+			budget -= n
+		}
+	}
+	return specs
 }
 
 // room is how many more actions this worker can take on now: a free call slot for
@@ -78,13 +128,14 @@ type claim struct {
 	params    json.RawMessage // the stored params with predecessors' results filled in
 	attemptID int64           // the started call; 0 when the action is reconciled or has no destination
 	answered  func()          // frees the call slot once the destination has answered
+	limit     *destLimit      // the destination's own limits; nil for the shared slots
 }
 
 // claimParams asks for up to n claims, and for the calls the claim itself can
 // start (see callsToStart).
 func (pf *Performer) claimParams(n int) db.ActionClaimParams {
 	return db.ActionClaimParams{MaxActions: int32(n), Worker: pf.p.Worker, LeaseSeconds: pf.leaseFor(""),
-		Callable: pf.callable, FillNames: pf.fillNames}
+		Callable: pf.callable, FillNames: pf.fillNames, OnlyDestinations: []string{}, SkipDestinations: []string{}}
 }
 
 // callsToStart is what a claim needs to start calls by itself: the destinations this
@@ -193,6 +244,12 @@ func (pf *Performer) work(callCtx, stopCtx context.Context, c claim) {
 	}()
 	stopRenew := pf.renewLease(ctx, a)
 	defer stopRenew()
+	// The rate wait holds only the destination's own slot, with the lease renewed.
+	if err := c.limit.wait(ctx); err != nil {
+		pf.logger.Warn("stopped waiting for the destination's rate; its lease will expire and recovery decides",
+			"action_id", a.ID, "err", err)
+		return
+	}
 	var err error
 	if a.ClaimedFrom == StateUncertain {
 		err = pf.reconcile(ctx, c)

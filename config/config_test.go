@@ -74,8 +74,8 @@ func TestLoadConfig(t *testing.T) {
 					ReferenceField: "/source_ref",
 					Lookup: oncehook.Lookup{Method: "GET", URL: "http://127.0.0.1:9090/opportunities?source_ref={ref}",
 						Reference: "/source_ref", ResultID: "/id", Consistency: "strong"},
-					Errors: []oncehook.ErrorRule{{Status: 422, Pointer: "/error", Equals: "amount must be positive", HasEquals: true, Means: "rejected"}},
-					Limits: oncehook.Limits{Concurrency: 8, PerSecond: 50},
+					Errors:  []oncehook.ErrorRule{{Status: 422, Pointer: "/error", Equals: "amount must be positive", HasEquals: true, Means: "rejected"}},
+					Limits:  oncehook.Limits{Concurrency: 8, PerSecond: 50},
 					Timeout: 5 * time.Second, Owner: "crm-admin@example.com"},
 				{Name: "mail", Type: "smtp", Addr: "127.0.0.1:2525", From: "hello@example.com",
 					Timeout: 10 * time.Second, Owner: "ops@example.com"},
@@ -383,6 +383,49 @@ func TestParseConfigSecrets(t *testing.T) {
 	})
 }
 
+// Header values, basic passwords and usernames read from the environment are
+// secrets like a bearer token: never printed, logged or encoded.
+func TestRecipeCredentialsNeverPrinted(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ file, auth string }{
+		{"postmark.yaml", ""},
+		{"mailgun.yaml", ""},
+		{"mailgun.yaml", "{basic: {username_env: MAILGUN_USER, password_env: MAILGUN_API_KEY}}"},
+	} {
+		raw, err := os.ReadFile("../examples/destinations/" + tc.file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		yaml := string(raw)
+		if tc.auth != "" {
+			yaml = strings.Replace(yaml, "auth: {basic: {username: api, password_env: MAILGUN_API_KEY}}", "auth: "+tc.auth, 1)
+		}
+		secrets := map[string]string{"STRIPE_WEBHOOK_SECRET": "whsec_recipe1", "POSTMARK_SERVER_TOKEN": "pm-token-7",
+			"MAILGUN_API_KEY": "mg-key-8", "MAILGUN_USER": "mg-user-9"}
+		c, err := Parse(tc.file, []byte(yaml), envFrom(secrets))
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := c.Destinations[0]
+		var out []string
+		for _, verb := range []string{"%v", "%+v", "%#v", "%s", "%q", "%x"} {
+			out = append(out, fmt.Sprintf(verb, c), fmt.Sprintf(verb, d), fmt.Sprintf(verb, d.Auth))
+		}
+		js, _ := json.Marshal(c)
+		var logs bytes.Buffer
+		slog.New(slog.NewJSONHandler(&logs, nil)).Info("x", "cfg", c, "dst", d)
+		all := strings.Join(append(out, string(js), logs.String()), "\n")
+		for _, v := range []string{"pm-token-7", "mg-key-8", "mg-user-9"} {
+			if strings.Contains(all, v) || strings.Contains(all, hex.EncodeToString([]byte(v))) {
+				t.Errorf("%s: secret %q printed", tc.file, v)
+			}
+		}
+		if tc.auth != "" && d.Auth.Basic.User() != "mg-user-9" {
+			t.Errorf("basic user = %q, want the one from MAILGUN_USER", d.Auth.Basic.User())
+		}
+	}
+}
+
 // checkErrorLines asserts err is EINVALID and its message is exactly want.
 func checkErrorLines(t *testing.T, err error, want []string) {
 	t.Helper()
@@ -531,6 +574,43 @@ func TestParseConfigErrors(t *testing.T) {
 		yaml []byte
 		want []string
 	}{
+		{"DestinationsAsTheyReallyAre", lines(
+			src,
+			"destinations:",
+			"  - name: api",
+			"    type: http",
+			"    create: {url: 'http://api/x', encoding: xml, result_id: {head: X}}",
+			"    auth: {bearer_env: T, basic: {password_env: P}}",
+			"    idempotency: always",
+			"    lookup: {method: PUT, url: 'http://api/s', body: {q: x}, consistency: strong, settle: 1m}",
+			"    errors: [{means: rejected}, {status: 600, pointer: /a, equals: [1], means: maybe}, {status: 400, equals: x, means: exists}]",
+			"    limits: {concurrency: 0, per_second: fast}",
+			"  - {name: form, type: http, create: {url: 'http://api/f', encoding: form}}",
+			"actions:",
+			"  - {name: a, source: s, on: [e], key: [/id], destination: form, params: {nested: {b: /x}, list: [/y]}}",
+		), []string{
+			`t.yaml:5:35: destinations[0].create.encoding: "xml" is not one of json, form`,
+			`t.yaml:5:50: destinations[0].create.result_id: header is required`,
+			`t.yaml:5:62: destinations[0].create.result_id.head: unknown field (known: header)`,
+			`t.yaml:6:5: destinations[0].auth: set one of bearer_env, header and basic, not 2`,
+			`t.yaml:6:12: destinations[0].auth.bearer_env: environment variable T is not set or empty`,
+			`t.yaml:6:27: destinations[0].auth.basic: set one of username and username_env`,
+			`t.yaml:6:35: destinations[0].auth.basic.password_env: environment variable P is not set or empty`,
+			`t.yaml:7:5: destinations[0].idempotency: "always": write none, or {header: Idempotency-Key, ttl: 24h} when the destination remembers keys`,
+			`t.yaml:8:14: destinations[0].lookup.method: "PUT" is not one of GET, POST`,
+			`t.yaml:8:27: destinations[0].lookup.url: "http://api/s" has no {ref}, where the operation key goes (in the URL or the body)`,
+			`t.yaml:8:48: destinations[0].lookup.body: only a POST lookup has a body`,
+			`t.yaml:8:83: destinations[0].lookup.settle: applies to an eventual lookup only: a strong lookup's absence counts at once`,
+			`t.yaml:9:15: destinations[0].errors[0]: needs a status or a pointer: a rule matching every reply would hide the decision table`,
+			`t.yaml:9:34: destinations[0].errors[1].status: "600" is not a whole number from 100 to 599`,
+			`t.yaml:9:60: destinations[0].errors[1].equals: must be a string, number or boolean, not a list`,
+			`t.yaml:9:73: destinations[0].errors[1].means: "maybe" is not one of rejected, rate_limited, unavailable, unauthorized, uncertain, exists`,
+			`t.yaml:9:102: destinations[0].errors[2].equals: needs a pointer: the reply field it is compared with`,
+			`t.yaml:10:14: destinations[0].limits.concurrency: "0" is not a whole number from 1 to 10000`,
+			`t.yaml:10:30: destinations[0].limits.per_second: "fast" is not a positive number of calls per second`,
+			`t.yaml:13:75: actions[0].params.nested: destination "form" sends a form, which holds flat fields only`,
+			`t.yaml:13:92: actions[0].params.list: destination "form" sends a form, which holds flat fields only`,
+		}},
 		{"ProviderNotInList", lines(
 			"sources:",
 			"  - name: a",

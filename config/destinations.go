@@ -176,7 +176,7 @@ func (l *loader) auth(m fields) oncehook.Auth {
 		}
 		a.Basic.Username = b.str("username")
 		if b.has("username_env") {
-			a.Basic.UsernameEnv, a.Basic.Username = b.env("username_env", true, false)
+			a.Basic.UsernameEnv, a.Basic.EnvUsername = b.env("username_env", true, false)
 		}
 		a.Basic.PasswordEnv, a.Basic.Password = b.env("password_env", true, true)
 	}

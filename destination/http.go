@@ -301,7 +301,7 @@ func (h *HTTP) authorize(req *http.Request) {
 	case a.Header.Name != "":
 		req.Header.Set(a.Header.Name, a.Header.Value)
 	case a.Basic.PasswordEnv != "" || a.Basic.Password != "":
-		req.SetBasicAuth(a.Basic.Username, a.Basic.Password)
+		req.SetBasicAuth(a.Basic.User(), a.Basic.Password)
 	}
 }
 
@@ -319,7 +319,7 @@ func (h *HTTP) scrub(s string) string {
 func secretsOf(a oncehook.Auth) []string {
 	out := a.Secrets()
 	if a.Basic.Password != "" {
-		out = append(out, base64.StdEncoding.EncodeToString([]byte(a.Basic.Username+":"+a.Basic.Password)))
+		out = append(out, base64.StdEncoding.EncodeToString([]byte(a.Basic.User()+":"+a.Basic.Password)))
 	}
 	sort.Slice(out, func(i, j int) bool { return len(out[i]) > len(out[j]) })
 	return out

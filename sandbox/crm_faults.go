@@ -21,8 +21,8 @@ type Fault struct {
 	AfterCommit bool   // store the record, then reply Status
 	// Drop closes the connection without a reply (after storing, with AfterCommit):
 	// what a client sees when a kept-alive connection dies under its request.
-	Drop bool
-	Delay       time.Duration
+	Drop  bool
+	Delay time.Duration
 	// Hang, if non-nil, holds the request until it is closed or the client leaves.
 	Hang chan struct{}
 	// Reached, if non-nil, is closed when a request picks up this fault, so a test
