@@ -115,6 +115,18 @@ type Event struct {
 	Deliveries     int32
 	Conflict       bool
 	RoutedAt       *time.Time
+	Via            string
+}
+
+type EventAudit struct {
+	ID      int64
+	Client  string
+	EventID int64
+	Actor   string
+	Act     string
+	Note    string
+	Detail  json.RawMessage
+	At      time.Time
 }
 
 type EventConflict struct {

@@ -121,6 +121,10 @@ type EventPage struct {
 	Occurred      string
 	Conflicts     []ConflictBody
 	Actions       []ActionRow
+	Via           string
+	Audit         []AuditLine
+	CanReplay     bool   // routed already and its body kept
+	ListURL       string // the events list, for this source
 }
 
 // Header is one stored identity header.
