@@ -89,6 +89,23 @@ type Audit struct {
 	At       time.Time
 }
 
+type BackfillState struct {
+	Client      string
+	Source      string
+	NextAt      time.Time
+	LeaseUntil  *time.Time
+	LeaseOwner  string
+	StartedAt   *time.Time
+	FinishedAt  *time.Time
+	Listed      int32
+	Missing     int32
+	Stored      int32
+	Redelivered int32
+	Error       string
+	Failures    int32
+	Passes      int64
+}
+
 type Destination struct {
 	Name      string
 	Status    string

@@ -140,7 +140,20 @@ type ConflictBody struct {
 
 // SourcesPage is "/sources".
 type SourcesPage struct {
-	Rows []SourceRow
+	Rows     []SourceRow
+	Backfill []BackfillRow
+}
+
+// BackfillRow is a backfilled source and what its last pass found.
+type BackfillRow struct {
+	Source    string
+	How       string // what a pass does, in words
+	Schedule  string // every and window
+	LastPass  string // "" before the first
+	Found     string // e.g. "40 listed, 3 missing, 3 stored"
+	Error     string
+	NextPass  string
+	EventsURL string // the source's backfilled events
 }
 
 // DestinationsPage is "/destinations".
