@@ -82,6 +82,7 @@ func TestBrowserEventsListAndReplay(t *testing.T) {
 	if n := eval[int](b, `document.querySelectorAll('#events tbody tr').length`); n != 2 {
 		t.Fatalf("ignored invoice.paid rows = %d, want 2", n)
 	}
+	b.screenshot("events")
 	if why := b.text("#events tbody tr .reason"); !strings.Contains(why, `no action rule for event type "invoice.paid"`) {
 		t.Errorf("why = %q", why)
 	}
@@ -91,7 +92,6 @@ func TestBrowserEventsListAndReplay(t *testing.T) {
 	if n := eval[int](b, `document.querySelectorAll('#events tbody tr').length`); n != 1 || !strings.Contains(b.text("#events tbody"), "evt_unknown_2") {
 		t.Errorf("search by event id found %d rows", n)
 	}
-	b.screenshot("events")
 
 	// The event page says why it started nothing, and replays it.
 	b.open(fmt.Sprintf("/events/%d", ignored.ID), "#started-nothing")
@@ -112,6 +112,7 @@ func TestBrowserEventsListAndReplay(t *testing.T) {
 		!strings.Contains(line, "checking the new rule") {
 		t.Errorf("audit line = %q", line)
 	}
+	b.screenshot("event-replayed")
 
 	// Replay all that match: the count first, then the confirmation.
 	b.open("/events?status=ignored&type=invoice.paid", "#replay-all")
