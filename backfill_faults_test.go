@@ -2,6 +2,10 @@ package oncehook_test
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/pem"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -141,26 +145,50 @@ func TestGitHubBackfillRedeliversFailedDeliveries(t *testing.T) {
 	w.metric(`oncehook_backfill_events_total{result="redelivered",source="gh"} 1`)
 }
 
-// The deliveries API of an organisation's hook and of a GitHub App's hook.
+// The deliveries API of an organisation's hook and of a GitHub App's hook, the
+// App's with a token and with its private key (a fresh JWT per request).
 func TestGitHubBackfillHookKinds(t *testing.T) {
 	t.Parallel()
-	for _, hook := range []struct{ config, base string }{{"orgs/acme/hooks/9", "orgs/acme/hooks/9"}, {"app", "app/hook"}} {
-		t.Run(hook.config, func(t *testing.T) {
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pemKey := string(pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}))
+	for _, hook := range []struct {
+		name, config, base, token string
+		appKey                    *rsa.PublicKey
+	}{
+		{"Organisation", "orgs/acme/hooks/9", "orgs/acme/hooks/9", bfGitHubTok, nil},
+		{"AppWithAToken", "app", "app/hook", bfGitHubTok, nil},
+		{"AppWithItsPrivateKey", "app", "app/hook", pemKey, &key.PublicKey},
+	} {
+		t.Run(hook.name, func(t *testing.T) {
 			t.Parallel()
 			w := newBackfillWorld(t, nil)
-			g := &sandbox.GitHubHook{Base: hook.base, Token: bfGitHubTok, Secret: bfGitHubSec, Target: w.url + "/hooks/gh"}
+			g := &sandbox.GitHubHook{Base: hook.base, Token: bfGitHubTok, Secret: bfGitHubSec, Target: w.url + "/hooks/gh",
+				AppKey: hook.appKey, AppID: "Iv1.oncehooktest"}
 			srv := httptest.NewServer(g.Handler())
 			t.Cleanup(srv.Close)
-			g.Deliver("guid-"+hook.config, "issues", []byte(`{"action":"opened","issue":{"id":5}}`), true)
-			client := provider.NewGitHubDeliveries(srv.URL, bfGitHubTok, hook.config, http.DefaultClient)
+			guid := "guid-" + hook.name
+			g.Deliver(guid, "issues", []byte(`{"action":"opened","issue":{"id":5}}`), true)
+			client := provider.NewGitHubDeliveries(srv.URL, hook.token, hook.config, "Iv1.oncehooktest", http.DefaultClient)
 			clients := map[string]oncehook.BackfillClient{"gh": client}
 			bf := oncehook.NewBackfiller(oncehook.BackfillParams{Pool: w.pool, Config: w.cfg, Inbox: w.inbox, Clients: clients, Owner: "p"})
 			r := onlyResult(t, bf.RunDue(context.Background(), true), "gh")
 			if r.Err != nil || r.Redelivered != 1 {
 				t.Fatalf("pass = %+v", r)
 			}
-			if n := w.count(`SELECT count(*) FROM events WHERE source_event_id = $1`, "guid-"+hook.config); n != 1 {
+			if n := w.count(`SELECT count(*) FROM events WHERE source_event_id = $1`, guid); n != 1 {
 				t.Errorf("redelivered event stored %d times, want 1", n)
+			}
+			if hook.appKey != nil {
+				// A JWT from another key is refused by the same sandbox.
+				other, _ := rsa.GenerateKey(rand.Reader, 2048)
+				wrong := string(pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(other)}))
+				_, err := provider.NewGitHubDeliveries(srv.URL, wrong, "app", "Iv1.oncehooktest", http.DefaultClient).List(context.Background(), time.Now().Add(-time.Hour), "")
+				if err == nil || !strings.Contains(err.Error(), "GitHub refused the credentials (401)") {
+					t.Errorf("a JWT from another key: %v, want a 401", err)
+				}
 			}
 		})
 	}

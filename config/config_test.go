@@ -797,7 +797,8 @@ func TestParseConfigErrors(t *testing.T) {
 
 func TestParseConfigBackfill(t *testing.T) {
 	t.Parallel()
-	env := envFrom(map[string]string{"S": "whsec_a", "G": "gh", "KEY": "rk_test_read_events", "TOKEN": "ghp_x", "BAD": "pk_live_x"})
+	env := envFrom(map[string]string{"S": "whsec_a", "G": "gh", "KEY": "rk_test_read_events", "TOKEN": "ghp_x", "BAD": "pk_live_x",
+		"APP_KEY": "-----BEGIN RSA PRIVATE KEY-----\nMIIB\n-----END RSA PRIVATE KEY-----"})
 	c, err := Parse("t.yaml", lines(
 		"sources:",
 		"  - name: s",
@@ -833,6 +834,7 @@ func TestParseConfigBackfill(t *testing.T) {
 		"  - {name: b, client: c, provider: github, environment: t, secret_env: G, backfill: {token_env: TOKEN, hook: repos/acme/hooks/1}}",
 		"  - {name: d, client: c, provider: shopify, environment: t, secret_env: G, backfill: {token_env: TOKEN}}",
 		"  - {name: e, client: c, provider: stripe, environment: t, secret_env: S, backfill: {api_key_env: KEY, every: 2h, window: 1h}}",
+		"  - {name: f, client: c, provider: github, environment: t, secret_env: G, backfill: {token_env: APP_KEY, hook: app}}",
 	), env)
 	checkErrorLines(t, err, []string{
 		`t.yaml:2:86: sources[0].backfill.api_key_env: the key in BAD does not start with "sk_" or "rk_" as Stripe API keys do`,
@@ -840,5 +842,6 @@ func TestParseConfigBackfill(t *testing.T) {
 		`t.yaml:3:104: sources[1].backfill.hook: "repos/acme/hooks/1" is not repos/OWNER/REPO/hooks/ID, orgs/ORG/hooks/ID or app`,
 		"t.yaml:4:76: sources[2].backfill: shopify offers no API that lists missed webhooks; only stripe and github sources can backfill",
 		"t.yaml:5:115: sources[3].backfill.window: must be at least every (2h0m0s), or events between passes are never looked at",
+		"t.yaml:6:86: sources[4].backfill.token_env: APP_KEY holds a GitHub App's private key: set the source's account to the App's id or client id, the issuer of its tokens",
 	})
 }

@@ -66,6 +66,9 @@ func (l *loader) backfill(src fields, provider string) oncehook.Backfill {
 		if b.Hook = m.required("hook"); b.Hook != "" && !githubHook.MatchString(b.Hook) {
 			l.errorf(m.at("hook"), "%q is not repos/OWNER/REPO/hooks/ID, orgs/ORG/hooks/ID or app", b.Hook)
 		}
+		if b.Hook == "app" && strings.HasPrefix(b.Token, "-----BEGIN") && strings.TrimSpace(src.str("account")) == "" {
+			l.errorf(m.at("token_env"), "%s holds a GitHub App's private key: set the source's account to the App's id or client id, the issuer of its tokens", b.TokenEnv)
+		}
 		b.APIURL = m.url("api_url", false, false)
 		if b.APIURL == "" {
 			b.APIURL = oncehook.DefaultGitHubAPIURL

@@ -33,7 +33,7 @@ func NewBackfillClients(cfg *oncehook.Config) map[string]oncehook.BackfillClient
 		case oncehook.ProviderStripe:
 			out[src.Name] = NewStripeEvents(src.Backfill.APIURL, src.Backfill.APIKey, RuleTypes(cfg, src.Name), client)
 		case oncehook.ProviderGitHub:
-			out[src.Name] = NewGitHubDeliveries(src.Backfill.APIURL, src.Backfill.Token, src.Backfill.Hook, client)
+			out[src.Name] = NewGitHubDeliveries(src.Backfill.APIURL, src.Backfill.Token, src.Backfill.Hook, src.Account, client)
 		}
 	}
 	return out

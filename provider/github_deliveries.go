@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"crypto/rsa"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -21,15 +22,24 @@ const githubPageSize = 100
 type GitHubDeliveries struct {
 	apiURL, token, base string
 	client              *http.Client
+	appKey              *rsa.PrivateKey // app hooks: signs a JWT per request
+	appID               string          // the JWT's issuer
+	keyErr              error           // the configured key could not be read
 }
 
-// NewGitHubDeliveries returns the client of hook (as the config names it).
-func NewGitHubDeliveries(apiURL, token, hook string, client *http.Client) *GitHubDeliveries {
-	base := hook
+// NewGitHubDeliveries returns the client of hook (as the config names it). For
+// hook "app", token may be the App's private key (PEM): each request then carries
+// a fresh JWT issued as appID (the source's account: the App's id or client id).
+func NewGitHubDeliveries(apiURL, token, hook, appID string, client *http.Client) *GitHubDeliveries {
+	g := &GitHubDeliveries{apiURL: strings.TrimRight(apiURL, "/"), token: token, base: hook, client: client}
 	if hook == "app" {
-		base = "app/hook"
+		g.base = "app/hook"
+		if IsPrivateKey(token) {
+			g.appID = appID
+			g.appKey, g.keyErr = githubAppKey(token)
+		}
 	}
-	return &GitHubDeliveries{apiURL: strings.TrimRight(apiURL, "/"), token: token, base: base, client: client}
+	return g
 }
 
 // List returns one page of the hook's delivery attempts delivered at or after since,
@@ -106,7 +116,14 @@ func (g *GitHubDeliveries) Redeliver(ctx context.Context, attemptID string) erro
 }
 
 func (g *GitHubDeliveries) request(ctx context.Context, method, path string) (*http.Request, error) {
-	req, err := newRequest(ctx, method, g.apiURL+path, g.token)
+	if g.keyErr != nil {
+		return nil, &oncehook.ProviderError{Message: "the GitHub App's private key cannot be read: " + g.keyErr.Error()}
+	}
+	token, err := g.bearer()
+	if err != nil {
+		return nil, err
+	}
+	req, err := newRequest(ctx, method, g.apiURL+path, token)
 	if err != nil {
 		return nil, err
 	}

@@ -2,15 +2,19 @@ package sandbox
 
 import (
 	"bytes"
+	"crypto"
 	"crypto/hmac"
+	"crypto/rsa"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
 	"strconv"
-
+	"strings"
 	"sync"
 	"time"
 )
@@ -26,6 +30,10 @@ type GitHubHook struct {
 	Secret string
 	Target string // where deliveries go: oncehook's /hooks/{source}
 	Client *http.Client
+	// AppKey, when set, makes it an App's hook: the bearer must be a JWT signed
+	// with the App's key (RS256), issued by AppID, and not expired.
+	AppKey *rsa.PublicKey
+	AppID  string
 
 	mu          sync.Mutex
 	next        int64
@@ -139,7 +147,15 @@ func githubError(w http.ResponseWriter, status int, msg string) {
 }
 
 func (g *GitHubHook) authorized(w http.ResponseWriter, r *http.Request) bool {
-	if r.Header.Get("Authorization") != "Bearer "+g.Token {
+	bearer := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if g.AppKey != nil {
+		if err := checkAppJWT(bearer, g.AppKey, g.AppID); err != nil {
+			githubError(w, http.StatusUnauthorized, "A JSON web token could not be decoded: "+err.Error())
+			return false
+		}
+		return true
+	}
+	if bearer != g.Token {
 		githubError(w, http.StatusUnauthorized, "Bad credentials")
 		return false
 	}
@@ -200,4 +216,40 @@ func (g *GitHubHook) redeliver(w http.ResponseWriter, r *http.Request) {
 	// returns, so a test sees it once the pass is over.
 	status := g.post(a.GUID, d.event, d.body)
 	g.record(a.GUID, d.event, d.body, status, true)
+}
+
+// checkAppJWT verifies an App's JWT as GitHub does: RS256 under key, iss, and a
+// lifetime that has begun, has not ended and is at most ten minutes.
+func checkAppJWT(token string, key *rsa.PublicKey, iss string) error {
+	parts := strings.Split(token, ".")
+	if len(parts) != 3 {
+		return errors.New("not a JWT")
+	}
+	sig, err := base64.RawURLEncoding.DecodeString(parts[2])
+	if err != nil {
+		return err
+	}
+	sum := sha256.Sum256([]byte(parts[0] + "." + parts[1]))
+	if err := rsa.VerifyPKCS1v15(key, crypto.SHA256, sum[:], sig); err != nil {
+		return errors.New("bad signature")
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		return err
+	}
+	var c struct {
+		Iat, Exp int64
+		Iss      string
+	}
+	if err := json.Unmarshal(raw, &c); err != nil {
+		return err
+	}
+	now := time.Now().Unix()
+	switch {
+	case c.Iss != iss:
+		return errors.New("wrong issuer")
+	case c.Iat > now || c.Exp <= now || c.Exp-c.Iat > 600:
+		return errors.New("expired or too long")
+	}
+	return nil
 }
