@@ -3,6 +3,9 @@ SHELL := /bin/bash
 BIN   := $(CURDIR)/.bin
 SQLC_VERSION  := v1.31.1
 TEMPL_VERSION := v0.3.1100
+# Stripe's official API mock, for the backfill tests (provider/stripe_mock_test.go
+# reads this line, and builds the binary itself when .bin/ lacks it).
+STRIPE_MOCK_VERSION := v0.203.0
 export PATH := $(BIN):$(PATH)
 # Build, test and scan with go.mod's toolchain line, fetched through the module proxy
 # when the machine's Go is older (its go.env says GOTOOLCHAIN=local).
@@ -73,13 +76,16 @@ check-generated: tools
 		echo "generated code did not match its sources (now regenerated): commit the result"; \
 		diff <(echo "$$before") <(echo "$$after"); exit 1; fi
 
-tools: $(BIN)/sqlc $(BIN)/templ
+tools: $(BIN)/sqlc $(BIN)/templ $(BIN)/stripe-mock
 
 $(BIN)/sqlc:
 	GOBIN=$(BIN) go install github.com/sqlc-dev/sqlc/cmd/sqlc@$(SQLC_VERSION)
 
 $(BIN)/templ:
 	GOBIN=$(BIN) go install github.com/a-h/templ/cmd/templ@$(TEMPL_VERSION)
+
+$(BIN)/stripe-mock:
+	GOBIN=$(BIN) go install github.com/stripe/stripe-mock@$(STRIPE_MOCK_VERSION)
 
 # ---- fault tests, fuzzing and the vulnerability check (issue 6) ----
 .PHONY: test-faults histories fuzz vuln

@@ -35,7 +35,25 @@ type Source struct {
 	Tolerance   time.Duration
 	MaxBody     int64         // bytes; yaml max_body "256KiB"
 	Remember    time.Duration // how long delivery identities are kept
+	Backfill    Backfill      // optional: Every == 0 means none
 }
+
+// Backfill is how a source asks its provider for what it should have received
+// (DESIGN.md section 4b): Stripe's events list, or a GitHub hook's deliveries. Its
+// Format (through Source) omits APIKey and Token.
+type Backfill struct {
+	Every     time.Duration // between passes; default 15m
+	Window    time.Duration // how far back each pass looks; default 72h
+	APIURL    string        // default https://api.stripe.com or https://api.github.com
+	APIKeyEnv string        // stripe: the variable holding a key that can read events
+	APIKey    string        `yaml:"-" json:"-"`
+	TokenEnv  string        // github: the variable holding a token that can read the hook
+	Token     string        `yaml:"-" json:"-"`
+	Hook      string        // github: repos/OWNER/REPO/hooks/ID, orgs/ORG/hooks/ID or app
+}
+
+// On reports whether the source is backfilled.
+func (b Backfill) On() bool { return b.Every > 0 }
 
 // Destination types.
 const (
@@ -286,6 +304,10 @@ const (
 	DefaultRetryAttempts     = 8
 	DefaultRetryWithin       = 72 * time.Hour
 	DefaultConsistency       = ConsistencyEventual
+	DefaultBackfillEvery     = 15 * time.Minute
+	DefaultBackfillWindow    = 72 * time.Hour
+	DefaultStripeAPIURL      = "https://api.stripe.com"
+	DefaultGitHubAPIURL      = "https://api.github.com"
 )
 
 // Source returns the source called name.
@@ -344,6 +366,7 @@ func (s Source) Format(f fmt.State, verb rune) {
 	for i, v := range s.Secrets {
 		p.Secrets[i] = redact(v)
 	}
+	p.Backfill.APIKey, p.Backfill.Token = redact(s.Backfill.APIKey), redact(s.Backfill.Token)
 	fmt.Fprintf(f, fmt.FormatString(f, verb), p)
 }
 

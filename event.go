@@ -95,9 +95,32 @@ func (in *Inbox) Accept(ctx context.Context, src Source, d Delivery, raw []byte)
 	return in.batch.accept(ctx, row)
 }
 
+// Backfill stores one event that a backfill pass listed from the provider's API,
+// through the same statement as a webhook, marked via backfill. Its authenticity comes
+// from the API call, not a signature. An identity the inbox already holds is left
+// untouched (Duplicate comes back true); errors are those of Accept.
+func (in *Inbox) Backfill(ctx context.Context, src Source, d Delivery) (Receipt, error) {
+	if err := CheckDelivery(d); err != nil {
+		return Receipt{}, err
+	}
+	row, err := newEventRow(src, d, d.Payload)
+	if err != nil {
+		return Receipt{}, err
+	}
+	row.via = ViaBackfill
+	return in.batch.accept(ctx, row)
+}
+
+// How an event reached the inbox (events.via).
+const (
+	ViaWebhook  = "webhook"
+	ViaBackfill = "backfill"
+)
+
 // eventRow is one delivery as the inbox stores it.
 type eventRow struct {
 	client, environment, source, sourceEventID, typ string
+	via                                             string // ViaWebhook or ViaBackfill
 	body, payload, sum                              []byte
 	headers                                         []byte
 	occurredAt                                      string // RFC 3339 or "" when the provider gives no time
@@ -120,5 +143,6 @@ func newEventRow(src Source, d Delivery, raw []byte) (eventRow, error) {
 	return eventRow{
 		client: src.Client, environment: src.Environment, source: src.Name, sourceEventID: d.ID,
 		typ: d.Type, body: raw, payload: payload, sum: sum[:], headers: headers, occurredAt: occurred,
+		via: ViaWebhook,
 	}, nil
 }

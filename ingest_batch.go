@@ -300,7 +300,8 @@ func writeBatch(ctx context.Context, pool *pgxpool.Pool, batch []*pendingDeliver
 			leads = append(leads, i)
 		}
 		f.deliveries++
-		f.differ = f.differ || !bytes.Equal(batch[f.lead].row.sum, d.row.sum)
+		lead := batch[f.lead].row
+		f.differ = f.differ || lead.via == d.row.via && !bytes.Equal(lead.sum, d.row.sum)
 	}
 	slices.SortFunc(leads, func(a, b int) int {
 		x, y := batch[a].row.identity(), batch[b].row.identity()
@@ -322,6 +323,7 @@ func writeBatch(ctx context.Context, pool *pgxpool.Pool, batch []*pendingDeliver
 		p.OccurredAts = append(p.OccurredAts, r.occurredAt)
 		p.Deliveries = append(p.Deliveries, f.deliveries)
 		p.Conflicts = append(p.Conflicts, f.differ)
+		p.Vias = append(p.Vias, r.via)
 	}
 	// The statement commits on its own, the routers' wake-up included.
 	q := db.New(pool)
@@ -346,8 +348,9 @@ func writeBatch(ctx context.Context, pool *pgxpool.Pool, batch []*pendingDeliver
 			replies[i] = batchReply{err: unavailable(fmt.Errorf("insert events: no row came back for %s/%s", id.source, id.id))}
 			continue
 		}
+		// Only bodies that came the same way are compared (see EventInsertBatch).
 		rc := Receipt{EventID: row.ID, Duplicate: !row.Inserted || folds[id].lead != i,
-			Conflict: !bytes.Equal(row.BodySha256, d.row.sum)}
+			Conflict: row.Via == d.row.via && !bytes.Equal(row.BodySha256, d.row.sum)}
 		replies[i] = batchReply{rc: rc}
 		if !rc.Conflict {
 			continue

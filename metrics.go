@@ -2,6 +2,7 @@ package oncehook
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -23,6 +24,8 @@ type Metrics struct {
 	attemptSeconds  *prometheus.HistogramVec
 	reconciles      *prometheus.CounterVec
 	leaseRecoveries *prometheus.CounterVec
+	backfillPasses  *prometheus.CounterVec
+	backfillEvents  *prometheus.CounterVec
 }
 
 // NewMetrics registers every metric, including the gauges read from the database
@@ -61,9 +64,17 @@ func NewMetrics(pool *pgxpool.Pool) *Metrics {
 			Name: "oncehook_lease_recoveries_total",
 			Help: "Expired leases recovered, by the state the action went to.",
 		}, []string{"to"}),
+		backfillPasses: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "oncehook_backfill_passes_total",
+			Help: "Backfill passes by source and outcome (ok, unauthorized, rate_limited, unavailable, error).",
+		}, []string{"source", "outcome"}),
+		backfillEvents: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "oncehook_backfill_events_total",
+			Help: "What backfill passes found, by source: listed by the provider, missing from the inbox, stored, redelivered.",
+		}, []string{"source", "result"}),
 	}
 	m.Registry.MustRegister(m.deliveries, m.ingestSeconds, m.ingestBatch, m.attempts, m.attemptSeconds,
-		m.reconciles, m.leaseRecoveries, &ledgerCollector{pool: pool},
+		m.reconciles, m.leaseRecoveries, m.backfillPasses, m.backfillEvents, &ledgerCollector{pool: pool},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -107,6 +118,30 @@ func (m *Metrics) Reconcile(obs Observation) {
 func (m *Metrics) LeaseRecovered(to string) {
 	if m != nil {
 		m.leaseRecoveries.WithLabelValues(to).Inc()
+	}
+}
+
+// BackfillPass counts one backfill pass and what it found.
+func (m *Metrics) BackfillPass(r BackfillResult) {
+	if m == nil {
+		return
+	}
+	outcome := "ok"
+	var pe *ProviderError
+	switch {
+	case r.Err == nil:
+	case errors.As(r.Err, &pe) && (pe.Status == 401 || pe.Status == 403 && pe.RetryAfter == 0):
+		outcome = "unauthorized"
+	case errors.As(r.Err, &pe) && pe.Status == 429 || pe != nil && pe.RetryAfter > 0:
+		outcome = "rate_limited"
+	case errors.As(r.Err, &pe) && (pe.Status == 0 || pe.Status >= 500):
+		outcome = "unavailable"
+	default:
+		outcome = "error"
+	}
+	m.backfillPasses.WithLabelValues(r.Source, outcome).Inc()
+	for result, n := range map[string]int{"listed": r.Listed, "missing": r.Missing, "stored": r.Stored, "redelivered": r.Redelivered} {
+		m.backfillEvents.WithLabelValues(r.Source, result).Add(float64(n))
 	}
 }
 

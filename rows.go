@@ -106,6 +106,14 @@ func auditOf(rows []db.Audit) []AuditEntry {
 	return out
 }
 
+func eventAuditOf(rows []db.EventAudit) []AuditEntry {
+	out := make([]AuditEntry, len(rows))
+	for i, a := range rows {
+		out[i] = AuditEntry{ID: a.ID, Actor: a.Actor, Act: a.Act, Note: a.Note, Detail: a.Detail, At: a.At}
+	}
+	return out
+}
+
 // LinkedEvent is an event that asked for an action, with the params it asked for.
 type LinkedEvent struct {
 	EventID       int64
@@ -148,13 +156,15 @@ type Event struct {
 	Deliveries     int32
 	Conflict       bool
 	RoutedAt       *time.Time
+	Via            string // ViaWebhook or ViaBackfill
 }
 
 func eventOf(e db.Event) Event {
 	return Event{ID: e.ID, Client: e.Client, Environment: e.Environment, Source: e.Source,
 		SourceEventID: e.SourceEventID, Type: e.Type, Status: e.Status, Reason: e.Reason, Body: e.Body,
 		Payload: e.Payload, Headers: e.Headers, OccurredAt: e.OccurredAt, ReceivedAt: e.ReceivedAt,
-		LastReceivedAt: e.LastReceivedAt, Deliveries: e.Deliveries, Conflict: e.Conflict, RoutedAt: e.RoutedAt}
+		LastReceivedAt: e.LastReceivedAt, Deliveries: e.Deliveries, Conflict: e.Conflict, RoutedAt: e.RoutedAt,
+		Via: e.Via}
 }
 
 func eventListOf(rows []db.EventListRow) []Event {
@@ -163,7 +173,7 @@ func eventListOf(rows []db.EventListRow) []Event {
 		out[i] = Event{ID: e.ID, Client: e.Client, Environment: e.Environment, Source: e.Source,
 			SourceEventID: e.SourceEventID, Type: e.Type, Status: e.Status, Reason: e.Reason,
 			Deliveries: e.Deliveries, Conflict: e.Conflict, OccurredAt: e.OccurredAt,
-			ReceivedAt: e.ReceivedAt, LastReceivedAt: e.LastReceivedAt}
+			ReceivedAt: e.ReceivedAt, LastReceivedAt: e.LastReceivedAt, Via: e.Via}
 	}
 	return out
 }

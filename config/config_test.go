@@ -880,3 +880,54 @@ func TestParseConfigErrors(t *testing.T) {
 		})
 	}
 }
+
+func TestParseConfigBackfill(t *testing.T) {
+	t.Parallel()
+	env := envFrom(map[string]string{"S": "whsec_a", "G": "gh", "KEY": "rk_test_read_events", "TOKEN": "ghp_x", "BAD": "pk_live_x",
+		"APP_KEY": "-----BEGIN RSA PRIVATE KEY-----\nMIIB\n-----END RSA PRIVATE KEY-----"})
+	c, err := Parse("t.yaml", lines(
+		"sources:",
+		"  - name: s",
+		"    client: c",
+		"    provider: stripe",
+		"    environment: test",
+		"    secret_env: S",
+		"    backfill: {api_key_env: KEY, api_url: 'http://127.0.0.1:12111/'}",
+		"  - name: g",
+		"    client: c",
+		"    provider: github",
+		"    environment: test",
+		"    secret_env: G",
+		"    backfill: {token_env: TOKEN, hook: orgs/acme/hooks/42, every: 5m, window: 24h}",
+	), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []oncehook.Backfill{
+		{Every: 15 * time.Minute, Window: 72 * time.Hour, APIURL: "http://127.0.0.1:12111", APIKeyEnv: "KEY", APIKey: "rk_test_read_events"},
+		{Every: 5 * time.Minute, Window: 24 * time.Hour, APIURL: "https://api.github.com", TokenEnv: "TOKEN", Token: "ghp_x", Hook: "orgs/acme/hooks/42"},
+	}
+	if diff := cmp.Diff(want, []oncehook.Backfill{c.Sources[0].Backfill, c.Sources[1].Backfill}); diff != "" {
+		t.Errorf("backfill (-want +got):\n%s", diff)
+	}
+	if s := fmt.Sprintf("%+v", c.Sources[0]); strings.Contains(s, "rk_test") {
+		t.Errorf("a source prints its API key: %s", s)
+	}
+
+	_, err = Parse("t.yaml", lines(
+		"sources:",
+		"  - {name: a, client: c, provider: stripe, environment: t, secret_env: S, backfill: {api_key_env: BAD, window: 800h}}",
+		"  - {name: b, client: c, provider: github, environment: t, secret_env: G, backfill: {token_env: TOKEN, hook: repos/acme/hooks/1}}",
+		"  - {name: d, client: c, provider: shopify, environment: t, secret_env: G, backfill: {token_env: TOKEN}}",
+		"  - {name: e, client: c, provider: stripe, environment: t, secret_env: S, backfill: {api_key_env: KEY, every: 2h, window: 1h}}",
+		"  - {name: f, client: c, provider: github, environment: t, secret_env: G, backfill: {token_env: APP_KEY, hook: app}}",
+	), env)
+	checkErrorLines(t, err, []string{
+		`t.yaml:2:86: sources[0].backfill.api_key_env: the key in BAD does not start with "sk_" or "rk_" as Stripe API keys do`,
+		"t.yaml:2:104: sources[0].backfill.window: Stripe keeps events for 30 days: at most 720h",
+		`t.yaml:3:104: sources[1].backfill.hook: "repos/acme/hooks/1" is not repos/OWNER/REPO/hooks/ID, orgs/ORG/hooks/ID or app`,
+		"t.yaml:4:76: sources[2].backfill: shopify offers no API that lists missed webhooks; only stripe and github sources can backfill",
+		"t.yaml:5:115: sources[3].backfill.window: must be at least every (2h0m0s), or events between passes are never looked at",
+		"t.yaml:6:86: sources[4].backfill.token_env: APP_KEY holds a GitHub App's private key: set the source's account to the App's id or client id, the issuer of its tokens",
+	})
+}

@@ -16,6 +16,13 @@ func Describe(w io.Writer, cfg *oncehook.Config) {
 	for _, s := range cfg.Sources {
 		fmt.Fprintf(w, "  %-20s %s/hooks/%s  (%s, client %s, %s; secrets from %s)\n",
 			s.Name, cfg.BaseURL, s.Name, s.Provider, s.Client, s.Environment, s.SecretEnv)
+		if b := s.Backfill; b.On() {
+			what := "events of its rules' types"
+			if s.Provider == oncehook.ProviderGitHub {
+				what = "failed deliveries of " + b.Hook
+			}
+			fmt.Fprintf(w, "  %-20s backfill every %s: %s within %s, from %s\n", "", b.Every, what, b.Window, b.APIURL)
+		}
 	}
 	fmt.Fprint(w, "\nDestinations (what protects against a double effect):\n")
 	for _, d := range cfg.Destinations {

@@ -3,8 +3,10 @@ package config
 import (
 	"encoding/base64"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/goccy/go-yaml/ast"
 	"github.com/oncehook/oncehook"
@@ -18,7 +20,7 @@ var providers = []string{oncehook.ProviderStripe, oncehook.ProviderGitHub, onceh
 
 func (l *loader) source(path string, n ast.Node) oncehook.Source {
 	m := l.mapping(path, n, "name", "client", "provider", "account", "environment",
-		"secret_env", "tolerance", "max_body", "remember")
+		"secret_env", "tolerance", "max_body", "remember", "backfill")
 	s := oncehook.Source{
 		Name:        m.name("name"),
 		Client:      m.required("client"),
@@ -30,7 +32,65 @@ func (l *loader) source(path string, n ast.Node) oncehook.Source {
 		Remember:    m.duration("remember", oncehook.DefaultRemember),
 	}
 	l.secrets(m, &s)
+	if m.has("backfill") {
+		s.Backfill = l.backfill(m, s.Provider)
+	}
 	return s
+}
+
+// stripeEventDays is how long Stripe keeps events to list.
+const stripeEventDays = 30
+
+var githubHook = regexp.MustCompile(`^(repos/[^/\s]+/[^/\s]+/hooks/[0-9]+|orgs/[^/\s]+/hooks/[0-9]+|app)$`)
+
+// backfill reads a source's backfill section, which only Stripe and GitHub can have:
+// the others have no API that lists what they sent.
+func (l *loader) backfill(src fields, provider string) oncehook.Backfill {
+	path := src.at("backfill")
+	var m fields
+	b := oncehook.Backfill{}
+	switch provider {
+	case oncehook.ProviderStripe:
+		m = src.sub("backfill", "api_key_env", "every", "window", "api_url")
+		b.APIKeyEnv, b.APIKey = m.env("api_key_env", true, false)
+		if b.APIKey != "" && !strings.HasPrefix(b.APIKey, "sk_") && !strings.HasPrefix(b.APIKey, "rk_") {
+			l.errorf(m.at("api_key_env"), `the key in %s does not start with "sk_" or "rk_" as Stripe API keys do`, b.APIKeyEnv)
+		}
+		b.APIURL = m.url("api_url", false, false)
+		if b.APIURL == "" {
+			b.APIURL = oncehook.DefaultStripeAPIURL
+		}
+	case oncehook.ProviderGitHub:
+		m = src.sub("backfill", "token_env", "hook", "every", "window", "api_url")
+		b.TokenEnv, b.Token = m.env("token_env", true, false)
+		if b.Hook = m.required("hook"); b.Hook != "" && !githubHook.MatchString(b.Hook) {
+			l.errorf(m.at("hook"), "%q is not repos/OWNER/REPO/hooks/ID, orgs/ORG/hooks/ID or app", b.Hook)
+		}
+		if b.Hook == "app" && strings.HasPrefix(b.Token, "-----BEGIN") && strings.TrimSpace(src.str("account")) == "" {
+			l.errorf(m.at("token_env"), "%s holds a GitHub App's private key: set the source's account to the App's id or client id, the issuer of its tokens", b.TokenEnv)
+		}
+		b.APIURL = m.url("api_url", false, false)
+		if b.APIURL == "" {
+			b.APIURL = oncehook.DefaultGitHubAPIURL
+		}
+	case "":
+		return b
+	default:
+		l.errorf(path, "%s offers no API that lists missed webhooks; only stripe and github sources can backfill", provider)
+		return b
+	}
+	b.APIURL = strings.TrimRight(b.APIURL, "/")
+	b.Every = m.duration("every", oncehook.DefaultBackfillEvery)
+	b.Window = m.duration("window", oncehook.DefaultBackfillWindow)
+	switch {
+	case b.Every < time.Minute:
+		l.errorf(m.at("every"), "must be at least 1m")
+	case b.Window < b.Every:
+		l.errorf(m.at("window"), "must be at least every (%s), or events between passes are never looked at", b.Every)
+	case provider == oncehook.ProviderStripe && b.Window > stripeEventDays*24*time.Hour:
+		l.errorf(m.at("window"), "Stripe keeps events for %d days: at most %dh", stripeEventDays, stripeEventDays*24)
+	}
+	return b
 }
 
 // secrets reads secret_env: one variable holding the live secrets separated by

@@ -11,6 +11,70 @@ import (
 	"time"
 )
 
+const eventAuditInsert = `-- name: EventAuditInsert :exec
+INSERT INTO event_audit (client, event_id, actor, act, note, detail)
+SELECT unnest($1::text[]), unnest($2::bigint[]), $3, $4, $5, unnest($6::jsonb[])
+`
+
+type EventAuditInsertParams struct {
+	Clients  []string
+	EventIds []int64
+	Actor    string
+	Act      string
+	Note     string
+	Details  []json.RawMessage
+}
+
+func (q *Queries) EventAuditInsert(ctx context.Context, arg EventAuditInsertParams) error {
+	_, err := q.db.Exec(ctx, eventAuditInsert,
+		arg.Clients,
+		arg.EventIds,
+		arg.Actor,
+		arg.Act,
+		arg.Note,
+		arg.Details,
+	)
+	return err
+}
+
+const eventAuditList = `-- name: EventAuditList :many
+SELECT id, client, event_id, actor, act, note, detail, at FROM event_audit WHERE client = $1 AND event_id = $2 ORDER BY id
+`
+
+type EventAuditListParams struct {
+	Client  string
+	EventID int64
+}
+
+func (q *Queries) EventAuditList(ctx context.Context, arg EventAuditListParams) ([]EventAudit, error) {
+	rows, err := q.db.Query(ctx, eventAuditList, arg.Client, arg.EventID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []EventAudit{}
+	for rows.Next() {
+		var i EventAudit
+		if err := rows.Scan(
+			&i.ID,
+			&i.Client,
+			&i.EventID,
+			&i.Actor,
+			&i.Act,
+			&i.Note,
+			&i.Detail,
+			&i.At,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const eventClaimReceived = `-- name: EventClaimReceived :many
 WITH next AS (
     SELECT client, id FROM event_queue ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED
@@ -19,7 +83,7 @@ WITH next AS (
     WHERE q.client = next.client AND q.id = next.id
     RETURNING q.client, q.id
 )
-SELECT e.id, e.client, e.environment, e.source, e.source_event_id, e.type, e.status, e.reason, e.body, e.payload, e.body_sha256, e.headers, e.occurred_at, e.received_at, e.last_received_at, e.deliveries, e.conflict, e.routed_at FROM events e JOIN claimed c ON e.client = c.client AND e.id = c.id
+SELECT e.id, e.client, e.environment, e.source, e.source_event_id, e.type, e.status, e.reason, e.body, e.payload, e.body_sha256, e.headers, e.occurred_at, e.received_at, e.last_received_at, e.deliveries, e.conflict, e.routed_at, e.via FROM events e JOIN claimed c ON e.client = c.client AND e.id = c.id
 WHERE e.status = 'received'
 ORDER BY e.id
 FOR UPDATE OF e
@@ -62,6 +126,7 @@ func (q *Queries) EventClaimReceived(ctx context.Context, maxEvents int32) ([]Ev
 			&i.Event.Deliveries,
 			&i.Event.Conflict,
 			&i.Event.RoutedAt,
+			&i.Event.Via,
 		); err != nil {
 			return nil, err
 		}
@@ -136,7 +201,7 @@ func (q *Queries) EventConflictList(ctx context.Context, arg EventConflictListPa
 }
 
 const eventGet = `-- name: EventGet :one
-SELECT id, client, environment, source, source_event_id, type, status, reason, body, payload, body_sha256, headers, occurred_at, received_at, last_received_at, deliveries, conflict, routed_at FROM events WHERE id = $1
+SELECT id, client, environment, source, source_event_id, type, status, reason, body, payload, body_sha256, headers, occurred_at, received_at, last_received_at, deliveries, conflict, routed_at, via FROM events WHERE id = $1
 `
 
 func (q *Queries) EventGet(ctx context.Context, id int64) (Event, error) {
@@ -161,6 +226,7 @@ func (q *Queries) EventGet(ctx context.Context, id int64) (Event, error) {
 		&i.Deliveries,
 		&i.Conflict,
 		&i.RoutedAt,
+		&i.Via,
 	)
 	return i, err
 }
@@ -168,25 +234,26 @@ func (q *Queries) EventGet(ctx context.Context, id int64) (Event, error) {
 const eventInsertBatch = `-- name: EventInsertBatch :many
 WITH stored AS (
 INSERT INTO events (client, environment, source, source_event_id, type, body, payload,
-                    body_sha256, headers, occurred_at, deliveries, conflict)
+                    body_sha256, headers, occurred_at, deliveries, conflict, via)
 SELECT r.client, r.environment, r.source, r.source_event_id, r.type, r.body, r.payload,
-       r.body_sha256, r.headers, nullif(r.occurred_at, '')::timestamptz, r.deliveries, r.conflict
+       r.body_sha256, r.headers, nullif(r.occurred_at, '')::timestamptz, r.deliveries, r.conflict, r.via
 FROM (SELECT unnest($1::text[]) AS client, unnest($2::text[]) AS environment,
              unnest($3::text[]) AS source, unnest($4::text[]) AS source_event_id,
              unnest($5::text[]) AS type, unnest($6::bytea[]) AS body,
              unnest($7::bytea[]) AS payload, unnest($8::bytea[]) AS body_sha256,
              unnest($9::jsonb[]) AS headers, unnest($10::text[]) AS occurred_at,
-             unnest($11::integer[]) AS deliveries, unnest($12::boolean[]) AS conflict) r
+             unnest($11::integer[]) AS deliveries, unnest($12::boolean[]) AS conflict,
+             unnest($13::text[]) AS via) r
 ON CONFLICT (client, source, source_event_id) DO UPDATE
-SET deliveries       = events.deliveries + EXCLUDED.deliveries,
-    last_received_at = now(),
+SET deliveries       = events.deliveries + CASE WHEN EXCLUDED.via = 'backfill' THEN 0 ELSE EXCLUDED.deliveries END,
+    last_received_at = CASE WHEN EXCLUDED.via = 'backfill' THEN events.last_received_at ELSE now() END,
     conflict         = events.conflict OR EXCLUDED.conflict
-                       OR events.body_sha256 <> EXCLUDED.body_sha256
-RETURNING id, client, source, source_event_id, (xmax = 0)::boolean AS inserted, body_sha256
+                       OR (events.via = EXCLUDED.via AND events.body_sha256 <> EXCLUDED.body_sha256)
+RETURNING id, client, source, source_event_id, (xmax = 0)::boolean AS inserted, body_sha256, via
 ), woken AS (
     SELECT pg_notify('oncehook_events', '') FROM (SELECT 1 FROM stored WHERE inserted LIMIT 1) one
 )
-SELECT id, client, source, source_event_id, inserted, body_sha256,
+SELECT id, client, source, source_event_id, inserted, body_sha256, via,
        (SELECT count(*) FROM woken)::bigint AS woken
 FROM stored
 `
@@ -204,6 +271,7 @@ type EventInsertBatchParams struct {
 	OccurredAts    []string
 	Deliveries     []int32
 	Conflicts      []bool
+	Vias           []string
 }
 
 type EventInsertBatchRow struct {
@@ -213,6 +281,7 @@ type EventInsertBatchRow struct {
 	SourceEventID string
 	Inserted      bool
 	BodySha256    []byte
+	Via           string
 	Woken         int64
 }
 
@@ -224,6 +293,10 @@ type EventInsertBatchRow struct {
 // New events join the router's queue (a trigger on events, see migration 00007) and
 // the routers are woken (the channel is channelEvents in engine.go) by the same
 // statement, which commits on its own.
+// A backfilled delivery (via 'backfill', listed from the provider's API) never
+// touches a row that is already there; a webhook that follows a backfilled one is
+// counted as its repeat, and the two bodies are not compared: the API's copy of an
+// event is not the bytes the provider signs and posts.
 func (q *Queries) EventInsertBatch(ctx context.Context, arg EventInsertBatchParams) ([]EventInsertBatchRow, error) {
 	rows, err := q.db.Query(ctx, eventInsertBatch,
 		arg.Clients,
@@ -238,6 +311,7 @@ func (q *Queries) EventInsertBatch(ctx context.Context, arg EventInsertBatchPara
 		arg.OccurredAts,
 		arg.Deliveries,
 		arg.Conflicts,
+		arg.Vias,
 	)
 	if err != nil {
 		return nil, err
@@ -253,6 +327,7 @@ func (q *Queries) EventInsertBatch(ctx context.Context, arg EventInsertBatchPara
 			&i.SourceEventID,
 			&i.Inserted,
 			&i.BodySha256,
+			&i.Via,
 			&i.Woken,
 		); err != nil {
 			return nil, err
@@ -266,40 +341,70 @@ func (q *Queries) EventInsertBatch(ctx context.Context, arg EventInsertBatchPara
 }
 
 const eventList = `-- name: EventList :many
-SELECT id, client, environment, source, source_event_id, type, status, reason, deliveries, conflict, occurred_at, received_at, last_received_at FROM (
+SELECT id, client, environment, source, source_event_id, type, status, reason, deliveries, conflict, occurred_at, received_at, last_received_at, via FROM (
     (SELECT id, client, environment, source, source_event_id, type, status, reason, deliveries,
-            conflict, occurred_at, received_at, last_received_at
+            conflict, occurred_at, received_at, last_received_at, via
      FROM events
-     WHERE $1::text <> 'received'
-       AND ($2::text = '' OR source = $2)
+     WHERE $1::text <> 'received' AND $2::text = ''
+       AND ($3::text = '' OR source = $3)
        AND ($1::text = '' OR status = $1)
-       AND id < coalesce($3::bigint, 9223372036854775807)
+       AND ($4::text = '' OR type = $4)
+       AND ($5::text = '' OR via = $5)
+       AND received_at >= coalesce($6::timestamptz, '-infinity')
+       AND received_at < coalesce($7::timestamptz, 'infinity')
+       AND id < coalesce($8::bigint, 9223372036854775807)
      ORDER BY id DESC
-     LIMIT $4)
+     LIMIT $9)
     UNION ALL
     (SELECT e.id, e.client, e.environment, e.source, e.source_event_id, e.type, e.status, e.reason,
-            e.deliveries, e.conflict, e.occurred_at, e.received_at, e.last_received_at
+            e.deliveries, e.conflict, e.occurred_at, e.received_at, e.last_received_at, e.via
      FROM event_queue q
      -- OFFSET 0 keeps the queue driving the join: planned as a plain join, Postgres
      -- may scan the whole inbox for the rare status instead of the small queue.
-     CROSS JOIN LATERAL (SELECT id, client, environment, source, source_event_id, type, status, reason, body, payload, body_sha256, headers, occurred_at, received_at, last_received_at, deliveries, conflict, routed_at FROM events x
+     CROSS JOIN LATERAL (SELECT id, client, environment, source, source_event_id, type, status, reason, body, payload, body_sha256, headers, occurred_at, received_at, last_received_at, deliveries, conflict, routed_at, via FROM events x
                          WHERE x.client = q.client AND x.id = q.id AND x.status = 'received'
                          OFFSET 0) e
-     WHERE $1::text = 'received'
-       AND ($2::text = '' OR e.source = $2)
-       AND q.id < coalesce($3::bigint, 9223372036854775807)
+     WHERE $1::text = 'received' AND $2::text = ''
+       AND ($3::text = '' OR e.source = $3)
+       AND ($4::text = '' OR e.type = $4)
+       AND ($5::text = '' OR e.via = $5)
+       AND e.received_at >= coalesce($6::timestamptz, '-infinity')
+       AND e.received_at < coalesce($7::timestamptz, 'infinity')
+       AND q.id < coalesce($8::bigint, 9223372036854775807)
      ORDER BY q.id DESC
-     LIMIT $4)
+     LIMIT $9)
+    UNION ALL
+    (SELECT e.id, e.client, e.environment, e.source, e.source_event_id, e.type, e.status, e.reason,
+            e.deliveries, e.conflict, e.occurred_at, e.received_at, e.last_received_at, e.via
+     FROM (SELECT unnest($10::text[]) AS client, unnest($11::text[]) AS source) s
+     JOIN events e ON e.client = s.client AND e.source = s.source AND e.source_event_id = $2
+     WHERE $2::text <> ''
+       AND ($3::text = '' OR e.source = $3)
+       AND ($1::text = '' OR e.status = $1)
+       AND ($4::text = '' OR e.type = $4)
+       AND ($5::text = '' OR e.via = $5)
+       AND e.received_at >= coalesce($6::timestamptz, '-infinity')
+       AND e.received_at < coalesce($7::timestamptz, 'infinity')
+       AND e.id < coalesce($8::bigint, 9223372036854775807)
+     ORDER BY e.id DESC
+     LIMIT $9)
 ) page
 ORDER BY id DESC
-LIMIT $4
+LIMIT $9
 `
 
 type EventListParams struct {
-	Status   string
-	Source   string
-	BeforeID *int64
-	MaxRows  int32
+	Status        string
+	Q             string
+	Source        string
+	Type          string
+	Via           string
+	ReceivedFrom  *time.Time
+	ReceivedTo    *time.Time
+	BeforeID      *int64
+	MaxRows       int32
+	SearchClients []string
+	SearchSources []string
 }
 
 type EventListRow struct {
@@ -316,20 +421,29 @@ type EventListRow struct {
 	OccurredAt     *time.Time
 	ReceivedAt     time.Time
 	LastReceivedAt time.Time
+	Via            string
 }
 
 // Keyset pagination, newest first. Received events are few in a large inbox and no
 // index on events covers their status, so they are found through event_queue, which
 // holds exactly the received ones (routing deletes the queue row and sets the status
-// in one transaction); every other filter walks events by id. Each branch runs only
-// for its own filter, and each has its own ORDER BY and LIMIT so that Postgres walks
-// its index instead of sorting the inbox.
+// in one transaction); a search by the provider's event id probes the unique index
+// once per configured (client, source); every other filter walks events by id. Each
+// branch runs only for its own filter, and each has its own ORDER BY and LIMIT so
+// that Postgres walks its index instead of sorting the inbox.
 func (q *Queries) EventList(ctx context.Context, arg EventListParams) ([]EventListRow, error) {
 	rows, err := q.db.Query(ctx, eventList,
 		arg.Status,
+		arg.Q,
 		arg.Source,
+		arg.Type,
+		arg.Via,
+		arg.ReceivedFrom,
+		arg.ReceivedTo,
 		arg.BeforeID,
 		arg.MaxRows,
+		arg.SearchClients,
+		arg.SearchSources,
 	)
 	if err != nil {
 		return nil, err
@@ -352,6 +466,65 @@ func (q *Queries) EventList(ctx context.Context, arg EventListParams) ([]EventLi
 			&i.OccurredAt,
 			&i.ReceivedAt,
 			&i.LastReceivedAt,
+			&i.Via,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const eventReplay = `-- name: EventReplay :many
+WITH old AS (
+    SELECT e.client, e.id, e.status, e.reason FROM events e
+    JOIN (SELECT unnest($1::text[]) AS client, unnest($2::bigint[]) AS id) r
+      ON e.client = r.client AND e.id = r.id
+    WHERE e.status <> 'received' AND e.body IS NOT NULL
+    FOR UPDATE OF e
+), replayed AS (
+    UPDATE events e SET status = 'received', reason = '', routed_at = NULL
+    FROM old WHERE e.client = old.client AND e.id = old.id
+    RETURNING e.client, e.id
+), queued AS (
+    INSERT INTO event_queue (client, id) SELECT client, id FROM replayed ON CONFLICT DO NOTHING
+)
+SELECT old.client, old.id, old.status AS previous_status, old.reason AS previous_reason
+FROM old ORDER BY old.id
+`
+
+type EventReplayParams struct {
+	Clients []string
+	Ids     []int64
+}
+
+type EventReplayRow struct {
+	Client         string
+	ID             int64
+	PreviousStatus string
+	PreviousReason string
+}
+
+// Puts routed events back in the router's queue, to be routed again with today's
+// rules, in one statement. Events still waiting in the queue, and those whose body
+// was pruned, are left as they are and do not come back.
+func (q *Queries) EventReplay(ctx context.Context, arg EventReplayParams) ([]EventReplayRow, error) {
+	rows, err := q.db.Query(ctx, eventReplay, arg.Clients, arg.Ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []EventReplayRow{}
+	for rows.Next() {
+		var i EventReplayRow
+		if err := rows.Scan(
+			&i.Client,
+			&i.ID,
+			&i.PreviousStatus,
+			&i.PreviousReason,
 		); err != nil {
 			return nil, err
 		}

@@ -90,6 +90,23 @@ type Audit struct {
 	At       time.Time
 }
 
+type BackfillState struct {
+	Client      string
+	Source      string
+	NextAt      time.Time
+	LeaseUntil  *time.Time
+	LeaseOwner  string
+	StartedAt   *time.Time
+	FinishedAt  *time.Time
+	Listed      int32
+	Missing     int32
+	Stored      int32
+	Redelivered int32
+	Error       string
+	Failures    int32
+	Passes      int64
+}
+
 type Destination struct {
 	Name      string
 	Status    string
@@ -116,6 +133,18 @@ type Event struct {
 	Deliveries     int32
 	Conflict       bool
 	RoutedAt       *time.Time
+	Via            string
+}
+
+type EventAudit struct {
+	ID      int64
+	Client  string
+	EventID int64
+	Actor   string
+	Act     string
+	Note    string
+	Detail  json.RawMessage
+	At      time.Time
 }
 
 type EventConflict struct {

@@ -7,27 +7,32 @@
 -- New events join the router's queue (a trigger on events, see migration 00007) and
 -- the routers are woken (the channel is channelEvents in engine.go) by the same
 -- statement, which commits on its own.
+-- A backfilled delivery (via 'backfill', listed from the provider's API) never
+-- touches a row that is already there; a webhook that follows a backfilled one is
+-- counted as its repeat, and the two bodies are not compared: the API's copy of an
+-- event is not the bytes the provider signs and posts.
 WITH stored AS (
 INSERT INTO events (client, environment, source, source_event_id, type, body, payload,
-                    body_sha256, headers, occurred_at, deliveries, conflict)
+                    body_sha256, headers, occurred_at, deliveries, conflict, via)
 SELECT r.client, r.environment, r.source, r.source_event_id, r.type, r.body, r.payload,
-       r.body_sha256, r.headers, nullif(r.occurred_at, '')::timestamptz, r.deliveries, r.conflict
+       r.body_sha256, r.headers, nullif(r.occurred_at, '')::timestamptz, r.deliveries, r.conflict, r.via
 FROM (SELECT unnest(@clients::text[]) AS client, unnest(@environments::text[]) AS environment,
              unnest(@sources::text[]) AS source, unnest(@source_event_ids::text[]) AS source_event_id,
              unnest(@types::text[]) AS type, unnest(@bodies::bytea[]) AS body,
              unnest(@payloads::bytea[]) AS payload, unnest(@body_sha256s::bytea[]) AS body_sha256,
              unnest(@headers::jsonb[]) AS headers, unnest(@occurred_ats::text[]) AS occurred_at,
-             unnest(@deliveries::integer[]) AS deliveries, unnest(@conflicts::boolean[]) AS conflict) r
+             unnest(@deliveries::integer[]) AS deliveries, unnest(@conflicts::boolean[]) AS conflict,
+             unnest(@vias::text[]) AS via) r
 ON CONFLICT (client, source, source_event_id) DO UPDATE
-SET deliveries       = events.deliveries + EXCLUDED.deliveries,
-    last_received_at = now(),
+SET deliveries       = events.deliveries + CASE WHEN EXCLUDED.via = 'backfill' THEN 0 ELSE EXCLUDED.deliveries END,
+    last_received_at = CASE WHEN EXCLUDED.via = 'backfill' THEN events.last_received_at ELSE now() END,
     conflict         = events.conflict OR EXCLUDED.conflict
-                       OR events.body_sha256 <> EXCLUDED.body_sha256
-RETURNING id, client, source, source_event_id, (xmax = 0)::boolean AS inserted, body_sha256
+                       OR (events.via = EXCLUDED.via AND events.body_sha256 <> EXCLUDED.body_sha256)
+RETURNING id, client, source, source_event_id, (xmax = 0)::boolean AS inserted, body_sha256, via
 ), woken AS (
     SELECT pg_notify('oncehook_events', '') FROM (SELECT 1 FROM stored WHERE inserted LIMIT 1) one
 )
-SELECT id, client, source, source_event_id, inserted, body_sha256,
+SELECT id, client, source, source_event_id, inserted, body_sha256, via,
        (SELECT count(*) FROM woken)::bigint AS woken
 FROM stored;
 
@@ -72,32 +77,56 @@ WHERE e.client = r.client AND e.id = r.id;
 -- Keyset pagination, newest first. Received events are few in a large inbox and no
 -- index on events covers their status, so they are found through event_queue, which
 -- holds exactly the received ones (routing deletes the queue row and sets the status
--- in one transaction); every other filter walks events by id. Each branch runs only
--- for its own filter, and each has its own ORDER BY and LIMIT so that Postgres walks
--- its index instead of sorting the inbox.
+-- in one transaction); a search by the provider's event id probes the unique index
+-- once per configured (client, source); every other filter walks events by id. Each
+-- branch runs only for its own filter, and each has its own ORDER BY and LIMIT so
+-- that Postgres walks its index instead of sorting the inbox.
 SELECT * FROM (
     (SELECT id, client, environment, source, source_event_id, type, status, reason, deliveries,
-            conflict, occurred_at, received_at, last_received_at
+            conflict, occurred_at, received_at, last_received_at, via
      FROM events
-     WHERE @status::text <> 'received'
+     WHERE @status::text <> 'received' AND @q::text = ''
        AND (@source::text = '' OR source = @source)
        AND (@status::text = '' OR status = @status)
+       AND (@type::text = '' OR type = @type)
+       AND (@via::text = '' OR via = @via)
+       AND received_at >= coalesce(sqlc.narg(received_from)::timestamptz, '-infinity')
+       AND received_at < coalesce(sqlc.narg(received_to)::timestamptz, 'infinity')
        AND id < coalesce(sqlc.narg(before_id)::bigint, 9223372036854775807)
      ORDER BY id DESC
      LIMIT @max_rows)
     UNION ALL
     (SELECT e.id, e.client, e.environment, e.source, e.source_event_id, e.type, e.status, e.reason,
-            e.deliveries, e.conflict, e.occurred_at, e.received_at, e.last_received_at
+            e.deliveries, e.conflict, e.occurred_at, e.received_at, e.last_received_at, e.via
      FROM event_queue q
      -- OFFSET 0 keeps the queue driving the join: planned as a plain join, Postgres
      -- may scan the whole inbox for the rare status instead of the small queue.
      CROSS JOIN LATERAL (SELECT * FROM events x
                          WHERE x.client = q.client AND x.id = q.id AND x.status = 'received'
                          OFFSET 0) e
-     WHERE @status::text = 'received'
+     WHERE @status::text = 'received' AND @q::text = ''
        AND (@source::text = '' OR e.source = @source)
+       AND (@type::text = '' OR e.type = @type)
+       AND (@via::text = '' OR e.via = @via)
+       AND e.received_at >= coalesce(sqlc.narg(received_from)::timestamptz, '-infinity')
+       AND e.received_at < coalesce(sqlc.narg(received_to)::timestamptz, 'infinity')
        AND q.id < coalesce(sqlc.narg(before_id)::bigint, 9223372036854775807)
      ORDER BY q.id DESC
+     LIMIT @max_rows)
+    UNION ALL
+    (SELECT e.id, e.client, e.environment, e.source, e.source_event_id, e.type, e.status, e.reason,
+            e.deliveries, e.conflict, e.occurred_at, e.received_at, e.last_received_at, e.via
+     FROM (SELECT unnest(@search_clients::text[]) AS client, unnest(@search_sources::text[]) AS source) s
+     JOIN events e ON e.client = s.client AND e.source = s.source AND e.source_event_id = @q
+     WHERE @q::text <> ''
+       AND (@source::text = '' OR e.source = @source)
+       AND (@status::text = '' OR e.status = @status)
+       AND (@type::text = '' OR e.type = @type)
+       AND (@via::text = '' OR e.via = @via)
+       AND e.received_at >= coalesce(sqlc.narg(received_from)::timestamptz, '-infinity')
+       AND e.received_at < coalesce(sqlc.narg(received_to)::timestamptz, 'infinity')
+       AND e.id < coalesce(sqlc.narg(before_id)::bigint, 9223372036854775807)
+     ORDER BY e.id DESC
      LIMIT @max_rows)
 ) page
 ORDER BY id DESC
@@ -105,3 +134,30 @@ LIMIT @max_rows;
 
 -- name: Notify :exec
 SELECT pg_notify(@channel::text, '');
+
+-- name: EventReplay :many
+-- Puts routed events back in the router's queue, to be routed again with today's
+-- rules, in one statement. Events still waiting in the queue, and those whose body
+-- was pruned, are left as they are and do not come back.
+WITH old AS (
+    SELECT e.client, e.id, e.status, e.reason FROM events e
+    JOIN (SELECT unnest(@clients::text[]) AS client, unnest(@ids::bigint[]) AS id) r
+      ON e.client = r.client AND e.id = r.id
+    WHERE e.status <> 'received' AND e.body IS NOT NULL
+    FOR UPDATE OF e
+), replayed AS (
+    UPDATE events e SET status = 'received', reason = '', routed_at = NULL
+    FROM old WHERE e.client = old.client AND e.id = old.id
+    RETURNING e.client, e.id
+), queued AS (
+    INSERT INTO event_queue (client, id) SELECT client, id FROM replayed ON CONFLICT DO NOTHING
+)
+SELECT old.client, old.id, old.status AS previous_status, old.reason AS previous_reason
+FROM old ORDER BY old.id;
+
+-- name: EventAuditInsert :exec
+INSERT INTO event_audit (client, event_id, actor, act, note, detail)
+SELECT unnest(@clients::text[]), unnest(@event_ids::bigint[]), @actor, @act, @note, unnest(@details::jsonb[]);
+
+-- name: EventAuditList :many
+SELECT * FROM event_audit WHERE client = @client AND event_id = @event_id ORDER BY id;

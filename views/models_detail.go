@@ -148,6 +148,10 @@ type EventPage struct {
 	Occurred      string
 	Conflicts     []ConflictBody
 	Actions       []ActionRow
+	Via           string
+	Audit         []AuditLine
+	CanReplay     bool   // routed already and its body kept
+	ListURL       string // the events list, for this source
 }
 
 // Header is one stored identity header.
@@ -163,7 +167,20 @@ type ConflictBody struct {
 
 // SourcesPage is "/sources".
 type SourcesPage struct {
-	Rows []SourceRow
+	Rows     []SourceRow
+	Backfill []BackfillRow
+}
+
+// BackfillRow is a backfilled source and what its last pass found.
+type BackfillRow struct {
+	Source    string
+	How       string // what a pass does, in words
+	Schedule  string // every and window
+	LastPass  string // "" before the first
+	Found     string // e.g. "40 listed, 3 missing, 3 stored"
+	Error     string
+	NextPass  string
+	EventsURL string // the source's backfilled events
 }
 
 // DestinationsPage is "/destinations".

@@ -135,52 +135,6 @@ func (s *Server) apiAct(c echo.Context) error {
 	return c.JSON(http.StatusOK, toActionJSON(a))
 }
 
-func (s *Server) apiListEvents(c echo.Context) error {
-	limit, err := queryInt(c, "limit")
-	if err != nil {
-		return err
-	}
-	page, err := s.review.ListEvents(c.Request().Context(), oncehook.EventFilter{
-		Source: c.QueryParam("source"), Status: c.QueryParam("status"), Limit: limit, Cursor: c.QueryParam("cursor")})
-	if err != nil {
-		return err
-	}
-	out := struct {
-		Events     []eventJSON `json:"events"`
-		NextCursor string      `json:"next_cursor"`
-	}{Events: []eventJSON{}, NextCursor: page.NextCursor}
-	for _, e := range page.Events {
-		out.Events = append(out.Events, eventJSON{ID: id(e.ID), Source: e.Source, SourceEventID: e.SourceEventID,
-			Type: e.Type, Status: e.Status, Deliveries: e.Deliveries, Conflict: e.Conflict, ReceivedAt: e.ReceivedAt.UTC()})
-	}
-	return c.JSON(http.StatusOK, out)
-}
-
-func (s *Server) apiGetEvent(c echo.Context) error {
-	n, err := pathID(c)
-	if err != nil {
-		return err
-	}
-	d, err := s.review.GetEvent(c.Request().Context(), n)
-	if err != nil {
-		return err
-	}
-	e := d.Event
-	out := eventDetailJSON{
-		eventJSON: eventJSON{ID: id(e.ID), Source: e.Source, SourceEventID: e.SourceEventID, Type: e.Type,
-			Status: e.Status, Deliveries: e.Deliveries, Conflict: e.Conflict, ReceivedAt: e.ReceivedAt.UTC()},
-		Reason: e.Reason, Headers: e.Headers, Body: string(e.Body), OccurredAt: e.OccurredAt,
-		LastReceivedAt: e.LastReceivedAt.UTC(), Conflicts: []conflictJSON{}, Actions: []actionJSON{},
-	}
-	for _, cf := range d.Conflicts {
-		out.Conflicts = append(out.Conflicts, conflictJSON{Body: string(cf.Body), ReceivedAt: cf.ReceivedAt.UTC()})
-	}
-	for _, a := range d.Actions {
-		out.Actions = append(out.Actions, toActionJSON(a))
-	}
-	return c.JSON(http.StatusOK, out)
-}
-
 func (s *Server) apiSummary(c echo.Context) error {
 	counts, err := s.review.Summary(c.Request().Context())
 	if err != nil {

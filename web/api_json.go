@@ -122,6 +122,12 @@ type eventJSON struct {
 	Deliveries    int32     `json:"deliveries"`
 	Conflict      bool      `json:"conflict"`
 	ReceivedAt    time.Time `json:"received_at"`
+	Via           string    `json:"via"`
+}
+
+func toEventJSON(e oncehook.Event) eventJSON {
+	return eventJSON{ID: id(e.ID), Source: e.Source, SourceEventID: e.SourceEventID, Type: e.Type,
+		Status: e.Status, Deliveries: e.Deliveries, Conflict: e.Conflict, ReceivedAt: e.ReceivedAt.UTC(), Via: e.Via}
 }
 
 type eventDetailJSON struct {
@@ -133,6 +139,7 @@ type eventDetailJSON struct {
 	LastReceivedAt time.Time       `json:"last_received_at"`
 	Conflicts      []conflictJSON  `json:"conflicting_bodies"`
 	Actions        []actionJSON    `json:"actions"`
+	Audit          []auditJSON     `json:"audit"`
 }
 
 type conflictJSON struct {

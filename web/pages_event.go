@@ -10,6 +10,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/oncehook/oncehook"
 	"github.com/oncehook/oncehook/views"
 )
 
@@ -27,7 +28,9 @@ func (s *Server) eventPage(c echo.Context) error {
 	e := d.Event
 	m := views.EventPage{ID: e.ID, Source: e.Source, SourceEventID: e.SourceEventID, Type: e.Type, Status: e.Status,
 		Reason: e.Reason, Deliveries: e.Deliveries, Conflict: e.Conflict, Received: when(e.ReceivedAt),
-		LastReceived: when(e.LastReceivedAt), Actions: s.actionRows(d.Actions), Pruned: e.Body == nil}
+		LastReceived: when(e.LastReceivedAt), Actions: s.actionRows(d.Actions), Pruned: e.Body == nil,
+		Via: e.Via, CanReplay: e.Body != nil && e.Status != oncehook.EventReceived,
+		ListURL: eventsURL(views.EventFilter{Source: e.Source}, "")}
 	if e.OccurredAt != nil {
 		m.Occurred = when(*e.OccurredAt)
 	}
@@ -41,10 +44,31 @@ func (s *Server) eventPage(c echo.Context) error {
 		m.Headers = append(m.Headers, views.Header{Name: k, Value: fmt.Sprint(v)})
 	}
 	slices.SortFunc(m.Headers, func(a, b views.Header) int { return strings.Compare(a.Name, b.Name) })
+	for _, au := range d.Audit {
+		m.Audit = append(m.Audit, views.AuditLine{At: when(au.At), Actor: au.Actor, Act: au.Act, Note: au.Note,
+			Detail: compactJSON(au.Detail)})
+	}
 	for _, cf := range d.Conflicts {
 		m.Conflicts = append(m.Conflicts, views.ConflictBody{Received: when(cf.ReceivedAt), Body: prettyJSON(cf.Body)})
 	}
 	return s.render(c, http.StatusOK, views.Event(s.layout(c, fmt.Sprintf("Event %d", e.ID), ""), m))
+}
+
+// eventReplay serves the Replay button of /events/{id}.
+func (s *Server) eventReplay(c echo.Context) error {
+	id, err := pathID(c)
+	if err != nil {
+		return err
+	}
+	if _, err := s.review.ReplayEvent(c.Request().Context(), actorOf(c), id, c.FormValue("note")); err != nil {
+		if oncehook.ErrorCode(err) != oncehook.ECONFLICT {
+			return err
+		}
+		s.sessions.Put(c.Request().Context(), sessFlashError, oncehook.ErrorMessage(err))
+	} else {
+		s.flash(c, "Replay requested: the router routes it again with today's rules shortly.")
+	}
+	return c.Redirect(http.StatusSeeOther, eventURL(id))
 }
 
 // prettyJSON indents JSON for reading; anything else is shown as the text it is.

@@ -98,7 +98,11 @@ func (s *Server) sourcesPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return s.render(c, http.StatusOK, views.Sources(s.layout(c, "Sources", "sources"), views.SourcesPage{Rows: rows}))
+	backfill, err := s.backfillRows(c)
+	if err != nil {
+		return err
+	}
+	return s.render(c, http.StatusOK, views.Sources(s.layout(c, "Sources", "sources"), views.SourcesPage{Rows: rows, Backfill: backfill}))
 }
 
 // destinationsPage serves "/destinations".

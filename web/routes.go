@@ -24,6 +24,8 @@ func (s *Server) routes(e *echo.Echo) {
 	api.POST("/actions/:id/:act", s.apiAct)
 	api.GET("/events", s.apiListEvents)
 	api.GET("/events/:id", s.apiGetEvent)
+	api.POST("/events/replay", s.apiReplayMatching)
+	api.POST("/events/:id/replay", s.apiReplayEvent)
 	api.GET("/summary", s.apiSummary)
 	api.GET("/destinations", s.apiDestinations)
 	api.POST("/destinations/:name/reconnect", s.apiReconnect)

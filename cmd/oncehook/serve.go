@@ -13,6 +13,7 @@ import (
 	"github.com/oncehook/oncehook"
 	"github.com/oncehook/oncehook/config"
 	"github.com/oncehook/oncehook/destination"
+	"github.com/oncehook/oncehook/provider"
 	"github.com/oncehook/oncehook/web"
 )
 
@@ -125,6 +126,12 @@ func runServices(ctx context.Context, env *environment, cfg *oncehook.Config, d 
 
 	inbox := oncehook.NewInbox(d.Pool, logger, metrics)
 	defer inbox.Close() // after the HTTP server: flush the last group commit
+	// Backfill passes store through the inbox; the lease in the database keeps one
+	// pass per source at a time however many servers run.
+	backfiller := oncehook.NewBackfiller(oncehook.BackfillParams{Pool: d.Pool, Config: cfg, Inbox: inbox,
+		Clients: provider.NewBackfillClients(cfg), Logger: logger, Metrics: metrics})
+	wg.Add(1)
+	go func() { defer wg.Done(); _ = backfiller.Run(engineCtx) }()
 	e := web.New(web.Params{Config: cfg, Pool: d.Pool, Inbox: inbox,
 		Review: oncehook.NewReview(d.Pool, cfg, clients), Logger: logger,
 		Metrics: metrics, MetricsToken: env.getenv("ONCEHOOK_METRICS_TOKEN")})

@@ -1,0 +1,43 @@
+package web
+
+import (
+	"fmt"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/oncehook/oncehook"
+	"github.com/oncehook/oncehook/views"
+)
+
+// backfillRows are the sources page's backfill table: what each pass found.
+func (s *Server) backfillRows(c echo.Context) ([]views.BackfillRow, error) {
+	sts, err := s.review.BackfillStatuses(c.Request().Context())
+	if err != nil {
+		return nil, err
+	}
+	rows := make([]views.BackfillRow, 0, len(sts))
+	for _, st := range sts {
+		r := views.BackfillRow{Source: st.Source, Schedule: fmt.Sprintf("%s / %s", st.Every, st.Window),
+			LastPass: when(st.FinishedAt), Error: st.Error, NextPass: when(st.NextAt),
+			EventsURL: eventsURL(views.EventFilter{Source: st.Source, Via: oncehook.ViaBackfill}, "")}
+		switch st.Provider {
+		case oncehook.ProviderStripe:
+			r.How = "lists Stripe's events of the rules' types; stores those the inbox lacks"
+			r.Found = fmt.Sprintf("%d listed, %d missing, %d stored", st.Listed, st.Missing, st.Stored)
+		case oncehook.ProviderGitHub:
+			r.How = "lists the hook's deliveries; asks GitHub to redeliver failed ones the inbox lacks"
+			r.Found = fmt.Sprintf("%d listed, %d missing, %d redelivered", st.Listed, st.Missing, st.Redelivered)
+		}
+		if st.Running {
+			r.Found += " (a pass is running)"
+		}
+		if st.Error != "" && st.Failures > 1 {
+			r.Error = fmt.Sprintf("%s (%d passes failed in a row)", st.Error, st.Failures)
+		}
+		if st.Passes == 0 {
+			r.Found = ""
+		}
+		rows = append(rows, r)
+	}
+	return rows, nil
+}
