@@ -268,3 +268,33 @@ func TestRecipeResendAfterTheKeyMemory(t *testing.T) {
 		t.Errorf("the sandbox received %d sends, want 1", n)
 	}
 }
+
+// HubSpot refuses a second deal with the unique reference (409 CONFLICT): the
+// recipe reads that as "exists", reconciles by the strong lookup, and confirms the
+// deal that was already there, with its id. No second deal.
+func TestRecipeHubSpotExistingDealIsFound(t *testing.T) {
+	t.Parallel()
+	const token = "recipe-token-7c2e"
+	api := sandbox.NewHubSpot(token, "oncehook_ref", true)
+	srv := httptest.NewServer(api.Handler())
+	t.Cleanup(srv.Close)
+	rc := recipes[slices.IndexFunc(recipes, func(r recipe) bool { return r.file == "hubspot.yaml" })]
+	ref := oncehook.OperationIdentity{Client: "acme", Environment: "live", Name: "open_deal", KeyParts: []string{"enq_x"}}.OperationKey()
+	seeded := api.Seed(ref, map[string]any{"dealname": "made by hand", "oncehook_ref": ref})
+	w := newConfigWorld(t, rc.file, recipeYAML(t, rc, srv.URL), map[string]string{rc.tokenEnv: token}, true, nil)
+	w.deliver(checkout{eventID: "evt_x", enquiry: "enq_x", amount: 100})
+	got := w.waitFor("open_deal", "enq_x", oncehook.StateConfirmed)
+	if got.OperationKey != ref || got.ExternalRef != seeded.ID {
+		t.Errorf("confirmed %s with %q, want %s with the existing deal's id %q", got.OperationKey, got.ExternalRef, ref, seeded.ID)
+	}
+	if n := api.CountRef(ref); n != 1 {
+		t.Errorf("HubSpot holds %d deals for the operation, want 1", n)
+	}
+	if n := len(api.Creates()); n != 1 {
+		t.Errorf("HubSpot received %d creates, want the one it refused", n)
+	}
+	d := w.detail(got.ID)
+	if attempts, _ := d["attempts"].([]any); len(attempts) != 2 {
+		t.Errorf("attempts %v, want the refused call and the lookup", d["attempts"])
+	}
+}

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"net/mail"
 	"slices"
 	"strconv"
@@ -92,7 +93,7 @@ func (l *loader) httpDestination(m fields, d *oncehook.Destination) {
 			URL: ck.url("url", true, false)}
 	}
 	for i, n := range l.list(m.at("errors"), m.vals["errors"]) {
-		d.Errors = append(d.Errors, l.errorRule(fields{l: l, path: m.at("errors")}.atIndex(i), n))
+		d.Errors = append(d.Errors, l.errorRule(fmt.Sprintf("%s[%d]", m.at("errors"), i), n))
 	}
 	if m.has("rate_limit_reset") {
 		r := m.sub("rate_limit_reset", "header", "unit")
@@ -105,8 +106,6 @@ func (l *loader) httpDestination(m fields, d *oncehook.Destination) {
 	lm := m.sub("limits", "concurrency", "per_second")
 	d.Limits = oncehook.Limits{Concurrency: lm.integer("concurrency", 0, 1, 10000), PerSecond: lm.rate("per_second")}
 }
-
-func (m fields) atIndex(i int) string { return m.path + "[" + strconv.Itoa(i) + "]" }
 
 // method reads an upper-cased HTTP method among options.
 func (l *loader) method(m fields, key, def string, options ...string) string {

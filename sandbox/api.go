@@ -111,6 +111,12 @@ func (s *Store) CountRef(ref string) int {
 	return n
 }
 
+// Seed stores a record made outside oncehook (by hand, or by an attempt whose reply
+// was lost long ago), with the sandbox's next id.
+func (s *Store) Seed(ref string, body map[string]any) APIRecord {
+	return s.add(ref, body, func(n int) string { return fmt.Sprint(9000 + n) })
+}
+
 // Records returns a copy of the records in creation order.
 func (s *Store) Records() []APIRecord {
 	s.mu.Lock()
