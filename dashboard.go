@@ -100,7 +100,7 @@ func (r *Review) RetryNeedsCheck(a Action) string {
 	if retry, _ := LookupAct(ActRetry); !slices.Contains(retry.States, a.State) {
 		return ""
 	}
-	if err := r.retryGuard(a.Destination, a.FirstAttemptAt, ActParams{}); err != nil {
+	if _, err := r.retryPath(a.Destination, a.FirstAttemptAt, ActParams{}); err != nil {
 		return ErrorMessage(err)
 	}
 	return ""

@@ -219,42 +219,60 @@ func (r *Review) Do(ctx context.Context, actor Actor, name string, id int64, p A
 }
 
 // retry asks the worker to perform a failed or uncertain action again with its
-// original operation key and a fresh budget from its rule. The guard refuses it
-// when the destination's key memory has passed and no lookup exists, unless the
-// person says they checked the destination and leaves a note.
+// original operation key and a fresh budget from its rule. Where the first call may
+// have reached the destination and the destination has a lookup whose absence
+// proves something (strong, or eventual with settle), the action goes back to
+// uncertain, so the worker looks it up before any call and calls again only on a
+// proved absence. retryPath refuses the retry that could act twice.
 func (r *Review) retry(ctx context.Context, q *db.Queries, actor Actor, x Act, a db.Action, p ActParams) (db.Action, error) {
-	if err := r.retryGuard(a.Destination, a.FirstAttemptAt, p); err != nil {
+	next, err := r.retryPath(a.Destination, a.FirstAttemptAt, p)
+	if err != nil {
 		return a, err
+	}
+	reason := "retry requested by " + actor.Name
+	if next == StateUncertain {
+		reason += "; the operation is looked up at the destination before any call"
 	}
 	rule, _ := r.cfg.Action(a.Name)
 	return q.ActionManualRetry(ctx, db.ActionManualRetryParams{
-		Client: a.Client, ID: a.ID, Reason: "retry requested by " + actor.Name,
+		Client: a.Client, ID: a.ID, Reason: reason, NextState: next,
 		BudgetAttempts: int32(rule.Retry.Attempts), WithinSeconds: rule.Retry.Within.Seconds(),
 		States: x.States,
 	})
 }
 
-// retryGuard refuses a retry that could act twice: the destination neither looks up
-// nor still remembers the key sent first at firstAttempt.
-func (r *Review) retryGuard(destination string, firstAttempt *time.Time, p ActParams) error {
+// retryPath says where a manual retry of an action first called at firstAttempt
+// goes: pending (a call with the same key) when nothing was called yet, the
+// destination still remembers the key, or the person checked the destination and
+// says what they found; uncertain (a lookup first) when the destination's lookup can
+// prove an absence. Otherwise a retry could act twice, and it is refused (ECONFLICT).
+func (r *Review) retryPath(destination string, firstAttempt *time.Time, p ActParams) (string, error) {
 	dest, ok := r.destinations[destination]
 	if !ok || firstAttempt == nil {
-		return nil
+		return StatePending, nil
 	}
 	caps := dest.Capabilities()
-	if caps.Lookup || caps.KeyRemembered(*firstAttempt, r.now()) {
-		return nil
+	if caps.KeyRemembered(*firstAttempt, r.now()) {
+		return StatePending, nil
+	}
+	if p.CheckedDestination && strings.TrimSpace(p.Note) != "" {
+		return StatePending, nil
+	}
+	if caps.Lookup && (caps.StrongLookup || caps.Settle > 0) {
+		return StateUncertain, nil
 	}
 	age := r.now().Sub(*firstAttempt)
-	if p.CheckedDestination && strings.TrimSpace(p.Note) != "" {
-		return nil
-	}
 	memory := "no memory of idempotency keys"
 	if caps.KeyMemory > 0 {
 		memory = fmt.Sprintf("a key memory of %s, which has passed (first attempt %s ago)", caps.KeyMemory, age.Round(time.Second))
 	}
-	return Errorf(ECONFLICT, "Destination %s has %s and no lookup, so a retry could act twice. "+
-		"Check the destination first, then retry, confirming that you checked it, with a note saying what you found.", destination, memory)
+	lookup := "no lookup"
+	if caps.Lookup {
+		lookup = "only an eventual lookup, whose finding nothing proves nothing"
+	}
+	return "", Errorf(ECONFLICT, "Destination %s has %s and %s, so a retry could act twice. "+
+		"Check the destination first, then retry, confirming that you checked it, with a note saying what you found.",
+		destination, memory, lookup)
 }
 
 // refusal says why act cannot be done now, and who last did it: a retry that lost

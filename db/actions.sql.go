@@ -1056,15 +1056,16 @@ func (q *Queries) ActionManualReconcile(ctx context.Context, arg ActionManualRec
 
 const actionManualRetry = `-- name: ActionManualRetry :one
 UPDATE actions
-SET state = 'pending', reason = $1, next_attempt_at = now(),
-    max_attempts = attempts + $2,
-    give_up_at = now() + make_interval(secs => $3::double precision),
+SET state = $1::text, reason = $2, next_attempt_at = now(),
+    max_attempts = attempts + $3,
+    give_up_at = now() + make_interval(secs => $4::double precision),
     updated_at = now()
-WHERE client = $4 AND id = $5 AND state = ANY($6::text[])
+WHERE client = $5 AND id = $6 AND state = ANY($7::text[])
 RETURNING id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since
 `
 
 type ActionManualRetryParams struct {
+	NextState      string
 	Reason         string
 	BudgetAttempts int32
 	WithinSeconds  float64
@@ -1073,9 +1074,11 @@ type ActionManualRetryParams struct {
 	States         []string
 }
 
-// A person asks for a retry: same operation key, a fresh budget.
+// A person asks for a retry: same operation key, a fresh budget; next_state is
+// pending (call) or uncertain (look the operation up first), as Review decides.
 func (q *Queries) ActionManualRetry(ctx context.Context, arg ActionManualRetryParams) (Action, error) {
 	row := q.db.QueryRow(ctx, actionManualRetry,
+		arg.NextState,
 		arg.Reason,
 		arg.BudgetAttempts,
 		arg.WithinSeconds,

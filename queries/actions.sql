@@ -276,9 +276,10 @@ WHERE a.state = 'held'
 RETURNING a.id;
 
 -- name: ActionManualRetry :one
--- A person asks for a retry: same operation key, a fresh budget.
+-- A person asks for a retry: same operation key, a fresh budget; next_state is
+-- pending (call) or uncertain (look the operation up first), as Review decides.
 UPDATE actions
-SET state = 'pending', reason = @reason, next_attempt_at = now(),
+SET state = @next_state::text, reason = @reason, next_attempt_at = now(),
     max_attempts = attempts + @budget_attempts,
     give_up_at = now() + make_interval(secs => @within_seconds::double precision),
     updated_at = now()
