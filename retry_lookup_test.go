@@ -14,7 +14,7 @@ import (
 func TestManualRetryLooksUpFirst(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, worldOptions{lookup: "strong", keyTTL: time.Millisecond})
-	w.crm.LookupOutage(time.Hour)                                       // lookups prove nothing: the action stays uncertain
+	w.crm.LookupOutage(time.Hour)                                        // lookups prove nothing: the action stays uncertain
 	w.crm.Fail(sandbox.Fault{AfterCommit: true, Delay: 4 * time.Second}) // stored, then past the 2s timeout
 	w.deliver(checkout{eventID: "evt_rl", enquiry: "enq_rl"})
 	a := w.waitFor("open_opportunity", "enq_rl", "uncertain")
