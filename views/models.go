@@ -63,17 +63,17 @@ type ActionRow struct {
 	Owner       string
 	NoAccount   bool // the owner has no account: nobody sees it under /mine
 	Attempts    int32
-	Age         string
+	Age         Age // in its state
 	Reason      string
 	NextStep    string
 }
 
 // QueueCard is one queue on the overview.
 type QueueCard struct {
-	Name      string
-	URL       string
-	Count     int64
-	OldestAge string // "" when empty
+	Name   string
+	URL    string
+	Count  int64
+	Oldest Age // zero when empty
 }
 
 // SourceRow is one source with its delivery counts.

@@ -56,12 +56,12 @@ type ActionInfo struct {
 	Owner        string
 	NoAccount    bool // the owner has no account
 	Attempts     int32
-	NextAttempt  string
+	NextAttempt  Stamp
 	ExternalRef  string
 	Params       string // pretty JSON
-	Created      string
-	Updated      string
-	StateSince   string // when it entered its state
+	Created      Stamp
+	Updated      Stamp
+	StateSince   Stamp // when it entered its state
 }
 
 // ActionEvent is one event that asked for the action.
@@ -74,7 +74,7 @@ type ActionEvent struct {
 	Status        string
 	Deliveries    int32
 	Conflict      bool
-	Received      string
+	Received      Stamp
 }
 
 // ParamDiff sets the action's parameters beside those a conflicting event asked for.
@@ -103,12 +103,12 @@ type Attempt struct {
 	Error        string
 	Evidence     string
 	Worker       string
-	Started      string
+	Started      Stamp
 }
 
 // AuditLine is one entry of the audit trail.
 type AuditLine struct {
-	At     string
+	At     Stamp
 	Actor  string
 	Act    string
 	Note   string

@@ -57,6 +57,22 @@ func when(t time.Time) string {
 	return t.UTC().Format("2006-01-02 15:04:05 UTC")
 }
 
+// stamp is t for a <time> element.
+func stamp(t time.Time) views.Stamp {
+	if t.IsZero() {
+		return views.Stamp{}
+	}
+	return views.Stamp{ISO: t.UTC().Format(time.RFC3339), UTC: when(t)}
+}
+
+// ageOf is how long ago t was, for a <time> element that stays current.
+func ageOf(now, t time.Time) views.Age {
+	if t.IsZero() {
+		return views.Age{}
+	}
+	return views.Age{ISO: t.UTC().Format(time.RFC3339), Text: age(now, t)}
+}
+
 // age is how long ago t was, in the largest two units that matter.
 func age(now, t time.Time) string {
 	d := now.Sub(t)
@@ -82,7 +98,7 @@ func (s *Server) actionRows(as []oncehook.Action) []views.ActionRow {
 		rows = append(rows, views.ActionRow{
 			ID: a.ID, URL: actionURL(a.ID), State: a.State, Name: a.Name, BusinessKey: a.BusinessKey,
 			Source: a.Source, Destination: a.Destination, Owner: a.Owner, Attempts: a.Attempts,
-			Age: age(now, a.StateSince), Reason: a.Reason, NextStep: oncehook.NextStep(a.State),
+			Age: ageOf(now, a.StateSince), Reason: a.Reason, NextStep: oncehook.NextStep(a.State),
 		})
 	}
 	return rows

@@ -38,7 +38,7 @@ func (s *Server) overviewPage(c echo.Context) error {
 	for _, q := range queues {
 		card := views.QueueCard{Name: q.Name, URL: "/queue/" + q.Name, Count: q.Count}
 		if q.Count > 0 {
-			card.OldestAge = age(now, q.Oldest)
+			card.Oldest = ageOf(now, q.Oldest)
 		}
 		m.Queues = append(m.Queues, card)
 	}

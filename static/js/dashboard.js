@@ -53,6 +53,31 @@
     }
   });
   document.addEventListener("htmx:afterSettle", update);
+  document.addEventListener("htmx:afterSettle", function () { times(document); });
+  document.addEventListener("DOMContentLoaded", function () { times(document); setInterval(ages, 5000); });
+
+  // Moments in the reader's time zone; the exact UTC time stays on hover.
+  var fmt = new Intl.DateTimeFormat(undefined, { year: "numeric", month: "short", day: "numeric",
+    hour: "2-digit", minute: "2-digit", second: "2-digit", hourCycle: "h23", timeZoneName: "short" });
+  function times(root) {
+    root.querySelectorAll("time[data-local]").forEach(function (el) {
+      var d = new Date(el.dateTime);
+      if (!isNaN(d)) el.textContent = fmt.format(d);
+    });
+    ages();
+  }
+
+  // Relative ages, as the server writes them: 42s, 5m, 3h 12m, 4d 2h.
+  function ages() {
+    var now = Date.now();
+    document.querySelectorAll("time[data-age]").forEach(function (el) {
+      var t = new Date(el.dateTime).getTime();
+      if (isNaN(t)) return;
+      var s = Math.max(0, Math.floor((now - t) / 1000)), m = Math.floor(s / 60), h = Math.floor(m / 60);
+      el.textContent = s < 60 ? s + "s" : m < 60 ? m + "m" : h < 48 ? h + "h " + (m % 60) + "m"
+        : Math.floor(h / 24) + "d " + (h % 24) + "h";
+    });
+  }
   document.addEventListener("DOMContentLoaded", update);
   document.addEventListener("DOMContentLoaded", restoreKept);
 
