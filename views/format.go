@@ -26,3 +26,10 @@ func actLabel(act string) string {
 	}
 	return strings.ToUpper(act[:1]) + act[1:]
 }
+
+func about(estimate bool) string {
+	if estimate {
+		return "about "
+	}
+	return ""
+}

@@ -120,6 +120,17 @@ type Option struct {
 // Filter is a queue's filter, as the query string carries it.
 type Filter struct {
 	State, Source, Action, Destination, Owner, Client, Q string
+	Reason                                               string // a part of the reason
+	Since                                                string // created at or after: "2006-01-02" or "2006-01-02T15:04", UTC
+	Until                                                string // created before, the same way
+	HTTPStatus                                           string // an attempt got this reply status
+}
+
+// Pairs is the filter as query parameters, in the order forms and links carry them.
+func (f Filter) Pairs() [][2]string {
+	return [][2]string{{"state", f.State}, {"source", f.Source}, {"action", f.Action}, {"destination", f.Destination},
+		{"client", f.Client}, {"owner", f.Owner}, {"q", f.Q}, {"reason", f.Reason}, {"since", f.Since},
+		{"until", f.Until}, {"http_status", f.HTTPStatus}}
 }
 
 // QueuePage is a queue, or "/mine".
@@ -135,6 +146,9 @@ type QueuePage struct {
 	Clients      []Option
 	Owners       []Option
 	States       []Option // the queue's states, for a queue of more than one
+	Counts       []StateTotal
+	Total        int64
+	TotalAbout   bool // Total holds an estimate
 	Table        QueueTable
 	CanAssign    bool
 	Assignees    []Option
@@ -147,6 +161,15 @@ type QueueTable struct {
 	RefreshURL string // this page, filter and cursor included
 	NextURL    string // "" on the last page
 	FirstURL   string // "" on the first page
+	CSVURL     string // every action the filter selects, as CSV
+}
+
+// StateTotal is how many actions a state holds, as a link to them.
+type StateTotal struct {
+	State string
+	Count int64
+	About bool // an estimate: past 1,000 the figure is the planner's
+	URL   string
 }
 
 // BulkPage reports a bulk act, the actions grouped by what became of them.
