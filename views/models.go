@@ -14,6 +14,12 @@ type Layout struct {
 	Flash      string
 	FlashError string
 	Kept       *KeptForm // a form sent after the session expired, offered again
+	// Live pages update by themselves (with the script): LiveURL is polled and its
+	// #live part swapped in; Live alone shows the status for a page whose own
+	// parts poll (a queue's table).
+	Live    bool
+	LiveURL string
+	LiveAt  Stamp // when the page was rendered
 }
 
 // KeptForm is what a person typed into a form that arrived after their session

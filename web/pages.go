@@ -43,6 +43,7 @@ func (s *Server) layout(c echo.Context, title, section string) views.Layout {
 	l.Flash = s.sessions.PopString(ctx, sessFlash)
 	l.FlashError = s.sessions.PopString(ctx, sessFlashError)
 	l.Kept = s.keptFor(c)
+	l.LiveAt = stamp(s.now())
 	if u := userOf(c); u.ID != 0 {
 		l.User = &views.User{ID: u.ID, Email: u.Email, Role: u.Role, Admin: u.Role == oncehook.RoleAdmin}
 	}
@@ -127,4 +128,10 @@ func (s *Server) flagOwners(c echo.Context, rows []views.ActionRow) error {
 		rows[i].NoAccount = rows[i].Owner != "" && !known[strings.ToLower(rows[i].Owner)]
 	}
 	return nil
+}
+
+// live makes a page update by itself: the script polls its own URL.
+func live(c echo.Context, l views.Layout) views.Layout {
+	l.Live, l.LiveURL = true, c.Request().URL.RequestURI()
+	return l
 }

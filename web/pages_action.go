@@ -83,7 +83,7 @@ func (s *Server) actionPage(c echo.Context) error {
 			Detail: detailWords(au.Detail)})
 	}
 	title := fmt.Sprintf("%s %s", a.Name, a.BusinessKey)
-	return s.render(c, http.StatusOK, views.Action(s.layout(c, title, ""), m))
+	return s.render(c, http.StatusOK, views.Action(live(c, s.layout(c, title, "")), m))
 }
 
 func (s *Server) actionInfo(a oncehook.Action) views.ActionInfo {

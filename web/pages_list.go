@@ -89,7 +89,9 @@ func (s *Server) showQueue(c echo.Context, showFilter bool) error {
 	if err := s.filterOptions(c, &m); err != nil {
 		return err
 	}
-	return s.render(c, http.StatusOK, views.Queue(s.layout(c, m.Title, section), m))
+	l := s.layout(c, m.Title, section)
+	l.Live = true // its table polls itself
+	return s.render(c, http.StatusOK, views.Queue(l, m))
 }
 
 // stateCounts fills the page's totals: how many actions each of its states

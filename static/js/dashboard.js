@@ -44,13 +44,51 @@
     update();
   });
 
-  // A poll (the table asking for itself) waits while rows are selected: replacing
-  // the rows would move them under the person's pointer.
+  // Live parts ([data-live]) poll their own URL. A poll waits while updates are
+  // paused, while rows are selected (replacing them would move them under the
+  // person's pointer) and while the person is typing into a form inside.
+  var paused = false, updated = Date.now();
+  function busy(region) {
+    if (picks().some(function (b) { return b.checked; })) return true;
+    var f = document.activeElement;
+    if (f && region.contains(f) && /^(INPUT|TEXTAREA|SELECT)$/.test(f.tagName)) return true;
+    return Array.prototype.some.call(region.querySelectorAll("textarea, input, select"), function (x) {
+      if (x.tagName === "SELECT") {
+        return Array.prototype.some.call(x.options, function (o) { return o.selected !== o.defaultSelected; });
+      }
+      if (x.type === "checkbox" || x.type === "radio") return x.checked !== x.defaultChecked;
+      if (x.type === "hidden" || x.type === "submit" || x.type === "button") return false;
+      return x.value !== x.defaultValue;
+    });
+  }
   document.addEventListener("htmx:beforeRequest", function (e) {
     var elt = e.detail && e.detail.elt;
-    if (elt && elt.id === "queue-table" && picks().some(function (b) { return b.checked; })) {
+    if (elt && elt.hasAttribute && elt.hasAttribute("data-live") && (paused || busy(elt))) {
       e.preventDefault();
     }
+  });
+  document.addEventListener("htmx:afterSettle", function (e) {
+    var t = e.detail && e.detail.elt;
+    if (t && t.hasAttribute && t.hasAttribute("data-live")) updated = Date.now();
+  });
+  function liveStatus() {
+    var age = document.getElementById("live-age");
+    if (!age) return;
+    var s = Math.max(0, Math.round((Date.now() - updated) / 1000));
+    age.textContent = paused ? "updates paused" : "updated " + s + " s ago";
+  }
+  document.addEventListener("DOMContentLoaded", function () {
+    var btn = document.getElementById("live-pause");
+    if (!btn) return;
+    btn.hidden = false;
+    btn.addEventListener("click", function () {
+      paused = !paused;
+      btn.textContent = paused ? "Resume updates" : "Pause updates";
+      btn.setAttribute("aria-pressed", String(paused));
+      liveStatus();
+    });
+    liveStatus();
+    setInterval(liveStatus, 1000);
   });
   document.addEventListener("htmx:afterSettle", update);
   document.addEventListener("htmx:afterSettle", function () { times(document); });
