@@ -33,3 +33,14 @@ func about(estimate bool) string {
 	}
 	return ""
 }
+
+// bucketName is what one bar of a trend window covers.
+func bucketName(window string) string {
+	switch window {
+	case "hour":
+		return "5 minutes"
+	case "day":
+		return "hour"
+	}
+	return "day"
+}

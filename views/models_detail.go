@@ -192,3 +192,33 @@ type UserRow struct {
 	Created  string
 	IsMe     bool
 }
+
+// TrendsPage is "/trends".
+type TrendsPage struct {
+	Window  string
+	Windows []Option // hour, day, week, as links
+	From    Stamp
+	Queues  []Chart
+	Dests   []Chart
+}
+
+// Chart is a small bar chart rendered as SVG, one group of bars per bucket.
+type Chart struct {
+	ID      string
+	Title   string
+	Summary string // the figures in words, for people who cannot see the chart
+	Width   int
+	Height  int
+	Bars    []Bar
+	Legend  []Option // series name and its CSS class (as Value)
+	Max     int64
+	Oldest  string // the left end, "1 week ago"
+	Worse   bool   // the newest failures exceed the window's average
+}
+
+// Bar is one bar of a chart.
+type Bar struct {
+	X, Y, W, H int
+	Class      string
+	Title      string
+}

@@ -22,7 +22,7 @@ func TestBrowserEveryWidth(t *testing.T) {
 	a := d.waitAction("open_opportunity", "enq-width-with-a-rather-long-business-key-0123456789", oncehook.StateFailed)
 	pages := []string{"/", "/queue/failed", "/queue/outstanding", "/mine", fmt.Sprintf("/actions/%d", a.ID),
 		fmt.Sprintf("/actions/%d/retry", a.ID), "/events/" + evID, "/sources", "/destinations", "/users",
-		"/queue/failed/bulk?act=retry", "/no/such/page"}
+		"/queue/failed/bulk?act=retry", "/no/such/page", "/actions", "/trends"}
 
 	b := newBrowser(t, d.url)
 	b.login(adminEmail, password)
@@ -54,6 +54,7 @@ func TestBrowserEveryWidth(t *testing.T) {
 		t.Errorf("Menu does not show the navigation")
 	}
 	b.do("desktop width", chromedp.EmulateViewport(1280, 900))
+	defer b.screenshot("1280-trends")
 	for _, p := range pages {
 		b.open(p, "main")
 		if over := wide(); over > 0 {
@@ -61,6 +62,12 @@ func TestBrowserEveryWidth(t *testing.T) {
 		}
 		if !eval[bool](b, `getComputedStyle(document.querySelector('.nav-links')).display !== 'none'`) {
 			t.Errorf("%s: at 1280 px the navigation is folded", p)
+		}
+		if eval[bool](b, `getComputedStyle(document.querySelector('.nav-toggle-label')).display !== 'none'`) {
+			t.Errorf("%s: at 1280 px the Menu button shows", p)
+		}
+		if h := eval[int](b, `Math.round(document.querySelector('body > header').getBoundingClientRect().height)`); h > 130 {
+			t.Errorf("%s: at 1280 px the header is %d px tall: the navigation does not sit in a line or two", p, h)
 		}
 	}
 }

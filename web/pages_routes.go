@@ -39,6 +39,7 @@ func (s *Server) pageRoutes(e *echo.Echo) {
 	e.POST("/actions/:id/:act", s.actionAct, in...)
 	e.GET("/events/:id", s.eventPage, in...)
 	e.GET("/sources", s.sourcesPage, in...)
+	e.GET("/trends", s.trendsPage, in...)
 	e.GET("/destinations", s.destinationsPage, in...)
 	e.POST("/destinations/:name/reconnect", s.reconnect, admin...)
 	e.GET("/users", s.usersPage, admin...)
