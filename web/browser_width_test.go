@@ -54,9 +54,13 @@ func TestBrowserEveryWidth(t *testing.T) {
 		t.Errorf("Menu does not show the navigation")
 	}
 	b.do("desktop width", chromedp.EmulateViewport(1280, 900))
-	defer b.screenshot("1280-trends")
+	shots := map[string]string{"/": "overview", "/queue/failed": "queue-failed", fmt.Sprintf("/actions/%d", a.ID): "action",
+		"/actions": "actions", "/trends": "trends"}
 	for _, p := range pages {
 		b.open(p, "main")
+		if name, ok := shots[p]; ok {
+			b.screenshot("1280-" + name)
+		}
 		if over := wide(); over > 0 {
 			t.Errorf("%s is %d px wider than a 1280 px screen", p, over)
 		}
