@@ -35,6 +35,10 @@ var QueueStates = map[string][]string{
 	QueueFailed:      {StateFailed},
 }
 
+// AllStates are every state, open ones first, in the order the pages list them.
+var AllStates = []string{StatePending, StateProcessing, StateRetrying, StateHeld, StateUncertain, StateFailed,
+	StateConfirmed, StateResolved, StateCancelled}
+
 // QueueOf returns the queue a state belongs to, or "" for closed states.
 func QueueOf(state string) string {
 	for q, states := range QueueStates {

@@ -53,7 +53,7 @@ SELECT a.id FROM actions a
 WHERE (cardinality($1::text[]) = 0 OR a.state = ANY($1::text[]))
   AND ($2 = '' OR a.source = $2) AND ($3 = '' OR a.owner = $3)
   AND ($4 = '' OR a.business_key = $4 OR a.operation_key = $4 OR a.external_ref = $4
-       OR a.business_key ILIKE '%' || $4 || '%')
+       OR a.owner = $4 OR a.business_key ILIKE '%' || $4 || '%')
   AND ($5::bigint IS NULL OR a.id < $5::bigint)
 ORDER BY a.id DESC LIMIT $6`
 
@@ -67,7 +67,7 @@ func TestActionListMatchesPlainScan(t *testing.T) {
 	for _, states := range [][]string{{}, {"failed"}, {"pending", "processing", "retrying", "held"}, {"confirmed", "nope"}} {
 		for _, source := range []string{"", "s2"} {
 			for _, owner := range []string{"", "o1"} {
-				for _, search := range []string{"", "enq_17", "enq_1", "ref_100"} {
+				for _, search := range []string{"", "enq_17", "enq_1", "ref_100", "o2"} {
 					for _, before := range []*int64{nil, &mid} {
 						for _, limit := range []int32{50, 7} {
 							name := fmt.Sprintf("%v/%s/%s/%s/%v/%d", states, source, owner, search, before != nil, limit)

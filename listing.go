@@ -17,7 +17,11 @@ type ActionFilter struct {
 	Owner       string
 	Destination string
 	Client      string
-	Q           string // business key, operation key, external ref or source event id
+	Q           string     // business key, operation key, external ref, owner or source event id
+	Reason      string     // a part of the reason
+	Since       *time.Time // created at or after
+	Until       *time.Time // created before
+	HTTPStatus  int        // an attempt got this reply status; 0 for any
 	Limit       int
 	Cursor      string // from the previous page's NextCursor
 }
@@ -60,7 +64,7 @@ func (r *Review) MatchingActions(ctx context.Context, f ActionFilter) ([]Action,
 // selectActions is the one place an ActionFilter becomes SQL (ActionList): the
 // list, its pages and bulk acts all go through it.
 func (r *Review) selectActions(ctx context.Context, f ActionFilter, before *int64, limit int) ([]Action, error) {
-	if err := checkText("filter", append([]string{f.Source, f.Name, f.Owner, f.Destination, f.Client, f.Q}, f.States...)...); err != nil {
+	if err := checkText("filter", append([]string{f.Source, f.Name, f.Owner, f.Destination, f.Client, f.Q, f.Reason}, f.States...)...); err != nil {
 		return nil, err
 	}
 	states := f.States
@@ -69,7 +73,8 @@ func (r *Review) selectActions(ctx context.Context, f ActionFilter, before *int6
 	}
 	rows, err := db.New(r.pool).ActionList(ctx, db.ActionListParams{
 		States: states, Source: f.Source, Name: f.Name, Owner: f.Owner, Destination: f.Destination,
-		Client: f.Client, Q: f.Q, BeforeID: before, MaxRows: int32(limit),
+		Client: f.Client, Q: f.Q, Reason: f.Reason, Since: f.Since, Until: f.Until, HttpStatus: int32(f.HTTPStatus),
+		BeforeID: before, MaxRows: int32(limit),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list actions: %w", err)

@@ -66,7 +66,11 @@ func (b *bench) growth(ctx context.Context) error {
 			client: http.DefaultClient, header: api},
 	}
 	if page != nil {
-		targets = append(targets, target{name: "queue page GET /queue/failed", path: "/queue/failed", client: page})
+		targets = append(targets, target{name: "queue page GET /queue/failed", path: "/queue/failed", client: page},
+			target{name: "all actions GET /actions (every state)", path: "/actions", client: page},
+			target{name: "search GET /actions?q=... (one business key, every state)", path: "/actions?q=enq_g_500",
+				client: page},
+			target{name: "trends GET /trends?window=day", path: "/trends?window=day", client: page})
 	} else {
 		b.t.note("growth: no /queue/failed page in this build; only the API was measured")
 	}

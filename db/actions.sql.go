@@ -762,15 +762,21 @@ WHERE (a.client, a.id) IN (
           AND ($5::text = '' OR b.destination = $5)
           AND ($6::text = '' OR b.client = $6)
           AND ($7::text = '' OR b.business_key = $7 OR b.operation_key = $7 OR b.external_ref = $7
-               OR b.business_key ILIKE '%' || $7 || '%'
+               OR b.owner = $7 OR b.business_key ILIKE '%' || $7 || '%'
                OR EXISTS (SELECT 1 FROM action_events ae
                           JOIN events e ON e.client = ae.client AND e.id = ae.event_id
                           WHERE ae.client = b.client AND ae.action_id = b.id AND e.source_event_id = $7))
-          AND b.id < coalesce($8::bigint, 9223372036854775807)
+          AND ($8::text = '' OR b.reason ILIKE '%' || $8 || '%')
+          AND ($9::timestamptz IS NULL OR b.created_at >= $9)
+          AND ($10::timestamptz IS NULL OR b.created_at < $10)
+          AND ($11::integer = 0
+               OR EXISTS (SELECT 1 FROM attempts t WHERE t.client = b.client AND t.action_id = b.id
+                          AND t.http_status = $11))
+          AND b.id < coalesce($12::bigint, 9223372036854775807)
         ORDER BY b.state, b.id DESC
-        LIMIT $9) p)
+        LIMIT $13) p)
 ORDER BY a.id DESC
-LIMIT $9
+LIMIT $13
 `
 
 type ActionListParams struct {
@@ -781,11 +787,19 @@ type ActionListParams struct {
 	Destination string
 	Client      string
 	Q           string
+	Reason      string
+	Since       *time.Time
+	Until       *time.Time
+	HttpStatus  int32
 	BeforeID    *int64
 	MaxRows     int32
 }
 
-// Keyset pagination, newest first. Empty filters match everything. Each state is
+// Keyset pagination, newest first. Empty filters match everything. It is the one
+// place a filter becomes SQL: the pages, the API, CSV export and "all that match"
+// bulk acts all read it. q matches a key, an external ref, an owner or an event id;
+// reason is a part of the reason; since/until bound the creation time; http_status
+// matches an attempt's reply. Each state is
 // walked on its own down actions_state_idx (state, id DESC), or actions_owner_idx
 // with an owner, for at most max_rows rows, so a page costs the same with a
 // thousand actions or a million. Two things keep Postgres on that path: one scan
@@ -801,6 +815,10 @@ func (q *Queries) ActionList(ctx context.Context, arg ActionListParams) ([]Actio
 		arg.Destination,
 		arg.Client,
 		arg.Q,
+		arg.Reason,
+		arg.Since,
+		arg.Until,
+		arg.HttpStatus,
 		arg.BeforeID,
 		arg.MaxRows,
 	)

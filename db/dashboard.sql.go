@@ -85,3 +85,130 @@ func (q *Queries) DashboardSourceStats(ctx context.Context) ([]DashboardSourceSt
 	}
 	return items, nil
 }
+
+const dashboardTrendFailures = `-- name: DashboardTrendFailures :many
+SELECT a.destination,
+       floor(extract(epoch FROM t.finished_at - $1::timestamptz) / $2::double precision)::integer AS bucket,
+       count(*)::bigint AS n
+FROM attempts t
+JOIN actions a ON a.client = t.client AND a.id = t.action_id
+WHERE t.finished_at >= $1::timestamptz AND t.kind = 'call' AND t.observed = ANY($3::text[])
+GROUP BY 1, 2
+`
+
+type DashboardTrendFailuresParams struct {
+	Since         time.Time
+	BucketSeconds float64
+	Observed      []string
+}
+
+type DashboardTrendFailuresRow struct {
+	Destination string
+	Bucket      int32
+	N           int64
+}
+
+// Calls that failed (observed one of @observed) since @since, per destination and bucket.
+func (q *Queries) DashboardTrendFailures(ctx context.Context, arg DashboardTrendFailuresParams) ([]DashboardTrendFailuresRow, error) {
+	rows, err := q.db.Query(ctx, dashboardTrendFailures, arg.Since, arg.BucketSeconds, arg.Observed)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []DashboardTrendFailuresRow{}
+	for rows.Next() {
+		var i DashboardTrendFailuresRow
+		if err := rows.Scan(&i.Destination, &i.Bucket, &i.N); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const dashboardTrendNew = `-- name: DashboardTrendNew :many
+SELECT destination,
+       floor(extract(epoch FROM created_at - $1::timestamptz) / $2::double precision)::integer AS bucket,
+       count(*)::bigint AS n
+FROM actions
+WHERE created_at >= $1::timestamptz
+GROUP BY 1, 2
+`
+
+type DashboardTrendNewParams struct {
+	Since         time.Time
+	BucketSeconds float64
+}
+
+type DashboardTrendNewRow struct {
+	Destination string
+	Bucket      int32
+	N           int64
+}
+
+// Actions created since @since, per destination and bucket of @bucket_seconds.
+func (q *Queries) DashboardTrendNew(ctx context.Context, arg DashboardTrendNewParams) ([]DashboardTrendNewRow, error) {
+	rows, err := q.db.Query(ctx, dashboardTrendNew, arg.Since, arg.BucketSeconds)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []DashboardTrendNewRow{}
+	for rows.Next() {
+		var i DashboardTrendNewRow
+		if err := rows.Scan(&i.Destination, &i.Bucket, &i.N); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const dashboardTrendQueues = `-- name: DashboardTrendQueues :many
+SELECT state,
+       floor(extract(epoch FROM state_since - $1::timestamptz) / $2::double precision)::integer AS bucket,
+       count(*)::bigint AS n
+FROM actions
+WHERE state = ANY($3::text[]) AND state_since >= $1::timestamptz
+GROUP BY 1, 2
+`
+
+type DashboardTrendQueuesParams struct {
+	Since         time.Time
+	BucketSeconds float64
+	States        []string
+}
+
+type DashboardTrendQueuesRow struct {
+	State  string
+	Bucket int32
+	N      int64
+}
+
+// Open actions that entered their state since @since, per state and bucket: what
+// arrived in each queue and still waits there.
+func (q *Queries) DashboardTrendQueues(ctx context.Context, arg DashboardTrendQueuesParams) ([]DashboardTrendQueuesRow, error) {
+	rows, err := q.db.Query(ctx, dashboardTrendQueues, arg.Since, arg.BucketSeconds, arg.States)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []DashboardTrendQueuesRow{}
+	for rows.Next() {
+		var i DashboardTrendQueuesRow
+		if err := rows.Scan(&i.State, &i.Bucket, &i.N); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}

@@ -309,7 +309,11 @@ WHERE client = @client AND id = @id
 RETURNING *;
 
 -- name: ActionList :many
--- Keyset pagination, newest first. Empty filters match everything. Each state is
+-- Keyset pagination, newest first. Empty filters match everything. It is the one
+-- place a filter becomes SQL: the pages, the API, CSV export and "all that match"
+-- bulk acts all read it. q matches a key, an external ref, an owner or an event id;
+-- reason is a part of the reason; since/until bound the creation time; http_status
+-- matches an attempt's reply. Each state is
 -- walked on its own down actions_state_idx (state, id DESC), or actions_owner_idx
 -- with an owner, for at most max_rows rows, so a page costs the same with a
 -- thousand actions or a million. Two things keep Postgres on that path: one scan
@@ -332,10 +336,16 @@ WHERE (a.client, a.id) IN (
           AND (@destination::text = '' OR b.destination = @destination)
           AND (@client::text = '' OR b.client = @client)
           AND (@q::text = '' OR b.business_key = @q OR b.operation_key = @q OR b.external_ref = @q
-               OR b.business_key ILIKE '%' || @q || '%'
+               OR b.owner = @q OR b.business_key ILIKE '%' || @q || '%'
                OR EXISTS (SELECT 1 FROM action_events ae
                           JOIN events e ON e.client = ae.client AND e.id = ae.event_id
                           WHERE ae.client = b.client AND ae.action_id = b.id AND e.source_event_id = @q))
+          AND (@reason::text = '' OR b.reason ILIKE '%' || @reason || '%')
+          AND (sqlc.narg(since)::timestamptz IS NULL OR b.created_at >= sqlc.narg(since))
+          AND (sqlc.narg(until)::timestamptz IS NULL OR b.created_at < sqlc.narg(until))
+          AND (@http_status::integer = 0
+               OR EXISTS (SELECT 1 FROM attempts t WHERE t.client = b.client AND t.action_id = b.id
+                          AND t.http_status = @http_status))
           AND b.id < coalesce(sqlc.narg(before_id)::bigint, 9223372036854775807)
         ORDER BY b.state, b.id DESC
         LIMIT @max_rows) p)

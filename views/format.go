@@ -26,3 +26,21 @@ func actLabel(act string) string {
 	}
 	return strings.ToUpper(act[:1]) + act[1:]
 }
+
+func about(estimate bool) string {
+	if estimate {
+		return "about "
+	}
+	return ""
+}
+
+// bucketName is what one bar of a trend window covers.
+func bucketName(window string) string {
+	switch window {
+	case "hour":
+		return "5 minutes"
+	case "day":
+		return "hour"
+	}
+	return "day"
+}

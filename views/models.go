@@ -14,6 +14,12 @@ type Layout struct {
 	Flash      string
 	FlashError string
 	Kept       *KeptForm // a form sent after the session expired, offered again
+	// Live pages update by themselves (with the script): LiveURL is polled and its
+	// #live part swapped in; Live alone shows the status for a page whose own
+	// parts poll (a queue's table).
+	Live    bool
+	LiveURL string
+	LiveAt  Stamp // when the page was rendered
 }
 
 // KeptForm is what a person typed into a form that arrived after their session
@@ -63,17 +69,17 @@ type ActionRow struct {
 	Owner       string
 	NoAccount   bool // the owner has no account: nobody sees it under /mine
 	Attempts    int32
-	Age         string
+	Age         Age // in its state
 	Reason      string
 	NextStep    string
 }
 
 // QueueCard is one queue on the overview.
 type QueueCard struct {
-	Name      string
-	URL       string
-	Count     int64
-	OldestAge string // "" when empty
+	Name   string
+	URL    string
+	Count  int64
+	Oldest Age // zero when empty
 }
 
 // SourceRow is one source with its delivery counts.
@@ -120,6 +126,17 @@ type Option struct {
 // Filter is a queue's filter, as the query string carries it.
 type Filter struct {
 	State, Source, Action, Destination, Owner, Client, Q string
+	Reason                                               string // a part of the reason
+	Since                                                string // created at or after: "2006-01-02" or "2006-01-02T15:04", UTC
+	Until                                                string // created before, the same way
+	HTTPStatus                                           string // an attempt got this reply status
+}
+
+// Pairs is the filter as query parameters, in the order forms and links carry them.
+func (f Filter) Pairs() [][2]string {
+	return [][2]string{{"state", f.State}, {"source", f.Source}, {"action", f.Action}, {"destination", f.Destination},
+		{"client", f.Client}, {"owner", f.Owner}, {"q", f.Q}, {"reason", f.Reason}, {"since", f.Since},
+		{"until", f.Until}, {"http_status", f.HTTPStatus}}
 }
 
 // QueuePage is a queue, or "/mine".
@@ -135,6 +152,9 @@ type QueuePage struct {
 	Clients      []Option
 	Owners       []Option
 	States       []Option // the queue's states, for a queue of more than one
+	Counts       []StateTotal
+	Total        int64
+	TotalAbout   bool // Total holds an estimate
 	Table        QueueTable
 	CanAssign    bool
 	Assignees    []Option
@@ -147,6 +167,15 @@ type QueueTable struct {
 	RefreshURL string // this page, filter and cursor included
 	NextURL    string // "" on the last page
 	FirstURL   string // "" on the first page
+	CSVURL     string // every action the filter selects, as CSV
+}
+
+// StateTotal is how many actions a state holds, as a link to them.
+type StateTotal struct {
+	State string
+	Count int64
+	About bool // an estimate: past 1,000 the figure is the planner's
+	URL   string
 }
 
 // BulkPage reports a bulk act, the actions grouped by what became of them.

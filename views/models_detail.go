@@ -56,12 +56,12 @@ type ActionInfo struct {
 	Owner        string
 	NoAccount    bool // the owner has no account
 	Attempts     int32
-	NextAttempt  string
+	NextAttempt  Stamp
 	ExternalRef  string
 	Params       string // pretty JSON
-	Created      string
-	Updated      string
-	StateSince   string // when it entered its state
+	Created      Stamp
+	Updated      Stamp
+	StateSince   Stamp // when it entered its state
 }
 
 // ActionEvent is one event that asked for the action.
@@ -74,7 +74,7 @@ type ActionEvent struct {
 	Status        string
 	Deliveries    int32
 	Conflict      bool
-	Received      string
+	Received      Stamp
 }
 
 // ParamDiff sets the action's parameters beside those a conflicting event asked for.
@@ -103,12 +103,12 @@ type Attempt struct {
 	Error        string
 	Evidence     string
 	Worker       string
-	Started      string
+	Started      Stamp
 }
 
 // AuditLine is one entry of the audit trail.
 type AuditLine struct {
-	At     string
+	At     Stamp
 	Actor  string
 	Act    string
 	Note   string
@@ -208,4 +208,34 @@ type UserRow struct {
 	Disabled bool
 	Created  string
 	IsMe     bool
+}
+
+// TrendsPage is "/trends".
+type TrendsPage struct {
+	Window  string
+	Windows []Option // hour, day, week, as links
+	From    Stamp
+	Queues  []Chart
+	Dests   []Chart
+}
+
+// Chart is a small bar chart rendered as SVG, one group of bars per bucket.
+type Chart struct {
+	ID      string
+	Title   string
+	Summary string // the figures in words, for people who cannot see the chart
+	Width   int
+	Height  int
+	Bars    []Bar
+	Legend  []Option // series name and its CSS class (as Value)
+	Max     int64
+	Oldest  string // the left end, "1 week ago"
+	Worse   bool   // the newest failures exceed the window's average
+}
+
+// Bar is one bar of a chart.
+type Bar struct {
+	X, Y, W, H int
+	Class      string
+	Title      string
 }

@@ -43,6 +43,7 @@ func (s *Server) layout(c echo.Context, title, section string) views.Layout {
 	l.Flash = s.sessions.PopString(ctx, sessFlash)
 	l.FlashError = s.sessions.PopString(ctx, sessFlashError)
 	l.Kept = s.keptFor(c)
+	l.LiveAt = stamp(s.now())
 	if u := userOf(c); u.ID != 0 {
 		l.User = &views.User{ID: u.ID, Email: u.Email, Role: u.Role, Admin: u.Role == oncehook.RoleAdmin}
 	}
@@ -55,6 +56,22 @@ func when(t time.Time) string {
 		return ""
 	}
 	return t.UTC().Format("2006-01-02 15:04:05 UTC")
+}
+
+// stamp is t for a <time> element.
+func stamp(t time.Time) views.Stamp {
+	if t.IsZero() {
+		return views.Stamp{}
+	}
+	return views.Stamp{ISO: t.UTC().Format(time.RFC3339), UTC: when(t)}
+}
+
+// ageOf is how long ago t was, for a <time> element that stays current.
+func ageOf(now, t time.Time) views.Age {
+	if t.IsZero() {
+		return views.Age{}
+	}
+	return views.Age{ISO: t.UTC().Format(time.RFC3339), Text: age(now, t)}
 }
 
 // age is how long ago t was, in the largest two units that matter.
@@ -82,7 +99,7 @@ func (s *Server) actionRows(as []oncehook.Action) []views.ActionRow {
 		rows = append(rows, views.ActionRow{
 			ID: a.ID, URL: actionURL(a.ID), State: a.State, Name: a.Name, BusinessKey: a.BusinessKey,
 			Source: a.Source, Destination: a.Destination, Owner: a.Owner, Attempts: a.Attempts,
-			Age: age(now, a.StateSince), Reason: a.Reason, NextStep: oncehook.NextStep(a.State),
+			Age: ageOf(now, a.StateSince), Reason: a.Reason, NextStep: oncehook.NextStep(a.State),
 		})
 	}
 	return rows
@@ -111,4 +128,10 @@ func (s *Server) flagOwners(c echo.Context, rows []views.ActionRow) error {
 		rows[i].NoAccount = rows[i].Owner != "" && !known[strings.ToLower(rows[i].Owner)]
 	}
 	return nil
+}
+
+// live makes a page update by itself: the script polls its own URL.
+func live(c echo.Context, l views.Layout) views.Layout {
+	l.Live, l.LiveURL = true, c.Request().URL.RequestURI()
+	return l
 }

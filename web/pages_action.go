@@ -61,7 +61,7 @@ func (s *Server) actionPage(c echo.Context) error {
 	for _, e := range d.Events {
 		m.Events = append(m.Events, views.ActionEvent{ID: e.EventID, URL: eventURL(e.EventID), Source: e.Source,
 			SourceEventID: e.SourceEventID, Type: e.Type, Status: e.Status, Deliveries: e.Deliveries,
-			Conflict: e.Conflict || e.EventConflict, Received: when(e.ReceivedAt)})
+			Conflict: e.Conflict || e.EventConflict, Received: stamp(e.ReceivedAt)})
 		if e.Conflict {
 			m.Diffs = append(m.Diffs, views.ParamDiff{EventID: e.EventID, EventURL: eventURL(e.EventID),
 				Rows: diffParams(a.Params, e.Params)})
@@ -69,7 +69,7 @@ func (s *Server) actionPage(c echo.Context) error {
 	}
 	for _, t := range d.Attempts {
 		at := views.Attempt{Kind: t.Kind, OperationKey: t.OperationKey, Status: t.Status, Observed: t.Observed,
-			Error: t.Error, Evidence: t.Evidence, Worker: t.Worker, Started: when(t.StartedAt)}
+			Error: t.Error, Evidence: t.Evidence, Worker: t.Worker, Started: stamp(t.StartedAt)}
 		if t.HTTPStatus != nil {
 			at.HTTPStatus = fmt.Sprint(*t.HTTPStatus)
 		}
@@ -79,11 +79,11 @@ func (s *Server) actionPage(c echo.Context) error {
 		m.Attempts = append(m.Attempts, at)
 	}
 	for _, au := range d.Audit {
-		m.Audit = append(m.Audit, views.AuditLine{At: when(au.At), Actor: au.Actor, Act: au.Act, Note: au.Note,
+		m.Audit = append(m.Audit, views.AuditLine{At: stamp(au.At), Actor: au.Actor, Act: au.Act, Note: au.Note,
 			Detail: detailWords(au.Detail)})
 	}
 	title := fmt.Sprintf("%s %s", a.Name, a.BusinessKey)
-	return s.render(c, http.StatusOK, views.Action(s.layout(c, title, ""), m))
+	return s.render(c, http.StatusOK, views.Action(live(c, s.layout(c, title, "")), m))
 }
 
 func (s *Server) actionInfo(a oncehook.Action) views.ActionInfo {
@@ -92,11 +92,11 @@ func (s *Server) actionInfo(a oncehook.Action) views.ActionInfo {
 		NextStep: oncehook.NextStep(a.State), BusinessKey: a.BusinessKey, OperationKey: a.OperationKey,
 		Source: a.Source, Client: a.Client, Environment: a.Environment, Destination: a.Destination,
 		Owner: a.Owner, Attempts: a.Attempts, ExternalRef: a.ExternalRef, Params: prettyJSON(a.Params),
-		Created: when(a.CreatedAt), Updated: when(a.UpdatedAt), StateSince: when(a.StateSince),
+		Created: stamp(a.CreatedAt), Updated: stamp(a.UpdatedAt), StateSince: stamp(a.StateSince),
 	}
 	if (a.State == oncehook.StatePending || a.State == oncehook.StateRetrying || a.State == oncehook.StateUncertain) &&
 		oncehook.Scheduled(a.NextAttemptAt) {
-		info.NextAttempt = when(a.NextAttemptAt)
+		info.NextAttempt = stamp(a.NextAttemptAt)
 	}
 	return info
 }

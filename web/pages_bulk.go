@@ -84,7 +84,11 @@ func (s *Server) bulkConfirm(c echo.Context) error {
 	if !ok || !x.Bulk {
 		return oncehook.Errorf(oncehook.EINVALID, "Several actions at once can be retried, reconciled or assigned, not %q.", act)
 	}
-	matching, err := s.review.MatchingActions(c.Request().Context(), actionFilter(states, f))
+	af, err := actionFilter(states, f)
+	if err != nil {
+		return err
+	}
+	matching, err := s.review.MatchingActions(c.Request().Context(), af)
 	if err != nil {
 		return err
 	}
@@ -132,14 +136,13 @@ func (s *Server) bulkDone(c echo.Context) error {
 // filterText says in words what a filter selects, for the confirmation step.
 func filterText(f views.Filter) string {
 	var parts []string
-	for _, p := range []struct{ k, v string }{{"state", f.State}, {"source", f.Source}, {"action", f.Action}, {"destination", f.Destination},
-		{"client", f.Client}, {"owner", f.Owner}, {"search", f.Q}} {
-		if p.v != "" {
-			parts = append(parts, p.k+" "+strconv.Quote(p.v))
+	for _, p := range f.Pairs() {
+		if p[1] != "" {
+			parts = append(parts, strings.ReplaceAll(p[0], "_", " ")+" "+strconv.Quote(p[1]))
 		}
 	}
 	if len(parts) == 0 {
-		return "no filter: every action of this queue"
+		return "no filter: every action here"
 	}
 	return strings.Join(parts, ", ")
 }

@@ -38,11 +38,11 @@ func (s *Server) overviewPage(c echo.Context) error {
 	for _, q := range queues {
 		card := views.QueueCard{Name: q.Name, URL: "/queue/" + q.Name, Count: q.Count}
 		if q.Count > 0 {
-			card.OldestAge = age(now, q.Oldest)
+			card.Oldest = ageOf(now, q.Oldest)
 		}
 		m.Queues = append(m.Queues, card)
 	}
-	return s.render(c, http.StatusOK, views.Overview(s.layout(c, "Overview", "overview"), m))
+	return s.render(c, http.StatusOK, views.Overview(live(c, s.layout(c, "Overview", "overview")), m))
 }
 
 // schemes says how each provider's deliveries are verified, for the sources page.
@@ -112,7 +112,7 @@ func (s *Server) destinationsPage(c echo.Context) error {
 		return err
 	}
 	m := views.DestinationsPage{Rows: rows, CanReconnect: actorOf(c).Role == oncehook.RoleAdmin}
-	return s.render(c, http.StatusOK, views.Destinations(s.layout(c, "Destinations", "destinations"), m))
+	return s.render(c, http.StatusOK, views.Destinations(live(c, s.layout(c, "Destinations", "destinations")), m))
 }
 
 // reconnect re-checks a destination's credentials and releases its held actions.

@@ -1,9 +1,11 @@
 package web
 
 import (
-	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -25,11 +27,13 @@ var queueTitles = map[string]string{
 func queueFilter(c echo.Context) views.Filter {
 	return views.Filter{State: c.FormValue("state"), Source: c.FormValue("source"), Action: c.FormValue("action"),
 		Destination: c.FormValue("destination"), Owner: c.FormValue("owner"),
-		Client: c.FormValue("client"), Q: c.FormValue("q")}
+		Client: c.FormValue("client"), Q: strings.TrimSpace(c.FormValue("q")), Reason: c.FormValue("reason"),
+		Since: c.FormValue("since"), Until: c.FormValue("until"), HTTPStatus: c.FormValue("http_status")}
 }
 
 // queueScope is what a queue path selects: the states and, for /mine, the owner.
-// The owner of /mine is always the person asking, whatever the form says.
+// The owner of /mine is always the person asking, whatever the form says; /actions
+// is every action, in every state.
 func queueScope(c echo.Context) (path string, states []string, f views.Filter, err error) {
 	f = queueFilter(c)
 	if q := c.Param("queue"); q != "" {
@@ -39,6 +43,10 @@ func queueScope(c echo.Context) (path string, states []string, f views.Filter, e
 		}
 		st, err = withinStates(st, f.State)
 		return "/queue/" + q, st, f, err
+	}
+	if strings.HasPrefix(c.Path(), "/actions") {
+		st, err := withinStates(oncehook.AllStates, f.State)
+		return "/actions", st, f, err
 	}
 	f.Owner = userOf(c).Email
 	st, err := withinStates(oncehook.OpenStates(), f.State)
@@ -56,18 +64,48 @@ func withinStates(states []string, state string) ([]string, error) {
 	return []string{state}, nil
 }
 
-func actionFilter(states []string, f views.Filter) oncehook.ActionFilter {
-	return oncehook.ActionFilter{States: states, Source: f.Source, Name: f.Action, Owner: f.Owner,
-		Destination: f.Destination, Client: f.Client, Q: f.Q}
+// actionFilter is the ledger's filter for a page's: EINVALID for a time or a
+// status that does not parse.
+func actionFilter(states []string, f views.Filter) (oncehook.ActionFilter, error) {
+	af := oncehook.ActionFilter{States: states, Source: f.Source, Name: f.Action, Owner: f.Owner,
+		Destination: f.Destination, Client: f.Client, Q: f.Q, Reason: f.Reason}
+	var err error
+	if af.Since, err = parseWhen("from", f.Since); err != nil {
+		return af, err
+	}
+	if af.Until, err = parseWhen("until", f.Until); err != nil {
+		return af, err
+	}
+	if f.HTTPStatus != "" {
+		n, err := strconv.Atoi(f.HTTPStatus)
+		if err != nil || n < 100 || n > 999 {
+			return af, oncehook.Errorf(oncehook.EINVALID, "The HTTP status %q is not a number like 422.", f.HTTPStatus)
+		}
+		af.HTTPStatus = n
+	}
+	return af, nil
+}
+
+// parseWhen reads a date ("2026-01-02") or a date and time ("2026-01-02T15:04",
+// as a datetime-local field sends it), in UTC.
+func parseWhen(what, v string) (*time.Time, error) {
+	if v == "" {
+		return nil, nil
+	}
+	for _, layout := range []string{"2006-01-02T15:04", "2006-01-02T15:04:05", "2006-01-02", time.RFC3339} {
+		if t, err := time.ParseInLocation(layout, v, time.UTC); err == nil {
+			return &t, nil
+		}
+	}
+	return nil, oncehook.Errorf(oncehook.EINVALID, "The %s time %q is not a date like 2026-01-02 or 2026-01-02T15:04.", what, v)
 }
 
 // filterValues is a filter as a query string carries it, empty fields left out.
 func filterValues(f views.Filter) url.Values {
 	v := url.Values{}
-	for k, val := range map[string]string{"state": f.State, "source": f.Source, "action": f.Action, "destination": f.Destination,
-		"owner": f.Owner, "client": f.Client, "q": f.Q} {
-		if val != "" {
-			v.Set(k, val)
+	for _, p := range f.Pairs() {
+		if p[1] != "" {
+			v.Set(p[0], p[1])
 		}
 	}
 	return v
@@ -88,60 +126,6 @@ func queueURL(path string, f views.Filter, cursor string) string {
 		v.Set("cursor", cursor)
 	}
 	return withQuery(path, v)
-}
-
-// queuePage serves /queue/{queue}; for an htmx request, only the table.
-func (s *Server) queuePage(c echo.Context) error {
-	return s.showQueue(c, true)
-}
-
-// minePage serves /mine: everything open that is assigned to me.
-func (s *Server) minePage(c echo.Context) error {
-	return s.showQueue(c, false)
-}
-
-func (s *Server) showQueue(c echo.Context, showFilter bool) error {
-	path, states, f, err := queueScope(c)
-	if err != nil {
-		return err
-	}
-	cursor := c.QueryParam("cursor")
-	af := actionFilter(states, f)
-	af.Cursor, af.Limit = cursor, queuePageSize
-	page, err := s.review.ListActions(c.Request().Context(), af)
-	if err != nil {
-		return err
-	}
-	table := views.QueueTable{Filter: f, Rows: s.actionRows(page.Actions), RefreshURL: queueURL(path, f, cursor)}
-	if err := s.flagOwners(c, table.Rows); err != nil {
-		return err
-	}
-	if page.NextCursor != "" {
-		table.NextURL = queueURL(path, f, page.NextCursor)
-	}
-	if cursor != "" {
-		table.FirstURL = queueURL(path, f, "")
-	}
-	if isFragment(c) {
-		return s.render(c, http.StatusOK, views.QueueRows(table, path))
-	}
-	m := views.QueuePage{Path: path, Filter: f, ShowFilter: showFilter, Table: table,
-		CanAssign: actorOf(c).Role == oncehook.RoleAdmin}
-	section := c.Param("queue")
-	if section == "" {
-		section, m.Title, m.Intro = "mine", "Assigned to me", "Open actions whose owner is you."
-	} else {
-		m.Title = queueTitles[section]
-	}
-	if st := oncehook.QueueStates[section]; len(st) > 1 {
-		for _, x := range st {
-			m.States = append(m.States, views.Option{Value: x, Label: x})
-		}
-	}
-	if err := s.filterOptions(c, &m); err != nil {
-		return err
-	}
-	return s.render(c, http.StatusOK, views.Queue(s.layout(c, m.Title, section), m))
 }
 
 // filterOptions fills the filter's choices from the config and the users.

@@ -44,15 +44,78 @@
     update();
   });
 
-  // A poll (the table asking for itself) waits while rows are selected: replacing
-  // the rows would move them under the person's pointer.
+  // Live parts ([data-live]) poll their own URL. A poll waits while updates are
+  // paused, while rows are selected (replacing them would move them under the
+  // person's pointer) and while the person is typing into a form inside.
+  var paused = false, updated = Date.now();
+  function busy(region) {
+    if (picks().some(function (b) { return b.checked; })) return true;
+    var f = document.activeElement;
+    if (f && region.contains(f) && /^(INPUT|TEXTAREA|SELECT)$/.test(f.tagName)) return true;
+    return Array.prototype.some.call(region.querySelectorAll("textarea, input, select"), function (x) {
+      if (x.tagName === "SELECT") {
+        return Array.prototype.some.call(x.options, function (o) { return o.selected !== o.defaultSelected; });
+      }
+      if (x.type === "checkbox" || x.type === "radio") return x.checked !== x.defaultChecked;
+      if (x.type === "hidden" || x.type === "submit" || x.type === "button") return false;
+      return x.value !== x.defaultValue;
+    });
+  }
   document.addEventListener("htmx:beforeRequest", function (e) {
     var elt = e.detail && e.detail.elt;
-    if (elt && elt.id === "queue-table" && picks().some(function (b) { return b.checked; })) {
+    if (elt && elt.hasAttribute && elt.hasAttribute("data-live") && (paused || busy(elt))) {
       e.preventDefault();
     }
   });
+  document.addEventListener("htmx:afterSettle", function (e) {
+    var t = e.detail && e.detail.elt;
+    if (t && t.hasAttribute && t.hasAttribute("data-live")) updated = Date.now();
+  });
+  function liveStatus() {
+    var age = document.getElementById("live-age");
+    if (!age) return;
+    var s = Math.max(0, Math.round((Date.now() - updated) / 1000));
+    age.textContent = paused ? "updates paused" : "updated " + s + " s ago";
+  }
+  document.addEventListener("DOMContentLoaded", function () {
+    var btn = document.getElementById("live-pause");
+    if (!btn) return;
+    btn.hidden = false;
+    btn.addEventListener("click", function () {
+      paused = !paused;
+      btn.textContent = paused ? "Resume updates" : "Pause updates";
+      btn.setAttribute("aria-pressed", String(paused));
+      liveStatus();
+    });
+    liveStatus();
+    setInterval(liveStatus, 1000);
+  });
   document.addEventListener("htmx:afterSettle", update);
+  document.addEventListener("htmx:afterSettle", function () { times(document); });
+  document.addEventListener("DOMContentLoaded", function () { times(document); setInterval(ages, 5000); });
+
+  // Moments in the reader's time zone; the exact UTC time stays on hover.
+  var fmt = new Intl.DateTimeFormat(undefined, { year: "numeric", month: "short", day: "numeric",
+    hour: "2-digit", minute: "2-digit", second: "2-digit", hourCycle: "h23", timeZoneName: "short" });
+  function times(root) {
+    root.querySelectorAll("time[data-local]").forEach(function (el) {
+      var d = new Date(el.dateTime);
+      if (!isNaN(d)) el.textContent = fmt.format(d);
+    });
+    ages();
+  }
+
+  // Relative ages, as the server writes them: 42s, 5m, 3h 12m, 4d 2h.
+  function ages() {
+    var now = Date.now();
+    document.querySelectorAll("time[data-age]").forEach(function (el) {
+      var t = new Date(el.dateTime).getTime();
+      if (isNaN(t)) return;
+      var s = Math.max(0, Math.floor((now - t) / 1000)), m = Math.floor(s / 60), h = Math.floor(m / 60);
+      el.textContent = s < 60 ? s + "s" : m < 60 ? m + "m" : h < 48 ? h + "h " + (m % 60) + "m"
+        : Math.floor(h / 24) + "d " + (h % 24) + "h";
+    });
+  }
   document.addEventListener("DOMContentLoaded", update);
   document.addEventListener("DOMContentLoaded", restoreKept);
 

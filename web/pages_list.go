@@ -1,0 +1,166 @@
+package web
+
+import (
+	"encoding/csv"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/oncehook/oncehook"
+	"github.com/oncehook/oncehook/views"
+)
+
+// queuePage serves /queue/{queue}; for an htmx request, only the table.
+func (s *Server) queuePage(c echo.Context) error {
+	return s.showQueue(c, true)
+}
+
+// minePage serves /mine: everything open that is assigned to me.
+func (s *Server) minePage(c echo.Context) error {
+	return s.showQueue(c, false)
+}
+
+// actionsPage serves /actions: every action in every state, with counts per
+// state, the cross-queue search and the history.
+func (s *Server) actionsPage(c echo.Context) error {
+	return s.showQueue(c, true)
+}
+
+func (s *Server) showQueue(c echo.Context, showFilter bool) error {
+	path, states, f, err := queueScope(c)
+	if err != nil {
+		return err
+	}
+	af, err := actionFilter(states, f)
+	if err != nil {
+		return err
+	}
+	if c.QueryParam("format") == "csv" {
+		return s.exportCSV(c, path, af)
+	}
+	cursor := c.QueryParam("cursor")
+	af.Cursor, af.Limit = cursor, queuePageSize
+	page, err := s.review.ListActions(c.Request().Context(), af)
+	if err != nil {
+		return err
+	}
+	table := views.QueueTable{Filter: f, Rows: s.actionRows(page.Actions), RefreshURL: queueURL(path, f, cursor)}
+	if err := s.flagOwners(c, table.Rows); err != nil {
+		return err
+	}
+	if page.NextCursor != "" {
+		table.NextURL = queueURL(path, f, page.NextCursor)
+	}
+	if cursor != "" {
+		table.FirstURL = queueURL(path, f, "")
+	}
+	csvValues := filterValues(f)
+	csvValues.Set("format", "csv")
+	table.CSVURL = withQuery(path, csvValues)
+	if isFragment(c) {
+		return s.render(c, http.StatusOK, views.QueueRows(table, path))
+	}
+	m := views.QueuePage{Path: path, Filter: f, ShowFilter: showFilter, Table: table,
+		CanAssign: actorOf(c).Role == oncehook.RoleAdmin}
+	section := c.Param("queue")
+	all := oncehook.QueueStates[section]
+	switch path {
+	case "/mine":
+		section, m.Title, m.Intro = "mine", "Assigned to me", "Open actions whose owner is you."
+		all = oncehook.OpenStates()
+	case "/actions":
+		section, m.Title = "actions", "All actions"
+		m.Intro = "Every action in every state, confirmed, resolved and cancelled included. The search looks in every queue."
+		all = oncehook.AllStates
+	default:
+		m.Title = queueTitles[section]
+	}
+	if len(all) > 1 {
+		for _, x := range all {
+			m.States = append(m.States, views.Option{Value: x, Label: x})
+		}
+	}
+	if err := s.stateCounts(c, &m, path, f, all); err != nil {
+		return err
+	}
+	if err := s.filterOptions(c, &m); err != nil {
+		return err
+	}
+	l := s.layout(c, m.Title, section)
+	l.Live = true // its table polls itself
+	return s.render(c, http.StatusOK, views.Queue(l, m))
+}
+
+// stateCounts fills the page's totals: how many actions each of its states
+// holds (past 1,000, the planner's estimate, marked "about"), each a link to that
+// state with the rest of the filter kept.
+func (s *Server) stateCounts(c echo.Context, m *views.QueuePage, path string, f views.Filter, states []string) error {
+	if path == "/mine" {
+		return nil // the totals are the queues', not one person's
+	}
+	counts, err := s.review.Summary(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	byState := map[string]int64{}
+	for _, sc := range counts {
+		byState[sc.State] = sc.Count
+	}
+	for _, st := range states {
+		n := byState[st]
+		m.Total += n
+		g := f
+		g.State = st
+		m.Counts = append(m.Counts, views.StateTotal{State: st, Count: n, About: n > 1000, URL: queueURL(path, g, "")})
+	}
+	m.TotalAbout = m.Total > 1000
+	return nil
+}
+
+// csvBatch is how many actions the export reads at a time.
+const csvBatch = 500
+
+// exportCSV writes every action the filter selects as CSV, newest first, reading
+// them a batch at a time along the list's own query.
+func (s *Server) exportCSV(c echo.Context, path string, af oncehook.ActionFilter) error {
+	name := "oncehook" + strings.ReplaceAll(path, "/", "-") + "-" + s.now().UTC().Format("20060102-150405") + ".csv"
+	h := c.Response().Header()
+	h.Set(echo.HeaderContentType, "text/csv; charset=utf-8")
+	h.Set(echo.HeaderContentDisposition, `attachment; filename="`+name+`"`)
+	c.Response().WriteHeader(http.StatusOK)
+	w := csv.NewWriter(c.Response())
+	_ = w.Write([]string{"id", "state", "action", "business_key", "operation_key", "source", "client", "destination",
+		"owner", "attempts", "reason", "external_ref", "created_at", "in_state_since", "updated_at"})
+	af.Limit = csvBatch
+	for {
+		page, err := s.review.ListActions(c.Request().Context(), af)
+		if err != nil {
+			// The header is out: the person gets a short file; the log says why.
+			s.logger.ErrorContext(c.Request().Context(), "export actions", "err", err)
+			w.Flush()
+			return nil
+		}
+		for _, a := range page.Actions {
+			_ = w.Write([]string{strconv.FormatInt(a.ID, 10), a.State, a.Name, csvSafe(a.BusinessKey), csvSafe(a.OperationKey),
+				a.Source, a.Client, a.Destination, csvSafe(a.Owner), strconv.Itoa(int(a.Attempts)), csvSafe(a.Reason),
+				csvSafe(a.ExternalRef), a.CreatedAt.UTC().Format(time.RFC3339), a.StateSince.UTC().Format(time.RFC3339),
+				a.UpdatedAt.UTC().Format(time.RFC3339)})
+		}
+		w.Flush()
+		if page.NextCursor == "" {
+			return w.Error()
+		}
+		af.Cursor = page.NextCursor
+	}
+}
+
+// csvSafe keeps a spreadsheet from reading a value from a webhook as a formula.
+func csvSafe(v string) string {
+	if v != "" && (v[0] == '=' || v[0] == '+' || v[0] == '-' || v[0] == '@' || v[0] == '\t' || v[0] == '\r') {
+		return "'" + v
+	}
+	return v
+}
