@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"sort"
+	"time"
 
 	"golang.org/x/time/rate"
 )
@@ -53,12 +54,29 @@ func limitedNames(limits map[string]*destLimit) []string {
 // room is how many more calls the destination takes now.
 func (l *destLimit) room() int { return cap(l.slots) - len(l.slots) }
 
-// wait blocks until the destination's rate allows one more call.
-func (l *destLimit) wait(ctx context.Context) error {
+// wait blocks until the destination's rate allows one more call, and says whether
+// it had to wait at all.
+func (l *destLimit) wait(ctx context.Context) (waited bool, err error) {
 	if l == nil || l.rate == nil {
-		return nil
+		return false, nil
 	}
-	return l.rate.Wait(ctx)
+	r := l.rate.Reserve()
+	if !r.OK() {
+		return false, l.rate.Wait(ctx) // a burst of 0: Wait reports why
+	}
+	delay := r.Delay()
+	if delay == 0 {
+		return false, nil
+	}
+	t := time.NewTimer(delay)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true, nil
+	case <-ctx.Done():
+		r.Cancel()
+		return true, ctx.Err()
+	}
 }
 
 func contains(list []string, s string) bool {

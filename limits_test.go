@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -93,5 +94,57 @@ func TestLimitedDestinationWaitsAlone(t *testing.T) {
 	}
 	if got := slowCRM.Len(); got != n {
 		t.Errorf("the slow destination holds %d records, want %d", got, n)
+	}
+}
+
+// A call that waits for its destination's rate and is stopped before it is sent is
+// recorded as not sent, so it is retried: left to lease recovery as a started call,
+// it would be reconciled and, without a lookup, go to a person though nothing
+// reached the destination.
+func TestRateWaitStoppedIsNotSent(t *testing.T) {
+	t.Parallel()
+	crm := sandbox.NewCRM(sandbox.CRMParams{IgnoreKeys: true})
+	srv := httptest.NewServer(crm.Handler())
+	t.Cleanup(srv.Close)
+	const cfg = `
+sources:
+  - {name: stripe-live, client: acme, provider: stripe, environment: live, secret_env: STRIPE_WEBHOOK_SECRET}
+destinations:
+  - name: slow
+    type: http
+    create: {url: "%s/opportunities"}
+    reference_field: source_ref
+    limits: {per_second: 0.1}
+actions:
+  - {name: to_slow, source: stripe-live, on: [checkout.session.completed], key: [/data/object/metadata/enquiry_id],
+     destination: slow, params: {enquiry_id: /data/object/metadata/enquiry_id}}
+`
+	w := newConfigWorld(t, "rate.yaml", fmt.Sprintf(cfg, srv.URL), nil, true,
+		func(p *oncehook.EngineParams) { p.Grace = 200 * time.Millisecond })
+	w.deliver(checkout{eventID: "evt_r1", enquiry: "enq_r1"})
+	w.deliver(checkout{eventID: "evt_r2", enquiry: "enq_r2"})
+	deadline := time.Now().Add(15 * time.Second)
+	for (crm.Len() < 1 || w.count(`SELECT count(*) FROM attempts WHERE status = 'started'`) < 1) && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond) // poll interval
+	}
+	if crm.Len() != 1 {
+		t.Fatalf("the CRM holds %d records, want the first call's only (the second waits 10 s for the rate)", crm.Len())
+	}
+	w.stop() // the second call is still waiting for its rate
+	if n := w.count(`SELECT count(*) FROM attempts WHERE status = 'started'`); n != 0 {
+		t.Errorf("%d attempts left started after the stop, want 0: the waiting call was not sent", n)
+	}
+	waiting := 0
+	for _, a := range w.actions("to_slow") {
+		if a.State == oncehook.StateConfirmed {
+			continue
+		}
+		waiting++
+		if a.State != oncehook.StateRetrying || !strings.Contains(a.Reason, "not sent") {
+			t.Errorf("the waiting action is %s (%s), want retrying: not sent", a.State, a.Reason)
+		}
+	}
+	if waiting != 1 || crm.Len() != 1 {
+		t.Errorf("%d actions waiting, %d records; want 1 and 1", waiting, crm.Len())
 	}
 }

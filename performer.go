@@ -244,13 +244,23 @@ func (pf *Performer) work(callCtx, stopCtx context.Context, c claim) {
 	}()
 	stopRenew := pf.renewLease(ctx, a)
 	defer stopRenew()
-	// The rate wait holds only the destination's own slot, with the lease renewed.
-	if err := c.limit.wait(ctx); err != nil {
-		pf.logger.Warn("stopped waiting for the destination's rate; its lease will expire and recovery decides",
-			"action_id", a.ID, "err", err)
+	// The rate wait holds only the destination's own slot, with the lease renewed. A
+	// call not sent yet has nothing to finish: it stops waiting when the process stops.
+	waitCtx, stopWaiting := context.WithCancel(ctx)
+	unregister := context.AfterFunc(stopCtx, stopWaiting)
+	waited, err := c.limit.wait(waitCtx)
+	unregister()
+	stopWaiting()
+	if err != nil {
+		pf.notSent(c, "the worker stopped while waiting for the destination's rate limit")
 		return
 	}
-	var err error
+	if waited && !pf.stillHolds(ctx, a) {
+		// The lease lapsed during the wait: recovery may have handed the action to
+		// another worker, so this one must not call.
+		pf.logger.Warn("lost the lease while waiting for the destination's rate; not calling", "action_id", a.ID)
+		return
+	}
 	if a.ClaimedFrom == StateUncertain {
 		err = pf.reconcile(ctx, c)
 	} else {
@@ -260,6 +270,28 @@ func (pf *Performer) work(callCtx, stopCtx context.Context, c claim) {
 		pf.logger.Warn("action step failed; its lease will expire and recovery decides",
 			"action_id", a.ID, "err", err)
 	}
+}
+
+// notSent records that a started call was never sent, so the table retries it
+// (a started attempt left to lease recovery would be reconciled, and without a
+// lookup sent to a person, although nothing reached the destination).
+func (pf *Performer) notSent(c claim, why string) {
+	if c.a.ClaimedFrom == StateUncertain || c.attemptID == 0 {
+		return // a lookup, or nothing started: recovery's own row is right
+	}
+	if err := pf.record(c.a, c.attemptID, Outcome{Observed: ObsThrottled, Detail: "not sent: " + why}); err != nil {
+		pf.logger.Warn("record a call that was not sent; its lease will expire and recovery decides",
+			"action_id", c.a.ID, "err", err)
+	}
+}
+
+// stillHolds renews a's lease now and reports whether this worker still holds it.
+func (pf *Performer) stillHolds(ctx context.Context, a db.Action) bool {
+	n, err := db.New(pf.pool).ActionRenewLease(ctx, db.ActionRenewLeaseParams{
+		Client: a.Client, ID: a.ID, Worker: &pf.p.Worker, LeaseSeconds: pf.leaseFor(a.Destination),
+		LeaseToken: a.LeaseToken,
+	})
+	return err == nil && n == 1
 }
 
 // renewLease keeps the lease alive while the call is in flight.
