@@ -611,6 +611,17 @@ func TestParseConfigErrors(t *testing.T) {
 			`t.yaml:13:75: actions[0].params.nested: destination "form" sends a form, which holds flat fields only`,
 			`t.yaml:13:92: actions[0].params.list: destination "form" sends a form, which holds flat fields only`,
 		}},
+		{"NoRepeatAfterAReplyThatMayHaveActed", lines(
+			src,
+			"destinations:",
+			"  - name: api",
+			"    type: http",
+			"    create: {url: 'http://api/x'}",
+			"    errors: [{status: 500, means: unavailable}, {status: 200, means: rate_limited}, {status: 503, means: unavailable}, {status: 502, means: uncertain}]",
+		), []string{
+			`t.yaml:6:28: destinations[0].errors[0].means: a 500 reply may come after the destination acted, so unavailable would call again without a lookup; use uncertain (reconcile first), exists or rejected`,
+			`t.yaml:6:63: destinations[0].errors[1].means: a 200 reply may come after the destination acted, so rate_limited would call again without a lookup; use uncertain (reconcile first), exists or rejected`,
+		}},
 		{"ProviderNotInList", lines(
 			"sources:",
 			"  - name: a",

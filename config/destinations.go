@@ -262,6 +262,10 @@ func (l *loader) errorRule(path string, n ast.Node) oncehook.ErrorRule {
 	if r.Status == 0 && r.Pointer == "" {
 		l.errorf(path, "needs a status or a pointer: a rule matching every reply would hide the decision table")
 	}
+	if r.Status != 0 && oncehook.MayHavePerformed(r.Status) && oncehook.Repeats(r.Means) {
+		l.errorf(m.at("means"), "a %d reply may come after the destination acted, so %s would call again without a lookup; "+
+			"use uncertain (reconcile first), exists or rejected", r.Status, r.Means)
+	}
 	return r
 }
 

@@ -55,6 +55,12 @@ func (h *HTTP) matchRule(status int, reply []byte) (oncehook.ErrorRule, bool) {
 		if r.Status != 0 && r.Status != status {
 			continue
 		}
+		// A rule without a status never turns a reply that may come after the
+		// destination acted into a reason to call again (the loader refuses such a
+		// rule with a status), nor a success into anything else.
+		if r.Status == 0 && (status >= 200 && status < 300 || oncehook.MayHavePerformed(status) && oncehook.Repeats(r.Means)) {
+			continue
+		}
 		if r.Pointer == "" {
 			return r, true
 		}

@@ -151,6 +151,7 @@ func TestHTTPDestinationErrorRules(t *testing.T) {
 		{Status: 409, Pointer: "/category", Equals: "CONFLICT", HasEquals: true, Means: oncehook.MeansExists},
 		{Status: 300, Means: oncehook.MeansRejected},
 		{Status: 401, Pointer: "/name", Means: oncehook.MeansUncertain},
+		{Pointer: "/busy", Means: oncehook.MeansRateLimited}, // no status
 	}
 	tests := []struct {
 		name      string
@@ -168,6 +169,9 @@ func TestHTTPDestinationErrorRules(t *testing.T) {
 		{"ExistsWithoutLookupGoesToAPerson", 409, nil, `{"category":"CONFLICT"}`, false, oncehook.ObsExistsNoLookup, 0},
 		{"StatusOnlyRule", 300, nil, `["/a","/b"]`, false, oncehook.ObsRejected, 0},
 		{"PlainTextBodyMatchesNoPointer", 401, nil, `Forbidden`, false, oncehook.ObsUnauthorized, 0},
+		{"StatuslessRuleNeverHidesASuccess", 201, nil, `{"busy":true,"id":"rec_1"}`, false, oncehook.ObsSuccess, 0},
+		{"StatuslessRuleNeverRepeatsAfterA500", 500, nil, `{"busy":true}`, false, oncehook.ObsUnsure, 0},
+		{"StatuslessRuleAppliesTo4xx", 400, nil, `{"busy":true}`, false, oncehook.ObsThrottled, 0},
 		{"EpochResetHeader", 429, map[string]string{"X-Reset": "1700000100"}, ``, false, oncehook.ObsThrottled, 100 * time.Second},
 	}
 	now := time.Unix(1700000000, 0)
