@@ -19,6 +19,7 @@ type Config struct {
 	Retention    Retention
 	Notify       Notify
 	Sessions     Sessions
+	SecretKeys   SecretKeys `yaml:"-" json:"-"` // set when a destination uses oauth2
 }
 
 // Source is one client + provider + provider account + environment posting to
@@ -80,7 +81,8 @@ type Endpoint struct {
 // Auth holds an http destination's bearer token. Its Format omits Token.
 type Auth struct {
 	BearerEnv string
-	Token     string `yaml:"-" json:"-"`
+	Token     string  `yaml:"-" json:"-"`
+	OAuth2    *OAuth2 // see oauth.go
 }
 
 // Idempotency is how an http destination recognises a repeated request.

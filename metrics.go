@@ -23,6 +23,7 @@ type Metrics struct {
 	attemptSeconds  *prometheus.HistogramVec
 	reconciles      *prometheus.CounterVec
 	leaseRecoveries *prometheus.CounterVec
+	oauthRefreshes  *prometheus.CounterVec
 }
 
 // NewMetrics registers every metric, including the gauges read from the database
@@ -61,9 +62,13 @@ func NewMetrics(pool *pgxpool.Pool) *Metrics {
 			Name: "oncehook_lease_recoveries_total",
 			Help: "Expired leases recovered, by the state the action went to.",
 		}, []string{"to"}),
+		oauthRefreshes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "oncehook_oauth_refreshes_total",
+			Help: "OAuth2 token requests by destination and result (refreshed, refused, unavailable, connected).",
+		}, []string{"destination", "result"}),
 	}
 	m.Registry.MustRegister(m.deliveries, m.ingestSeconds, m.ingestBatch, m.attempts, m.attemptSeconds,
-		m.reconciles, m.leaseRecoveries, &ledgerCollector{pool: pool},
+		m.reconciles, m.leaseRecoveries, m.oauthRefreshes, &ledgerCollector{pool: pool},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -162,5 +167,12 @@ func (c *ledgerCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for _, h := range held {
 		ch <- prometheus.MustNewConstMetric(descHeld, prometheus.GaugeValue, float64(h.N), h.Destination)
+	}
+}
+
+// OAuthRefresh counts one OAuth2 token request of destination.
+func (m *Metrics) OAuthRefresh(destination, result string) {
+	if m != nil {
+		m.oauthRefreshes.WithLabelValues(destination, result).Inc()
 	}
 }

@@ -82,7 +82,9 @@ func (l *loader) destination(path string, n ast.Node) oncehook.Destination {
 		} else if !slices.Contains([]string{"POST", "PUT", "PATCH"}, d.Create.Method) {
 			l.errorf(c.at("method"), "%q is not one of POST, PUT, PATCH", d.Create.Method)
 		}
-		d.Auth.BearerEnv, d.Auth.Token = m.sub("auth", "bearer_env").env("bearer_env", false, false)
+		auth := m.sub("auth", "bearer_env", "oauth2")
+		d.Auth.BearerEnv, d.Auth.Token = auth.env("bearer_env", false, false)
+		d.Auth.OAuth2 = l.oauth2(auth)
 		idem := m.sub("idempotency", "header", "ttl")
 		d.Idempotency = oncehook.Idempotency{Header: idem.str("header"), TTL: idem.duration("ttl", oncehook.DefaultIdempotencyTTL)}
 		if d.Idempotency.Header == "" {

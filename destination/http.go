@@ -37,6 +37,7 @@ type HTTP struct {
 	client  *http.Client // for lookups and checks
 	perform *http.Client // the same transport, following no redirects
 	now     func() time.Time
+	oauth   *OAuth // nil unless auth.oauth2 (see oauth.go)
 }
 
 // NewHTTP returns the client for the http destination d, sending through
@@ -73,10 +74,11 @@ func (h *HTTP) Capabilities() oncehook.Capabilities {
 	}
 }
 
-// Perform sends the create request once and classifies the reply through the
+// performOnce sends the create request once and classifies the reply through the
 // decision table. Whether the request bytes went out decides what a failure means:
 // before, nothing can have happened (throttled); after, anything may have (unsure).
-func (h *HTTP) Perform(ctx context.Context, c oncehook.Call) oncehook.Outcome {
+// Perform (http_oauth.go) adds the OAuth2 access token and its refresh.
+func (h *HTTP) performOnce(ctx context.Context, c oncehook.Call) oncehook.Outcome {
 	body, err := h.body(c)
 	if err != nil {
 		return oncehook.Outcome{Observed: oncehook.ObsRejected, Detail: err.Error()}
@@ -271,9 +273,9 @@ func (h *HTTP) lookupURL(key string) string {
 	return strings.ReplaceAll(h.d.Lookup.URL, "{ref}", url.QueryEscape(key))
 }
 
-// get sends a bodiless request within the destination's timeout and returns the
+// getOnce sends a bodiless request within the destination's timeout and returns the
 // status and at most maxReplyBytes of the reply.
-func (h *HTTP) get(ctx context.Context, method, target string) (int, []byte, error) {
+func (h *HTTP) getOnce(ctx context.Context, method, target string) (int, []byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, h.d.Timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, method, target, nil)
@@ -295,7 +297,9 @@ func (h *HTTP) get(ctx context.Context, method, target string) (int, []byte, err
 }
 
 func (h *HTTP) authorize(req *http.Request) {
-	if h.d.Auth.Token != "" {
+	if tok := accessFrom(req.Context()); tok != "" {
+		req.Header.Set("Authorization", "Bearer "+tok)
+	} else if h.d.Auth.Token != "" {
 		req.Header.Set("Authorization", "Bearer "+h.d.Auth.Token)
 	}
 }
@@ -311,6 +315,7 @@ func (h *HTTP) statusDetail(status int, reply []byte) string {
 // scrub removes the token from text a person or a log will read: a destination
 // may echo the request, and transport errors may quote it.
 func (h *HTTP) scrub(s string) string {
+	s = h.oauth.scrub(s)
 	if h.d.Auth.Token == "" {
 		return s
 	}

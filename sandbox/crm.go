@@ -24,6 +24,8 @@ type CRMParams struct {
 	Token  string
 	KeyTTL time.Duration
 	Now    func() time.Time
+	// Authorize, when set, decides instead of Token (an OAuth2 server's check).
+	Authorize func(*http.Request) bool
 }
 
 // Record is one stored opportunity.
@@ -46,8 +48,9 @@ type RequestLog struct {
 // CRM is an in-memory opportunities API with bearer tokens, idempotency keys, a
 // lookup by source_ref, and a schedule of faults. It is safe for concurrent use.
 type CRM struct {
-	ttl time.Duration
-	now func() time.Time
+	ttl       time.Duration
+	now       func() time.Time
+	authorize func(*http.Request) bool
 
 	mu       sync.Mutex
 	token    string
@@ -80,7 +83,7 @@ func NewCRM(p CRMParams) *CRM {
 	if p.Now == nil {
 		p.Now = time.Now
 	}
-	return &CRM{ttl: p.KeyTTL, now: p.Now, token: p.Token, keys: map[string]*keyEntry{}}
+	return &CRM{ttl: p.KeyTTL, now: p.Now, authorize: p.Authorize, token: p.Token, keys: map[string]*keyEntry{}}
 }
 
 // Handler serves POST /opportunities, GET /opportunities?source_ref=X and
@@ -304,6 +307,9 @@ func (c *CRM) byRef(ref string) []Record {
 }
 
 func (c *CRM) authorized(r *http.Request) bool {
+	if c.authorize != nil {
+		return c.authorize(r)
+	}
 	c.mu.Lock()
 	token := c.token
 	c.mu.Unlock()
