@@ -35,9 +35,10 @@ type Params struct {
 // Server is a running authorization server.
 type Server struct {
 	*httptest.Server
-	p   Params
-	srv *server.Server
-	mgr *manage.Manager
+	p       Params
+	srv     *server.Server
+	mgr     *manage.Manager
+	clients *store.ClientStore
 
 	mu       sync.Mutex
 	grants   map[string]int // token requests answered 200, by grant_type
@@ -46,6 +47,7 @@ type Server struct {
 	refresh  []string       // every refresh token issued
 	down     bool           // token endpoint answers 503
 	approved int            // authorize requests approved
+	lastBack string         // the last redirect back to the client
 }
 
 // New starts a server; Close stops it.
@@ -71,7 +73,7 @@ func New(p Params) *Server {
 	cfg.AllowedGrantTypes = []oauth2.GrantType{oauth2.AuthorizationCode, oauth2.ClientCredentials, oauth2.Refreshing}
 	cfg.AllowedResponseTypes = []oauth2.ResponseType{oauth2.Code}
 	srv := server.NewServer(cfg, mgr)
-	s := &Server{p: p, srv: srv, mgr: mgr, grants: map[string]int{}}
+	s := &Server{p: p, srv: srv, mgr: mgr, clients: clients, grants: map[string]int{}}
 	srv.SetUserAuthorizationHandler(func(w http.ResponseWriter, r *http.Request) (string, error) {
 		if r.Method != http.MethodPost || r.PostFormValue("approve") != "yes" {
 			return "", nil // not approved yet: the handler shows the page
@@ -109,9 +111,34 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	_ = r.ParseForm()
-	if err := s.srv.HandleAuthorizeRequest(w, r); err != nil {
+	rec := httptest.NewRecorder()
+	if err := s.srv.HandleAuthorizeRequest(rec, r); err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
 	}
+	if loc := rec.Header().Get("Location"); loc != "" {
+		s.mu.Lock()
+		s.lastBack = loc
+		s.mu.Unlock()
+	}
+	for k, v := range rec.Header() {
+		w.Header()[k] = v
+	}
+	w.WriteHeader(rec.Code)
+	_, _ = w.Write(rec.Body.Bytes())
+}
+
+// SetRedirectDomain registers the client's redirect base, for a client whose
+// address is known only once it runs.
+func (s *Server) SetRedirectDomain(domain string) {
+	_ = s.clients.Set(s.p.ClientID, &models.Client{ID: s.p.ClientID, Secret: s.p.ClientSecret, Domain: domain})
+}
+
+// LastRedirect is the last callback URL (with code and state) sent back to the client.
+func (s *Server) LastRedirect() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lastBack
 }
 
 // token answers the token endpoint, recording what it issued.
