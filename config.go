@@ -3,6 +3,7 @@ package oncehook
 import (
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 )
 
@@ -50,17 +51,21 @@ const (
 	ConsistencyEventual = "eventual"
 )
 
-// Destination is where actions are performed. Its Format and LogValue omit the
-// token, username and password.
+// Destination is where actions are performed. Its Format and LogValue omit every
+// credential (DESIGN.md sections 4 and 4a). The config loader applies every
+// default, so the clients use a Destination as it is.
 type Destination struct {
 	Name           string
 	Type           string // DestinationHTTP or DestinationSMTP
 	Create         Endpoint
 	Auth           Auth
-	Idempotency    Idempotency
-	ReferenceField string // body field carrying the operation key; optional
-	Lookup         Lookup // optional: URL == "" means no lookup
-	ResultID       string // JSON pointer to the record id in create and lookup replies
+	Idempotency    Idempotency // the zero value is "none", the default
+	ReferenceField string      // JSON pointer into the body carrying the operation key; "" for none
+	Lookup         Lookup      // optional: URL == "" means no lookup
+	Check          Request     // what Reconnect calls; URL == "" means the lookup of a key that exists nowhere, else OPTIONS on the create URL
+	Errors         []ErrorRule // the destination's own words, checked in order before the default classification
+	RateLimitReset ResetHeader // a reset header read like Retry-After; Header == "" for none
+	Limits         Limits
 	Timeout        time.Duration
 	Owner          string // who reconnects it when its credentials fail
 
@@ -72,29 +77,151 @@ type Destination struct {
 	Password    string `yaml:"-" json:"-"`
 }
 
+// Create encodings.
+const (
+	EncodingJSON = "json" // application/json, nested params
+	EncodingForm = "form" // application/x-www-form-urlencoded, flat params only
+)
+
 // Endpoint is the request that creates a record.
 type Endpoint struct {
-	Method string // POST, PUT or PATCH; default POST
-	URL    string
+	Method   string // POST, PUT or PATCH
+	URL      string // may hold "{ref}", the operation key path-escaped
+	Encoding string // EncodingJSON or EncodingForm
+	ResultID ResultID
 }
 
-// Auth holds an http destination's bearer token. Its Format omits Token.
+// ResultID says where a reply carries the record id: a JSON pointer into the reply
+// document, or a reply header.
+type ResultID struct {
+	Pointer string
+	Header  string
+}
+
+// String is the pointer, or "header NAME".
+func (r ResultID) String() string {
+	if r.Header != "" {
+		return "header " + r.Header
+	}
+	return r.Pointer
+}
+
+// Auth holds an http destination's credentials: at most one of a bearer token, a
+// header, or basic auth. Its Format omits every value.
 type Auth struct {
 	BearerEnv string
-	Token     string  `yaml:"-" json:"-"`
+	Token     string `yaml:"-" json:"-"`
+	Header    HeaderAuth
+	Basic     BasicAuth
 	OAuth2    *OAuth2 // see oauth.go
 }
 
-// Idempotency is how an http destination recognises a repeated request.
+// HeaderAuth is a credential sent as a header of its own (X-Postmark-Server-Token).
+type HeaderAuth struct {
+	Name     string
+	ValueEnv string
+	Value    string `yaml:"-" json:"-"`
+}
+
+// BasicAuth is HTTP basic authentication; the username is written in the config
+// (Username) or read from UsernameEnv (EnvUsername, then treated as a secret).
+type BasicAuth struct {
+	Username    string
+	UsernameEnv string
+	EnvUsername string `yaml:"-" json:"-"`
+	PasswordEnv string
+	Password    string `yaml:"-" json:"-"`
+}
+
+// User is the username sent.
+func (b BasicAuth) User() string {
+	if b.UsernameEnv != "" {
+		return b.EnvUsername
+	}
+	return b.Username
+}
+
+// Secrets lists every credential value of a, for removing them from text.
+func (a Auth) Secrets() []string {
+	var out []string
+	for _, s := range []string{a.Token, a.Header.Value, a.Basic.Password} {
+		if s != "" {
+			out = append(out, s)
+		}
+	}
+	if a.Basic.EnvUsername != "" {
+		out = append(out, a.Basic.EnvUsername)
+	}
+	if a.OAuth2 != nil && a.OAuth2.ClientSecret != "" {
+		out = append(out, a.OAuth2.ClientSecret)
+	}
+	return out
+}
+
+// Idempotency is how an http destination recognises a repeated request. The zero
+// value ("idempotency: none", the default) sends no key header and claims no memory.
 type Idempotency struct {
-	Header string        // default "Idempotency-Key"
-	TTL    time.Duration // how long the destination remembers a key; default 24h
+	Header string        // the header carrying the operation key
+	TTL    time.Duration // how long the destination remembers a key
 }
 
 // Lookup finds a record by operation key to reconcile an uncertain outcome.
 type Lookup struct {
-	URL         string // contains "{ref}", replaced by the operation key
-	Consistency string // ConsistencyStrong or ConsistencyEventual (default)
+	Method      string        // GET or POST
+	URL         string        // "{ref}" is replaced by the operation key, escaped
+	Body        any           // POST only: a JSON template, "{ref}" replaced in any string
+	Records     string        // pointer to a list of records; "" means the reply is the record (or a list of them)
+	Reference   string        // pointer in a record to its reference, which must equal the key; "" unchecked
+	ResultID    string        // pointer in a record to its id
+	Consistency string        // ConsistencyStrong or ConsistencyEventual
+	Settle      time.Duration // eventual only: absence counts once this has passed since the attempt; 0 never
+}
+
+// Request is a bodiless request, such as the credentials check.
+type Request struct {
+	Method string
+	URL    string
+}
+
+// What an errors rule says a reply means (DESIGN.md section 4a).
+const (
+	MeansRejected     = "rejected"
+	MeansRateLimited  = "rate_limited"
+	MeansUnavailable  = "unavailable"
+	MeansUnauthorized = "unauthorized"
+	MeansUncertain    = "uncertain"
+	MeansExists       = "exists"
+)
+
+// ErrorRule classifies a reply in the destination's own words: it applies when the
+// status matches (0: any), and the value at Pointer (when set) equals Equals (when
+// set; compared as text, so 406 and "406" match) or else is present.
+type ErrorRule struct {
+	Status    int
+	Pointer   string
+	Equals    string
+	HasEquals bool
+	Means     string
+}
+
+// Units of a reset header.
+const (
+	ResetSeconds      = "seconds"      // seconds from now
+	ResetEpoch        = "epoch"        // a Unix time in seconds
+	ResetMilliseconds = "milliseconds" // milliseconds from now
+)
+
+// ResetHeader is a rate-limit header telling when to come back, read beside
+// Retry-After.
+type ResetHeader struct {
+	Header string
+	Unit   string
+}
+
+// Limits bound the calls to one destination from one process; zero means no bound.
+type Limits struct {
+	Concurrency int
+	PerSecond   float64
 }
 
 // ActionRule turns events of one source into actions on one destination.
@@ -121,14 +248,32 @@ type RetryPolicy struct {
 }
 
 // Param is one named value of the rendered request. Exactly one form is set:
-// Pointer (a field of the event), Result (a predecessor's result), or neither, in
-// which case Const is the value (possibly nil).
+// Pointer (a field of the event), Result (a predecessor's result), Object (a nested
+// object of params, in YAML order), List (a list of params, unnamed), or none of
+// them, in which case Const is the value (possibly nil).
 type Param struct {
 	Name          string
 	Pointer       string // "/a/b" into the event
 	Const         any    // {const: v}
 	Result        string // {result: action}: a rule on this rule's after chain
 	ResultPointer string // {result: action, pointer: /x}; "" means its record id
+	Object        []Param
+	List          []Param
+	IsObject      bool // Object is set (possibly empty)
+	IsList        bool // List is set (possibly empty)
+}
+
+// HasResult reports whether p or a param nested in it names a predecessor's result.
+func (p Param) HasResult() bool {
+	if p.Result != "" {
+		return true
+	}
+	for _, q := range append(slices.Clip(p.Object), p.List...) {
+		if q.HasResult() {
+			return true
+		}
+	}
+	return false
 }
 
 // Defaults, documented in oncehook.example.yaml.
@@ -137,9 +282,11 @@ const (
 	DefaultTolerance         = 5 * time.Minute
 	DefaultMaxBody           = 1 << 20
 	DefaultRemember          = 720 * time.Hour
-	DefaultIdempotencyTTL    = 24 * time.Hour
-	DefaultIdempotencyHeader = "Idempotency-Key"
+	DefaultIdempotencyHeader = "Idempotency-Key" // when idempotency names a ttl but no header
 	DefaultResultID          = "/id"
+	DefaultMethod            = "POST"
+	DefaultLookupMethod      = "GET"
+	DefaultEncoding          = EncodingJSON
 	DefaultTimeout           = 10 * time.Second
 	DefaultRetryAttempts     = 8
 	DefaultRetryWithin       = 72 * time.Hour
@@ -221,7 +368,8 @@ func (s Source) LogValue() slog.Value {
 // password replaced by "[redacted]".
 func (d Destination) Format(f fmt.State, verb rune) {
 	p := plainDestination(d)
-	p.Auth.Token, p.Username, p.Password = redact(d.Auth.Token), redact(d.Username), redact(d.Password)
+	p.Auth = redactAuth(d.Auth)
+	p.Username, p.Password = redact(d.Username), redact(d.Password)
 	fmt.Fprintf(f, fmt.FormatString(f, verb), p)
 }
 
@@ -238,12 +386,17 @@ func (d Destination) LogValue() slog.Value {
 		slog.String("target", target), slog.String("owner", d.Owner))
 }
 
-// Format prints a as fmt would, every verb included, with the token redacted.
+// Format prints a as fmt would, every verb included, with the credentials redacted.
 func (a Auth) Format(f fmt.State, verb rune) {
-	p := plainAuth(a)
-	p.Token = redact(a.Token)
-	fmt.Fprintf(f, fmt.FormatString(f, verb), p)
+	fmt.Fprintf(f, fmt.FormatString(f, verb), plainAuth(redactAuth(a)))
 }
 
-// String is a printed with %+v, the token redacted.
+// redactAuth is a with every credential value replaced by "[redacted]".
+func redactAuth(a Auth) Auth {
+	a.Token, a.Header.Value, a.Basic.Password = redact(a.Token), redact(a.Header.Value), redact(a.Basic.Password)
+	a.Basic.EnvUsername = redact(a.Basic.EnvUsername)
+	return a
+}
+
+// String is a printed with %+v, the credentials redacted.
 func (a Auth) String() string { return fmt.Sprintf("%+v", a) }

@@ -27,6 +27,15 @@ const (
 	ObsLeaseStarted     Observation = "lease expired, attempt started but unrecorded"
 )
 
+// Rows of DESIGN.md section 4a: what a destination's own words and an eventual
+// lookup's settle time add to the table.
+const (
+	ObsExists          Observation = "the destination says the record exists"
+	ObsExistsNoLookup  Observation = "the destination says the record exists, and no lookup can find it"
+	ObsAbsentUnsettled Observation = "reconcile: absent on an eventual lookup before settle"
+	ObsAbsentSettled   Observation = "reconcile: absent on an eventual lookup after settle"
+)
+
 // Rule is one row of the decision table.
 type Rule struct {
 	Observed Observation
@@ -52,6 +61,10 @@ var DecisionTable = []Rule{
 	{ObsBudgetSpent, "budget_spent", StateFailed, "attempts, first/last time"},
 	{ObsLeaseNoAttempt, "lease_no_attempt", StatePending, ""},
 	{ObsLeaseStarted, "lease_started", StateUncertain, "the started attempt"},
+	{ObsExists, "exists", StateUncertain, "the destination's words; reconcile by lookup"},
+	{ObsExistsNoLookup, "exists_no_lookup", StateFailed, "the destination's words"},
+	{ObsAbsentUnsettled, "absent_unsettled", StateUncertain, "lookup evidence; looks again once settle has passed"},
+	{ObsAbsentSettled, "absent_settled", StateRetrying, "lookup evidence, settle"},
 }
 
 var ruleOf = func() map[Observation]Rule {
@@ -113,6 +126,9 @@ func Decide(obs Observation, plan RetryPlan, detail string, retryAfter time.Dura
 				plan.Attempts, plan.FirstAttempt.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339),
 				reasonText(obs, detail), ownerOrNobody(plan.Owner))
 		}
+	case StateUncertain:
+		// An eventual lookup that has not settled looks again when it has.
+		d.NextAttemptAt = now.Add(retryAfter)
 	case StateFailed:
 		d.Owner = plan.Owner
 		if obs == ObsUnknowable {

@@ -32,6 +32,10 @@ func TestDecide(t *testing.T) {
 		{"UnknowableFails", ObsUnknowable, plan, 0, StateFailed},
 		{"LeaseWithoutAttemptIsPending", ObsLeaseNoAttempt, plan, 0, StatePending},
 		{"LeaseWithAttemptIsUncertain", ObsLeaseStarted, plan, 0, StateUncertain},
+		{"ExistsIsReconciled", ObsExists, plan, 0, StateUncertain},
+		{"ExistsWithoutLookupFails", ObsExistsNoLookup, plan, 0, StateFailed},
+		{"UnsettledAbsenceLooksAgain", ObsAbsentUnsettled, plan, 0, StateUncertain},
+		{"SettledAbsenceRetries", ObsAbsentSettled, plan, 0, StateRetrying},
 		{"AttemptsSpentFails", ObsThrottled, func() RetryPlan { p := plan; p.Attempts = 3; return p }(), 0, StateFailed},
 		{"ElapsedSpentFails", ObsThrottled, plan, 2 * time.Hour, StateFailed},
 	}
@@ -44,8 +48,17 @@ func TestDecide(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("decisions (-want +got):\n%s", diff)
 	}
-	if len(DecisionTable) != 14 {
-		t.Errorf("the decision table has %d rows; DESIGN.md section 3 has 14", len(DecisionTable))
+	if len(DecisionTable) != 18 {
+		t.Errorf("the decision table has %d rows; DESIGN.md section 3 has 14, section 4a adds 4", len(DecisionTable))
+	}
+}
+
+func TestDecideUnsettledLooksAgainAtSettle(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	plan := RetryPlan{Attempts: 1, MaxAttempts: 3, GiveUpAt: now.Add(time.Hour), FirstAttempt: now}
+	d := Decide(ObsAbsentUnsettled, plan, "not yet", 10*time.Minute, now)
+	if d.State != StateUncertain || !d.NextAttemptAt.Equal(now.Add(10*time.Minute)) {
+		t.Errorf("Decide = %s at %s, want uncertain at %s", d.State, d.NextAttemptAt, now.Add(10*time.Minute))
 	}
 }
 

@@ -74,8 +74,10 @@ type Performer struct {
 	decisions  decisionGroups // outcomes waiting to be recorded together
 
 	// Derived from the config once: the config does not change while it runs.
-	callable  []string // destinations this process calls
-	fillNames []string // rules whose params wait for a predecessor's result
+	callable     []string              // destinations this process calls
+	fillNames    []string              // rules whose params wait for a predecessor's result
+	limits       map[string]*destLimit // destinations with limits of their own, by name
+	limitedNames []string
 }
 
 // NewEngine returns an Engine with defaults applied.
@@ -105,13 +107,14 @@ func NewEngine(p EngineParams) *Engine {
 		p.Now = time.Now
 	}
 	callable, fillNames := callsToStart(p.Config, p.Destinations)
+	limits := newLimits(p.Config, callable, p.Concurrency)
 	return &Engine{
 		pool: p.Pool, logger: p.Logger, poll: p.Poll,
 		router: &Router{pool: p.Pool, cfg: p.Config, logger: p.Logger, poll: p.Poll,
 			wake: make(chan struct{}, 1), routes: rulesBySource(p.Config.Actions)},
 		performer: &Performer{
 			p: p, pool: p.Pool, cfg: p.Config, logger: p.Logger, now: p.Now,
-			callable: callable, fillNames: fillNames,
+			callable: callable, fillNames: fillNames, limits: limits, limitedNames: limitedNames(limits),
 			wake:       make(chan struct{}, 1),
 			slots:      make(chan struct{}, p.Concurrency),
 			unrecorded: make(chan struct{}, 4*p.Concurrency),

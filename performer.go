@@ -1,6 +1,7 @@
 package oncehook
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -13,12 +14,14 @@ import (
 
 // performBatch claims as many due actions as there are free call slots, starting the
 // calls among them in the same statement, and works on each in its own goroutine.
+// A destination with limits is claimed apart, for its own free slots (limits.go).
 // It returns how many it claimed.
 func (pf *Performer) performBatch(ctx context.Context) (int, error) {
 	free := pf.room()
-	if free == 0 {
+	if free == 0 && len(pf.limits) == 0 {
 		// Wait for room, then claim for it at once rather than sleeping until the
-		// next notification or poll.
+		// next notification or poll. (With limited destinations, a freed slot of
+		// any kind wakes the loop instead.)
 		for _, ch := range []chan struct{}{pf.slots, pf.unrecorded} {
 			select {
 			case ch <- struct{}{}:
@@ -40,29 +43,77 @@ func (pf *Performer) performBatch(ctx context.Context) (int, error) {
 	stopCtx := ctx
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
 	defer cancel()
-	var batch []claim
-	err := db.WithTx(ctx, pf.pool, func(q *db.Queries) error {
-		rows, err := q.ActionClaim(ctx, pf.claimParams(free))
-		if err != nil {
+	total := 0
+	for _, spec := range pf.claimSpecs(free) {
+		var batch []claim
+		err := db.WithTx(ctx, pf.pool, func(q *db.Queries) error {
+			p := pf.claimParams(spec.n)
+			if spec.only != nil {
+				p.OnlyDestinations = spec.only
+			}
+			if spec.skip != nil {
+				p.SkipDestinations = spec.skip
+			}
+			rows, err := q.ActionClaim(ctx, p)
+			if err != nil {
+				return err
+			}
+			batch, err = pf.startCalls(ctx, q, rows)
 			return err
+		})
+		if err != nil {
+			return total, fmt.Errorf("claim actions: %w", err)
 		}
-		batch, err = pf.startCalls(ctx, q, rows)
-		return err
-	})
-	if err != nil {
-		return 0, fmt.Errorf("claim actions: %w", err)
+		for _, c := range batch {
+			pf.unrecorded <- struct{}{}
+			if l := pf.limits[c.a.Destination]; l != nil {
+				l.slots <- struct{}{} // claimed for its free room: never blocks
+				c.limit = l
+				c.answered = sync.OnceFunc(func() { <-l.slots; wake(pf.wake) })
+			} else {
+				pf.slots <- struct{}{}
+				c.answered = sync.OnceFunc(func() {
+					<-pf.slots
+					if len(pf.limits) > 0 {
+						wake(pf.wake)
+					}
+				})
+			}
+			pf.inflight.Add(1)
+			go func() {
+				defer func() { c.answered(); <-pf.unrecorded; pf.inflight.Done() }()
+				pf.work(context.WithoutCancel(ctx), stopCtx, c)
+			}()
+		}
+		total += len(batch)
 	}
-	for _, c := range batch {
-		pf.slots <- struct{}{}
-		pf.unrecorded <- struct{}{}
-		c.answered = sync.OnceFunc(func() { <-pf.slots })
-		pf.inflight.Add(1)
-		go func() {
-			defer func() { c.answered(); <-pf.unrecorded; pf.inflight.Done() }()
-			pf.work(context.WithoutCancel(ctx), stopCtx, c)
-		}()
+	return total, nil
+}
+
+// claimSpec is one claim of a batch: up to n actions, of the only destinations
+// (when set), skipping the skip ones.
+type claimSpec struct {
+	n          int
+	only, skip []string
+}
+
+// claimSpecs plans a batch's claims: the shared slots for the destinations without
+// limits, then each limited destination for its own free slots, all within the room
+// for outcomes waiting to be recorded.
+func (pf *Performer) claimSpecs(free int) []claimSpec {
+	budget := cap(pf.unrecorded) - len(pf.unrecorded)
+	var specs []claimSpec
+	if n := min(free, budget); n > 0 {
+		specs = append(specs, claimSpec{n: n, skip: pf.limitedNames})
+		budget -= n
 	}
-	return len(batch), nil
+	for _, name := range pf.limitedNames {
+		if n := min(pf.limits[name].room(), budget); n > 0 {
+			specs = append(specs, claimSpec{n: n, only: []string{name}})
+			budget -= n
+		}
+	}
+	return specs
 }
 
 // room is how many more actions this worker can take on now: a free call slot for
@@ -77,13 +128,14 @@ type claim struct {
 	params    json.RawMessage // the stored params with predecessors' results filled in
 	attemptID int64           // the started call; 0 when the action is reconciled or has no destination
 	answered  func()          // frees the call slot once the destination has answered
+	limit     *destLimit      // the destination's own limits; nil for the shared slots
 }
 
 // claimParams asks for up to n claims, and for the calls the claim itself can
 // start (see callsToStart).
 func (pf *Performer) claimParams(n int) db.ActionClaimParams {
 	return db.ActionClaimParams{MaxActions: int32(n), Worker: pf.p.Worker, LeaseSeconds: pf.leaseFor(""),
-		Callable: pf.callable, FillNames: pf.fillNames}
+		Callable: pf.callable, FillNames: pf.fillNames, OnlyDestinations: []string{}, SkipDestinations: []string{}}
 }
 
 // callsToStart is what a claim needs to start calls by itself: the destinations this
@@ -95,7 +147,7 @@ func callsToStart(cfg *Config, destinations map[string]DestinationClient) (calla
 		callable = append(callable, name)
 	}
 	for _, rule := range cfg.Actions {
-		if slices.ContainsFunc(rule.Params, func(p Param) bool { return p.Result != "" }) {
+		if slices.ContainsFunc(rule.Params, Param.HasResult) {
 			fillNames = append(fillNames, rule.Name)
 		}
 	}
@@ -155,11 +207,9 @@ func (pf *Performer) startCalls(ctx context.Context, q *db.Queries, rows []db.Ac
 // leaseFor is the lease for a call to the named destination: longer than its timeout,
 // so a lease never expires while a live worker is still waiting for the reply.
 func (pf *Performer) leaseFor(destination string) float64 {
-	timeout := 30 * time.Second
-	if d, ok := pf.cfg.Destination(destination); ok && d.Timeout > 0 {
+	timeout := pf.maxTimeout()
+	if d, ok := pf.cfg.Destination(destination); ok {
 		timeout = d.Timeout
-	} else if destination == "" {
-		timeout = pf.maxTimeout()
 	}
 	return (timeout + pf.p.LeaseExtra).Seconds()
 }
@@ -169,8 +219,8 @@ func (pf *Performer) maxTimeout() time.Duration {
 	for _, d := range pf.cfg.Destinations {
 		m = max(m, d.Timeout)
 	}
-	if m == 0 {
-		m = 30 * time.Second
+	if m == 0 { // no destination configured: nothing is called
+		m = DefaultTimeout
 	}
 	return m
 }
@@ -194,6 +244,12 @@ func (pf *Performer) work(callCtx, stopCtx context.Context, c claim) {
 	}()
 	stopRenew := pf.renewLease(ctx, a)
 	defer stopRenew()
+	// The rate wait holds only the destination's own slot, with the lease renewed.
+	if err := c.limit.wait(ctx); err != nil {
+		pf.logger.Warn("stopped waiting for the destination's rate; its lease will expire and recovery decides",
+			"action_id", a.ID, "err", err)
+		return
+	}
 	var err error
 	if a.ClaimedFrom == StateUncertain {
 		err = pf.reconcile(ctx, c)
@@ -248,50 +304,82 @@ func (pf *Performer) call(ctx context.Context, c claim) error {
 	return pf.record(a, c.attemptID, out)
 }
 
-// fillResults adds the params that name a predecessor's result to the stored ones.
+// fillResults adds the params that name a predecessor's result, nested ones
+// included, to the stored ones.
 func (pf *Performer) fillResults(ctx context.Context, q *db.Queries, a db.Action) (json.RawMessage, error) {
 	rule, ok := pf.cfg.Action(a.Name)
-	if !ok || a.AfterID == nil {
-		return a.Params, nil
-	}
-	var needs bool
-	for _, p := range rule.Params {
-		needs = needs || p.Result != ""
-	}
-	if !needs {
+	if !ok || a.AfterID == nil || !slices.ContainsFunc(rule.Params, Param.HasResult) {
 		return a.Params, nil
 	}
 	params := map[string]any{}
-	if err := json.Unmarshal(a.Params, &params); err != nil {
+	dec := json.NewDecoder(bytes.NewReader(a.Params))
+	dec.UseNumber() // amounts and ids pass through digit for digit
+	if err := dec.Decode(&params); err != nil {
 		return nil, fmt.Errorf("decode stored params: %w", err)
 	}
 	chain, err := predecessors(ctx, q, a)
 	if err != nil {
 		return nil, err
 	}
-	for _, p := range rule.Params {
-		if p.Result == "" {
-			continue
-		}
+	fillObject(params, rule.Params, func(p Param) (any, bool) {
 		pred, ok := chain[p.Result]
 		if !ok {
-			continue
+			return nil, false
 		}
 		if p.ResultPointer == "" {
-			params[p.Name] = pred.ExternalRef
-			continue
+			return pred.ExternalRef, true
 		}
 		var doc any
 		if len(pred.Result) > 0 {
 			_ = json.Unmarshal(pred.Result, &doc)
 		}
-		params[p.Name], _ = Pointer(doc, p.ResultPointer)
-	}
+		v, _ := Pointer(doc, p.ResultPointer)
+		return v, true
+	})
 	b, err := json.Marshal(params)
 	if err != nil {
 		return nil, fmt.Errorf("encode params: %w", err)
 	}
 	return b, nil
+}
+
+// fillObject puts each result param of params, at any depth, into obj.
+func fillObject(obj map[string]any, params []Param, value func(Param) (any, bool)) {
+	for _, p := range params {
+		switch {
+		case p.Result != "":
+			if v, ok := value(p); ok {
+				obj[p.Name] = v
+			}
+		case p.IsObject:
+			if m, ok := obj[p.Name].(map[string]any); ok {
+				fillObject(m, p.Object, value)
+			}
+		case p.IsList:
+			if l, ok := obj[p.Name].([]any); ok {
+				fillList(l, p.List, value)
+			}
+		}
+	}
+}
+
+func fillList(list []any, params []Param, value func(Param) (any, bool)) {
+	for i, p := range params[:min(len(params), len(list))] {
+		switch {
+		case p.Result != "":
+			if v, ok := value(p); ok {
+				list[i] = v
+			}
+		case p.IsObject:
+			if m, ok := list[i].(map[string]any); ok {
+				fillObject(m, p.Object, value)
+			}
+		case p.IsList:
+			if l, ok := list[i].([]any); ok {
+				fillList(l, p.List, value)
+			}
+		}
+	}
 }
 
 // predecessors walks the after chain of a, by rule name.

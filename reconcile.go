@@ -49,11 +49,35 @@ func (pf *Performer) reconcile(ctx context.Context, c claim) error {
 		out.Observed = ObsAbsentStrong
 		out.Detail = "a strong lookup found no record with this key; retrying with the same key"
 	default:
-		out.Observed = ObsUnknowable
-		out.Detail = "an eventual lookup found no record, which does not prove it was never created"
+		out = eventualAbsence(a, caps, now, out)
 	}
 	pf.p.Metrics.Reconcile(out.Observed)
 	return pf.record(a, attemptID, out)
+}
+
+// eventualAbsence is what an eventual lookup's "absent" means: nothing, unless the
+// destination's settle time has passed since the last call; before then it looks
+// again once it has.
+func eventualAbsence(a db.Action, caps Capabilities, now time.Time, out Outcome) Outcome {
+	if caps.Settle <= 0 {
+		out.Observed = ObsUnknowable
+		out.Detail = "an eventual lookup found no record, which does not prove it was never created"
+		return out
+	}
+	since := caps.Settle // no call recorded: nothing to wait for
+	if a.LastAttemptAt != nil {
+		since = now.Sub(*a.LastAttemptAt)
+	}
+	if since < caps.Settle {
+		out.Observed, out.RetryAfter = ObsAbsentUnsettled, caps.Settle-since
+		out.Detail = fmt.Sprintf("an eventual lookup found no record %s after the call; it settles after %s, so it looks again then",
+			since.Round(time.Second), caps.Settle)
+		return out
+	}
+	out.Observed = ObsAbsentSettled
+	out.Detail = fmt.Sprintf("an eventual lookup found no record %s after the call, past its settle time of %s; retrying with the same key",
+		since.Round(time.Second), caps.Settle)
+	return out
 }
 
 // startLookup writes a lookup attempt as started, in a transaction that commits

@@ -291,24 +291,45 @@ func predecessorsFirst(rules []ActionRule) []ActionRule {
 	return ordered
 }
 
+// renderParams renders an action's params from the event: a JSON object whose
+// nested params are nested objects and lists. A {result: action} param is left out
+// (or null in a list) until its call, when fillResults puts it in.
 func renderParams(doc any, params []Param) (json.RawMessage, error) {
-	out := make(map[string]any, len(params))
-	for _, p := range params {
-		switch {
-		case p.Result != "":
-			continue
-		case p.Pointer != "":
-			v, _ := Pointer(doc, p.Pointer)
-			out[p.Name] = v
-		default:
-			out[p.Name] = p.Const
-		}
-	}
-	b, err := json.Marshal(out) // map keys are sorted: the hash is stable
+	b, err := json.Marshal(renderObject(doc, params)) // map keys are sorted: the hash is stable
 	if err != nil {
 		return nil, fmt.Errorf("encode params: %w", err)
 	}
 	return b, nil
+}
+
+func renderObject(doc any, params []Param) map[string]any {
+	out := make(map[string]any, len(params))
+	for _, p := range params {
+		if v, ok := renderParam(doc, p); ok {
+			out[p.Name] = v
+		}
+	}
+	return out
+}
+
+func renderParam(doc any, p Param) (any, bool) {
+	switch {
+	case p.Result != "":
+		return nil, false
+	case p.Pointer != "":
+		v, _ := Pointer(doc, p.Pointer)
+		return v, true
+	case p.IsObject:
+		return renderObject(doc, p.Object), true
+	case p.IsList:
+		out := make([]any, 0, len(p.List))
+		for _, q := range p.List {
+			v, _ := renderParam(doc, q)
+			out = append(out, v)
+		}
+		return out, true
+	}
+	return p.Const, true
 }
 
 func pointerTime(doc any, ptr string) (time.Time, bool) {

@@ -67,12 +67,16 @@ func TestLoadConfig(t *testing.T) {
 			},
 			Destinations: []oncehook.Destination{
 				{Name: "crm", Type: "http",
-					Create:         oncehook.Endpoint{Method: "POST", URL: "http://127.0.0.1:9090/opportunities"},
+					Create: oncehook.Endpoint{Method: "POST", URL: "http://127.0.0.1:9090/opportunities", Encoding: "json",
+						ResultID: oncehook.ResultID{Pointer: "/id"}},
 					Auth:           oncehook.Auth{BearerEnv: "CRM_TOKEN", Token: "crm-token-6"},
 					Idempotency:    oncehook.Idempotency{Header: "Idempotency-Key", TTL: 24 * time.Hour},
-					ReferenceField: "source_ref",
-					Lookup:         oncehook.Lookup{URL: "http://127.0.0.1:9090/opportunities?source_ref={ref}", Consistency: "strong"},
-					ResultID:       "/id", Timeout: 5 * time.Second, Owner: "crm-admin@example.com"},
+					ReferenceField: "/source_ref",
+					Lookup: oncehook.Lookup{Method: "GET", URL: "http://127.0.0.1:9090/opportunities?source_ref={ref}",
+						Reference: "/source_ref", ResultID: "/id", Consistency: "strong"},
+					Errors:  []oncehook.ErrorRule{{Status: 422, Pointer: "/error", Equals: "amount must be positive", HasEquals: true, Means: "rejected"}},
+					Limits:  oncehook.Limits{Concurrency: 8, PerSecond: 50},
+					Timeout: 5 * time.Second, Owner: "crm-admin@example.com"},
 				{Name: "mail", Type: "smtp", Addr: "127.0.0.1:2525", From: "hello@example.com",
 					Timeout: 10 * time.Second, Owner: "ops@example.com"},
 			},
@@ -146,10 +150,11 @@ func TestParseConfigDefaults(t *testing.T) {
 			SecretEnv: "S", Secrets: []string{"whsec_c2VjcmV0"},
 			Tolerance: 5 * time.Minute, MaxBody: 1 << 20, Remember: 720 * time.Hour}},
 		Destinations: []oncehook.Destination{
-			{Name: "crm", Type: "http", Create: oncehook.Endpoint{Method: "POST", URL: "https://crm.example/records"},
-				Idempotency: oncehook.Idempotency{Header: "Idempotency-Key", TTL: 24 * time.Hour},
-				Lookup:      oncehook.Lookup{URL: "https://crm.example/records?ref={ref}", Consistency: "eventual"},
-				ResultID:    "/id", Timeout: 10 * time.Second, Owner: "crm@example.com"},
+			{Name: "crm", Type: "http", Create: oncehook.Endpoint{Method: "POST", URL: "https://crm.example/records",
+				Encoding: "json", ResultID: oncehook.ResultID{Pointer: "/id"}},
+				// No key memory unless the destination declares one (DESIGN.md section 4a).
+				Lookup:  oncehook.Lookup{Method: "GET", URL: "https://crm.example/records?ref={ref}", ResultID: "/id", Consistency: "eventual"},
+				Timeout: 10 * time.Second, Owner: "crm@example.com"},
 			{Name: "mail", Type: "smtp", Addr: "localhost:25", From: "a@example.com", Timeout: 10 * time.Second},
 		},
 		Actions: []oncehook.ActionRule{{Name: "a", Source: "s", On: []string{"e"}, Key: []string{"/id"}, Destination: "crm",
@@ -333,6 +338,49 @@ func TestParseConfigSecrets(t *testing.T) {
 	})
 }
 
+// Header values, basic passwords and usernames read from the environment are
+// secrets like a bearer token: never printed, logged or encoded.
+func TestRecipeCredentialsNeverPrinted(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ file, auth string }{
+		{"postmark.yaml", ""},
+		{"mailgun.yaml", ""},
+		{"mailgun.yaml", "{basic: {username_env: MAILGUN_USER, password_env: MAILGUN_API_KEY}}"},
+	} {
+		raw, err := os.ReadFile("../examples/destinations/" + tc.file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		yaml := string(raw)
+		if tc.auth != "" {
+			yaml = strings.Replace(yaml, "auth: {basic: {username: api, password_env: MAILGUN_API_KEY}}", "auth: "+tc.auth, 1)
+		}
+		secrets := map[string]string{"STRIPE_WEBHOOK_SECRET": "whsec_recipe1", "POSTMARK_SERVER_TOKEN": "pm-token-7",
+			"MAILGUN_API_KEY": "mg-key-8", "MAILGUN_USER": "mg-user-9"}
+		c, err := Parse(tc.file, []byte(yaml), envFrom(secrets))
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := c.Destinations[0]
+		var out []string
+		for _, verb := range []string{"%v", "%+v", "%#v", "%s", "%q", "%x"} {
+			out = append(out, fmt.Sprintf(verb, c), fmt.Sprintf(verb, d), fmt.Sprintf(verb, d.Auth))
+		}
+		js, _ := json.Marshal(c)
+		var logs bytes.Buffer
+		slog.New(slog.NewJSONHandler(&logs, nil)).Info("x", "cfg", c, "dst", d)
+		all := strings.Join(append(out, string(js), logs.String()), "\n")
+		for _, v := range []string{"pm-token-7", "mg-key-8", "mg-user-9"} {
+			if strings.Contains(all, v) || strings.Contains(all, hex.EncodeToString([]byte(v))) {
+				t.Errorf("%s: secret %q printed", tc.file, v)
+			}
+		}
+		if tc.auth != "" && d.Auth.Basic.User() != "mg-user-9" {
+			t.Errorf("basic user = %q, want the one from MAILGUN_USER", d.Auth.Basic.User())
+		}
+	}
+}
+
 // checkErrorLines asserts err is EINVALID and its message is exactly want.
 func checkErrorLines(t *testing.T, err error, want []string) {
 	t.Helper()
@@ -422,9 +470,9 @@ func checkConfigValid(t *testing.T, c *oncehook.Config) {
 		ok := validName.MatchString(d.Name) && !seen["d"+d.Name] && d.Timeout > 0
 		switch d.Type {
 		case oncehook.DestinationHTTP:
-			ok = ok && d.Create.URL != "" && d.Create.Method != "" && d.Idempotency.Header != "" && d.Idempotency.TTL > 0
-			ok = ok && (d.Lookup.URL == "" || strings.Contains(d.Lookup.URL, "{ref}") && d.Lookup.Consistency != "")
-			pointer(d.ResultID, false)
+			ok = ok && d.Create.URL != "" && d.Create.Method != "" && d.Create.Encoding != "" && (d.Idempotency.Header != "") == (d.Idempotency.TTL > 0)
+			ok = ok && (d.Lookup.URL == "" || d.Lookup.Method != "" && d.Lookup.Consistency != "" && d.Lookup.ResultID != "")
+			pointer(d.Create.ResultID.Pointer, d.Create.ResultID.Header != "")
 		case oncehook.DestinationSMTP:
 			ok = ok && d.Addr != "" && d.From != ""
 		default:
@@ -481,6 +529,43 @@ func TestParseConfigErrors(t *testing.T) {
 		yaml []byte
 		want []string
 	}{
+		{"DestinationsAsTheyReallyAre", lines(
+			src,
+			"destinations:",
+			"  - name: api",
+			"    type: http",
+			"    create: {url: 'http://api/x', encoding: xml, result_id: {head: X}}",
+			"    auth: {bearer_env: T, basic: {password_env: P}}",
+			"    idempotency: always",
+			"    lookup: {method: PUT, url: 'http://api/s', body: {q: x}, consistency: strong, settle: 1m}",
+			"    errors: [{means: rejected}, {status: 600, pointer: /a, equals: [1], means: maybe}, {status: 400, equals: x, means: exists}]",
+			"    limits: {concurrency: 0, per_second: fast}",
+			"  - {name: form, type: http, create: {url: 'http://api/f', encoding: form}}",
+			"actions:",
+			"  - {name: a, source: s, on: [e], key: [/id], destination: form, params: {nested: {b: /x}, list: [/y]}}",
+		), []string{
+			`t.yaml:5:35: destinations[0].create.encoding: "xml" is not one of json, form`,
+			`t.yaml:5:50: destinations[0].create.result_id: header is required`,
+			`t.yaml:5:62: destinations[0].create.result_id.head: unknown field (known: header)`,
+			`t.yaml:6:5: destinations[0].auth: set one of bearer_env, header, basic and oauth2, not 2`,
+			`t.yaml:6:12: destinations[0].auth.bearer_env: environment variable T is not set or empty`,
+			`t.yaml:6:27: destinations[0].auth.basic: set one of username and username_env`,
+			`t.yaml:6:35: destinations[0].auth.basic.password_env: environment variable P is not set or empty`,
+			`t.yaml:7:5: destinations[0].idempotency: "always": write none, or {header: Idempotency-Key, ttl: 24h} when the destination remembers keys`,
+			`t.yaml:8:14: destinations[0].lookup.method: "PUT" is not one of GET, POST`,
+			`t.yaml:8:27: destinations[0].lookup.url: "http://api/s" has no {ref}, where the operation key goes (in the URL or the body)`,
+			`t.yaml:8:48: destinations[0].lookup.body: only a POST lookup has a body`,
+			`t.yaml:8:83: destinations[0].lookup.settle: applies to an eventual lookup only: a strong lookup's absence counts at once`,
+			`t.yaml:9:15: destinations[0].errors[0]: needs a status or a pointer: a rule matching every reply would hide the decision table`,
+			`t.yaml:9:34: destinations[0].errors[1].status: "600" is not a whole number from 100 to 599`,
+			`t.yaml:9:60: destinations[0].errors[1].equals: must be a string, number or boolean, not a list`,
+			`t.yaml:9:73: destinations[0].errors[1].means: "maybe" is not one of rejected, rate_limited, unavailable, unauthorized, uncertain, exists`,
+			`t.yaml:9:102: destinations[0].errors[2].equals: needs a pointer: the reply field it is compared with`,
+			`t.yaml:10:14: destinations[0].limits.concurrency: "0" is not a whole number from 1 to 10000`,
+			`t.yaml:10:30: destinations[0].limits.per_second: "fast" is not a positive number of calls per second`,
+			`t.yaml:13:75: actions[0].params.nested: destination "form" sends a form, which holds flat fields only`,
+			`t.yaml:13:92: actions[0].params.list: destination "form" sends a form, which holds flat fields only`,
+		}},
 		{"ProviderNotInList", lines(
 			"sources:",
 			"  - name: a",
@@ -498,8 +583,8 @@ func TestParseConfigErrors(t *testing.T) {
 			"    retries: 3",
 			"lisen: ':80'",
 		), []string{
-			"t.yaml:5:35: destinations[0].create.verb: unknown field (known: method, url)",
-			"t.yaml:6:5: destinations[0].retries: unknown field (known: name, type, timeout, owner, create, auth, idempotency, reference_field, lookup, result_id, addr, from, username_env, password_env)",
+			"t.yaml:5:35: destinations[0].create.verb: unknown field (known: method, url, encoding, result_id)",
+			"t.yaml:6:5: destinations[0].retries: unknown field (known: name, type, timeout, owner, create, auth, idempotency, reference_field, lookup, result_id, check, errors, rate_limit_reset, limits, addr, from, username_env, password_env)",
 			"t.yaml:7:1: lisen: unknown field (known: listen, base_url, sources, destinations, actions, retention, notify, sessions)",
 		}},
 		{"RequiredFieldsAtTheirMapping", lines(
@@ -565,8 +650,9 @@ func TestParseConfigErrors(t *testing.T) {
 			"    addr: 'h:25'",
 		), []string{
 			"t.yaml:3:5: destinations[0].create: url is required",
-			`t.yaml:5:14: destinations[0].lookup.url: "http://crm/x?ref=1" has no {ref}, where the operation key goes`,
+			`t.yaml:5:14: destinations[0].lookup.url: "http://crm/x?ref=1" has no {ref}, where the operation key goes (in the URL or the body)`,
 			`t.yaml:5:41: destinations[0].lookup.consistency: "maybe" is not one of strong, eventual`,
+			"t.yaml:6:5: destinations[0].idempotency: ttl is required: how long the destination remembers a key (its documentation says)",
 			`t.yaml:6:19: destinations[0].idempotency.header: "Bad Header" is not an HTTP header name`,
 			`t.yaml:7:5: destinations[0].result_id: "id" is not a JSON pointer: it must start with "/"`,
 			"t.yaml:8:5: destinations[0].addr: is not used by http destinations",
@@ -649,8 +735,8 @@ func TestParseConfigErrors(t *testing.T) {
 			"      neither: {pointer: /x}",
 		), []string{
 			`t.yaml:14:15: actions[2].params.fromB.result: "b" is not on this action's after chain (c -> a): only a result it waits for exists in time`,
-			"t.yaml:15:7: actions[2].params.both: const stands alone: no result or pointer beside it",
-			"t.yaml:16:7: actions[2].params.neither: want {const: value} or {result: action}",
+			`t.yaml:15:14: actions[2].params.both.const: "1" is not a JSON pointer ("/a/b"); write {const: "1"} for a fixed value`,
+			`t.yaml:15:24: actions[2].params.both.result: "a" is not a JSON pointer ("/a/b"); write {const: "a"} for a fixed value`,
 		}},
 		{"RuleFieldsCheckEachOther", lines(
 			src,
@@ -671,7 +757,7 @@ func TestParseConfigErrors(t *testing.T) {
 			"  - {name: b, source: s, on: [e], key: [/id], destination: mail, params: {subject: {const: Hi}}}",
 		), []string{
 			`t.yaml:8:13: actions[0].on[1]: "e" is listed twice`,
-			`t.yaml:11:14: actions[0].params.ref: "ref" is the reference_field of destination "crm", which carries the operation key`,
+			`t.yaml:11:14: actions[0].params.ref: is where reference_field /ref of destination "crm" puts the operation key`,
 			"t.yaml:12:5: actions[0].cancelled_by: needs resource: it applies per resource",
 			`t.yaml:12:20: actions[0].cancelled_by[0]: "e" also starts this action (on)`,
 			"t.yaml:13:5: actions[0].occurred_at: needs resource: it applies per resource",

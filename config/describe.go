@@ -8,13 +8,18 @@ import (
 	"github.com/oncehook/oncehook"
 )
 
-// Describe writes what cfg does, for people: each source's ingest URL and each
-// rule's routing, as `oncehook check` prints it.
+// Describe writes what cfg does, for people: each source's ingest URL, what protects
+// each destination against acting twice, and each rule's routing, as `oncehook
+// check` prints it.
 func Describe(w io.Writer, cfg *oncehook.Config) {
 	fmt.Fprint(w, "Sources (paste the URL into the provider):\n")
 	for _, s := range cfg.Sources {
 		fmt.Fprintf(w, "  %-20s %s/hooks/%s  (%s, client %s, %s; secrets from %s)\n",
 			s.Name, cfg.BaseURL, s.Name, s.Provider, s.Client, s.Environment, s.SecretEnv)
+	}
+	fmt.Fprint(w, "\nDestinations (what protects against a double effect):\n")
+	for _, d := range cfg.Destinations {
+		fmt.Fprintf(w, "  %-20s %s: %s\n", d.Name, d.Type, Protection(d))
 	}
 	fmt.Fprint(w, "\nRouting:\n")
 	for _, a := range cfg.Actions {
@@ -28,4 +33,46 @@ func Describe(w io.Writer, cfg *oncehook.Config) {
 		}
 		fmt.Fprintf(w, "%s, owner %s\n", line, a.Owner)
 	}
+}
+
+// Protection says in one line what keeps destination d from acting twice when a
+// call's outcome is unsure, and what is left to a person (DESIGN.md section 4a).
+func Protection(d oncehook.Destination) string {
+	if d.Type == oncehook.DestinationSMTP {
+		return "Message-ID from the operation key, no lookup: uncertain sends go to a person"
+	}
+	var parts []string
+	if strings.Contains(d.Create.URL, "{ref}") && d.Create.Method != "POST" {
+		parts = append(parts, "upsert by external id")
+	}
+	if d.Idempotency.TTL > 0 {
+		parts = append(parts, "key memory "+shortDuration(d.Idempotency.TTL.String()))
+	}
+	lk := d.Lookup
+	switch {
+	case lk.URL == "" && len(parts) == 0:
+		return "nothing: uncertain calls go to a person (outcome unknown)"
+	case lk.URL == "" && d.Idempotency.TTL > 0:
+		parts = append(parts, "after it, uncertain calls go to a person")
+	case lk.URL == "":
+	case lk.Consistency == oncehook.ConsistencyStrong:
+		parts = append(parts, "strong lookup")
+	case lk.Settle > 0:
+		parts = append(parts, "eventual lookup settling after "+shortDuration(lk.Settle.String())+
+			": not found before then is looked up again, after it retried with the same key")
+	default:
+		parts = append(parts, "eventual lookup: uncertain calls it does not find go to a person")
+	}
+	return strings.Join(parts, "; ")
+}
+
+// shortDuration drops the zero units Go prints: "24h0m0s" is "24h".
+func shortDuration(s string) string {
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }

@@ -11,9 +11,6 @@ func (l *loader) oauth2(auth fields) *oncehook.OAuth2 {
 	if !auth.has("oauth2") {
 		return nil
 	}
-	if auth.has("bearer_env") {
-		l.errorf(auth.at("oauth2"), "auth takes one of bearer_env and oauth2, not both")
-	}
 	m := auth.sub("oauth2", "grant", "token_url", "authorize_url", "client_id_env", "client_secret_env", "scopes")
 	o := &oncehook.OAuth2{
 		Grant:    m.oneOf("grant", "", oncehook.GrantAuthorizationCode, oncehook.GrantClientCredentials),

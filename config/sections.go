@@ -3,7 +3,6 @@ package config
 import (
 	"encoding/base64"
 	"fmt"
-	"net/mail"
 	"slices"
 	"strings"
 
@@ -59,73 +58,6 @@ func secretShape(provider, secret string) string {
 	return ""
 }
 
-var (
-	httpOnly = []string{"create", "auth", "idempotency", "reference_field", "lookup", "result_id"}
-	smtpOnly = []string{"addr", "from", "username_env", "password_env"}
-)
-
-func (l *loader) destination(path string, n ast.Node) oncehook.Destination {
-	m := l.mapping(path, n, append(append([]string{"name", "type", "timeout", "owner"}, httpOnly...), smtpOnly...)...)
-	d := oncehook.Destination{
-		Name:    m.name("name"),
-		Type:    m.oneOf("type", "", oncehook.DestinationHTTP, oncehook.DestinationSMTP),
-		Timeout: m.duration("timeout", oncehook.DefaultTimeout),
-		Owner:   m.str("owner"),
-	}
-	foreign := smtpOnly
-	switch d.Type {
-	case oncehook.DestinationHTTP:
-		c := m.sub("create", "method", "url")
-		d.Create = oncehook.Endpoint{Method: strings.ToUpper(c.str("method")), URL: c.url("url", true, false)}
-		if d.Create.Method == "" {
-			d.Create.Method = "POST"
-		} else if !slices.Contains([]string{"POST", "PUT", "PATCH"}, d.Create.Method) {
-			l.errorf(c.at("method"), "%q is not one of POST, PUT, PATCH", d.Create.Method)
-		}
-		auth := m.sub("auth", "bearer_env", "oauth2")
-		d.Auth.BearerEnv, d.Auth.Token = auth.env("bearer_env", false, false)
-		d.Auth.OAuth2 = l.oauth2(auth)
-		idem := m.sub("idempotency", "header", "ttl")
-		d.Idempotency = oncehook.Idempotency{Header: idem.str("header"), TTL: idem.duration("ttl", oncehook.DefaultIdempotencyTTL)}
-		if d.Idempotency.Header == "" {
-			d.Idempotency.Header = oncehook.DefaultIdempotencyHeader
-		} else if !validHeader(d.Idempotency.Header) {
-			l.errorf(idem.at("header"), "%q is not an HTTP header name", d.Idempotency.Header)
-		}
-		d.ReferenceField = m.str("reference_field")
-		if m.has("lookup") {
-			lk := m.sub("lookup", "url", "consistency")
-			d.Lookup = oncehook.Lookup{URL: lk.url("url", true, true),
-				Consistency: lk.oneOf("consistency", oncehook.DefaultConsistency, oncehook.ConsistencyStrong, oncehook.ConsistencyEventual)}
-		}
-		d.ResultID = m.pointer("result_id", oncehook.DefaultResultID)
-	case oncehook.DestinationSMTP:
-		foreign = httpOnly
-		d.Addr = m.hostPort("addr", "", true)
-		if d.From = m.required("from"); d.From != "" {
-			if _, err := mail.ParseAddress(d.From); err != nil {
-				l.errorf(m.at("from"), "%q is not an email address", d.From)
-			}
-		}
-		if m.has("username_env") != m.has("password_env") {
-			l.errorf(path, "username_env and password_env go together")
-		}
-		d.UsernameEnv, d.Username = m.env("username_env", false, false)
-		d.PasswordEnv, d.Password = m.env("password_env", false, true) // spaces may belong to a password
-	}
-	for _, k := range foreign {
-		if m.has(k) && d.Type != "" {
-			l.errorf(m.at(k), "is not used by %s destinations", d.Type)
-		}
-	}
-	return d
-}
-
-// validHeader reports whether s is an RFC 9110 field name (a token).
-func validHeader(s string) bool {
-	return s != "" && strings.Trim(s, "!#$%&'*+-.^_`|~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz") == ""
-}
-
 func (l *loader) action(path string, n ast.Node) oncehook.ActionRule {
 	m := l.mapping(path, n, "name", "source", "on", "key", "destination", "params", "retry",
 		"owner", "after", "resource", "occurred_at", "cancelled_by", "act_on_stale")
@@ -168,21 +100,38 @@ func (l *loader) action(path string, n ast.Node) oncehook.ActionRule {
 	return a
 }
 
-// param reads one params entry: "/pointer", {const: v} or {result: rule, pointer: /p}.
+// param reads one params entry: "/pointer", {const: v}, {result: rule[, pointer: /p]},
+// a list of entries, or any other mapping, which is a nested object of entries.
 func (l *loader) param(path, name string, n ast.Node) oncehook.Param {
+	return l.paramAt(path, name, n, 0)
+}
+
+func (l *loader) paramAt(path, name string, n ast.Node, depth int) oncehook.Param {
 	p := oncehook.Param{Name: name}
-	if _, ok := n.(ast.MapNode); ok {
-		m := l.mapping(path, n, "const", "result", "pointer")
+	if depth > 16 {
+		l.errorf(path, "params are nested too deeply")
+		return p
+	}
+	switch v := n.(type) {
+	case ast.MapNode:
+		m := l.mapping(path, n)
 		switch {
-		case m.has("const") && (m.has("result") || m.has("pointer")):
-			l.errorf(path, "const stands alone: no result or pointer beside it")
-		case m.has("const"):
+		case len(m.keys) == 1 && m.has("const"):
 			p.Const = l.value(m.at("const"), m.at("const"), m.vals["const"], 0)
-		case m.has("result"):
+		case m.has("result") && (len(m.keys) == 1 || len(m.keys) == 2 && m.has("pointer")):
 			p.Result = m.required("result")
 			p.ResultPointer = m.pointer("pointer", "")
 		default:
-			l.errorf(path, "want {const: value} or {result: action}")
+			p.IsObject, p.Object = true, []oncehook.Param{}
+			for _, k := range m.keys {
+				p.Object = append(p.Object, l.paramAt(m.at(k), k, m.vals[k], depth+1))
+			}
+		}
+		return p
+	case *ast.SequenceNode:
+		p.IsList, p.List = true, []oncehook.Param{}
+		for i, e := range l.list(path, v) {
+			p.List = append(p.List, l.paramAt(fmt.Sprintf("%s[%d]", path, i), "", e, depth+1))
 		}
 		return p
 	}
@@ -193,7 +142,7 @@ func (l *loader) param(path, name string, n ast.Node) oncehook.Param {
 	case ok && n != nil:
 		l.errorf(path, "%q is not a JSON pointer (\"/a/b\"); write {const: %q} for a fixed value", s, s)
 	default:
-		l.errorf(path, "must be a JSON pointer (\"/a/b\"), {const: value} or {result: action}")
+		l.errorf(path, "must be a JSON pointer (\"/a/b\"), {const: value}, {result: action}, a mapping or a list")
 	}
 	return p
 }

@@ -313,9 +313,11 @@ func (l *loader) check(c *oncehook.Config) {
 		}
 		chain := afterChain(c, rules, i)
 		for _, p := range a.Params {
-			if p.Result != "" && !slices.Contains(chain, p.Result) {
-				l.errorf(joinPath(joinPath(path+".params", p.Name), "result"), "%q is not on this action's after chain (%s): only a result it waits for exists in time",
-					p.Result, strings.Join(append([]string{a.Name}, chain...), " -> "))
+			for _, r := range results(joinPath(path+".params", p.Name), p) {
+				if !slices.Contains(chain, r.name) {
+					l.errorf(r.path, "%q is not on this action's after chain (%s): only a result it waits for exists in time",
+						r.name, strings.Join(append([]string{a.Name}, chain...), " -> "))
+				}
 			}
 		}
 		if cycle := afterCycle(c, rules, i); cycle != nil {
@@ -330,9 +332,16 @@ func (l *loader) checkTarget(path string, a *oncehook.ActionRule, d oncehook.Des
 	if a.Owner == "" {
 		a.Owner = d.Owner
 	}
-	for _, p := range a.Params {
-		if d.ReferenceField != "" && p.Name == d.ReferenceField {
-			l.errorf(joinPath(path+".params", p.Name), "%q is the reference_field of destination %q, which carries the operation key", p.Name, d.Name)
+	if d.ReferenceField != "" {
+		if p, ok := paramAt(a.Params, d.ReferenceField); ok {
+			l.errorf(joinPath(path+".params", p), "is where reference_field %s of destination %q puts the operation key", d.ReferenceField, d.Name)
+		}
+	}
+	if d.Create.Encoding == oncehook.EncodingForm {
+		for _, p := range a.Params {
+			if p.IsObject || p.IsList {
+				l.errorf(joinPath(path+".params", p.Name), "destination %q sends a form, which holds flat fields only", d.Name)
+			}
 		}
 	}
 	has := func(name string) bool {
@@ -402,4 +411,51 @@ func afterCycle(c *oncehook.Config, rules map[string]int, i int) []string {
 		}
 	}
 	return nil
+}
+
+type resultRef struct{ path, name string }
+
+// results lists the {result: action} params in p, nested ones included.
+func results(path string, p oncehook.Param) []resultRef {
+	switch {
+	case p.Result != "":
+		return []resultRef{{joinPath(path, "result"), p.Result}}
+	case p.IsObject:
+		var out []resultRef
+		for _, q := range p.Object {
+			out = append(out, results(joinPath(path, q.Name), q)...)
+		}
+		return out
+	case p.IsList:
+		var out []resultRef
+		for i, q := range p.List {
+			out = append(out, results(fmt.Sprintf("%s[%d]", path, i), q)...)
+		}
+		return out
+	}
+	return nil
+}
+
+// paramAt reports whether a param (or a nested one) renders at the JSON pointer
+// ptr, or above or below it, and names its top-level param.
+func paramAt(params []oncehook.Param, ptr string) (string, bool) {
+	tokens := strings.Split(ptr, "/")[1:]
+	for i, t := range tokens {
+		tokens[i] = strings.NewReplacer("~1", "/", "~0", "~").Replace(t)
+	}
+	for _, p := range params {
+		if p.Name == tokens[0] && (len(tokens) == 1 || !p.IsObject || objectHas(p.Object, tokens[1:])) {
+			return p.Name, true
+		}
+	}
+	return "", false
+}
+
+func objectHas(params []oncehook.Param, tokens []string) bool {
+	for _, p := range params {
+		if p.Name == tokens[0] {
+			return len(tokens) == 1 || !p.IsObject || objectHas(p.Object, tokens[1:])
+		}
+	}
+	return false
 }

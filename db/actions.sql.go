@@ -152,14 +152,17 @@ WITH due AS (
       AND a.next_attempt_at <= now()
       AND NOT EXISTS (SELECT 1 FROM destinations d
                       WHERE d.name = a.destination AND d.status = 'disconnected')
+      -- A destination with limits is claimed on its own, for its free room only.
+      AND (coalesce(cardinality($3::text[]), 0) = 0 OR a.destination = ANY($3::text[]))
+      AND a.destination <> ALL(coalesce($4::text[], '{}'))
     ORDER BY a.next_attempt_at, a.id
-    LIMIT $3
+    LIMIT $5
     FOR UPDATE OF a SKIP LOCKED
 ), claimed AS (
     UPDATE actions a
-    SET state = 'processing', claimed_from = due.state, lease_owner = $4::text,
+    SET state = 'processing', claimed_from = due.state, lease_owner = $6::text,
         lease_token = a.lease_token + 1,
-        lease_expires_at = now() + make_interval(secs => $5::double precision),
+        lease_expires_at = now() + make_interval(secs => $7::double precision),
         attempts = a.attempts + CASE WHEN due.starts THEN 1 ELSE 0 END,
         first_attempt_at = CASE WHEN due.starts THEN coalesce(a.first_attempt_at, now()) ELSE a.first_attempt_at END,
         last_attempt_at = CASE WHEN due.starts THEN now() ELSE a.last_attempt_at END,
@@ -169,7 +172,7 @@ WITH due AS (
     RETURNING a.id, a.client, a.environment, a.source, a.name, a.business_key, a.key_parts, a.operation_key, a.destination, a.params, a.params_sha256, a.state, a.reason, a.owner, a.after_id, a.resource, a.occurred_at, a.attempts, a.max_attempts, a.give_up_at, a.next_attempt_at, a.first_attempt_at, a.last_attempt_at, a.lease_owner, a.claimed_from, a.lease_expires_at, a.external_ref, a.result, a.created_at, a.updated_at, a.lease_token, due.starts
 ), attempt AS (
     INSERT INTO attempts (client, action_id, kind, operation_key, worker)
-    SELECT c.client, c.id, 'call', c.operation_key, $4::text FROM claimed c WHERE c.starts
+    SELECT c.client, c.id, 'call', c.operation_key, $6::text FROM claimed c WHERE c.starts
     RETURNING client, id, action_id
 )
 SELECT c.id, c.client, c.environment, c.source, c.name, c.business_key, c.key_parts, c.operation_key, c.destination, c.params, c.params_sha256, c.state, c.reason, c.owner, c.after_id, c.resource, c.occurred_at, c.attempts, c.max_attempts, c.give_up_at, c.next_attempt_at, c.first_attempt_at, c.last_attempt_at, c.lease_owner, c.claimed_from, c.lease_expires_at, c.external_ref, c.result, c.created_at, c.updated_at, c.lease_token, c.starts, coalesce(t.id, 0)::bigint AS attempt_id
@@ -177,11 +180,13 @@ FROM claimed c LEFT JOIN attempt t ON t.client = c.client AND t.action_id = c.id
 `
 
 type ActionClaimParams struct {
-	Callable     []string
-	FillNames    []string
-	MaxActions   int32
-	Worker       string
-	LeaseSeconds float64
+	Callable         []string
+	FillNames        []string
+	OnlyDestinations []string
+	SkipDestinations []string
+	MaxActions       int32
+	Worker           string
+	LeaseSeconds     float64
 }
 
 type ActionClaimRow struct {
@@ -225,11 +230,14 @@ type ActionClaimRow struct {
 // same statement starts the calls it can (a destination this worker has, params
 // that need no predecessor's result): it counts the attempt on the action and
 // writes the attempt as started, and the caller commits before calling anyone.
-// attempt_id is 0 for the claims it did not start.
+// attempt_id is 0 for the claims it did not start. only_destinations (when not
+// empty or null) and skip_destinations narrow it to some destinations.
 func (q *Queries) ActionClaim(ctx context.Context, arg ActionClaimParams) ([]ActionClaimRow, error) {
 	rows, err := q.db.Query(ctx, actionClaim,
 		arg.Callable,
 		arg.FillNames,
+		arg.OnlyDestinations,
+		arg.SkipDestinations,
 		arg.MaxActions,
 		arg.Worker,
 		arg.LeaseSeconds,

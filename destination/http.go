@@ -3,13 +3,14 @@ package destination
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
-	"strconv"
+	"sort"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -37,40 +38,32 @@ type HTTP struct {
 	client  *http.Client // for lookups and checks
 	perform *http.Client // the same transport, following no redirects
 	now     func() time.Time
-	oauth   *OAuth // nil unless auth.oauth2 (see oauth.go)
+	secrets []string // every credential value, for scrub
+	oauth   *OAuth   // nil unless auth.oauth2 (see oauth.go)
 }
 
 // NewHTTP returns the client for the http destination d, sending through
-// client (http.DefaultClient when nil). Perform never follows a redirect: the client
-// would repeat a POST as a GET and could read a listing as a confirmation.
+// client (http.DefaultClient when nil). d is used as the config loader made it,
+// defaults applied. Perform never follows a redirect: the client would repeat a
+// POST as a GET and could read a listing as a confirmation.
 func NewHTTP(d oncehook.Destination, client *http.Client) *HTTP {
 	if client == nil {
 		client = http.DefaultClient
 	}
-	if d.Create.Method == "" {
-		d.Create.Method = http.MethodPost
-	}
-	if d.Idempotency.Header == "" {
-		d.Idempotency.Header = oncehook.DefaultIdempotencyHeader
-	}
-	if d.ResultID == "" {
-		d.ResultID = oncehook.DefaultResultID
-	}
-	if d.Timeout <= 0 {
-		d.Timeout = oncehook.DefaultTimeout
-	}
 	perform := *client
 	perform.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	return &HTTP{d: d, client: client, perform: &perform, now: time.Now}
+	return &HTTP{d: d, client: client, perform: &perform, now: time.Now, secrets: secretsOf(d.Auth)}
 }
 
-// Capabilities reports a lookup when one is configured, and the key memory of the
-// idempotency header, which is always sent.
+// Capabilities reports a lookup when one is configured, and the key memory the
+// destination declares (none by default).
 func (h *HTTP) Capabilities() oncehook.Capabilities {
+	lk := h.d.Lookup
 	return oncehook.Capabilities{
-		Lookup:       h.d.Lookup.URL != "",
-		StrongLookup: h.d.Lookup.URL != "" && h.d.Lookup.Consistency == oncehook.ConsistencyStrong,
+		Lookup:       lk.URL != "",
+		StrongLookup: lk.URL != "" && lk.Consistency == oncehook.ConsistencyStrong,
 		KeyMemory:    h.d.Idempotency.TTL,
+		Settle:       lk.Settle,
 	}
 }
 
@@ -79,9 +72,9 @@ func (h *HTTP) Capabilities() oncehook.Capabilities {
 // before, nothing can have happened (throttled); after, anything may have (unsure).
 // Perform (http_oauth.go) adds the OAuth2 access token and its refresh.
 func (h *HTTP) performOnce(ctx context.Context, c oncehook.Call) oncehook.Outcome {
-	body, err := h.body(c)
+	body, contentType, err := h.createRequest(c)
 	if err != nil {
-		return oncehook.Outcome{Observed: oncehook.ObsRejected, Detail: err.Error()}
+		return oncehook.Outcome{Observed: oncehook.ObsRejected, Detail: h.scrub(err.Error())}
 	}
 	ctx, cancel := context.WithTimeout(ctx, h.d.Timeout)
 	defer cancel()
@@ -93,13 +86,21 @@ func (h *HTTP) performOnce(ctx context.Context, c oncehook.Call) oncehook.Outcom
 			}
 		},
 	})
-	req, err := http.NewRequestWithContext(ctx, h.d.Create.Method, h.d.Create.URL, bytes.NewReader(body))
+	target := strings.ReplaceAll(h.d.Create.URL, "{ref}", url.PathEscape(c.OperationKey))
+	req, err := http.NewRequestWithContext(ctx, h.d.Create.Method, target, bytes.NewReader(body))
 	if err != nil {
 		return oncehook.Outcome{Observed: oncehook.ObsRejected, Detail: h.scrub(fmt.Sprintf("build the request: %v", err))}
 	}
+	// Without GetBody the transport cannot resend the create by itself when a
+	// kept-alive connection closes before the answer (it would, for a request with
+	// an Idempotency-Key header): every repeat is an attempt the ledger decided.
+	req.GetBody = nil
 	h.authorize(req)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set(h.d.Idempotency.Header, c.OperationKey)
+	req.Header.Set("Content-Type", contentType)
+	req.Header.Set("Accept", "application/json")
+	if h.d.Idempotency.Header != "" {
+		req.Header.Set(h.d.Idempotency.Header, c.OperationKey)
+	}
 	resp, err := h.perform.Do(req)
 	if err != nil {
 		if wrote.Load() {
@@ -113,83 +114,49 @@ func (h *HTTP) performOnce(ctx context.Context, c oncehook.Call) oncehook.Outcom
 	return h.classify(resp, reply, readErr)
 }
 
-// body is the params object with the operation key added as the reference field.
-// Numbers stay json.Number so that amounts and ids pass through digit for digit.
-func (h *HTTP) body(c oncehook.Call) ([]byte, error) {
-	if c.OperationKey == "" {
-		return nil, fmt.Errorf("the call has no operation key")
-	}
-	fields := map[string]any{}
-	if p := bytes.TrimSpace(c.Params); len(p) > 0 && !bytes.Equal(p, []byte("null")) {
-		dec := json.NewDecoder(bytes.NewReader(p))
-		dec.UseNumber()
-		if err := dec.Decode(&fields); err != nil {
-			return nil, fmt.Errorf("params are not a JSON object: %w", err)
+// evidence reads the record id out of a 2xx reply: at the create's result_id
+// pointer, or in its header. A reply without one is still a success, since the
+// destination said so; the detail says what is missing.
+func (h *HTTP) evidence(resp *http.Response, reply []byte, readErr error) (string, json.RawMessage, string) {
+	status, rid := resp.StatusCode, h.d.Create.ResultID
+	var result json.RawMessage
+	doc, jsonErr := decodeReply(reply)
+	if readErr == nil && jsonErr == nil {
+		var buf bytes.Buffer
+		if json.Compact(&buf, reply) == nil {
+			result = buf.Bytes()
 		}
 	}
-	if h.d.ReferenceField != "" {
-		fields[h.d.ReferenceField] = c.OperationKey
+	if rid.Header != "" {
+		if ref := strings.TrimSpace(resp.Header.Get(rid.Header)); ref != "" {
+			return ref, result, ""
+		}
+		return "", result, fmt.Sprintf("HTTP %d, but the reply has no record id in its %s header", status, rid.Header)
 	}
-	b, err := json.Marshal(fields)
-	if err != nil {
-		return nil, fmt.Errorf("encode params: %w", err)
-	}
-	return b, nil
-}
-
-// classify maps a reply to its row of the decision table.
-func (h *HTTP) classify(resp *http.Response, reply []byte, readErr error) oncehook.Outcome {
-	s := resp.StatusCode
-	o := oncehook.Outcome{HTTPStatus: s, Detail: h.statusDetail(s, reply)}
 	switch {
-	case s >= 200 && s < 300:
-		o.Observed = oncehook.ObsSuccess
-		o.ExternalRef, o.Result, o.Detail = h.evidence(s, reply, readErr)
-	case s == http.StatusUnauthorized || s == http.StatusForbidden:
-		o.Observed = oncehook.ObsUnauthorized
-	case s == http.StatusConflict:
-		o.Observed = oncehook.ObsInFlight
-	case s == http.StatusTooManyRequests || s == http.StatusServiceUnavailable:
-		o.Observed = oncehook.ObsThrottled
-		o.RetryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), h.now())
-	case s >= 400 && s < 500:
-		o.Observed = oncehook.ObsRejected
-	default:
-		// Other 5xx, and redirects the configured URL should not produce: the
-		// destination may have acted, so it is reconciled, never assumed.
-		o.Observed = oncehook.ObsUnsure
-	}
-	return o
-}
-
-// evidence reads the record id out of a 2xx reply. A reply without one is still a
-// success, since the destination said so; the detail says what is missing.
-func (h *HTTP) evidence(status int, reply []byte, readErr error) (string, json.RawMessage, string) {
-	if readErr != nil {
+	case readErr != nil:
 		return "", nil, h.scrub(fmt.Sprintf("HTTP %d, but the reply could not be read (%v), so no record id is known", status, readErr))
-	}
-	doc, err := decodeReply(reply)
-	if err != nil {
+	case result == nil:
 		return "", nil, fmt.Sprintf("HTTP %d, but the reply is not JSON, so no record id is known", status)
 	}
-	var result bytes.Buffer
-	if err := json.Compact(&result, reply); err != nil {
-		return "", nil, fmt.Sprintf("HTTP %d, but the reply is not JSON, so no record id is known", status)
-	}
-	ref, ok := oncehook.PointerString(doc, h.d.ResultID)
+	ref, ok := oncehook.PointerString(doc, rid.Pointer)
 	if !ok {
-		return "", result.Bytes(), fmt.Sprintf("HTTP %d, but the reply has no record id at %s", status, h.d.ResultID)
+		return "", result, fmt.Sprintf("HTTP %d, but the reply has no record id at %s", status, rid.Pointer)
 	}
-	return ref, result.Bytes(), ""
+	return ref, result, ""
 }
 
-// Lookup asks the lookup URL for the record carrying operationKey. A 404 or a reply
-// without a record means absent; any other answer proves nothing and is Unsure.
+// Lookup asks the lookup for the record carrying operationKey. A 404 or a reply
+// without our record means absent; any other answer proves nothing and is Unsure.
+// A record counts only when its id resolves and, where the lookup names the
+// record's reference, that reference is our key: a lookup that ignores its filter
+// must not find someone else's record.
 func (h *HTTP) Lookup(ctx context.Context, operationKey string) oncehook.LookupResult {
-	if h.d.Lookup.URL == "" {
+	lk := h.d.Lookup
+	if lk.URL == "" {
 		return oncehook.LookupResult{Unsure: true, Detail: "this destination has no lookup"}
 	}
-	status, reply, err := h.get(ctx, http.MethodGet, h.lookupURL(operationKey))
+	status, reply, err := h.send(ctx, lk.Method, h.lookupURL(operationKey), h.lookupBody(operationKey))
 	if err != nil {
 		return oncehook.LookupResult{Unsure: true, Detail: h.scrub(fmt.Sprintf("lookup failed: %v", err))}
 	}
@@ -209,7 +176,13 @@ func (h *HTTP) Lookup(ctx context.Context, operationKey string) oncehook.LookupR
 		return r
 	}
 	records, ok := doc.([]any)
-	if !ok {
+	if lk.Records != "" {
+		v, _ := oncehook.Pointer(doc, lk.Records)
+		if records, ok = v.([]any); !ok {
+			r.Unsure, r.Detail = true, fmt.Sprintf("lookup answered HTTP 200 without a list at %s", lk.Records)
+			return r
+		}
+	} else if !ok {
 		records = []any{doc}
 	}
 	others := 0
@@ -218,7 +191,7 @@ func (h *HTTP) Lookup(ctx context.Context, operationKey string) oncehook.LookupR
 			others++
 			continue
 		}
-		if ref, ok := oncehook.PointerString(rec, h.d.ResultID); ok {
+		if ref, ok := oncehook.PointerString(rec, lk.ResultID); ok {
 			raw, err := json.Marshal(rec)
 			if err != nil {
 				r.Unsure, r.Detail = true, fmt.Sprintf("encode the record found: %v", err)
@@ -231,37 +204,53 @@ func (h *HTTP) Lookup(ctx context.Context, operationKey string) oncehook.LookupR
 	if others > 0 {
 		// A lookup that ignores the reference lists other operations' records; its
 		// silence about ours proves nothing.
-		r.Unsure, r.Detail = true, fmt.Sprintf("lookup listed %d records of other operations: check that its URL filters by {ref}", others)
+		r.Unsure, r.Detail = true, fmt.Sprintf("lookup listed %d records of other operations: check that it filters by {ref}", others)
 		return r
 	}
 	r.Detail = "HTTP 200: no record with this reference"
 	return r
 }
 
-// otherOperation reports whether rec carries a reference field naming another key.
+// lookupBody is the POST lookup's body template with the key in it; nil for GET.
+func (h *HTTP) lookupBody(key string) []byte {
+	if h.d.Lookup.Body == nil {
+		return nil
+	}
+	b, _ := json.Marshal(withRef(h.d.Lookup.Body, key)) // decoded YAML values always encode
+	return b
+}
+
+// otherOperation reports whether rec carries a reference naming another key: at
+// the lookup's reference pointer (where it must be ours), else at the reference
+// field.
 func (h *HTTP) otherOperation(rec any, key string) bool {
+	if ptr := h.d.Lookup.Reference; ptr != "" {
+		ref, ok := oncehook.PointerString(rec, ptr)
+		return !ok || ref != key
+	}
 	if h.d.ReferenceField == "" {
 		return false
 	}
-	m, ok := rec.(map[string]any)
-	if !ok {
-		return false
-	}
-	ref, ok := m[h.d.ReferenceField].(string)
+	ref, ok := oncehook.PointerString(rec, h.d.ReferenceField)
 	return ok && ref != key
 }
 
-// Check re-checks the credentials with a harmless request: the lookup of a reference
-// that does not exist, or else OPTIONS on the create URL. Only 401 and 403 count as a
-// refusal; the error of any other failure says what went wrong.
+// Check re-checks the credentials with a harmless request: the configured check,
+// else the lookup of a reference that exists nowhere, else OPTIONS on the create
+// URL. Only 401 and 403 count as a refusal; the error of any other failure says what
+// went wrong.
 func (h *HTTP) Check(ctx context.Context) error {
-	method, target := http.MethodOptions, h.d.Create.URL
-	if h.d.Lookup.URL != "" {
-		method, target = http.MethodGet, h.lookupURL(connectionCheckRef)
+	method, target := http.MethodOptions, strings.ReplaceAll(h.d.Create.URL, "{ref}", connectionCheckRef)
+	var body []byte
+	switch {
+	case h.d.Check.URL != "":
+		method, target = h.d.Check.Method, h.d.Check.URL
+	case h.d.Lookup.URL != "":
+		method, target, body = h.d.Lookup.Method, h.lookupURL(connectionCheckRef), h.lookupBody(connectionCheckRef)
 	}
-	status, _, err := h.get(ctx, method, target)
+	status, _, err := h.send(ctx, method, target, body)
 	if err != nil {
-		return fmt.Errorf("the destination could not be reached: %w", err)
+		return fmt.Errorf("the destination could not be reached: %s", h.scrub(err.Error()))
 	}
 	if status == http.StatusUnauthorized || status == http.StatusForbidden {
 		return fmt.Errorf("the destination refused the credentials (HTTP %d)", status)
@@ -273,17 +262,25 @@ func (h *HTTP) lookupURL(key string) string {
 	return strings.ReplaceAll(h.d.Lookup.URL, "{ref}", url.QueryEscape(key))
 }
 
-// getOnce sends a bodiless request within the destination's timeout and returns the
-// status and at most maxReplyBytes of the reply.
-func (h *HTTP) getOnce(ctx context.Context, method, target string) (int, []byte, error) {
+// sendOnce makes a lookup or check request (with a JSON body when one is given) within
+// the destination's timeout and returns the status and at most maxReplyBytes of the
+// reply. These requests change nothing, so the transport may resend them.
+func (h *HTTP) sendOnce(ctx context.Context, method, target string, body []byte) (int, []byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, h.d.Timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, method, target, nil)
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, target, rd)
 	if err != nil {
 		return 0, nil, fmt.Errorf("build the request: %w", err)
 	}
 	h.authorize(req)
 	req.Header.Set("Accept", "application/json")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	resp, err := h.client.Do(req)
 	if err != nil {
 		return 0, nil, err
@@ -296,12 +293,41 @@ func (h *HTTP) getOnce(ctx context.Context, method, target string) (int, []byte,
 	return resp.StatusCode, reply, nil
 }
 
+// authorize sets the destination's credentials: a bearer token, a header of its
+// own, or basic auth.
 func (h *HTTP) authorize(req *http.Request) {
-	if tok := accessFrom(req.Context()); tok != "" {
+	a := h.d.Auth
+	switch tok := accessFrom(req.Context()); {
+	case tok != "":
 		req.Header.Set("Authorization", "Bearer "+tok)
-	} else if h.d.Auth.Token != "" {
-		req.Header.Set("Authorization", "Bearer "+h.d.Auth.Token)
+	case a.Token != "":
+		req.Header.Set("Authorization", "Bearer "+a.Token)
+	case a.Header.Name != "":
+		req.Header.Set(a.Header.Name, a.Header.Value)
+	case a.Basic.PasswordEnv != "" || a.Basic.Password != "":
+		req.SetBasicAuth(a.Basic.User(), a.Basic.Password)
 	}
+}
+
+// scrub removes every credential from text a person or a log will read: a
+// destination may echo the request, and transport errors may quote it.
+func (h *HTTP) scrub(s string) string {
+	s = h.oauth.scrub(s)
+	for _, secret := range h.secrets {
+		s = strings.ReplaceAll(s, secret, oncehook.Redacted)
+	}
+	return s
+}
+
+// secretsOf lists what must never appear in a reason or a log: each credential,
+// and the basic-auth pair as the Authorization header encodes it; longest first.
+func secretsOf(a oncehook.Auth) []string {
+	out := a.Secrets()
+	if a.Basic.Password != "" {
+		out = append(out, base64.StdEncoding.EncodeToString([]byte(a.Basic.User()+":"+a.Basic.Password)))
+	}
+	sort.Slice(out, func(i, j int) bool { return len(out[i]) > len(out[j]) })
+	return out
 }
 
 // statusDetail is "HTTP 422: <the reply's first words>", never a header value.
@@ -310,16 +336,6 @@ func (h *HTTP) statusDetail(status int, reply []byte) string {
 		return h.scrub(fmt.Sprintf("HTTP %d: %s", status, e))
 	}
 	return fmt.Sprintf("HTTP %d", status)
-}
-
-// scrub removes the token from text a person or a log will read: a destination
-// may echo the request, and transport errors may quote it.
-func (h *HTTP) scrub(s string) string {
-	s = h.oauth.scrub(s)
-	if h.d.Auth.Token == "" {
-		return s
-	}
-	return strings.ReplaceAll(s, h.d.Auth.Token, oncehook.Redacted)
 }
 
 // decodeReply decodes one JSON document, keeping numbers exact.
@@ -334,22 +350,6 @@ func decodeReply(b []byte) (any, error) {
 		return nil, fmt.Errorf("decode reply: data after the document")
 	}
 	return v, nil
-}
-
-// parseRetryAfter reads a Retry-After value: delta-seconds or an HTTP date. Anything
-// else, or a date already past, is 0: the worker's own backoff applies.
-func parseRetryAfter(v string, now time.Time) time.Duration {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0
-	}
-	if n, err := strconv.ParseUint(v, 10, 32); err == nil {
-		return time.Duration(n) * time.Second
-	}
-	if t, err := http.ParseTime(v); err == nil && t.After(now) {
-		return t.Sub(now)
-	}
-	return 0
 }
 
 // replyExcerpt is the start of a reply as one line of valid UTF-8, at most

@@ -48,14 +48,20 @@ func newCRMEnvWith(t *testing.T, configure func(*http.Server)) *crmEnv {
 	return &crmEnv{crm: crm, srv: srv, dest: oncehook.Destination{
 		Name:           "crm",
 		Type:           oncehook.DestinationHTTP,
-		Create:         oncehook.Endpoint{Method: http.MethodPost, URL: srv.URL + "/opportunities"},
+		Create:         endpoint(srv.URL + "/opportunities"),
 		Auth:           oncehook.Auth{Token: crmToken},
 		Idempotency:    oncehook.Idempotency{Header: "Idempotency-Key", TTL: 24 * time.Hour},
-		ReferenceField: "source_ref",
-		Lookup:         oncehook.Lookup{URL: srv.URL + "/opportunities?source_ref={ref}", Consistency: oncehook.ConsistencyStrong},
-		ResultID:       "/id",
-		Timeout:        5 * time.Second,
+		ReferenceField: "/source_ref",
+		Lookup: oncehook.Lookup{Method: http.MethodGet, URL: srv.URL + "/opportunities?source_ref={ref}",
+			ResultID: "/id", Consistency: oncehook.ConsistencyStrong},
+		Timeout: 5 * time.Second,
 	}}
+}
+
+// endpoint is a create request to url with the defaults the config loader applies.
+func endpoint(url string) oncehook.Endpoint {
+	return oncehook.Endpoint{Method: http.MethodPost, URL: url, Encoding: oncehook.EncodingJSON,
+		ResultID: oncehook.ResultID{Pointer: oncehook.DefaultResultID}}
 }
 
 // refusedAddr is the address of a listener that has been closed: connecting is refused.
@@ -280,7 +286,10 @@ func TestHTTPDestinationReplies(t *testing.T) {
 				io.WriteString(w, tt.body)
 			}))
 			t.Cleanup(srv.Close)
-			d := oncehook.Destination{Create: oncehook.Endpoint{URL: srv.URL}, Auth: oncehook.Auth{Token: crmToken}, ResultID: tt.resultID}
+			d := oncehook.Destination{Create: endpoint(srv.URL), Auth: oncehook.Auth{Token: crmToken}, Timeout: 5 * time.Second}
+			if tt.resultID != "" {
+				d.Create.ResultID.Pointer = tt.resultID
+			}
 			got := NewHTTP(d, nil).Perform(context.Background(), opCall)
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("Perform() mismatch (-want +got):\n%s", diff)
@@ -328,7 +337,7 @@ func TestHTTPDestinationLookup(t *testing.T) {
 				e.dest.Lookup.URL = e.srv.URL + "/opportunities?ignored={ref}"
 			},
 			want: oncehook.LookupResult{Unsure: true, HTTPStatus: 200,
-				Detail: "lookup listed 1 records of other operations: check that its URL filters by {ref}"}},
+				Detail: "lookup listed 1 records of other operations: check that it filters by {ref}"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -459,4 +468,39 @@ func TestDestinationClientsKeepConnectionsOpen(t *testing.T) {
 		t.Errorf("%d connections dialled for %d rounds of %d calls, want at most %d", dialled, rounds, inFlight, 2*inFlight)
 	}
 	t.Logf("%d connections for %d calls", dialled, inFlight*rounds)
+}
+
+// net/http resends a request with an Idempotency-Key header and a replayable body
+// when a kept-alive connection closes before the answer. A CRM that ignores keys
+// then stores the record twice, and the ledger knows of one attempt. Perform makes
+// the create non-replayable: the drop is an unsure outcome, one request, one record.
+func TestHTTPDestinationTransportNeverRepeatsTheCreate(t *testing.T) {
+	t.Parallel()
+	crm := sandbox.NewCRM(sandbox.CRMParams{Token: crmToken, IgnoreKeys: true})
+	srv := httptest.NewServer(crm.Handler())
+	t.Cleanup(srv.Close)
+	d := newCRMEnv(t).dest
+	d.Create.URL, d.Lookup = srv.URL+"/opportunities", oncehook.Lookup{}
+	h := NewHTTP(d, &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()})
+	if out := h.Perform(context.Background(), opCall); out.Observed != oncehook.ObsSuccess {
+		t.Fatalf("first Perform() = %+v, want success (it opens the kept-alive connection)", out)
+	}
+	crm.Fail(sandbox.Fault{AfterCommit: true, Drop: true})
+	second := oncehook.Call{OperationKey: "opk_2", Params: opCall.Params}
+	got := h.Perform(context.Background(), second)
+	if got.Observed != oncehook.ObsUnsure {
+		t.Errorf("Perform() after the drop = %+v, want unsure", got)
+	}
+	if n := crm.CountByRef("opk_2"); n != 1 {
+		t.Errorf("CRM holds %d records for opk_2, want 1: the transport repeated the create", n)
+	}
+	posts := 0
+	for _, r := range crm.Requests() {
+		if r.Method == http.MethodPost && r.IdempotencyKey == "opk_2" {
+			posts++
+		}
+	}
+	if posts != 1 {
+		t.Errorf("CRM received %d creates for opk_2, want 1", posts)
+	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/oncehook/oncehook"
+	"github.com/oncehook/oncehook/config"
 	"github.com/oncehook/oncehook/db"
 	"github.com/oncehook/oncehook/db/dbtest"
 	"github.com/oncehook/oncehook/sandbox"
@@ -47,18 +48,33 @@ func newOAuthEnv(t *testing.T, grant string, p authserver.Params) *oauthEnv {
 	crm := sandbox.NewCRM(sandbox.CRMParams{Authorize: as.Valid})
 	srv := httptest.NewServer(crm.Handler())
 	t.Cleanup(srv.Close)
-	o := &oncehook.OAuth2{Grant: grant, TokenURL: as.TokenURL(), ClientID: oauthClientID, ClientSecret: oauthClientSecret,
-		Scopes: []string{"crm"}}
+	authorize := ""
 	if grant == oncehook.GrantAuthorizationCode {
-		o.AuthorizeURL = as.AuthorizeURL()
+		authorize = ", authorize_url: " + as.AuthorizeURL()
+	}
+	yaml := fmt.Sprintf(`
+sources:
+  - {name: s, client: c, provider: github, environment: live, secret_env: GH_SECRET}
+destinations:
+  - name: crm
+    type: http
+    create: {method: POST, url: "%[1]s/opportunities"}
+    auth:
+      oauth2: {grant: %[2]s, token_url: %[3]s%[4]s, client_id_env: CLIENT_ID, client_secret_env: CLIENT_SECRET, scopes: [crm]}
+    reference_field: source_ref
+    lookup: {url: "%[1]s/opportunities?source_ref={ref}", consistency: strong}
+    timeout: 5s
+actions: []
+`, srv.URL, grant, as.TokenURL(), authorize)
+	key := newKey()
+	env := map[string]string{"GH_SECRET": "gh", "CLIENT_ID": oauthClientID, "CLIENT_SECRET": oauthClientSecret,
+		oncehook.SecretKeyEnv: key}
+	cfg, err := config.Parse("oauth.yaml", []byte(yaml), func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
 	}
 	_, dsn := dbtest.NewDSN(t)
-	return &oauthEnv{as: as, crm: crm, keys: testKeys(t, newKey(), ""), dsn: dsn,
-		dest: oncehook.Destination{Name: "crm", Type: oncehook.DestinationHTTP,
-			Create:         oncehook.Endpoint{Method: http.MethodPost, URL: srv.URL + "/opportunities"},
-			Auth:           oncehook.Auth{OAuth2: o},
-			ReferenceField: "source_ref", ResultID: "/id", Timeout: 5 * time.Second,
-			Lookup: oncehook.Lookup{URL: srv.URL + "/opportunities?source_ref={ref}", Consistency: oncehook.ConsistencyStrong}}}
+	return &oauthEnv{as: as, crm: crm, keys: cfg.SecretKeys, dsn: dsn, dest: cfg.Destinations[0]}
 }
 
 func newKey() string {

@@ -35,11 +35,9 @@ type SMTP struct {
 	tlsOffered atomic.Bool
 }
 
-// NewSMTP returns the client for the smtp destination d.
+// NewSMTP returns the client for the smtp destination d, used as the config
+// loader made it, defaults applied.
 func NewSMTP(d oncehook.Destination) *SMTP {
-	if d.Timeout <= 0 {
-		d.Timeout = oncehook.DefaultTimeout
-	}
 	return &SMTP{d: d}
 }
 

@@ -219,7 +219,7 @@ func TestSMTPDestinationMessageID(t *testing.T) {
 
 func TestSMTPDestinationCapabilities(t *testing.T) {
 	t.Parallel()
-	s := NewSMTP(oncehook.Destination{Addr: "127.0.0.1:1"})
+	s := NewSMTP(oncehook.Destination{Addr: "127.0.0.1:1", Timeout: 5 * time.Second})
 	if diff := cmp.Diff(oncehook.Capabilities{}, s.Capabilities()); diff != "" {
 		t.Errorf("Capabilities() mismatch (-want +got):\n%s", diff)
 	}

@@ -93,7 +93,8 @@ RETURNING id;
 -- same statement starts the calls it can (a destination this worker has, params
 -- that need no predecessor's result): it counts the attempt on the action and
 -- writes the attempt as started, and the caller commits before calling anyone.
--- attempt_id is 0 for the claims it did not start.
+-- attempt_id is 0 for the claims it did not start. only_destinations (when not
+-- empty or null) and skip_destinations narrow it to some destinations.
 WITH due AS (
     SELECT a.client, a.id, a.state,
            a.state <> 'uncertain' AND a.destination = ANY(@callable::text[])
@@ -103,6 +104,9 @@ WITH due AS (
       AND a.next_attempt_at <= now()
       AND NOT EXISTS (SELECT 1 FROM destinations d
                       WHERE d.name = a.destination AND d.status = 'disconnected')
+      -- A destination with limits is claimed on its own, for its free room only.
+      AND (coalesce(cardinality(@only_destinations::text[]), 0) = 0 OR a.destination = ANY(@only_destinations::text[]))
+      AND a.destination <> ALL(coalesce(@skip_destinations::text[], '{}'))
     ORDER BY a.next_attempt_at, a.id
     LIMIT @max_actions
     FOR UPDATE OF a SKIP LOCKED

@@ -19,11 +19,13 @@ import (
 const IdempotencyHeader = "Idempotency-Key"
 
 // CRMParams configures a CRM. Token "" accepts any request; KeyTTL 0 means 24h;
-// Now nil means time.Now.
+// Now nil means time.Now. IgnoreKeys makes it a CRM that reads no idempotency key,
+// as most real ones: every create stores a record.
 type CRMParams struct {
-	Token  string
-	KeyTTL time.Duration
-	Now    func() time.Time
+	Token      string
+	KeyTTL     time.Duration
+	Now        func() time.Time
+	IgnoreKeys bool
 	// Authorize, when set, decides instead of Token (an OAuth2 server's check).
 	Authorize func(*http.Request) bool
 }
@@ -48,9 +50,10 @@ type RequestLog struct {
 // CRM is an in-memory opportunities API with bearer tokens, idempotency keys, a
 // lookup by source_ref, and a schedule of faults. It is safe for concurrent use.
 type CRM struct {
-	ttl       time.Duration
-	now       func() time.Time
-	authorize func(*http.Request) bool
+	ttl        time.Duration
+	now        func() time.Time
+	ignoreKeys bool
+	authorize  func(*http.Request) bool
 
 	mu       sync.Mutex
 	token    string
@@ -83,7 +86,8 @@ func NewCRM(p CRMParams) *CRM {
 	if p.Now == nil {
 		p.Now = time.Now
 	}
-	return &CRM{ttl: p.KeyTTL, now: p.Now, authorize: p.Authorize, token: p.Token, keys: map[string]*keyEntry{}}
+	return &CRM{ttl: p.KeyTTL, now: p.Now, token: p.Token, keys: map[string]*keyEntry{}, ignoreKeys: p.IgnoreKeys,
+		authorize: p.Authorize}
 }
 
 // Handler serves POST /opportunities, GET /opportunities?source_ref=X and
@@ -164,6 +168,9 @@ func (c *CRM) create(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	key := r.Header.Get(IdempotencyHeader)
+	if c.ignoreKeys {
+		key = ""
+	}
 	replay, busy := c.claim(key)
 	if busy {
 		writeError(w, http.StatusConflict, "a request with this idempotency key is in progress")
@@ -175,8 +182,12 @@ func (c *CRM) create(w http.ResponseWriter, r *http.Request) {
 			c.release(key, replay) // the client left before anything was stored
 			return
 		}
-		if f.Status != 0 {
+		if f.Status != 0 || f.Drop {
 			c.release(key, replay)
+			if f.Drop {
+				drop(w)
+				return
+			}
 			f.write(w)
 			return
 		}
@@ -186,6 +197,10 @@ func (c *CRM) create(w http.ResponseWriter, r *http.Request) {
 		reply = c.commit(key, fields)
 	}
 	if f.AfterCommit && !f.hold(r.Context()) {
+		return
+	}
+	if f.Drop {
+		drop(w)
 		return
 	}
 	if f.Status != 0 {
@@ -342,6 +357,10 @@ func decodeObject(r io.Reader) (map[string]any, error) {
 	}
 	return m, nil
 }
+
+// drop closes the request's connection without writing a reply: the server
+// recovers http.ErrAbortHandler silently and hangs up.
+func drop(http.ResponseWriter) { panic(http.ErrAbortHandler) }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")

@@ -18,7 +18,10 @@ type Fault struct {
 	RetryAfter  string // the Retry-After header sent with Status, if any
 	Message     string // the reason in the error body; default the status text
 	AfterCommit bool   // store the record, then reply Status
-	Delay       time.Duration
+	// Drop closes the connection without a reply (after storing, with AfterCommit):
+	// what a client sees when a kept-alive connection dies under its request.
+	Drop  bool
+	Delay time.Duration
 	// Hang, if non-nil, holds the request until it is closed or the client leaves.
 	Hang chan struct{}
 	// Reached, if non-nil, is closed when a request picks up this fault, so a test

@@ -15,7 +15,8 @@ const placeholderSecret = "whsec_cGxhY2Vob2xkZXI="
 const checkUsage = `Usage: oncehook check --config FILE
 
 Validates a config without starting anything and prints each source's ingest
-path and each rule's routing. Exits non-zero with file, line and reason when the
+path, what protects each destination against a double effect, and each rule's
+routing. Exits non-zero with file, line and reason when the
 config is invalid. Secrets must be set in the environment as for serve, unless
 --skip-env lists the unset ones instead. For CI.
 `
