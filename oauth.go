@@ -17,6 +17,13 @@ const (
 	GrantClientCredentials = "client_credentials"
 )
 
+// How an OAuth2 client authenticates at the token endpoint: HTTP Basic (RFC 6749's
+// preference) or client_id and client_secret in the form body (HubSpot).
+const (
+	ClientAuthBasic = "basic"
+	ClientAuthBody  = "body"
+)
+
 // Environment variables holding the key that encrypts stored OAuth2 tokens: the
 // current one, and during a rotation the one it replaces.
 const (
@@ -32,6 +39,7 @@ type OAuth2 struct {
 	ClientIDEnv     string
 	ClientSecretEnv string
 	Scopes          []string
+	ClientAuth      string // ClientAuthBasic (default) or ClientAuthBody: how the client authenticates at token_url
 	ClientID        string `yaml:"-" json:"-"`
 	ClientSecret    string `yaml:"-" json:"-"`
 }

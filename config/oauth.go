@@ -11,11 +11,12 @@ func (l *loader) oauth2(auth fields) *oncehook.OAuth2 {
 	if !auth.has("oauth2") {
 		return nil
 	}
-	m := auth.sub("oauth2", "grant", "token_url", "authorize_url", "client_id_env", "client_secret_env", "scopes")
+	m := auth.sub("oauth2", "grant", "token_url", "authorize_url", "client_id_env", "client_secret_env", "scopes", "client_auth")
 	o := &oncehook.OAuth2{
-		Grant:    m.oneOf("grant", "", oncehook.GrantAuthorizationCode, oncehook.GrantClientCredentials),
-		TokenURL: m.url("token_url", true, false),
-		Scopes:   m.strs("scopes", false),
+		Grant:      m.oneOf("grant", "", oncehook.GrantAuthorizationCode, oncehook.GrantClientCredentials),
+		TokenURL:   m.url("token_url", true, false),
+		Scopes:     m.strs("scopes", false),
+		ClientAuth: m.oneOf("client_auth", oncehook.ClientAuthBasic, oncehook.ClientAuthBasic, oncehook.ClientAuthBody),
 	}
 	o.ClientIDEnv, o.ClientID = m.env("client_id_env", true, false)
 	o.ClientSecretEnv, o.ClientSecret = m.env("client_secret_env", true, false)

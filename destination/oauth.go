@@ -48,7 +48,13 @@ func UseOAuth(clients map[string]oncehook.DestinationClient, cfg *oncehook.Confi
 // client.
 func NewOAuth(d oncehook.Destination, tokens *oncehook.TokenStore, client *http.Client, metrics *oncehook.Metrics) *OAuth {
 	o := *d.Auth.OAuth2
-	endpoint := oauth2.Endpoint{AuthURL: o.AuthorizeURL, TokenURL: o.TokenURL, AuthStyle: oauth2.AuthStyleInHeader}
+	// Never auto-detected: a refused refresh retried the other way would be
+	// reported with the second refusal's reason (invalid_client), not its own.
+	style := oauth2.AuthStyleInHeader
+	if o.ClientAuth == oncehook.ClientAuthBody {
+		style = oauth2.AuthStyleInParams
+	}
+	endpoint := oauth2.Endpoint{AuthURL: o.AuthorizeURL, TokenURL: o.TokenURL, AuthStyle: style}
 	timeout := d.Timeout
 	if timeout <= 0 {
 		timeout = oncehook.DefaultTimeout
@@ -56,7 +62,7 @@ func NewOAuth(d oncehook.Destination, tokens *oncehook.TokenStore, client *http.
 	return &OAuth{dest: d.Name, o: o, tokens: tokens, client: client, timeout: timeout, metrics: metrics, now: time.Now,
 		code: oauth2.Config{ClientID: o.ClientID, ClientSecret: o.ClientSecret, Endpoint: endpoint, Scopes: o.Scopes},
 		cc: clientcredentials.Config{ClientID: o.ClientID, ClientSecret: o.ClientSecret, TokenURL: o.TokenURL,
-			Scopes: o.Scopes, AuthStyle: oauth2.AuthStyleInHeader}}
+			Scopes: o.Scopes, AuthStyle: style}}
 }
 
 // refreshError is a refresh that did not produce a token. Refused means the token
@@ -121,7 +127,7 @@ func (a *OAuth) fetch(ctx context.Context, cur oncehook.OAuthToken) (oncehook.OA
 		return oncehook.OAuthToken{}, &refreshError{refused: true, detail: "no refresh token is stored: " + oncehook.ErrNotConnected.Error()}
 	}
 	if err != nil {
-		return oncehook.OAuthToken{}, a.classify(err)
+		return oncehook.OAuthToken{}, a.classify("refresh", err)
 	}
 	return a.grant(tok), nil
 }
@@ -134,7 +140,7 @@ func (a *OAuth) grant(tok *oauth2.Token) oncehook.OAuthToken {
 // classify tells a refusal from an outage. The endpoint's error code and
 // description are kept; its reply body and the request are not, since either may
 // quote a credential.
-func (a *OAuth) classify(err error) error {
+func (a *OAuth) classify(what string, err error) error {
 	var re *oauth2.RetrieveError
 	if errors.As(err, &re) && re.Response != nil {
 		s := re.Response.StatusCode
@@ -142,7 +148,7 @@ func (a *OAuth) classify(err error) error {
 		if code == "" {
 			code = fmt.Sprintf("HTTP %d", s)
 		}
-		detail := "the token endpoint refused the refresh: " + code
+		detail := "the token endpoint refused the " + what + ": " + code
 		if d := a.scrub(re.ErrorDescription); d != "" {
 			detail += " (" + replyExcerpt([]byte(d)) + ")"
 		}
@@ -171,7 +177,7 @@ func (a *OAuth) Exchange(ctx context.Context, redirectURL, code, verifier string
 	c.RedirectURL = redirectURL
 	tok, err := c.Exchange(ctx, code, oauth2.VerifierOption(verifier))
 	if err != nil {
-		return a.classify(err)
+		return a.classify("code exchange", err)
 	}
 	t := a.grant(tok)
 	if err := a.tokens.Save(ctx, a.dest, t); err != nil {

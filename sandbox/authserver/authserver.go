@@ -73,6 +73,12 @@ func New(p Params) *Server {
 	cfg.AllowedGrantTypes = []oauth2.GrantType{oauth2.AuthorizationCode, oauth2.ClientCredentials, oauth2.Refreshing}
 	cfg.AllowedResponseTypes = []oauth2.ResponseType{oauth2.Code}
 	srv := server.NewServer(cfg, mgr)
+	srv.SetClientInfoHandler(func(r *http.Request) (string, string, error) { // Basic, or the form body
+		if id, secret, err := server.ClientBasicHandler(r); err == nil {
+			return id, secret, nil
+		}
+		return server.ClientFormHandler(r)
+	})
 	s := &Server{p: p, srv: srv, mgr: mgr, clients: clients, grants: map[string]int{}}
 	srv.SetUserAuthorizationHandler(func(w http.ResponseWriter, r *http.Request) (string, error) {
 		if r.Method != http.MethodPost || r.PostFormValue("approve") != "yes" {
