@@ -166,6 +166,15 @@ type GrantStatus struct {
 // destination's status. ErrWrongSecretKey (wrapped, naming the destination) means
 // the configured key is not the one the grants were stored with.
 func (s *TokenStore) Open(ctx context.Context) (map[string]GrantStatus, error) {
+	return s.grants(ctx, true)
+}
+
+// Status is Open without writing anything, for `oncehook check`.
+func (s *TokenStore) Status(ctx context.Context) (map[string]GrantStatus, error) {
+	return s.grants(ctx, false)
+}
+
+func (s *TokenStore) grants(ctx context.Context, reseal bool) (map[string]GrantStatus, error) {
 	q := db.New(s.pool)
 	rows, err := q.OAuthTokenList(ctx)
 	if err != nil {
@@ -182,7 +191,7 @@ func (s *TokenStore) Open(ctx context.Context) (map[string]GrantStatus, error) {
 		default:
 			st.Connected, st.ExpiresAt = true, t.Expiry
 		}
-		if rotated {
+		if rotated && reseal {
 			plain, _, _ := s.keys.open(row.Sealed, []byte(row.Destination))
 			resealed, err := s.keys.seal(plain, []byte(row.Destination))
 			if err != nil {

@@ -171,6 +171,17 @@ func TestOAuthSecretKeyAtStart(t *testing.T) {
 			t.Errorf("%s key: exit %v, output:\n%s", tc.name, p.err, tail(p.out.String(), 2000))
 		}
 	}
+	// check says whether the tokens are there, and whether the key opens them.
+	for _, tc := range []struct{ key, want string }{
+		{faultKeyA, "oauth-crm            stored, access token expires"},
+		{faultKeyB, "ONCEHOOK_SECRET_KEY does not open the stored OAuth2 tokens"},
+	} {
+		p := startProcess(t, "check", w.env("ONCEHOOK_SECRET_KEY="+tc.key), "check", "--config", w.path)
+		p.wait(60 * time.Second)
+		if !strings.Contains(p.out.String(), tc.want) {
+			t.Errorf("check, want %q: %v\n%s", tc.want, p.err, p.out.String())
+		}
+	}
 	for _, env := range [][]string{
 		{"ONCEHOOK_SECRET_KEY=" + faultKeyB, "ONCEHOOK_SECRET_KEY_PREVIOUS=" + faultKeyA}, // rotation re-seals
 		{"ONCEHOOK_SECRET_KEY=" + faultKeyB},                                              // then the new key alone opens them

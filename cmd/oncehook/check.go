@@ -19,9 +19,13 @@ path, what protects each destination against a double effect, and each rule's
 routing. Exits non-zero with file, line and reason when the
 config is invalid. Secrets must be set in the environment as for serve, unless
 --skip-env lists the unset ones instead. For CI.
+
+With DATABASE_URL set, it also says whether each OAuth2 destination has tokens
+stored there and whether ONCEHOOK_SECRET_KEY opens them (it never starts the
+embedded database and writes nothing).
 `
 
-func runCheck(_ context.Context, env *environment, args []string) error {
+func runCheck(ctx context.Context, env *environment, args []string) error {
 	fs := newFlags(env, "check", checkUsage)
 	configPath := fs.String("config", "oncehook.yaml", "config file")
 	skipEnv := fs.Bool("skip-env", false, "accept secret variables that are unset here (CI without secrets); list them instead")
@@ -49,5 +53,5 @@ func runCheck(_ context.Context, env *environment, args []string) error {
 	}
 	fmt.Fprintf(w, "%s is valid.\n\n", cfg.Path)
 	config.Describe(w, cfg)
-	return nil
+	return describeTokens(ctx, env, cfg)
 }
