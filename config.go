@@ -20,6 +20,7 @@ type Config struct {
 	Retention    Retention
 	Notify       Notify
 	Sessions     Sessions
+	SecretKeys   SecretKeys `yaml:"-" json:"-"` // set when a destination uses oauth2
 }
 
 // Source is one client + provider + provider account + environment posting to
@@ -130,6 +131,7 @@ type Auth struct {
 	Token     string `yaml:"-" json:"-"`
 	Header    HeaderAuth
 	Basic     BasicAuth
+	OAuth2    *OAuth2 // see oauth.go
 }
 
 // HeaderAuth is a credential sent as a header of its own (X-Postmark-Server-Token).
@@ -167,6 +169,9 @@ func (a Auth) Secrets() []string {
 	}
 	if a.Basic.EnvUsername != "" {
 		out = append(out, a.Basic.EnvUsername)
+	}
+	if a.OAuth2 != nil && a.OAuth2.ClientSecret != "" {
+		out = append(out, a.OAuth2.ClientSecret)
 	}
 	return out
 }

@@ -13,7 +13,6 @@ import (
 	"github.com/oncehook/oncehook"
 	"github.com/oncehook/oncehook/config"
 	"github.com/oncehook/oncehook/db/dbtest"
-	"github.com/oncehook/oncehook/destination"
 	"github.com/oncehook/oncehook/sandbox"
 	"github.com/oncehook/oncehook/web"
 )
@@ -220,8 +219,8 @@ func newConfigWorld(t *testing.T, file, yaml string, env map[string]string, engi
 		t.Fatalf("config %s: %v", file, err)
 	}
 	logger := slog.New(slog.NewTextHandler(w.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	clients := destination.NewClients(w.cfg)
 	w.metrics = oncehook.NewMetrics(w.pool)
+	clients := w.clients()
 	e := web.New(web.Params{Config: w.cfg, Pool: w.pool, Inbox: oncehook.NewInbox(w.pool, logger, w.metrics),
 		Review: oncehook.NewReview(w.pool, w.cfg, clients), Metrics: w.metrics,
 		Logger: slog.New(slog.NewTextHandler(w.logs, &slog.HandlerOptions{Level: slog.LevelWarn}))})

@@ -26,6 +26,7 @@ type Metrics struct {
 	leaseRecoveries *prometheus.CounterVec
 	backfillPasses  *prometheus.CounterVec
 	backfillEvents  *prometheus.CounterVec
+	oauthRefreshes  *prometheus.CounterVec
 }
 
 // NewMetrics registers every metric, including the gauges read from the database
@@ -72,9 +73,13 @@ func NewMetrics(pool *pgxpool.Pool) *Metrics {
 			Name: "oncehook_backfill_events_total",
 			Help: "What backfill passes found, by source: listed by the provider, missing from the inbox, stored, redelivered.",
 		}, []string{"source", "result"}),
+		oauthRefreshes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "oncehook_oauth_refreshes_total",
+			Help: "OAuth2 token requests by destination and result (refreshed, refused, unavailable, connected).",
+		}, []string{"destination", "result"}),
 	}
 	m.Registry.MustRegister(m.deliveries, m.ingestSeconds, m.ingestBatch, m.attempts, m.attemptSeconds,
-		m.reconciles, m.leaseRecoveries, m.backfillPasses, m.backfillEvents, &ledgerCollector{pool: pool},
+		m.reconciles, m.leaseRecoveries, m.backfillPasses, m.backfillEvents, m.oauthRefreshes, &ledgerCollector{pool: pool},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -197,5 +202,12 @@ func (c *ledgerCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for _, h := range held {
 		ch <- prometheus.MustNewConstMetric(descHeld, prometheus.GaugeValue, float64(h.N), h.Destination)
+	}
+}
+
+// OAuthRefresh counts one OAuth2 token request of destination.
+func (m *Metrics) OAuthRefresh(destination, result string) {
+	if m != nil {
+		m.oauthRefreshes.WithLabelValues(destination, result).Inc()
 	}
 }

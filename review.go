@@ -302,6 +302,12 @@ func (r *Review) Reconnect(ctx context.Context, actor Actor, name string) (int, 
 	if err := dest.Check(ctx); err != nil {
 		return 0, &Error{Code: ECONFLICT, Message: "The destination still refuses: " + err.Error(), Err: err}
 	}
+	return r.release(ctx, actor, name)
+}
+
+// release marks the destination connected and releases its held actions, each
+// with its audit entry.
+func (r *Review) release(ctx context.Context, actor Actor, name string) (int, error) {
 	var released []int64
 	err := db.WithTx(ctx, r.pool, func(q *db.Queries) error {
 		if err := q.DestinationSetStatus(ctx, db.DestinationSetStatusParams{Name: name, Status: "connected",

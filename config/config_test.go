@@ -592,7 +592,7 @@ func TestParseConfigErrors(t *testing.T) {
 			`t.yaml:5:35: destinations[0].create.encoding: "xml" is not one of json, form`,
 			`t.yaml:5:50: destinations[0].create.result_id: header is required`,
 			`t.yaml:5:62: destinations[0].create.result_id.head: unknown field (known: header)`,
-			`t.yaml:6:5: destinations[0].auth: set one of bearer_env, header and basic, not 2`,
+			`t.yaml:6:5: destinations[0].auth: set one of bearer_env, header, basic and oauth2, not 2`,
 			`t.yaml:6:12: destinations[0].auth.bearer_env: environment variable T is not set or empty`,
 			`t.yaml:6:27: destinations[0].auth.basic: set one of username and username_env`,
 			`t.yaml:6:35: destinations[0].auth.basic.password_env: environment variable P is not set or empty`,

@@ -144,19 +144,20 @@ func (l *loader) resultID(c fields) oncehook.ResultID {
 	return oncehook.ResultID{Pointer: c.pointer("result_id", oncehook.DefaultResultID)}
 }
 
-// auth reads at most one of bearer_env, header and basic.
+// auth reads at most one of bearer_env, header, basic and oauth2 (config/oauth.go).
 func (l *loader) auth(m fields) oncehook.Auth {
-	am := m.sub("auth", "bearer_env", "header", "basic")
+	am := m.sub("auth", "bearer_env", "header", "basic", "oauth2")
 	var a oncehook.Auth
 	set := 0
-	for _, k := range []string{"bearer_env", "header", "basic"} {
+	for _, k := range []string{"bearer_env", "header", "basic", "oauth2"} {
 		if am.has(k) {
 			set++
 		}
 	}
 	if set > 1 {
-		l.errorf(am.path, "set one of bearer_env, header and basic, not %d", set)
+		l.errorf(am.path, "set one of bearer_env, header, basic and oauth2, not %d", set)
 	}
+	a.OAuth2 = l.oauth2(am)
 	a.BearerEnv, a.Token = am.env("bearer_env", false, false)
 	if am.has("header") {
 		h := am.sub("header", "name", "value_env")

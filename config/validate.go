@@ -145,6 +145,7 @@ func (l *loader) load(data []byte) *oncehook.Config {
 		c.Actions = append(c.Actions, l.action(fmt.Sprintf("actions[%d]", i), n))
 	}
 	l.check(c)
+	l.secretKeys(c)
 	return c
 }
 

@@ -177,6 +177,15 @@ type Notification struct {
 	At       time.Time
 }
 
+type OauthToken struct {
+	Destination string
+	Sealed      []byte
+	ExpiresAt   *time.Time
+	ObtainedAt  *time.Time
+	Refreshes   int64
+	UpdatedAt   time.Time
+}
+
 type OwnerDigest struct {
 	Owner      string
 	LastSentAt time.Time

@@ -39,6 +39,7 @@ type HTTP struct {
 	perform *http.Client // the same transport, following no redirects
 	now     func() time.Time
 	secrets []string // every credential value, for scrub
+	oauth   *OAuth   // nil unless auth.oauth2 (see oauth.go)
 }
 
 // NewHTTP returns the client for the http destination d, sending through
@@ -66,10 +67,11 @@ func (h *HTTP) Capabilities() oncehook.Capabilities {
 	}
 }
 
-// Perform sends the create request once and classifies the reply through the
+// performOnce sends the create request once and classifies the reply through the
 // decision table. Whether the request bytes went out decides what a failure means:
 // before, nothing can have happened (throttled); after, anything may have (unsure).
-func (h *HTTP) Perform(ctx context.Context, c oncehook.Call) oncehook.Outcome {
+// Perform (http_oauth.go) adds the OAuth2 access token and its refresh.
+func (h *HTTP) performOnce(ctx context.Context, c oncehook.Call) oncehook.Outcome {
 	body, contentType, err := h.createRequest(c)
 	if err != nil {
 		return oncehook.Outcome{Observed: oncehook.ObsRejected, Detail: h.scrub(err.Error())}
@@ -260,10 +262,10 @@ func (h *HTTP) lookupURL(key string) string {
 	return strings.ReplaceAll(h.d.Lookup.URL, "{ref}", url.QueryEscape(key))
 }
 
-// send makes a lookup or check request (with a JSON body when one is given) within
+// sendOnce makes a lookup or check request (with a JSON body when one is given) within
 // the destination's timeout and returns the status and at most maxReplyBytes of the
 // reply. These requests change nothing, so the transport may resend them.
-func (h *HTTP) send(ctx context.Context, method, target string, body []byte) (int, []byte, error) {
+func (h *HTTP) sendOnce(ctx context.Context, method, target string, body []byte) (int, []byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, h.d.Timeout)
 	defer cancel()
 	var rd io.Reader
@@ -295,7 +297,9 @@ func (h *HTTP) send(ctx context.Context, method, target string, body []byte) (in
 // own, or basic auth.
 func (h *HTTP) authorize(req *http.Request) {
 	a := h.d.Auth
-	switch {
+	switch tok := accessFrom(req.Context()); {
+	case tok != "":
+		req.Header.Set("Authorization", "Bearer "+tok)
 	case a.Token != "":
 		req.Header.Set("Authorization", "Bearer "+a.Token)
 	case a.Header.Name != "":
@@ -308,6 +312,7 @@ func (h *HTTP) authorize(req *http.Request) {
 // scrub removes every credential from text a person or a log will read: a
 // destination may echo the request, and transport errors may quote it.
 func (h *HTTP) scrub(s string) string {
+	s = h.oauth.scrub(s)
 	for _, secret := range h.secrets {
 		s = strings.ReplaceAll(s, secret, oncehook.Redacted)
 	}

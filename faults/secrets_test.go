@@ -3,6 +3,7 @@ package faults
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/oncehook/oncehook/db/dbtest"
 	"github.com/oncehook/oncehook/sandbox"
+	"github.com/oncehook/oncehook/sandbox/authserver"
 	"github.com/oncehook/oncehook/sender"
 )
 
@@ -94,14 +96,34 @@ func TestSecretsStayOut(t *testing.T) {
 	t.Cleanup(echoing.Close)
 	w.crmURL = echoing.URL
 
+	// An OAuth2 destination: an authorization server and a CRM that accepts only
+	// its live access tokens.
+	const (
+		oauthClientSecret = "oauth-client-secret-6d1f20"
+		secretKey         = "Vj0n3Yt4kq8m2X7cR5pW9sL1hB6dF3gA0zQ4uE8iO2M=" // 32 bytes
+	)
+	as := authserver.New(authserver.Params{ClientID: "oncehook-secrets", ClientSecret: oauthClientSecret})
+	t.Cleanup(as.Close)
+	oauthCRM := sandbox.NewCRM(sandbox.CRMParams{Authorize: as.Valid})
+	oauthSrv := httptest.NewServer(oauthCRM.Handler())
+	t.Cleanup(oauthSrv.Close)
+
 	env := []string{"ONCEHOOK_LOG_LEVEL=debug", "ONCEHOOK_METRICS_TOKEN=" + metricsToken,
-		"SMTP_USER=" + smtpUser, "SMTP_PASSWORD=" + smtpPassword}
+		"SMTP_USER=" + smtpUser, "SMTP_PASSWORD=" + smtpPassword,
+		"OAUTH_CLIENT_ID=oncehook-secrets", "OAUTH_CLIENT_SECRET=" + oauthClientSecret, "ONCEHOOK_SECRET_KEY=" + secretKey}
 	port := freePort(t)
 	cfgPath := filepath.Join(w.dir, "secrets.yaml")
 	cfg := fmt.Sprintf(faultConfig, port, w.crmURL)
 	cfg = strings.Replace(cfg, "destinations:\n", fmt.Sprintf(`destinations:
   - {name: mail, type: smtp, addr: %q, from: hello@example.com, username_env: SMTP_USER, password_env: SMTP_PASSWORD, owner: mail@example.com}
-`, mail.Addr()), 1)
+  - name: oauth-crm
+    type: http
+    create: {method: POST, url: "%s/opportunities"}
+    auth:
+      oauth2: {grant: client_credentials, token_url: "%s", client_id_env: OAUTH_CLIENT_ID, client_secret_env: OAUTH_CLIENT_SECRET, scopes: [crm]}
+    reference_field: source_ref
+    owner: oauth-admin@example.com
+`, mail.Addr(), oauthSrv.URL, as.TokenURL()), 1)
 	cfg += `  - name: welcome
     source: stripe-live
     on: [checkout.session.completed]
@@ -109,6 +131,12 @@ func TestSecretsStayOut(t *testing.T) {
     after: open_opportunity
     destination: mail
     params: {to: {const: "ada@example.com"}, subject: {const: Welcome}, text: {result: open_opportunity}}
+  - name: oauth_copy
+    source: stripe-live
+    on: [checkout.session.completed]
+    key: [/data/object/metadata/enquiry_id]
+    destination: oauth-crm
+    params: {enquiry_id: /data/object/metadata/enquiry_id}
 `
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
@@ -192,6 +220,9 @@ func TestSecretsStayOut(t *testing.T) {
 		wrong, _ := sender.Headers(p, sec.of(p)+"x", d)
 		send(http.MethodPost, "/hooks/"+sourceOf[p], wrong, []byte(body))
 	}
+	// The OAuth2 destination's token ends early: the next call refreshes and retries.
+	eventually(t, 60*time.Second, "the OAuth2 destination's first record", func() bool { return oauthCRM.Len() == 1 })
+	as.ExpireAccess()
 	// The CRM refuses the token once (the destination is held, then reconnected),
 	// and echoes it in an error once.
 	w.crm.Fail(sandbox.Fault{Status: http.StatusUnauthorized, Message: "token rejected"})
@@ -260,6 +291,10 @@ func TestSecretsStayOut(t *testing.T) {
 	rows.Close()
 	b.do(http.MethodPost, "/destinations/crm/reconnect", url.Values{"csrf_token": {b.csrf("/destinations")}})
 
+	if oauthCRM.Len() != 2 || as.Grants("client_credentials") != 2 {
+		t.Errorf("the OAuth2 destination has %d records after %d token requests, want 2 and 2",
+			oauthCRM.Len(), as.Grants("client_credentials"))
+	}
 	// Stop both processes so their last lines are written too.
 	srvProc.signal(sigterm)
 	worker.signal(sigterm)
@@ -283,6 +318,12 @@ func TestSecretsStayOut(t *testing.T) {
 		"Standard Webhooks secret": sec.standard, "Standard Webhooks key": strings.TrimPrefix(sec.standard, "whsec_"),
 		"CRM token": sec.crmToken, "SMTP user": smtpUser, "SMTP password": smtpPassword,
 		"database password": "db-password-7c1e9a", "metrics token": metricsToken, "password": password, "API token": apiTok,
+		"OAuth2 client secret": oauthClientSecret, "secret key": secretKey,
+		"OAuth2 client credentials (basic)": base64.StdEncoding.EncodeToString([]byte("oncehook-secrets:" + oauthClientSecret)),
+	}
+	access, refresh := as.Issued()
+	for i, tok := range append(access, refresh...) {
+		named[fmt.Sprintf("OAuth2 token %d", i)] = tok
 	}
 	for name, v := range named {
 		if strings.Contains(logs, v) {

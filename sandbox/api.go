@@ -50,6 +50,17 @@ type Store struct {
 	faults  []APIFault
 	lag     time.Duration
 	reset   time.Duration // what the rate-limit reply asks the client to wait
+	// authorize, when set, checks the request's Authorization header instead of
+	// the token (an OAuth2 server's live access tokens; see SetAuthorize).
+	authorize func(*http.Request) bool
+}
+
+// SetAuthorize makes the sandbox accept the bearer tokens fn accepts (fn gets a
+// request carrying only the Authorization header), as an OAuth2 API does.
+func (s *Store) SetAuthorize(fn func(*http.Request) bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.authorize = fn
 }
 
 func newStore(token string) *Store {
@@ -133,8 +144,13 @@ func (s *Store) Creates() []time.Time {
 
 func (s *Store) authorized(got, want func(token string) string) bool {
 	s.mu.Lock()
-	token := s.token
+	token, authorize := s.token, s.authorize
 	s.mu.Unlock()
+	if authorize != nil {
+		r, _ := http.NewRequest(http.MethodGet, "http://sandbox/", nil)
+		r.Header.Set("Authorization", got(token))
+		return authorize(r)
+	}
 	return subtle.ConstantTimeCompare([]byte(got(token)), []byte(want(token))) == 1
 }
 

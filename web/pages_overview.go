@@ -112,11 +112,15 @@ func (s *Server) destinationsPage(c echo.Context) error {
 		return err
 	}
 	m := views.DestinationsPage{Rows: rows, CanReconnect: actorOf(c).Role == oncehook.RoleAdmin}
+	s.allowAuthorizeForms(c)
 	return s.render(c, http.StatusOK, views.Destinations(live(c, s.layout(c, "Destinations", "destinations")), m))
 }
 
 // reconnect re-checks a destination's credentials and releases its held actions.
 func (s *Server) reconnect(c echo.Context) error {
+	if s.review.Connects(c.Param("name")) {
+		return s.startConnect(c, c.Param("name"))
+	}
 	n, err := s.review.Reconnect(c.Request().Context(), actorOf(c), c.Param("name"))
 	if err != nil {
 		return err

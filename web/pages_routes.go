@@ -46,6 +46,7 @@ func (s *Server) pageRoutes(e *echo.Echo) {
 	e.GET("/trends", s.trendsPage, in...)
 	e.GET("/destinations", s.destinationsPage, in...)
 	e.POST("/destinations/:name/reconnect", s.reconnect, admin...)
+	e.GET("/destinations/:name/oauth/callback", s.oauthCallback, admin...)
 	e.GET("/users", s.usersPage, admin...)
 	e.POST("/users", s.addUser, admin...)
 	e.POST("/users/:id/role", s.setUserRole, admin...)

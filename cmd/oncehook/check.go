@@ -24,6 +24,10 @@ config is invalid. Secrets must be set in the environment as for serve, unless
 With --owners it also reaches the database (DATABASE_URL, or the embedded one)
 and lists the owners the config names that have no account: nobody can sign in
 as them to see their actions under /mine.
+
+With DATABASE_URL set, it also says whether each OAuth2 destination has tokens
+stored there and whether ONCEHOOK_SECRET_KEY opens them (it never starts the
+embedded database and writes nothing).
 `
 
 func runCheck(ctx context.Context, env *environment, args []string) error {
@@ -57,6 +61,9 @@ func runCheck(ctx context.Context, env *environment, args []string) error {
 	}
 	fmt.Fprintf(w, "%s is valid.\n\n", cfg.Path)
 	config.Describe(w, cfg)
+	if err := describeTokens(ctx, env, cfg); err != nil {
+		return err
+	}
 	if !*owners {
 		return nil
 	}

@@ -90,6 +90,11 @@ type services struct {
 func runServices(ctx context.Context, env *environment, cfg *oncehook.Config, d *database, logger *slog.Logger, opts services) error {
 	clients := destination.NewClients(cfg)
 	metrics := oncehook.NewMetrics(d.Pool)
+	tokens, err := oncehook.OpenTokens(ctx, d.Pool, cfg)
+	if err != nil {
+		return err
+	}
+	destination.UseOAuth(clients, cfg, tokens, metrics)
 	engine := oncehook.NewEngine(oncehook.EngineParams{Pool: d.Pool, Config: cfg, Destinations: clients,
 		Logger: logger, Metrics: metrics})
 	engineCtx, stopEngine := context.WithCancel(context.WithoutCancel(ctx))
