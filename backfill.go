@@ -44,6 +44,7 @@ type BackfillItem struct {
 	Body       []byte // Stripe: the event as the API returns it, stored as is; nil for GitHub
 	Failed     bool   // GitHub: this attempt was not answered with a 2xx
 	AttemptID  string // GitHub: the attempt to redeliver
+	Redelivery bool   // GitHub: this attempt was itself a redelivery someone asked for
 }
 
 // ProviderError is a provider API's refusal, or its silence, during a pass.
@@ -200,6 +201,7 @@ func (b *Backfiller) run(ctx context.Context, src Source, client BackfillClient)
 	type delivery struct {
 		failedAttempt string // the newest failed attempt
 		delivered     bool   // some attempt got a 2xx
+		redelivered   bool   // a redelivery was asked for already (by a pass, or a person)
 	}
 	deliveries := map[string]*delivery{}
 	var order []string
@@ -223,6 +225,7 @@ func (b *Backfiller) run(ctx context.Context, src Source, client BackfillClient)
 				deliveries[it.ID] = d
 				order = append(order, it.ID)
 			}
+			d.redelivered = d.redelivered || it.Redelivery
 			if !it.Failed {
 				d.delivered = true
 			} else if d.failedAttempt == "" {
@@ -243,7 +246,10 @@ func (b *Backfiller) run(ctx context.Context, src Source, client BackfillClient)
 	}
 	var failed []string
 	for _, id := range order {
-		if d := deliveries[id]; !d.delivered && d.failedAttempt != "" {
+		// A delivery redelivered once that still failed (oncehook refused it: a
+		// rotated secret, a body over the limit) is not asked for again every pass:
+		// its failure is on the sources page and in GitHub's log.
+		if d := deliveries[id]; !d.delivered && d.failedAttempt != "" && !d.redelivered {
 			failed = append(failed, id)
 		}
 	}

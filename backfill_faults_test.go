@@ -193,3 +193,24 @@ func TestGitHubBackfillHookKinds(t *testing.T) {
 		})
 	}
 }
+
+// A delivery redelivered once that oncehook refused again (here: signed with a
+// secret it no longer accepts) is not asked for again on every pass; its failure
+// stays in GitHub's log of the hook.
+func TestGitHubBackfillAsksOncePerDelivery(t *testing.T) {
+	t.Parallel()
+	w := newBackfillWorld(t, nil)
+	w.github.Deliver("guid-refused", "issues", []byte(`{"action":"opened","issue":{"id":7}}`), true)
+	w.github.Secret = "a-secret-oncehook-no-longer-has" // the redelivery arrives with a bad signature
+	r := onlyResult(t, w.backfiller("p1").RunDue(context.Background(), false), "gh")
+	if r.Err != nil || r.Redelivered != 1 {
+		t.Fatalf("first pass = %+v, want one redelivery", r)
+	}
+	if n := w.count(`SELECT count(*) FROM events WHERE source = 'gh'`); n != 0 {
+		t.Fatalf("%d events stored from a badly signed redelivery, want 0", n)
+	}
+	r = onlyResult(t, w.backfiller("p1").RunDue(context.Background(), true), "gh")
+	if r.Err != nil || r.Redelivered != 0 || w.github.Redelivered("guid-refused") != 1 {
+		t.Errorf("second pass = %+v; guid-refused redelivered %d times, want once", r, w.github.Redelivered("guid-refused"))
+	}
+}

@@ -1,9 +1,11 @@
 package oncehook_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
+	"github.com/oncehook/oncehook/db"
 	"github.com/oncehook/oncehook/sandbox"
 )
 
@@ -48,5 +50,32 @@ func TestManualRetryLooksUpFirst(t *testing.T) {
 	}
 	if posts != 1 {
 		t.Errorf("the CRM received %d creates; the retry must find the record, not create it again", posts)
+	}
+}
+
+// A worker that stops while its lookup is in flight hands the uncertain action back
+// and closes the lookup it started as abandoned: no attempt stays started.
+func TestReleaseLeasesClosesStartedLookups(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, worldOptions{noEngine: true, lookup: "strong"})
+	w.deliver(checkout{eventID: "evt_rel", enquiry: "enq_rel"})
+	w.route()
+	w.exec(`UPDATE actions SET state = 'processing', claimed_from = 'uncertain', lease_owner = 'w-gone',
+		lease_expires_at = now() + interval '1 minute' WHERE name = 'open_opportunity'`)
+	w.exec(`INSERT INTO attempts (client, action_id, kind, operation_key, worker)
+		SELECT client, id, 'lookup', operation_key, 'w-gone' FROM actions WHERE name = 'open_opportunity'`)
+	worker := "w-gone"
+	released, err := db.New(w.pool).ActionReleaseLeases(context.Background(), &worker)
+	if err != nil || len(released) != 1 {
+		t.Fatalf("released %v, %v; want the one action", released, err)
+	}
+	if n := w.count(`SELECT count(*) FROM attempts WHERE status = 'started'`); n != 0 {
+		t.Errorf("%d attempts left started, want 0", n)
+	}
+	if n := w.count(`SELECT count(*) FROM attempts WHERE status = 'abandoned' AND kind = 'lookup'`); n != 1 {
+		t.Errorf("%d abandoned lookups, want 1", n)
+	}
+	if n := w.count(`SELECT count(*) FROM actions WHERE name = 'open_opportunity' AND state = 'uncertain'`); n != 1 {
+		t.Errorf("the action is not back to uncertain")
 	}
 }

@@ -1363,15 +1363,25 @@ func (q *Queries) ActionReleaseHeld(ctx context.Context, destination string) ([]
 }
 
 const actionReleaseLeases = `-- name: ActionReleaseLeases :many
-UPDATE actions a
-SET state = a.claimed_from, lease_owner = NULL, lease_expires_at = NULL, updated_at = now()
-WHERE a.state = 'processing' AND a.lease_owner = $1
-  AND NOT EXISTS (SELECT 1 FROM attempts t WHERE t.client = a.client AND t.action_id = a.id
-                  AND t.status = 'started' AND t.kind = 'call')
-RETURNING a.id
+WITH released AS (
+    UPDATE actions a
+    SET state = a.claimed_from, lease_owner = NULL, lease_expires_at = NULL, updated_at = now()
+    WHERE a.state = 'processing' AND a.lease_owner = $1
+      AND NOT EXISTS (SELECT 1 FROM attempts t WHERE t.client = a.client AND t.action_id = a.id
+                      AND t.status = 'started' AND t.kind = 'call')
+    RETURNING a.client, a.id
+), lookups AS (
+    UPDATE attempts t
+    SET status = 'abandoned', observed = 'the worker stopped during the lookup', finished_at = now()
+    FROM released r
+    WHERE t.client = r.client AND t.action_id = r.id AND t.status = 'started' AND t.kind = 'lookup'
+)
+SELECT id FROM released
 `
 
-// A worker shutting down hands back the claims it never started.
+// A worker shutting down hands back the claims it never started a call for. A
+// lookup it started and did not finish proves nothing: it is closed as abandoned
+// (its action was uncertain and goes back to uncertain).
 func (q *Queries) ActionReleaseLeases(ctx context.Context, worker *string) ([]int64, error) {
 	rows, err := q.db.Query(ctx, actionReleaseLeases, worker)
 	if err != nil {

@@ -175,8 +175,10 @@ func (h *HTTP) Lookup(ctx context.Context, operationKey string) oncehook.LookupR
 		r.Unsure, r.Detail = true, "lookup answered HTTP 200 with a reply that is not JSON"
 		return r
 	}
-	records, ok := doc.([]any)
+	records, listed := doc.([]any)
+	ok := listed
 	if lk.Records != "" {
+		listed = true
 		v, _ := oncehook.Pointer(doc, lk.Records)
 		if records, ok = v.([]any); !ok {
 			r.Unsure, r.Detail = true, fmt.Sprintf("lookup answered HTTP 200 without a list at %s", lk.Records)
@@ -187,7 +189,7 @@ func (h *HTTP) Lookup(ctx context.Context, operationKey string) oncehook.LookupR
 	}
 	others := 0
 	for _, rec := range records {
-		if h.otherOperation(rec, operationKey) {
+		if h.otherOperation(rec, operationKey, listed) {
 			others++
 			continue
 		}
@@ -220,10 +222,13 @@ func (h *HTTP) lookupBody(key string) []byte {
 	return b
 }
 
-// otherOperation reports whether rec carries a reference naming another key: at
-// the lookup's reference pointer (where it must be ours), else at the reference
-// field.
-func (h *HTTP) otherOperation(rec any, key string) bool {
+// otherOperation reports whether rec is not ours: its reference, at the lookup's
+// reference pointer (where it must be our key), else at the reference field, names
+// another key. In a list of records (a search), a record without the reference
+// field is not ours either: a search that ignores its filter, or answers with only
+// some properties, must not "find" the first record it lists. A record fetched by
+// its reference alone (no list) is ours unless it names another key.
+func (h *HTTP) otherOperation(rec any, key string, listed bool) bool {
 	if ptr := h.d.Lookup.Reference; ptr != "" {
 		ref, ok := oncehook.PointerString(rec, ptr)
 		return !ok || ref != key
@@ -232,6 +237,9 @@ func (h *HTTP) otherOperation(rec any, key string) bool {
 		return false
 	}
 	ref, ok := oncehook.PointerString(rec, h.d.ReferenceField)
+	if listed {
+		return !ok || ref != key
+	}
 	return ok && ref != key
 }
 

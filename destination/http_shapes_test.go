@@ -234,3 +234,35 @@ func TestHTTPDestinationSearchLookup(t *testing.T) {
 		})
 	}
 }
+
+// In a list of records a record must carry our key at the reference field to be
+// found: a search that ignores its filter, or answers with only some properties,
+// never "finds" someone else's record. A record fetched by its reference alone is
+// ours unless it names another key.
+func TestHTTPDestinationListedRecordNeedsOurReference(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, reply string
+		found       bool
+		unsure      bool
+	}{
+		{"ListedWithoutReferenceIsNotOurs", `[{"id":"rec_other"}]`, false, true},
+		{"ListedWithOurReferenceIsFound", `[{"id":"rec_other"},{"id":"rec_1","source_ref":"oh_abc"}]`, true, false},
+		{"FetchedByReferenceIsFound", `{"id":"rec_1"}`, true, false},
+		{"FetchedNamingAnotherKeyIsNotOurs", `{"id":"rec_1","source_ref":"oh_zzz"}`, false, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			e := newEcho(t, 200, nil, tt.reply)
+			d := shapeDest(e.srv.URL + "/deals")
+			d.ReferenceField = "/source_ref"
+			d.Lookup = oncehook.Lookup{Method: "GET", URL: e.srv.URL + "/deals?source_ref={ref}", ResultID: "/id"}
+			r := NewHTTP(d, nil).Lookup(context.Background(), "oh_abc")
+			if r.Found != tt.found || (tt.found && r.ExternalRef != "rec_1") || (tt.unsure && !r.Unsure) {
+				t.Errorf("Lookup() = found %v ref %q unsure %v (%s), want found %v unsure %v",
+					r.Found, r.ExternalRef, r.Unsure, r.Detail, tt.found, tt.unsure)
+			}
+		})
+	}
+}

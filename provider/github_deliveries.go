@@ -59,6 +59,7 @@ func (g *GitHubDeliveries) List(ctx context.Context, since time.Time, cursor str
 		GUID        string    `json:"guid"`
 		DeliveredAt time.Time `json:"delivered_at"`
 		StatusCode  int       `json:"status_code"`
+		Redelivery  bool      `json:"redelivery"`
 		Event       string    `json:"event"`
 		Action      *string   `json:"action"`
 	}
@@ -78,7 +79,8 @@ func (g *GitHubDeliveries) List(ctx context.Context, since time.Time, cursor str
 			typ += "." + *d.Action
 		}
 		page.Items = append(page.Items, oncehook.BackfillItem{ID: d.GUID, Type: typ, OccurredAt: d.DeliveredAt,
-			Failed: d.StatusCode < 200 || d.StatusCode > 299, AttemptID: strconv.FormatInt(d.ID, 10)})
+			Failed: d.StatusCode < 200 || d.StatusCode > 299, AttemptID: strconv.FormatInt(d.ID, 10),
+			Redelivery: d.Redelivery})
 	}
 	if !older {
 		page.Next = nextCursor(header.Get("Link"))

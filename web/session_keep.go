@@ -46,7 +46,7 @@ func (s *Server) keepExpiredForm(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		k := keptForm{Page: page, Action: r.URL.Path}
 		for name, values := range r.PostForm {
-			if name == "csrf_token" {
+			if keptNever[name] {
 				continue
 			}
 			for _, v := range values {
@@ -63,6 +63,12 @@ func (s *Server) keepExpiredForm(next echo.HandlerFunc) echo.HandlerFunc {
 		return c.Redirect(http.StatusSeeOther, "/login?next="+url.QueryEscape(page))
 	}
 }
+
+// keptNever are the fields a kept form leaves out: the old token, and the
+// confirmations a person gives for what they see now (that they checked the
+// destination, that a cancel cannot be undone, how many events a replay touches).
+// Given before the session expired, possibly hours ago, they are asked again.
+var keptNever = map[string]bool{"csrf_token": true, "checked_destination": true, "confirm": true, "expected": true}
 
 // refererPath is the path and query of the page a form was sent from, when that
 // page is on this server; "" otherwise.

@@ -13,7 +13,8 @@ func TestExpiredFormKept(t *testing.T) {
 	t.Parallel()
 	d := newDashboard(t)
 	p := d.person()
-	form := url.Values{"note": {"typed before the session ended"}, "csrf_token": {"stale"}}.Encode()
+	form := url.Values{"note": {"typed before the session ended"}, "csrf_token": {"stale"},
+		"checked_destination": {"1"}, "confirm": {"1"}}.Encode()
 	send := func(hdr map[string]string) reply {
 		req, _ := http.NewRequest(http.MethodPost, d.url+"/actions/1/resolve", strings.NewReader(form))
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
@@ -42,5 +43,11 @@ func TestExpiredFormKept(t *testing.T) {
 	}
 	if strings.Contains(pg.body, "stale") {
 		t.Errorf("the old CSRF token was kept")
+	}
+	// Confirmations given before the session expired are asked again, not re-sent.
+	for _, name := range []string{"checked_destination", "confirm"} {
+		if strings.Contains(pg.body, `name="`+name+`" value="1"`) || strings.Contains(pg.body, `name="`+name+`" type="hidden"`) {
+			t.Errorf("the kept form re-sends the confirmation %s", name)
+		}
 	}
 }
