@@ -124,7 +124,11 @@ actions:
 	w.deliver(checkout{eventID: "evt_r1", enquiry: "enq_r1"})
 	w.deliver(checkout{eventID: "evt_r2", enquiry: "enq_r2"})
 	deadline := time.Now().Add(15 * time.Second)
-	for (crm.Len() < 1 || w.count(`SELECT count(*) FROM attempts WHERE status = 'started'`) < 1) && time.Now().Before(deadline) {
+	waitingForRate := func() bool { // the first confirmed, the second's call started and waiting
+		return w.count(`SELECT count(*) FROM actions WHERE state = 'confirmed'`) == 1 &&
+			w.count(`SELECT count(*) FROM attempts WHERE status = 'started'`) == 1
+	}
+	for !waitingForRate() && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond) // poll interval
 	}
 	if crm.Len() != 1 {
