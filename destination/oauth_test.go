@@ -38,6 +38,8 @@ type oauthEnv struct {
 	dest oncehook.Destination
 	keys oncehook.SecretKeys
 	dsn  string
+	yaml string            // the config, for a child process
+	env  map[string]string // its environment
 }
 
 func newOAuthEnv(t *testing.T, grant string, p authserver.Params) *oauthEnv {
@@ -74,7 +76,7 @@ actions: []
 		t.Fatal(err)
 	}
 	_, dsn := dbtest.NewDSN(t)
-	return &oauthEnv{as: as, crm: crm, keys: cfg.SecretKeys, dsn: dsn, dest: cfg.Destinations[0]}
+	return &oauthEnv{as: as, crm: crm, keys: cfg.SecretKeys, dsn: dsn, dest: cfg.Destinations[0], yaml: yaml, env: env}
 }
 
 func newKey() string {
