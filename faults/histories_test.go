@@ -543,6 +543,15 @@ func (h *history) settle() {
 			h.note("   not settled after 3 minutes: %d actions in motion, %d events unrouted", unsettled, received)
 			return // the checks say what is left
 		}
+		// Time passes faster here than the servers' backoff (2 s doubling up to an
+		// hour): a retry the table scheduled is made due now, as the lease shortcut
+		// does for kills. An action that keeps failing still ends failed with its
+		// owner named, within its attempts budget; none is hidden.
+		h.retryDB("make scheduled retries due", func(ctx context.Context) error {
+			_, err := h.w.pool.Exec(ctx, `UPDATE actions SET next_attempt_at = now()
+				WHERE state = 'retrying' AND next_attempt_at > now() + interval '1 second'`)
+			return err
+		})
 		time.Sleep(100 * time.Millisecond) // poll interval
 	}
 }
