@@ -284,13 +284,30 @@ func (r eventRow) identity() identity { return identity{r.client, r.source, r.so
 // a conflicting body that cannot be kept fails only its own delivery, so that its
 // sender's retry keeps it then.
 func writeBatch(ctx context.Context, pool *pgxpool.Pool, batch []*pendingDelivery) ([]batchReply, error) {
-	type fold struct {
-		lead       int   // index in batch of the identity's first delivery
-		deliveries int32 // how many requests the row stands for
-		differ     bool  // their bodies are not all the same
+	folds, p := foldBatch(batch)
+	// The statement commits on its own, the routers' wake-up included.
+	q := db.New(pool)
+	rows, err := q.EventInsertBatch(ctx, p)
+	if err != nil {
+		return nil, fmt.Errorf("insert events: %w", err)
 	}
+	return batchReplies(ctx, q, batch, folds, rows), nil
+}
+
+// fold is one identity of a batch: the deliveries of the same event folded into
+// the one row the statement writes or updates.
+type fold struct {
+	lead       int   // index in batch of the identity's first delivery
+	deliveries int32 // how many requests the row stands for
+	differ     bool  // their bodies are not all the same
+}
+
+// foldBatch folds the batch's repeats into one row per identity (one statement
+// cannot update a row twice) and lays the rows out as the statement's arrays,
+// sorted by identity so that batches lock rows in one order.
+func foldBatch(batch []*pendingDelivery) (map[identity]*fold, db.EventInsertBatchParams) {
 	folds := map[identity]*fold{}
-	var leads []int // sorted by identity below, so that batches lock rows in one order
+	var leads []int
 	for i, d := range batch {
 		id := d.row.identity()
 		f, seen := folds[id]
@@ -325,12 +342,13 @@ func writeBatch(ctx context.Context, pool *pgxpool.Pool, batch []*pendingDeliver
 		p.Conflicts = append(p.Conflicts, f.differ)
 		p.Vias = append(p.Vias, r.via)
 	}
-	// The statement commits on its own, the routers' wake-up included.
-	q := db.New(pool)
-	rows, err := q.EventInsertBatch(ctx, p)
-	if err != nil {
-		return nil, fmt.Errorf("insert events: %w", err)
-	}
+	return folds, p
+}
+
+// batchReplies answers each delivery of a committed batch from the rows the
+// statement returned, keeping each conflicting body before its sender is answered.
+func batchReplies(ctx context.Context, q *db.Queries, batch []*pendingDelivery, folds map[identity]*fold,
+	rows []db.EventInsertBatchRow) []batchReply {
 	stored := make(map[identity]db.EventInsertBatchRow, len(rows))
 	for _, row := range rows {
 		stored[identity{row.Client, row.Source, row.SourceEventID}] = row
@@ -355,7 +373,6 @@ func writeBatch(ctx context.Context, pool *pgxpool.Pool, batch []*pendingDeliver
 		if !rc.Conflict {
 			continue
 		}
-		// A conflicting body is kept before its sender is answered.
 		k := body{row.ID, string(d.row.sum)}
 		err, tried := keeping[k]
 		if !tried {
@@ -368,7 +385,7 @@ func writeBatch(ctx context.Context, pool *pgxpool.Pool, batch []*pendingDeliver
 			replies[i] = batchReply{err: storeError(fmt.Errorf("keep conflicting body of event %d: %w", row.ID, err))}
 		}
 	}
-	return replies, nil
+	return replies
 }
 
 // storeError is what a caller is told when its delivery could not be stored: the

@@ -58,22 +58,56 @@ func (rt *Router) routeBatch(ctx context.Context, n int, careful bool) (int, err
 	for i, c := range claimed {
 		events[i] = c.Event
 	}
-	var links db.ActionEventLinksParams
-	statuses := db.EventSetStatusesParams{
-		Clients: make([]string, 0, len(events)), Ids: make([]int64, 0, len(events)),
-		Statuses: make([]string, 0, len(events)), Reasons: make([]string, 0, len(events)),
+	b := newBatchRouting(len(events))
+	if err := rt.routeEvents(ctx, tx, q, events, careful, b); err != nil {
+		return 0, refusedOr(err)
 	}
-	created := 0
-	add := func(ev db.Event, r routing) {
-		created += r.created
-		statuses.Clients = append(statuses.Clients, ev.Client)
-		statuses.Ids = append(statuses.Ids, ev.ID)
-		statuses.Statuses = append(statuses.Statuses, r.status)
-		statuses.Reasons = append(statuses.Reasons, r.reason())
+	if err := linkEvents(ctx, q, b.links); err != nil {
+		return 0, refusedOr(err)
 	}
-	// Outside careful mode, runs of events that only ask for independent actions
-	// send their inserts together (routeRun); any other event is routed on its
-	// own, in order.
+	if len(events) > 0 {
+		if err := q.EventSetStatuses(ctx, b.statuses); err != nil {
+			return 0, fmt.Errorf("set event statuses: %w", err)
+		}
+	}
+	if b.created > 0 {
+		if err := q.Notify(ctx, channelActions); err != nil {
+			return 0, err
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return 0, fmt.Errorf("commit transaction: %w", err)
+	}
+	return len(events), nil
+}
+
+// batchRouting gathers what a batch's events became, for the statements that
+// write it at the end of the batch.
+type batchRouting struct {
+	links    db.ActionEventLinksParams
+	statuses db.EventSetStatusesParams
+	created  int
+}
+
+func newBatchRouting(n int) *batchRouting {
+	return &batchRouting{statuses: db.EventSetStatusesParams{
+		Clients: make([]string, 0, n), Ids: make([]int64, 0, n),
+		Statuses: make([]string, 0, n), Reasons: make([]string, 0, n),
+	}}
+}
+
+func (b *batchRouting) add(ev db.Event, r routing) {
+	b.created += r.created
+	b.statuses.Clients = append(b.statuses.Clients, ev.Client)
+	b.statuses.Ids = append(b.statuses.Ids, ev.ID)
+	b.statuses.Statuses = append(b.statuses.Statuses, r.status)
+	b.statuses.Reasons = append(b.statuses.Reasons, r.reason())
+}
+
+// routeEvents routes each event of a batch in order into b. Outside careful mode,
+// runs of events that only ask for independent actions send their inserts together
+// (routeRun); any other event is routed on its own.
+func (rt *Router) routeEvents(ctx context.Context, tx pgx.Tx, q *db.Queries, events []db.Event, careful bool, b *batchRouting) error {
 	var run []db.Event
 	flush := func() error {
 		if len(run) == 0 {
@@ -84,8 +118,8 @@ func (rt *Router) routeBatch(ctx context.Context, n int, careful bool) (int, err
 			return err
 		}
 		for i, r := range routed {
-			r.links(&links)
-			add(run[i], r)
+			r.links(&b.links)
+			b.add(run[i], r)
 		}
 		run = run[:0]
 		return nil
@@ -96,40 +130,22 @@ func (rt *Router) routeBatch(ctx context.Context, n int, careful bool) (int, err
 			continue
 		}
 		if err := flush(); err != nil {
-			return 0, refusedOr(err)
+			return err
 		}
 		var r routing
+		var err error
 		if careful {
 			r, err = rt.routeSetAside(ctx, tx, ev)
 		} else {
 			r, err = rt.routeEvent(ctx, q, ev)
-			r.links(&links)
+			r.links(&b.links)
 		}
 		if err != nil {
-			return 0, refusedOr(fmt.Errorf("route event %d: %w", ev.ID, err))
+			return fmt.Errorf("route event %d: %w", ev.ID, err)
 		}
-		add(ev, r)
+		b.add(ev, r)
 	}
-	if err := flush(); err != nil {
-		return 0, refusedOr(err)
-	}
-	if err := linkEvents(ctx, q, links); err != nil {
-		return 0, refusedOr(err)
-	}
-	if len(events) > 0 {
-		if err := q.EventSetStatuses(ctx, statuses); err != nil {
-			return 0, fmt.Errorf("set event statuses: %w", err)
-		}
-	}
-	if created > 0 {
-		if err := q.Notify(ctx, channelActions); err != nil {
-			return 0, err
-		}
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return 0, fmt.Errorf("commit transaction: %w", err)
-	}
-	return len(events), nil
+	return flush()
 }
 
 // linkEvents writes the links between events and the actions they asked for.
