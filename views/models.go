@@ -91,7 +91,8 @@ type SourceRow struct {
 	Account       string
 	Environment   string
 	IngestURL     string
-	LastDelivery  string
+	LastDelivery  Stamp
+	LastAge       Age
 	Events        int64
 	Deliveries    int64
 	Conflicts     int64

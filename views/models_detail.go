@@ -143,9 +143,9 @@ type EventPage struct {
 	Pruned        bool
 	Deliveries    int32
 	Conflict      bool
-	Received      string
-	LastReceived  string
-	Occurred      string
+	Received      Stamp
+	LastReceived  Stamp
+	Occurred      Stamp
 	Conflicts     []ConflictBody
 	Actions       []ActionRow
 	Via           string
@@ -161,7 +161,7 @@ type Header struct {
 
 // ConflictBody is a repeat of the event whose body differed.
 type ConflictBody struct {
-	Received string
+	Received Stamp
 	Body     string
 }
 
@@ -176,10 +176,10 @@ type BackfillRow struct {
 	Source    string
 	How       string // what a pass does, in words
 	Schedule  string // every and window
-	LastPass  string // "" before the first
+	LastPass  Stamp // "" before the first
 	Found     string // e.g. "40 listed, 3 missing, 3 stored"
 	Error     string
-	NextPass  string
+	NextPass  Stamp
 	EventsURL string // the source's backfilled events
 }
 
@@ -206,7 +206,7 @@ type UserRow struct {
 	Email    string
 	Role     string
 	Disabled bool
-	Created  string
+	Created  Stamp
 	IsMe     bool
 }
 

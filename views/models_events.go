@@ -15,7 +15,7 @@ type EventRow struct {
 	Status        string
 	Via           string
 	Deliveries    int32
-	Received      string
+	Received      Stamp
 	Reason        string
 }
 

@@ -46,6 +46,16 @@ func TestBrowserTimesInReadersZone(t *testing.T) {
 		t.Errorf("the hover shows %q, want the exact UTC time", title)
 	}
 
+	// The events list, the sources and the users read in the reader's time too.
+	for _, page := range []struct{ path, sel string }{
+		{"/events", "#events time[data-local]"}, {"/sources", "main time[data-local]"}, {"/users", "main time[data-local]"},
+	} {
+		b.open(page.path, page.sel)
+		if shown := b.text(page.sel); !strings.Contains(shown, "GMT+5:30") {
+			t.Errorf("%s shows a time as %q, want Kolkata's time (GMT+5:30)", page.path, shown)
+		}
+	}
+
 	// The age in the queue moves on by itself: 40s becomes a minute without a reload.
 	b.open("/queue/failed", "#queue-table time[data-age]")
 	cell := fmt.Sprintf(`#queue-table tr:has(a[href="/actions/%d"]) time[data-age]`, a.ID)

@@ -18,7 +18,7 @@ func (s *Server) backfillRows(c echo.Context) ([]views.BackfillRow, error) {
 	rows := make([]views.BackfillRow, 0, len(sts))
 	for _, st := range sts {
 		r := views.BackfillRow{Source: st.Source, Schedule: fmt.Sprintf("%s / %s", st.Every, st.Window),
-			LastPass: when(st.FinishedAt), Error: st.Error, NextPass: when(st.NextAt),
+			LastPass: stamp(st.FinishedAt), Error: st.Error, NextPass: stamp(st.NextAt),
 			EventsURL: eventsURL(views.EventFilter{Source: st.Source, Via: oncehook.ViaBackfill}, "")}
 		switch st.Provider {
 		case oncehook.ProviderStripe:

@@ -27,12 +27,12 @@ func (s *Server) eventPage(c echo.Context) error {
 	}
 	e := d.Event
 	m := views.EventPage{ID: e.ID, Source: e.Source, SourceEventID: e.SourceEventID, Type: e.Type, Status: e.Status,
-		Reason: e.Reason, Deliveries: e.Deliveries, Conflict: e.Conflict, Received: when(e.ReceivedAt),
-		LastReceived: when(e.LastReceivedAt), Actions: s.actionRows(d.Actions), Pruned: e.Body == nil,
+		Reason: e.Reason, Deliveries: e.Deliveries, Conflict: e.Conflict, Received: stamp(e.ReceivedAt),
+		LastReceived: stamp(e.LastReceivedAt), Actions: s.actionRows(d.Actions), Pruned: e.Body == nil,
 		Via: e.Via, CanReplay: e.Body != nil && e.Status != oncehook.EventReceived,
 		ListURL: eventsURL(views.EventFilter{Source: e.Source}, "")}
 	if e.OccurredAt != nil {
-		m.Occurred = when(*e.OccurredAt)
+		m.Occurred = stamp(*e.OccurredAt)
 	}
 	m.Payload = prettyJSON(e.Body)
 	if len(e.Payload) > 0 && !bytes.Equal(e.Payload, e.Body) {
@@ -49,7 +49,7 @@ func (s *Server) eventPage(c echo.Context) error {
 			Detail: compactJSON(au.Detail)})
 	}
 	for _, cf := range d.Conflicts {
-		m.Conflicts = append(m.Conflicts, views.ConflictBody{Received: when(cf.ReceivedAt), Body: prettyJSON(cf.Body)})
+		m.Conflicts = append(m.Conflicts, views.ConflictBody{Received: stamp(cf.ReceivedAt), Body: prettyJSON(cf.Body)})
 	}
 	return s.render(c, http.StatusOK, views.Event(s.layout(c, fmt.Sprintf("Event %d", e.ID), ""), m))
 }

@@ -90,7 +90,7 @@ func (s *Server) eventsPage(c echo.Context) error {
 	for _, e := range page.Events {
 		m.Rows = append(m.Rows, views.EventRow{ID: e.ID, URL: eventURL(e.ID), Source: e.Source,
 			SourceEventID: e.SourceEventID, Type: e.Type, Status: e.Status, Via: e.Via, Deliveries: e.Deliveries,
-			Received: when(e.ReceivedAt), Reason: e.Reason})
+			Received: stamp(e.ReceivedAt), Reason: e.Reason})
 	}
 	if page.NextCursor != "" {
 		m.NextURL = eventsURL(vf, page.NextCursor)

@@ -63,11 +63,11 @@ func (s *Server) sourceRows(c echo.Context) ([]views.SourceRow, error) {
 		r := views.SourceRow{
 			Name: src.Name, Client: src.Client, Provider: src.Provider, Scheme: schemes[src.Provider],
 			Account: src.Account, Environment: src.Environment, IngestURL: s.cfg.BaseURL + "/hooks/" + src.Name,
-			Events: src.Events, Deliveries: src.Deliveries, Conflicts: src.Conflicts, LastDelivery: "never",
+			Events: src.Events, Deliveries: src.Deliveries, Conflicts: src.Conflicts,
 			DuplicateRate: fmt.Sprintf("%.0f%%", src.DuplicateRate*100),
 		}
 		if src.LastDelivery != nil {
-			r.LastDelivery = when(*src.LastDelivery) + " (" + age(s.now(), *src.LastDelivery) + " ago)"
+			r.LastDelivery, r.LastAge = stamp(*src.LastDelivery), ageOf(s.now(), *src.LastDelivery)
 		}
 		rows = append(rows, r)
 	}

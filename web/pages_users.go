@@ -28,7 +28,7 @@ func (s *Server) showUsers(c echo.Context, status int, email, role string) error
 		MinChars: oncehook.MinPasswordLength, OwnersWithout: without}
 	for _, u := range us {
 		m.Rows = append(m.Rows, views.UserRow{ID: u.ID, Email: u.Email, Role: u.Role, Disabled: u.Disabled,
-			Created: when(u.CreatedAt), IsMe: u.ID == me})
+			Created: stamp(u.CreatedAt), IsMe: u.ID == me})
 	}
 	return s.render(c, status, views.Users(s.layout(c, "Users", "users"), m))
 }
