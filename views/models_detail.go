@@ -176,7 +176,7 @@ type BackfillRow struct {
 	Source    string
 	How       string // what a pass does, in words
 	Schedule  string // every and window
-	LastPass  Stamp // "" before the first
+	LastPass  Stamp  // "" before the first
 	Found     string // e.g. "40 listed, 3 missing, 3 stored"
 	Error     string
 	NextPass  Stamp
