@@ -179,8 +179,11 @@ func (s *Server) actionAct(c echo.Context) error {
 		return err
 	}
 	msg := actDone[name]
-	if name == "assign" {
+	switch {
+	case name == oncehook.ActAssign:
 		msg = "Assigned to " + a.Owner + "."
+	case name == oncehook.ActRetry && a.State == oncehook.StateUncertain:
+		msg = "Retry requested: a worker looks the operation up at the destination first, and calls again with the same key only if it is not there."
 	}
 	s.flash(c, msg)
 	if q := c.FormValue("from"); (name == oncehook.ActResolve || name == oncehook.ActCancel) && oncehook.QueueStates[q] != nil {
