@@ -46,7 +46,10 @@ func (pf *Performer) performBatch(ctx context.Context) (int, error) {
 	total := 0
 	for _, spec := range pf.claimSpecs(free) {
 		var batch []claim
-		err := db.WithTx(ctx, pf.pool, func(q *db.Queries) error {
+		// Planned per call, as the router's statements are: the claim's generic
+		// plan, made while a new database's actions table was empty, walks the whole
+		// table once a burst has filled it.
+		err := db.WithTxPlannedPerCall(ctx, pf.pool, func(q *db.Queries) error {
 			p := pf.claimParams(spec.n)
 			if spec.only != nil {
 				p.OnlyDestinations = spec.only

@@ -2,6 +2,7 @@ package db
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -25,6 +26,22 @@ import (
 // The statement's description (parameter and result types) is still cached per
 // connection: pgx's QueryExecModeCacheDescribe sends it as an unnamed statement.
 func PlannedPerCall(d DBTX) DBTX { return perCall{d} }
+
+// WithTxPlannedPerCall is WithTx with every statement of fn planned per call.
+func WithTxPlannedPerCall(ctx context.Context, b Beginner, fn func(q *Queries) error) error {
+	tx, err := b.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("begin transaction: %w", err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // no-op after commit
+	if err := fn(New(PlannedPerCall(tx))); err != nil {
+		return err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("commit transaction: %w", err)
+	}
+	return nil
+}
 
 type perCall struct{ DBTX }
 
