@@ -503,10 +503,6 @@ func useOf(name string, u cpuUse) string {
 // each ratio is oncehook's figure over the peer's.
 func (b *bench) versusRows(o, p vsResult) {
 	const vs = "vs River peer: "
-	both := func(ov, pv string) string { return "oncehook " + ov + "; peer " + pv }
-	// The CPU column says how busy other work kept the cores in oncehook's runs and
-	// in the peer's.
-	others := func(a, b float64) string { return fmt.Sprintf("other work: %.0f%% | %.0f%%", a, b) }
 	add := func(figure, value, ratio, target, met, cpu string) {
 		b.t.add(row{figure: vs + figure, value: value, ratio: ratio, target: target, met: met, cpu: cpu})
 	}
@@ -545,7 +541,19 @@ func (b *bench) versusRows(o, p vsResult) {
 		both(fmt.Sprintf("%d of %s records", o.doubled, thousands(int64(o.records))),
 			fmt.Sprintf("%d of %s", p.doubled, thousands(int64(p.records)))),
 		"-", "0", check(o.doubled == 0 && p.doubled == 0 && o.dupStored == 0 && p.dupStored == 0), "")
+	b.versusDrainRows(o, p)
+	b.versusNotes(o, p)
+}
 
+// both shows oncehook's figure beside the peer's.
+func both(ov, pv string) string { return "oncehook " + ov + "; peer " + pv }
+
+// others is the CPU column: how busy other work kept the cores in oncehook's runs and
+// in the peer's.
+func others(a, b float64) string { return fmt.Sprintf("other work: %.0f%% | %.0f%%", a, b) }
+
+// versusDrainRows adds the burst drains, on a freshly started cluster and warm.
+func (b *bench) versusDrainRows(o, p vsResult) {
 	routed := func(bs ...burstResult) (string, bool) {
 		var parts []string
 		ok := true
@@ -582,7 +590,10 @@ func (b *bench) versusRows(o, p vsResult) {
 			value: both(performed(d.o...)+" ("+thousands(stored)+")", performed(d.p...)+" ("+thousands(storedP)+")"),
 			ratio: "-", target: "-", met: "-", cpu: others(oth, othP)})
 	}
+}
 
+// versusNotes writes every run of the comparison below the table.
+func (b *bench) versusNotes(o, p vsResult) {
 	for _, r := range []vsResult{o, p} {
 		for i, br := range append([]burstResult{r.fresh}, r.warm...) {
 			name := "fresh"

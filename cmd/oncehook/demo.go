@@ -105,17 +105,8 @@ func runDemo(ctx context.Context, env *environment, args []string) error {
 	logger, trafficLogger := screen.loggers(env, term)
 	defer d.Close(context.WithoutCancel(ctx), logger)
 	password := randomText(12)
-	if err := oncehook.EnsureUser(ctx, d.Pool, demoAdmin, oncehook.RoleAdmin, password); err != nil {
-		return fmt.Errorf("create the demo admin: %w", err)
-	}
-	// The owners the config names get accounts too (same password), so /mine
-	// shows each of them their actions from the first minute.
-	for _, o := range cfg.Owners() {
-		if o != demoAdmin {
-			if err := oncehook.EnsureUser(ctx, d.Pool, o, oncehook.RoleOperator, password); err != nil {
-				return fmt.Errorf("create the demo owner %s: %w", o, err)
-			}
-		}
+	if err := demoAccounts(ctx, d, cfg, password); err != nil {
+		return err
 	}
 
 	return runServices(ctx, env, cfg, d, logger, services{http: true, onListening: func(addr string) {
@@ -126,6 +117,23 @@ func runDemo(ctx context.Context, env *environment, args []string) error {
 			Logger: trafficLogger, Pace: *pace, Played: func() { screen.show(b.text(true), phaseQuiet) }}
 		go traffic.Run(ctx)
 	}})
+}
+
+// demoAccounts gives the demo's admin a fresh password, and the owners the config
+// names accounts with the same one, so /mine shows each of them their actions from
+// the first minute.
+func demoAccounts(ctx context.Context, d *database, cfg *oncehook.Config, password string) error {
+	if err := oncehook.EnsureUser(ctx, d.Pool, demoAdmin, oncehook.RoleAdmin, password); err != nil {
+		return fmt.Errorf("create the demo admin: %w", err)
+	}
+	for _, o := range cfg.Owners() {
+		if o != demoAdmin {
+			if err := oncehook.EnsureUser(ctx, d.Pool, o, oncehook.RoleOperator, password); err != nil {
+				return fmt.Errorf("create the demo owner %s: %w", o, err)
+			}
+		}
+	}
+	return nil
 }
 
 // demoBanner is what the demo shows once it listens, and again once its script

@@ -140,20 +140,26 @@ func runServices(ctx context.Context, env *environment, cfg *oncehook.Config, d 
 	e := web.New(web.Params{Config: cfg, Pool: d.Pool, Inbox: inbox,
 		Review: oncehook.NewReview(d.Pool, cfg, clients), Logger: logger,
 		Metrics: metrics, MetricsToken: env.getenv("ONCEHOOK_METRICS_TOKEN")})
-	ln, err := net.Listen("tcp", cfg.Listen)
+	runErr := serveHTTP(ctx, cfg.Listen, e, logger, opts.onListening)
+	stopEngine()
+	wg.Wait()
+	return runErr
+}
+
+// serveHTTP serves h on addr until ctx ends or the server fails, then shuts it down,
+// letting requests in flight finish for up to 10 s.
+func serveHTTP(ctx context.Context, addr string, h http.Handler, logger *slog.Logger, onListening func(string)) error {
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		stopEngine()
-		wg.Wait()
-		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
+		return fmt.Errorf("listen on %s: %w", addr, err)
 	}
-	srv := &http.Server{Handler: e, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	logger.Info("listening", "addr", ln.Addr().String())
-	if opts.onListening != nil {
-		opts.onListening(ln.Addr().String())
+	if onListening != nil {
+		onListening(ln.Addr().String())
 	}
-
 	var runErr error
 	select {
 	case err := <-errc:
@@ -162,12 +168,10 @@ func runServices(ctx context.Context, env *environment, cfg *oncehook.Config, d 
 	}
 	logger.Info("shutting down")
 	shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
 	if err := srv.Shutdown(shutCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		logger.Error("http shutdown", "err", err)
 	}
-	cancel()
-	stopEngine()
-	wg.Wait()
 	return runErr
 }
 
