@@ -290,11 +290,17 @@ func (pf *Performer) notSent(c claim, why string) {
 
 // stillHolds renews a's lease now and reports whether this worker still holds it.
 func (pf *Performer) stillHolds(ctx context.Context, a db.Action) bool {
-	n, err := db.New(pf.pool).ActionRenewLease(ctx, db.ActionRenewLeaseParams{
+	n, err := pf.renew(ctx, a)
+	return err == nil && n == 1
+}
+
+// renew extends a's lease while this worker holds it under the claim's token; it
+// returns how many rows it renewed (0: the lease is no longer this claim's).
+func (pf *Performer) renew(ctx context.Context, a db.Action) (int64, error) {
+	return db.New(pf.pool).ActionRenewLease(ctx, db.ActionRenewLeaseParams{
 		Client: a.Client, ID: a.ID, Worker: &pf.p.Worker, LeaseSeconds: pf.leaseFor(a.Destination),
 		LeaseToken: a.LeaseToken,
 	})
-	return err == nil && n == 1
 }
 
 // renewLease keeps the lease alive while the call is in flight.
@@ -309,11 +315,7 @@ func (pf *Performer) renewLease(ctx context.Context, a db.Action) (stop func()) 
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				q := db.New(pf.pool)
-				if _, err := q.ActionRenewLease(ctx, db.ActionRenewLeaseParams{
-					Client: a.Client, ID: a.ID, Worker: &pf.p.Worker, LeaseSeconds: pf.leaseFor(a.Destination),
-					LeaseToken: a.LeaseToken,
-				}); err != nil && ctx.Err() == nil {
+				if _, err := pf.renew(ctx, a); err != nil && ctx.Err() == nil {
 					pf.logger.Debug("renew lease", "action_id", a.ID, "err", err)
 				}
 			}

@@ -43,12 +43,17 @@ type Beginner interface {
 // WithTx runs fn in a transaction and commits it when fn returns nil. The caller
 // owns the transaction's scope, so keep fn short and never call a destination in it.
 func WithTx(ctx context.Context, b Beginner, fn func(q *Queries) error) error {
+	return withTx(ctx, b, func(tx DBTX) DBTX { return tx }, fn)
+}
+
+// withTx runs fn in a transaction whose statements go through wrap.
+func withTx(ctx context.Context, b Beginner, wrap func(DBTX) DBTX, fn func(q *Queries) error) error {
 	tx, err := b.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("begin transaction: %w", err)
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // no-op after commit
-	if err := fn(New(tx)); err != nil {
+	if err := fn(New(wrap(tx))); err != nil {
 		return err
 	}
 	if err := tx.Commit(ctx); err != nil {

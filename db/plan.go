@@ -2,7 +2,6 @@ package db
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -29,18 +28,7 @@ func PlannedPerCall(d DBTX) DBTX { return perCall{d} }
 
 // WithTxPlannedPerCall is WithTx with every statement of fn planned per call.
 func WithTxPlannedPerCall(ctx context.Context, b Beginner, fn func(q *Queries) error) error {
-	tx, err := b.Begin(ctx)
-	if err != nil {
-		return fmt.Errorf("begin transaction: %w", err)
-	}
-	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // no-op after commit
-	if err := fn(New(PlannedPerCall(tx))); err != nil {
-		return err
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return fmt.Errorf("commit transaction: %w", err)
-	}
-	return nil
+	return withTx(ctx, b, PlannedPerCall, fn)
 }
 
 type perCall struct{ DBTX }
