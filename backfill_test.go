@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -256,15 +255,24 @@ func TestBackfillTwoProcessesStoreEachEventOnce(t *testing.T) {
 		w.stripe.Add(checkoutEvent(fmt.Sprintf("evt_two_%d", i), fmt.Sprintf("enq_two_%d", i), time.Duration(i+1)*time.Minute))
 	}
 	a, b := w.backfiller("process-a"), w.backfiller("process-b")
-	var wg sync.WaitGroup
+	// Process a's pass is under way (its first list request waits in the
+	// sandbox) when process b asks for one: the two overlap however the machine
+	// schedules them.
+	release := w.stripe.Hold()
+	defer release()
 	results := make([][]oncehook.BackfillResult, 2)
-	start := make(chan struct{})
-	for i, bf := range []*oncehook.Backfiller{a, b} {
-		wg.Add(1)
-		go func() { defer wg.Done(); <-start; results[i] = bf.RunDue(context.Background(), true) }()
+	done := make(chan struct{})
+	go func() { defer close(done); results[0] = a.RunDue(context.Background(), true) }()
+	deadline := time.Now().Add(30 * time.Second)
+	for len(w.stripe.Requests()) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("process a never asked Stripe for events")
+		}
+		time.Sleep(5 * time.Millisecond) // poll interval
 	}
-	close(start)
-	wg.Wait()
+	results[1] = b.RunDue(context.Background(), true)
+	release()
+	<-done
 	ran := 0
 	for _, rs := range results {
 		for _, r := range rs {

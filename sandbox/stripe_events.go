@@ -37,7 +37,8 @@ type StripeAPI struct {
 	events   []StripeEvent // newest first
 	maxPage  int
 	fault    *StripeFault
-	requests []string // query strings, in order
+	hold     chan struct{} // while open, list requests wait
+	requests []string      // query strings, in order
 }
 
 // StripeFault is what the sandbox answers instead of a list, for Times requests.
@@ -62,6 +63,21 @@ func (s *StripeAPI) SetMaxPage(n int) { s.mu.Lock(); s.maxPage = n; s.mu.Unlock(
 // Fail answers the next f.Times requests with f.
 func (s *StripeAPI) Fail(f StripeFault) { s.mu.Lock(); s.fault = &f; s.mu.Unlock() }
 
+// Hold makes list requests wait, once recorded, until release is called; they
+// are then answered as usual.
+func (s *StripeAPI) Hold() (release func()) {
+	ch := make(chan struct{})
+	s.mu.Lock()
+	s.hold = ch
+	s.mu.Unlock()
+	return sync.OnceFunc(func() {
+		s.mu.Lock()
+		s.hold = nil
+		s.mu.Unlock()
+		close(ch)
+	})
+}
+
 // Requests returns the query string of every list request so far.
 func (s *StripeAPI) Requests() []string {
 	s.mu.Lock()
@@ -85,13 +101,20 @@ func stripeError(w http.ResponseWriter, status int, msg string) {
 func (s *StripeAPI) list(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.requests = append(s.requests, r.URL.RawQuery)
-	f := s.fault
+	f, hold := s.fault, s.hold
 	if f != nil {
 		if f.Times--; f.Times <= 0 {
 			s.fault = nil
 		}
 	}
 	s.mu.Unlock()
+	if hold != nil {
+		select {
+		case <-hold:
+		case <-r.Context().Done():
+			return
+		}
+	}
 	if f != nil {
 		if f.Hang != nil {
 			select {
