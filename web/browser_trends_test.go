@@ -41,7 +41,7 @@ func TestBrowserTrends(t *testing.T) {
 		t.Errorf("mail shows %d failed bars", n)
 	}
 	if !strings.Contains(b.text("#trend-dest-crm header"), "getting worse") {
-		t.Errorf("crm's failures all came in the last bucket but it is not marked as getting worse")
+		t.Errorf("crm's failures all came in the two newest buckets but it is not marked as getting worse")
 	}
 	for _, w := range []string{"day", "week"} {
 		b.open("/trends?window="+w, "#trend-dest-crm svg")

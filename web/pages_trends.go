@@ -77,11 +77,12 @@ func trendChart(id, title string, tr oncehook.Trends, ss []series) views.Chart {
 				Title: fmt.Sprintf("%s from %s UTC: %d", s.name, from.UTC().Format("Jan 2 15:04"), v)})
 		}
 		parts = append(parts, fmt.Sprintf("%d %s", total, s.name))
-		// Worse: the newest bucket of the last series (failures, or arrivals) is
-		// above the average of the window and not zero.
-		if si == len(ss)-1 && total > 0 {
-			last := s.counts[n-1]
-			c.Worse = last > 0 && float64(last) > float64(total)/float64(n)*2
+		// Worse: the two newest buckets of the last series (failures, or arrivals)
+		// hold more than twice their share of the window. Two, because the newest
+		// has only just begun when the clock moves into it.
+		if si == len(ss)-1 && total > 0 && n >= 2 {
+			recent := s.counts[n-1] + s.counts[n-2]
+			c.Worse = recent > 0 && float64(recent) > 2*2*float64(total)/float64(n)
 		}
 	}
 	c.Summary = fmt.Sprintf("%s over the last %s", strings.Join(parts, ", "), tr.Window.Name)
