@@ -3,6 +3,7 @@ package oncehook_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -47,42 +48,80 @@ func plainIDs(t *testing.T, pool *pgxpool.Pool, sql string, args ...any) []int64
 	return append([]int64{}, ids...) // an empty result compares equal to an empty page
 }
 
-// naiveList is ActionList as one plain scan: what the shaped query must still return.
+// naiveList is ActionList as one plain scan: what the shaped query must still
+// return, in each order (%s: the order's keyset condition and ORDER BY).
 const naiveList = `
 SELECT a.id FROM actions a
 WHERE (cardinality($1::text[]) = 0 OR a.state = ANY($1::text[]))
   AND ($2 = '' OR a.source = $2) AND ($3 = '' OR a.owner = $3)
-  AND ($4 = '' OR a.business_key = $4 OR a.operation_key = $4 OR a.external_ref = $4
-       OR a.owner = $4 OR a.business_key ILIKE '%' || $4 || '%')
-  AND ($5::bigint IS NULL OR a.id < $5::bigint)
-ORDER BY a.id DESC LIMIT $6`
+  AND ($4 = '' OR starts_with(lower(a.business_key), lower($4)) OR a.operation_key = $4
+       OR a.external_ref = $4 OR a.owner = $4
+       OR EXISTS (SELECT 1 FROM action_events ae JOIN events e ON e.client = ae.client AND e.id = ae.event_id
+                  WHERE ae.client = a.client AND ae.action_id = a.id AND e.source_event_id = $4))
+  AND %s LIMIT $5`
+
+var naiveOrders = map[string]string{
+	"-created":     `($6::bigint IS NULL OR a.id < $6) AND $7::timestamptz IS NULL ORDER BY a.id DESC`,
+	"created":      `($6::bigint IS NULL OR a.id > $6) AND $7::timestamptz IS NULL ORDER BY a.id`,
+	"state_since":  `a.state NOT IN ('confirmed', 'resolved', 'cancelled') AND ($6::bigint IS NULL OR (a.state_since, a.id) > ($7, $6)) ORDER BY a.state_since, a.id`,
+	"-state_since": `a.state NOT IN ('confirmed', 'resolved', 'cancelled') AND ($6::bigint IS NULL OR (a.state_since, a.id) < ($7, $6)) ORDER BY a.state_since DESC, a.id DESC`,
+}
 
 func TestActionListMatchesPlainScan(t *testing.T) {
 	t.Parallel()
 	pool := dbtest.New(t)
 	ctx := context.Background()
 	fillActions(t, pool, 1, 600, `(ARRAY['pending','processing','retrying','held','uncertain','failed','confirmed','resolved','cancelled'])[1 + (i * 7) % 9]`)
-	q := db.New(pool)
+	// Times in the state that are not in the ids' order, some of them equal.
+	if _, err := pool.Exec(ctx, `UPDATE actions SET state_since = timestamptz '2026-02-01' - make_interval(mins => ((id * 37) % 101)::int)`); err != nil {
+		t.Fatal(err)
+	}
+	// Events evt_<i % 80> asked for some actions: the search finds an action by
+	// any event that asked for it.
+	if _, err := pool.Exec(ctx, `
+WITH ev AS (
+    INSERT INTO events (client, environment, source, source_event_id, type, body_sha256)
+    SELECT 'c' || (i % 2), 'live', 's' || (i % 3), 'evt_' || i, 't', '\x00' FROM generate_series(0, 79) AS i
+    RETURNING client, id, source, source_event_id)
+INSERT INTO action_events (client, action_id, event_id, params, params_sha256)
+SELECT a.client, a.id, ev.id, '{}', '\x00' FROM actions a
+JOIN ev ON ev.client = a.client AND ev.source = a.source AND ev.source_event_id = 'evt_' || (a.id % 80)
+WHERE a.id % 7 = 0`); err != nil {
+		t.Fatal(err)
+	}
+	var midAt time.Time
+	if err := pool.QueryRow(ctx, `SELECT state_since FROM actions WHERE id = 300`).Scan(&midAt); err != nil {
+		t.Fatal(err)
+	}
+	q := db.New(db.PlannedPerCall(pool))
 	mid := int64(300)
-	for _, states := range [][]string{{}, {"failed"}, {"pending", "processing", "retrying", "held"}, {"confirmed", "nope"}} {
-		for _, source := range []string{"", "s2"} {
-			for _, owner := range []string{"", "o1"} {
-				for _, search := range []string{"", "enq_17", "enq_1", "ref_100", "o2"} {
-					for _, before := range []*int64{nil, &mid} {
-						for _, limit := range []int32{50, 7} {
-							name := fmt.Sprintf("%v/%s/%s/%s/%v/%d", states, source, owner, search, before != nil, limit)
-							got, err := q.ActionList(ctx, db.ActionListParams{States: states, Source: source, Owner: owner,
-								Q: search, BeforeID: before, MaxRows: limit})
-							if err != nil {
-								t.Fatalf("%s: %v", name, err)
+	for sort, order := range naiveOrders {
+		naive := fmt.Sprintf(naiveList, order)
+		for _, states := range [][]string{{}, {"failed"}, {"pending", "processing", "retrying", "held"}, {"confirmed", "nope"}} {
+			for _, source := range []string{"", "s2"} {
+				for _, owner := range []string{"", "o1"} {
+					for _, search := range []string{"", "enq_17", "enq_1", "ENQ_1", "en_", "en%", "op_42", "ref_100", "o2", "evt_14", "evt_3"} {
+						for _, cursor := range []*int64{nil, &mid} {
+							var at *time.Time
+							if cursor != nil && strings.HasSuffix(sort, "state_since") {
+								at = &midAt
 							}
-							gotIDs := []int64{}
-							for _, a := range got {
-								gotIDs = append(gotIDs, a.ID)
-							}
-							wantIDs := plainIDs(t, pool, naiveList, states, source, owner, search, before, limit)
-							if diff := cmp.Diff(wantIDs, gotIDs); diff != "" {
-								t.Errorf("%s: ids (-plain scan +ActionList):\n%s", name, diff)
+							for _, limit := range []int32{50, 7} {
+								name := fmt.Sprintf("%s/%v/%s/%s/%s/%v/%d", sort, states, source, owner, search, cursor != nil, limit)
+								got, err := q.ActionList(ctx, db.ActionListParams{States: states, Source: source, Owner: owner,
+									Q: search, Clients: []string{"c0", "c1"}, Sources: []string{"s0", "s1", "s2"},
+									Sort: sort, CursorID: cursor, CursorAt: at, MaxRows: limit})
+								if err != nil {
+									t.Fatalf("%s: %v", name, err)
+								}
+								gotIDs := []int64{}
+								for _, a := range got {
+									gotIDs = append(gotIDs, a.ID)
+								}
+								wantIDs := plainIDs(t, pool, naive, states, source, owner, search, limit, cursor, at)
+								if diff := cmp.Diff(wantIDs, gotIDs); diff != "" {
+									t.Errorf("%s: ids (-plain scan +ActionList):\n%s", name, diff)
+								}
 							}
 						}
 					}

@@ -74,14 +74,14 @@ func (r *Review) ListEvents(ctx context.Context, f EventFilter) (EventPage, erro
 	if limit <= 0 || limit > 500 {
 		limit = 50
 	}
-	before, err := parseCursor(f.Cursor)
+	before, err := parseCursor(f.Cursor, SortNewest)
 	if err != nil {
 		return EventPage{}, err
 	}
 	if err := f.check(); err != nil {
 		return EventPage{}, err
 	}
-	rows, err := db.New(r.pool).EventList(ctx, r.eventListParams(f, before, limit))
+	rows, err := db.New(r.pool).EventList(ctx, r.eventListParams(f, before.id, limit))
 	if err != nil {
 		return EventPage{}, fmt.Errorf("list events: %w", err)
 	}

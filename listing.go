@@ -3,7 +3,9 @@ package oncehook
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/oncehook/oncehook/db"
@@ -22,59 +24,83 @@ type ActionFilter struct {
 	Since       *time.Time // created at or after
 	Until       *time.Time // created before
 	HTTPStatus  int        // an attempt got this reply status; 0 for any
+	Sort        string     // one of Sorts; "" is SortNewest
 	Limit       int
 	Cursor      string // from the previous page's NextCursor
 }
 
-// ActionPage is one page of actions, newest first.
+// The orders a list of actions can be read in.
+const (
+	SortNewest         = "-created"     // newest first: the default
+	SortOldest         = "created"      // oldest first
+	SortWaitingLongest = "state_since"  // longest in its state first; open actions only
+	SortWaitingLeast   = "-state_since" // shortest in its state first; open actions only
+)
+
+// Sorts are the orders, as the API and the pages' links name them.
+var Sorts = []string{SortNewest, SortOldest, SortWaitingLongest, SortWaitingLeast}
+
+// SortsByWaiting reports whether sort orders by the time in the state, which only
+// open actions are listed by.
+func SortsByWaiting(sort string) bool { return sort == SortWaitingLongest || sort == SortWaitingLeast }
+
+// ActionPage is one page of actions, in the filter's order.
 type ActionPage struct {
 	Actions    []Action
 	NextCursor string
 }
 
-// ListActions returns one page of actions, by keyset pagination on the id.
+// ListActions returns one page of actions, by keyset pagination in f.Sort's order.
 func (r *Review) ListActions(ctx context.Context, f ActionFilter) (ActionPage, error) {
 	limit := f.Limit
 	if limit <= 0 || limit > 500 {
 		limit = 50
 	}
-	before, err := parseCursor(f.Cursor)
+	after, err := parseCursor(f.Cursor, f.Sort)
 	if err != nil {
 		return ActionPage{}, err
 	}
-	as, err := r.selectActions(ctx, f, before, limit)
+	as, err := r.selectActions(ctx, f, after, limit)
 	if err != nil {
 		return ActionPage{}, err
 	}
 	page := ActionPage{Actions: as}
 	if len(as) == limit {
-		page.NextCursor = strconv.FormatInt(as[len(as)-1].ID, 10)
+		page.NextCursor = cursorAfter(as[len(as)-1], f.Sort)
 	}
 	return page, nil
 }
 
-// MatchingActions returns up to MaxBulk+1 actions that match f, newest first,
+// MatchingActions returns up to MaxBulk+1 actions that match f, in its order,
 // ignoring its cursor and limit, for "all that match the filter"; one more than
 // MaxBulk tells the caller the filter is too wide. It runs the very query of
 // ListActions, so a bulk act selects exactly what the list pages through.
 func (r *Review) MatchingActions(ctx context.Context, f ActionFilter) ([]Action, error) {
-	return r.selectActions(ctx, f, nil, MaxBulk+1)
+	return r.selectActions(ctx, f, keyset{}, MaxBulk+1)
 }
 
 // selectActions is the one place an ActionFilter becomes SQL (ActionList): the
 // list, its pages and bulk acts all go through it.
-func (r *Review) selectActions(ctx context.Context, f ActionFilter, before *int64, limit int) ([]Action, error) {
+func (r *Review) selectActions(ctx context.Context, f ActionFilter, after keyset, limit int) ([]Action, error) {
 	if err := checkText("filter", append([]string{f.Source, f.Name, f.Owner, f.Destination, f.Client, f.Q, f.Reason}, f.States...)...); err != nil {
+		return nil, err
+	}
+	sort, err := checkSort(f)
+	if err != nil {
 		return nil, err
 	}
 	states := f.States
 	if states == nil {
 		states = []string{}
 	}
-	rows, err := db.New(r.pool).ActionList(ctx, db.ActionListParams{
+	clients, sources := r.searchScope()
+	// Planned per call: a search is index probes only once Postgres sees the
+	// search itself (a generic plan would walk every action).
+	rows, err := db.New(db.PlannedPerCall(r.pool)).ActionList(ctx, db.ActionListParams{
 		States: states, Source: f.Source, Name: f.Name, Owner: f.Owner, Destination: f.Destination,
-		Client: f.Client, Q: f.Q, Reason: f.Reason, Since: f.Since, Until: f.Until, HttpStatus: int32(f.HTTPStatus),
-		BeforeID: before, MaxRows: int32(limit),
+		Client: f.Client, Q: f.Q, Clients: clients, Sources: sources,
+		Reason: f.Reason, Since: f.Since, Until: f.Until, HttpStatus: int32(f.HTTPStatus),
+		Sort: sort, CursorID: after.id, CursorAt: after.at, MaxRows: int32(limit),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list actions: %w", err)
@@ -82,15 +108,75 @@ func (r *Review) selectActions(ctx context.Context, f ActionFilter, before *int6
 	return actionsOf(rows), nil
 }
 
-func parseCursor(c string) (*int64, error) {
+// searchScope is the configured clients and sources: they lead the keys a search
+// probes for an operation key or an event id.
+func (r *Review) searchScope() (clients, sources []string) {
+	for _, s := range r.cfg.Sources {
+		if !slices.Contains(clients, s.Client) {
+			clients = append(clients, s.Client)
+		}
+		sources = append(sources, s.Name)
+	}
+	return clients, sources
+}
+
+// checkSort is f's order, "" meaning newest first; EINVALID for an order that is
+// not one of Sorts, or waiting time with a closed state asked for.
+func checkSort(f ActionFilter) (string, error) {
+	if f.Sort == "" {
+		return SortNewest, nil
+	}
+	if !slices.Contains(Sorts, f.Sort) {
+		return "", Errorf(EINVALID, "Actions can be sorted by %s, not %q.", strings.Join(Sorts, ", "), f.Sort)
+	}
+	if SortsByWaiting(f.Sort) {
+		for _, s := range f.States {
+			if !slices.Contains(OpenStates(), s) {
+				return "", Errorf(EINVALID, "Only open actions wait in their state: sorting by waiting time lists no %s ones.", s)
+			}
+		}
+	}
+	return f.Sort, nil
+}
+
+// keyset is where a page starts: after the row with this id (and this time in its
+// state, for an order by waiting time). Zero for the first page.
+type keyset struct {
+	id *int64
+	at *time.Time
+}
+
+// cursorAfter is the cursor of the page after a, in sort's order: the id, or the
+// time a entered its state in microseconds and the id.
+func cursorAfter(a Action, sort string) string {
+	if SortsByWaiting(sort) {
+		return fmt.Sprintf("%d.%d", a.StateSince.UnixMicro(), a.ID)
+	}
+	return strconv.FormatInt(a.ID, 10)
+}
+
+func parseCursor(c, sort string) (keyset, error) {
 	if c == "" {
-		return nil, nil
+		return keyset{}, nil
 	}
-	id, err := strconv.ParseInt(c, 10, 64)
+	bad := Errorf(EINVALID, "The cursor %q is not one this server gave out for this order.", c)
+	idText := c
+	var k keyset
+	if SortsByWaiting(sort) {
+		micros, rest, ok := strings.Cut(c, ".")
+		us, err := strconv.ParseInt(micros, 10, 64)
+		if !ok || err != nil {
+			return keyset{}, bad
+		}
+		at := time.UnixMicro(us).UTC()
+		k.at, idText = &at, rest
+	}
+	id, err := strconv.ParseInt(idText, 10, 64)
 	if err != nil || id <= 0 {
-		return nil, Errorf(EINVALID, "The cursor %q is not one this server gave out.", c)
+		return keyset{}, bad
 	}
-	return &id, nil
+	k.id = &id
+	return k, nil
 }
 
 // ActionDetail is an action with everything that explains it.

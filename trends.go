@@ -95,24 +95,109 @@ func (r *Review) Trends(ctx context.Context, name string) (Trends, error) {
 	for i := range out.Destinations {
 		byDest[out.Destinations[i].Destination] = &out.Destinations[i]
 	}
-	created, err := q.DashboardTrendNew(ctx, db.DashboardTrendNewParams{Since: since, BucketSeconds: secs})
+	add := func(kind, destination string, bucket int32, v int64) {
+		t := byDest[destination]
+		switch {
+		case t == nil:
+		case kind == trendNew:
+			put(t.New, bucket, v)
+		case kind == trendFailed:
+			put(t.Failed, bucket, v)
+		}
+	}
+	// What is counted comes from trend_counts, the rest from the tables themselves.
+	horizon, err := r.CountTrends(ctx)
+	if err != nil {
+		return out, err
+	}
+	counted, err := q.TrendCounted(ctx, db.TrendCountedParams{Since: since, Until: horizon, BucketSeconds: secs})
+	if err != nil {
+		return out, fmt.Errorf("read counted trends: %w", err)
+	}
+	for _, row := range counted {
+		add(row.Kind, row.Destination, row.Bucket, row.N)
+	}
+	from := later(horizon, since)
+	created, err := q.DashboardTrendNew(ctx, db.DashboardTrendNewParams{Since: since, StartAt: from, BucketSeconds: secs})
 	if err != nil {
 		return out, fmt.Errorf("count new actions: %w", err)
 	}
 	for _, row := range created {
-		if t := byDest[row.Destination]; t != nil {
-			put(t.New, row.Bucket, row.N)
-		}
+		add(trendNew, row.Destination, row.Bucket, row.N)
 	}
-	failed, err := q.DashboardTrendFailures(ctx, db.DashboardTrendFailuresParams{Since: since, BucketSeconds: secs,
-		Observed: failedObservations})
+	failed, err := q.DashboardTrendFailures(ctx, db.DashboardTrendFailuresParams{Since: since, StartAt: from,
+		BucketSeconds: secs, Observed: failedObservations})
 	if err != nil {
 		return out, fmt.Errorf("count failed calls: %w", err)
 	}
 	for _, row := range failed {
-		if t := byDest[row.Destination]; t != nil {
-			put(t.Failed, row.Bucket, row.N)
-		}
+		add(trendFailed, row.Destination, row.Bucket, row.N)
 	}
 	return out, nil
+}
+
+// The kinds of trend_counts.
+const (
+	trendNew    = "new"    // actions created
+	trendFailed = "failed" // calls that failed
+)
+
+// trendGrain is the span trend_counts counts in; every window's bucket is a
+// multiple of it, and it divides a day.
+const trendGrain = 5 * time.Minute
+
+// trendSettle is how long after a span ends it is counted: by then every
+// transaction that began before its end (and stamped a time inside it) is over.
+const trendSettle = 5 * time.Minute
+
+// CountTrends adds to trend_counts the spans of trendGrain that ended at least
+// trendSettle ago and are not counted yet (at most the longest window back), and
+// returns how far the counts reach. One process counts at a time: another one
+// returns the counts' reach as it is. A page of trends calls it, so the counts are
+// current whether or not anything else does.
+func (r *Review) CountTrends(ctx context.Context) (time.Time, error) {
+	now := r.now()
+	until := now.Add(-trendSettle).Truncate(trendGrain)
+	oldest := now.Add(-TrendWindows[len(TrendWindows)-1].Span).Truncate(trendGrain)
+	var horizon time.Time
+	locked := false
+	err := db.WithTx(ctx, r.pool, func(q *db.Queries) error {
+		h, err := q.TrendHorizonLock(ctx)
+		if db.IsNotFound(err) { // another process is counting
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		locked, horizon = true, h
+		start := later(h, oldest)
+		if !until.After(start) {
+			return nil
+		}
+		if err := q.TrendCountNew(ctx, db.TrendCountNewParams{StartAt: start, Until: until}); err != nil {
+			return err
+		}
+		if err := q.TrendCountFailures(ctx, db.TrendCountFailuresParams{StartAt: start, Until: until,
+			Observed: failedObservations}); err != nil {
+			return err
+		}
+		horizon = until
+		return q.TrendAdvance(ctx, until)
+	})
+	if err != nil {
+		return time.Time{}, fmt.Errorf("count trends: %w", err)
+	}
+	if !locked {
+		if horizon, err = db.New(r.pool).TrendHorizon(ctx); err != nil {
+			return time.Time{}, fmt.Errorf("read the trends' reach: %w", err)
+		}
+	}
+	return horizon, nil
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }

@@ -761,22 +761,43 @@ WHERE (a.client, a.id) IN (
           AND ($4::text = '' OR b.owner = $4)
           AND ($5::text = '' OR b.destination = $5)
           AND ($6::text = '' OR b.client = $6)
-          AND ($7::text = '' OR b.business_key = $7 OR b.operation_key = $7 OR b.external_ref = $7
-               OR b.owner = $7 OR b.business_key ILIKE '%' || $7 || '%'
-               OR EXISTS (SELECT 1 FROM action_events ae
-                          JOIN events e ON e.client = ae.client AND e.id = ae.event_id
-                          WHERE ae.client = b.client AND ae.action_id = b.id AND e.source_event_id = $7))
-          AND ($8::text = '' OR b.reason ILIKE '%' || $8 || '%')
-          AND ($9::timestamptz IS NULL OR b.created_at >= $9)
-          AND ($10::timestamptz IS NULL OR b.created_at < $10)
-          AND ($11::integer = 0
+          AND ($7::text = '' OR lower(b.business_key)
+                   LIKE replace(replace(replace(lower($7), '\', '\\'), '%', '\%'), '_', '\_') || '%'
+               OR (b.client = ANY($8::text[]) AND b.operation_key = $7)
+               OR (b.external_ref = $7 AND b.external_ref <> '') OR b.owner = $7
+               OR b.id = ANY(ARRAY(SELECT ae.action_id FROM events e
+                                   JOIN action_events ae ON ae.client = e.client AND ae.event_id = e.id
+                                   WHERE e.client = ANY($8::text[]) AND e.source = ANY($9::text[])
+                                     AND e.source_event_id = $7)))
+          AND ($10::text = '' OR b.reason ILIKE '%' || $10 || '%')
+          AND ($11::timestamptz IS NULL OR b.created_at >= $11)
+          AND ($12::timestamptz IS NULL OR b.created_at < $12)
+          AND ($13::integer = 0
                OR EXISTS (SELECT 1 FROM attempts t WHERE t.client = b.client AND t.action_id = b.id
-                          AND t.http_status = $11))
-          AND b.id < coalesce($12::bigint, 9223372036854775807)
-        ORDER BY b.state, b.id DESC
-        LIMIT $13) p)
-ORDER BY a.id DESC
-LIMIT $13
+                          AND t.http_status = $13))
+          -- Sorted by waiting time, only open actions: actions_waiting_idx's rows.
+          AND ($14 NOT IN ('state_since', '-state_since')
+               OR b.state IN ('pending', 'processing', 'retrying', 'held', 'uncertain', 'failed'))
+          AND CASE $14::text
+                  WHEN 'created' THEN b.id > coalesce($15::bigint, 0)
+                  WHEN 'state_since' THEN (b.state_since, b.id) >
+                      (coalesce($16::timestamptz, '-infinity'), coalesce($15::bigint, 0))
+                  WHEN '-state_since' THEN (b.state_since, b.id) <
+                      (coalesce($16::timestamptz, 'infinity'), coalesce($15::bigint, 9223372036854775807))
+                  ELSE b.id < coalesce($15::bigint, 9223372036854775807) END
+        -- A walk backwards down an index goes down every column of it backwards.
+        ORDER BY CASE WHEN $14 IN ('created', '-state_since') THEN b.state END DESC,
+                 CASE WHEN $14 NOT IN ('created', '-state_since') THEN b.state END,
+                 CASE WHEN $14 = 'state_since' THEN b.state_since END,
+                 CASE WHEN $14 = '-state_since' THEN b.state_since END DESC,
+                 CASE WHEN $14 = 'created' OR $14 = 'state_since' THEN b.id END,
+                 CASE WHEN $14 NOT IN ('created', 'state_since') THEN b.id END DESC
+        LIMIT $17) p)
+ORDER BY CASE WHEN $14 = 'state_since' THEN a.state_since END,
+         CASE WHEN $14 = '-state_since' THEN a.state_since END DESC,
+         CASE WHEN $14 = 'created' OR $14 = 'state_since' THEN a.id END,
+         CASE WHEN $14 NOT IN ('created', 'state_since') THEN a.id END DESC
+LIMIT $17
 `
 
 type ActionListParams struct {
@@ -787,25 +808,36 @@ type ActionListParams struct {
 	Destination string
 	Client      string
 	Q           string
+	Clients     []string
+	Sources     []string
 	Reason      string
 	Since       *time.Time
 	Until       *time.Time
 	HttpStatus  int32
-	BeforeID    *int64
+	Sort        interface{}
+	CursorID    *int64
+	CursorAt    *time.Time
 	MaxRows     int32
 }
 
-// Keyset pagination, newest first. Empty filters match everything. It is the one
-// place a filter becomes SQL: the pages, the API, CSV export and "all that match"
-// bulk acts all read it. q matches a key, an external ref, an owner or an event id;
-// reason is a part of the reason; since/until bound the creation time; http_status
-// matches an attempt's reply. Each state is
-// walked on its own down actions_state_idx (state, id DESC), or actions_owner_idx
-// with an owner, for at most max_rows rows, so a page costs the same with a
-// thousand actions or a million. Two things keep Postgres on that path: one scan
-// with state = ANY(...) cannot return the index's ids in order, and with state =
-// s.state it forgets the index order and walks every action newest first instead
-// (it cannot know that s.state is rare); a range on one value keeps the order.
+// Keyset pagination in the order @sort names: '-created' (newest first, the
+// default), 'created' (oldest first), 'state_since' (longest waiting in its state
+// first) or '-state_since'; the cursor is the last row's id (and state_since, for
+// the last two). Empty filters match everything. It is the one place a filter
+// becomes SQL: the pages, the API, CSV export and "all that match" bulk acts all
+// read it. q matches a business key or its beginning (in any case, LIKE's
+// wildcards taken literally), an operation key, an external ref, an owner or an
+// event id; each is an index probe (clients and sources are the configured ones,
+// which lead the keys of operation keys and event ids). reason is a part of the
+// reason; since/until bound the creation time; http_status matches an attempt's
+// reply. Each state is walked on its own down actions_state_idx (state, id DESC),
+// actions_owner_idx with an owner, or actions_waiting_idx (state, state_since, id)
+// for the states that wait for a person, for at most max_rows rows, so a page
+// costs the same with a thousand actions or a million. It is planned per call
+// (db.PlannedPerCall): Postgres then sees @sort and the filters, keeps only the
+// order and the keyset condition they choose (a sort key that is a constant is no
+// sort key) and probes the indexes of a search. A range on one state value keeps
+// the walk on the index's order; with state = s.state Postgres forgets it.
 func (q *Queries) ActionList(ctx context.Context, arg ActionListParams) ([]Action, error) {
 	rows, err := q.db.Query(ctx, actionList,
 		arg.States,
@@ -815,11 +847,15 @@ func (q *Queries) ActionList(ctx context.Context, arg ActionListParams) ([]Actio
 		arg.Destination,
 		arg.Client,
 		arg.Q,
+		arg.Clients,
+		arg.Sources,
 		arg.Reason,
 		arg.Since,
 		arg.Until,
 		arg.HttpStatus,
-		arg.BeforeID,
+		arg.Sort,
+		arg.CursorID,
+		arg.CursorAt,
 		arg.MaxRows,
 	)
 	if err != nil {

@@ -92,13 +92,14 @@ SELECT a.destination,
        count(*)::bigint AS n
 FROM attempts t
 JOIN actions a ON a.client = t.client AND a.id = t.action_id
-WHERE t.finished_at >= $1::timestamptz AND t.kind = 'call' AND t.observed = ANY($3::text[])
+WHERE t.finished_at >= $3::timestamptz AND t.kind = 'call' AND t.observed = ANY($4::text[])
 GROUP BY 1, 2
 `
 
 type DashboardTrendFailuresParams struct {
 	Since         time.Time
 	BucketSeconds float64
+	StartAt       time.Time
 	Observed      []string
 }
 
@@ -108,9 +109,15 @@ type DashboardTrendFailuresRow struct {
 	N           int64
 }
 
-// Calls that failed (observed one of @observed) since @since, per destination and bucket.
+// Calls that failed (observed one of @observed) from @start_at on, per destination and
+// bucket counted from @since.
 func (q *Queries) DashboardTrendFailures(ctx context.Context, arg DashboardTrendFailuresParams) ([]DashboardTrendFailuresRow, error) {
-	rows, err := q.db.Query(ctx, dashboardTrendFailures, arg.Since, arg.BucketSeconds, arg.Observed)
+	rows, err := q.db.Query(ctx, dashboardTrendFailures,
+		arg.Since,
+		arg.BucketSeconds,
+		arg.StartAt,
+		arg.Observed,
+	)
 	if err != nil {
 		return nil, err
 	}
@@ -134,13 +141,14 @@ SELECT destination,
        floor(extract(epoch FROM created_at - $1::timestamptz) / $2::double precision)::integer AS bucket,
        count(*)::bigint AS n
 FROM actions
-WHERE created_at >= $1::timestamptz
+WHERE created_at >= $3::timestamptz
 GROUP BY 1, 2
 `
 
 type DashboardTrendNewParams struct {
 	Since         time.Time
 	BucketSeconds float64
+	StartAt       time.Time
 }
 
 type DashboardTrendNewRow struct {
@@ -149,9 +157,10 @@ type DashboardTrendNewRow struct {
 	N           int64
 }
 
-// Actions created since @since, per destination and bucket of @bucket_seconds.
+// Actions created from @start_at on, per destination and bucket of @bucket_seconds
+// counted from @since: what trend_counts does not hold yet.
 func (q *Queries) DashboardTrendNew(ctx context.Context, arg DashboardTrendNewParams) ([]DashboardTrendNewRow, error) {
-	rows, err := q.db.Query(ctx, dashboardTrendNew, arg.Since, arg.BucketSeconds)
+	rows, err := q.db.Query(ctx, dashboardTrendNew, arg.Since, arg.BucketSeconds, arg.StartAt)
 	if err != nil {
 		return nil, err
 	}
@@ -211,4 +220,129 @@ func (q *Queries) DashboardTrendQueues(ctx context.Context, arg DashboardTrendQu
 		return nil, err
 	}
 	return items, nil
+}
+
+const trendAdvance = `-- name: TrendAdvance :exec
+UPDATE trend_horizon SET counted_until = $1
+`
+
+func (q *Queries) TrendAdvance(ctx context.Context, countedUntil time.Time) error {
+	_, err := q.db.Exec(ctx, trendAdvance, countedUntil)
+	return err
+}
+
+const trendCountFailures = `-- name: TrendCountFailures :exec
+INSERT INTO trend_counts (kind, destination, bucket, n)
+SELECT 'failed', a.destination, date_bin('5 minutes', t.finished_at, timestamptz 'epoch'), count(*)
+FROM attempts t
+JOIN actions a ON a.client = t.client AND a.id = t.action_id
+WHERE t.finished_at >= $1::timestamptz AND t.finished_at < $2::timestamptz
+  AND t.kind = 'call' AND t.observed = ANY($3::text[])
+GROUP BY 2, 3
+ON CONFLICT (kind, bucket, destination) DO UPDATE SET n = trend_counts.n + excluded.n
+`
+
+type TrendCountFailuresParams struct {
+	StartAt  time.Time
+	Until    time.Time
+	Observed []string
+}
+
+// Counts the calls that failed (observed one of @observed) in [@start_at, @until).
+func (q *Queries) TrendCountFailures(ctx context.Context, arg TrendCountFailuresParams) error {
+	_, err := q.db.Exec(ctx, trendCountFailures, arg.StartAt, arg.Until, arg.Observed)
+	return err
+}
+
+const trendCountNew = `-- name: TrendCountNew :exec
+INSERT INTO trend_counts (kind, destination, bucket, n)
+SELECT 'new', destination, date_bin('5 minutes', created_at, timestamptz 'epoch'), count(*)
+FROM actions
+WHERE created_at >= $1::timestamptz AND created_at < $2::timestamptz
+GROUP BY 2, 3
+ON CONFLICT (kind, bucket, destination) DO UPDATE SET n = trend_counts.n + excluded.n
+`
+
+type TrendCountNewParams struct {
+	StartAt time.Time
+	Until   time.Time
+}
+
+// Counts the actions created in [@start_at, @until), both on five-minute boundaries.
+func (q *Queries) TrendCountNew(ctx context.Context, arg TrendCountNewParams) error {
+	_, err := q.db.Exec(ctx, trendCountNew, arg.StartAt, arg.Until)
+	return err
+}
+
+const trendCounted = `-- name: TrendCounted :many
+SELECT kind, destination,
+       floor(extract(epoch FROM bucket - $1::timestamptz) / $2::double precision)::integer AS bucket,
+       sum(n)::bigint AS n
+FROM trend_counts
+WHERE bucket >= $1::timestamptz AND bucket < $3::timestamptz
+GROUP BY 1, 2, 3
+`
+
+type TrendCountedParams struct {
+	Since         time.Time
+	BucketSeconds float64
+	Until         time.Time
+}
+
+type TrendCountedRow struct {
+	Kind        string
+	Destination string
+	Bucket      int32
+	N           int64
+}
+
+// The counted buckets in [@since, @until), per kind and destination, as buckets of
+// @bucket_seconds counted from @since.
+func (q *Queries) TrendCounted(ctx context.Context, arg TrendCountedParams) ([]TrendCountedRow, error) {
+	rows, err := q.db.Query(ctx, trendCounted, arg.Since, arg.BucketSeconds, arg.Until)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []TrendCountedRow{}
+	for rows.Next() {
+		var i TrendCountedRow
+		if err := rows.Scan(
+			&i.Kind,
+			&i.Destination,
+			&i.Bucket,
+			&i.N,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const trendHorizon = `-- name: TrendHorizon :one
+SELECT counted_until FROM trend_horizon
+`
+
+func (q *Queries) TrendHorizon(ctx context.Context) (time.Time, error) {
+	row := q.db.QueryRow(ctx, trendHorizon)
+	var counted_until time.Time
+	err := row.Scan(&counted_until)
+	return counted_until, err
+}
+
+const trendHorizonLock = `-- name: TrendHorizonLock :one
+SELECT counted_until FROM trend_horizon FOR UPDATE SKIP LOCKED
+`
+
+// The trend counts' horizon, locked for the one process that counts on; no row
+// while another one does.
+func (q *Queries) TrendHorizonLock(ctx context.Context) (time.Time, error) {
+	row := q.db.QueryRow(ctx, trendHorizonLock)
+	var counted_until time.Time
+	err := row.Scan(&counted_until)
+	return counted_until, err
 }

@@ -205,6 +205,18 @@ type Session struct {
 	Expiry time.Time
 }
 
+type TrendCount struct {
+	Kind        string
+	Destination string
+	Bucket      time.Time
+	N           int64
+}
+
+type TrendHorizon struct {
+	One          bool
+	CountedUntil time.Time
+}
+
 type User struct {
 	ID           int64
 	Email        string

@@ -319,17 +319,24 @@ WHERE client = @client AND id = @id
 RETURNING *;
 
 -- name: ActionList :many
--- Keyset pagination, newest first. Empty filters match everything. It is the one
--- place a filter becomes SQL: the pages, the API, CSV export and "all that match"
--- bulk acts all read it. q matches a key, an external ref, an owner or an event id;
--- reason is a part of the reason; since/until bound the creation time; http_status
--- matches an attempt's reply. Each state is
--- walked on its own down actions_state_idx (state, id DESC), or actions_owner_idx
--- with an owner, for at most max_rows rows, so a page costs the same with a
--- thousand actions or a million. Two things keep Postgres on that path: one scan
--- with state = ANY(...) cannot return the index's ids in order, and with state =
--- s.state it forgets the index order and walks every action newest first instead
--- (it cannot know that s.state is rare); a range on one value keeps the order.
+-- Keyset pagination in the order @sort names: '-created' (newest first, the
+-- default), 'created' (oldest first), 'state_since' (longest waiting in its state
+-- first) or '-state_since'; the cursor is the last row's id (and state_since, for
+-- the last two). Empty filters match everything. It is the one place a filter
+-- becomes SQL: the pages, the API, CSV export and "all that match" bulk acts all
+-- read it. q matches a business key or its beginning (in any case, LIKE's
+-- wildcards taken literally), an operation key, an external ref, an owner or an
+-- event id; each is an index probe (clients and sources are the configured ones,
+-- which lead the keys of operation keys and event ids). reason is a part of the
+-- reason; since/until bound the creation time; http_status matches an attempt's
+-- reply. Each state is walked on its own down actions_state_idx (state, id DESC),
+-- actions_owner_idx with an owner, or actions_waiting_idx (state, state_since, id)
+-- for the states that wait for a person, for at most max_rows rows, so a page
+-- costs the same with a thousand actions or a million. It is planned per call
+-- (db.PlannedPerCall): Postgres then sees @sort and the filters, keeps only the
+-- order and the keyset condition they choose (a sort key that is a constant is no
+-- sort key) and probes the indexes of a search. A range on one state value keeps
+-- the walk on the index's order; with state = s.state Postgres forgets it.
 SELECT * FROM actions a
 WHERE (a.client, a.id) IN (
     SELECT p.client, p.id
@@ -345,21 +352,42 @@ WHERE (a.client, a.id) IN (
           AND (@owner::text = '' OR b.owner = @owner)
           AND (@destination::text = '' OR b.destination = @destination)
           AND (@client::text = '' OR b.client = @client)
-          AND (@q::text = '' OR b.business_key = @q OR b.operation_key = @q OR b.external_ref = @q
-               OR b.owner = @q OR b.business_key ILIKE '%' || @q || '%'
-               OR EXISTS (SELECT 1 FROM action_events ae
-                          JOIN events e ON e.client = ae.client AND e.id = ae.event_id
-                          WHERE ae.client = b.client AND ae.action_id = b.id AND e.source_event_id = @q))
+          AND (@q::text = '' OR lower(b.business_key)
+                   LIKE replace(replace(replace(lower(@q), '\', '\\'), '%', '\%'), '_', '\_') || '%'
+               OR (b.client = ANY(@clients::text[]) AND b.operation_key = @q)
+               OR (b.external_ref = @q AND b.external_ref <> '') OR b.owner = @q
+               OR b.id = ANY(ARRAY(SELECT ae.action_id FROM events e
+                                   JOIN action_events ae ON ae.client = e.client AND ae.event_id = e.id
+                                   WHERE e.client = ANY(@clients::text[]) AND e.source = ANY(@sources::text[])
+                                     AND e.source_event_id = @q)))
           AND (@reason::text = '' OR b.reason ILIKE '%' || @reason || '%')
           AND (sqlc.narg(since)::timestamptz IS NULL OR b.created_at >= sqlc.narg(since))
           AND (sqlc.narg(until)::timestamptz IS NULL OR b.created_at < sqlc.narg(until))
           AND (@http_status::integer = 0
                OR EXISTS (SELECT 1 FROM attempts t WHERE t.client = b.client AND t.action_id = b.id
                           AND t.http_status = @http_status))
-          AND b.id < coalesce(sqlc.narg(before_id)::bigint, 9223372036854775807)
-        ORDER BY b.state, b.id DESC
+          -- Sorted by waiting time, only open actions: actions_waiting_idx's rows.
+          AND (@sort NOT IN ('state_since', '-state_since')
+               OR b.state IN ('pending', 'processing', 'retrying', 'held', 'uncertain', 'failed'))
+          AND CASE @sort::text
+                  WHEN 'created' THEN b.id > coalesce(sqlc.narg(cursor_id)::bigint, 0)
+                  WHEN 'state_since' THEN (b.state_since, b.id) >
+                      (coalesce(sqlc.narg(cursor_at)::timestamptz, '-infinity'), coalesce(sqlc.narg(cursor_id)::bigint, 0))
+                  WHEN '-state_since' THEN (b.state_since, b.id) <
+                      (coalesce(sqlc.narg(cursor_at)::timestamptz, 'infinity'), coalesce(sqlc.narg(cursor_id)::bigint, 9223372036854775807))
+                  ELSE b.id < coalesce(sqlc.narg(cursor_id)::bigint, 9223372036854775807) END
+        -- A walk backwards down an index goes down every column of it backwards.
+        ORDER BY CASE WHEN @sort IN ('created', '-state_since') THEN b.state END DESC,
+                 CASE WHEN @sort NOT IN ('created', '-state_since') THEN b.state END,
+                 CASE WHEN @sort = 'state_since' THEN b.state_since END,
+                 CASE WHEN @sort = '-state_since' THEN b.state_since END DESC,
+                 CASE WHEN @sort = 'created' OR @sort = 'state_since' THEN b.id END,
+                 CASE WHEN @sort NOT IN ('created', 'state_since') THEN b.id END DESC
         LIMIT @max_rows) p)
-ORDER BY a.id DESC
+ORDER BY CASE WHEN @sort = 'state_since' THEN a.state_since END,
+         CASE WHEN @sort = '-state_since' THEN a.state_since END DESC,
+         CASE WHEN @sort = 'created' OR @sort = 'state_since' THEN a.id END,
+         CASE WHEN @sort NOT IN ('created', 'state_since') THEN a.id END DESC
 LIMIT @max_rows;
 
 -- name: ActionCountByState :many

@@ -314,7 +314,7 @@ func Event(l Layout, m EventPage) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			if len(m.Actions) > 0 {
-				templ_7745c5c3_Err = actionTable(m.Actions, "Actions linked to this event", "").Render(ctx, templ_7745c5c3_Buffer)
+				templ_7745c5c3_Err = actionTable(m.Actions, "Actions linked to this event", "", TableSorts{}).Render(ctx, templ_7745c5c3_Buffer)
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}

@@ -69,6 +69,7 @@ type ActionRow struct {
 	Owner       string
 	NoAccount   bool // the owner has no account: nobody sees it under /mine
 	Attempts    int32
+	Created     Age // since it was created
 	Age         Age // in its state
 	Reason      string
 	NextStep    string
@@ -127,6 +128,7 @@ type Option struct {
 // Filter is a queue's filter, as the query string carries it.
 type Filter struct {
 	State, Source, Action, Destination, Owner, Client, Q string
+	Sort                                                 string // the list's order: one of oncehook.Sorts
 	Reason                                               string // a part of the reason
 	Since                                                string // created at or after: "2006-01-02" or "2006-01-02T15:04", UTC
 	Until                                                string // created before, the same way
@@ -137,7 +139,7 @@ type Filter struct {
 func (f Filter) Pairs() [][2]string {
 	return [][2]string{{"state", f.State}, {"source", f.Source}, {"action", f.Action}, {"destination", f.Destination},
 		{"client", f.Client}, {"owner", f.Owner}, {"q", f.Q}, {"reason", f.Reason}, {"since", f.Since},
-		{"until", f.Until}, {"http_status", f.HTTPStatus}}
+		{"until", f.Until}, {"http_status", f.HTTPStatus}, {"sort", f.Sort}}
 }
 
 // QueuePage is a queue, or "/mine".
@@ -169,6 +171,19 @@ type QueueTable struct {
 	NextURL    string // "" on the last page
 	FirstURL   string // "" on the first page
 	CSVURL     string // every action the filter selects, as CSV
+	Sorts      TableSorts
+}
+
+// TableSorts are the headings a table of actions sorts by; zero ones do not sort.
+type TableSorts struct {
+	Created, Age SortHeader
+}
+
+// SortHeader is a column heading that sorts its table.
+type SortHeader struct {
+	URL   string // the table sorted by the column: the other way round when it already is
+	Order string // "ascending" or "descending" when the table is sorted by it, for aria-sort
+	Hint  string // what following the link does, in words
 }
 
 // StateTotal is how many actions a state holds, as a link to them.

@@ -495,7 +495,7 @@ func QueueRows(t QueueTable, path string) templ.Component {
 				return templ_7745c5c3_Err
 			}
 		} else {
-			templ_7745c5c3_Err = actionTable(t.Rows, "Actions in this queue", "bulk").Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = actionTable(t.Rows, "Actions in this queue", "bulk", t.Sorts).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

@@ -13,3 +13,11 @@ type Age struct {
 	ISO  string // when it started
 	Text string // "3h 12m"
 }
+
+// sortArrow marks the order a sorted column is in.
+func sortArrow(order string) string {
+	if order == "ascending" {
+		return " ▲"
+	}
+	return " ▼"
+}

@@ -72,7 +72,7 @@ func (s *Server) apiListActions(c echo.Context) error {
 	}
 	f := oncehook.ActionFilter{Source: c.QueryParam("source"), Name: c.QueryParam("name"),
 		Owner: c.QueryParam("owner"), Q: c.QueryParam("q"), Limit: limit, Cursor: c.QueryParam("cursor"),
-		Destination: c.QueryParam("destination"), Client: c.QueryParam("client")}
+		Destination: c.QueryParam("destination"), Client: c.QueryParam("client"), Sort: c.QueryParam("sort")}
 	if st := c.QueryParam("state"); st != "" {
 		for _, one := range strings.Split(st, ",") {
 			if one == "" {

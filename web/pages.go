@@ -99,7 +99,7 @@ func (s *Server) actionRows(as []oncehook.Action) []views.ActionRow {
 		rows = append(rows, views.ActionRow{
 			ID: a.ID, URL: actionURL(a.ID), State: a.State, Name: a.Name, BusinessKey: a.BusinessKey,
 			Source: a.Source, Destination: a.Destination, Owner: a.Owner, Attempts: a.Attempts,
-			Age: ageOf(now, a.StateSince), Reason: a.Reason, NextStep: oncehook.NextStep(a.State),
+			Created: ageOf(now, a.CreatedAt), Age: ageOf(now, a.StateSince), Reason: a.Reason, NextStep: oncehook.NextStep(a.State),
 		})
 	}
 	return rows

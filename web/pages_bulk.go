@@ -137,7 +137,7 @@ func (s *Server) bulkDone(c echo.Context) error {
 func filterText(f views.Filter) string {
 	var parts []string
 	for _, p := range f.Pairs() {
-		if p[1] != "" {
+		if p[1] != "" && p[0] != "sort" { // the order selects nothing
 			parts = append(parts, strings.ReplaceAll(p[0], "_", " ")+" "+strconv.Quote(p[1]))
 		}
 	}

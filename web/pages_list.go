@@ -47,7 +47,8 @@ func (s *Server) showQueue(c echo.Context, showFilter bool) error {
 	if err != nil {
 		return err
 	}
-	table := views.QueueTable{Filter: f, Rows: s.actionRows(page.Actions), RefreshURL: queueURL(path, f, cursor)}
+	table := views.QueueTable{Filter: f, Rows: s.actionRows(page.Actions), RefreshURL: queueURL(path, f, cursor),
+		Sorts: tableSorts(path, f, states)}
 	if err := s.flagOwners(c, table.Rows); err != nil {
 		return err
 	}

@@ -28,7 +28,8 @@ func queueFilter(c echo.Context) views.Filter {
 	return views.Filter{State: c.FormValue("state"), Source: c.FormValue("source"), Action: c.FormValue("action"),
 		Destination: c.FormValue("destination"), Owner: c.FormValue("owner"),
 		Client: c.FormValue("client"), Q: strings.TrimSpace(c.FormValue("q")), Reason: c.FormValue("reason"),
-		Since: c.FormValue("since"), Until: c.FormValue("until"), HTTPStatus: c.FormValue("http_status")}
+		Since: c.FormValue("since"), Until: c.FormValue("until"), HTTPStatus: c.FormValue("http_status"),
+		Sort: c.FormValue("sort")}
 }
 
 // queueScope is what a queue path selects: the states and, for /mine, the owner.
@@ -68,7 +69,7 @@ func withinStates(states []string, state string) ([]string, error) {
 // status that does not parse.
 func actionFilter(states []string, f views.Filter) (oncehook.ActionFilter, error) {
 	af := oncehook.ActionFilter{States: states, Source: f.Source, Name: f.Action, Owner: f.Owner,
-		Destination: f.Destination, Client: f.Client, Q: f.Q, Reason: f.Reason}
+		Destination: f.Destination, Client: f.Client, Q: f.Q, Reason: f.Reason, Sort: f.Sort}
 	var err error
 	if af.Since, err = parseWhen("from", f.Since); err != nil {
 		return af, err
@@ -126,6 +127,51 @@ func queueURL(path string, f views.Filter, cursor string) string {
 		v.Set("cursor", cursor)
 	}
 	return withQuery(path, v)
+}
+
+// tableSorts are the sorting headings of a list of states: by creation always, by
+// waiting time where every state listed is open (closed actions wait for nothing).
+func tableSorts(path string, f views.Filter, states []string) views.TableSorts {
+	heading := func(first, other, firstHint, otherHint string) views.SortHeader {
+		current := f.Sort
+		if current == "" {
+			current = oncehook.SortNewest
+		}
+		next, h := first, views.SortHeader{Hint: firstHint}
+		switch current {
+		case first:
+			next, h.Hint = other, otherHint
+			h.Order = sortOrder(first)
+		case other:
+			h.Order = sortOrder(other)
+		}
+		g := f
+		g.Sort = next
+		if next == oncehook.SortNewest {
+			g.Sort = ""
+		}
+		h.URL = queueURL(path, g, "")
+		return h
+	}
+	ts := views.TableSorts{Created: heading(oncehook.SortNewest, oncehook.SortOldest,
+		"sort newest first", "sort oldest first")}
+	for _, s := range states {
+		if !slices.Contains(oncehook.OpenStates(), s) {
+			return ts
+		}
+	}
+	ts.Age = heading(oncehook.SortWaitingLongest, oncehook.SortWaitingLeast,
+		"sort by the longest waiting first", "sort by the shortest waiting first")
+	return ts
+}
+
+// sortOrder is how a sort's column reads, for aria-sort: newest first is the
+// creation times descending, longest waiting first the ages descending.
+func sortOrder(sort string) string {
+	if sort == oncehook.SortOldest || sort == oncehook.SortWaitingLeast {
+		return "ascending"
+	}
+	return "descending"
 }
 
 // filterOptions fills the filter's choices from the config and the users.

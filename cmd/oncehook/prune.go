@@ -69,3 +69,20 @@ func pruneEvery(ctx context.Context, pool *pgxpool.Pool, cfg *oncehook.Config, l
 		}
 	}
 }
+
+// countTrendsEvery keeps the trends' counts current, a minute at most behind, so
+// no page of trends has to count much itself.
+func countTrendsEvery(ctx context.Context, review *oncehook.Review, logger *slog.Logger) {
+	t := time.NewTicker(time.Minute)
+	defer t.Stop()
+	for {
+		if _, err := review.CountTrends(ctx); err != nil && ctx.Err() == nil {
+			logger.Warn("count trends", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}

@@ -137,8 +137,11 @@ func runServices(ctx context.Context, env *environment, cfg *oncehook.Config, d 
 		Clients: provider.NewBackfillClients(cfg), Logger: logger, Metrics: metrics})
 	wg.Add(1)
 	go func() { defer wg.Done(); _ = backfiller.Run(engineCtx) }()
+	review := oncehook.NewReview(d.Pool, cfg, clients)
+	wg.Add(1)
+	go func() { defer wg.Done(); countTrendsEvery(engineCtx, review, logger) }()
 	e := web.New(web.Params{Config: cfg, Pool: d.Pool, Inbox: inbox,
-		Review: oncehook.NewReview(d.Pool, cfg, clients), Logger: logger,
+		Review: review, Logger: logger,
 		Metrics: metrics, MetricsToken: env.getenv("ONCEHOOK_METRICS_TOKEN")})
 	runErr := serveHTTP(ctx, cfg.Listen, e, logger, opts.onListening)
 	stopEngine()
