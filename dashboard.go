@@ -62,14 +62,25 @@ type SourceSummary struct {
 	Source
 	Events        int64      // distinct deliveries stored
 	Deliveries    int64      // every delivery, repeats included
-	Conflicts     int64      // repeats whose body differed
+	Conflicts     int64      // repeats whose body differed (among the newest sourceCounted when About)
 	LastDelivery  *time.Time // nil before the first one
 	DuplicateRate float64    // share of deliveries that were repeats, 0..1
+	// About: the source holds more than sourceCounted events; Events is the
+	// planner's count, Deliveries scaled from the newest sourceCounted, whose
+	// figures give DuplicateRate, Conflicts and LastDelivery.
+	About bool
 }
+
+// sourceCounted is how many of a source's newest events are counted one by one.
+const sourceCounted = 10_000
 
 // Sources lists every configured source with its delivery counts, in config order.
 func (r *Review) Sources(ctx context.Context) ([]SourceSummary, error) {
-	rows, err := db.New(r.pool).DashboardSourceStats(ctx)
+	names := make([]string, 0, len(r.cfg.Sources))
+	for _, src := range r.cfg.Sources {
+		names = append(names, src.Name)
+	}
+	rows, err := db.New(r.pool).DashboardSourceStats(ctx, names)
 	if err != nil {
 		return nil, fmt.Errorf("count deliveries: %w", err)
 	}
@@ -86,6 +97,11 @@ func (r *Review) Sources(ctx context.Context) ([]SourceSummary, error) {
 			s.LastDelivery = &last
 			if row.Deliveries > 0 {
 				s.DuplicateRate = float64(row.Deliveries-row.Events) / float64(row.Deliveries)
+			}
+			if row.Events > sourceCounted {
+				s.About = true
+				s.Events = max(row.Estimated, row.Events)
+				s.Deliveries = int64(float64(row.Deliveries) * float64(s.Events) / float64(row.Events))
 			}
 		}
 		out = append(out, s)

@@ -78,13 +78,17 @@ func (r *Review) Trends(ctx context.Context, name string) (Trends, error) {
 	for i := range out.Queues {
 		byQueue[out.Queues[i].Queue] = &out.Queues[i]
 	}
-	arrived, err := q.DashboardTrendQueues(ctx, db.DashboardTrendQueuesParams{Since: since, BucketSeconds: secs, States: OpenStates()})
+	starts := make([]time.Time, n)
+	for i := range starts {
+		starts[i] = since.Add(time.Duration(i) * w.Bucket)
+	}
+	arrived, err := q.DashboardTrendQueues(ctx, db.DashboardTrendQueuesParams{States: OpenStates(), Starts: starts, BucketSeconds: secs})
 	if err != nil {
 		return out, fmt.Errorf("count queue arrivals: %w", err)
 	}
 	for _, row := range arrived {
 		if t := byQueue[QueueOf(row.State)]; t != nil {
-			put(t.Arrived, row.Bucket, row.N)
+			put(t.Arrived, int32(row.StartAt.Sub(since)/w.Bucket), row.N)
 		}
 	}
 

@@ -44,9 +44,9 @@ func (f *trendFixture) add(t *testing.T, destination string, created time.Time, 
 	var id int64
 	if err := f.pool.QueryRow(ctx, `
 INSERT INTO actions (client, environment, source, name, business_key, key_parts, operation_key,
-    destination, params, params_sha256, state, max_attempts, give_up_at, created_at)
+    destination, params, params_sha256, state, max_attempts, give_up_at, created_at, state_since)
 VALUES ('acme', 'live', 's', 'n', 'enq_' || $1::int, '[]', 'op_' || $1::int, $2, '{}', '\x00', 'failed', 3,
-    $3::timestamptz + interval '1 day', $3)
+    $3::timestamptz + interval '1 day', $3, $3)
 RETURNING id`, f.next, destination, created).Scan(&id); err != nil {
 		t.Fatal(err)
 	}
@@ -86,6 +86,17 @@ func (f *trendFixture) want(name string) map[string][2][]int64 {
 		}
 		out[d] = counts
 	}
+	// Every action is failed, in its state since it was created: the failed
+	// queue's arrivals are all of them.
+	arrived := make([]int64, w.Span/w.Bucket)
+	for _, times := range f.created {
+		for _, at := range times {
+			if b := int(at.Sub(since) / w.Bucket); !at.Before(since) && b < len(arrived) {
+				arrived[b]++
+			}
+		}
+	}
+	out["queue "+QueueFailed] = [2][]int64{arrived, nil}
 	return out
 }
 
@@ -99,6 +110,11 @@ func (f *trendFixture) got(t *testing.T, name string) map[string][2][]int64 {
 	for _, d := range tr.Destinations {
 		out[d.Destination] = [2][]int64{d.New, d.Failed}
 	}
+	for _, q := range tr.Queues {
+		if q.Queue == QueueFailed {
+			out["queue "+q.Queue] = [2][]int64{q.Arrived, nil}
+		}
+	}
 	return out
 }
 
@@ -106,7 +122,7 @@ func (f *trendFixture) check(t *testing.T, when string) {
 	t.Helper()
 	for _, w := range TrendWindows {
 		if diff := cmp.Diff(f.want(w.Name), f.got(t, w.Name)); diff != "" {
-			t.Errorf("%s, %s: [new, failed] per destination (-plain count +Trends):\n%s", when, w.Name, diff)
+			t.Errorf("%s, %s: [new, failed] per destination, and the failed queue's arrivals (-plain count +Trends):\n%s", when, w.Name, diff)
 		}
 	}
 }

@@ -35,6 +35,22 @@ SELECT 'acme', 'live', 'stripe-live', 'open_opportunity', 'enq_g_' || i, jsonb_b
        now() - make_interval(secs => ($2::bigint - i)::double precision / 10), now()
 FROM generate_series($1::bigint, $2::bigint) AS i`
 
+// generateEvents adds the events that asked for actions from..to, one each, as
+// the inbox would hold them once routed (bodies already pruned), every seventh
+// delivered twice, each linked to its action.
+const generateEvents = `
+WITH ev AS (
+    INSERT INTO events (client, environment, source, source_event_id, type, status, body_sha256,
+        received_at, last_received_at, deliveries, routed_at)
+    SELECT 'acme', 'live', 'stripe-live', 'evt_g_' || i, 'checkout.session.completed', 'routed',
+           sha256(('b' || i)::text::bytea), a.created_at, a.created_at, 1 + (i % 7 = 0)::int, a.created_at
+    FROM generate_series($1::bigint, $2::bigint) AS i
+    JOIN actions a ON a.client = 'acme' AND a.operation_key = md5('opk' || i)
+    RETURNING id, source_event_id)
+INSERT INTO action_events (client, action_id, event_id, params, params_sha256)
+SELECT 'acme', a.id, ev.id, a.params, a.params_sha256
+FROM ev JOIN actions a ON a.client = 'acme' AND a.operation_key = md5('opk' || substr(ev.source_event_id, 7))`
+
 // growth measures the queue's list at 1,000 actions and at o.rows actions.
 func (b *bench) growth(ctx context.Context) error {
 	b.settle(ctx)
@@ -55,6 +71,7 @@ func (b *bench) growth(ctx context.Context) error {
 		client     *http.Client
 		header     http.Header
 		last       bool // ask for the last page, by cursor: the 25 oldest failed actions
+		action     bool // the page of the 500th action
 	}
 	api := http.Header{"Authorization": {"Bearer " + token}}
 	targets := []target{
@@ -74,7 +91,12 @@ func (b *bench) growth(ctx context.Context) error {
 				client: page},
 			target{name: "search by owner GET /actions?q=crm-admin@example.com (a third of all)", path: "/actions?q=crm-admin%40example.com",
 				client: page},
-			target{name: "trends GET /trends?window=day", path: "/trends?window=day", client: page})
+			target{name: "search by event id GET /actions?q=evt_g_500", path: "/actions?q=evt_g_500", client: page},
+			target{name: "trends GET /trends?window=day", path: "/trends?window=day", client: page},
+			target{name: "overview GET / (queues, sources, destinations)", path: "/", client: page},
+			target{name: "sources GET /sources", path: "/sources", client: page},
+			target{name: "events GET /events", path: "/events", client: page},
+			target{name: "an action GET /actions/{id} (events, attempts, audit)", path: "/actions/", client: page, action: true})
 	} else {
 		b.t.note("growth: no /queue/failed page in this build; only the API was measured")
 	}
@@ -96,6 +118,13 @@ func (b *bench) growth(ctx context.Context) error {
 					return fmt.Errorf("growth: the last page's cursor: %w", err)
 				}
 				path = fmt.Sprintf("%s&cursor=%d", t.path, cursor)
+			}
+			if t.action {
+				var id int64
+				if err := b.pg.pool.QueryRow(ctx, `SELECT id FROM actions WHERE business_key = 'enq_g_500'`).Scan(&id); err != nil {
+					return fmt.Errorf("growth: the 500th action: %w", err)
+				}
+				path = fmt.Sprintf("%s%d", t.path, id)
 			}
 			d, err := b.latency(ctx, t.client, path, t.header)
 			if err != nil {
@@ -126,9 +155,14 @@ func (b *bench) fillActions(ctx context.Context, from, to int) error {
 		if _, err := b.pg.pool.Exec(ctx, generateActions, lo, hi); err != nil {
 			return fmt.Errorf("generate actions %d-%d: %w", lo, hi, err)
 		}
+		if _, err := b.pg.pool.Exec(ctx, generateEvents, lo, hi); err != nil {
+			return fmt.Errorf("generate events %d-%d: %w", lo, hi, err)
+		}
 	}
-	if err := b.pg.exec(ctx, `VACUUM ANALYZE actions`); err != nil {
-		return err
+	for _, table := range []string{"actions", "events", "action_events"} {
+		if err := b.pg.exec(ctx, `VACUUM ANALYZE `+table); err != nil {
+			return err
+		}
 	}
 	// The generated actions were created in the past, in spans the trends may have
 	// counted already (nothing else writes into the past): count them again.

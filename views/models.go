@@ -98,6 +98,7 @@ type SourceRow struct {
 	Deliveries    int64
 	Conflicts     int64
 	DuplicateRate string
+	About         bool // Events and Deliveries are estimates; the rest are of the newest 10,000 events
 }
 
 // DestinationRow is one destination with its connection state.

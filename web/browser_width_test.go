@@ -22,7 +22,7 @@ func TestBrowserEveryWidth(t *testing.T) {
 	a := d.waitAction("open_opportunity", "enq-width-with-a-rather-long-business-key-0123456789", oncehook.StateFailed)
 	pages := []string{"/", "/queue/failed", "/queue/outstanding", "/mine", fmt.Sprintf("/actions/%d", a.ID),
 		fmt.Sprintf("/actions/%d/retry", a.ID), "/events/" + evID, "/sources", "/destinations", "/users",
-		"/queue/failed/bulk?act=retry", "/no/such/page", "/actions", "/trends"}
+		"/queue/failed/bulk?act=retry", "/no/such/page", "/actions", "/trends", "/queue/failed?sort=state_since"}
 
 	b := newBrowser(t, d.url)
 	b.login(adminEmail, password)

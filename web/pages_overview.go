@@ -63,7 +63,7 @@ func (s *Server) sourceRows(c echo.Context) ([]views.SourceRow, error) {
 		r := views.SourceRow{
 			Name: src.Name, Client: src.Client, Provider: src.Provider, Scheme: schemes[src.Provider],
 			Account: src.Account, Environment: src.Environment, IngestURL: s.cfg.BaseURL + "/hooks/" + src.Name,
-			Events: src.Events, Deliveries: src.Deliveries, Conflicts: src.Conflicts,
+			Events: src.Events, Deliveries: src.Deliveries, Conflicts: src.Conflicts, About: src.About,
 			DuplicateRate: fmt.Sprintf("%.0f%%", src.DuplicateRate*100),
 		}
 		if src.LastDelivery != nil {
