@@ -137,7 +137,7 @@ func (b *bench) growth(ctx context.Context) error {
 		small, large := lat[i][0], lat[i][1]
 		x := float64(large) / float64(small)
 		r := row{figure: "growth: " + t.name, value: fmt.Sprintf("%s at 1,000; %s at %s", ms(small), ms(large), thousands(int64(b.o.rows))),
-			ratio: fmt.Sprintf("%.2fx", x), target: "<= 2x", met: check(x <= 2)}
+			ratio: fmt.Sprintf("%.2fx", x), target: "<= 50 ms; <= 2x", met: growthMet(large, x)}
 		if strings.Contains(t.name, "summary") {
 			r.target, r.met = "(not a target)", "-"
 		}
@@ -145,6 +145,20 @@ func (b *bench) growth(ctx context.Context) error {
 	}
 	b.t.note("growth: p50 of 200 requests made one after another, after 20 to warm up; rows generated with INSERT ... SELECT generate_series, then VACUUM ANALYZE")
 	return nil
+}
+
+// growthMet says whether a page stays under 50 ms of server time at the large
+// size (the dashboard's promise) and grows by at most 2x from 1,000 actions.
+func growthMet(large time.Duration, x float64) string {
+	switch fast, flat := large <= 50*time.Millisecond, x <= 2; {
+	case fast && flat:
+		return "yes"
+	case fast:
+		return "50 ms only"
+	case flat:
+		return "2x only"
+	}
+	return "NO"
 }
 
 // fillActions generates actions from..to and leaves the table analysed.
