@@ -92,6 +92,8 @@ func (b *bench) growth(ctx context.Context) error {
 			target{name: "search by owner GET /actions?q=crm-admin@example.com (a third of all)", path: "/actions?q=crm-admin%40example.com",
 				client: page},
 			target{name: "search by event id GET /actions?q=evt_g_500", path: "/actions?q=evt_g_500", client: page},
+			target{name: "reason filter in a queue GET /queue/failed?reason=amount", path: "/queue/failed?reason=amount", client: page},
+			target{name: "reason filter over every state GET /actions?reason=amount", path: "/actions?reason=amount", client: page},
 			target{name: "trends GET /trends?window=day", path: "/trends?window=day", client: page},
 			target{name: "overview GET / (queues, sources, destinations)", path: "/", client: page},
 			target{name: "sources GET /sources", path: "/sources", client: page},
