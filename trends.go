@@ -82,7 +82,7 @@ func (r *Review) Trends(ctx context.Context, name string) (Trends, error) {
 	for i := range starts {
 		starts[i] = since.Add(time.Duration(i) * w.Bucket)
 	}
-	arrived, err := q.DashboardTrendQueues(ctx, db.DashboardTrendQueuesParams{States: OpenStates(), Starts: starts, BucketSeconds: secs})
+	arrived, err := q.DashboardTrendQueues(ctx, db.DashboardTrendQueuesParams{Starts: starts, BucketSeconds: secs})
 	if err != nil {
 		return out, fmt.Errorf("count queue arrivals: %w", err)
 	}

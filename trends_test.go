@@ -21,6 +21,7 @@ type trendFixture struct {
 	clock   time.Time
 	created map[string][]time.Time // per destination: actions' creation times
 	failed  map[string][]time.Time // per destination: failed calls' finishing times
+	waiting []time.Time            // pending and retrying actions: when they entered their state
 	next    int
 }
 
@@ -65,6 +66,20 @@ VALUES ('acme', $1, 'call', 'op', 'w', 'finished', $2, $3, $3)`, id, o, created.
 	f.created[destination] = append(f.created[destination], created)
 }
 
+// addWaiting creates an action the workers have, in state since at.
+func (f *trendFixture) addWaiting(t *testing.T, state string, at time.Time) {
+	t.Helper()
+	f.next++
+	if _, err := f.pool.Exec(context.Background(), `
+INSERT INTO actions (client, environment, source, name, business_key, key_parts, operation_key,
+    destination, params, params_sha256, state, max_attempts, give_up_at, next_attempt_at, state_since)
+VALUES ('acme', 'live', 's', 'n', 'enq_' || $1::int, '[]', 'op_' || $1::int, 'nowhere', '{}', '\x00', $2, 3,
+    $3::timestamptz + interval '1 day', '9999-12-31', $3)`, f.next, state, at); err != nil {
+		t.Fatal(err)
+	}
+	f.waiting = append(f.waiting, at)
+}
+
 // want counts the fixture's times into the window's buckets, the plain way.
 func (f *trendFixture) want(name string) map[string][2][]int64 {
 	var w TrendWindow
@@ -97,6 +112,13 @@ func (f *trendFixture) want(name string) map[string][2][]int64 {
 		}
 	}
 	out["queue "+QueueFailed] = [2][]int64{arrived, nil}
+	outstanding := make([]int64, w.Span/w.Bucket)
+	for _, at := range f.waiting {
+		if b := int(at.Sub(since) / w.Bucket); !at.Before(since) && b < len(outstanding) {
+			outstanding[b]++
+		}
+	}
+	out["queue "+QueueOutstanding] = [2][]int64{outstanding, nil}
 	return out
 }
 
@@ -111,7 +133,7 @@ func (f *trendFixture) got(t *testing.T, name string) map[string][2][]int64 {
 		out[d.Destination] = [2][]int64{d.New, d.Failed}
 	}
 	for _, q := range tr.Queues {
-		if q.Queue == QueueFailed {
+		if q.Queue == QueueFailed || q.Queue == QueueOutstanding {
 			out["queue "+q.Queue] = [2][]int64{q.Arrived, nil}
 		}
 	}
@@ -151,6 +173,9 @@ func TestTrendsCountOnceAndRightAsTheClockMoves(t *testing.T) {
 	}
 	for i := range 30 {
 		f.add(t, "crm", f.clock.Add(-time.Duration(i)*time.Minute), true, time.Second)
+	}
+	for i := range 40 {
+		f.addWaiting(t, []string{StatePending, StateRetrying, StateProcessing}[i%3], f.clock.Add(-time.Duration(rng.Int64N(int64(9*24*time.Hour)))))
 	}
 	f.check(t, "first read")
 	rows, sum, reach := f.counted(t)

@@ -775,7 +775,7 @@ WHERE (a.client, a.id) IN (
           AND ($13::integer = 0
                OR EXISTS (SELECT 1 FROM attempts t WHERE t.client = b.client AND t.action_id = b.id
                           AND t.http_status = $13))
-          -- Sorted by waiting time, only open actions: actions_waiting_idx's rows.
+          -- Sorted by waiting time, only open actions.
           AND ($14 NOT IN ('state_since', '-state_since')
                OR b.state IN ('pending', 'processing', 'retrying', 'held', 'uncertain', 'failed'))
           AND CASE $14::text
@@ -830,10 +830,11 @@ type ActionListParams struct {
 // event id; each is an index probe (clients and sources are the configured ones,
 // which lead the keys of operation keys and event ids). reason is a part of the
 // reason; since/until bound the creation time; http_status matches an attempt's
-// reply. Each state is walked on its own down actions_state_idx (state, id DESC),
-// actions_owner_idx with an owner, or actions_waiting_idx (state, state_since, id)
-// for the states that wait for a person, for at most max_rows rows, so a page
-// costs the same with a thousand actions or a million. It is planned per call
+// reply. Each state is walked on its own down actions_state_idx (state, id DESC)
+// or actions_owner_idx with an owner, for at most max_rows rows, so a page costs
+// the same with a thousand actions or a million; sorted by waiting time, each open
+// state is sorted whole (top max_rows), which grows with the queue, not with the
+// ledger (an index for it would cost every worker's write). It is planned per call
 // (db.PlannedPerCall): Postgres then sees @sort and the filters, keeps only the
 // order and the keyset condition they choose (a sort key that is a constant is no
 // sort key) and probes the indexes of a search. A range on one state value keeps

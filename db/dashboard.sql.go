@@ -13,7 +13,12 @@ import (
 const dashboardQueueAges = `-- name: DashboardQueueAges :many
 SELECT state, count(*)::bigint AS n, min(state_since)::timestamptz AS oldest
 FROM actions
-WHERE state IN ('pending', 'processing', 'retrying', 'held', 'uncertain', 'failed')
+WHERE state IN ('held', 'uncertain', 'failed')
+GROUP BY state
+UNION ALL
+SELECT state, count(*)::bigint AS n, min(state_since)::timestamptz AS oldest
+FROM actions
+WHERE state IN ('pending', 'processing', 'retrying')
 GROUP BY state
 `
 
@@ -24,6 +29,8 @@ type DashboardQueueAgesRow struct {
 }
 
 // Per open state: how many and since when the oldest has waited in it (entered it).
+// The states that wait for a person are read from actions_waiting_idx alone; the
+// workers' states are few and brief.
 func (q *Queries) DashboardQueueAges(ctx context.Context) ([]DashboardQueueAgesRow, error) {
 	rows, err := q.db.Query(ctx, dashboardQueueAges)
 	if err != nil {
@@ -200,19 +207,24 @@ func (q *Queries) DashboardTrendNew(ctx context.Context, arg DashboardTrendNewPa
 
 const dashboardTrendQueues = `-- name: DashboardTrendQueues :many
 SELECT s.state::text AS state, b.start_at::timestamptz AS start_at, c.n::bigint AS n
-FROM unnest($1::text[]) AS s(state)
-CROSS JOIN unnest($2::timestamptz[]) AS b(start_at)
+FROM unnest(ARRAY['held', 'uncertain', 'failed']) AS s(state)
+CROSS JOIN unnest($1::timestamptz[]) AS b(start_at)
 CROSS JOIN LATERAL (
     SELECT count(*) AS n FROM actions a
-    WHERE a.state = s.state
-      AND a.state IN ('pending', 'processing', 'retrying', 'held', 'uncertain', 'failed')
+    WHERE a.state = s.state AND a.state IN ('held', 'uncertain', 'failed')
       AND a.state_since >= b.start_at
-      AND a.state_since < b.start_at + make_interval(secs => $3::double precision)) c
+      AND a.state_since < b.start_at + make_interval(secs => $2::double precision)) c
 WHERE c.n > 0
+UNION ALL
+SELECT a.state::text AS state, b.start_at::timestamptz AS start_at, count(*)::bigint AS n
+FROM unnest($1::timestamptz[]) AS b(start_at)
+JOIN actions a ON a.state IN ('pending', 'processing', 'retrying')
+    AND a.state_since >= b.start_at
+    AND a.state_since < b.start_at + make_interval(secs => $2::double precision)
+GROUP BY 1, 2
 `
 
 type DashboardTrendQueuesParams struct {
-	States        []string
 	Starts        []time.Time
 	BucketSeconds float64
 }
@@ -224,10 +236,11 @@ type DashboardTrendQueuesRow struct {
 }
 
 // Open actions that entered their state in each bucket (from each of starts, for
-// bucket_seconds) and still wait there, per state of states (open ones): a count
-// along actions_waiting_idx per state and bucket, reading no row.
+// bucket_seconds) and still wait there, per state. For the states that wait for a
+// person, a count along actions_waiting_idx per state and bucket, reading no row;
+// the workers' states (few and brief) are read and grouped.
 func (q *Queries) DashboardTrendQueues(ctx context.Context, arg DashboardTrendQueuesParams) ([]DashboardTrendQueuesRow, error) {
-	rows, err := q.db.Query(ctx, dashboardTrendQueues, arg.States, arg.Starts, arg.BucketSeconds)
+	rows, err := q.db.Query(ctx, dashboardTrendQueues, arg.Starts, arg.BucketSeconds)
 	if err != nil {
 		return nil, err
 	}

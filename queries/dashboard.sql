@@ -24,9 +24,16 @@ WHERE c.events > 0;
 
 -- name: DashboardQueueAges :many
 -- Per open state: how many and since when the oldest has waited in it (entered it).
+-- The states that wait for a person are read from actions_waiting_idx alone; the
+-- workers' states are few and brief.
 SELECT state, count(*)::bigint AS n, min(state_since)::timestamptz AS oldest
 FROM actions
-WHERE state IN ('pending', 'processing', 'retrying', 'held', 'uncertain', 'failed')
+WHERE state IN ('held', 'uncertain', 'failed')
+GROUP BY state
+UNION ALL
+SELECT state, count(*)::bigint AS n, min(state_since)::timestamptz AS oldest
+FROM actions
+WHERE state IN ('pending', 'processing', 'retrying')
 GROUP BY state;
 
 -- name: DashboardTrendNew :many
@@ -93,15 +100,22 @@ GROUP BY 1, 2, 3;
 
 -- name: DashboardTrendQueues :many
 -- Open actions that entered their state in each bucket (from each of starts, for
--- bucket_seconds) and still wait there, per state of states (open ones): a count
--- along actions_waiting_idx per state and bucket, reading no row.
+-- bucket_seconds) and still wait there, per state. For the states that wait for a
+-- person, a count along actions_waiting_idx per state and bucket, reading no row;
+-- the workers' states (few and brief) are read and grouped.
 SELECT s.state::text AS state, b.start_at::timestamptz AS start_at, c.n::bigint AS n
-FROM unnest(@states::text[]) AS s(state)
+FROM unnest(ARRAY['held', 'uncertain', 'failed']) AS s(state)
 CROSS JOIN unnest(@starts::timestamptz[]) AS b(start_at)
 CROSS JOIN LATERAL (
     SELECT count(*) AS n FROM actions a
-    WHERE a.state = s.state
-      AND a.state IN ('pending', 'processing', 'retrying', 'held', 'uncertain', 'failed')
+    WHERE a.state = s.state AND a.state IN ('held', 'uncertain', 'failed')
       AND a.state_since >= b.start_at
       AND a.state_since < b.start_at + make_interval(secs => @bucket_seconds::double precision)) c
-WHERE c.n > 0;
+WHERE c.n > 0
+UNION ALL
+SELECT a.state::text AS state, b.start_at::timestamptz AS start_at, count(*)::bigint AS n
+FROM unnest(@starts::timestamptz[]) AS b(start_at)
+JOIN actions a ON a.state IN ('pending', 'processing', 'retrying')
+    AND a.state_since >= b.start_at
+    AND a.state_since < b.start_at + make_interval(secs => @bucket_seconds::double precision)
+GROUP BY 1, 2;
