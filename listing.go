@@ -100,7 +100,8 @@ func (r *Review) selectActions(ctx context.Context, f ActionFilter, after keyset
 		States: states, Source: f.Source, Name: f.Name, Owner: f.Owner, Destination: f.Destination,
 		Client: f.Client, Q: f.Q, Clients: clients, Sources: sources,
 		Reason: f.Reason, Since: f.Since, Until: f.Until, HttpStatus: int32(f.HTTPStatus),
-		Sort: sort, CursorID: after.id, CursorAt: after.at, MaxRows: int32(limit),
+		Sort: sort, PersonStates: SortsByWaiting(sort) && onlyPersonStates(f.States),
+		CursorID: after.id, CursorAt: after.at, MaxRows: int32(limit),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list actions: %w", err)
@@ -137,6 +138,17 @@ func checkSort(f ActionFilter) (string, error) {
 		}
 	}
 	return f.Sort, nil
+}
+
+// onlyPersonStates reports whether states are all states that wait for a person
+// (held, uncertain, failed), the ones actions_waiting_idx holds.
+func onlyPersonStates(states []string) bool {
+	for _, s := range states {
+		if s != StateHeld && s != StateUncertain && s != StateFailed {
+			return false
+		}
+	}
+	return len(states) > 0
 }
 
 // keyset is where a page starts: after the row with this id (and this time in its

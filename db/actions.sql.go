@@ -775,16 +775,19 @@ WHERE (a.client, a.id) IN (
           AND ($13::integer = 0
                OR EXISTS (SELECT 1 FROM attempts t WHERE t.client = b.client AND t.action_id = b.id
                           AND t.http_status = $13))
-          -- Sorted by waiting time, only open actions.
-          AND ($14 NOT IN ('state_since', '-state_since')
-               OR b.state IN ('pending', 'processing', 'retrying', 'held', 'uncertain', 'failed'))
+          -- Sorted by waiting time, only open actions. When the caller lists only
+          -- states that wait for a person (person_states), the condition is
+          -- actions_waiting_idx's own, and Postgres walks it.
+          AND ($14::text NOT IN ('state_since', '-state_since')
+               OR b.state = ANY(CASE WHEN $15::boolean THEN ARRAY['held', 'uncertain', 'failed']
+                                     ELSE ARRAY['pending', 'processing', 'retrying', 'held', 'uncertain', 'failed'] END))
           AND CASE $14::text
-                  WHEN 'created' THEN b.id > coalesce($15::bigint, 0)
+                  WHEN 'created' THEN b.id > coalesce($16::bigint, 0)
                   WHEN 'state_since' THEN (b.state_since, b.id) >
-                      (coalesce($16::timestamptz, '-infinity'), coalesce($15::bigint, 0))
+                      (coalesce($17::timestamptz, '-infinity'), coalesce($16::bigint, 0))
                   WHEN '-state_since' THEN (b.state_since, b.id) <
-                      (coalesce($16::timestamptz, 'infinity'), coalesce($15::bigint, 9223372036854775807))
-                  ELSE b.id < coalesce($15::bigint, 9223372036854775807) END
+                      (coalesce($17::timestamptz, 'infinity'), coalesce($16::bigint, 9223372036854775807))
+                  ELSE b.id < coalesce($16::bigint, 9223372036854775807) END
         -- A walk backwards down an index goes down every column of it backwards.
         ORDER BY CASE WHEN $14 IN ('created', '-state_since') THEN b.state END DESC,
                  CASE WHEN $14 NOT IN ('created', '-state_since') THEN b.state END,
@@ -792,32 +795,33 @@ WHERE (a.client, a.id) IN (
                  CASE WHEN $14 = '-state_since' THEN b.state_since END DESC,
                  CASE WHEN $14 = 'created' OR $14 = 'state_since' THEN b.id END,
                  CASE WHEN $14 NOT IN ('created', 'state_since') THEN b.id END DESC
-        LIMIT $17) p)
+        LIMIT $18) p)
 ORDER BY CASE WHEN $14 = 'state_since' THEN a.state_since END,
          CASE WHEN $14 = '-state_since' THEN a.state_since END DESC,
          CASE WHEN $14 = 'created' OR $14 = 'state_since' THEN a.id END,
          CASE WHEN $14 NOT IN ('created', 'state_since') THEN a.id END DESC
-LIMIT $17
+LIMIT $18
 `
 
 type ActionListParams struct {
-	States      []string
-	Source      string
-	Name        string
-	Owner       string
-	Destination string
-	Client      string
-	Q           string
-	Clients     []string
-	Sources     []string
-	Reason      string
-	Since       *time.Time
-	Until       *time.Time
-	HttpStatus  int32
-	Sort        interface{}
-	CursorID    *int64
-	CursorAt    *time.Time
-	MaxRows     int32
+	States       []string
+	Source       string
+	Name         string
+	Owner        string
+	Destination  string
+	Client       string
+	Q            string
+	Clients      []string
+	Sources      []string
+	Reason       string
+	Since        *time.Time
+	Until        *time.Time
+	HttpStatus   int32
+	Sort         string
+	PersonStates bool
+	CursorID     *int64
+	CursorAt     *time.Time
+	MaxRows      int32
 }
 
 // Keyset pagination in the order @sort names: '-created' (newest first, the
@@ -832,9 +836,10 @@ type ActionListParams struct {
 // reason; since/until bound the creation time; http_status matches an attempt's
 // reply. Each state is walked on its own down actions_state_idx (state, id DESC)
 // or actions_owner_idx with an owner, for at most max_rows rows, so a page costs
-// the same with a thousand actions or a million; sorted by waiting time, each open
-// state is sorted whole (top max_rows), which grows with the queue, not with the
-// ledger (an index for it would cost every worker's write). It is planned per call
+// the same with a thousand actions or a million; sorted by waiting time, the
+// states that wait for a person walk actions_waiting_idx the same way, and the
+// workers' states (pending, processing, retrying: few and brief, and an index of
+// them would cost every worker's write) are sorted whole. It is planned per call
 // (db.PlannedPerCall): Postgres then sees @sort and the filters, keeps only the
 // order and the keyset condition they choose (a sort key that is a constant is no
 // sort key) and probes the indexes of a search. A range on one state value keeps
@@ -855,6 +860,7 @@ func (q *Queries) ActionList(ctx context.Context, arg ActionListParams) ([]Actio
 		arg.Until,
 		arg.HttpStatus,
 		arg.Sort,
+		arg.PersonStates,
 		arg.CursorID,
 		arg.CursorAt,
 		arg.MaxRows,

@@ -331,9 +331,10 @@ RETURNING *;
 -- reason; since/until bound the creation time; http_status matches an attempt's
 -- reply. Each state is walked on its own down actions_state_idx (state, id DESC)
 -- or actions_owner_idx with an owner, for at most max_rows rows, so a page costs
--- the same with a thousand actions or a million; sorted by waiting time, each open
--- state is sorted whole (top max_rows), which grows with the queue, not with the
--- ledger (an index for it would cost every worker's write). It is planned per call
+-- the same with a thousand actions or a million; sorted by waiting time, the
+-- states that wait for a person walk actions_waiting_idx the same way, and the
+-- workers' states (pending, processing, retrying: few and brief, and an index of
+-- them would cost every worker's write) are sorted whole. It is planned per call
 -- (db.PlannedPerCall): Postgres then sees @sort and the filters, keeps only the
 -- order and the keyset condition they choose (a sort key that is a constant is no
 -- sort key) and probes the indexes of a search. A range on one state value keeps
@@ -367,9 +368,12 @@ WHERE (a.client, a.id) IN (
           AND (@http_status::integer = 0
                OR EXISTS (SELECT 1 FROM attempts t WHERE t.client = b.client AND t.action_id = b.id
                           AND t.http_status = @http_status))
-          -- Sorted by waiting time, only open actions.
-          AND (@sort NOT IN ('state_since', '-state_since')
-               OR b.state IN ('pending', 'processing', 'retrying', 'held', 'uncertain', 'failed'))
+          -- Sorted by waiting time, only open actions. When the caller lists only
+          -- states that wait for a person (person_states), the condition is
+          -- actions_waiting_idx's own, and Postgres walks it.
+          AND (@sort::text NOT IN ('state_since', '-state_since')
+               OR b.state = ANY(CASE WHEN @person_states::boolean THEN ARRAY['held', 'uncertain', 'failed']
+                                     ELSE ARRAY['pending', 'processing', 'retrying', 'held', 'uncertain', 'failed'] END))
           AND CASE @sort::text
                   WHEN 'created' THEN b.id > coalesce(sqlc.narg(cursor_id)::bigint, 0)
                   WHEN 'state_since' THEN (b.state_since, b.id) >
