@@ -18,7 +18,8 @@ import (
 // generateActions adds actions from..to (inclusive) straight into the table, as a
 // long-running installation would hold them: mostly confirmed, 5% failed and
 // waiting for a person (so the first thousand already fill a page of 50), 1%
-// resolved, 1% cancelled; none due, so no worker stirs.
+// resolved, 1% cancelled, each with a reason as the ledger writes them; none due,
+// so no worker stirs.
 const generateActions = `
 INSERT INTO actions (client, environment, source, name, business_key, key_parts, operation_key,
     destination, params, params_sha256, state, reason, owner, attempts, max_attempts, give_up_at,
@@ -28,7 +29,10 @@ SELECT 'acme', 'live', 'stripe-live', 'open_opportunity', 'enq_g_' || i, jsonb_b
        sha256(('p' || i)::text::bytea),
        CASE WHEN i % 100 < 5 THEN 'failed' WHEN i % 100 = 5 THEN 'resolved' WHEN i % 100 = 6 THEN 'cancelled'
             ELSE 'confirmed' END,
-       CASE WHEN i % 100 < 5 THEN 'the destination refused it: 422 amount must be positive' ELSE '' END,
+       CASE WHEN i % 100 < 5 THEN 'the destination refused it: 422 amount must be positive'
+            WHEN i % 100 = 5 THEN 'resolved by sales-ops@example.com: opened by hand'
+            WHEN i % 100 = 6 THEN 'cancelled: the enquiry was withdrawn'
+            ELSE '2xx from destination: HTTP 201' END,
        CASE i % 3 WHEN 0 THEN 'sales-ops@example.com' WHEN 1 THEN 'crm-admin@example.com' ELSE '' END,
        1, 8, now() + interval '72 hours', now(), now(), now(),
        CASE WHEN i % 100 >= 7 THEN 'opp_' || i ELSE '' END,
