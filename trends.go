@@ -155,8 +155,8 @@ const trendGrain = 5 * time.Minute
 const trendSettle = 5 * time.Minute
 
 // CountTrends adds to trend_counts the spans of trendGrain that ended at least
-// trendSettle ago and are not counted yet (at most the longest window back), and
-// returns how far the counts reach. One process counts at a time: another one
+// trendSettle ago and are not counted yet (at most the longest window back),
+// forgets the counts older than that window, and returns how far the counts reach. One process counts at a time: another one
 // returns the counts' reach as it is. A page of trends calls it, so the counts are
 // current whether or not anything else does.
 func (r *Review) CountTrends(ctx context.Context) (time.Time, error) {
@@ -183,6 +183,9 @@ func (r *Review) CountTrends(ctx context.Context) (time.Time, error) {
 		}
 		if err := q.TrendCountFailures(ctx, db.TrendCountFailuresParams{StartAt: start, Until: until,
 			Observed: failedObservations}); err != nil {
+			return err
+		}
+		if err := q.TrendForget(ctx, oldest); err != nil {
 			return err
 		}
 		horizon = until

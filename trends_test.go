@@ -194,6 +194,12 @@ func TestTrendsCountOnceAndRightAsTheClockMoves(t *testing.T) {
 		f.clock = f.clock.Add(step)
 		f.check(t, "after "+step.String())
 	}
+	// Nothing older than the week is kept.
+	var old int
+	if err := f.pool.QueryRow(context.Background(), `SELECT count(*) FROM trend_counts WHERE bucket < $1`,
+		f.clock.Add(-7*24*time.Hour).Truncate(trendGrain)).Scan(&old); err != nil || old != 0 {
+		t.Errorf("%d counts older than the week are kept (%v)", old, err)
+	}
 }
 
 // TestTrendsCountedOnceUnderConcurrentReads: eight pages of trends opened at once

@@ -360,6 +360,16 @@ func (q *Queries) TrendCounted(ctx context.Context, arg TrendCountedParams) ([]T
 	return items, nil
 }
 
+const trendForget = `-- name: TrendForget :exec
+DELETE FROM trend_counts WHERE bucket < $1::timestamptz
+`
+
+// Counts older than the longest window are never shown again.
+func (q *Queries) TrendForget(ctx context.Context, before time.Time) error {
+	_, err := q.db.Exec(ctx, trendForget, before)
+	return err
+}
+
 const trendHorizon = `-- name: TrendHorizon :one
 SELECT counted_until FROM trend_horizon
 `

@@ -88,6 +88,10 @@ ON CONFLICT (kind, bucket, destination) DO UPDATE SET n = trend_counts.n + exclu
 -- name: TrendAdvance :exec
 UPDATE trend_horizon SET counted_until = @counted_until;
 
+-- name: TrendForget :exec
+-- Counts older than the longest window are never shown again.
+DELETE FROM trend_counts WHERE bucket < @before::timestamptz;
+
 -- name: TrendCounted :many
 -- The counted buckets in [@since, @until), per kind and destination, as buckets of
 -- @bucket_seconds counted from @since.
