@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -71,6 +72,7 @@ type Performer struct {
 	slots      chan struct{} // one token per call in flight
 	unrecorded chan struct{} // one token per claimed action whose outcome is not yet recorded
 	inflight   sync.WaitGroup
+	reserved   atomic.Int32   // call slots the claim loop holds while it waits for more to come free (gather)
 	decisions  decisionGroups // outcomes waiting to be recorded together
 
 	// Derived from the config once: the config does not change while it runs.
@@ -124,6 +126,7 @@ func NewEngine(p EngineParams) *Engine {
 			wake:       make(chan struct{}, 1),
 			slots:      make(chan struct{}, p.Concurrency),
 			unrecorded: make(chan struct{}, 4*p.Concurrency),
+			decisions:  decisionGroups{arrived: make(chan struct{}, 1)},
 		},
 	}
 }
