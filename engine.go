@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"os"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -70,9 +69,9 @@ type Performer struct {
 
 	wake       chan struct{}
 	slots      chan struct{} // one token per call in flight
+	claimed    chan struct{} // one token per claimed action not answered yet (shared slots only)
 	unrecorded chan struct{} // one token per claimed action whose outcome is not yet recorded
 	inflight   sync.WaitGroup
-	reserved   atomic.Int32   // call slots the claim loop holds while it waits for more to come free (gather)
 	decisions  decisionGroups // outcomes waiting to be recorded together
 
 	// Derived from the config once: the config does not change while it runs.
@@ -125,6 +124,7 @@ func NewEngine(p EngineParams) *Engine {
 			callable: callable, fillNames: fillNames, limits: limits, limitedNames: limitedNames(limits),
 			wake:       make(chan struct{}, 1),
 			slots:      make(chan struct{}, p.Concurrency),
+			claimed:    make(chan struct{}, p.Concurrency+claimAhead(p.Config, callable, limits, p.Concurrency)),
 			unrecorded: make(chan struct{}, 4*p.Concurrency),
 			decisions:  decisionGroups{arrived: make(chan struct{}, 1)},
 		},

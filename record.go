@@ -147,10 +147,9 @@ func (pf *Performer) gatherDecisions() {
 	}
 }
 
-// callsInFlight is how many claimed calls (and lookups) have not been answered yet:
-// the busy call slots, less those the claim loop holds while it gathers.
+// callsInFlight is how many calls (and lookups) are in flight: the busy call slots.
 func (pf *Performer) callsInFlight() int {
-	n := len(pf.slots) - int(pf.reserved.Load())
+	n := len(pf.slots)
 	for _, l := range pf.limits {
 		n += len(l.slots)
 	}
