@@ -56,6 +56,7 @@ type Router struct {
 	poll   time.Duration
 	wake   chan struct{}
 	routes map[string][]ActionRule // each source's rules, predecessors first; the config does not change while it runs
+	paths  map[string]*docPaths    // what each source's rules read of an event's document
 }
 
 // Performer claims due actions under a lease, calls their destinations and records
@@ -118,7 +119,7 @@ func NewEngine(p EngineParams) *Engine {
 	return &Engine{
 		pool: p.Pool, logger: p.Logger, poll: p.Poll,
 		router: &Router{pool: p.Pool, cfg: p.Config, logger: p.Logger, poll: p.Poll,
-			wake: make(chan struct{}, 1), routes: rulesBySource(p.Config.Actions)},
+			wake: make(chan struct{}, 1), routes: rulesBySource(p.Config.Actions), paths: pathsBySource(p.Config.Actions)},
 		performer: &Performer{
 			p: p, pool: p.Pool, cfg: p.Config, logger: p.Logger, now: p.Now,
 			callable: callable, fillNames: fillNames, limits: limits, limitedNames: limitedNames(limits),
