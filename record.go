@@ -53,10 +53,15 @@ func (pf *Performer) queueDecision(a db.Action, attemptID int64, out Outcome, d 
 	g.queue = append(g.queue, p)
 	if g.writing { // the writer at work takes it with its next group
 		g.mu.Unlock()
+		select {
+		case g.arrived <- struct{}{}:
+		default:
+		}
 		return <-p.done
 	}
 	g.writing = true
 	for len(g.queue) > 0 {
+		pf.gatherDecisions()
 		n := min(len(g.queue), maxDecisionGroup)
 		group := slices.Clone(g.queue[:n])
 		g.queue = slices.Delete(g.queue, 0, n)
@@ -109,6 +114,46 @@ type decisionGroups struct {
 	mu      sync.Mutex
 	queue   []*pendingDecision
 	writing bool
+	arrived chan struct{} // a decision joined the queue while a writer was at work
+}
+
+// recordGather is how long the writer waits for the outcomes still on their way
+// before it writes a group.
+const recordGather = 2 * time.Millisecond
+
+// gatherDecisions, called by the writer with g.mu held, waits up to recordGather
+// (releasing the lock meanwhile) while calls are in flight, whose outcomes will
+// follow, and the group is not full. The calls of one claim go out together and
+// mostly answer within a millisecond or two of each other; a writer that wrote the
+// first outcome to arrive on its own wrote groups of about six, where a group costs
+// Postgres about as much as one decision (parsing, planning, its commit): waiting
+// for the others about halved the statements (make bench, end to end).
+func (pf *Performer) gatherDecisions() {
+	g := &pf.decisions
+	var timer *time.Timer
+	for len(g.queue) < maxDecisionGroup && pf.callsInFlight() > 0 {
+		if timer == nil {
+			timer = time.NewTimer(recordGather)
+			defer timer.Stop()
+		}
+		g.mu.Unlock()
+		select {
+		case <-g.arrived:
+			g.mu.Lock()
+		case <-timer.C:
+			g.mu.Lock()
+			return
+		}
+	}
+}
+
+// callsInFlight is how many calls (and lookups) are in flight: the busy call slots.
+func (pf *Performer) callsInFlight() int {
+	n := len(pf.slots)
+	for _, l := range pf.limits {
+		n += len(l.slots)
+	}
+	return n
 }
 
 // pendingDecision is one decision waiting for its group's commit.

@@ -32,9 +32,8 @@ func (rt *Router) prepare(ev db.Event) (rules []ActionRule, doc any, r routing, 
 	if body == nil {
 		body = ev.Body
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	if err := dec.Decode(&doc); err != nil {
+	doc, err := decodeDoc(body, rt.paths[ev.Source])
+	if err != nil {
 		r.note("the body is not a JSON document")
 		return nil, nil, r, false
 	}
@@ -301,6 +300,19 @@ func (rt *Router) applyCancellations(ctx context.Context, q *db.Queries, ev db.E
 		total += len(ids)
 	}
 	return total, nil
+}
+
+// pathsBySource is what each source's rules read of an event's document.
+func pathsBySource(actions []ActionRule) map[string]*docPaths {
+	bySource := map[string][]ActionRule{}
+	for _, r := range actions {
+		bySource[r.Source] = append(bySource[r.Source], r)
+	}
+	out := make(map[string]*docPaths, len(bySource))
+	for source, rules := range bySource {
+		out[source] = pathsFor(rules)
+	}
+	return out
 }
 
 // rulesBySource returns each source's rules with every predecessor before its

@@ -7,6 +7,8 @@ import (
 	"runtime/pprof"
 	"sync/atomic"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 // profile runs one phase against oncehook in-process, with a CPU profile of the
@@ -105,6 +107,7 @@ func (pg *postgres) enableStatements(ctx context.Context) error {
 		`ALTER SYSTEM SET auto_explain.log_min_duration = '8ms'`,
 		`ALTER SYSTEM SET auto_explain.log_analyze = on`,
 		`ALTER SYSTEM SET auto_explain.log_buffers = on`,
+		`ALTER SYSTEM SET pg_stat_statements.track_planning = on`,
 		`SELECT pg_reload_conf()`,
 	} {
 		if err := pg.exec(ctx, q); err != nil {
@@ -116,22 +119,26 @@ func (pg *postgres) enableStatements(ctx context.Context) error {
 
 func (pg *postgres) printStatements(ctx context.Context, items float64) error {
 	rows, err := pg.pool.Query(ctx, `
-SELECT calls, total_exec_time, rows, left(regexp_replace(query, '\s+', ' ', 'g'), 110)
+SELECT calls, total_exec_time, total_plan_time, rows, wal_records, wal_bytes,
+       left(regexp_replace(query, '\s+', ' ', 'g'), 90)
 FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
-ORDER BY total_exec_time DESC LIMIT 20`)
+ORDER BY total_exec_time + total_plan_time DESC LIMIT 20`)
 	if err != nil {
 		return err
 	}
 	defer rows.Close()
-	fmt.Printf("%9s %10s %9s %11s  %s\n", "calls", "total ms", "per item", "rows", "statement")
+	fmt.Printf("%9s %10s %9s %9s %11s %9s %9s  %s\n", "calls", "exec ms", "per item", "plan/item", "rows", "WAL rec", "WAL B", "statement")
 	for rows.Next() {
-		var calls, nrows int64
-		var total float64
+		var calls, nrows, walRecords int64
+		var total, plan float64
+		var walBytes pgtype.Numeric
 		var q string
-		if err := rows.Scan(&calls, &total, &nrows, &q); err != nil {
+		if err := rows.Scan(&calls, &total, &plan, &nrows, &walRecords, &walBytes, &q); err != nil {
 			return err
 		}
-		fmt.Printf("%9d %10.0f %7.0fµs %11d  %s\n", calls, total, total*1000/items, nrows, q)
+		wb, _ := walBytes.Float64Value()
+		fmt.Printf("%9d %10.0f %7.0fµs %7.0fµs %11d %9.1f %9.0f  %s\n", calls, total, total*1000/items, plan*1000/items, nrows,
+			float64(walRecords)/items, wb.Float64/items, q)
 	}
 	return rows.Err()
 }
