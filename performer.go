@@ -70,37 +70,44 @@ func (pf *Performer) performBatch(ctx context.Context) (int, error) {
 			return total, fmt.Errorf("claim actions: %w", err)
 		}
 		for _, c := range batch {
-			pf.unrecorded <- struct{}{}
-			if l := pf.limits[c.a.Destination]; l != nil {
-				l.slots <- struct{}{} // claimed for its free room: never blocks
-				c.limit = l
-				c.answered = sync.OnceFunc(func() { <-l.slots; wake(pf.wake) })
-			} else {
-				pf.claimed <- struct{}{} // claimed for its room: never blocks
-				c.slot = new(atomic.Bool)
-				c.answered = sync.OnceFunc(func() {
-					if c.slot.Load() {
-						<-pf.slots
-					}
-					<-pf.claimed
-					if len(pf.limits) > 0 {
-						wake(pf.wake)
-					}
-				})
-			}
-			pf.inflight.Add(1)
-			go func() {
-				defer func() { c.answered(); <-pf.unrecorded; pf.inflight.Done() }()
-				if c.slot != nil && !pf.takeSlot(stopCtx, c.slot) {
-					pf.notSent(c, "the worker stopped before the call was sent")
-					return
-				}
-				pf.work(context.WithoutCancel(ctx), stopCtx, c)
-			}()
+			pf.launch(ctx, stopCtx, c)
 		}
 		total += len(batch)
 	}
 	return total, nil
+}
+
+// launch works on a claimed action in its own goroutine, holding its room (its
+// destination's own slots, or the worker's room and then a call slot) until its
+// call is answered.
+func (pf *Performer) launch(ctx, stopCtx context.Context, c claim) {
+	pf.unrecorded <- struct{}{}
+	if l := pf.limits[c.a.Destination]; l != nil {
+		l.slots <- struct{}{} // claimed for its free room: never blocks
+		c.limit = l
+		c.answered = sync.OnceFunc(func() { <-l.slots; wake(pf.wake) })
+	} else {
+		pf.claimed <- struct{}{} // claimed for its room: never blocks
+		c.slot = new(atomic.Bool)
+		c.answered = sync.OnceFunc(func() {
+			if c.slot.Load() {
+				<-pf.slots
+			}
+			<-pf.claimed
+			if len(pf.limits) > 0 {
+				wake(pf.wake)
+			}
+		})
+	}
+	pf.inflight.Add(1)
+	go func() {
+		defer func() { c.answered(); <-pf.unrecorded; pf.inflight.Done() }()
+		if c.slot != nil && !pf.takeSlot(stopCtx, c.slot) {
+			pf.notSent(c, "the worker stopped before the call was sent")
+			return
+		}
+		pf.work(context.WithoutCancel(ctx), stopCtx, c)
+	}()
 }
 
 // claimGather is how long a claim waits for room for a whole batch.

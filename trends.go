@@ -59,61 +59,76 @@ func (r *Review) Trends(ctx context.Context, name string) (Trends, error) {
 	if w.Name == "" {
 		return Trends{}, Errorf(EINVALID, "Trends look back over an hour, a day or a week, not %q.", name)
 	}
-	n := int(w.Span / w.Bucket)
 	// Buckets line up with the clock, so a refresh moves them on whole.
 	since := r.now().Truncate(w.Bucket).Add(w.Bucket - w.Span)
 	out := Trends{Window: w, Since: since}
-	q := db.New(r.pool)
-	secs := w.Bucket.Seconds()
-	put := func(counts []int64, bucket int32, v int64) {
-		if bucket >= 0 && int(bucket) < len(counts) {
-			counts[bucket] += v
-		}
+	var err error
+	if out.Queues, err = r.queueTrends(ctx, w, since); err != nil {
+		return out, err
 	}
+	out.Destinations, err = r.destinationTrends(ctx, w, since)
+	return out, err
+}
 
-	byQueue := map[string]*QueueTrend{}
-	for _, name := range Queues {
-		out.Queues = append(out.Queues, QueueTrend{Queue: name, Arrived: make([]int64, n)})
+// addTo adds v to counts[bucket], when the bucket is in the window.
+func addTo(counts []int64, bucket int32, v int64) {
+	if bucket >= 0 && int(bucket) < len(counts) {
+		counts[bucket] += v
 	}
-	for i := range out.Queues {
-		byQueue[out.Queues[i].Queue] = &out.Queues[i]
+}
+
+// queueTrends counts each queue's open actions by the bucket they entered their
+// state in.
+func (r *Review) queueTrends(ctx context.Context, w TrendWindow, since time.Time) ([]QueueTrend, error) {
+	n := int(w.Span / w.Bucket)
+	out := make([]QueueTrend, len(Queues))
+	byQueue := map[string]*QueueTrend{}
+	for i, name := range Queues {
+		out[i] = QueueTrend{Queue: name, Arrived: make([]int64, n)}
+		byQueue[name] = &out[i]
 	}
 	starts := make([]time.Time, n)
 	for i := range starts {
 		starts[i] = since.Add(time.Duration(i) * w.Bucket)
 	}
-	arrived, err := q.DashboardTrendQueues(ctx, db.DashboardTrendQueuesParams{Starts: starts, BucketSeconds: secs})
+	arrived, err := db.New(r.pool).DashboardTrendQueues(ctx, db.DashboardTrendQueuesParams{Starts: starts,
+		BucketSeconds: w.Bucket.Seconds()})
 	if err != nil {
 		return out, fmt.Errorf("count queue arrivals: %w", err)
 	}
 	for _, row := range arrived {
 		if t := byQueue[QueueOf(row.State)]; t != nil {
-			put(t.Arrived, int32(row.StartAt.Sub(since)/w.Bucket), row.N)
+			addTo(t.Arrived, int32(row.StartAt.Sub(since)/w.Bucket), row.N)
 		}
 	}
+	return out, nil
+}
 
+// destinationTrends counts each destination's new actions and failed calls per
+// bucket: what trend_counts holds from there, the rest from the tables themselves.
+func (r *Review) destinationTrends(ctx context.Context, w TrendWindow, since time.Time) ([]DestinationTrend, error) {
+	n := int(w.Span / w.Bucket)
+	out := make([]DestinationTrend, len(r.cfg.Destinations))
 	byDest := map[string]*DestinationTrend{}
-	for _, d := range r.cfg.Destinations {
-		out.Destinations = append(out.Destinations, DestinationTrend{Destination: d.Name, New: make([]int64, n), Failed: make([]int64, n)})
-	}
-	for i := range out.Destinations {
-		byDest[out.Destinations[i].Destination] = &out.Destinations[i]
+	for i, d := range r.cfg.Destinations {
+		out[i] = DestinationTrend{Destination: d.Name, New: make([]int64, n), Failed: make([]int64, n)}
+		byDest[d.Name] = &out[i]
 	}
 	add := func(kind, destination string, bucket int32, v int64) {
 		t := byDest[destination]
 		switch {
 		case t == nil:
 		case kind == trendNew:
-			put(t.New, bucket, v)
+			addTo(t.New, bucket, v)
 		case kind == trendFailed:
-			put(t.Failed, bucket, v)
+			addTo(t.Failed, bucket, v)
 		}
 	}
-	// What is counted comes from trend_counts, the rest from the tables themselves.
 	horizon, err := r.CountTrends(ctx)
 	if err != nil {
 		return out, err
 	}
+	q, secs := db.New(r.pool), w.Bucket.Seconds()
 	counted, err := q.TrendCounted(ctx, db.TrendCountedParams{Since: since, Until: horizon, BucketSeconds: secs})
 	if err != nil {
 		return out, fmt.Errorf("read counted trends: %w", err)

@@ -55,30 +55,20 @@ INSERT INTO action_events (client, action_id, event_id, params, params_sha256)
 SELECT 'acme', a.id, ev.id, a.params, a.params_sha256
 FROM ev JOIN actions a ON a.client = 'acme' AND a.operation_key = md5('opk' || substr(ev.source_event_id, 7))`
 
-// growth measures the queue's list at 1,000 actions and at o.rows actions.
-func (b *bench) growth(ctx context.Context) error {
-	b.settle(ctx)
-	token, err := b.cli(ctx, "", "token", "create", "--name", "bench", "--role", "admin")
-	if err != nil {
-		return err
-	}
-	token = lastLines(token, 1)
-	page, err := b.pageClient(ctx)
-	if err != nil {
-		return err
-	}
-	if err := b.pg.exec(ctx, `TRUNCATE actions CASCADE`); err != nil {
-		return err
-	}
-	type target struct {
-		name, path string
-		client     *http.Client
-		header     http.Header
-		last       bool // ask for the last page, by cursor: the 25 oldest failed actions
-		action     bool // the page of the 500th action
-	}
+// growthTarget is a page or an API call the growth rows measure.
+type growthTarget struct {
+	name, path string
+	client     *http.Client
+	header     http.Header
+	last       bool // ask for the last page, by cursor: the 25 oldest failed actions
+	action     bool // the page of the 500th action
+}
+
+// growthTargets are the API calls (with token) and, when page is a signed-in
+// client, the dashboard's pages.
+func growthTargets(token string, page *http.Client) []growthTarget {
 	api := http.Header{"Authorization": {"Bearer " + token}}
-	targets := []target{
+	targets := []growthTarget{
 		{name: "API list GET /api/v1/actions?state=failed", path: "/api/v1/actions?state=failed",
 			client: http.DefaultClient, header: api},
 		{name: "API list, last page (&cursor=...: the 25 oldest failed)", path: "/api/v1/actions?state=failed",
@@ -86,24 +76,45 @@ func (b *bench) growth(ctx context.Context) error {
 		{name: "API summary GET /api/v1/summary (counts by state)", path: "/api/v1/summary",
 			client: http.DefaultClient, header: api},
 	}
-	if page != nil {
-		targets = append(targets, target{name: "queue page GET /queue/failed", path: "/queue/failed", client: page},
-			target{name: "all actions GET /actions (every state)", path: "/actions", client: page},
-			target{name: "queue page sorted by waiting GET /queue/failed?sort=state_since", path: "/queue/failed?sort=state_since",
-				client: page},
-			target{name: "search GET /actions?q=... (one business key, every state)", path: "/actions?q=enq_g_500",
-				client: page},
-			target{name: "search by owner GET /actions?q=crm-admin@example.com (a third of all)", path: "/actions?q=crm-admin%40example.com",
-				client: page},
-			target{name: "search by event id GET /actions?q=evt_g_500", path: "/actions?q=evt_g_500", client: page},
-			target{name: "reason filter in a queue GET /queue/failed?reason=amount", path: "/queue/failed?reason=amount", client: page},
-			target{name: "reason filter over every state GET /actions?reason=amount", path: "/actions?reason=amount", client: page},
-			target{name: "trends GET /trends?window=day", path: "/trends?window=day", client: page},
-			target{name: "overview GET / (queues, sources, destinations)", path: "/", client: page},
-			target{name: "sources GET /sources", path: "/sources", client: page},
-			target{name: "events GET /events", path: "/events", client: page},
-			target{name: "an action GET /actions/{id} (events, attempts, audit)", path: "/actions/", client: page, action: true})
-	} else {
+	if page == nil {
+		return targets
+	}
+	for _, p := range [][2]string{
+		{"queue page GET /queue/failed", "/queue/failed"},
+		{"all actions GET /actions (every state)", "/actions"},
+		{"queue page sorted by waiting GET /queue/failed?sort=state_since", "/queue/failed?sort=state_since"},
+		{"search GET /actions?q=... (one business key, every state)", "/actions?q=enq_g_500"},
+		{"search by owner GET /actions?q=crm-admin@example.com (a third of all)", "/actions?q=crm-admin%40example.com"},
+		{"search by event id GET /actions?q=evt_g_500", "/actions?q=evt_g_500"},
+		{"reason filter in a queue GET /queue/failed?reason=amount", "/queue/failed?reason=amount"},
+		{"reason filter over every state GET /actions?reason=amount", "/actions?reason=amount"},
+		{"trends GET /trends?window=day", "/trends?window=day"},
+		{"overview GET / (queues, sources, destinations)", "/"},
+		{"sources GET /sources", "/sources"},
+		{"events GET /events", "/events"},
+	} {
+		targets = append(targets, growthTarget{name: p[0], path: p[1], client: page})
+	}
+	return append(targets, growthTarget{name: "an action GET /actions/{id} (events, attempts, audit)", path: "/actions/",
+		client: page, action: true})
+}
+
+// growth measures the queue's list at 1,000 actions and at o.rows actions.
+func (b *bench) growth(ctx context.Context) error {
+	b.settle(ctx)
+	token, err := b.cli(ctx, "", "token", "create", "--name", "bench", "--role", "admin")
+	if err != nil {
+		return err
+	}
+	page, err := b.pageClient(ctx)
+	if err != nil {
+		return err
+	}
+	if err := b.pg.exec(ctx, `TRUNCATE actions CASCADE`); err != nil {
+		return err
+	}
+	targets := growthTargets(lastLines(token, 1), page)
+	if page == nil {
 		b.t.note("growth: no /queue/failed page in this build; only the API was measured")
 	}
 	sizes := []int{1000, b.o.rows}
@@ -116,21 +127,9 @@ func (b *bench) growth(ctx context.Context) error {
 		}
 		have = size
 		for i, t := range targets {
-			path := t.path
-			if t.last {
-				var cursor int64
-				if err := b.pg.pool.QueryRow(ctx, `SELECT id FROM actions WHERE state = 'failed'
-					ORDER BY id LIMIT 1 OFFSET 25`).Scan(&cursor); err != nil {
-					return fmt.Errorf("growth: the last page's cursor: %w", err)
-				}
-				path = fmt.Sprintf("%s&cursor=%d", t.path, cursor)
-			}
-			if t.action {
-				var id int64
-				if err := b.pg.pool.QueryRow(ctx, `SELECT id FROM actions WHERE business_key = 'enq_g_500'`).Scan(&id); err != nil {
-					return fmt.Errorf("growth: the 500th action: %w", err)
-				}
-				path = fmt.Sprintf("%s%d", t.path, id)
+			path, err := b.growthPath(ctx, t)
+			if err != nil {
+				return err
 			}
 			d, err := b.latency(ctx, t.client, path, t.header)
 			if err != nil {
@@ -151,6 +150,27 @@ func (b *bench) growth(ctx context.Context) error {
 	}
 	b.t.note("growth: p50 of 200 requests made one after another, after 20 to warm up; rows generated with INSERT ... SELECT generate_series, then VACUUM ANALYZE")
 	return nil
+}
+
+// growthPath is t's path at the table's present size: with the cursor of the last
+// page, or the id of the 500th action, where t asks for them.
+func (b *bench) growthPath(ctx context.Context, t growthTarget) (string, error) {
+	switch {
+	case t.last:
+		var cursor int64
+		if err := b.pg.pool.QueryRow(ctx, `SELECT id FROM actions WHERE state = 'failed'
+			ORDER BY id LIMIT 1 OFFSET 25`).Scan(&cursor); err != nil {
+			return "", fmt.Errorf("growth: the last page's cursor: %w", err)
+		}
+		return fmt.Sprintf("%s&cursor=%d", t.path, cursor), nil
+	case t.action:
+		var id int64
+		if err := b.pg.pool.QueryRow(ctx, `SELECT id FROM actions WHERE business_key = 'enq_g_500'`).Scan(&id); err != nil {
+			return "", fmt.Errorf("growth: the 500th action: %w", err)
+		}
+		return fmt.Sprintf("%s%d", t.path, id), nil
+	}
+	return t.path, nil
 }
 
 // growthMet says whether a page stays under 50 ms of server time at the large

@@ -98,7 +98,9 @@ func stripeError(w http.ResponseWriter, status int, msg string) {
 	_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"type": "invalid_request_error", "message": msg}})
 }
 
-func (s *StripeAPI) list(w http.ResponseWriter, r *http.Request) {
+// answered records a list request, waits while the sandbox is held, and answers
+// it with the fault due, if any; it reports whether the request is answered.
+func (s *StripeAPI) answered(w http.ResponseWriter, r *http.Request) bool {
 	s.mu.Lock()
 	s.requests = append(s.requests, r.URL.RawQuery)
 	f, hold := s.fault, s.hold
@@ -108,25 +110,32 @@ func (s *StripeAPI) list(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.mu.Unlock()
-	if hold != nil {
+	wait := func(ch chan struct{}) bool {
 		select {
-		case <-hold:
+		case <-ch:
+			return true
 		case <-r.Context().Done():
-			return
+			return false
 		}
 	}
-	if f != nil {
-		if f.Hang != nil {
-			select {
-			case <-f.Hang:
-			case <-r.Context().Done():
-				return
-			}
-		}
-		if f.RetryAfter != "" {
-			w.Header().Set("Retry-After", f.RetryAfter)
-		}
-		stripeError(w, f.Status, fmt.Sprintf("sandbox fault %d", f.Status))
+	if hold != nil && !wait(hold) {
+		return true
+	}
+	if f == nil {
+		return false
+	}
+	if f.Hang != nil && !wait(f.Hang) {
+		return true
+	}
+	if f.RetryAfter != "" {
+		w.Header().Set("Retry-After", f.RetryAfter)
+	}
+	stripeError(w, f.Status, fmt.Sprintf("sandbox fault %d", f.Status))
+	return true
+}
+
+func (s *StripeAPI) list(w http.ResponseWriter, r *http.Request) {
+	if s.answered(w, r) {
 		return
 	}
 	if r.Header.Get("Authorization") != "Bearer "+s.Key {
