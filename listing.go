@@ -130,21 +130,31 @@ func checkSort(f ActionFilter) (string, error) {
 	if !slices.Contains(Sorts, f.Sort) {
 		return "", Errorf(EINVALID, "Actions can be sorted by %s, not %q.", strings.Join(Sorts, ", "), f.Sort)
 	}
-	if SortsByWaiting(f.Sort) {
-		for _, s := range f.States {
-			if !slices.Contains(OpenStates(), s) {
-				return "", Errorf(EINVALID, "Only open actions wait in their state: sorting by waiting time lists no %s ones.", s)
-			}
-		}
+	if closed := ClosedAmong(f.States); SortsByWaiting(f.Sort) && closed != "" {
+		return "", Errorf(EINVALID, "Only open actions wait in their state: sorting by waiting time lists no %s ones.", closed)
 	}
 	return f.Sort, nil
 }
 
-// onlyPersonStates reports whether states are all states that wait for a person
-// (held, uncertain, failed), the ones actions_waiting_idx holds.
+// ClosedAmong is the first of states that is not open, or "": where it is "", a
+// list of those states can be sorted by waiting time.
+func ClosedAmong(states []string) string {
+	for _, s := range states {
+		if !slices.Contains(OpenStates(), s) {
+			return s
+		}
+	}
+	return ""
+}
+
+// PersonStates are the states that wait for a person: the ones
+// actions_waiting_idx holds.
+var PersonStates = []string{StateHeld, StateUncertain, StateFailed}
+
+// onlyPersonStates reports whether states are some of PersonStates and nothing else.
 func onlyPersonStates(states []string) bool {
 	for _, s := range states {
-		if s != StateHeld && s != StateUncertain && s != StateFailed {
+		if !slices.Contains(PersonStates, s) {
 			return false
 		}
 	}

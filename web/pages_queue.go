@@ -155,10 +155,8 @@ func tableSorts(path string, f views.Filter, states []string) views.TableSorts {
 	}
 	ts := views.TableSorts{Created: heading(oncehook.SortNewest, oncehook.SortOldest,
 		"sort newest first", "sort oldest first")}
-	for _, s := range states {
-		if !slices.Contains(oncehook.OpenStates(), s) {
-			return ts
-		}
+	if oncehook.ClosedAmong(states) != "" {
+		return ts
 	}
 	ts.Age = heading(oncehook.SortWaitingLongest, oncehook.SortWaitingLeast,
 		"sort by the longest waiting first", "sort by the shortest waiting first")
