@@ -122,15 +122,33 @@ func (b *browser) submit(sel string) {
 	}
 }
 
+// text reads the text of the first node sel finds. A page that updates itself
+// swaps its nodes for new ones, and chromedp reads a node in two steps (find it,
+// then read it by its id): when the swap falls between them the node read is
+// gone, so the read starts again with the node that replaced it.
 func (b *browser) text(sel string) string {
 	b.t.Helper()
 	ctx, cancel := context.WithTimeout(b.ctx, step)
 	defer cancel()
-	s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
-	if err != nil {
-		b.t.Fatalf("text of %s: %v", sel, err)
+	for {
+		s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
+		if err == nil {
+			return s
+		}
+		if !nodeReplaced(err) || ctx.Err() != nil {
+			b.t.Fatalf("text of %s: %v", sel, err)
+		}
+		time.Sleep(20 * time.Millisecond) // poll interval
 	}
-	return s
+}
+
+// nodeReplaced tells whether err is Chromium's answer about a node that was
+// removed from the page between finding it and reading it.
+func nodeReplaced(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "No node with given id found") ||
+		strings.Contains(msg, "Could not find node with given id") ||
+		strings.Contains(msg, "Node with given id does not belong to the document")
 }
 
 func eval[T any](b *browser, js string) T {
