@@ -48,10 +48,10 @@ func (pf *Performer) performBatch(ctx context.Context) (int, error) {
 	total := 0
 	for _, spec := range pf.claimSpecs(free) {
 		var batch []claim
-		// Planned per call, as the router's statements are: the claim's generic
-		// plan, made while a new database's actions table was empty, walks the whole
-		// table once a burst has filled it.
-		err := db.WithTxPlannedPerCall(ctx, pf.pool, func(q *db.Queries) error {
+		// Index planned, as the router's statements are: a generic plan made
+		// while a new database's actions table was empty must not walk the whole
+		// table once a burst has filled it (see db.BeginIndexPlanned).
+		err := db.WithTxIndexPlanned(ctx, pf.pool, func(q *db.Queries) error {
 			p := pf.claimParams(spec.n)
 			if spec.only != nil {
 				p.OnlyDestinations = spec.only
