@@ -83,7 +83,9 @@ func WithTxIndexPlanned(ctx context.Context, b TxBeginner, fn func(q *Queries) e
 
 type beginIndexPlanned struct{ b TxBeginner }
 
-func (b beginIndexPlanned) Begin(ctx context.Context) (pgx.Tx, error) { return BeginIndexPlanned(ctx, b.b) }
+func (b beginIndexPlanned) Begin(ctx context.Context) (pgx.Tx, error) {
+	return BeginIndexPlanned(ctx, b.b)
+}
 
 const indexPlannedBegin = "BEGIN; SET LOCAL plan_cache_mode = force_generic_plan; " +
 	"SET LOCAL enable_seqscan = off; SET LOCAL enable_bitmapscan = off; SET LOCAL enable_sort = off; " +
