@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/oncehook/oncehook/jsonscan"
 )
 
 // docPaths is what a source's rules read of an event's document: the values their
@@ -78,9 +80,9 @@ func (d *docPaths) add(ptr string) {
 func decodeDoc(body []byte, paths *docPaths) (any, error) {
 	if paths != nil && !paths.whole {
 		// An object or an array: its end, as long as it is valid JSON, is where
-		// skipValue finds it, and then the Decoder reads just that value too.
-		if start := skipSpace(body, 0); start < len(body) && (body[start] == '{' || body[start] == '[') {
-			if raw := body[start:skipValue(body, start)]; json.Valid(raw) {
+		// jsonscan.SkipValue finds it, and then the Decoder reads just that value too.
+		if start := jsonscan.SkipSpace(body, 0); start < len(body) && (body[start] == '{' || body[start] == '[') {
+			if raw := body[start:jsonscan.SkipValue(body, start)]; json.Valid(raw) {
 				return pick(raw, paths)
 			}
 		}
@@ -120,7 +122,7 @@ func literal(raw []byte) (v any, ok bool) {
 
 // pick decodes what paths names of raw, a valid JSON value without space after it.
 func pick(raw []byte, paths *docPaths) (any, error) {
-	i := skipSpace(raw, 0)
+	i := jsonscan.SkipSpace(raw, 0)
 	switch {
 	case paths.whole || len(paths.next) == 0 || i == len(raw) || raw[i] != '{' && raw[i] != '[':
 		if !paths.whole && len(paths.next) == 0 {
@@ -132,15 +134,15 @@ func pick(raw []byte, paths *docPaths) (any, error) {
 		return decodeValue(raw)
 	case raw[i] == '{':
 		obj := make(map[string]any, len(paths.next))
-		for i = skipSpace(raw, i+1); raw[i] != '}'; {
-			end := skipString(raw, i)
+		for i = jsonscan.SkipSpace(raw, i+1); raw[i] != '}'; {
+			end := jsonscan.SkipString(raw, i)
 			name, err := memberName(raw[i:end])
 			if err != nil {
 				return nil, err
 			}
-			i = skipSpace(raw, end)
-			i = skipSpace(raw, i+1) // the colon
-			end = skipValue(raw, i)
+			i = jsonscan.SkipSpace(raw, end)
+			i = jsonscan.SkipSpace(raw, i+1) // the colon
+			end = jsonscan.SkipValue(raw, i)
 			if n := paths.next[name]; n != nil {
 				v, err := pick(raw[i:end], n)
 				if err != nil {
@@ -148,15 +150,15 @@ func pick(raw []byte, paths *docPaths) (any, error) {
 				}
 				obj[name] = v // a repeated name: the last one counts, as in encoding/json
 			}
-			if i = skipSpace(raw, end); raw[i] == ',' {
-				i = skipSpace(raw, i+1)
+			if i = jsonscan.SkipSpace(raw, end); raw[i] == ',' {
+				i = jsonscan.SkipSpace(raw, i+1)
 			}
 		}
 		return obj, nil
 	default: // an array
 		var arr []any
-		for i = skipSpace(raw, i+1); raw[i] != ']'; {
-			end := skipValue(raw, i)
+		for i = jsonscan.SkipSpace(raw, i+1); raw[i] != ']'; {
+			end := jsonscan.SkipValue(raw, i)
 			var v any
 			if n := paths.next[strconv.Itoa(len(arr))]; n != nil {
 				var err error
@@ -165,8 +167,8 @@ func pick(raw []byte, paths *docPaths) (any, error) {
 				}
 			}
 			arr = append(arr, v)
-			if i = skipSpace(raw, end); raw[i] == ',' {
-				i = skipSpace(raw, i+1)
+			if i = jsonscan.SkipSpace(raw, end); raw[i] == ',' {
+				i = jsonscan.SkipSpace(raw, i+1)
 			}
 		}
 		if arr == nil {
@@ -184,53 +186,4 @@ func memberName(s []byte) (string, error) {
 	var name string
 	err := json.Unmarshal(s, &name)
 	return name, err
-}
-
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// skipString returns the index after the string starting at b[i] (a quote).
-func skipString(b []byte, i int) int {
-	for i++; i < len(b); i++ {
-		switch b[i] {
-		case '\\':
-			i++
-		case '"':
-			return i + 1
-		}
-	}
-	return i
-}
-
-// skipValue returns the index after the valid JSON value starting at b[i].
-func skipValue(b []byte, i int) int {
-	switch b[i] {
-	case '"':
-		return skipString(b, i)
-	case '{', '[':
-		depth := 0
-		for ; i < len(b); i++ {
-			switch b[i] {
-			case '"':
-				i = skipString(b, i) - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				if depth--; depth == 0 {
-					return i + 1
-				}
-			}
-		}
-		return i
-	default: // a number, true, false or null
-		for i < len(b) && b[i] != ',' && b[i] != '}' && b[i] != ']' && b[i] != ' ' &&
-			b[i] != '\t' && b[i] != '\n' && b[i] != '\r' {
-			i++
-		}
-		return i
-	}
 }

@@ -3,7 +3,6 @@ package provider
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"mime"
 	"net/http"
@@ -47,16 +46,14 @@ func verifyGitHub(p VerifyParams) (oncehook.Delivery, error) {
 	if err != nil {
 		return oncehook.Delivery{}, err
 	}
-	var body struct {
-		Action json.RawMessage `json:"action"`
-	}
-	if err := decodeJSONObject(payload, &body); err != nil {
+	body, err := decodeJSONObject(payload, "action")
+	if err != nil {
 		return oncehook.Delivery{}, err
 	}
 	// issues.opened and issues.closed ask for different work; the event name alone
 	// would route them the same way.
 	typ := p.Header.Get("X-GitHub-Event")
-	if action := jsonString(body.Action); typ != "" && action != "" {
+	if action := jsonString(body[0]); typ != "" && action != "" {
 		typ += "." + action
 	}
 	return oncehook.Delivery{

@@ -38,7 +38,7 @@ func verifyShopify(p VerifyParams) (oncehook.Delivery, error) {
 	if id == "" {
 		return oncehook.Delivery{}, oncehook.Errorf(oncehook.EINVALID, "missing X-Shopify-Webhook-Id header")
 	}
-	if err := decodeJSONObject(p.Body, &struct{}{}); err != nil {
+	if _, err := decodeJSONObject(p.Body); err != nil {
 		return oncehook.Delivery{}, err
 	}
 	var occurred time.Time

@@ -3,7 +3,6 @@ package provider
 import (
 	"crypto/sha256"
 	"encoding/base64"
-	"encoding/json"
 	"strings"
 	"time"
 
@@ -51,22 +50,19 @@ func verifyStandardWebhooks(p VerifyParams) (oncehook.Delivery, error) {
 	if id == "" {
 		return oncehook.Delivery{}, oncehook.Errorf(oncehook.EINVALID, "missing %sid header", prefix)
 	}
-	var body struct {
-		Type      json.RawMessage `json:"type"`
-		Timestamp json.RawMessage `json:"timestamp"`
-	}
-	if err := decodeJSONObject(p.Body, &body); err != nil {
+	body, err := decodeJSONObject(p.Body, "type", "timestamp")
+	if err != nil {
 		return oncehook.Delivery{}, err
 	}
 	// The payload's own timestamp is when the event happened; webhook-timestamp is
 	// when this attempt was signed, which moves on every retry.
 	occurred := at
-	if t, err := time.Parse(time.RFC3339, jsonString(body.Timestamp)); err == nil {
+	if t, err := time.Parse(time.RFC3339, jsonString(body[1])); err == nil {
 		occurred = t.UTC()
 	}
 	return oncehook.Delivery{
 		ID:         id,
-		Type:       jsonString(body.Type),
+		Type:       jsonString(body[0]),
 		OccurredAt: occurred,
 		Headers:    keepHeaders(p.Header, prefix+"id", prefix+"timestamp"),
 		Payload:    p.Body,

@@ -36,22 +36,18 @@ func verifyStripe(p VerifyParams) (oncehook.Delivery, error) {
 		return oncehook.Delivery{}, err
 	}
 
-	var event struct {
-		ID      json.RawMessage `json:"id"`
-		Type    json.RawMessage `json:"type"`
-		Created json.RawMessage `json:"created"`
-	}
-	if err := decodeJSONObject(p.Body, &event); err != nil {
+	event, err := decodeJSONObject(p.Body, "id", "type", "created")
+	if err != nil {
 		return oncehook.Delivery{}, err
 	}
-	id := jsonString(event.ID)
+	id := jsonString(event[0])
 	if id == "" {
 		return oncehook.Delivery{}, oncehook.Errorf(oncehook.EINVALID, "the Stripe event has no id")
 	}
 	return oncehook.Delivery{
 		ID:         id,
-		Type:       jsonString(event.Type),
-		OccurredAt: stripeCreated(event.Created),
+		Type:       jsonString(event[1]),
+		OccurredAt: stripeCreated(event[2]),
 		Payload:    p.Body,
 	}, nil
 }

@@ -7,11 +7,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"reflect"
 	"strconv"
 	"time"
 	"unicode/utf8"
 
 	"github.com/oncehook/oncehook"
+	"github.com/oncehook/oncehook/jsonscan"
 )
 
 // VerifyParams is the input of Verify.
@@ -131,23 +133,79 @@ func parseUnixSeconds(s string) (time.Time, bool) {
 	return time.Unix(n, 0).UTC(), true
 }
 
-// decodeJSONObject decodes a signed body that must be a JSON object. encoding/json
-// refuses nesting deeper than 10000 levels with an error, so hostile bodies cannot
-// exhaust the stack.
-func decodeJSONObject(body []byte, v any) error {
+// decodeJSONObject checks that a signed body is one JSON object and returns the
+// values of its members of the given names (nil for one that is absent), as
+// encoding/json decodes the object into a struct of json.RawMessage fields with
+// those names: a repeated member's last value, a name matched in any case. It reads
+// the members by their bytes once json.Valid has passed the body, and decodes the
+// struct itself only for a body whose member names could match in a way other than
+// byte for byte (escapes, other cases, non-ASCII letters). encoding/json refuses
+// nesting deeper than 10000 levels with an error, so hostile bodies cannot exhaust
+// the stack.
+func decodeJSONObject(body []byte, names ...string) ([]json.RawMessage, error) {
 	trimmed := bytes.TrimLeft(body, " \t\r\n")
 	switch {
 	case len(trimmed) == 0:
-		return oncehook.Errorf(oncehook.EINVALID, "the body is empty")
+		return nil, oncehook.Errorf(oncehook.EINVALID, "the body is empty")
 	case !utf8.Valid(body):
-		return oncehook.Errorf(oncehook.EINVALID, "the body is not valid UTF-8")
+		return nil, oncehook.Errorf(oncehook.EINVALID, "the body is not valid UTF-8")
 	case trimmed[0] != '{':
-		return oncehook.Errorf(oncehook.EINVALID, "the body is not a JSON object")
+		return nil, oncehook.Errorf(oncehook.EINVALID, "the body is not a JSON object")
+	case !json.Valid(body):
+		_, err := decodeMembers(body, names) // for encoding/json's words on what is wrong
+		return nil, &oncehook.Error{Code: oncehook.EINVALID, Message: "the body is not a valid JSON object", Err: err}
 	}
-	if err := json.Unmarshal(body, v); err != nil {
-		return &oncehook.Error{Code: oncehook.EINVALID, Message: "the body is not a valid JSON object", Err: fmt.Errorf("decode body: %w", err)}
+	values := make([]json.RawMessage, len(names))
+	plain := true
+	jsonscan.Members(trimmed, 0, func(name, value []byte) bool {
+		if bytes.IndexByte(name, '\\') >= 0 {
+			plain = false
+			return false
+		}
+		name = name[1 : len(name)-1]
+		for i, want := range names {
+			switch {
+			case string(name) == want:
+				values[i] = value
+			case !isASCII(name) || bytes.EqualFold(name, []byte(want)):
+				plain = false
+				return false
+			}
+		}
+		return true
+	})
+	if !plain {
+		return decodeMembers(body, names)
 	}
-	return nil
+	return values, nil
+}
+
+// decodeMembers decodes the named members of body the way encoding/json decodes
+// them into a struct's json.RawMessage fields tagged with those names.
+func decodeMembers(body []byte, names []string) ([]json.RawMessage, error) {
+	fields := make([]reflect.StructField, len(names))
+	for i, name := range names {
+		fields[i] = reflect.StructField{Name: fmt.Sprintf("F%d", i), Type: reflect.TypeFor[json.RawMessage](),
+			Tag: reflect.StructTag(`json:"` + name + `"`)}
+	}
+	v := reflect.New(reflect.StructOf(fields))
+	if err := json.Unmarshal(body, v.Interface()); err != nil {
+		return nil, fmt.Errorf("decode body: %w", err)
+	}
+	values := make([]json.RawMessage, len(names))
+	for i := range names {
+		values[i] = v.Elem().Field(i).Interface().(json.RawMessage)
+	}
+	return values, nil
+}
+
+func isASCII(b []byte) bool {
+	for _, c := range b {
+		if c >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }
 
 // jsonString returns raw when it is a JSON string and "" for anything else, so a

@@ -1,0 +1,78 @@
+// Package jsonscan walks JSON that is already known to be valid (json.Valid said
+// so), by its bytes: where a value ends, what an object's members are. It decodes
+// nothing and checks nothing: given invalid JSON its answers mean nothing, though
+// it never reads past the end of its input.
+package jsonscan
+
+// SkipSpace returns the index of the first byte from b[i] on that is not JSON
+// whitespace.
+func SkipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// SkipString returns the index after the string starting at b[i] (a quote).
+func SkipString(b []byte, i int) int {
+	for i++; i < len(b); i++ {
+		switch b[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1
+		}
+	}
+	return len(b)
+}
+
+// SkipValue returns the index after the value starting at b[i].
+func SkipValue(b []byte, i int) int {
+	switch b[i] {
+	case '"':
+		return SkipString(b, i)
+	case '{', '[':
+		depth := 0
+		for ; i < len(b); i++ {
+			switch b[i] {
+			case '"':
+				i = SkipString(b, i) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return i + 1
+				}
+			}
+		}
+		return len(b)
+	default: // a number, true, false or null
+		for i < len(b) && b[i] != ',' && b[i] != '}' && b[i] != ']' && b[i] != ' ' &&
+			b[i] != '\t' && b[i] != '\n' && b[i] != '\r' {
+			i++
+		}
+		return i
+	}
+}
+
+// Members calls fn with each member of the object starting at b[i], in order: its
+// name as written (a JSON string, quotes included) and its value, both slices of b.
+// It stops when fn returns false.
+func Members(b []byte, i int, fn func(name, value []byte) bool) {
+	for i = SkipSpace(b, i+1); i < len(b) && b[i] != '}'; {
+		end := SkipString(b, i)
+		name := b[i:end]
+		i = SkipSpace(b, end)
+		i = SkipSpace(b, i+1) // the colon
+		if i >= len(b) {
+			return
+		}
+		end = SkipValue(b, i)
+		if !fn(name, b[i:end]) {
+			return
+		}
+		if i = SkipSpace(b, end); i < len(b) && b[i] == ',' {
+			i = SkipSpace(b, i+1)
+		}
+	}
+}
