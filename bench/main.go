@@ -36,6 +36,7 @@ type options struct {
 	phase    string        // the phase to profile: ingest, e2e or slow
 	keep     bool          // leave the temporary directory for inspection
 	peer     string        // the comparison with the River peer: on, off, or only it
+	profiles string        // write a CPU profile of each process the comparison starts here
 	verbose  bool
 	repoRoot string
 }
@@ -49,11 +50,22 @@ func main() {
 	flag.StringVar(&o.profile, "cpuprofile", "", "run one phase in-process with this CPU profile instead of the table")
 	flag.StringVar(&o.phase, "phase", "ingest", "the phase -cpuprofile runs: ingest, e2e (0 ms destination) or slow (100 ms)")
 	flag.StringVar(&o.peer, "peer", "on", "the comparison with the River peer (bench/riverpeer): on, off, or only (no other phase)")
+	flag.StringVar(&o.profiles, "profiles", "", "write a CPU profile of each oncehook and peer process the comparison starts into this directory")
 	flag.BoolVar(&o.keep, "keep", false, "keep the temporary directory (Postgres data, server log)")
 	flag.BoolVar(&o.verbose, "v", false, "log progress in detail")
 	flag.Parse()
 	if o.peer != "on" && o.peer != "off" && o.peer != "only" {
 		log.Fatalf("-peer %q: want on, off or only", o.peer)
+	}
+	if o.profiles != "" {
+		dir, err := filepath.Abs(o.profiles)
+		if err == nil {
+			err = os.MkdirAll(dir, 0o755)
+		}
+		if err != nil {
+			log.Fatalf("-profiles: %v", err)
+		}
+		o.profiles = dir
 	}
 	log.SetFlags(log.Ltime)
 	log.SetPrefix("bench: ")

@@ -59,7 +59,8 @@ func (b *bench) oncehookContender() contender {
 			for k, v := range benchEnv {
 				env = append(env, k+"="+v)
 			}
-			return b.startProcess(ctx, "vs_oncehook.log", b.bin, []string{"serve", "--config", config}, env, addr)
+			args := append([]string{"serve", "--config", config}, b.profileArgs("--cpuprofile", "oncehook")...)
+			return b.startProcess(ctx, "vs_oncehook.log", b.bin, args, env, addr)
 		},
 		storedIDs: `SELECT source_event_id FROM events WHERE source_event_id LIKE $1`,
 		stored:    `SELECT count(*) FROM events WHERE received_at >= $1`,
@@ -81,6 +82,7 @@ func (b *bench) peerContender() contender {
 			// (the binary has no setting for them).
 			args := []string{"-database-url", dsn, "-listen", addr, "-destination", b.dest.url,
 				"-pool", "16", "-workers", "16"}
+			args = append(args, b.profileArgs("-cpuprofile", "riverpeer")...)
 			return b.startProcess(ctx, "vs_riverpeer.log", b.peerBin, args, env, addr)
 		},
 		storedIDs: `SELECT event_id FROM deliveries WHERE event_id LIKE $1`,
@@ -92,6 +94,16 @@ func (b *bench) peerContender() contender {
 			WHERE state = 'completed' AND created_at >= $1`,
 		notDone: `SELECT state::text, count(*) FROM river_job WHERE state <> 'completed' AND created_at >= $1 GROUP BY state`,
 	}
+}
+
+// profileArgs asks a process of the comparison for a CPU profile of its own, under
+// -profiles, numbered by start: name-1.prof, name-2.prof, ...
+func (b *bench) profileArgs(flag, name string) []string {
+	if b.o.profiles == "" {
+		return nil
+	}
+	n := b.profileStarts.Add(1)
+	return []string{flag, filepath.Join(b.o.profiles, fmt.Sprintf("%s-%d.prof", name, n))}
 }
 
 // startProcess runs a server binary as its own process, logging to logName in the

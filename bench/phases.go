@@ -28,6 +28,8 @@ type bench struct {
 	ingestRate float64 // new deliveries acknowledged per second
 	dupRate    float64 // repeats acknowledged per second
 	e2eRate    float64 // actions confirmed per second, zero-latency destination
+
+	profileStarts atomic.Int64 // processes started with a CPU profile (-profiles)
 }
 
 // fillRatios writes the ratios once the baseline is final.

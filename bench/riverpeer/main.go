@@ -24,6 +24,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 	"time"
 
@@ -45,6 +46,7 @@ type options struct {
 	fetchCooldown time.Duration // River's FetchCooldown
 	fetchPoll     time.Duration // River's FetchPollInterval
 	maxBody       int64
+	cpuProfile    string // write a CPU profile here until the process stops
 }
 
 func main() {
@@ -59,12 +61,26 @@ func main() {
 	flag.DurationVar(&o.fetchCooldown, "fetch-cooldown", 2*time.Millisecond, "River FetchCooldown")
 	flag.DurationVar(&o.fetchPoll, "fetch-poll", 20*time.Millisecond, "River FetchPollInterval")
 	flag.Int64Var(&o.maxBody, "max-body", 256<<10, "largest webhook body accepted, bytes")
+	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile to FILE until the process stops (for go tool pprof)")
 	flag.Parse()
+	if o.cpuProfile != "" {
+		f, err := os.Create(o.cpuProfile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "riverpeer: cpu profile:", err)
+			os.Exit(1)
+		}
+		defer f.Close()
+		defer pprof.StopCPUProfile()
+	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, o, logger); err != nil {
 		logger.Error("riverpeer", "err", err)
+		pprof.StopCPUProfile()
 		os.Exit(1)
 	}
 }

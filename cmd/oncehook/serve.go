@@ -17,7 +17,7 @@ import (
 	"github.com/oncehook/oncehook/web"
 )
 
-const serveUsage = `Usage: oncehook serve --config FILE [--data-dir DIR]
+const serveUsage = `Usage: oncehook serve --config FILE [--data-dir DIR] [--cpuprofile FILE]
 
 Runs the HTTP server (webhooks, dashboard, JSON API) and the workers.
 DATABASE_URL selects Postgres; without it an embedded Postgres starts under
@@ -25,10 +25,11 @@ DATABASE_URL selects Postgres; without it an embedded Postgres starts under
 
 On SIGINT or SIGTERM it stops accepting requests, lets destination calls in
 flight finish within a grace period, hands back its unstarted claims, and
-stops the embedded Postgres last.
+stops the embedded Postgres last. --cpuprofile FILE writes a CPU profile of
+the process until then, for go tool pprof.
 `
 
-const workerUsage = `Usage: oncehook worker --config FILE [--data-dir DIR] [--metrics ADDR]
+const workerUsage = `Usage: oncehook worker --config FILE [--data-dir DIR] [--metrics ADDR] [--cpuprofile FILE]
 
 Runs the workers only (routing, performing, reconciling, lease recovery), for
 scaling out beside one or more 'oncehook serve' processes on the same database.
@@ -53,12 +54,20 @@ func runProcess(ctx context.Context, env *environment, args []string, name, usag
 	if !withHTTP {
 		metricsAddr = fs.String("metrics", "", "serve /metrics on this address (workers have no other HTTP server)")
 	}
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of this process to FILE until it stops (for go tool pprof)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	cfg, err := config.Load(*configPath, env.getenv)
 	if err != nil {
 		return err
+	}
+	if *cpuProfile != "" {
+		stop, err := startCPUProfile(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer stop()
 	}
 	tuneGC()
 	logger := newLogger(env)
