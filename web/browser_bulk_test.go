@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 
@@ -128,11 +129,20 @@ func (b *browser) shiftClick(sel string) {
 	b.t.Helper()
 	ctx, cancel := context.WithTimeout(b.ctx, step)
 	defer cancel()
-	nodes, err := chromedp.Run(ctx, chromedp.Nodes(chromedp.CSS(sel)))
-	if err != nil || len(nodes) == 0 {
-		b.t.Fatalf("find %s: %v", sel, err)
-	}
-	if err := chromedp.Do(ctx, chromedp.MouseClickNode(nodes[0], chromedp.ButtonModifiers(chromedp.ModifierShift))); err != nil {
-		b.t.Fatalf("shift-click %s: %v", sel, err)
+	for {
+		// The table may be swapped for a fresh one between finding the node and
+		// clicking it (see text): then the click starts again with the new node.
+		nodes, err := chromedp.Run(ctx, chromedp.Nodes(chromedp.CSS(sel)))
+		if err != nil || len(nodes) == 0 {
+			b.t.Fatalf("find %s: %v", sel, err)
+		}
+		err = chromedp.Do(ctx, chromedp.MouseClickNode(nodes[0], chromedp.ButtonModifiers(chromedp.ModifierShift)))
+		if err == nil {
+			return
+		}
+		if !nodeReplaced(err) || ctx.Err() != nil {
+			b.t.Fatalf("shift-click %s: %v", sel, err)
+		}
+		time.Sleep(20 * time.Millisecond) // poll interval
 	}
 }

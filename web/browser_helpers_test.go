@@ -148,7 +148,8 @@ func nodeReplaced(err error) bool {
 	msg := err.Error()
 	return strings.Contains(msg, "No node with given id found") ||
 		strings.Contains(msg, "Could not find node with given id") ||
-		strings.Contains(msg, "Node with given id does not belong to the document")
+		strings.Contains(msg, "Node with given id does not belong to the document") ||
+		strings.Contains(msg, "Node is detached from document")
 }
 
 func eval[T any](b *browser, js string) T {
