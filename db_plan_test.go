@@ -111,7 +111,7 @@ func TestRouterKeepsNoPreparedPlan(t *testing.T) {
 }
 
 // The performer's claim reuses one generic plan per connection, made with index
-// paths only (db.BeginIndexPlanned). Made on a new database's empty actions table
+// paths only (db.WithTxIndexPlanned). Made on a new database's empty actions table
 // and kept while a burst fills it, it still reads the queue from the head of
 // actions_due_idx: as many rows as it claims, not the whole table. (The plan it
 // replaced, made the same way without the index-only settings, scanned and sorted

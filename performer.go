@@ -50,7 +50,7 @@ func (pf *Performer) performBatch(ctx context.Context) (int, error) {
 		var batch []claim
 		// Index planned, as the router's statements are: a generic plan made
 		// while a new database's actions table was empty must not walk the whole
-		// table once a burst has filled it (see db.BeginIndexPlanned).
+		// table once a burst has filled it (see db.WithTxIndexPlanned).
 		err := db.WithTxIndexPlanned(ctx, pf.pool, func(q *db.Queries) error {
 			p := pf.claimParams(spec.n)
 			if spec.only != nil {

@@ -26,11 +26,6 @@ import (
 // connection: pgx's QueryExecModeCacheDescribe sends it as an unnamed statement.
 func PlannedPerCall(d DBTX) DBTX { return perCall{d} }
 
-// WithTxPlannedPerCall is WithTx with every statement of fn planned per call.
-func WithTxPlannedPerCall(ctx context.Context, b Beginner, fn func(q *Queries) error) error {
-	return withTx(ctx, b, PlannedPerCall, fn)
-}
-
 type perCall struct{ DBTX }
 
 func (p perCall) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
@@ -54,9 +49,9 @@ type TxBeginner interface {
 	BeginTx(ctx context.Context, opts pgx.TxOptions) (pgx.Tx, error)
 }
 
-// BeginIndexPlanned begins a transaction whose statements reuse the generic plan of
-// the connection's prepared statement, made with index paths and nested loops only
-// (its BEGIN sets them for the transaction, in the same round trip).
+// WithTxIndexPlanned is WithTx in a transaction whose statements reuse the generic
+// plan of the connection's prepared statement, made with index paths and nested
+// loops only (the transaction's BEGIN sets that, in the same round trip).
 //
 // It is for the performer's claim of due actions, which runs many times a second
 // and reads the head of one index and a few rows by key: planned per call
@@ -65,26 +60,22 @@ type TxBeginner interface {
 // arguments, for the table sizes of its moment, and a new database's tables are
 // empty then; with sequential scans, bitmap scans, sorts, hash and merge joins
 // priced out, what is left reads the queue from the head of actions_due_idx and
-// each row by its key, whatever the sizes. What a statement run this way must not
-// have: a sort it needs (the whole plan is then priced out, and anything goes), or
-// a condition on a partial index's column by a parameter alone (resource = $1),
-// which a generic plan cannot prove to be within the index. So the router's
-// statements (ORDER BY their input's order) and the record statement (whose
-// generic plan walked every claimed action, through actions_lease_idx, for each
+// each row by its key, whatever the sizes. A statement run this way must not need
+// a sort (the whole plan is then priced out, and anything goes), nor filter the
+// rows it looks up by key with conditions a whole index could serve: on a small
+// table a full scan of an index with that filter looks cheaper than ten lookups by
+// key, and the plan keeps it as the table grows. So the router's statements (which
+// keep their input's order) and the record statement (whose plan, made on a table
+// of 100 rows, walked an index of every action, or every claimed action, for each
 // outcome) stay planned per call.
-func BeginIndexPlanned(ctx context.Context, b TxBeginner) (pgx.Tx, error) {
-	return b.BeginTx(ctx, pgx.TxOptions{BeginQuery: indexPlannedBegin})
-}
-
-// WithTxIndexPlanned is WithTx in a transaction begun by BeginIndexPlanned.
 func WithTxIndexPlanned(ctx context.Context, b TxBeginner, fn func(q *Queries) error) error {
-	return withTx(ctx, beginIndexPlanned{b}, func(tx DBTX) DBTX { return tx }, fn)
+	return withTx(ctx, indexPlanned{b}, func(tx DBTX) DBTX { return tx }, fn)
 }
 
-type beginIndexPlanned struct{ b TxBeginner }
+type indexPlanned struct{ b TxBeginner }
 
-func (b beginIndexPlanned) Begin(ctx context.Context) (pgx.Tx, error) {
-	return BeginIndexPlanned(ctx, b.b)
+func (p indexPlanned) Begin(ctx context.Context) (pgx.Tx, error) {
+	return p.b.BeginTx(ctx, pgx.TxOptions{BeginQuery: indexPlannedBegin})
 }
 
 const indexPlannedBegin = "BEGIN; SET LOCAL plan_cache_mode = force_generic_plan; " +
