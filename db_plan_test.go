@@ -111,8 +111,9 @@ func TestRouterKeepsNoPreparedPlan(t *testing.T) {
 }
 
 // The performer's claim reuses one generic plan per connection, made with index
-// paths only (db.WithTxIndexPlanned). Made on a new database's empty actions table
-// and kept while a burst fills it, it still reads the queue from the head of
+// paths only (db.WithTxIndexPlanned). Made while a new database's actions table
+// holds a few finished actions, as autovacuum saw it, and kept while a burst fills
+// it, it still reads the queue from the head of
 // actions_due_idx: as many rows as it claims, not the whole table. (The plan it
 // replaced, made the same way without the index-only settings, scanned and sorted
 // the whole table: after a 10 s burst on a new database the bench's last call was
