@@ -6,9 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/oncehook/oncehook"
 	"github.com/oncehook/oncehook/db"
 	"github.com/oncehook/oncehook/db/dbtest"
@@ -227,8 +230,140 @@ func dueIndexRows(t *testing.T, plan string) int {
 }
 
 type planNode struct {
-	IndexName   string     `json:"Index Name"`
-	ActualRows  int        `json:"Actual Rows"`
-	ActualLoops int        `json:"Actual Loops"`
-	Plans       []planNode `json:"Plans"`
+	NodeType     string     `json:"Node Type"`
+	RelationName string     `json:"Relation Name"`
+	IndexName    string     `json:"Index Name"`
+	ActualRows   int        `json:"Actual Rows"`
+	ActualLoops  int        `json:"Actual Loops"`
+	Plans        []planNode `json:"Plans"`
+}
+
+// The router claims the head of event_queue by its index whatever the queue's
+// statistics say. The queue is emptied as fast as it fills, so autovacuum may
+// analyze it while it is empty but still has pages; Postgres then takes it to hold
+// one row, and a claim planned that way scans and sorts the whole queue, slower the
+// longer the backlog: the router falls behind a burst and does not catch up until
+// the next analyze (13.7 s and 39.7 s after a 10 s burst in two bench runs).
+func TestRouterClaimReadsTheQueueHeadAfterAnEmptyAnalyze(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	w := newWorld(t, worldOptions{noEngine: true})
+	addEvents := func(from, to int) {
+		t.Helper()
+		if _, err := w.pool.Exec(ctx, `
+INSERT INTO events (client, environment, source, source_event_id, type, body, body_sha256)
+SELECT 'acme', 'live', 'stripe-live', 'evt_q_' || i, 'ping', '{}', '\x00'
+FROM generate_series($1::int, $2::int) AS i`, from, to); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// What autovacuum may see of the queue: analyzed once while a burst waits in it,
+	// and again after it was routed, when its pages are empty.
+	for _, stmt := range []string{
+		`INSERT INTO event_queue (client, id) SELECT 'acme', i FROM generate_series(1000001, 1020000) AS i`,
+		`ANALYZE event_queue`,
+		`DELETE FROM event_queue`,
+		`ANALYZE event_queue`,
+	} {
+		if _, err := w.pool.Exec(ctx, stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	var pages, tuples float64
+	if err := w.pool.QueryRow(ctx, `SELECT relpages, reltuples FROM pg_class WHERE relname = 'event_queue'`).Scan(&pages, &tuples); err != nil {
+		t.Fatal(err)
+	}
+	if pages == 0 || tuples != 0 {
+		t.Fatalf("event_queue analyzed with %v pages and %v rows; the test needs pages and no rows", pages, tuples)
+	}
+	addEvents(1, 20000) // the next burst
+
+	// A pool whose every statement's plan comes back to it as a notice.
+	cfg := w.pool.Config().Copy()
+	var mu sync.Mutex
+	var plans []string
+	cfg.ConnConfig.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) {
+		if i := strings.Index(n.Message, "{"); i >= 0 && strings.Contains(n.Message, "name: EventClaimReceived") {
+			mu.Lock()
+			plans = append(plans, n.Message[i:])
+			mu.Unlock()
+		}
+	}
+	cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
+		_, err := c.Exec(ctx, `LOAD 'auto_explain'; SET auto_explain.log_min_duration = 0;
+			SET auto_explain.log_analyze = on; SET auto_explain.log_timing = off;
+			SET auto_explain.log_format = json; SET auto_explain.log_level = notice`)
+		return err
+	}
+	explained, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer explained.Close()
+	claimPlan := func() planNode {
+		t.Helper()
+		mu.Lock()
+		defer mu.Unlock()
+		if len(plans) != 1 {
+			t.Fatalf("%d plans of the claim came back, want 1", len(plans))
+		}
+		var doc struct{ Plan planNode }
+		if err := json.Unmarshal([]byte(plans[0]), &doc); err != nil {
+			t.Fatalf("read the plan: %v: %s", err, plans[0])
+		}
+		plans = nil
+		return doc.Plan
+	}
+
+	// The premise: the same claim in a plain transaction reads the whole queue.
+	tx, err := explained.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.New(db.PlannedPerCall(tx)).EventClaimReceived(ctx, 50); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if scan := queueScan(claimPlan()); scan.NodeType != "Seq Scan" || scan.ActualRows != 20000 {
+		t.Fatalf("in a plain transaction the claim read event_queue by %s, %d rows; the test's premise is a sequential scan of all 20000",
+			scan.NodeType, scan.ActualRows)
+	}
+
+	eng := oncehook.NewEngine(oncehook.EngineParams{Pool: explained, Config: w.cfg,
+		Destinations: destination.NewClients(w.cfg)})
+	n, err := eng.RouteBatch(ctx, 50)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 50 {
+		t.Errorf("routed %d events, want 50", n)
+	}
+	if scan := queueScan(claimPlan()); scan.NodeType != "Index Scan" || scan.IndexName != "event_queue_id_idx" || scan.ActualRows != 50 {
+		t.Errorf("the router's claim read event_queue by %s %s, %d rows; want an index scan of event_queue_id_idx, 50 rows",
+			scan.NodeType, scan.IndexName, scan.ActualRows)
+	}
+	var first, last, routed, left int
+	if err := w.pool.QueryRow(ctx, `SELECT min(substring(source_event_id from 7)::int), max(substring(source_event_id from 7)::int),
+		count(*), (SELECT count(*) FROM event_queue) FROM events WHERE status <> 'received'`).Scan(&first, &last, &routed, &left); err != nil {
+		t.Fatal(err)
+	}
+	if first != 1 || last != 50 || routed != 50 || left != 19950 {
+		t.Errorf("routed %d events, evt_q_%d to evt_q_%d, with %d left in the queue; want the oldest 50, evt_q_1 to evt_q_50, and 19950 left",
+			routed, first, last, left)
+	}
+}
+
+// queueScan is the plan's scan of event_queue.
+func queueScan(p planNode) planNode {
+	if p.RelationName == "event_queue" {
+		return p
+	}
+	for _, c := range p.Plans {
+		if s := queueScan(c); s.NodeType != "" {
+			return s
+		}
+	}
+	return planNode{}
 }

@@ -41,7 +41,9 @@ func refusedOr(err error) error {
 // routeBatch routes one batch. Routing is all-or-nothing for the batch unless
 // careful is set, which costs a savepoint per event: the cheap way is tried first.
 func (rt *Router) routeBatch(ctx context.Context, n int, careful bool) (int, error) {
-	tx, err := rt.pool.Begin(ctx)
+	// Sequential scans priced out: the queue's statistics may say it is empty
+	// while it fills (see db.BeginScanFree).
+	tx, err := db.BeginScanFree(ctx, rt.pool)
 	if err != nil {
 		return 0, fmt.Errorf("begin transaction: %w", err)
 	}

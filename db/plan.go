@@ -81,3 +81,22 @@ func (p indexPlanned) Begin(ctx context.Context) (pgx.Tx, error) {
 const indexPlannedBegin = "BEGIN; SET LOCAL plan_cache_mode = force_generic_plan; " +
 	"SET LOCAL enable_seqscan = off; SET LOCAL enable_bitmapscan = off; SET LOCAL enable_sort = off; " +
 	"SET LOCAL enable_hashjoin = off; SET LOCAL enable_mergejoin = off"
+
+// BeginScanFree begins a transaction whose statements are planned with sequential
+// scans priced out (BEGIN sets enable_seqscan off, in the same round trip); each
+// statement is still planned for its own arguments when sent through
+// PlannedPerCall.
+//
+// It is for the router, whose every statement reads rows by key or the head of
+// event_queue in id order. The queue is emptied as fast as it fills, so autovacuum
+// may analyze it while it is empty but still has pages: Postgres then takes it to
+// hold one row whatever it holds later, and claims the queue's head by scanning and
+// sorting the whole queue (8 ms per claim at 40,000 waiting events, and more as
+// the backlog grows) until the next analyze. With sequential scans priced out, the
+// only other path is the one the claim needs, event_queue_id_idx from its head; a
+// statement with no index to use is planned as before.
+func BeginScanFree(ctx context.Context, b TxBeginner) (pgx.Tx, error) {
+	return b.BeginTx(ctx, pgx.TxOptions{BeginQuery: scanFreeBegin})
+}
+
+const scanFreeBegin = "BEGIN; SET LOCAL enable_seqscan = off"
