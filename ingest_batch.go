@@ -23,11 +23,13 @@ import (
 const (
 	// defaultBatchSize bounds one statement; 32 concurrent senders fill it.
 	defaultBatchSize = 64
-	// defaultBatchWait is how long the first delivery of a batch waits for company:
-	// long enough for a wave of senders to arrive, short next to a provider's timeout.
+	// defaultBatchWait is how long the first delivery of a batch waits for company
+	// while another batch is being written; when none is, a batch is written at once.
 	defaultBatchWait = 2 * time.Millisecond
-	// defaultFlushers is how many batches are written at once, so the next batch is
-	// formed and sent while the previous one waits for its WAL flush.
+	// defaultFlushers is how many batches are written at once: a second batch is
+	// sent when the first has been on its way for defaultBatchWait, so one slow
+	// statement (a repeat waiting for the router's lock on its row) does not hold
+	// up every sender.
 	defaultFlushers = 2
 	// batchTimeout bounds a batch whose requests carry no deadline of their own.
 	batchTimeout = 10 * time.Second
@@ -64,6 +66,7 @@ type batcher struct {
 
 	queue    chan *pendingDelivery
 	slots    chan struct{} // one token per batch being written
+	written  chan struct{} // a batch has been written (buffered: a wake-up, not a count)
 	flushing sync.WaitGroup
 
 	mu        sync.RWMutex // held shared while sending to queue, exclusively to close
@@ -87,6 +90,7 @@ func newBatcher(pool *pgxpool.Pool, logger *slog.Logger, metrics *Metrics, p bat
 		pool: pool, logger: logger, metrics: metrics, p: p,
 		queue:   make(chan *pendingDelivery, p.size*(p.flushers+1)),
 		slots:   make(chan struct{}, p.flushers),
+		written: make(chan struct{}, 1),
 		closing: make(chan struct{}),
 		done:    make(chan struct{}),
 	}
@@ -149,9 +153,12 @@ func (b *batcher) run() {
 	}
 }
 
-// collect waits for a first delivery, then for company until the batch is full or
-// the wait is over. After close it drains the queue without waiting; more is false
-// once the queue is empty.
+// collect waits for a first delivery, then, while another batch is being written,
+// for company until the batch is full, the batch being written has committed or
+// the wait is over. With nothing being written it returns at once: the deliveries
+// that arrive while a batch is written form the next one, so batches grow with the
+// load and a lone delivery waits for nothing. After close it drains the queue
+// without waiting; more is false once the queue is empty.
 func (b *batcher) collect() (batch []*pendingDelivery, more bool) {
 	select {
 	case d := <-b.queue:
@@ -167,13 +174,27 @@ func (b *batcher) collect() (batch []*pendingDelivery, more bool) {
 		}
 		return batch, true
 	}
-	timer := time.NewTimer(b.p.wait)
-	defer timer.Stop()
+	var waited <-chan time.Time
 	for len(batch) < b.p.size {
+		select {
+		case d := <-b.queue: // company that has already arrived joins first
+			batch = append(batch, d)
+			continue
+		default:
+		}
+		if len(b.slots) == 0 { // nothing is being written
+			return batch, true
+		}
+		if waited == nil {
+			timer := time.NewTimer(b.p.wait)
+			defer timer.Stop()
+			waited = timer.C
+		}
 		select {
 		case d := <-b.queue:
 			batch = append(batch, d)
-		case <-timer.C:
+		case <-b.written:
+		case <-waited:
 			return batch, true
 		case <-b.closing:
 			return batch, true
@@ -201,7 +222,7 @@ func (b *batcher) dispatch(batch []*pendingDelivery) {
 func (b *batcher) start(batch []*pendingDelivery) {
 	b.flushing.Add(1)
 	go func() {
-		defer func() { <-b.slots; b.flushing.Done() }()
+		defer func() { <-b.slots; wake(b.written); b.flushing.Done() }()
 		b.flush(batch)
 	}()
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -256,11 +257,27 @@ func TestBatchSkipsCallersThatLeft(t *testing.T) {
 	}
 }
 
+// isClosed tells whether close has begun.
+func (b *batcher) isClosed() bool {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return b.closed
+}
+
+// holdWriting makes the batcher of in believe a batch is being written, in its only
+// slot, until release: what arrives meanwhile waits for company.
+func holdWriting(in *Inbox) (release func()) {
+	in.batch.slots <- struct{}{}
+	return func() { <-in.batch.slots }
+}
+
 func TestInboxCloseFlushes(t *testing.T) {
 	t.Parallel()
 	pool := dbtest.New(t)
-	// Batches that would wait an hour for company: only Close writes them.
-	in := newInbox(pool, slog.New(slog.NewTextHandler(io.Discard, nil)), nil, batchParams{size: 1000, wait: time.Hour})
+	// Batches that wait an hour for company behind a batch being written: only
+	// Close writes them.
+	in := newInbox(pool, slog.New(slog.NewTextHandler(io.Discard, nil)), nil, batchParams{size: 1000, wait: time.Hour, flushers: 1})
+	release := holdWriting(in)
 	var batch []*pendingDelivery
 	for _, id := range []string{"evt_1", "evt_2", "evt_2", "evt_3"} {
 		d := queued(t, id, `{"id":"`+id+`"}`)
@@ -269,7 +286,22 @@ func TestInboxCloseFlushes(t *testing.T) {
 		}
 		batch = append(batch, d)
 	}
-	in.Close()
+	closed := make(chan struct{})
+	go func() { in.Close(); close(closed) }()
+	// Close refuses new deliveries at once, then writes the queued ones as soon as
+	// the batch being written is done.
+	deadline := time.Now().Add(10 * time.Second)
+	for !in.batch.isClosed() {
+		if time.Now().After(deadline) {
+			t.Fatal("Close did not stop taking deliveries")
+		}
+		runtime.Gosched()
+	}
+	if n := count(t, pool, `SELECT count(*) FROM events`); n != 0 {
+		t.Fatalf("%d events written while a batch was being written, want 0 (the test's premise)", n)
+	}
+	release()
+	<-closed
 	firsts := map[string]int{} // identity -> replies saying it was new
 	for _, d := range batch {
 		r := <-d.reply
@@ -295,29 +327,53 @@ func TestInboxCloseFlushes(t *testing.T) {
 	in.Close() // a second Close is harmless
 }
 
+// With no batch being written, a delivery is written at once: it does not wait
+// for company that may never come.
+func TestInboxWritesALoneDeliveryAtOnce(t *testing.T) {
+	t.Parallel()
+	pool := dbtest.New(t)
+	in := newInbox(pool, slog.New(slog.NewTextHandler(io.Discard, nil)), nil, batchParams{size: 8, wait: time.Hour})
+	t.Cleanup(in.Close)
+	for i := range 3 { // one after another, each alone
+		id := fmt.Sprintf("evt_lone_%d", i)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		rc, err := in.Accept(ctx, batchSource, Delivery{ID: id}, []byte(`{"id":"`+id+`"}`))
+		cancel()
+		if err != nil {
+			t.Fatalf("a lone delivery, with an hour's wait for company: %v", err)
+		}
+		if rc.Duplicate {
+			t.Errorf("%s: told duplicate, want new", id)
+		}
+	}
+	if n := count(t, pool, `SELECT count(DISTINCT xmin::text) FROM events`); n != 3 {
+		t.Errorf("three lone deliveries written by %d transactions, want 3", n)
+	}
+}
+
 func TestInboxAcceptsTogether(t *testing.T) {
 	t.Parallel()
 	pool := dbtest.New(t)
 	metrics := NewMetrics(pool)
-	in := newInbox(pool, slog.New(slog.NewTextHandler(io.Discard, nil)), metrics, batchParams{size: 8, wait: time.Hour})
+	in := newInbox(pool, slog.New(slog.NewTextHandler(io.Discard, nil)), metrics, batchParams{size: 8, wait: time.Hour, flushers: 1})
 	t.Cleanup(in.Close)
-	// Eight callers fill one batch, which is written without waiting out the hour:
-	// one statement, so one transaction wrote every row, and one group commit of 8.
-	type result struct {
-		rc  Receipt
-		err error
-	}
-	results := make(chan result, 8)
+	// Eight deliveries arrive while a batch is being written: they fill one batch,
+	// which is written without waiting out the hour once the slot is free: one
+	// statement, so one transaction wrote every row, and one group commit of 8.
+	release := holdWriting(in)
+	var batch []*pendingDelivery
 	for i := range 8 {
-		go func() {
-			id := "evt_" + string(rune('a'+i%4))
-			rc, err := in.Accept(context.Background(), batchSource, Delivery{ID: id}, []byte(`{"id":"`+id+`"}`))
-			results <- result{rc, err}
-		}()
+		id := "evt_" + string(rune('a'+i%4))
+		d := queued(t, id, `{"id":"`+id+`"}`)
+		if err := in.batch.submit(context.Background(), d); err != nil {
+			t.Fatal(err)
+		}
+		batch = append(batch, d)
 	}
+	release()
 	firsts := 0
-	for range 8 {
-		r := <-results
+	for _, d := range batch {
+		r := <-d.reply
 		if r.err != nil {
 			t.Fatal(r.err)
 		}
