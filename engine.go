@@ -50,13 +50,14 @@ type Engine struct {
 
 // Router claims received events and inserts one action per business operation.
 type Router struct {
-	pool   *pgxpool.Pool
-	cfg    *Config
-	logger *slog.Logger
-	poll   time.Duration
-	wake   chan struct{}
-	routes map[string][]ActionRule // each source's rules, predecessors first; the config does not change while it runs
-	paths  map[string]*docPaths    // what each source's rules read of an event's document
+	pool       *pgxpool.Pool
+	cfg        *Config
+	logger     *slog.Logger
+	poll       time.Duration
+	wake       chan struct{}
+	performers *wakeup                 // woken once a batch created actions
+	routes     map[string][]ActionRule // each source's rules, predecessors first; the config does not change while it runs
+	paths      map[string]*docPaths    // what each source's rules read of an event's document
 }
 
 // Performer claims due actions under a lease, calls their destinations and records
@@ -119,7 +120,8 @@ func NewEngine(p EngineParams) *Engine {
 	return &Engine{
 		pool: p.Pool, logger: p.Logger, poll: p.Poll,
 		router: &Router{pool: p.Pool, cfg: p.Config, logger: p.Logger, poll: p.Poll,
-			wake: make(chan struct{}, 1), routes: rulesBySource(p.Config.Actions), paths: pathsBySource(p.Config.Actions)},
+			wake: make(chan struct{}, 1), performers: newWakeup(p.Pool, channelActions, p.Logger),
+			routes: rulesBySource(p.Config.Actions), paths: pathsBySource(p.Config.Actions)},
 		performer: &Performer{
 			p: p, pool: p.Pool, cfg: p.Config, logger: p.Logger, now: p.Now,
 			callable: callable, fillNames: fillNames, limits: limits, limitedNames: limitedNames(limits),

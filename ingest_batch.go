@@ -63,6 +63,7 @@ type batcher struct {
 	logger  *slog.Logger
 	metrics *Metrics // may be nil
 	p       batchParams
+	routers *wakeup // woken once a batch stored new events
 
 	queue    chan *pendingDelivery
 	slots    chan struct{} // one token per batch being written
@@ -88,6 +89,7 @@ func newBatcher(pool *pgxpool.Pool, logger *slog.Logger, metrics *Metrics, p bat
 	}
 	b := &batcher{
 		pool: pool, logger: logger, metrics: metrics, p: p,
+		routers: newWakeup(pool, channelEvents, logger),
 		queue:   make(chan *pendingDelivery, p.size*(p.flushers+1)),
 		slots:   make(chan struct{}, p.flushers),
 		written: make(chan struct{}, 1),
@@ -222,15 +224,21 @@ func (b *batcher) dispatch(batch []*pendingDelivery) {
 func (b *batcher) start(batch []*pendingDelivery) {
 	b.flushing.Add(1)
 	go func() {
-		defer func() { <-b.slots; wake(b.written); b.flushing.Done() }()
-		b.flush(batch)
+		defer b.flushing.Done()
+		stored := b.flush(batch)
+		<-b.slots
+		wake(b.written)
+		if stored {
+			b.routers.send()
+		}
 	}()
 }
 
 // flush writes one batch and answers every caller still waiting. If the batch as a
 // whole is refused for a reason other than storage trouble, its deliveries are
-// written one by one, so a single bad row cannot refuse the others.
-func (b *batcher) flush(batch []*pendingDelivery) {
+// written one by one, so a single bad row cannot refuse the others. It tells
+// whether it stored a new event.
+func (b *batcher) flush(batch []*pendingDelivery) (stored bool) {
 	live := batch[:0]
 	for _, d := range batch {
 		if d.ctx.Err() == nil { // the others were already told 503
@@ -242,7 +250,7 @@ func (b *batcher) flush(batch []*pendingDelivery) {
 	}
 	ctx, cancel := batchContext(live)
 	defer cancel()
-	replies, err := writeBatch(ctx, b.pool, live)
+	replies, stored, err := writeBatch(ctx, b.pool, live)
 	if err == nil {
 		b.metrics.IngestBatch(len(live))
 		for i, d := range live {
@@ -252,7 +260,7 @@ func (b *batcher) flush(batch []*pendingDelivery) {
 			}
 			d.reply <- replies[i]
 		}
-		return
+		return stored
 	}
 	if len(live) == 1 || db.IsUnavailable(err) {
 		for _, d := range live {
@@ -265,15 +273,17 @@ func (b *batcher) flush(batch []*pendingDelivery) {
 		if d.ctx.Err() != nil {
 			continue
 		}
-		replies, err := writeBatch(d.ctx, b.pool, []*pendingDelivery{d})
+		replies, one, err := writeBatch(d.ctx, b.pool, []*pendingDelivery{d})
 		if err != nil {
 			b.logger.Warn("delivery not stored", "source", d.row.source, "id", d.row.sourceEventID, "err", err)
 			d.reply <- batchReply{err: storeError(err)}
 			continue
 		}
+		stored = stored || one
 		b.metrics.IngestBatch(1)
 		d.reply <- replies[0]
 	}
+	return stored
 }
 
 // batchContext lasts as long as the most patient caller of the batch.
@@ -304,15 +314,18 @@ func (r eventRow) identity() identity { return identity{r.client, r.source, r.so
 // trouble after that fails the deliveries concerned, each with its own reply, and
 // a conflicting body that cannot be kept fails only its own delivery, so that its
 // sender's retry keeps it then.
-func writeBatch(ctx context.Context, pool *pgxpool.Pool, batch []*pendingDelivery) ([]batchReply, error) {
+func writeBatch(ctx context.Context, pool *pgxpool.Pool, batch []*pendingDelivery) (replies []batchReply, stored bool, err error) {
 	folds, p := foldBatch(batch)
-	// The statement commits on its own, the routers' wake-up included.
+	// The statement commits on its own.
 	q := db.New(pool)
 	rows, err := q.EventInsertBatch(ctx, p)
 	if err != nil {
-		return nil, fmt.Errorf("insert events: %w", err)
+		return nil, false, fmt.Errorf("insert events: %w", err)
 	}
-	return batchReplies(ctx, q, batch, folds, rows), nil
+	for _, r := range rows {
+		stored = stored || r.Inserted
+	}
+	return batchReplies(ctx, q, batch, folds, rows), stored, nil
 }
 
 // fold is one identity of a batch: the deliveries of the same event folded into

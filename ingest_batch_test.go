@@ -70,7 +70,7 @@ func TestBatchFoldsRepeats(t *testing.T) {
 	pool := dbtest.New(t)
 	ctx := context.Background()
 	// One identity three times in one batch (once with another body), one other.
-	rcs, err := writeBatch(ctx, pool, []*pendingDelivery{
+	rcs, storedNew, err := writeBatch(ctx, pool, []*pendingDelivery{
 		queued(t, "evt_a", `{"id":"evt_a","v":1}`),
 		queued(t, "evt_a", `{"id":"evt_a","v":1}`),
 		queued(t, "evt_b", `{"id":"evt_b"}`),
@@ -78,6 +78,9 @@ func TestBatchFoldsRepeats(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !storedNew {
+		t.Error("a batch of two new events: told it stored none, so the routers would not be woken")
 	}
 	want := []told{
 		{Event: "evt_a"},
@@ -128,17 +131,20 @@ func TestBatchConflictsWithStoredRow(t *testing.T) {
 	t.Parallel()
 	pool := dbtest.New(t)
 	ctx := context.Background()
-	if _, err := writeBatch(ctx, pool, []*pendingDelivery{queued(t, "evt_c", `{"v":1}`)}); err != nil {
+	if _, _, err := writeBatch(ctx, pool, []*pendingDelivery{queued(t, "evt_c", `{"v":1}`)}); err != nil {
 		t.Fatal(err)
 	}
 	// Two repeats with the same changed body, and one faithful repeat, together.
-	rcs, err := writeBatch(ctx, pool, []*pendingDelivery{
+	rcs, stored, err := writeBatch(ctx, pool, []*pendingDelivery{
 		queued(t, "evt_c", `{"v":2}`),
 		queued(t, "evt_c", `{"v":1}`),
 		queued(t, "evt_c", `{"v":2}`),
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if stored {
+		t.Error("a batch of repeats only: told it stored a new event, so the routers would be woken for nothing")
 	}
 	want := []told{
 		{Event: "evt_c", Duplicate: true, Conflict: true},
@@ -166,7 +172,7 @@ func TestBatchConflictBodyNotKept(t *testing.T) {
 	t.Parallel()
 	pool := dbtest.New(t)
 	ctx := context.Background()
-	if _, err := writeBatch(ctx, pool, []*pendingDelivery{queued(t, "evt_k", `{"v":1}`)}); err != nil {
+	if _, _, err := writeBatch(ctx, pool, []*pendingDelivery{queued(t, "evt_k", `{"v":1}`)}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := pool.Exec(ctx, `
@@ -197,7 +203,7 @@ CREATE TRIGGER refuse BEFORE INSERT ON event_conflicts FOR EACH ROW EXECUTE FUNC
 	if _, err := pool.Exec(ctx, `DROP TRIGGER refuse ON event_conflicts`); err != nil {
 		t.Fatal(err)
 	}
-	replies, err := writeBatch(ctx, pool, []*pendingDelivery{queued(t, "evt_k", `{"v":2}`)})
+	replies, _, err := writeBatch(ctx, pool, []*pendingDelivery{queued(t, "evt_k", `{"v":2}`)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -72,13 +72,11 @@ func (rt *Router) routeBatch(ctx context.Context, n int, careful bool) (int, err
 			return 0, fmt.Errorf("set event statuses: %w", err)
 		}
 	}
-	if b.created > 0 {
-		if err := q.Notify(ctx, channelActions); err != nil {
-			return 0, err
-		}
-	}
 	if err := tx.Commit(ctx); err != nil {
 		return 0, fmt.Errorf("commit transaction: %w", err)
+	}
+	if b.created > 0 {
+		rt.performers.send()
 	}
 	return len(events), nil
 }

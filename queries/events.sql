@@ -4,9 +4,9 @@
 -- statement cannot update a row twice); deliveries is how many requests it stands
 -- for and conflict whether their bodies differed among themselves. The row's stored
 -- body_sha256 comes back so the caller can tell each request's repeat from a conflict.
--- New events join the router's queue (a trigger on events, see migration 00007) and
--- the routers are woken (the channel is channelEvents in engine.go) by the same
--- statement, which commits on its own.
+-- New events join the router's queue (a trigger on events, see migration 00007) in
+-- the same statement, which commits on its own; the routers are woken after the
+-- commit (see wakeup.go).
 -- A backfilled delivery (via 'backfill', listed from the provider's API) never
 -- touches a row that is already there; a webhook that follows a backfilled one is
 -- counted as its repeat, and the two bodies are not compared: the API's copy of an
@@ -29,11 +29,8 @@ SET deliveries       = events.deliveries + CASE WHEN EXCLUDED.via = 'backfill' T
     conflict         = events.conflict OR EXCLUDED.conflict
                        OR (events.via = EXCLUDED.via AND events.body_sha256 <> EXCLUDED.body_sha256)
 RETURNING id, client, source, source_event_id, (xmax = 0)::boolean AS inserted, body_sha256, via
-), woken AS (
-    SELECT pg_notify('oncehook_events', '') FROM (SELECT 1 FROM stored WHERE inserted LIMIT 1) one
 )
-SELECT id, client, source, source_event_id, inserted, body_sha256, via,
-       (SELECT count(*) FROM woken)::bigint AS woken
+SELECT id, client, source, source_event_id, inserted, body_sha256, via
 FROM stored;
 
 -- name: EventConflictInsert :exec
