@@ -81,11 +81,11 @@ func (f Fault) hold(ctx context.Context) bool {
 func (f Fault) write(w http.ResponseWriter) {
 	if f.Drop {
 		// The client sees its connection end with no reply: it cannot know whether
-		// the request took effect. Without a connection to take, an error stands in.
-		if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
-			conn.Close()
-			return
-		}
+		// the request took effect. The server hangs up once the handler's deferred
+		// work is done, so a client that retries at once finds the first request in
+		// the logs before its retry (a hijacked connection closed here let the retry
+		// overtake them).
+		drop(w)
 	}
 	if f.RetryAfter != "" {
 		w.Header().Set("Retry-After", f.RetryAfter)
