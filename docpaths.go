@@ -82,7 +82,7 @@ func decodeDoc(body []byte, paths *docPaths) (any, error) {
 		// An object or an array: its end, as long as it is valid JSON, is where
 		// jsonscan.SkipValue finds it, and then the Decoder reads just that value too.
 		if start := jsonscan.SkipSpace(body, 0); start < len(body) && (body[start] == '{' || body[start] == '[') {
-			if raw := body[start:jsonscan.SkipValue(body, start)]; json.Valid(raw) {
+			if raw := body[start:jsonscan.SkipValue(body, start)]; jsonscan.Valid(raw) {
 				return pick(raw, paths)
 			}
 		}

@@ -137,7 +137,7 @@ func parseUnixSeconds(s string) (time.Time, bool) {
 // values of its members of the given names (nil for one that is absent), as
 // encoding/json decodes the object into a struct of json.RawMessage fields with
 // those names: a repeated member's last value, a name matched in any case. It reads
-// the members by their bytes once json.Valid has passed the body, and decodes the
+// the members by their bytes once jsonscan.Valid has passed the body, and decodes the
 // struct itself only for a body whose member names could match in a way other than
 // byte for byte (escapes, other cases, non-ASCII letters). encoding/json refuses
 // nesting deeper than 10000 levels with an error, so hostile bodies cannot exhaust
@@ -151,7 +151,7 @@ func decodeJSONObject(body []byte, names ...string) ([]json.RawMessage, error) {
 		return nil, oncehook.Errorf(oncehook.EINVALID, "the body is not valid UTF-8")
 	case trimmed[0] != '{':
 		return nil, oncehook.Errorf(oncehook.EINVALID, "the body is not a JSON object")
-	case !json.Valid(body):
+	case !jsonscan.Valid(body):
 		_, err := decodeMembers(body, names) // for encoding/json's words on what is wrong
 		return nil, &oncehook.Error{Code: oncehook.EINVALID, Message: "the body is not a valid JSON object", Err: err}
 	}
