@@ -77,10 +77,10 @@ func (q *Queries) EventAuditList(ctx context.Context, arg EventAuditListParams) 
 
 const eventClaimReceived = `-- name: EventClaimReceived :many
 WITH next AS (
-    SELECT client, id FROM event_queue ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED
+    SELECT id FROM event_queue ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED
 ), claimed AS (
-    DELETE FROM event_queue q USING next
-    WHERE q.client = next.client AND q.id = next.id
+    DELETE FROM event_queue q
+    WHERE q.id = ANY (ARRAY(SELECT id FROM next))
     RETURNING q.client, q.id
 )
 SELECT e.id, e.client, e.environment, e.source, e.source_event_id, e.type, e.status, e.reason, e.body, e.payload, e.body_sha256, e.headers, e.occurred_at, e.received_at, e.last_received_at, e.deliveries, e.conflict, e.routed_at, e.via FROM events e JOIN claimed c ON e.client = c.client AND e.id = c.id
@@ -98,6 +98,11 @@ type EventClaimReceivedRow struct {
 // are locked and their status checked as well: a router of the release before
 // event_queue (during a rolling deploy) claims by status, and an event it routed
 // meanwhile is not routed again.
+// The claimed rows leave the queue by their ids (an event's id is unique across
+// clients), looked up in event_queue_id_idx: the queue is emptied as fast as it
+// fills, and analyzed while empty it is taken to hold one row, for which a join of
+// the queue to the claimed rows was planned to read the whole queue once per
+// claimed row (the router prices sequential scans out, see db.BeginScanFree).
 func (q *Queries) EventClaimReceived(ctx context.Context, maxEvents int32) ([]EventClaimReceivedRow, error) {
 	rows, err := q.db.Query(ctx, eventClaimReceived, maxEvents)
 	if err != nil {

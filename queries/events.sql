@@ -50,11 +50,16 @@ SELECT * FROM event_conflicts WHERE client = @client AND event_id = @event_id OR
 -- are locked and their status checked as well: a router of the release before
 -- event_queue (during a rolling deploy) claims by status, and an event it routed
 -- meanwhile is not routed again.
+-- The claimed rows leave the queue by their ids (an event's id is unique across
+-- clients), looked up in event_queue_id_idx: the queue is emptied as fast as it
+-- fills, and analyzed while empty it is taken to hold one row, for which a join of
+-- the queue to the claimed rows was planned to read the whole queue once per
+-- claimed row (the router prices sequential scans out, see db.BeginScanFree).
 WITH next AS (
-    SELECT client, id FROM event_queue ORDER BY id LIMIT @max_events FOR UPDATE SKIP LOCKED
+    SELECT id FROM event_queue ORDER BY id LIMIT @max_events FOR UPDATE SKIP LOCKED
 ), claimed AS (
-    DELETE FROM event_queue q USING next
-    WHERE q.client = next.client AND q.id = next.id
+    DELETE FROM event_queue q
+    WHERE q.id = ANY (ARRAY(SELECT id FROM next))
     RETURNING q.client, q.id
 )
 SELECT sqlc.embed(e) FROM events e JOIN claimed c ON e.client = c.client AND e.id = c.id
