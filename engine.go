@@ -70,6 +70,7 @@ type Performer struct {
 	now    func() time.Time
 
 	wake       chan struct{}
+	performers *wakeup       // every process's performers, woken when outcomes make work due now
 	slots      chan struct{} // one token per call in flight
 	claimed    chan struct{} // one token per claimed action not answered yet (shared slots only)
 	unrecorded chan struct{} // one token per claimed action whose outcome is not yet recorded
@@ -117,15 +118,17 @@ func NewEngine(p EngineParams) *Engine {
 	}
 	callable, fillNames := callsToStart(p.Config, p.Destinations)
 	limits := newLimits(p.Config, callable, p.Concurrency)
+	performers := newWakeup(p.Pool, channelActions, p.Logger) // shared: calls from both fold together
 	return &Engine{
 		pool: p.Pool, logger: p.Logger, poll: p.Poll,
 		router: &Router{pool: p.Pool, cfg: p.Config, logger: p.Logger, poll: p.Poll,
-			wake: make(chan struct{}, 1), performers: newWakeup(p.Pool, channelActions, p.Logger),
+			wake: make(chan struct{}, 1), performers: performers,
 			routes: rulesBySource(p.Config.Actions), paths: pathsBySource(p.Config.Actions)},
 		performer: &Performer{
 			p: p, pool: p.Pool, cfg: p.Config, logger: p.Logger, now: p.Now,
 			callable: callable, fillNames: fillNames, limits: limits, limitedNames: limitedNames(limits),
 			wake:       make(chan struct{}, 1),
+			performers: performers,
 			slots:      make(chan struct{}, p.Concurrency),
 			claimed:    make(chan struct{}, p.Concurrency+claimAhead(p.Config, callable, limits, p.Concurrency)),
 			unrecorded: make(chan struct{}, 4*p.Concurrency),

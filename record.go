@@ -175,19 +175,23 @@ func (pf *Performer) writeGroup(group []*pendingDecision) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	var recorded map[actionKey]bool
+	var due bool
 	held := slices.ContainsFunc(group, func(p *pendingDecision) bool { return p.d.State == StateHeld })
 	err := retryStorage(ctx, func() error {
 		if !held {
 			var err error
-			recorded, err = pf.writeDecisions(ctx, db.New(db.PlannedPerCall(pf.pool)), group)
+			recorded, due, err = pf.writeDecisions(ctx, db.New(db.PlannedPerCall(pf.pool)), group)
 			return err
 		}
 		return db.WithTx(ctx, pf.pool, func(q *db.Queries) error {
 			var err error
-			recorded, err = pf.writeDecisions(ctx, q, group)
+			recorded, due, err = pf.writeDecisions(ctx, q, group)
 			return err
 		})
 	})
+	if err == nil && due {
+		pf.performers.send() // after the commit: see wakeup
+	}
 	if err != nil && len(group) > 1 && !db.IsUnavailable(err) {
 		for _, p := range group {
 			pf.writeGroup([]*pendingDecision{p})
@@ -223,9 +227,10 @@ type actionKey struct {
 }
 
 // writeDecisions records the group (see ActionRecordBatch), then does what follows
-// from the new states: destinations disconnected, performers woken. It returns the
-// actions it recorded.
-func (pf *Performer) writeDecisions(ctx context.Context, q *db.Queries, group []*pendingDecision) (map[actionKey]bool, error) {
+// from the new states: destinations disconnected. It returns the actions it
+// recorded, and whether the group made work due now (successors released, retries
+// due at once), for which the performers are to be woken.
+func (pf *Performer) writeDecisions(ctx context.Context, q *db.Queries, group []*pendingDecision) (map[actionKey]bool, bool, error) {
 	rec := db.ActionRecordBatchParams{Worker: pf.p.Worker}
 	for _, p := range group {
 		rec.Clients = append(rec.Clients, p.a.Client)
@@ -244,13 +249,13 @@ func (pf *Performer) writeDecisions(ctx context.Context, q *db.Queries, group []
 	}
 	rows, err := q.ActionRecordBatch(ctx, rec)
 	if err != nil {
-		return nil, fmt.Errorf("record outcomes: %w", err)
+		return nil, false, fmt.Errorf("record outcomes: %w", err)
 	}
 	recorded := make(map[actionKey]bool, len(rows))
-	wake := false
+	due := false
 	for _, r := range rows {
 		recorded[actionKey{r.Client, r.ID}] = true
-		wake = wake || r.Released > 0
+		due = due || r.Released > 0
 	}
 	disconnected := map[string]bool{}
 	for _, p := range group {
@@ -262,22 +267,14 @@ func (pf *Performer) writeDecisions(ctx context.Context, q *db.Queries, group []
 			if !disconnected[p.a.Destination] {
 				disconnected[p.a.Destination] = true
 				if err := pf.disconnect(ctx, q, p.a.Destination, p.out.Detail); err != nil {
-					return nil, err
+					return nil, false, err
 				}
 			}
 		case StateRetrying, StateUncertain:
-			wake = wake || !p.d.NextAttemptAt.After(pf.now())
+			due = due || !p.d.NextAttemptAt.After(pf.now())
 		}
 	}
-	// NOTIFY serialises committing transactions on a server-wide lock: only wake
-	// the performers when there is new work for them. A wake-up lost to a crash
-	// here is covered by polling.
-	if wake {
-		if err := q.Notify(ctx, channelActions); err != nil {
-			return nil, err
-		}
-	}
-	return recorded, nil
+	return recorded, due, nil
 }
 
 // disconnect marks a destination whose credentials failed and holds its waiting
