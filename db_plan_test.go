@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -230,12 +231,15 @@ func dueIndexRows(t *testing.T, plan string) int {
 }
 
 type planNode struct {
-	NodeType     string     `json:"Node Type"`
-	RelationName string     `json:"Relation Name"`
-	IndexName    string     `json:"Index Name"`
-	ActualRows   int        `json:"Actual Rows"`
-	ActualLoops  int        `json:"Actual Loops"`
-	Plans        []planNode `json:"Plans"`
+	NodeType     string `json:"Node Type"`
+	RelationName string `json:"Relation Name"`
+	IndexName    string `json:"Index Name"`
+	ActualRows   int    `json:"Actual Rows"`
+	ActualLoops  int    `json:"Actual Loops"`
+	// With BUFFERS: the blocks the node and its children read.
+	SharedHitBlocks  int        `json:"Shared Hit Blocks"`
+	SharedReadBlocks int        `json:"Shared Read Blocks"`
+	Plans            []planNode `json:"Plans"`
 }
 
 // The router claims the head of event_queue, and deletes what it claimed, reading
@@ -395,4 +399,210 @@ func queueScan(p planNode) planNode {
 		}
 	}
 	return planNode{}
+}
+
+// The performer's record reuses one generic plan per connection, made with lookups
+// by key only (db.WithTxKeyPlanned). Made while a new database's tables hold what
+// autovacuum may have seen of them (nothing, or a hundred finished actions) and
+// kept while a burst claims and records twenty thousand more, it still finds each
+// recorded action and its attempt by key: one index entry each. Written with its
+// state test as a plain "state = 'processing'", the same plan reads every entry the
+// claims left in the indexes of processing actions (each dead once its action is
+// recorded).
+func TestPerformerRecordPlanLooksUpEachActionByKey(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		before []string // what autovacuum saw when the plan was made
+	}{{
+		name: "a hundred finished actions analyzed",
+		before: []string{`INSERT INTO actions (client, environment, source, name, business_key, key_parts, operation_key,
+    destination, params, params_sha256, state, max_attempts, give_up_at)
+SELECT 'c', 'live', 's', 'n', 'enq_done_' || i, '[]', 'op_done_' || i, 'd0', '{}', '\x00', 'confirmed', 3,
+       now() + interval '1 hour'
+FROM generate_series(1, 100) AS i`, `ANALYZE actions`, `ANALYZE attempts`},
+	}, {
+		name: "empty tables, never analyzed",
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			recordLooksUpByKey(t, tc.before)
+		})
+	}
+}
+
+func recordLooksUpByKey(t *testing.T, before []string) {
+	ctx := context.Background()
+	pool := dbtest.New(t)
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	exec := func(stmt string, args ...any) {
+		t.Helper()
+		if _, err := conn.Exec(ctx, stmt, args...); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	// No analyze but the test's own: the plans stay the ones made first.
+	exec(`ALTER TABLE actions SET (autovacuum_enabled = off)`)
+	exec(`ALTER TABLE attempts SET (autovacuum_enabled = off)`)
+	for _, stmt := range before {
+		exec(stmt)
+	}
+	record := func(ids, attemptIDs []int64) []db.ActionRecordBatchRow {
+		t.Helper()
+		p := db.ActionRecordBatchParams{Worker: "w1", Ids: ids, AttemptIds: attemptIDs}
+		for _, id := range ids {
+			p.Clients, p.Observed = append(p.Clients, "c"), append(p.Observed, "success")
+			p.HttpStatuses, p.Errors = append(p.HttpStatuses, 201), append(p.Errors, "")
+			p.States, p.Reasons = append(p.States, oncehook.StateConfirmed), append(p.Reasons, "")
+			p.NextAttemptAts, p.ExternalRefs = append(p.NextAttemptAts, time.Now()), append(p.ExternalRefs, fmt.Sprintf("ref_%d", id))
+			p.Results, p.Owners, p.LeaseTokens = append(p.Results, `{"id":1}`), append(p.Owners, ""), append(p.LeaseTokens, 1)
+		}
+		var rows []db.ActionRecordBatchRow
+		if err := db.WithTxKeyPlanned(ctx, conn, func(q *db.Queries) error {
+			var err error
+			rows, err = q.ActionRecordBatch(ctx, p)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return rows
+	}
+	if got := record([]int64{-1}, []int64{-1}); len(got) != 0 { // the plan is made now
+		t.Fatalf("recorded %d actions, none claimed", len(got))
+	}
+	var name, statement string
+	if err := conn.QueryRow(ctx, `SELECT name, statement FROM pg_prepared_statements
+		WHERE statement LIKE '%name: ' || 'ActionRecordBatch :many%'`).Scan(&name, &statement); err != nil {
+		t.Fatalf("the record is not a prepared statement of the connection: %v", err)
+	}
+	const stateTest = `(a.state = 'processing') IS TRUE`
+	if strings.Count(statement, stateTest) != 1 {
+		t.Fatalf("the record statement has no %s", stateTest)
+	}
+	// The premise: the plain state test, its plan made at the same moment.
+	exec(`PREPARE plain_record AS ` + strings.Replace(statement, stateTest, `a.state = 'processing'`, 1))
+	if err := db.WithTxKeyPlanned(ctx, conn, func(*db.Queries) error {
+		_, err := conn.Exec(ctx, `EXECUTE plain_record`+recordArgs([]int64{-1}, []int64{-1}))
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+
+	// A burst: twenty thousand actions claimed, their calls started, and all but
+	// sixteen of them recorded.
+	exec(`INSERT INTO actions (client, environment, source, name, business_key, key_parts, operation_key,
+    destination, params, params_sha256, state, lease_owner, lease_token, max_attempts, give_up_at)
+SELECT 'c', 'live', 's', 'n', 'enq_' || i, '[]', 'op_' || i, 'd0', '{}', '\x00', 'processing', 'w1', 1, 3,
+       now() + interval '1 hour'
+FROM generate_series(1, 20000) AS i`)
+	exec(`INSERT INTO attempts (client, action_id, kind, operation_key, worker)
+SELECT client, id, 'call', operation_key, 'w1' FROM actions WHERE state = 'processing'`)
+	exec(`UPDATE actions SET state = 'confirmed', lease_owner = NULL
+WHERE state = 'processing' AND operation_key NOT IN (SELECT 'op_' || i FROM generate_series(1, 16) AS i)`)
+	exec(`UPDATE attempts t SET status = 'finished', observed = 'success', finished_at = now()
+FROM actions a WHERE a.client = t.client AND a.id = t.action_id AND a.state = 'confirmed'`)
+	var open, attempts []int64
+	rows, err := conn.Query(ctx, `SELECT a.id, t.id FROM actions a JOIN attempts t ON t.client = a.client AND t.action_id = a.id
+		WHERE a.state = 'processing' ORDER BY a.id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var id, attempt int64
+		if err := rows.Scan(&id, &attempt); err != nil {
+			t.Fatal(err)
+		}
+		open, attempts = append(open, id), append(attempts, attempt)
+	}
+	if rows.Err() != nil || len(open) != 16 {
+		t.Fatalf("%d actions left processing with their attempts (%v), want 16", len(open), rows.Err())
+	}
+
+	// What each plan reads of the indexes to record the sixteen (rolled back).
+	indexReads := func(prepared string) (entries, blocks int, plan string) {
+		t.Helper()
+		if err := db.WithTxKeyPlanned(ctx, conn, func(*db.Queries) error {
+			if err := conn.QueryRow(ctx, `EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF, SUMMARY OFF, FORMAT JSON) EXECUTE `+
+				pgx.Identifier{prepared}.Sanitize()+recordArgs(open, attempts)).Scan(&plan); err != nil {
+				return err
+			}
+			return errRollback
+		}); !errors.Is(err, errRollback) {
+			t.Fatal(err)
+		}
+		var doc []struct{ Plan planNode }
+		if err := json.Unmarshal([]byte(plan), &doc); err != nil || len(doc) != 1 {
+			t.Fatalf("read the plan: %v", err)
+		}
+		entries, blocks = ledgerIndexReads(doc[0].Plan)
+		return entries, blocks, plan
+	}
+	read, blocks, plan := indexReads(name)
+	if read != 32 {
+		t.Errorf("the kept record plan read %d index entries to record 16 actions and their 16 attempts; want 32: %s", read, plan)
+	}
+	// A lookup by the whole key reads a block at each level of the index, two or
+	// three here; one by its first column reads all the client's entries.
+	if blocks > 32*3 {
+		t.Errorf("the kept record plan read %d index blocks to look up 16 actions and their 16 attempts; want 3 a lookup at most, 96: %s",
+			blocks, plan)
+	}
+	for _, bad := range []string{`"Node Type": "Seq Scan"`, `"Node Type": "Index Scan"`, `"Node Type": "Sort"`} {
+		if strings.Contains(plan, bad) {
+			t.Errorf("the kept record plan has a %s: %s", bad, plan)
+		}
+	}
+	if read, _, plan := indexReads("plain_record"); read < 20000 {
+		t.Fatalf("the plain state test's plan read %d index entries; the test's premise is every claim, 20000: %s", read, plan)
+	}
+
+	if got := record(open, attempts); len(got) != 16 {
+		t.Fatalf("recorded %d of the 16 processing actions, want 16", len(got))
+	}
+	var confirmed, finished int
+	if err := conn.QueryRow(ctx, `SELECT count(*), (SELECT count(*) FROM attempts WHERE id = ANY($2) AND status = 'finished'
+		AND observed = 'success' AND http_status = 201 AND evidence = 'ref_' || action_id)
+		FROM actions WHERE id = ANY($1) AND state = 'confirmed'
+		AND external_ref = 'ref_' || id AND result = '{"id":1}' AND lease_owner IS NULL`, open, attempts).Scan(&confirmed, &finished); err != nil {
+		t.Fatal(err)
+	}
+	if confirmed != 16 || finished != 16 {
+		t.Errorf("%d of the 16 recorded actions are confirmed with their reference and result, and %d of their attempts finished; want 16 and 16",
+			confirmed, finished)
+	}
+}
+
+// recordArgs is the argument list of an EXECUTE of ActionRecordBatch confirming
+// ids, with their attempts, as the test's record does.
+func recordArgs(ids, attemptIDs []int64) string {
+	each := func(v string) string { return `'{` + strings.TrimSuffix(strings.Repeat(v+",", len(ids)), ",") + `}'` }
+	list := func(ns []int64) string {
+		return `'{` + strings.Trim(strings.Join(strings.Fields(fmt.Sprint(ns)), ","), "[]") + `}'`
+	}
+	refs := make([]string, len(ids))
+	for i, id := range ids {
+		refs[i] = fmt.Sprintf("ref_%d", id)
+	}
+	return fmt.Sprintf(`(%s, %s, %s, %s, %s, %s, %s, %s, array_fill(now(), ARRAY[%d]), '{%s}', %s, %s, %s, 'w1')`,
+		each("c"), list(ids), list(attemptIDs), each("success"), each("201"), each(`""`), each("confirmed"), each(`""`),
+		len(ids), strings.Join(refs, ","), each(`"{\"id\":1}"`), each(`""`), each("1"))
+}
+
+// ledgerIndexReads is how many entries the plan's scans of the indexes of actions
+// and attempts returned in all (a bitmap index scan returns every entry it matched,
+// live or dead), and how many blocks of those indexes they read.
+func ledgerIndexReads(p planNode) (entries, blocks int) {
+	if strings.HasPrefix(p.IndexName, "actions_") || strings.HasPrefix(p.IndexName, "attempts_") {
+		entries += p.ActualRows * max(p.ActualLoops, 1)
+		blocks += p.SharedHitBlocks + p.SharedReadBlocks
+	}
+	for _, c := range p.Plans {
+		e, b := ledgerIndexReads(c)
+		entries, blocks = entries+e, blocks+b
+	}
+	return entries, blocks
 }

@@ -1199,7 +1199,7 @@ WITH r AS (
     SET status = 'finished', observed = r.observed, http_status = nullif(r.http_status, 0),
         error = r.error, evidence = r.external_ref, finished_at = now()
     FROM r
-    WHERE r.attempt_id <> 0 AND t.client = r.client AND t.id = r.attempt_id
+    WHERE r.attempt_id <> 0 AND t.client = r.client AND t.action_id = r.id AND t.id = r.attempt_id
     RETURNING t.id
 ), recorded AS (
     UPDATE actions a
@@ -1209,7 +1209,7 @@ WITH r AS (
         owner = CASE WHEN r.owner <> '' THEN r.owner ELSE a.owner END,
         lease_owner = NULL, lease_expires_at = NULL, updated_at = now()
     FROM r
-    WHERE a.client = r.client AND a.id = r.id AND a.state = 'processing' AND a.lease_owner = $14::text
+    WHERE a.client = r.client AND a.id = r.id AND (a.state = 'processing') IS TRUE AND a.lease_owner = $14::text
       AND a.lease_token = r.lease_token
     RETURNING a.client, a.id, a.state
 ), released AS (
@@ -1247,11 +1247,20 @@ type ActionRecordBatchRow struct {
 	Released int64
 }
 
-// Records a group of decisions in one statement, so it commits on its own: each
+// Records a group of decisions in one statement: each
 // attempt's evidence (attempt_id 0: none), and each action's next state, only while
 // this worker still holds the lease of that very claim (its token); the successors
 // of the actions confirmed become due. It returns the actions recorded, each with
 // how many successors the whole group released.
+// It is prepared, with one generic plan per connection made with lookups by key
+// (db.WithTxKeyPlanned): planning it for each call cost half as much as running it. The
+// state is tested as "(state = 'processing') IS TRUE", which no index can answer,
+// so each action is found by its key: a plan that reads the 'processing' entries of
+// actions_state_idx (taken to be few) reads every claim since the last vacuum, for
+// each entry is left dead when its action is recorded. An attempt is named by its
+// whole key in either index that starts with its client (a plan made on an empty
+// table took attempts_action_idx for a lookup by client and id, reading every
+// attempt of the client).
 func (q *Queries) ActionRecordBatch(ctx context.Context, arg ActionRecordBatchParams) ([]ActionRecordBatchRow, error) {
 	rows, err := q.db.Query(ctx, actionRecordBatch,
 		arg.Clients,
@@ -1532,7 +1541,7 @@ WITH started AS (
     SET attempts = a.attempts + 1, first_attempt_at = coalesce(a.first_attempt_at, now()),
         last_attempt_at = now(), updated_at = now()
     FROM (SELECT unnest($2::text[]) AS client, unnest($3::bigint[]) AS id) r
-    WHERE a.client = r.client AND a.id = r.id AND a.state = 'processing' AND a.lease_owner = $1::text
+    WHERE a.client = r.client AND a.id = r.id AND (a.state = 'processing') IS TRUE AND a.lease_owner = $1::text
     RETURNING a.client, a.id, a.operation_key, a.attempts, a.first_attempt_at
 ), attempt AS (
     INSERT INTO attempts (client, action_id, kind, operation_key, worker)
@@ -1560,6 +1569,9 @@ type ActionStartCallsRow struct {
 // Starts a call on each of a claimed batch, in one statement: counts the attempt on
 // the action and writes the attempt as started, only while this worker still holds
 // the lease. The caller commits this before any destination hears anything.
+// It runs in the claim's transaction, with a generic plan: the state is checked on
+// each row found by its key, never read from an index of states (see
+// ActionRecordBatch).
 func (q *Queries) ActionStartCalls(ctx context.Context, arg ActionStartCallsParams) ([]ActionStartCallsRow, error) {
 	rows, err := q.db.Query(ctx, actionStartCalls, arg.Worker, arg.Clients, arg.Ids)
 	if err != nil {
