@@ -166,9 +166,9 @@ type pendingDecision struct {
 }
 
 // writeGroup writes a group of decisions and answers each. One statement records
-// the whole group, in a transaction of its own that keeps its generic plan (see
-// ActionRecordBatch); a group with a destination to disconnect is written in a
-// transaction with the disconnection. Storage trouble is retried
+// the whole group, in a transaction whose statements keep their generic plans of
+// lookups by key (see ActionRecordBatch), with the disconnection of a destination
+// when a decision holds it. Storage trouble is retried
 // briefly; if it persists, the leases expire and recovery makes the actions
 // uncertain. Any other failure is retried decision by decision, so that one decision
 // the database refuses cannot refuse the others.
@@ -177,17 +177,12 @@ func (pf *Performer) writeGroup(group []*pendingDecision) {
 	defer cancel()
 	var recorded map[actionKey]bool
 	var due bool
-	held := slices.ContainsFunc(group, func(p *pendingDecision) bool { return p.d.State == StateHeld })
 	err := retryStorage(ctx, func() error {
-		write := func(q *db.Queries) error {
+		return db.WithTxKeyPlanned(ctx, pf.pool, func(q *db.Queries) error {
 			var err error
 			recorded, due, err = pf.writeDecisions(ctx, q, group)
 			return err
-		}
-		if held {
-			return db.WithTx(ctx, pf.pool, write)
-		}
-		return db.WithTxKeyPlanned(ctx, pf.pool, write)
+		})
 	})
 	if err == nil && due {
 		pf.performers.send() // after the commit: see wakeup

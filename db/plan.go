@@ -98,6 +98,9 @@ const indexPlannedBegin = "BEGIN; SET LOCAL plan_cache_mode = force_generic_plan
 // this way must not filter its rows with a condition an index (or a partial index's
 // predicate) could answer on its own, which would then be read whole: it tests
 // such conditions in a form no index answers, as ActionRecordBatch does its state.
+// (The record's transaction also disconnects a destination when an outcome holds
+// it: under these settings that is a lookup by name and a bitmap scan of the due
+// actions, actions_due_idx, for the destination's.)
 func WithTxKeyPlanned(ctx context.Context, b TxBeginner, fn func(q *Queries) error) error {
 	return withTx(ctx, keyPlanned{b}, func(tx DBTX) DBTX { return tx }, fn)
 }
