@@ -236,6 +236,7 @@ type planNode struct {
 	IndexName    string `json:"Index Name"`
 	ActualRows   int    `json:"Actual Rows"`
 	ActualLoops  int    `json:"Actual Loops"`
+	IndexCond    string `json:"Index Cond"`
 	// With BUFFERS: the blocks the node and its children read.
 	SharedHitBlocks  int        `json:"Shared Hit Blocks"`
 	SharedReadBlocks int        `json:"Shared Read Blocks"`
@@ -402,18 +403,20 @@ func queueScan(p planNode) planNode {
 }
 
 // The performer's record reuses one generic plan per connection, made with lookups
-// by key only (db.WithTxKeyPlanned). Made while a new database's tables hold what
-// autovacuum may have seen of them (nothing, or a hundred finished actions) and
-// kept while a burst claims and records twenty thousand more, it still finds each
-// recorded action and its attempt by key: one index entry each. Written with its
-// state test as a plain "state = 'processing'", the same plan reads every entry the
-// claims left in the indexes of processing actions (each dead once its action is
-// recorded).
+// by key only (db.WithTxKeyPlanned), and so does its start of the calls that wait
+// for a predecessor's result (in the claim's transaction, after db.PlanByKey). Made
+// while a new database's tables hold what autovacuum may have seen of them
+// (nothing, or a hundred finished actions) and kept while a burst claims and
+// records twenty thousand more, the plans still find each row they touch by its
+// key: the recorded actions, their attempts, and the successors the record
+// releases. Written with its state test as a plain "state = 'processing'", the
+// record's plan reads every entry the claims left in the indexes of processing
+// actions (each dead once its action is recorded).
 func TestPerformerRecordPlanLooksUpEachActionByKey(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name   string
-		before []string // what autovacuum saw when the plan was made
+		before []string // what autovacuum saw when the plans were made
 	}{{
 		name: "a hundred finished actions analyzed",
 		before: []string{`INSERT INTO actions (client, environment, source, name, business_key, key_parts, operation_key,
@@ -471,14 +474,30 @@ func recordLooksUpByKey(t *testing.T, before []string) {
 		}
 		return rows
 	}
-	if got := record([]int64{-1}, []int64{-1}); len(got) != 0 { // the plan is made now
+	// The plans are made now, as the performer's first record and start of calls
+	// would make them.
+	if got := record([]int64{-1}, []int64{-1}); len(got) != 0 {
 		t.Fatalf("recorded %d actions, none claimed", len(got))
 	}
-	var name, statement string
-	if err := conn.QueryRow(ctx, `SELECT name, statement FROM pg_prepared_statements
-		WHERE statement LIKE '%name: ' || 'ActionRecordBatch :many%'`).Scan(&name, &statement); err != nil {
-		t.Fatalf("the record is not a prepared statement of the connection: %v", err)
+	if err := db.WithTxIndexPlanned(ctx, conn, func(q *db.Queries) error {
+		if err := db.PlanByKey(ctx, q); err != nil {
+			return err
+		}
+		_, err := q.ActionStartCalls(ctx, db.ActionStartCallsParams{Worker: "w1", Clients: []string{"c"}, Ids: []int64{-1}})
+		return err
+	}); err != nil {
+		t.Fatal(err)
 	}
+	prepared := func(sqlcName string) (name, statement string) {
+		t.Helper()
+		if err := conn.QueryRow(ctx, `SELECT name, statement FROM pg_prepared_statements
+			WHERE statement LIKE '%name: ' || $1::text || ' :many%'`, sqlcName).Scan(&name, &statement); err != nil {
+			t.Fatalf("%s is not a prepared statement of the connection: %v", sqlcName, err)
+		}
+		return name, statement
+	}
+	recordName, statement := prepared("ActionRecordBatch")
+	startName, _ := prepared("ActionStartCalls")
 	const stateTest = `(a.state = 'processing') IS TRUE`
 	if strings.Count(statement, stateTest) != 1 {
 		t.Fatalf("the record statement has no %s", stateTest)
@@ -492,8 +511,9 @@ func recordLooksUpByKey(t *testing.T, before []string) {
 		t.Fatal(err)
 	}
 
-	// A burst: twenty thousand actions claimed, their calls started, and all but
-	// sixteen of them recorded.
+	// A burst: twenty thousand actions claimed, their calls started, each with a
+	// successor waiting for it; all but sixteen of them recorded, their successors
+	// released.
 	exec(`INSERT INTO actions (client, environment, source, name, business_key, key_parts, operation_key,
     destination, params, params_sha256, state, lease_owner, lease_token, max_attempts, give_up_at)
 SELECT 'c', 'live', 's', 'n', 'enq_' || i, '[]', 'op_' || i, 'd0', '{}', '\x00', 'processing', 'w1', 1, 3,
@@ -501,10 +521,17 @@ SELECT 'c', 'live', 's', 'n', 'enq_' || i, '[]', 'op_' || i, 'd0', '{}', '\x00',
 FROM generate_series(1, 20000) AS i`)
 	exec(`INSERT INTO attempts (client, action_id, kind, operation_key, worker)
 SELECT client, id, 'call', operation_key, 'w1' FROM actions WHERE state = 'processing'`)
+	exec(`INSERT INTO actions (client, environment, source, name, business_key, key_parts, operation_key,
+    destination, params, params_sha256, after_id, reason, max_attempts, give_up_at, next_attempt_at)
+SELECT client, 'live', 's', 'then', business_key, '[]', 'then_' || operation_key, 'd0', '{}', '\x00', id,
+       'waiting for n', 3, now() + interval '1 hour', '9999-12-31 00:00:00+00'
+FROM actions WHERE state = 'processing'`)
 	exec(`UPDATE actions SET state = 'confirmed', lease_owner = NULL
 WHERE state = 'processing' AND operation_key NOT IN (SELECT 'op_' || i FROM generate_series(1, 16) AS i)`)
 	exec(`UPDATE attempts t SET status = 'finished', observed = 'success', finished_at = now()
 FROM actions a WHERE a.client = t.client AND a.id = t.action_id AND a.state = 'confirmed'`)
+	exec(`UPDATE actions s SET next_attempt_at = now(), reason = ''
+FROM actions p WHERE p.client = s.client AND p.id = s.after_id AND p.state = 'confirmed'`)
 	var open, attempts []int64
 	rows, err := conn.Query(ctx, `SELECT a.id, t.id FROM actions a JOIN attempts t ON t.client = a.client AND t.action_id = a.id
 		WHERE a.state = 'processing' ORDER BY a.id`)
@@ -522,12 +549,12 @@ FROM actions a WHERE a.client = t.client AND a.id = t.action_id AND a.state = 'c
 		t.Fatalf("%d actions left processing with their attempts (%v), want 16", len(open), rows.Err())
 	}
 
-	// What each plan reads of the indexes to record the sixteen (rolled back).
-	indexReads := func(prepared string) (entries, blocks int, plan string) {
+	// What a kept plan reads of the indexes (rolled back).
+	explain := func(begin func(context.Context, db.TxBeginner, func(*db.Queries) error) error, execute string) (entries, blocks int, plan string) {
 		t.Helper()
-		if err := db.WithTxKeyPlanned(ctx, conn, func(*db.Queries) error {
+		if err := begin(ctx, conn, func(*db.Queries) error {
 			if err := conn.QueryRow(ctx, `EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF, SUMMARY OFF, FORMAT JSON) EXECUTE `+
-				pgx.Identifier{prepared}.Sanitize()+recordArgs(open, attempts)).Scan(&plan); err != nil {
+				execute).Scan(&plan); err != nil {
 				return err
 			}
 			return errRollback
@@ -541,39 +568,75 @@ FROM actions a WHERE a.client = t.client AND a.id = t.action_id AND a.state = 'c
 		entries, blocks = ledgerIndexReads(doc[0].Plan)
 		return entries, blocks, plan
 	}
-	read, blocks, plan := indexReads(name)
-	if read != 32 {
-		t.Errorf("the kept record plan read %d index entries to record 16 actions and their 16 attempts; want 32: %s", read, plan)
+	keyedOnly := func(what, plan string) {
+		t.Helper()
+		var doc []struct{ Plan planNode }
+		if err := json.Unmarshal([]byte(plan), &doc); err != nil || len(doc) != 1 {
+			t.Fatalf("read the plan: %v", err)
+		}
+		for _, scan := range wholeIndexScans(doc[0].Plan) {
+			t.Errorf("%s reads an index without a condition, %s: %s", what, scan, plan)
+		}
 	}
 	// A lookup by the whole key reads a block at each level of the index, two or
 	// three here; one by its first column reads all the client's entries.
-	if blocks > 32*3 {
-		t.Errorf("the kept record plan read %d index blocks to look up 16 actions and their 16 attempts; want 3 a lookup at most, 96: %s",
-			blocks, plan)
+	startArgs := fmt.Sprintf(`('w1', '{%s}', '{%s}')`, strings.TrimSuffix(strings.Repeat("c,", len(open)), ","),
+		strings.Trim(strings.Join(strings.Fields(fmt.Sprint(open)), ","), "[]"))
+	read, blocks, plan := explain(db.WithTxIndexPlanned, pgx.Identifier{startName}.Sanitize()+startArgs)
+	if read != 16 || blocks > 16*3 {
+		t.Errorf("the kept plan that starts calls read %d index entries of actions in %d blocks for 16 actions; "+
+			"want 16 entries in 3 blocks each at most: %s", read, blocks, plan)
 	}
+	keyedOnly("the kept plan that starts calls", plan)
+	// The record's lookups: the actions (each now with a second entry, left dead by
+	// the rolled-back start of calls), their attempts, their successors in
+	// actions_after_idx and by id.
+	const lookups = 16 * 4
+	read, blocks, plan = explain(db.WithTxKeyPlanned, pgx.Identifier{recordName}.Sanitize()+recordArgs(open, attempts))
+	if read != lookups+16 || blocks > lookups*3 {
+		t.Errorf("the kept record plan read %d index entries in %d blocks to record 16 actions, their attempts and successors; "+
+			"want %d entries in 3 blocks a lookup at most: %s", read, blocks, lookups+16, plan)
+	}
+	keyedOnly("the kept record plan", plan)
 	for _, bad := range []string{`"Node Type": "Seq Scan"`, `"Node Type": "Index Scan"`, `"Node Type": "Sort"`} {
 		if strings.Contains(plan, bad) {
 			t.Errorf("the kept record plan has a %s: %s", bad, plan)
 		}
 	}
-	if read, _, plan := indexReads("plain_record"); read < 20000 {
+	if read, _, plan := explain(db.WithTxKeyPlanned, `plain_record`+recordArgs(open, attempts)); read < 20000 {
 		t.Fatalf("the plain state test's plan read %d index entries; the test's premise is every claim, 20000: %s", read, plan)
 	}
 
-	if got := record(open, attempts); len(got) != 16 {
-		t.Fatalf("recorded %d of the 16 processing actions, want 16", len(got))
+	got := record(open, attempts)
+	if len(got) != 16 || got[0].Released != 16 {
+		t.Fatalf("recorded %d of the 16 processing actions (%v); want 16, releasing 16 successors", len(got), got)
 	}
-	var confirmed, finished int
-	if err := conn.QueryRow(ctx, `SELECT count(*), (SELECT count(*) FROM attempts WHERE id = ANY($2) AND status = 'finished'
-		AND observed = 'success' AND http_status = 201 AND evidence = 'ref_' || action_id)
+	var confirmed, finished, released int
+	if err := conn.QueryRow(ctx, `SELECT count(*),
+		(SELECT count(*) FROM attempts WHERE id = ANY($2) AND status = 'finished'
+		 AND observed = 'success' AND http_status = 201 AND evidence = 'ref_' || action_id),
+		(SELECT count(*) FROM actions WHERE after_id = ANY($1) AND state = 'pending' AND next_attempt_at <= now() AND reason = '')
 		FROM actions WHERE id = ANY($1) AND state = 'confirmed'
-		AND external_ref = 'ref_' || id AND result = '{"id":1}' AND lease_owner IS NULL`, open, attempts).Scan(&confirmed, &finished); err != nil {
+		AND external_ref = 'ref_' || id AND result = '{"id":1}' AND lease_owner IS NULL`, open, attempts).Scan(&confirmed, &finished, &released); err != nil {
 		t.Fatal(err)
 	}
-	if confirmed != 16 || finished != 16 {
-		t.Errorf("%d of the 16 recorded actions are confirmed with their reference and result, and %d of their attempts finished; want 16 and 16",
-			confirmed, finished)
+	if confirmed != 16 || finished != 16 || released != 16 {
+		t.Errorf("of the 16 recorded actions %d are confirmed with their reference and result, %d of their attempts finished "+
+			"and %d of their successors due; want 16 of each", confirmed, finished, released)
 	}
+}
+
+// wholeIndexScans describes the plan's scans of an index of actions or attempts
+// with no condition: each reads the whole index, or the whole of a partial one.
+func wholeIndexScans(p planNode) []string {
+	var found []string
+	if (strings.HasPrefix(p.IndexName, "actions_") || strings.HasPrefix(p.IndexName, "attempts_")) && p.IndexCond == "" {
+		found = append(found, p.NodeType+" of "+p.IndexName)
+	}
+	for _, c := range p.Plans {
+		found = append(found, wholeIndexScans(c)...)
+	}
+	return found
 }
 
 // recordArgs is the argument list of an EXECUTE of ActionRecordBatch confirming

@@ -291,6 +291,9 @@ func (pf *Performer) startCalls(ctx context.Context, q *db.Queries, rows []db.Ac
 		return batch, nil
 	}
 	p.Worker = pf.p.Worker
+	if err := db.PlanByKey(ctx, q); err != nil { // its plan, unlike the claim's, is of lookups by key
+		return nil, err
+	}
 	started, err := q.ActionStartCalls(ctx, p)
 	if err != nil {
 		return nil, fmt.Errorf("start calls: %w", err)

@@ -1216,8 +1216,11 @@ WITH r AS (
     UPDATE actions s
     SET next_attempt_at = now(), reason = '', updated_at = now()
     FROM recorded p
-    WHERE p.state = 'confirmed' AND s.client = p.client AND s.after_id = p.id AND s.state = 'pending'
-      AND s.next_attempt_at = '9999-12-31 00:00:00+00'::timestamptz
+    CROSS JOIN LATERAL (SELECT w.client, w.id FROM actions w
+                        WHERE w.client = p.client AND w.after_id = p.id OFFSET 0) x
+    WHERE p.state = 'confirmed' AND s.client = x.client AND s.id = x.id
+      AND (s.state = 'pending') IS TRUE
+      AND (s.next_attempt_at = '9999-12-31 00:00:00+00'::timestamptz) IS TRUE
     RETURNING s.id
 )
 SELECT recorded.client, recorded.id, (SELECT count(*) FROM released)::bigint AS released
@@ -1253,14 +1256,22 @@ type ActionRecordBatchRow struct {
 // of the actions confirmed become due. It returns the actions recorded, each with
 // how many successors the whole group released.
 // It is prepared, with one generic plan per connection made with lookups by key
-// (db.WithTxKeyPlanned): planning it for each call cost half as much as running it. The
-// state is tested as "(state = 'processing') IS TRUE", which no index can answer,
-// so each action is found by its key: a plan that reads the 'processing' entries of
-// actions_state_idx (taken to be few) reads every claim since the last vacuum, for
-// each entry is left dead when its action is recorded. An attempt is named by its
-// whole key in either index that starts with its client (a plan made on an empty
-// table took attempts_action_idx for a lookup by client and id, reading every
-// attempt of the client).
+// (db.WithTxKeyPlanned): planning it for each call cost half as much as running it.
+// Every row it touches is found by its key, whatever the tables held when the plan
+// was made:
+//   - conditions on an action's state are tested with IS TRUE, which no index
+//     answers: a plan that reads the 'processing' entries of actions_state_idx or
+//     actions_lease_idx (taken to be few) reads every claim since the last vacuum,
+//     for each entry is left dead when its action is recorded, and one that reads
+//     the waiting successors by their far-future next_attempt_at (actions_due_idx)
+//     reads every successor waiting and every one released since the last vacuum;
+//   - an attempt is named by its whole key in either index that starts with its
+//     client (a plan made on an empty table took attempts_action_idx for a lookup by
+//     client and id, reading every attempt of the client);
+//   - successors are found for each confirmed action in a subquery of their own
+//     (OFFSET 0 keeps it one), a lookup in actions_after_idx: joined to the recorded
+//     actions, a plan made on a small table read the whole partial index, every
+//     action that ever had a predecessor.
 func (q *Queries) ActionRecordBatch(ctx context.Context, arg ActionRecordBatchParams) ([]ActionRecordBatchRow, error) {
 	rows, err := q.db.Query(ctx, actionRecordBatch,
 		arg.Clients,
@@ -1569,9 +1580,10 @@ type ActionStartCallsRow struct {
 // Starts a call on each of a claimed batch, in one statement: counts the attempt on
 // the action and writes the attempt as started, only while this worker still holds
 // the lease. The caller commits this before any destination hears anything.
-// It runs in the claim's transaction, with a generic plan: the state is checked on
-// each row found by its key, never read from an index of states (see
-// ActionRecordBatch).
+// It runs in the claim's transaction, with a generic plan made with lookups by key
+// (the performer switches the transaction to them first, see db.PlanByKey): the
+// state is checked on each row found by its key, never read from an index of
+// states (see ActionRecordBatch).
 func (q *Queries) ActionStartCalls(ctx context.Context, arg ActionStartCallsParams) ([]ActionStartCallsRow, error) {
 	rows, err := q.db.Query(ctx, actionStartCalls, arg.Worker, arg.Clients, arg.Ids)
 	if err != nil {

@@ -2,6 +2,7 @@ package db
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -92,15 +93,18 @@ const indexPlannedBegin = "BEGIN; SET LOCAL plan_cache_mode = force_generic_plan
 // (PlannedPerCall) its planning took about a third of its time, 23 of 70 µs per
 // action in a bench run (pg_stat_statements with track_planning). An index scan
 // can read a whole index in its order, which a generic plan made on a table of a
-// hundred rows takes to be cheaper than a lookup per row; a bitmap scan needs a
-// condition, and the only conditions such a statement has are the keys it joins on,
-// so what is left looks each row up by its key whatever the sizes. A statement run
-// this way must not filter its rows with a condition an index (or a partial index's
-// predicate) could answer on its own, which would then be read whole: it tests
-// such conditions in a form no index answers, as ActionRecordBatch does its state.
+// hundred rows takes to be cheaper than a lookup per row; a bitmap scan reads what
+// a condition selects, so with the keys it joins on as a statement's only
+// conditions, what is left looks each row up by its key whatever the sizes. Such a
+// statement must give an index nothing else to read by: no condition on a
+// constant that an index could answer (it tests those with IS TRUE, which no index
+// answers), and no join to a table through a partial index whose predicate the
+// join implies (a bitmap scan of such an index needs no condition, and reads all
+// of it): it looks those rows up in a subquery per row (OFFSET 0). ActionRecordBatch
+// does both; TestPerformerRecordPlanLooksUpEachActionByKey checks its kept plan.
 // (The record's transaction also disconnects a destination when an outcome holds
-// it: under these settings that is a lookup by name and a bitmap scan of the due
-// actions, actions_due_idx, for the destination's.)
+// it: a lookup by name, and a scan of the pending and retrying actions, which no
+// index by destination narrows, as before.)
 func WithTxKeyPlanned(ctx context.Context, b TxBeginner, fn func(q *Queries) error) error {
 	return withTx(ctx, keyPlanned{b}, func(tx DBTX) DBTX { return tx }, fn)
 }
@@ -108,12 +112,26 @@ func WithTxKeyPlanned(ctx context.Context, b TxBeginner, fn func(q *Queries) err
 type keyPlanned struct{ b TxBeginner }
 
 func (p keyPlanned) Begin(ctx context.Context) (pgx.Tx, error) {
-	return p.b.BeginTx(ctx, pgx.TxOptions{BeginQuery: keyPlannedBegin})
+	return p.b.BeginTx(ctx, pgx.TxOptions{BeginQuery: "BEGIN; " + keyPlannedSettings})
 }
 
-const keyPlannedBegin = "BEGIN; SET LOCAL plan_cache_mode = force_generic_plan; " +
+const keyPlannedSettings = "SET LOCAL plan_cache_mode = force_generic_plan; " +
 	"SET LOCAL enable_seqscan = off; SET LOCAL enable_indexscan = off; SET LOCAL enable_indexonlyscan = off; " +
-	"SET LOCAL enable_sort = off; SET LOCAL enable_hashjoin = off; SET LOCAL enable_mergejoin = off"
+	"SET LOCAL enable_bitmapscan = on; SET LOCAL enable_sort = off; SET LOCAL enable_hashjoin = off; " +
+	"SET LOCAL enable_mergejoin = off"
+
+// PlanByKey switches the rest of q's transaction to WithTxKeyPlanned's settings,
+// for a statement of lookups by key that runs after one that reads an index in its
+// order (the performer's ActionStartCalls after its claim, in the claim's
+// transaction begun by WithTxIndexPlanned). A generic plan is made under the
+// settings of its first run on a connection and kept, so a statement must always
+// run under the same ones.
+func PlanByKey(ctx context.Context, q *Queries) error {
+	if _, err := q.db.Exec(ctx, keyPlannedSettings); err != nil {
+		return fmt.Errorf("plan by key: %w", err)
+	}
+	return nil
+}
 
 // BeginScanFree begins a transaction whose statements are planned with sequential
 // scans priced out (BEGIN sets enable_seqscan off, in the same round trip); each
