@@ -125,25 +125,14 @@ func TestRouterKeepsNoPreparedPlan(t *testing.T) {
 func TestPerformerClaimPlanReadsTheQueueHead(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := dbtest.New(t)
-	conn, err := pool.Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Release()
+	conn := newConn(t)
 	params := db.ActionClaimParams{Callable: []string{"d0"}, FillNames: []string{}, OnlyDestinations: []string{},
 		SkipDestinations: []string{}, MaxActions: 16, Worker: "w1", LeaseSeconds: 30}
 	claim := func() []db.ActionClaimRow {
 		t.Helper()
-		var rows []db.ActionClaimRow
-		if err := db.WithTxIndexPlanned(ctx, conn, func(q *db.Queries) error {
-			var err error
-			rows, err = q.ActionClaim(ctx, params)
-			return err
-		}); err != nil {
-			t.Fatal(err)
-		}
-		return rows
+		return rowsIn(t, db.WithTxIndexPlanned, conn, func(q *db.Queries) ([]db.ActionClaimRow, error) {
+			return q.ActionClaim(ctx, params)
+		})
 	}
 	// What autovacuum may have seen of a new database: a few actions, all done.
 	if _, err := conn.Exec(ctx, `
@@ -174,22 +163,14 @@ FROM generate_series(1, 20000) AS i`); err != nil {
 		t.Fatalf("the claim is not a prepared statement of the connection: %v", err)
 	}
 	// The plan the connection keeps, run on the full table (and rolled back).
-	var plan string
-	if err := db.WithTxIndexPlanned(ctx, conn, func(q *db.Queries) error {
-		if err := conn.QueryRow(ctx, `EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF, FORMAT JSON) EXECUTE `+
-			pgx.Identifier{name}.Sanitize()+`('{d0}', '{}', '{}', '{}', 16, 'w1', 30)`).Scan(&plan); err != nil {
-			return err
-		}
-		return errRollback
-	}); !errors.Is(err, errRollback) {
-		t.Fatal(err)
-	}
+	plan, root := explainRolledBack(t, db.WithTxIndexPlanned, conn,
+		`EXECUTE `+pgx.Identifier{name}.Sanitize()+`('{d0}', '{}', '{}', '{}', 16, 'w1', 30)`)
 	for _, bad := range []string{`"Node Type": "Seq Scan"`, `"Node Type": "Sort"`, `"Node Type": "Bitmap Heap Scan"`} {
 		if strings.Contains(plan, bad) {
 			t.Errorf("the kept claim plan has a %s: %s", bad, plan)
 		}
 	}
-	if read := dueIndexRows(t, plan); read != 16 {
+	if read := dueIndexRows(t, root, plan); read != 16 {
 		t.Errorf("the kept claim plan read %d rows of actions_due_idx to claim 16; want 16: %s", read, plan)
 	}
 	got := claim()
@@ -203,16 +184,67 @@ FROM generate_series(1, 20000) AS i`); err != nil {
 	}
 }
 
-// errRollback ends a transaction a test only looked into.
-var errRollback = errors.New("rolled back on purpose")
-
-// dueIndexRows is how many rows the plan's scans of actions_due_idx returned.
-func dueIndexRows(t *testing.T, plan string) int {
+// newConn is a connection to a new test database, released when the test ends.
+func newConn(t *testing.T) *pgxpool.Conn {
 	t.Helper()
+	conn, err := dbtest.New(t).Acquire(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(conn.Release)
+	return conn
+}
+
+// rowsIn runs one statement in a transaction begun by begin on b and returns its
+// rows.
+func rowsIn[T any](t *testing.T, begin func(context.Context, db.TxBeginner, func(*db.Queries) error) error,
+	b db.TxBeginner, run func(q *db.Queries) ([]T, error)) []T {
+	t.Helper()
+	var rows []T
+	if err := begin(context.Background(), b, func(q *db.Queries) error {
+		var err error
+		rows, err = run(q)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return rows
+}
+
+// explainRolledBack runs stmt under EXPLAIN (ANALYZE, BUFFERS, JSON) on conn, in a
+// transaction begun by begin and rolled back, and returns the plan as text and its
+// root node.
+func explainRolledBack(t *testing.T, begin func(context.Context, db.TxBeginner, func(*db.Queries) error) error,
+	conn *pgxpool.Conn, stmt string) (string, planNode) {
+	t.Helper()
+	ctx := context.Background()
+	var plan string
+	if err := begin(ctx, conn, func(*db.Queries) error {
+		if err := conn.QueryRow(ctx, `EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF, SUMMARY OFF, FORMAT JSON) `+stmt).Scan(&plan); err != nil {
+			return err
+		}
+		return errRollback
+	}); !errors.Is(err, errRollback) {
+		t.Fatal(err)
+	}
 	var doc []struct{ Plan planNode }
 	if err := json.Unmarshal([]byte(plan), &doc); err != nil || len(doc) != 1 {
 		t.Fatalf("read the plan: %v", err)
 	}
+	return plan, doc[0].Plan
+}
+
+// plainTx is a transaction with the server's own planner settings.
+func plainTx(ctx context.Context, b db.TxBeginner, fn func(*db.Queries) error) error {
+	return pgx.BeginTxFunc(ctx, b, pgx.TxOptions{}, func(tx pgx.Tx) error { return fn(db.New(tx)) })
+}
+
+// errRollback ends a transaction a test only looked into.
+var errRollback = errors.New("rolled back on purpose")
+
+// dueIndexRows is how many rows the plan's scans of actions_due_idx returned.
+func dueIndexRows(t *testing.T, root planNode, plan string) int {
+	t.Helper()
 	n, found := 0, false
 	var walk func(p planNode)
 	walk = func(p planNode) {
@@ -223,7 +255,7 @@ func dueIndexRows(t *testing.T, plan string) int {
 			walk(c)
 		}
 	}
-	walk(doc[0].Plan)
+	walk(root)
 	if !found {
 		t.Fatalf("the claim plan does not read actions_due_idx: %s", plan)
 	}
@@ -300,20 +332,13 @@ func routerReadsTheQueueHead(t *testing.T, analyze []string, premise string) {
 SELECT 'acme', 'live', 'stripe-live', 'evt_q_' || i, 'ping', '{}', '\x00' FROM generate_series(1, 20000) AS i`)
 
 	// The premise: planned with these statistics, the old claim reads the whole queue.
-	var premisePlan string
-	if err := pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
-		if err := tx.QueryRow(ctx, `EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF, FORMAT JSON) `+premise).Scan(&premisePlan); err != nil {
-			return err
-		}
-		return errRollback
-	}); !errors.Is(err, errRollback) {
+	conn, err := w.pool.Acquire(ctx)
+	if err != nil {
 		t.Fatal(err)
 	}
-	var doc []struct{ Plan planNode }
-	if err := json.Unmarshal([]byte(premisePlan), &doc); err != nil || len(doc) != 1 {
-		t.Fatalf("read the plan: %v", err)
-	}
-	if read := queueRowsRead(doc[0].Plan); read < 20000 {
+	premisePlan, premiseRoot := explainRolledBack(t, plainTx, conn, premise)
+	conn.Release()
+	if read := queueRowsRead(premiseRoot); read < 20000 {
 		t.Fatalf("with these statistics the old claim read %d rows of event_queue; the test's premise is the whole queue, 20000: %s",
 			read, premisePlan)
 	}
@@ -436,12 +461,7 @@ FROM generate_series(1, 100) AS i`, `ANALYZE actions`, `ANALYZE attempts`},
 
 func recordLooksUpByKey(t *testing.T, before []string) {
 	ctx := context.Background()
-	pool := dbtest.New(t)
-	conn, err := pool.Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Release()
+	conn := newConn(t)
 	exec := func(stmt string, args ...any) {
 		t.Helper()
 		if _, err := conn.Exec(ctx, stmt, args...); err != nil {
@@ -464,15 +484,9 @@ func recordLooksUpByKey(t *testing.T, before []string) {
 			p.NextAttemptAts, p.ExternalRefs = append(p.NextAttemptAts, time.Now()), append(p.ExternalRefs, fmt.Sprintf("ref_%d", id))
 			p.Results, p.Owners, p.LeaseTokens = append(p.Results, `{"id":1}`), append(p.Owners, ""), append(p.LeaseTokens, 1)
 		}
-		var rows []db.ActionRecordBatchRow
-		if err := db.WithTxKeyPlanned(ctx, conn, func(q *db.Queries) error {
-			var err error
-			rows, err = q.ActionRecordBatch(ctx, p)
-			return err
-		}); err != nil {
-			t.Fatal(err)
-		}
-		return rows
+		return rowsIn(t, db.WithTxKeyPlanned, conn, func(q *db.Queries) ([]db.ActionRecordBatchRow, error) {
+			return q.ActionRecordBatch(ctx, p)
+		})
 	}
 	// The plans are made now, as the performer's first record and start of calls
 	// would make them.
@@ -550,60 +564,43 @@ FROM actions p WHERE p.client = s.client AND p.id = s.after_id AND p.state = 'co
 	}
 
 	// What a kept plan reads of the indexes (rolled back).
-	explain := func(begin func(context.Context, db.TxBeginner, func(*db.Queries) error) error, execute string) (entries, blocks int, plan string) {
+	// keyed (set for the kept plans) reports scans that read an index without a
+	// condition.
+	explain := func(execute string, keyed bool) (entries, blocks int, plan string) {
 		t.Helper()
-		if err := begin(ctx, conn, func(*db.Queries) error {
-			if err := conn.QueryRow(ctx, `EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF, SUMMARY OFF, FORMAT JSON) EXECUTE `+
-				execute).Scan(&plan); err != nil {
-				return err
+		plan, root := explainRolledBack(t, db.WithTxKeyPlanned, conn, `EXECUTE `+execute)
+		for _, scan := range wholeIndexScans(root) {
+			if keyed {
+				t.Errorf("a kept plan reads an index without a condition, %s: %s", scan, plan)
 			}
-			return errRollback
-		}); !errors.Is(err, errRollback) {
-			t.Fatal(err)
 		}
-		var doc []struct{ Plan planNode }
-		if err := json.Unmarshal([]byte(plan), &doc); err != nil || len(doc) != 1 {
-			t.Fatalf("read the plan: %v", err)
-		}
-		entries, blocks = ledgerIndexReads(doc[0].Plan)
+		entries, blocks = ledgerIndexReads(root)
 		return entries, blocks, plan
-	}
-	keyedOnly := func(what, plan string) {
-		t.Helper()
-		var doc []struct{ Plan planNode }
-		if err := json.Unmarshal([]byte(plan), &doc); err != nil || len(doc) != 1 {
-			t.Fatalf("read the plan: %v", err)
-		}
-		for _, scan := range wholeIndexScans(doc[0].Plan) {
-			t.Errorf("%s reads an index without a condition, %s: %s", what, scan, plan)
-		}
 	}
 	// A lookup by the whole key reads a block at each level of the index, two or
 	// three here; one by its first column reads all the client's entries.
 	startArgs := fmt.Sprintf(`('w1', '{%s}', '{%s}')`, strings.TrimSuffix(strings.Repeat("c,", len(open)), ","),
 		strings.Trim(strings.Join(strings.Fields(fmt.Sprint(open)), ","), "[]"))
-	read, blocks, plan := explain(db.WithTxIndexPlanned, pgx.Identifier{startName}.Sanitize()+startArgs)
+	read, blocks, plan := explain(pgx.Identifier{startName}.Sanitize()+startArgs, true)
 	if read != 16 || blocks > 16*3 {
 		t.Errorf("the kept plan that starts calls read %d index entries of actions in %d blocks for 16 actions; "+
 			"want 16 entries in 3 blocks each at most: %s", read, blocks, plan)
 	}
-	keyedOnly("the kept plan that starts calls", plan)
 	// The record's lookups: the actions (each now with a second entry, left dead by
 	// the rolled-back start of calls), their attempts, their successors in
 	// actions_after_idx and by id.
 	const lookups = 16 * 4
-	read, blocks, plan = explain(db.WithTxKeyPlanned, pgx.Identifier{recordName}.Sanitize()+recordArgs(open, attempts))
+	read, blocks, plan = explain(pgx.Identifier{recordName}.Sanitize()+recordArgs(open, attempts), true)
 	if read != lookups+16 || blocks > lookups*3 {
 		t.Errorf("the kept record plan read %d index entries in %d blocks to record 16 actions, their attempts and successors; "+
 			"want %d entries in 3 blocks a lookup at most: %s", read, blocks, lookups+16, plan)
 	}
-	keyedOnly("the kept record plan", plan)
 	for _, bad := range []string{`"Node Type": "Seq Scan"`, `"Node Type": "Index Scan"`, `"Node Type": "Sort"`} {
 		if strings.Contains(plan, bad) {
 			t.Errorf("the kept record plan has a %s: %s", bad, plan)
 		}
 	}
-	if read, _, plan := explain(db.WithTxKeyPlanned, `plain_record`+recordArgs(open, attempts)); read < 20000 {
+	if read, _, plan := explain(`plain_record`+recordArgs(open, attempts), false); read < 20000 {
 		t.Fatalf("the plain state test's plan read %d index entries; the test's premise is every claim, 20000: %s", read, plan)
 	}
 
