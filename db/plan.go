@@ -70,13 +70,18 @@ type TxBeginner interface {
 // plan, made on a table of 100 rows, walked an index of every action, or every
 // claimed action, for each outcome) runs through WithTxKeyPlanned.
 func WithTxIndexPlanned(ctx context.Context, b TxBeginner, fn func(q *Queries) error) error {
-	return withTx(ctx, indexPlanned{b}, func(tx DBTX) DBTX { return tx }, fn)
+	return withTx(ctx, settingsTx{b, indexPlannedBegin}, func(tx DBTX) DBTX { return tx }, fn)
 }
 
-type indexPlanned struct{ b TxBeginner }
+// settingsTx begins its transactions with a BEGIN that also sets the planner's
+// settings for them, in one round trip.
+type settingsTx struct {
+	b     TxBeginner
+	begin string
+}
 
-func (p indexPlanned) Begin(ctx context.Context) (pgx.Tx, error) {
-	return p.b.BeginTx(ctx, pgx.TxOptions{BeginQuery: indexPlannedBegin})
+func (p settingsTx) Begin(ctx context.Context) (pgx.Tx, error) {
+	return p.b.BeginTx(ctx, pgx.TxOptions{BeginQuery: p.begin})
 }
 
 const indexPlannedBegin = "BEGIN; SET LOCAL plan_cache_mode = force_generic_plan; " +
@@ -106,13 +111,7 @@ const indexPlannedBegin = "BEGIN; SET LOCAL plan_cache_mode = force_generic_plan
 // it: a lookup by name, and a scan of the pending and retrying actions, which no
 // index by destination narrows, as before.)
 func WithTxKeyPlanned(ctx context.Context, b TxBeginner, fn func(q *Queries) error) error {
-	return withTx(ctx, keyPlanned{b}, func(tx DBTX) DBTX { return tx }, fn)
-}
-
-type keyPlanned struct{ b TxBeginner }
-
-func (p keyPlanned) Begin(ctx context.Context) (pgx.Tx, error) {
-	return p.b.BeginTx(ctx, pgx.TxOptions{BeginQuery: "BEGIN; " + keyPlannedSettings})
+	return withTx(ctx, settingsTx{b, "BEGIN; " + keyPlannedSettings}, func(tx DBTX) DBTX { return tx }, fn)
 }
 
 const keyPlannedSettings = "SET LOCAL plan_cache_mode = force_generic_plan; " +
