@@ -6,16 +6,23 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/oncehook/oncehook/db"
 )
 
 func ioPipe() (*io.PipeReader, *io.PipeWriter) { return io.Pipe() }
 
+// openPool is a small pool of the test's own on dsn, as oncehook serve opens one.
 func openPool(t *testing.T, dsn string) *pgxpool.Pool {
 	t.Helper()
-	pool, err := db.Open(context.Background(), dsn, 4)
+	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns = 4
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pool.Ping(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
