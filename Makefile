@@ -3,7 +3,7 @@ SHELL := /bin/bash
 BIN   := $(CURDIR)/.bin
 SQLC_VERSION  := v1.31.1
 TEMPL_VERSION := v0.3.1100
-# Stripe's official API mock, for the backfill tests (provider/stripe_mock_test.go
+# Stripe's official API mock, for the backfill tests (internal/provider/stripe_mock_test.go
 # reads this line, and builds the binary itself when .bin/ lacks it).
 STRIPE_MOCK_VERSION := v0.203.0
 export PATH := $(BIN):$(PATH)
@@ -15,7 +15,7 @@ export GOTOOLCHAIN := auto
 
 ## run: the demo: embedded Postgres, example config, sandbox CRM and mail, demo traffic
 run: build postgres
-	./oncehook demo
+	$(BIN)/oncehook demo
 
 ## postgres: the PostgreSQL server binaries the embedded database starts from (initdb,
 ## pg_ctl, postgres), found where the launcher looks (db/embedded_bin.go: PATH, then the
@@ -42,7 +42,7 @@ postgres:
 	fi
 
 build:
-	go build -o oncehook ./cmd/oncehook
+	go build -o $(BIN)/oncehook ./cmd/oncehook
 
 ## test: generated code is current, vet, and the whole suite with the race detector
 test: tools chromium check-generated vet
@@ -60,11 +60,11 @@ vet:
 ## bench: throughput, latency, growth and memory against a baseline measured on the
 ## same private Postgres in the same run; prints one table, also in artifacts/bench.txt
 bench:
-	go run ./bench -out artifacts/bench.txt
+	go run ./cmd/bench -out artifacts/bench.txt
 
 ## generate: regenerate sqlc queries and templ views from their sources
 generate: tools
-	sqlc generate
+	sqlc generate -f db/sqlc.yaml
 	if ls views/*.templ >/dev/null 2>&1; then templ generate -path views; fi
 
 ## check-generated: fail when the committed generated code does not match its sources
@@ -93,9 +93,9 @@ $(BIN)/stripe-mock:
 ## test-faults: the fault, load and hostile-input tests alone (`make test` runs them too):
 ## real oncehook processes on real Postgres clusters that are stopped, killed and flooded
 test-faults:
-	go test -count=1 -timeout 15m ./faults/...
+	go test -count=1 -timeout 15m ./internal/faults/...
 
-## histories: N seeded randomized histories against real processes (faults/histories_test.go);
+## histories: N seeded randomized histories against real processes (internal/faults/histories_test.go);
 ## `make test` runs 3. SEED=S starts the series at S (history i has seed S+i; a failing
 ## history prints its seed and replays with N=1 SEED=that). The figures land in
 ## artifacts/histories.txt.
@@ -103,7 +103,7 @@ N ?= 200
 SEED ?= 0
 histories:
 	@mkdir -p artifacts
-	go test -count=1 -timeout 0 -run '^TestHistories$$' ./faults \
+	go test -count=1 -timeout 0 -run '^TestHistories$$' ./internal/faults \
 		-histories.n=$(N) -histories.seed=$(SEED) -histories.keep-going -histories.summary=$(CURDIR)/artifacts/histories.txt
 	@cat artifacts/histories.txt
 

@@ -7,7 +7,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/oncehook/oncehook"
+	"github.com/oncehook/oncehook/internal/ledger"
 )
 
 const actorKey = "actor"
@@ -19,9 +19,9 @@ func (s *Server) requireToken(next echo.HandlerFunc) echo.HandlerFunc {
 		token, ok := strings.CutPrefix(h, "Bearer ")
 		if !ok || token == "" {
 			c.Response().Header().Set("WWW-Authenticate", `Bearer realm="oncehook"`)
-			return oncehook.Errorf(oncehook.EUNAUTHORIZED, "An API token is required: Authorization: Bearer TOKEN.")
+			return ledger.Errorf(ledger.EUNAUTHORIZED, "An API token is required: Authorization: Bearer TOKEN.")
 		}
-		actor, err := oncehook.AuthenticateToken(c.Request().Context(), s.pool, token)
+		actor, err := ledger.AuthenticateToken(c.Request().Context(), s.pool, token)
 		if err != nil {
 			return err
 		}
@@ -30,25 +30,25 @@ func (s *Server) requireToken(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-func actorOf(c echo.Context) oncehook.Actor {
-	a, _ := c.Get(actorKey).(oncehook.Actor)
+func actorOf(c echo.Context) ledger.Actor {
+	a, _ := c.Get(actorKey).(ledger.Actor)
 	return a
 }
 
 func pathID(c echo.Context) (int64, error) {
 	n, err := strconv.ParseInt(c.Param("id"), 10, 64)
 	if err != nil || n <= 0 {
-		return 0, oncehook.Errorf(oncehook.ENOTFOUND, "No such id: %q.", c.Param("id"))
+		return 0, ledger.Errorf(ledger.ENOTFOUND, "No such id: %q.", c.Param("id"))
 	}
 	return n, nil
 }
 
 // pathAction reads the action named by the path's {id}, with its events, attempts
 // and audit trail.
-func (s *Server) pathAction(c echo.Context) (oncehook.ActionDetail, error) {
+func (s *Server) pathAction(c echo.Context) (ledger.ActionDetail, error) {
 	n, err := pathID(c)
 	if err != nil {
-		return oncehook.ActionDetail{}, err
+		return ledger.ActionDetail{}, err
 	}
 	return s.review.GetAction(c.Request().Context(), n)
 }
@@ -60,7 +60,7 @@ func queryInt(c echo.Context, name string) (int, error) {
 	}
 	n, err := strconv.Atoi(v)
 	if err != nil || n < 0 {
-		return 0, oncehook.Errorf(oncehook.EINVALID, "%s must be a positive number.", name)
+		return 0, ledger.Errorf(ledger.EINVALID, "%s must be a positive number.", name)
 	}
 	return n, nil
 }
@@ -70,7 +70,7 @@ func (s *Server) apiListActions(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	f := oncehook.ActionFilter{Source: c.QueryParam("source"), Name: c.QueryParam("name"),
+	f := ledger.ActionFilter{Source: c.QueryParam("source"), Name: c.QueryParam("name"),
 		Owner: c.QueryParam("owner"), Q: c.QueryParam("q"), Limit: limit, Cursor: c.QueryParam("cursor"),
 		Destination: c.QueryParam("destination"), Client: c.QueryParam("client"), Sort: c.QueryParam("sort")}
 	if st := c.QueryParam("state"); st != "" {
@@ -78,7 +78,7 @@ func (s *Server) apiListActions(c echo.Context) error {
 			if one == "" {
 				continue
 			}
-			if states, ok := oncehook.QueueStates[one]; ok && one != oncehook.StateFailed && one != oncehook.StateUncertain {
+			if states, ok := ledger.QueueStates[one]; ok && one != ledger.StateFailed && one != ledger.StateUncertain {
 				f.States = append(f.States, states...) // a queue name: outstanding
 				continue
 			}
@@ -124,10 +124,10 @@ func (s *Server) apiAct(c echo.Context) error {
 	var body actBody
 	if c.Request().ContentLength != 0 {
 		if err := c.Bind(&body); err != nil {
-			return oncehook.Errorf(oncehook.EINVALID, "The body must be a JSON object with note, external_ref, owner or checked_destination.")
+			return ledger.Errorf(ledger.EINVALID, "The body must be a JSON object with note, external_ref, owner or checked_destination.")
 		}
 	}
-	p := oncehook.ActParams{Note: body.Note, ExternalRef: body.ExternalRef, Owner: body.Owner, CheckedDestination: body.CheckedDestination}
+	p := ledger.ActParams{Note: body.Note, ExternalRef: body.ExternalRef, Owner: body.Owner, CheckedDestination: body.CheckedDestination}
 	a, err := s.review.Do(c.Request().Context(), actorOf(c), c.Param("act"), n, p)
 	if err != nil {
 		return err
@@ -141,14 +141,14 @@ func (s *Server) apiSummary(c echo.Context) error {
 		return err
 	}
 	byState := map[string]int64{}
-	byQueue := map[string]int64{oncehook.QueueOutstanding: 0, oncehook.QueueUncertain: 0, oncehook.QueueFailed: 0}
-	for _, st := range []string{oncehook.StatePending, oncehook.StateProcessing, oncehook.StateRetrying, oncehook.StateHeld,
-		oncehook.StateUncertain, oncehook.StateFailed, oncehook.StateConfirmed, oncehook.StateResolved, oncehook.StateCancelled} {
+	byQueue := map[string]int64{ledger.QueueOutstanding: 0, ledger.QueueUncertain: 0, ledger.QueueFailed: 0}
+	for _, st := range []string{ledger.StatePending, ledger.StateProcessing, ledger.StateRetrying, ledger.StateHeld,
+		ledger.StateUncertain, ledger.StateFailed, ledger.StateConfirmed, ledger.StateResolved, ledger.StateCancelled} {
 		byState[st] = 0
 	}
 	for _, sc := range counts {
 		byState[sc.State] = sc.Count
-		if q := oncehook.QueueOf(sc.State); q != "" {
+		if q := ledger.QueueOf(sc.State); q != "" {
 			byQueue[q] += sc.Count
 		}
 	}

@@ -6,17 +6,17 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/oncehook/oncehook"
+	"github.com/oncehook/oncehook/internal/ledger"
 )
 
 // eventFilter reads the events list's filters from the query: source, status, type,
 // via, from and to (RFC 3339, or a date), q (the provider's event id), limit, cursor.
-func eventFilter(c echo.Context) (oncehook.EventFilter, error) {
+func eventFilter(c echo.Context) (ledger.EventFilter, error) {
 	limit, err := queryInt(c, "limit")
 	if err != nil {
-		return oncehook.EventFilter{}, err
+		return ledger.EventFilter{}, err
 	}
-	f := oncehook.EventFilter{Source: c.QueryParam("source"), Status: c.QueryParam("status"),
+	f := ledger.EventFilter{Source: c.QueryParam("source"), Status: c.QueryParam("status"),
 		Type: c.QueryParam("type"), Via: c.QueryParam("via"), Q: c.QueryParam("q"),
 		Limit: limit, Cursor: c.QueryParam("cursor")}
 	if f.From, err = queryTime(c, "from"); err != nil {
@@ -38,7 +38,7 @@ func queryTime(c echo.Context, name string) (time.Time, error) {
 			return t, nil
 		}
 	}
-	return time.Time{}, oncehook.Errorf(oncehook.EINVALID, "%s must be a time such as 2026-01-31T12:00:00Z or a date such as 2026-01-31.", name)
+	return time.Time{}, ledger.Errorf(ledger.EINVALID, "%s must be a time such as 2026-01-31T12:00:00Z or a date such as 2026-01-31.", name)
 }
 
 func (s *Server) apiListEvents(c echo.Context) error {
@@ -136,7 +136,7 @@ func readReplayBody(c echo.Context) (replayBody, error) {
 	var body replayBody
 	if c.Request().ContentLength != 0 {
 		if err := c.Bind(&body); err != nil {
-			return body, oncehook.Errorf(oncehook.EINVALID, "The body must be a JSON object with note (and expected, to replay all that match).")
+			return body, ledger.Errorf(ledger.EINVALID, "The body must be a JSON object with note (and expected, to replay all that match).")
 		}
 	}
 	return body, nil

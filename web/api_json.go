@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/oncehook/oncehook"
+	"github.com/oncehook/oncehook/internal/ledger"
 )
 
 // The JSON shapes of DESIGN.md section 4. Ids are strings: clients treat them as opaque.
@@ -28,10 +28,10 @@ type actionJSON struct {
 	UpdatedAt     time.Time  `json:"updated_at"`
 }
 
-func toActionJSON(a oncehook.Action) actionJSON {
+func toActionJSON(a ledger.Action) actionJSON {
 	var next *time.Time
-	if (a.State == oncehook.StatePending || a.State == oncehook.StateRetrying || a.State == oncehook.StateUncertain) &&
-		oncehook.Scheduled(a.NextAttemptAt) {
+	if (a.State == ledger.StatePending || a.State == ledger.StateRetrying || a.State == ledger.StateUncertain) &&
+		ledger.Scheduled(a.NextAttemptAt) {
 		t := a.NextAttemptAt.UTC()
 		next = &t
 	}
@@ -87,10 +87,10 @@ type auditJSON struct {
 	At     time.Time       `json:"at"`
 }
 
-func toActionDetailJSON(d oncehook.ActionDetail) actionDetailJSON {
+func toActionDetailJSON(d ledger.ActionDetail) actionDetailJSON {
 	out := actionDetailJSON{
 		actionJSON: toActionJSON(d.Action), Destination: d.Action.Destination,
-		NextStep: oncehook.NextStep(d.Action.State), Params: d.Action.Params,
+		NextStep: ledger.NextStep(d.Action.State), Params: d.Action.Params,
 		Events: []actionEventJSON{}, Attempts: []attemptJSON{}, Audit: []auditJSON{},
 	}
 	for _, e := range d.Events {
@@ -125,7 +125,7 @@ type eventJSON struct {
 	Via           string    `json:"via"`
 }
 
-func toEventJSON(e oncehook.Event) eventJSON {
+func toEventJSON(e ledger.Event) eventJSON {
 	return eventJSON{ID: id(e.ID), Source: e.Source, SourceEventID: e.SourceEventID, Type: e.Type,
 		Status: e.Status, Deliveries: e.Deliveries, Conflict: e.Conflict, ReceivedAt: e.ReceivedAt.UTC(), Via: e.Via}
 }

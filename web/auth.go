@@ -7,7 +7,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/oncehook/oncehook"
+	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/views"
 )
 
@@ -23,8 +23,8 @@ func (s *Server) requireUser(next echo.HandlerFunc) echo.HandlerFunc {
 		if id == 0 {
 			return s.toLogin(c)
 		}
-		u, err := oncehook.GetUser(ctx, s.pool, id)
-		if oncehook.ErrorCode(err) == oncehook.ENOTFOUND || (err == nil && u.Disabled) {
+		u, err := ledger.GetUser(ctx, s.pool, id)
+		if ledger.ErrorCode(err) == ledger.ENOTFOUND || (err == nil && u.Disabled) {
 			if err := s.sessions.Destroy(ctx); err != nil {
 				return err
 			}
@@ -34,7 +34,7 @@ func (s *Server) requireUser(next echo.HandlerFunc) echo.HandlerFunc {
 			return err
 		}
 		c.Set(userKey, u)
-		c.Set(actorKey, oncehook.Actor{Name: u.Email, Role: u.Role})
+		c.Set(actorKey, ledger.Actor{Name: u.Email, Role: u.Role})
 		return next(c)
 	}
 }
@@ -57,15 +57,15 @@ func (s *Server) toLogin(c echo.Context) error {
 // admin pages from rendering for them.
 func requireAdmin(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		if actorOf(c).Role != oncehook.RoleAdmin {
-			return oncehook.Errorf(oncehook.EFORBIDDEN, "Only admins can do that.")
+		if actorOf(c).Role != ledger.RoleAdmin {
+			return ledger.Errorf(ledger.EFORBIDDEN, "Only admins can do that.")
 		}
 		return next(c)
 	}
 }
 
-func userOf(c echo.Context) oncehook.User {
-	u, _ := c.Get(userKey).(oncehook.User)
+func userOf(c echo.Context) ledger.User {
+	u, _ := c.Get(userKey).(ledger.User)
 	return u
 }
 
@@ -81,12 +81,12 @@ func (s *Server) loginForm(c echo.Context) error {
 func (s *Server) login(c echo.Context) error {
 	ctx := c.Request().Context()
 	email, next := c.FormValue("email"), c.FormValue("next")
-	u, err := oncehook.Authenticate(ctx, s.pool, s.limits, email, c.FormValue("password"), c.RealIP())
+	u, err := ledger.Authenticate(ctx, s.pool, s.limits, email, c.FormValue("password"), c.RealIP())
 	if err != nil {
-		switch code := oncehook.ErrorCode(err); code {
-		case oncehook.EUNAUTHORIZED, oncehook.EFORBIDDEN, oncehook.ETHROTTLED:
+		switch code := ledger.ErrorCode(err); code {
+		case ledger.EUNAUTHORIZED, ledger.EFORBIDDEN, ledger.ETHROTTLED:
 			return s.render(c, statusOf[code], views.Login(s.layout(c, "Sign in", ""),
-				views.LoginPage{Email: email, Next: next, Error: oncehook.ErrorMessage(err)}))
+				views.LoginPage{Email: email, Next: next, Error: ledger.ErrorMessage(err)}))
 		}
 		return err
 	}
@@ -95,7 +95,7 @@ func (s *Server) login(c echo.Context) error {
 	}
 	s.sessions.Put(ctx, sessUserID, u.ID)
 	s.sessions.Put(ctx, sessCSRF, newCSRFToken())
-	if _, err := oncehook.DeleteExpiredSessions(ctx, s.pool); err != nil {
+	if _, err := ledger.DeleteExpiredSessions(ctx, s.pool); err != nil {
 		s.logger.WarnContext(ctx, "sweep sessions", "err", err) // housekeeping only
 	}
 	return c.Redirect(http.StatusSeeOther, safeNext(next))

@@ -9,11 +9,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oncehook/oncehook"
-	"github.com/oncehook/oncehook/config"
+	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/config"
 	"github.com/oncehook/oncehook/db/dbtest"
-	"github.com/oncehook/oncehook/provider"
-	"github.com/oncehook/oncehook/sandbox"
+	"github.com/oncehook/oncehook/internal/provider"
+	"github.com/oncehook/oncehook/internal/sandbox"
 	"github.com/oncehook/oncehook/web"
 )
 
@@ -49,12 +49,12 @@ actions:
 		t.Fatal(err)
 	}
 	logger := slog.New(slog.NewTextHandler(&lockedWriter{w: &strings.Builder{}}, nil))
-	inbox := oncehook.NewInbox(pool, logger, nil)
+	inbox := ledger.NewInbox(pool, logger, nil)
 	t.Cleanup(inbox.Close)
 	srv := httptest.NewServer(web.New(web.Params{Config: cfg, Pool: pool, Inbox: inbox,
-		Review: oncehook.NewReview(pool, cfg, nil), Logger: logger}))
+		Review: ledger.NewReview(pool, cfg, nil), Logger: logger}))
 	t.Cleanup(srv.Close)
-	if _, err := oncehook.CreateUser(context.Background(), pool, opsEmail, oncehook.RoleOperator, password); err != nil {
+	if _, err := ledger.CreateUser(context.Background(), pool, opsEmail, ledger.RoleOperator, password); err != nil {
 		t.Fatal(err)
 	}
 	p := (&dashboard{t: t, url: srv.URL}).person()
@@ -63,7 +63,7 @@ actions:
 		t.Errorf("/sources before the first pass lacks 'not yet'")
 	}
 
-	bf := oncehook.NewBackfiller(oncehook.BackfillParams{Pool: pool, Config: cfg, Inbox: inbox,
+	bf := ledger.NewBackfiller(ledger.BackfillParams{Pool: pool, Config: cfg, Inbox: inbox,
 		Clients: provider.NewBackfillClients(cfg), Logger: logger, Owner: "page"})
 	bf.RunDue(context.Background(), true)
 	body := p.get("/sources").body

@@ -8,8 +8,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/oncehook/oncehook"
-	"github.com/oncehook/oncehook/sandbox"
+	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/sandbox"
 )
 
 // TestBrowserButtonsFollowWhatIsPossible: no Reconcile where the destination
@@ -22,8 +22,8 @@ func TestBrowserButtonsFollowWhatIsPossible(t *testing.T) {
 	d.crm.Fail(sandbox.Fault{Status: 422, Message: "amount must be approved"})
 	d.mail.FailNext(550, "mailbox unavailable")
 	d.checkout("evt_acts_1", "enq-acts-1", "")
-	crmFailed := d.waitAction("open_opportunity", "enq-acts-1", oncehook.StateFailed)
-	mailFailed := d.waitAction("send_welcome_email", "enq-acts-1", oncehook.StateFailed)
+	crmFailed := d.waitAction("open_opportunity", "enq-acts-1", ledger.StateFailed)
+	mailFailed := d.waitAction("send_welcome_email", "enq-acts-1", ledger.StateFailed)
 
 	b := newBrowser(t, d.url)
 	b.login(adminEmail, password)
@@ -56,7 +56,7 @@ func TestBrowserButtonsFollowWhatIsPossible(t *testing.T) {
 	// The CRM refuses its credentials: it is disconnected and the next action is held.
 	d.crm.Fail(sandbox.Fault{Status: 401, Message: "token revoked"})
 	d.checkout("evt_acts_2", "enq-acts-2", "")
-	held := d.waitAction("open_opportunity", "enq-acts-2", oncehook.StateHeld)
+	held := d.waitAction("open_opportunity", "enq-acts-2", ledger.StateHeld)
 	b.open(fmt.Sprintf("/actions/%d", crmFailed.ID), "#disconnected")
 	if note := b.text("#disconnected"); !strings.Contains(note, "crm is disconnected") {
 		t.Errorf("the disconnected notice says %q", note)
@@ -99,7 +99,7 @@ func TestBrowserButtonsFollowWhatIsPossible(t *testing.T) {
 		t.Errorf("the Cancel confirmation reads %q", lbl)
 	}
 	b.do("press Cancel without confirming", chromedp.Click(chromedp.ID("cancel")))
-	if got, _ := d.review.GetAction(t.Context(), crmFailed.ID); got.Action.State != oncehook.StateFailed {
+	if got, _ := d.review.GetAction(t.Context(), crmFailed.ID); got.Action.State != ledger.StateFailed {
 		t.Fatalf("Cancel without the confirmation left it %s", got.Action.State)
 	}
 	// Even a form sent without the browser's check cancels nothing.
@@ -111,7 +111,7 @@ func TestBrowserButtonsFollowWhatIsPossible(t *testing.T) {
 	}
 	b.do("confirm", chromedp.Click(chromedp.ID("cancel-confirm")))
 	b.submit("#cancel")
-	if got, _ := d.review.GetAction(t.Context(), crmFailed.ID); got.Action.State != oncehook.StateCancelled {
+	if got, _ := d.review.GetAction(t.Context(), crmFailed.ID); got.Action.State != ledger.StateCancelled {
 		t.Errorf("confirmed Cancel left it %s", got.Action.State)
 	}
 }
@@ -121,11 +121,11 @@ func TestBrowserButtonsFollowWhatIsPossible(t *testing.T) {
 func TestBrowserNoDeadEnds(t *testing.T) {
 	t.Parallel()
 	d := newDashboard(t)
-	var failed []oncehook.Action
+	var failed []ledger.Action
 	for i := range 2 {
 		d.crm.Fail(sandbox.Fault{Status: 422})
 		d.checkout(fmt.Sprintf("evt_next_%d", i), fmt.Sprintf("enq-next-%d", i), "")
-		failed = append(failed, d.waitAction("open_opportunity", fmt.Sprintf("enq-next-%d", i), oncehook.StateFailed))
+		failed = append(failed, d.waitAction("open_opportunity", fmt.Sprintf("enq-next-%d", i), ledger.StateFailed))
 	}
 	b := newBrowser(t, d.url)
 	b.login(adminEmail, password)

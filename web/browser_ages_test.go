@@ -7,8 +7,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/oncehook/oncehook"
-	"github.com/oncehook/oncehook/sandbox"
+	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/sandbox"
 )
 
 // TestBrowserOldestWaitingSurvivesAssign: the overview's "oldest waiting" and a
@@ -19,7 +19,7 @@ func TestBrowserOldestWaitingSurvivesAssign(t *testing.T) {
 	d := newDashboard(t)
 	d.crm.Fail(sandbox.Fault{Status: 422, Message: "amount must be approved"})
 	d.checkout("evt_age", "enq-age", "")
-	a := d.waitAction("open_opportunity", "enq-age", oncehook.StateFailed)
+	a := d.waitAction("open_opportunity", "enq-age", ledger.StateFailed)
 	// It failed three hours ago, as far as the ledger knows.
 	if _, err := d.pool.Exec(t.Context(), `UPDATE actions SET state_since = now() - interval '3 hours 10 seconds',
 		updated_at = now() - interval '3 hours' WHERE id = $1`, a.ID); err != nil {

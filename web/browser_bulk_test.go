@@ -9,8 +9,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/oncehook/oncehook"
-	"github.com/oncehook/oncehook/sandbox"
+	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/sandbox"
 )
 
 // TestBrowserBulkActsOnWhatIsShown: after a search typed into the queue's search
@@ -24,7 +24,7 @@ func TestBrowserBulkActsOnWhatIsShown(t *testing.T) {
 	for i, k := range keys {
 		d.crm.Fail(sandbox.Fault{Status: 422, Message: "amount must be approved"})
 		d.checkout(fmt.Sprintf("evt_bulk_%d", i), k, "")
-		ids[k] = d.waitAction("open_opportunity", k, oncehook.StateFailed).ID
+		ids[k] = d.waitAction("open_opportunity", k, ledger.StateFailed).ID
 	}
 	owners := func() map[string]string {
 		out := map[string]string{}

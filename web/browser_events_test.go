@@ -10,8 +10,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/oncehook/oncehook"
-	"github.com/oncehook/oncehook/sender"
+	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/sender"
 )
 
 // deliverType posts a signed Stripe event of typ, which no rule may know.
@@ -36,11 +36,11 @@ func (d *dashboard) deliverType(eventID, typ string) {
 }
 
 // waitStatus polls until the event with the provider's id has status want.
-func (d *dashboard) waitStatus(sourceEventID, want string) oncehook.Event {
+func (d *dashboard) waitStatus(sourceEventID, want string) ledger.Event {
 	d.t.Helper()
-	var last oncehook.Event
+	var last ledger.Event
 	waitUntil(d.t, "event "+sourceEventID+" to be "+want, func() bool {
-		page, err := d.review.ListEvents(context.Background(), oncehook.EventFilter{Q: sourceEventID})
+		page, err := d.review.ListEvents(context.Background(), ledger.EventFilter{Q: sourceEventID})
 		if err != nil {
 			d.t.Fatal(err)
 		}
@@ -61,9 +61,9 @@ func TestBrowserEventsListAndReplay(t *testing.T) {
 	d.checkout("evt_list_1", "enq-list-1", "kept")
 	d.deliverType("evt_unknown_1", "invoice.paid")
 	d.deliverType("evt_unknown_2", "invoice.paid")
-	d.waitAction("open_opportunity", "enq-list-1", oncehook.StateConfirmed)
-	ignored := d.waitStatus("evt_unknown_1", oncehook.EventIgnored)
-	d.waitStatus("evt_unknown_2", oncehook.EventIgnored)
+	d.waitAction("open_opportunity", "enq-list-1", ledger.StateConfirmed)
+	ignored := d.waitStatus("evt_unknown_1", ledger.EventIgnored)
+	d.waitStatus("evt_unknown_2", ledger.EventIgnored)
 
 	b := newBrowser(t, d.url)
 	b.login(adminEmail, password)
@@ -106,7 +106,7 @@ func TestBrowserEventsListAndReplay(t *testing.T) {
 	if flash := b.text(".flash"); !strings.HasPrefix(flash, "Replay requested") {
 		t.Errorf("flash after replay = %q", flash)
 	}
-	d.waitStatus("evt_unknown_1", oncehook.EventIgnored)
+	d.waitStatus("evt_unknown_1", ledger.EventIgnored)
 	b.open(fmt.Sprintf("/events/%d", ignored.ID), "#event-audit")
 	if line := b.text("#event-audit tbody tr"); !strings.Contains(line, adminEmail) || !strings.Contains(line, "replay") ||
 		!strings.Contains(line, "checking the new rule") {

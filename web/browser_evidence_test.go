@@ -7,7 +7,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/oncehook/oncehook"
+	"github.com/oncehook/oncehook/internal/ledger"
 )
 
 // TestBrowserEvidenceToCheck: an email that needs a person shows its Message-ID
@@ -18,8 +18,8 @@ func TestBrowserEvidenceToCheck(t *testing.T) {
 	d := newDashboard(t)
 	d.mail.FailNext(550, "mailbox unavailable")
 	d.checkout("evt_ev_1", "enq-ev", "first")
-	mail := d.waitAction("send_welcome_email", "enq-ev", oncehook.StateFailed)
-	d.waitAction("open_opportunity", "enq-ev", oncehook.StateConfirmed)
+	mail := d.waitAction("send_welcome_email", "enq-ev", ledger.StateFailed)
+	d.waitAction("open_opportunity", "enq-ev", ledger.StateConfirmed)
 
 	b := newBrowser(t, d.url)
 	b.login(opsEmail, password)
@@ -34,7 +34,7 @@ func TestBrowserEvidenceToCheck(t *testing.T) {
 	b.submit("#retry")
 	b.do("confirm checking", chromedp.Click(chromedp.ID("checked")), chromedp.SendKeys(chromedp.ID("retry-note"), "not in the log"))
 	b.submit("#confirm-retry")
-	d.waitAction("send_welcome_email", "enq-ev", oncehook.StateConfirmed)
+	d.waitAction("send_welcome_email", "enq-ev", ledger.StateConfirmed)
 	// The Message-ID shown is the one the mail server received the email with.
 	var got []string
 	for _, m := range d.mail.Messages() {
@@ -57,7 +57,7 @@ func TestBrowserEvidenceToCheck(t *testing.T) {
 
 	// Another event asks for the same opportunity with other parameters: a conflict.
 	d.checkout("evt_ev_2", "enq-ev", "second")
-	crm := d.waitAction("open_opportunity", "enq-ev", oncehook.StateConfirmed)
+	crm := d.waitAction("open_opportunity", "enq-ev", ledger.StateConfirmed)
 	waitUntil(t, "the conflict to show", func() bool {
 		b.open(fmt.Sprintf("/actions/%d", crm.ID), "#events-h")
 		return eval[int](b, `document.querySelectorAll('table.diff').length`) > 0

@@ -7,8 +7,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/oncehook/oncehook"
-	"github.com/oncehook/oncehook/sandbox"
+	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/sandbox"
 )
 
 // TestBrowserHistoryAndSearch: the all-actions list shows every state with its
@@ -19,13 +19,13 @@ func TestBrowserHistoryAndSearch(t *testing.T) {
 	t.Parallel()
 	d := newDashboard(t)
 	d.checkout("evt_hist_ok", "enq-hist-ok", "")
-	ok := d.waitAction("open_opportunity", "enq-hist-ok", oncehook.StateConfirmed)
+	ok := d.waitAction("open_opportunity", "enq-hist-ok", ledger.StateConfirmed)
 	d.crm.Fail(sandbox.Fault{Status: 422, Message: "amount must be approved"})
 	d.mail.FailNext(550, "mailbox unavailable")
 	d.checkout("evt_hist_bad", "enq-hist-bad", "")
-	bad := d.waitAction("open_opportunity", "enq-hist-bad", oncehook.StateFailed)
-	mail := d.waitAction("send_welcome_email", "enq-hist-bad", oncehook.StateFailed)
-	d.waitAction("send_welcome_email", "enq-hist-ok", oncehook.StateConfirmed)
+	bad := d.waitAction("open_opportunity", "enq-hist-bad", ledger.StateFailed)
+	mail := d.waitAction("send_welcome_email", "enq-hist-bad", ledger.StateFailed)
+	d.waitAction("send_welcome_email", "enq-hist-ok", ledger.StateConfirmed)
 
 	b := newBrowser(t, d.url)
 	b.login(adminEmail, password)

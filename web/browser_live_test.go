@@ -8,8 +8,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/oncehook/oncehook"
-	"github.com/oncehook/oncehook/sandbox"
+	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/sandbox"
 )
 
 // TestBrowserPagesUpdateThemselves: the action page and the overview follow the
@@ -19,7 +19,7 @@ func TestBrowserPagesUpdateThemselves(t *testing.T) {
 	d := newDashboard(t)
 	d.crm.Fail(sandbox.Fault{Status: 422, Message: "amount must be approved"})
 	d.checkout("evt_live", "enq-live", "")
-	a := d.waitAction("open_opportunity", "enq-live", oncehook.StateFailed)
+	a := d.waitAction("open_opportunity", "enq-live", ledger.StateFailed)
 
 	b := newBrowser(t, d.url)
 	b.login(adminEmail, password)
@@ -29,12 +29,12 @@ func TestBrowserPagesUpdateThemselves(t *testing.T) {
 		return regexp.MustCompile(`^updated \d+ s ago$`).MatchString(b.text("#live-age"))
 	})
 	// Someone else retries it (the API, another person); the worker confirms it.
-	if _, err := d.review.Do(t.Context(), oncehook.Actor{Name: "token:ci", Role: oncehook.RoleAdmin}, oncehook.ActRetry, a.ID,
-		oncehook.ActParams{}); err != nil {
+	if _, err := d.review.Do(t.Context(), ledger.Actor{Name: "token:ci", Role: ledger.RoleAdmin}, ledger.ActRetry, a.ID,
+		ledger.ActParams{}); err != nil {
 		t.Fatal(err)
 	}
-	d.waitAction("open_opportunity", "enq-live", oncehook.StateConfirmed)
-	waitUntil(t, "the page to show confirmed", func() bool { return b.text("hgroup .state") == oncehook.StateConfirmed })
+	d.waitAction("open_opportunity", "enq-live", ledger.StateConfirmed)
+	waitUntil(t, "the page to show confirmed", func() bool { return b.text("hgroup .state") == ledger.StateConfirmed })
 	if !eval[bool](b, `window.notReloaded === true`) {
 		t.Errorf("the page reloaded to show the change")
 	}
@@ -50,7 +50,7 @@ func TestBrowserPagesUpdateThemselves(t *testing.T) {
 		t.Fatalf("failed count = %q, want 0", got)
 	}
 	d.checkout("evt_live_2", "enq-live-2", "")
-	d.waitAction("open_opportunity", "enq-live-2", oncehook.StateFailed)
+	d.waitAction("open_opportunity", "enq-live-2", ledger.StateFailed)
 	waitUntil(t, "the failed count to reach 1", func() bool { return b.text("#count-failed") == "1" })
 	if !eval[bool](b, `window.notReloaded === true`) {
 		t.Errorf("the overview reloaded to show the change")

@@ -7,8 +7,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/oncehook/oncehook"
-	"github.com/oncehook/oncehook/sandbox"
+	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/sandbox"
 )
 
 // TestBrowserExpiredSessionKeepsTheWork: a form sent after the session expired
@@ -19,7 +19,7 @@ func TestBrowserExpiredSessionKeepsTheWork(t *testing.T) {
 	d := newDashboard(t)
 	d.crm.Fail(sandbox.Fault{Status: 422, Message: "amount must be approved"})
 	d.checkout("evt_expire", "enq-expire", "")
-	a := d.waitAction("open_opportunity", "enq-expire", oncehook.StateFailed)
+	a := d.waitAction("open_opportunity", "enq-expire", ledger.StateFailed)
 	path := fmt.Sprintf("/actions/%d", a.ID)
 	note := "Settled by phone with Ada; the CRM record is OPP-7"
 
@@ -40,7 +40,7 @@ func TestBrowserExpiredSessionKeepsTheWork(t *testing.T) {
 	if msg := b.text(".flash"); !strings.Contains(msg, "what you typed is kept") {
 		t.Errorf("the sign-in page says %q", msg)
 	}
-	if got, _ := d.review.GetAction(t.Context(), a.ID); got.Action.State != oncehook.StateFailed {
+	if got, _ := d.review.GetAction(t.Context(), a.ID); got.Action.State != ledger.StateFailed {
 		t.Fatalf("the expired form was acted on: %s", got.Action.State)
 	}
 	b.do("sign in", chromedp.SendKeys(chromedp.ID("email"), adminEmail), chromedp.SendKeys(chromedp.ID("password"), password))
@@ -58,7 +58,7 @@ func TestBrowserExpiredSessionKeepsTheWork(t *testing.T) {
 	b.screenshot("kept-form")
 	b.submit("#resolve")
 	got, _ := d.review.GetAction(t.Context(), a.ID)
-	if got.Action.State != oncehook.StateResolved || !strings.Contains(got.Action.Reason, note) || got.Action.ExternalRef != "OPP-7" {
+	if got.Action.State != ledger.StateResolved || !strings.Contains(got.Action.Reason, note) || got.Action.ExternalRef != "OPP-7" {
 		t.Errorf("after sending it again: %s %q %q", got.Action.State, got.Action.Reason, got.Action.ExternalRef)
 	}
 	// Reloading the page offers nothing again: the kept form was used up.

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oncehook/oncehook"
-	"github.com/oncehook/oncehook/sandbox"
+	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/sandbox"
 )
 
 // TestBrowserSortColumns: a queue sorts by its Created and Age headings, each a
@@ -22,7 +22,7 @@ func TestBrowserSortColumns(t *testing.T) {
 	for i, k := range keys {
 		d.crm.Fail(sandbox.Fault{Status: 422})
 		d.checkout(fmt.Sprintf("evt_sort_%d", i), k, "")
-		d.waitAction("open_opportunity", k, oncehook.StateFailed)
+		d.waitAction("open_opportunity", k, ledger.StateFailed)
 	}
 	// Waiting times that are not in the order of creation: b waits longest, then c, then a.
 	for k, ago := range map[string]time.Duration{"enq-sort-a": time.Hour, "enq-sort-b": 3 * time.Hour, "enq-sort-c": 2 * time.Hour} {
@@ -72,11 +72,11 @@ func TestBrowserSortColumns(t *testing.T) {
 	}
 	// Page after page, one action a page, in the order of waiting.
 	for sort, want := range map[string][]string{
-		oncehook.SortWaitingLongest: {"enq-sort-b", "enq-sort-c", "enq-sort-a"},
-		oncehook.SortWaitingLeast:   {"enq-sort-a", "enq-sort-c", "enq-sort-b"},
-		oncehook.SortOldest:         {"enq-sort-a", "enq-sort-b", "enq-sort-c"},
+		ledger.SortWaitingLongest: {"enq-sort-b", "enq-sort-c", "enq-sort-a"},
+		ledger.SortWaitingLeast:   {"enq-sort-a", "enq-sort-c", "enq-sort-b"},
+		ledger.SortOldest:         {"enq-sort-a", "enq-sort-b", "enq-sort-c"},
 	} {
-		f := oncehook.ActionFilter{States: []string{oncehook.StateFailed}, Name: "open_opportunity", Sort: sort, Limit: 1}
+		f := ledger.ActionFilter{States: []string{ledger.StateFailed}, Name: "open_opportunity", Sort: sort, Limit: 1}
 		var got []string
 		for range 5 {
 			page, err := d.review.ListActions(context.Background(), f)
@@ -95,8 +95,8 @@ func TestBrowserSortColumns(t *testing.T) {
 		}
 	}
 	// Orders that do not exist, or waiting among closed actions, are refused in words.
-	for _, f := range []oncehook.ActionFilter{{Sort: "name"}, {Sort: oncehook.SortWaitingLongest, States: []string{oncehook.StateConfirmed}}} {
-		if _, err := d.review.ListActions(context.Background(), f); oncehook.ErrorCode(err) != oncehook.EINVALID {
+	for _, f := range []ledger.ActionFilter{{Sort: "name"}, {Sort: ledger.SortWaitingLongest, States: []string{ledger.StateConfirmed}}} {
+		if _, err := d.review.ListActions(context.Background(), f); ledger.ErrorCode(err) != ledger.EINVALID {
 			t.Errorf("sort %q over %v: %v, want EINVALID", f.Sort, f.States, err)
 		}
 	}

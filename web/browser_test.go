@@ -8,8 +8,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/oncehook/oncehook"
-	"github.com/oncehook/oncehook/sandbox"
+	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/sandbox"
 )
 
 // TestBrowserReviewWorkflow is the review workflow as two people do it in a
@@ -21,10 +21,10 @@ func TestBrowserReviewWorkflow(t *testing.T) {
 	d := newDashboard(t)
 	d.crm.Fail(sandbox.Fault{Status: 422, Message: "amount must be approved"})
 	evID := d.checkout("evt_flow", "enq-flow", "first order")
-	a := d.waitAction("open_opportunity", "enq-flow", oncehook.StateFailed)
+	a := d.waitAction("open_opportunity", "enq-flow", ledger.StateFailed)
 	d.mail.FailNext(550, "mailbox unavailable")
 	d.checkout("evt_other", "enq-other", "second order")
-	d.waitAction("send_welcome_email", "enq-other", oncehook.StateFailed)
+	d.waitAction("send_welcome_email", "enq-other", ledger.StateFailed)
 	actionPath := fmt.Sprintf("/actions/%d", a.ID)
 	actionLink := fmt.Sprintf(`#queue-table a[href="%s"]`, actionPath)
 
@@ -123,9 +123,9 @@ func TestBrowserReviewWorkflow(t *testing.T) {
 	if flash := b.text(".flash"); !strings.HasPrefix(flash, "Retry requested with the same operation key") {
 		t.Errorf("flash after retry = %q", flash)
 	}
-	d.waitAction("open_opportunity", "enq-flow", oncehook.StateConfirmed)
+	d.waitAction("open_opportunity", "enq-flow", ledger.StateConfirmed)
 	b.open(actionPath, "#operation-key")
-	if state := b.text("hgroup .state"); state != oncehook.StateConfirmed {
+	if state := b.text("hgroup .state"); state != ledger.StateConfirmed {
 		t.Errorf("the page shows %q, want confirmed", state)
 	}
 
@@ -158,7 +158,7 @@ func TestBrowserReviewWorkflow(t *testing.T) {
 // isOtherAction reports whether key is the operation key of another action of the
 // test (the second enquiry's opportunity).
 func isOtherAction(d *dashboard, key string) bool {
-	a := d.waitAction("open_opportunity", "enq-other", oncehook.StateConfirmed)
+	a := d.waitAction("open_opportunity", "enq-other", ledger.StateConfirmed)
 	return a.OperationKey == key
 }
 
@@ -170,7 +170,7 @@ func TestBrowserPayloadEscaped(t *testing.T) {
 	evil := `<script>document.title='pwned';alert('script')</script><img src=x onerror=alert('img')>`
 	key := `enq-<img src=x onerror=alert('key')>`
 	evID := d.checkout("evt_xss", key, evil)
-	a := d.waitAction("open_opportunity", key, oncehook.StateConfirmed)
+	a := d.waitAction("open_opportunity", key, ledger.StateConfirmed)
 
 	b := newBrowser(t, d.url)
 	b.login(adminEmail, password)

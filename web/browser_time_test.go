@@ -9,8 +9,8 @@ import (
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 
-	"github.com/oncehook/oncehook"
-	"github.com/oncehook/oncehook/sandbox"
+	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/sandbox"
 )
 
 // TestBrowserTimesInReadersZone: in a browser set to Asia/Kolkata (UTC+5:30),
@@ -21,7 +21,7 @@ func TestBrowserTimesInReadersZone(t *testing.T) {
 	d := newDashboard(t)
 	d.crm.Fail(sandbox.Fault{Status: 422})
 	d.checkout("evt_tz", "enq-tz", "")
-	a := d.waitAction("open_opportunity", "enq-tz", oncehook.StateFailed)
+	a := d.waitAction("open_opportunity", "enq-tz", ledger.StateFailed)
 	if _, err := d.pool.Exec(t.Context(), `UPDATE actions SET state_since = now() - interval '40 seconds' WHERE id = $1`, a.ID); err != nil {
 		t.Fatal(err)
 	}

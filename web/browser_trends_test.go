@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/oncehook/oncehook"
-	"github.com/oncehook/oncehook/sandbox"
+	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/sandbox"
 )
 
 // TestBrowserTrends: per queue and per destination, the last hour's new actions
@@ -17,8 +17,8 @@ func TestBrowserTrends(t *testing.T) {
 	for i := range 2 {
 		d.crm.Fail(sandbox.Fault{Status: 422})
 		d.checkout(fmt.Sprintf("evt_trend_%d", i), fmt.Sprintf("enq-trend-%d", i), "")
-		d.waitAction("open_opportunity", fmt.Sprintf("enq-trend-%d", i), oncehook.StateFailed)
-		d.waitAction("send_welcome_email", fmt.Sprintf("enq-trend-%d", i), oncehook.StateConfirmed)
+		d.waitAction("open_opportunity", fmt.Sprintf("enq-trend-%d", i), ledger.StateFailed)
+		d.waitAction("send_welcome_email", fmt.Sprintf("enq-trend-%d", i), ledger.StateConfirmed)
 	}
 	b := newBrowser(t, d.url)
 	b.login(adminEmail, password)

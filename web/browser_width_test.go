@@ -7,8 +7,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/oncehook/oncehook"
-	"github.com/oncehook/oncehook/sandbox"
+	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/sandbox"
 )
 
 // TestBrowserEveryWidth: at 390 px (a phone) no page is wider than the screen, the
@@ -19,7 +19,7 @@ func TestBrowserEveryWidth(t *testing.T) {
 	d := newDashboard(t)
 	d.crm.Fail(sandbox.Fault{Status: 422, Message: "amount must be approved by a manager before the opportunity opens"})
 	evID := d.checkout("evt_width", "enq-width-with-a-rather-long-business-key-0123456789", "a long note that goes on")
-	a := d.waitAction("open_opportunity", "enq-width-with-a-rather-long-business-key-0123456789", oncehook.StateFailed)
+	a := d.waitAction("open_opportunity", "enq-width-with-a-rather-long-business-key-0123456789", ledger.StateFailed)
 	pages := []string{"/", "/queue/failed", "/queue/outstanding", "/mine", fmt.Sprintf("/actions/%d", a.ID),
 		fmt.Sprintf("/actions/%d/retry", a.ID), "/events/" + evID, "/sources", "/destinations", "/users",
 		"/queue/failed/bulk?act=retry", "/no/such/page", "/actions", "/trends", "/queue/failed?sort=state_since"}

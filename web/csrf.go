@@ -10,7 +10,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/oncehook/oncehook"
+	"github.com/oncehook/oncehook/internal/ledger"
 )
 
 // maxFormBody bounds a dashboard form; the largest is a note.
@@ -62,7 +62,7 @@ func (s *Server) checkCSRF(next echo.HandlerFunc) echo.HandlerFunc {
 		case http.MethodGet, http.MethodHead, http.MethodOptions:
 			return next(c)
 		}
-		refused := oncehook.Errorf(oncehook.EFORBIDDEN,
+		refused := ledger.Errorf(ledger.EFORBIDDEN,
 			"This form was not sent from an oncehook page, so it was refused. Reload the page and try again.")
 		if err := s.origins.Check(r); err != nil {
 			return refused

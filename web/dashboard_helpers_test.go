@@ -16,12 +16,12 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/oncehook/oncehook"
-	"github.com/oncehook/oncehook/config"
+	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/config"
 	"github.com/oncehook/oncehook/db/dbtest"
-	"github.com/oncehook/oncehook/destination"
-	"github.com/oncehook/oncehook/sandbox"
-	"github.com/oncehook/oncehook/sender"
+	"github.com/oncehook/oncehook/internal/destination"
+	"github.com/oncehook/oncehook/internal/sandbox"
+	"github.com/oncehook/oncehook/internal/sender"
 	"github.com/oncehook/oncehook/web"
 )
 
@@ -84,8 +84,8 @@ type dashboard struct {
 	t      *testing.T
 	url    string
 	pool   *pgxpool.Pool
-	cfg    *oncehook.Config
-	review *oncehook.Review
+	cfg    *ledger.Config
+	review *ledger.Review
 	crm    *sandbox.CRM
 	mail   *sandbox.Mail
 	logs   *lockedWriter
@@ -112,14 +112,14 @@ func newDashboard(t *testing.T) *dashboard {
 	}
 	logger := slog.New(slog.NewTextHandler(d.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	clients := destination.NewClients(d.cfg)
-	d.review = oncehook.NewReview(d.pool, d.cfg, clients)
-	e := web.New(web.Params{Config: d.cfg, Pool: d.pool, Inbox: oncehook.NewInbox(d.pool, logger, nil),
+	d.review = ledger.NewReview(d.pool, d.cfg, clients)
+	e := web.New(web.Params{Config: d.cfg, Pool: d.pool, Inbox: ledger.NewInbox(d.pool, logger, nil),
 		Review: d.review, Logger: logger})
 	srv := httptest.NewServer(e)
 	t.Cleanup(srv.Close)
 	d.url = srv.URL
 
-	eng := oncehook.NewEngine(oncehook.EngineParams{Pool: d.pool, Config: d.cfg, Destinations: clients, Logger: logger,
+	eng := ledger.NewEngine(ledger.EngineParams{Pool: d.pool, Config: d.cfg, Destinations: clients, Logger: logger,
 		Poll: 50 * time.Millisecond, LeaseExtra: 5 * time.Second, BackoffBase: 20 * time.Millisecond,
 		BackoffMax: 200 * time.Millisecond, Grace: 2 * time.Second})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -127,8 +127,8 @@ func newDashboard(t *testing.T) *dashboard {
 	go func() { defer close(done); _ = eng.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
 
-	for email, role := range map[string]string{adminEmail: oncehook.RoleAdmin, opsEmail: oncehook.RoleOperator} {
-		if _, err := oncehook.CreateUser(context.Background(), d.pool, email, role, password); err != nil {
+	for email, role := range map[string]string{adminEmail: ledger.RoleAdmin, opsEmail: ledger.RoleOperator} {
+		if _, err := ledger.CreateUser(context.Background(), d.pool, email, role, password); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -165,12 +165,12 @@ func (d *dashboard) checkout(eventID, enquiry, note string) string {
 }
 
 // waitAction polls until the action named name for enquiry is in state want.
-func (d *dashboard) waitAction(name, enquiry, want string) oncehook.Action {
+func (d *dashboard) waitAction(name, enquiry, want string) ledger.Action {
 	d.t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
-	var last []oncehook.Action
+	var last []ledger.Action
 	for time.Now().Before(deadline) {
-		page, err := d.review.ListActions(context.Background(), oncehook.ActionFilter{Name: name, Q: enquiry, Limit: 10})
+		page, err := d.review.ListActions(context.Background(), ledger.ActionFilter{Name: name, Q: enquiry, Limit: 10})
 		if err != nil {
 			d.t.Fatal(err)
 		}
@@ -183,7 +183,7 @@ func (d *dashboard) waitAction(name, enquiry, want string) oncehook.Action {
 		time.Sleep(25 * time.Millisecond) // poll interval
 	}
 	d.t.Fatalf("%s %s never became %s; last %+v\nlogs:\n%s", name, enquiry, want, last, tailOf(d.logs.String(), 3000))
-	return oncehook.Action{}
+	return ledger.Action{}
 }
 
 func tailOf(s string, n int) string {

@@ -6,20 +6,20 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/oncehook/oncehook"
+	"github.com/oncehook/oncehook/internal/ledger"
 )
 
 // statusOf is the one map from domain error codes to HTTP statuses.
 var statusOf = map[string]int{
-	oncehook.ENOTFOUND:     http.StatusNotFound,
-	oncehook.EINVALID:      http.StatusBadRequest,
-	oncehook.ECONFLICT:     http.StatusConflict,
-	oncehook.EUNAVAILABLE:  http.StatusServiceUnavailable,
-	oncehook.EUNAUTHORIZED: http.StatusUnauthorized,
-	oncehook.EFORBIDDEN:    http.StatusForbidden,
-	oncehook.ETOOLARGE:     http.StatusRequestEntityTooLarge,
-	oncehook.EINTERNAL:     http.StatusInternalServerError,
-	oncehook.ETHROTTLED:    http.StatusTooManyRequests,
+	ledger.ENOTFOUND:     http.StatusNotFound,
+	ledger.EINVALID:      http.StatusBadRequest,
+	ledger.ECONFLICT:     http.StatusConflict,
+	ledger.EUNAVAILABLE:  http.StatusServiceUnavailable,
+	ledger.EUNAUTHORIZED: http.StatusUnauthorized,
+	ledger.EFORBIDDEN:    http.StatusForbidden,
+	ledger.ETOOLARGE:     http.StatusRequestEntityTooLarge,
+	ledger.EINTERNAL:     http.StatusInternalServerError,
+	ledger.ETHROTTLED:    http.StatusTooManyRequests,
 }
 
 // retryAfterSeconds is what a sender is asked to wait when storage is unavailable.
@@ -38,7 +38,7 @@ func (s *Server) handleError(err error, c echo.Context) {
 	if c.Response().Committed {
 		return
 	}
-	status, code, msg := http.StatusInternalServerError, oncehook.EINTERNAL, "Internal error."
+	status, code, msg := http.StatusInternalServerError, ledger.EINTERNAL, "Internal error."
 	var he *echo.HTTPError
 	if errors.As(err, &he) {
 		status = he.Code
@@ -48,8 +48,8 @@ func (s *Server) handleError(err error, c echo.Context) {
 			msg = m
 		}
 	} else {
-		code = oncehook.ErrorCode(err)
-		msg = oncehook.ErrorMessage(err)
+		code = ledger.ErrorCode(err)
+		msg = ledger.ErrorMessage(err)
 		if st, ok := statusOf[code]; ok {
 			status = st
 		}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/oncehook/oncehook"
+	"github.com/oncehook/oncehook/internal/ledger"
 )
 
 // healthz answers while the process is alive.
@@ -20,7 +20,7 @@ func (s *Server) readyz(c echo.Context) error {
 	ctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
 	defer cancel()
 	if err := s.pool.Ping(ctx); err != nil {
-		return &oncehook.Error{Code: oncehook.EUNAVAILABLE, Message: "The database is not reachable.", Err: err}
+		return &ledger.Error{Code: ledger.EUNAVAILABLE, Message: "The database is not reachable.", Err: err}
 	}
 	return c.JSON(http.StatusOK, map[string]string{"status": "ready"})
 }

@@ -10,8 +10,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/oncehook/oncehook"
-	"github.com/oncehook/oncehook/provider"
+	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/provider"
 )
 
 // storeTimeout bounds how long a delivery waits for storage before a 503.
@@ -47,21 +47,21 @@ func (s *Server) ingest(c echo.Context) error {
 	return c.JSON(http.StatusOK, ingestReply{EventID: strconv.FormatInt(rc.EventID, 10), Duplicate: rc.Duplicate})
 }
 
-func (s *Server) accept(c echo.Context, source string) (oncehook.Receipt, error) {
+func (s *Server) accept(c echo.Context, source string) (ledger.Receipt, error) {
 	src, ok := s.cfg.Source(source)
 	if !ok {
-		return oncehook.Receipt{}, oncehook.Errorf(oncehook.ENOTFOUND, "No source is named %q.", source)
+		return ledger.Receipt{}, ledger.Errorf(ledger.ENOTFOUND, "No source is named %q.", source)
 	}
 	raw, err := readLimited(c, src.MaxBody)
 	if err != nil {
-		return oncehook.Receipt{}, err
+		return ledger.Receipt{}, err
 	}
 	d, err := provider.Verify(provider.VerifyParams{
 		Provider: src.Provider, Secrets: src.Secrets, Tolerance: src.Tolerance,
 		Now: s.now(), Header: c.Request().Header, Body: raw,
 	})
 	if err != nil {
-		return oncehook.Receipt{}, err
+		return ledger.Receipt{}, err
 	}
 	// A slow database must not hold the sender past its own timeout: answer 503
 	// in bounded time so it retries.
@@ -72,16 +72,16 @@ func (s *Server) accept(c echo.Context, source string) (oncehook.Receipt, error)
 
 // rejectReason names why a delivery was refused, for the metrics.
 func rejectReason(err error) string {
-	switch oncehook.ErrorCode(err) {
-	case oncehook.EUNAUTHORIZED:
+	switch ledger.ErrorCode(err) {
+	case ledger.EUNAUTHORIZED:
 		return "signature"
-	case oncehook.ENOTFOUND:
+	case ledger.ENOTFOUND:
 		return "unknown_source"
-	case oncehook.ETOOLARGE:
+	case ledger.ETOOLARGE:
 		return "too_large"
-	case oncehook.EINVALID:
+	case ledger.EINVALID:
 		return "invalid"
-	case oncehook.EUNAVAILABLE:
+	case ledger.EUNAVAILABLE:
 		return "unavailable"
 	}
 	return "error"
@@ -91,7 +91,7 @@ func rejectReason(err error) string {
 // limit: a declared Content-Length over the limit is refused before reading anything.
 func readLimited(c echo.Context, limit int64) ([]byte, error) {
 	req := c.Request()
-	tooLarge := oncehook.Errorf(oncehook.ETOOLARGE, "The body is larger than this source's limit of %d bytes.", limit)
+	tooLarge := ledger.Errorf(ledger.ETOOLARGE, "The body is larger than this source's limit of %d bytes.", limit)
 	if req.ContentLength > limit {
 		return nil, tooLarge
 	}
@@ -101,7 +101,7 @@ func readLimited(c echo.Context, limit int64) ([]byte, error) {
 		if errors.As(err, &mbe) {
 			return nil, tooLarge
 		}
-		return nil, &oncehook.Error{Code: oncehook.EINVALID, Message: "The body could not be read.", Err: err}
+		return nil, &ledger.Error{Code: ledger.EINVALID, Message: "The body could not be read.", Err: err}
 	}
 	return body, nil
 }

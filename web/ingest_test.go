@@ -13,7 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/oncehook/oncehook/db/dbtest"
-	"github.com/oncehook/oncehook/sender"
+	"github.com/oncehook/oncehook/internal/sender"
 )
 
 func stripeBody(id string) []byte {

@@ -12,10 +12,10 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/oncehook/oncehook"
-	"github.com/oncehook/oncehook/config"
+	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/config"
 	"github.com/oncehook/oncehook/db/dbtest"
-	"github.com/oncehook/oncehook/sender"
+	"github.com/oncehook/oncehook/internal/sender"
 	"github.com/oncehook/oncehook/web"
 )
 
@@ -51,7 +51,7 @@ type harness struct {
 	t    *testing.T
 	url  string
 	pool *pgxpool.Pool
-	cfg  *oncehook.Config
+	cfg  *ledger.Config
 	logs *lockedWriter
 }
 
@@ -66,8 +66,8 @@ func newHarness(t *testing.T, yaml string, pool *pgxpool.Pool) *harness {
 	}
 	logs := &lockedWriter{w: &bytes.Buffer{}}
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	e := web.New(web.Params{Config: cfg, Pool: pool, Inbox: oncehook.NewInbox(pool, logger, nil),
-		Review: oncehook.NewReview(pool, cfg, nil), Logger: logger})
+	e := web.New(web.Params{Config: cfg, Pool: pool, Inbox: ledger.NewInbox(pool, logger, nil),
+		Review: ledger.NewReview(pool, cfg, nil), Logger: logger})
 	srv := httptest.NewServer(e)
 	t.Cleanup(srv.Close)
 	return &harness{t: t, url: srv.URL, pool: pool, cfg: cfg, logs: logs}

@@ -7,17 +7,17 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/oncehook/oncehook"
+	"github.com/oncehook/oncehook/internal/ledger"
 )
 
 // serveMetrics serves Prometheus metrics, behind a bearer token when one is configured.
 func (s *Server) serveMetrics(c echo.Context) error {
 	if s.metrics == nil {
-		return oncehook.Errorf(oncehook.ENOTFOUND, "Metrics are not enabled.")
+		return ledger.Errorf(ledger.ENOTFOUND, "Metrics are not enabled.")
 	}
 	if !metricsAuthorized(c.Request(), s.metricsToken) {
 		c.Response().Header().Set("WWW-Authenticate", `Bearer realm="metrics"`)
-		return oncehook.Errorf(oncehook.EUNAUTHORIZED, "Metrics need the bearer token set in ONCEHOOK_METRICS_TOKEN.")
+		return ledger.Errorf(ledger.EUNAUTHORIZED, "Metrics need the bearer token set in ONCEHOOK_METRICS_TOKEN.")
 	}
 	promhttp.HandlerFor(s.metrics.Registry, promhttp.HandlerOpts{}).ServeHTTP(c.Response(), c.Request())
 	return nil
@@ -25,7 +25,7 @@ func (s *Server) serveMetrics(c echo.Context) error {
 
 // MetricsHandler serves only /metrics, for processes without the web server
 // (oncehook worker --metrics ADDR).
-func MetricsHandler(m *oncehook.Metrics, token string) http.Handler {
+func MetricsHandler(m *ledger.Metrics, token string) http.Handler {
 	prom := promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/metrics" {

@@ -10,7 +10,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/oncehook/oncehook"
+	"github.com/oncehook/oncehook/internal/ledger"
 )
 
 // Session keys of an authorization-code flow in progress: one at a time per
@@ -47,11 +47,11 @@ func (s *Server) oauthCallback(c echo.Context) error {
 	verifier := s.sessions.PopString(ctx, sessOAuthVerifier)
 	got := c.QueryParam("state")
 	if want == "" || dest != name || subtle.ConstantTimeCompare([]byte(got), []byte(want)) != 1 {
-		return oncehook.Errorf(oncehook.EINVALID,
+		return ledger.Errorf(ledger.EINVALID,
 			"This sign-in reply was not started from this session (or was already used); nothing was changed. Use Reconnect on Destinations to connect %s.", name)
 	}
 	if e := c.QueryParam("error"); e != "" {
-		return oncehook.Errorf(oncehook.ECONFLICT, "The provider did not grant access (%s); nothing was changed.", firstWords(e))
+		return ledger.Errorf(ledger.ECONFLICT, "The provider did not grant access (%s); nothing was changed.", firstWords(e))
 	}
 	n, err := s.review.FinishConnect(ctx, actorOf(c), name, c.QueryParam("code"), verifier)
 	if err != nil {
@@ -67,7 +67,7 @@ func (s *Server) oauthCallback(c echo.Context) error {
 func (s *Server) allowAuthorizeForms(c echo.Context) {
 	var origins []string
 	for _, d := range s.cfg.Destinations {
-		if d.Auth.OAuth2 == nil || d.Auth.OAuth2.Grant != oncehook.GrantAuthorizationCode {
+		if d.Auth.OAuth2 == nil || d.Auth.OAuth2.Grant != ledger.GrantAuthorizationCode {
 			continue
 		}
 		if u, err := url.Parse(d.Auth.OAuth2.AuthorizeURL); err == nil && u.Host != "" {

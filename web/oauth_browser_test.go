@@ -11,12 +11,12 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/oncehook/oncehook"
-	"github.com/oncehook/oncehook/config"
+	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/config"
 	"github.com/oncehook/oncehook/db/dbtest"
-	"github.com/oncehook/oncehook/destination"
-	"github.com/oncehook/oncehook/sandbox"
-	"github.com/oncehook/oncehook/sandbox/authserver"
+	"github.com/oncehook/oncehook/internal/destination"
+	"github.com/oncehook/oncehook/internal/sandbox"
+	"github.com/oncehook/oncehook/internal/sandbox/authserver"
 	"github.com/oncehook/oncehook/web"
 )
 
@@ -55,7 +55,7 @@ notify:
 `
 
 var oauthEnv = map[string]string{"STRIPE_SECRET": dashStripeSecret, "CRM_CLIENT_ID": "oncehook-crm",
-	"CRM_CLIENT_SECRET": "crm-client-secret-81f2", oncehook.SecretKeyEnv: "q9Jc2v0N9f0cS4nq0p1u3mZyXbq3rQ3l7w1vYc8hK2E="}
+	"CRM_CLIENT_SECRET": "crm-client-secret-81f2", ledger.SecretKeyEnv: "q9Jc2v0N9f0cS4nq0p1u3mZyXbq3rQ3l7w1vYc8hK2E="}
 
 // TestOAuthConnectRevokeReconnectInTheBrowser: an authorization_code destination
 // waits for its first connection, which an admin makes through the provider's
@@ -79,7 +79,7 @@ func TestOAuthConnectRevokeReconnectInTheBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	pool := dbtest.New(t)
-	tokens, err := oncehook.OpenTokens(ctx, pool, cfg)
+	tokens, err := ledger.OpenTokens(ctx, pool, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,27 +87,27 @@ func TestOAuthConnectRevokeReconnectInTheBrowser(t *testing.T) {
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	clients := destination.NewClients(cfg)
 	destination.UseOAuth(clients, cfg, tokens, nil)
-	review := oncehook.NewReview(pool, cfg, clients)
-	srv := httptest.NewServer(web.New(web.Params{Config: cfg, Pool: pool, Inbox: oncehook.NewInbox(pool, logger, nil),
+	review := ledger.NewReview(pool, cfg, clients)
+	srv := httptest.NewServer(web.New(web.Params{Config: cfg, Pool: pool, Inbox: ledger.NewInbox(pool, logger, nil),
 		Review: review, Logger: logger}))
 	t.Cleanup(srv.Close)
 	cfg.BaseURL = srv.URL
 	as.SetRedirectDomain(srv.URL)
-	eng := oncehook.NewEngine(oncehook.EngineParams{Pool: pool, Config: cfg, Destinations: clients, Logger: logger,
+	eng := ledger.NewEngine(ledger.EngineParams{Pool: pool, Config: cfg, Destinations: clients, Logger: logger,
 		Poll: 50 * time.Millisecond, LeaseExtra: 5 * time.Second, BackoffBase: 20 * time.Millisecond,
 		BackoffMax: 200 * time.Millisecond, Grace: 2 * time.Second})
 	engCtx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() { defer close(done); _ = eng.Run(engCtx) }()
 	t.Cleanup(func() { cancel(); <-done })
-	if _, err := oncehook.CreateUser(ctx, pool, adminEmail, oncehook.RoleAdmin, password); err != nil {
+	if _, err := ledger.CreateUser(ctx, pool, adminEmail, ledger.RoleAdmin, password); err != nil {
 		t.Fatal(err)
 	}
 	d := &dashboard{t: t, url: srv.URL, pool: pool, cfg: cfg, review: review, crm: crm, mail: mail, logs: logs}
 
 	// Before its first connection the destination holds its work.
 	d.checkout("evt_o1", "enq-1", "first")
-	held := d.waitAction("open_opportunity", "enq-1", oncehook.StateHeld)
+	held := d.waitAction("open_opportunity", "enq-1", ledger.StateHeld)
 	b := newBrowser(t, srv.URL)
 	b.login(adminEmail, password)
 	b.open("/destinations", "main")
@@ -130,7 +130,7 @@ func TestOAuthConnectRevokeReconnectInTheBrowser(t *testing.T) {
 	if text := b.text("main"); !strings.Contains(text, "crm is connected; 1 held actions were released.") {
 		t.Errorf("no confirmation of the connection:\n%s", text)
 	}
-	first := d.waitAction("open_opportunity", "enq-1", oncehook.StateConfirmed)
+	first := d.waitAction("open_opportunity", "enq-1", ledger.StateConfirmed)
 	if n := crm.CountByRef(held.OperationKey); n != 1 || first.ExternalRef == "" {
 		t.Fatalf("enq-1: %d records (ref %q), want 1", n, first.ExternalRef)
 	}
@@ -138,7 +138,7 @@ func TestOAuthConnectRevokeReconnectInTheBrowser(t *testing.T) {
 	// The provider revokes the grant: the refresh is refused, the work is held.
 	as.Revoke()
 	d.checkout("evt_o2", "enq-2", "second")
-	second := d.waitAction("open_opportunity", "enq-2", oncehook.StateHeld)
+	second := d.waitAction("open_opportunity", "enq-2", ledger.StateHeld)
 	if n := crm.CountByRef(second.OperationKey); n != 0 {
 		t.Fatalf("enq-2 has %d records while held", n)
 	}
@@ -146,7 +146,7 @@ func TestOAuthConnectRevokeReconnectInTheBrowser(t *testing.T) {
 	if text := b.text("main"); !strings.Contains(text, "credential refresh cannot recover access") || !strings.Contains(text, "invalid_grant") {
 		t.Errorf("the destinations page does not say why crm is disconnected:\n%s", text)
 	}
-	notifier := oncehook.NewNotifier(oncehook.NotifierParams{Pool: pool, Config: cfg,
+	notifier := ledger.NewNotifier(ledger.NotifierParams{Pool: pool, Config: cfg,
 		Mail: destination.NewSMTP(cfg.Notify.SMTP.Destination()), Logger: logger})
 	if _, err := notifier.NotifyOnce(ctx, time.Now()); err != nil {
 		t.Fatal(err)
@@ -162,7 +162,7 @@ func TestOAuthConnectRevokeReconnectInTheBrowser(t *testing.T) {
 	// Reconnect through the browser releases it.
 	codeGrants := as.Grants("authorization_code")
 	reconnect()
-	d.waitAction("open_opportunity", "enq-2", oncehook.StateConfirmed)
+	d.waitAction("open_opportunity", "enq-2", ledger.StateConfirmed)
 	if n := crm.CountByRef(second.OperationKey); n != 1 {
 		t.Errorf("enq-2: %d records, want 1", n)
 	}

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/oncehook/oncehook"
+	"github.com/oncehook/oncehook/internal/ledger"
 )
 
 // TestOwnersWithoutAccountFlagged: the config's owners that nobody signs in as are
@@ -12,7 +12,7 @@ import (
 func TestOwnersWithoutAccountFlagged(t *testing.T) {
 	t.Parallel()
 	d := newDashboard(t)
-	without, err := oncehook.OwnersWithoutAccount(t.Context(), d.pool, d.cfg)
+	without, err := ledger.OwnersWithoutAccount(t.Context(), d.pool, d.cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +35,7 @@ func TestOwnersWithoutAccountFlagged(t *testing.T) {
 	if n := strings.Count(dests.body, `class="no-account"`); n != 2 {
 		t.Errorf("/destinations flags %d owners, want 2 (crm-admin, mail-admin)", n)
 	}
-	if _, err := oncehook.CreateUser(t.Context(), d.pool, "crm-admin@example.com", oncehook.RoleOperator, password); err != nil {
+	if _, err := ledger.CreateUser(t.Context(), d.pool, "crm-admin@example.com", ledger.RoleOperator, password); err != nil {
 		t.Fatal(err)
 	}
 	if n := strings.Count(admin.get("/destinations").body, `class="no-account"`); n != 1 {

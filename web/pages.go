@@ -10,7 +10,7 @@ import (
 	"github.com/a-h/templ"
 	"github.com/labstack/echo/v4"
 
-	"github.com/oncehook/oncehook"
+	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/static"
 	"github.com/oncehook/oncehook/views"
 )
@@ -45,7 +45,7 @@ func (s *Server) layout(c echo.Context, title, section string) views.Layout {
 	l.Kept = s.keptFor(c)
 	l.LiveAt = stamp(s.now())
 	if u := userOf(c); u.ID != 0 {
-		l.User = &views.User{ID: u.ID, Email: u.Email, Role: u.Role, Admin: u.Role == oncehook.RoleAdmin}
+		l.User = &views.User{ID: u.ID, Email: u.Email, Role: u.Role, Admin: u.Role == ledger.RoleAdmin}
 	}
 	return l
 }
@@ -92,14 +92,14 @@ func actionURL(id int64) string { return "/actions/" + strconv.FormatInt(id, 10)
 func eventURL(id int64) string  { return "/events/" + strconv.FormatInt(id, 10) }
 
 // actionRows turns actions into table rows, with the decision table's next step.
-func (s *Server) actionRows(as []oncehook.Action) []views.ActionRow {
+func (s *Server) actionRows(as []ledger.Action) []views.ActionRow {
 	now := s.now()
 	rows := make([]views.ActionRow, 0, len(as))
 	for _, a := range as {
 		rows = append(rows, views.ActionRow{
 			ID: a.ID, URL: actionURL(a.ID), State: a.State, Name: a.Name, BusinessKey: a.BusinessKey,
 			Source: a.Source, Destination: a.Destination, Owner: a.Owner, Attempts: a.Attempts,
-			Created: ageOf(now, a.CreatedAt), Age: ageOf(now, a.StateSince), Reason: a.Reason, NextStep: oncehook.NextStep(a.State),
+			Created: ageOf(now, a.CreatedAt), Age: ageOf(now, a.StateSince), Reason: a.Reason, NextStep: ledger.NextStep(a.State),
 		})
 	}
 	return rows
@@ -107,7 +107,7 @@ func (s *Server) actionRows(as []oncehook.Action) []views.ActionRow {
 
 // assignees are the people an action can be assigned to.
 func (s *Server) assignees(c echo.Context) ([]views.Option, error) {
-	us, err := oncehook.ListUsers(c.Request().Context(), s.pool, true)
+	us, err := ledger.ListUsers(c.Request().Context(), s.pool, true)
 	if err != nil {
 		return nil, err
 	}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/oncehook/oncehook"
+	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/views"
 )
 
@@ -20,14 +20,14 @@ func (s *Server) actionPage(c echo.Context) error {
 		return err
 	}
 	a := d.Action
-	allowed := oncehook.Allowed(actorOf(c), a)
+	allowed := ledger.Allowed(actorOf(c), a)
 	m := views.ActionPage{
 		Action:       s.actionInfo(a),
-		CanRetry:     allowed[oncehook.ActRetry],
-		CanReconcile: allowed[oncehook.ActReconcile],
-		CanResolve:   allowed[oncehook.ActResolve],
-		CanCancel:    allowed[oncehook.ActCancel],
-		CanAssign:    allowed[oncehook.ActAssign],
+		CanRetry:     allowed[ledger.ActRetry],
+		CanReconcile: allowed[ledger.ActReconcile],
+		CanResolve:   allowed[ledger.ActResolve],
+		CanCancel:    allowed[ledger.ActCancel],
+		CanAssign:    allowed[ledger.ActAssign],
 	}
 	if m.CanReconcile {
 		var useful bool
@@ -37,7 +37,7 @@ func (s *Server) actionPage(c echo.Context) error {
 	if m.Disconnected, err = s.disconnected(c, a); err != nil {
 		return err
 	}
-	m.Queue = oncehook.QueueOf(a.State)
+	m.Queue = ledger.QueueOf(a.State)
 	known, err := s.review.AccountHolders(c.Request().Context())
 	if err != nil {
 		return err
@@ -86,16 +86,16 @@ func (s *Server) actionPage(c echo.Context) error {
 	return s.render(c, http.StatusOK, views.Action(live(c, s.layout(c, title, "")), m))
 }
 
-func (s *Server) actionInfo(a oncehook.Action) views.ActionInfo {
+func (s *Server) actionInfo(a ledger.Action) views.ActionInfo {
 	info := views.ActionInfo{
 		ID: a.ID, URL: actionURL(a.ID), Name: a.Name, State: a.State, Reason: a.Reason,
-		NextStep: oncehook.NextStep(a.State), BusinessKey: a.BusinessKey, OperationKey: a.OperationKey,
+		NextStep: ledger.NextStep(a.State), BusinessKey: a.BusinessKey, OperationKey: a.OperationKey,
 		Source: a.Source, Client: a.Client, Environment: a.Environment, Destination: a.Destination,
 		Owner: a.Owner, Attempts: a.Attempts, ExternalRef: a.ExternalRef, Params: prettyJSON(a.Params),
 		Created: stamp(a.CreatedAt), Updated: stamp(a.UpdatedAt), StateSince: stamp(a.StateSince),
 	}
-	if (a.State == oncehook.StatePending || a.State == oncehook.StateRetrying || a.State == oncehook.StateUncertain) &&
-		oncehook.Scheduled(a.NextAttemptAt) {
+	if (a.State == ledger.StatePending || a.State == ledger.StateRetrying || a.State == ledger.StateUncertain) &&
+		ledger.Scheduled(a.NextAttemptAt) {
 		info.NextAttempt = stamp(a.NextAttemptAt)
 	}
 	return info
@@ -116,7 +116,7 @@ func (s *Server) retryPage(c echo.Context) error {
 	return s.render(c, http.StatusOK, views.Retry(s.layout(c, "Retry "+d.Action.Name, ""), m))
 }
 
-func (s *Server) retryModel(c echo.Context, a oncehook.Action, errMsg, note string) (views.RetryPage, error) {
+func (s *Server) retryModel(c echo.Context, a ledger.Action, errMsg, note string) (views.RetryPage, error) {
 	m := views.RetryPage{ID: a.ID, URL: actionURL(a.ID), Name: a.Name, BusinessKey: a.BusinessKey, State: a.State,
 		Destination: a.Destination, OperationKey: a.OperationKey, NeedsCheck: s.review.RetryNeedsCheck(a),
 		Error: errMsg, Note: note}
@@ -127,16 +127,16 @@ func (s *Server) retryModel(c echo.Context, a oncehook.Action, errMsg, note stri
 
 // disconnected is the action's destination when it is disconnected, with who can
 // reconnect it; nil when it is connected.
-func (s *Server) disconnected(c echo.Context, a oncehook.Action) (*views.Disconnected, error) {
+func (s *Server) disconnected(c echo.Context, a ledger.Action) (*views.Disconnected, error) {
 	d, err := s.review.Destination(c.Request().Context(), a.Destination)
-	if oncehook.ErrorCode(err) == oncehook.ENOTFOUND {
+	if ledger.ErrorCode(err) == ledger.ENOTFOUND {
 		return nil, nil // no longer configured: nothing to reconnect
 	}
 	if err != nil || d.Status != "disconnected" {
 		return nil, err
 	}
 	return &views.Disconnected{Name: d.Name, Reason: d.Reason, Owner: d.Owner,
-		CanReconnect: actorOf(c).Role == oncehook.RoleAdmin, URL: "/destinations#dest-" + d.Name}, nil
+		CanReconnect: actorOf(c).Role == ledger.RoleAdmin, URL: "/destinations#dest-" + d.Name}, nil
 }
 
 // actDone is what the person is told after each act.
@@ -158,19 +158,19 @@ func (s *Server) actionAct(c echo.Context) error {
 	}
 	name := c.Param("act")
 	ctx := c.Request().Context()
-	p := oncehook.ActParams{Note: c.FormValue("note"), ExternalRef: c.FormValue("external_ref"),
+	p := ledger.ActParams{Note: c.FormValue("note"), ExternalRef: c.FormValue("external_ref"),
 		Owner: c.FormValue("owner"), CheckedDestination: c.FormValue("checked_destination") == "1"}
-	if name == oncehook.ActCancel && c.FormValue("confirm") != "1" {
-		return oncehook.Errorf(oncehook.EINVALID, "Nothing was cancelled: tick \"I understand this cannot be undone\" to cancel.")
+	if name == ledger.ActCancel && c.FormValue("confirm") != "1" {
+		return ledger.Errorf(ledger.EINVALID, "Nothing was cancelled: tick \"I understand this cannot be undone\" to cancel.")
 	}
 	a, err := s.review.Do(ctx, actorOf(c), name, id, p)
 	if err != nil {
-		if name == oncehook.ActRetry && oncehook.ErrorCode(err) == oncehook.ECONFLICT {
+		if name == ledger.ActRetry && ledger.ErrorCode(err) == ledger.ECONFLICT {
 			d, gerr := s.review.GetAction(ctx, id)
 			if gerr != nil {
 				return gerr
 			}
-			m, merr := s.retryModel(c, d.Action, oncehook.ErrorMessage(err), p.Note)
+			m, merr := s.retryModel(c, d.Action, ledger.ErrorMessage(err), p.Note)
 			if merr != nil {
 				return merr
 			}
@@ -180,13 +180,13 @@ func (s *Server) actionAct(c echo.Context) error {
 	}
 	msg := actDone[name]
 	switch {
-	case name == oncehook.ActAssign:
+	case name == ledger.ActAssign:
 		msg = "Assigned to " + a.Owner + "."
-	case name == oncehook.ActRetry && a.State == oncehook.StateUncertain:
+	case name == ledger.ActRetry && a.State == ledger.StateUncertain:
 		msg = "Retry requested: a worker looks the operation up at the destination first, and calls again with the same key only if it is not there."
 	}
 	s.flash(c, msg)
-	if q := c.FormValue("from"); (name == oncehook.ActResolve || name == oncehook.ActCancel) && oncehook.QueueStates[q] != nil {
+	if q := c.FormValue("from"); (name == ledger.ActResolve || name == ledger.ActCancel) && ledger.QueueStates[q] != nil {
 		return c.Redirect(http.StatusSeeOther, actionURL(id)+"?from="+q)
 	}
 	return c.Redirect(http.StatusSeeOther, actionURL(id))
@@ -194,20 +194,20 @@ func (s *Server) actionAct(c echo.Context) error {
 
 // nextInQueue is, after a person took a out of a queue (?from=queue), the next
 // action of that queue: the one listed after a, else the first.
-func (s *Server) nextInQueue(c echo.Context, a oncehook.Action) (*views.QueueNext, error) {
+func (s *Server) nextInQueue(c echo.Context, a ledger.Action) (*views.QueueNext, error) {
 	q := c.QueryParam("from")
-	states := oncehook.QueueStates[q]
-	if states == nil || oncehook.QueueOf(a.State) == q {
+	states := ledger.QueueStates[q]
+	if states == nil || ledger.QueueOf(a.State) == q {
 		return nil, nil
 	}
 	ctx := c.Request().Context()
 	out := &views.QueueNext{Queue: q, QueueURL: "/queue/" + q}
-	page, err := s.review.ListActions(ctx, oncehook.ActionFilter{States: states, Cursor: strconv.FormatInt(a.ID, 10), Limit: 1})
+	page, err := s.review.ListActions(ctx, ledger.ActionFilter{States: states, Cursor: strconv.FormatInt(a.ID, 10), Limit: 1})
 	if err != nil {
 		return nil, err
 	}
 	if len(page.Actions) == 0 {
-		if page, err = s.review.ListActions(ctx, oncehook.ActionFilter{States: states, Limit: 1}); err != nil {
+		if page, err = s.review.ListActions(ctx, ledger.ActionFilter{States: states, Limit: 1}); err != nil {
 			return nil, err
 		}
 	}

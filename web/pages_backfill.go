@@ -5,7 +5,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/oncehook/oncehook"
+	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/views"
 )
 
@@ -19,12 +19,12 @@ func (s *Server) backfillRows(c echo.Context) ([]views.BackfillRow, error) {
 	for _, st := range sts {
 		r := views.BackfillRow{Source: st.Source, Schedule: fmt.Sprintf("%s / %s", st.Every, st.Window),
 			LastPass: stamp(st.FinishedAt), Error: st.Error, NextPass: stamp(st.NextAt),
-			EventsURL: eventsURL(views.EventFilter{Source: st.Source, Via: oncehook.ViaBackfill}, "")}
+			EventsURL: eventsURL(views.EventFilter{Source: st.Source, Via: ledger.ViaBackfill}, "")}
 		switch st.Provider {
-		case oncehook.ProviderStripe:
+		case ledger.ProviderStripe:
 			r.How = "lists Stripe's events of the rules' types; stores those the inbox lacks"
 			r.Found = fmt.Sprintf("%d listed, %d missing, %d stored", st.Listed, st.Missing, st.Stored)
-		case oncehook.ProviderGitHub:
+		case ledger.ProviderGitHub:
 			r.How = "lists the hook's deliveries; asks GitHub to redeliver failed ones the inbox lacks"
 			r.Found = fmt.Sprintf("%d listed, %d missing, %d redelivered", st.Listed, st.Missing, st.Redelivered)
 		}

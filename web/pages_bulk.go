@@ -8,7 +8,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/oncehook/oncehook"
+	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/views"
 )
 
@@ -21,7 +21,7 @@ const sessBulk = "bulk_report"
 type bulkReport struct {
 	Act     string                `json:"act"`
 	Back    string                `json:"back"`
-	Results []oncehook.BulkResult `json:"results"`
+	Results []ledger.BulkResult `json:"results"`
 }
 
 // bulkURL is a queue's bulk confirmation step for act on the filter f.
@@ -49,17 +49,17 @@ func (s *Server) queueBulk(c echo.Context) error {
 	}
 	form, err := c.FormParams()
 	if err != nil {
-		return oncehook.Errorf(oncehook.EINVALID, "The form could not be read.")
+		return ledger.Errorf(ledger.EINVALID, "The form could not be read.")
 	}
 	var ids []int64
 	for _, v := range form["id"] {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n <= 0 {
-			return oncehook.Errorf(oncehook.EINVALID, "%q is not an action id.", v)
+			return ledger.Errorf(ledger.EINVALID, "%q is not an action id.", v)
 		}
 		ids = append(ids, n)
 	}
-	results, err := s.review.Bulk(c.Request().Context(), actorOf(c), act, ids, oncehook.ActParams{Owner: c.FormValue("assign_owner")})
+	results, err := s.review.Bulk(c.Request().Context(), actorOf(c), act, ids, ledger.ActParams{Owner: c.FormValue("assign_owner")})
 	if err != nil {
 		return err
 	}
@@ -80,9 +80,9 @@ func (s *Server) bulkConfirm(c echo.Context) error {
 		return err
 	}
 	act := c.QueryParam("act")
-	x, ok := oncehook.LookupAct(act)
+	x, ok := ledger.LookupAct(act)
 	if !ok || !x.Bulk {
-		return oncehook.Errorf(oncehook.EINVALID, "Several actions at once can be retried, reconciled or assigned, not %q.", act)
+		return ledger.Errorf(ledger.EINVALID, "Several actions at once can be retried, reconciled or assigned, not %q.", act)
 	}
 	af, err := actionFilter(states, f)
 	if err != nil {
@@ -93,8 +93,8 @@ func (s *Server) bulkConfirm(c echo.Context) error {
 		return err
 	}
 	m := views.BulkConfirm{Act: act, Path: path, Filter: f, Owner: c.QueryParam("assign_owner"),
-		Back: queueURL(path, f, ""), FilterText: filterText(f), TooMany: len(matching) > oncehook.MaxBulk,
-		Max: oncehook.MaxBulk}
+		Back: queueURL(path, f, ""), FilterText: filterText(f), TooMany: len(matching) > ledger.MaxBulk,
+		Max: ledger.MaxBulk}
 	if !m.TooMany {
 		for _, a := range matching {
 			m.Rows = append(m.Rows, views.BulkRow{ID: a.ID, URL: actionURL(a.ID), Name: a.Name, BusinessKey: a.BusinessKey})
@@ -116,7 +116,7 @@ func (s *Server) bulkDone(c echo.Context) error {
 		}
 	}
 	if r.Act == "" {
-		return oncehook.Errorf(oncehook.ENOTFOUND, "There is no recent bulk act to report.")
+		return ledger.Errorf(ledger.ENOTFOUND, "There is no recent bulk act to report.")
 	}
 	m := views.BulkPage{Act: r.Act, Back: r.Back}
 	if m.Back == "" {

@@ -10,7 +10,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/oncehook/oncehook"
+	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/views"
 )
 
@@ -29,7 +29,7 @@ func (s *Server) eventPage(c echo.Context) error {
 	m := views.EventPage{ID: e.ID, Source: e.Source, SourceEventID: e.SourceEventID, Type: e.Type, Status: e.Status,
 		Reason: e.Reason, Deliveries: e.Deliveries, Conflict: e.Conflict, Received: stamp(e.ReceivedAt),
 		LastReceived: stamp(e.LastReceivedAt), Actions: s.actionRows(d.Actions), Pruned: e.Body == nil,
-		Via: e.Via, CanReplay: e.Body != nil && e.Status != oncehook.EventReceived,
+		Via: e.Via, CanReplay: e.Body != nil && e.Status != ledger.EventReceived,
 		ListURL: eventsURL(views.EventFilter{Source: e.Source}, "")}
 	if e.OccurredAt != nil {
 		m.Occurred = stamp(*e.OccurredAt)
@@ -61,10 +61,10 @@ func (s *Server) eventReplay(c echo.Context) error {
 		return err
 	}
 	if _, err := s.review.ReplayEvent(c.Request().Context(), actorOf(c), id, c.FormValue("note")); err != nil {
-		if oncehook.ErrorCode(err) != oncehook.ECONFLICT {
+		if ledger.ErrorCode(err) != ledger.ECONFLICT {
 			return err
 		}
-		s.sessions.Put(c.Request().Context(), sessFlashError, oncehook.ErrorMessage(err))
+		s.sessions.Put(c.Request().Context(), sessFlashError, ledger.ErrorMessage(err))
 	} else {
 		s.flash(c, "Replay requested: the router routes it again with today's rules shortly.")
 	}

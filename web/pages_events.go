@@ -9,7 +9,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/oncehook/oncehook"
+	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/views"
 )
 
@@ -23,8 +23,8 @@ func eventsViewFilter(c echo.Context) views.EventFilter {
 }
 
 // eventsFilter reads the page's filter into the ledger's; the form's times are UTC.
-func eventsFilter(f views.EventFilter) (oncehook.EventFilter, error) {
-	out := oncehook.EventFilter{Source: f.Source, Status: f.Status, Type: f.Type, Via: f.Via, Q: f.Q}
+func eventsFilter(f views.EventFilter) (ledger.EventFilter, error) {
+	out := ledger.EventFilter{Source: f.Source, Status: f.Status, Type: f.Type, Via: f.Via, Q: f.Q}
 	var err error
 	if out.From, err = formTime("from", f.From); err != nil {
 		return out, err
@@ -42,7 +42,7 @@ func formTime(name, v string) (time.Time, error) {
 			return t, nil
 		}
 	}
-	return time.Time{}, oncehook.Errorf(oncehook.EINVALID, "The %s time %q is not a date and time.", name, v)
+	return time.Time{}, ledger.Errorf(ledger.EINVALID, "The %s time %q is not a date and time.", name, v)
 }
 
 // eventsURL is the events list with its filter and an optional cursor.
@@ -81,10 +81,10 @@ func (s *Server) eventsPage(c echo.Context) error {
 	for _, src := range s.cfg.Sources {
 		m.Sources = append(m.Sources, views.Option{Value: src.Name, Label: src.Name})
 	}
-	for _, st := range oncehook.EventStatuses {
+	for _, st := range ledger.EventStatuses {
 		m.Statuses = append(m.Statuses, views.Option{Value: st, Label: st})
 	}
-	for _, v := range oncehook.EventVias {
+	for _, v := range ledger.EventVias {
 		m.Vias = append(m.Vias, views.Option{Value: v, Label: v})
 	}
 	for _, e := range page.Events {
@@ -98,7 +98,7 @@ func (s *Server) eventsPage(c echo.Context) error {
 	if cursor != "" {
 		m.FirstURL = eventsURL(vf, "")
 	}
-	if actorOf(c).Role == oncehook.RoleAdmin {
+	if actorOf(c).Role == ledger.RoleAdmin {
 		m.ReplayURL = eventsPathURL("/events/replay", vf, "")
 	}
 	return s.render(c, http.StatusOK, views.Events(s.layout(c, "Events", "events"), m))
@@ -120,7 +120,7 @@ func (s *Server) renderReplayAll(c echo.Context, status int, vf views.EventFilte
 	if err != nil {
 		return err
 	}
-	m := views.ReplayAllPage{Filter: vf, Count: n, TooMany: n > oncehook.MaxReplayMatching, Back: eventsURL(vf, ""), Error: errMsg}
+	m := views.ReplayAllPage{Filter: vf, Count: n, TooMany: n > ledger.MaxReplayMatching, Back: eventsURL(vf, ""), Error: errMsg}
 	return s.render(c, status, views.ReplayAll(s.layout(c, "Replay all that match", "events"), m))
 }
 
@@ -134,12 +134,12 @@ func (s *Server) replayAll(c echo.Context) error {
 	}
 	expected, err := strconv.Atoi(c.FormValue("expected"))
 	if err != nil || expected < 0 {
-		return oncehook.Errorf(oncehook.EINVALID, "The confirmed count is missing.")
+		return ledger.Errorf(ledger.EINVALID, "The confirmed count is missing.")
 	}
 	res, err := s.review.ReplayMatching(c.Request().Context(), actorOf(c), f, expected, c.FormValue("note"))
 	if err != nil {
-		if code := oncehook.ErrorCode(err); code == oncehook.ECONFLICT || code == oncehook.EINVALID {
-			return s.renderReplayAll(c, http.StatusConflict, vf, oncehook.ErrorMessage(err))
+		if code := ledger.ErrorCode(err); code == ledger.ECONFLICT || code == ledger.EINVALID {
+			return s.renderReplayAll(c, http.StatusConflict, vf, ledger.ErrorMessage(err))
 		}
 		return err
 	}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/oncehook/oncehook"
+	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/views"
 )
 
@@ -65,17 +65,17 @@ func (s *Server) showQueue(c echo.Context, showFilter bool) error {
 		return s.render(c, http.StatusOK, views.QueueRows(table, path))
 	}
 	m := views.QueuePage{Path: path, Filter: f, ShowFilter: showFilter, Table: table,
-		CanAssign: actorOf(c).Role == oncehook.RoleAdmin}
+		CanAssign: actorOf(c).Role == ledger.RoleAdmin}
 	section := c.Param("queue")
-	all := oncehook.QueueStates[section]
+	all := ledger.QueueStates[section]
 	switch path {
 	case "/mine":
 		section, m.Title, m.Intro = "mine", "Assigned to me", "Open actions whose owner is you."
-		all = oncehook.OpenStates()
+		all = ledger.OpenStates()
 	case "/actions":
 		section, m.Title = "actions", "All actions"
 		m.Intro = "Every action in every state, confirmed, resolved and cancelled included. The search looks in every queue."
-		all = oncehook.AllStates
+		all = ledger.AllStates
 	default:
 		m.Title = queueTitles[section]
 	}
@@ -126,7 +126,7 @@ const csvBatch = 500
 
 // exportCSV writes every action the filter selects as CSV, newest first, reading
 // them a batch at a time along the list's own query.
-func (s *Server) exportCSV(c echo.Context, path string, af oncehook.ActionFilter) error {
+func (s *Server) exportCSV(c echo.Context, path string, af ledger.ActionFilter) error {
 	name := "oncehook" + strings.ReplaceAll(path, "/", "-") + "-" + s.now().UTC().Format("20060102-150405") + ".csv"
 	h := c.Response().Header()
 	h.Set(echo.HeaderContentType, "text/csv; charset=utf-8")

@@ -7,7 +7,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/oncehook/oncehook"
+	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/views"
 )
 
@@ -18,7 +18,7 @@ func (s *Server) overviewPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	mine, err := s.review.ListActions(ctx, oncehook.ActionFilter{States: oncehook.OpenStates(), Owner: userOf(c).Email, Limit: 10})
+	mine, err := s.review.ListActions(ctx, ledger.ActionFilter{States: ledger.OpenStates(), Owner: userOf(c).Email, Limit: 10})
 	if err != nil {
 		return err
 	}
@@ -47,10 +47,10 @@ func (s *Server) overviewPage(c echo.Context) error {
 
 // schemes says how each provider's deliveries are verified, for the sources page.
 var schemes = map[string]string{
-	oncehook.ProviderStripe:           "Stripe-Signature, HMAC-SHA256 of timestamp.body",
-	oncehook.ProviderGitHub:           "X-Hub-Signature-256, HMAC-SHA256 of the body",
-	oncehook.ProviderShopify:          "X-Shopify-Hmac-Sha256, base64 HMAC-SHA256 of the body",
-	oncehook.ProviderStandardWebhooks: "webhook-signature, HMAC-SHA256 of id.timestamp.body",
+	ledger.ProviderStripe:           "Stripe-Signature, HMAC-SHA256 of timestamp.body",
+	ledger.ProviderGitHub:           "X-Hub-Signature-256, HMAC-SHA256 of the body",
+	ledger.ProviderShopify:          "X-Shopify-Hmac-Sha256, base64 HMAC-SHA256 of the body",
+	ledger.ProviderStandardWebhooks: "webhook-signature, HMAC-SHA256 of id.timestamp.body",
 }
 
 func (s *Server) sourceRows(c echo.Context) ([]views.SourceRow, error) {
@@ -87,7 +87,7 @@ func (s *Server) destinationRows(c echo.Context) ([]views.DestinationRow, error)
 	for _, d := range ds {
 		rows = append(rows, views.DestinationRow{Name: d.Name, Type: d.Type, Status: d.Status, Reason: d.Reason, Owner: d.Owner,
 			NoAccount: d.Owner != "" && !known[strings.ToLower(d.Owner)],
-			Held:      d.Held, HeldURL: queueURL("/queue/"+oncehook.QueueOutstanding, views.Filter{State: oncehook.StateHeld, Destination: d.Name}, "")})
+			Held:      d.Held, HeldURL: queueURL("/queue/"+ledger.QueueOutstanding, views.Filter{State: ledger.StateHeld, Destination: d.Name}, "")})
 	}
 	return rows, nil
 }
@@ -111,7 +111,7 @@ func (s *Server) destinationsPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	m := views.DestinationsPage{Rows: rows, CanReconnect: actorOf(c).Role == oncehook.RoleAdmin}
+	m := views.DestinationsPage{Rows: rows, CanReconnect: actorOf(c).Role == ledger.RoleAdmin}
 	s.allowAuthorizeForms(c)
 	return s.render(c, http.StatusOK, views.Destinations(live(c, s.layout(c, "Destinations", "destinations")), m))
 }

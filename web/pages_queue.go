@@ -9,7 +9,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/oncehook/oncehook"
+	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/views"
 )
 
@@ -18,9 +18,9 @@ const queuePageSize = 50
 
 // queueTitles are the headings of the three queues.
 var queueTitles = map[string]string{
-	oncehook.QueueFailed:      "Failed: needs a person",
-	oncehook.QueueUncertain:   "Uncertain: reconcile before any repeat",
-	oncehook.QueueOutstanding: "Outstanding: the workers have it",
+	ledger.QueueFailed:      "Failed: needs a person",
+	ledger.QueueUncertain:   "Uncertain: reconcile before any repeat",
+	ledger.QueueOutstanding: "Outstanding: the workers have it",
 }
 
 // queueFilter is the filter of a queue request, from its query string or form.
@@ -38,19 +38,19 @@ func queueFilter(c echo.Context) views.Filter {
 func queueScope(c echo.Context) (path string, states []string, f views.Filter, err error) {
 	f = queueFilter(c)
 	if q := c.Param("queue"); q != "" {
-		st, ok := oncehook.QueueStates[q]
+		st, ok := ledger.QueueStates[q]
 		if !ok {
-			return "", nil, f, oncehook.Errorf(oncehook.ENOTFOUND, "There is no queue named %q.", q)
+			return "", nil, f, ledger.Errorf(ledger.ENOTFOUND, "There is no queue named %q.", q)
 		}
 		st, err = withinStates(st, f.State)
 		return "/queue/" + q, st, f, err
 	}
 	if strings.HasPrefix(c.Path(), "/actions") {
-		st, err := withinStates(oncehook.AllStates, f.State)
+		st, err := withinStates(ledger.AllStates, f.State)
 		return "/actions", st, f, err
 	}
 	f.Owner = userOf(c).Email
-	st, err := withinStates(oncehook.OpenStates(), f.State)
+	st, err := withinStates(ledger.OpenStates(), f.State)
 	return "/mine", st, f, err
 }
 
@@ -60,15 +60,15 @@ func withinStates(states []string, state string) ([]string, error) {
 		return states, nil
 	}
 	if !slices.Contains(states, state) {
-		return nil, oncehook.Errorf(oncehook.EINVALID, "This queue has no actions in state %q.", state)
+		return nil, ledger.Errorf(ledger.EINVALID, "This queue has no actions in state %q.", state)
 	}
 	return []string{state}, nil
 }
 
 // actionFilter is the ledger's filter for a page's: EINVALID for a time or a
 // status that does not parse.
-func actionFilter(states []string, f views.Filter) (oncehook.ActionFilter, error) {
-	af := oncehook.ActionFilter{States: states, Source: f.Source, Name: f.Action, Owner: f.Owner,
+func actionFilter(states []string, f views.Filter) (ledger.ActionFilter, error) {
+	af := ledger.ActionFilter{States: states, Source: f.Source, Name: f.Action, Owner: f.Owner,
 		Destination: f.Destination, Client: f.Client, Q: f.Q, Reason: f.Reason, Sort: f.Sort}
 	var err error
 	if af.Since, err = parseWhen("from", f.Since); err != nil {
@@ -80,7 +80,7 @@ func actionFilter(states []string, f views.Filter) (oncehook.ActionFilter, error
 	if f.HTTPStatus != "" {
 		n, err := strconv.Atoi(f.HTTPStatus)
 		if err != nil || n < 100 || n > 999 {
-			return af, oncehook.Errorf(oncehook.EINVALID, "The HTTP status %q is not a number like 422.", f.HTTPStatus)
+			return af, ledger.Errorf(ledger.EINVALID, "The HTTP status %q is not a number like 422.", f.HTTPStatus)
 		}
 		af.HTTPStatus = n
 	}
@@ -98,7 +98,7 @@ func parseWhen(what, v string) (*time.Time, error) {
 			return &t, nil
 		}
 	}
-	return nil, oncehook.Errorf(oncehook.EINVALID, "The %s time %q is not a date like 2026-01-02 or 2026-01-02T15:04.", what, v)
+	return nil, ledger.Errorf(ledger.EINVALID, "The %s time %q is not a date like 2026-01-02 or 2026-01-02T15:04.", what, v)
 }
 
 // filterValues is a filter as a query string carries it, empty fields left out.
@@ -135,7 +135,7 @@ func tableSorts(path string, f views.Filter, states []string) views.TableSorts {
 	heading := func(first, other, firstHint, otherHint string) views.SortHeader {
 		current := f.Sort
 		if current == "" {
-			current = oncehook.SortNewest
+			current = ledger.SortNewest
 		}
 		next, h := first, views.SortHeader{Hint: firstHint}
 		switch current {
@@ -147,18 +147,18 @@ func tableSorts(path string, f views.Filter, states []string) views.TableSorts {
 		}
 		g := f
 		g.Sort = next
-		if next == oncehook.SortNewest {
+		if next == ledger.SortNewest {
 			g.Sort = ""
 		}
 		h.URL = queueURL(path, g, "")
 		return h
 	}
-	ts := views.TableSorts{Created: heading(oncehook.SortNewest, oncehook.SortOldest,
+	ts := views.TableSorts{Created: heading(ledger.SortNewest, ledger.SortOldest,
 		"sort newest first", "sort oldest first")}
-	if oncehook.ClosedAmong(states) != "" {
+	if ledger.ClosedAmong(states) != "" {
 		return ts
 	}
-	ts.Age = heading(oncehook.SortWaitingLongest, oncehook.SortWaitingLeast,
+	ts.Age = heading(ledger.SortWaitingLongest, ledger.SortWaitingLeast,
 		"sort by the longest waiting first", "sort by the shortest waiting first")
 	return ts
 }
@@ -166,7 +166,7 @@ func tableSorts(path string, f views.Filter, states []string) views.TableSorts {
 // sortOrder is how a sort's column reads, for aria-sort: newest first is the
 // creation times descending, longest waiting first the ages descending.
 func sortOrder(sort string) string {
-	if sort == oncehook.SortOldest || sort == oncehook.SortWaitingLeast {
+	if sort == ledger.SortOldest || sort == ledger.SortWaitingLeast {
 		return "ascending"
 	}
 	return "descending"

@@ -9,8 +9,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/oncehook/oncehook"
-	"github.com/oncehook/oncehook/sandbox"
+	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/sandbox"
 )
 
 func TestPagesNeedSignIn(t *testing.T) {
@@ -55,13 +55,13 @@ func TestLoginRefusals(t *testing.T) {
 		}
 	})
 	t.Run("ThrottledPerAccount", func(t *testing.T) {
-		for range oncehook.DefaultLoginLimits.PerAccount {
+		for range ledger.DefaultLoginLimits.PerAccount {
 			p.post("/login", "/login", url.Values{"email": {opsEmail}, "password": {"guess guess guess"}})
 		}
 		// Even the right password is refused now: the guesser cannot tell.
 		pg := p.post("/login", "/login", url.Values{"email": {opsEmail}, "password": {password}})
 		if pg.status != http.StatusTooManyRequests || !strings.Contains(pg.body, "Too many failed sign-ins. Wait 15 minutes") {
-			t.Fatalf("after %d failures: %d %s", oncehook.DefaultLoginLimits.PerAccount, pg.status, tailOf(pg.body, 500))
+			t.Fatalf("after %d failures: %d %s", ledger.DefaultLoginLimits.PerAccount, pg.status, tailOf(pg.body, 500))
 		}
 		// Another account from the same address still signs in.
 		d.person().login(adminEmail)
@@ -150,7 +150,7 @@ func TestCSRFRefusals(t *testing.T) {
 			}
 		})
 	}
-	users, err := oncehook.ListUsers(t.Context(), d.pool, false)
+	users, err := ledger.ListUsers(t.Context(), d.pool, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +159,7 @@ func TestCSRFRefusals(t *testing.T) {
 	}
 	t.Run("HooksAndAPIExempt", func(t *testing.T) {
 		d.checkout("evt_exempt", "enq-exempt", "")
-		tok, _ := oncehook.CreateToken(t.Context(), d.pool, "t", oncehook.RoleAdmin)
+		tok, _ := ledger.CreateToken(t.Context(), d.pool, "t", ledger.RoleAdmin)
 		pg := p.do(http.MethodPost, "/api/v1/destinations/crm/reconnect", nil,
 			map[string]string{"Authorization": "Bearer " + tok, "Origin": "https://evil.example"})
 		if pg.status != http.StatusOK {
@@ -207,7 +207,7 @@ func TestRetryRace(t *testing.T) {
 	d := newDashboard(t)
 	d.crm.Fail(sandbox.Fault{Status: 422, Message: "amount missing"})
 	d.checkout("evt_race", "enq-race", "")
-	a := d.waitAction("open_opportunity", "enq-race", oncehook.StateFailed)
+	a := d.waitAction("open_opportunity", "enq-race", ledger.StateFailed)
 	admin, ops := d.person(), d.person()
 	admin.login(adminEmail)
 	ops.login(opsEmail)
@@ -240,7 +240,7 @@ func TestRetryRace(t *testing.T) {
 	if ok != 1 || refused != 1 {
 		t.Fatalf("%d retries accepted and %d refused, want 1 and 1", ok, refused)
 	}
-	d.waitAction("open_opportunity", "enq-race", oncehook.StateConfirmed)
+	d.waitAction("open_opportunity", "enq-race", ledger.StateConfirmed)
 	if n := d.crm.CountByRef(a.OperationKey); n != 1 {
 		t.Errorf("the CRM holds %d records for the key, want 1", n)
 	}
@@ -251,7 +251,7 @@ func TestRetryNeedsCheckedDestination(t *testing.T) {
 	d := newDashboard(t)
 	d.mail.FailNext(550, "mailbox unavailable")
 	d.checkout("evt_mail", "enq-mail", "")
-	a := d.waitAction("send_welcome_email", "enq-mail", oncehook.StateFailed)
+	a := d.waitAction("send_welcome_email", "enq-mail", ledger.StateFailed)
 	ops := d.person()
 	ops.login(opsEmail)
 	path := "/actions/" + id64(a.ID)
@@ -269,7 +269,7 @@ func TestRetryNeedsCheckedDestination(t *testing.T) {
 	if pg.status != http.StatusSeeOther {
 		t.Fatalf("retry with the check: %d %s", pg.status, tailOf(pg.body, 600))
 	}
-	d.waitAction("send_welcome_email", "enq-mail", oncehook.StateConfirmed)
+	d.waitAction("send_welcome_email", "enq-mail", ledger.StateConfirmed)
 	detail, err := d.review.GetAction(t.Context(), a.ID)
 	if err != nil {
 		t.Fatal(err)
@@ -287,8 +287,8 @@ func TestBulkRetryReportsRefusals(t *testing.T) {
 	d.crm.Fail(sandbox.Fault{Status: 422})
 	d.mail.FailNext(550, "mailbox unavailable")
 	d.checkout("evt_bulk", "enq-bulk", "")
-	crm := d.waitAction("open_opportunity", "enq-bulk", oncehook.StateFailed)
-	mail := d.waitAction("send_welcome_email", "enq-bulk", oncehook.StateFailed)
+	crm := d.waitAction("open_opportunity", "enq-bulk", ledger.StateFailed)
+	mail := d.waitAction("send_welcome_email", "enq-bulk", ledger.StateFailed)
 	admin := d.person()
 	admin.login(adminEmail)
 	// "All that match" acts on nothing yet: it leads to the confirmation step.
@@ -297,7 +297,7 @@ func TestBulkRetryReportsRefusals(t *testing.T) {
 		t.Fatalf("bulk retry of all that match: %d to %q, want the confirmation step", pg.status, pg.location)
 	}
 	for _, id := range []int64{crm.ID, mail.ID} {
-		if got, _ := d.review.GetAction(t.Context(), id); got.Action.State != oncehook.StateFailed || got.Action.Attempts != 1 {
+		if got, _ := d.review.GetAction(t.Context(), id); got.Action.State != ledger.StateFailed || got.Action.Attempts != 1 {
 			t.Fatalf("before confirming, action %d is %s after %d attempts: something was done", id, got.Action.State, got.Action.Attempts)
 		}
 	}
@@ -322,8 +322,8 @@ func TestBulkRetryReportsRefusals(t *testing.T) {
 		!strings.Contains(report.body, "send_welcome_email") {
 		t.Errorf("bulk report: %s", tailOf(report.body, 1500))
 	}
-	d.waitAction("open_opportunity", "enq-bulk", oncehook.StateConfirmed)
-	if got, _ := d.review.GetAction(t.Context(), mail.ID); got.Action.State != oncehook.StateFailed {
+	d.waitAction("open_opportunity", "enq-bulk", ledger.StateConfirmed)
+	if got, _ := d.review.GetAction(t.Context(), mail.ID); got.Action.State != ledger.StateFailed {
 		t.Errorf("the guarded mail action is %s, want failed", got.Action.State)
 	}
 	t.Run("AssignSelected", func(t *testing.T) {
@@ -349,7 +349,7 @@ func TestQueueFilterAndFragment(t *testing.T) {
 	d := newDashboard(t)
 	d.crm.Fail(sandbox.Fault{Status: 422})
 	d.checkout("evt_f1", "enq-f1", "")
-	d.waitAction("open_opportunity", "enq-f1", oncehook.StateFailed)
+	d.waitAction("open_opportunity", "enq-f1", ledger.StateFailed)
 	admin := d.person()
 	admin.login(adminEmail)
 	full := admin.get("/queue/failed?destination=crm&q=enq-f1")

@@ -5,27 +5,27 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/oncehook/oncehook"
+	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/views"
 )
 
 // usersPage serves /users (admins).
 func (s *Server) usersPage(c echo.Context) error {
-	return s.showUsers(c, http.StatusOK, c.QueryParam("email"), oncehook.RoleOperator)
+	return s.showUsers(c, http.StatusOK, c.QueryParam("email"), ledger.RoleOperator)
 }
 
 func (s *Server) showUsers(c echo.Context, status int, email, role string) error {
-	us, err := oncehook.ListUsers(c.Request().Context(), s.pool, false)
+	us, err := ledger.ListUsers(c.Request().Context(), s.pool, false)
 	if err != nil {
 		return err
 	}
-	without, err := oncehook.OwnersWithoutAccount(c.Request().Context(), s.pool, s.cfg)
+	without, err := ledger.OwnersWithoutAccount(c.Request().Context(), s.pool, s.cfg)
 	if err != nil {
 		return err
 	}
 	me := userOf(c).ID
-	m := views.UsersPage{Roles: []string{oncehook.RoleOperator, oncehook.RoleAdmin}, NewEmail: email, NewRole: role,
-		MinChars: oncehook.MinPasswordLength, OwnersWithout: without}
+	m := views.UsersPage{Roles: []string{ledger.RoleOperator, ledger.RoleAdmin}, NewEmail: email, NewRole: role,
+		MinChars: ledger.MinPasswordLength, OwnersWithout: without}
 	for _, u := range us {
 		m.Rows = append(m.Rows, views.UserRow{ID: u.ID, Email: u.Email, Role: u.Role, Disabled: u.Disabled,
 			Created: stamp(u.CreatedAt), IsMe: u.ID == me})
@@ -37,11 +37,11 @@ func (s *Server) showUsers(c echo.Context, status int, email, role string) error
 // form again with the reason and what was typed, except the password.
 func (s *Server) addUser(c echo.Context) error {
 	email, role := c.FormValue("email"), c.FormValue("role")
-	u, err := oncehook.CreateUser(c.Request().Context(), s.pool, email, role, c.FormValue("password"))
+	u, err := ledger.CreateUser(c.Request().Context(), s.pool, email, role, c.FormValue("password"))
 	if err != nil {
-		code := oncehook.ErrorCode(err)
-		if code == oncehook.EINVALID || code == oncehook.ECONFLICT {
-			s.sessions.Put(c.Request().Context(), sessFlashError, oncehook.ErrorMessage(err))
+		code := ledger.ErrorCode(err)
+		if code == ledger.EINVALID || code == ledger.ECONFLICT {
+			s.sessions.Put(c.Request().Context(), sessFlashError, ledger.ErrorMessage(err))
 			return s.showUsers(c, statusOf[code], email, role)
 		}
 		return err
@@ -56,7 +56,7 @@ func (s *Server) setUserRole(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := oncehook.SetUserRole(c.Request().Context(), s.pool, actorOf(c), id, c.FormValue("role")); err != nil {
+	if err := ledger.SetUserRole(c.Request().Context(), s.pool, actorOf(c), id, c.FormValue("role")); err != nil {
 		return err
 	}
 	s.flash(c, "Role changed.")
@@ -70,7 +70,7 @@ func (s *Server) setUserDisabled(c echo.Context) error {
 		return err
 	}
 	disabled := c.FormValue("disabled") == "true"
-	if err := oncehook.SetUserDisabled(c.Request().Context(), s.pool, actorOf(c), id, disabled); err != nil {
+	if err := ledger.SetUserDisabled(c.Request().Context(), s.pool, actorOf(c), id, disabled); err != nil {
 		return err
 	}
 	if disabled {

@@ -12,42 +12,42 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/labstack/echo/v4"
 
-	"github.com/oncehook/oncehook"
+	"github.com/oncehook/oncehook/internal/ledger"
 )
 
 // Params is everything the HTTP layer needs, passed explicitly.
 type Params struct {
-	Config *oncehook.Config
+	Config *ledger.Config
 	Pool   *pgxpool.Pool
-	Inbox  *oncehook.Inbox
-	Review *oncehook.Review
+	Inbox  *ledger.Inbox
+	Review *ledger.Review
 	Logger *slog.Logger
 	Now    func() time.Time // nil means time.Now
 	// Metrics is served at /metrics; MetricsToken, when set, must come as a
 	// bearer token (from ONCEHOOK_METRICS_TOKEN).
-	Metrics      *oncehook.Metrics
+	Metrics      *ledger.Metrics
 	MetricsToken string
 	// LoginLimits sets the sign-in throttling; zero takes DefaultLoginLimits.
 	// The session timeouts are the config's (Config.Sessions).
-	LoginLimits oncehook.LoginLimits
+	LoginLimits ledger.LoginLimits
 }
 
 // Server holds the handlers' dependencies.
 type Server struct {
-	cfg    *oncehook.Config
+	cfg    *ledger.Config
 	pool   *pgxpool.Pool
-	inbox  *oncehook.Inbox
-	review *oncehook.Review
+	inbox  *ledger.Inbox
+	review *ledger.Review
 	logger *slog.Logger
 	now    func() time.Time
 
-	metrics      *oncehook.Metrics
+	metrics      *ledger.Metrics
 	metricsToken string
 
 	sessions *scs.SessionManager
 	secure   bool                        // served over HTTPS (base_url): Secure, __Host- cookies
 	origins  *http.CrossOriginProtection // see checkCSRF
-	limits   oncehook.LoginLimits
+	limits   ledger.LoginLimits
 }
 
 // New returns the Echo instance serving every route of oncehook.
@@ -57,8 +57,8 @@ func New(p Params) *echo.Echo {
 	s.secure = strings.HasPrefix(p.Config.BaseURL, "https://")
 	s.sessions = newSessions(p.Pool, p.Config.Sessions, p.Config.BaseURL)
 	s.limits = p.LoginLimits
-	if s.limits == (oncehook.LoginLimits{}) {
-		s.limits = oncehook.DefaultLoginLimits
+	if s.limits == (ledger.LoginLimits{}) {
+		s.limits = ledger.DefaultLoginLimits
 	}
 	if s.now == nil {
 		s.now = time.Now

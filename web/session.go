@@ -10,7 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/labstack/echo/v4"
 
-	"github.com/oncehook/oncehook"
+	"github.com/oncehook/oncehook/internal/ledger"
 )
 
 // Session keys.
@@ -28,7 +28,7 @@ const sessionLoadedKey = "session_loaded"
 // newSessions returns the session manager: scs over Postgres, so every oncehook
 // process sees the same sessions and a restart signs nobody out.
 // The lifetimes are the config's sessions section, defaults given by the loader.
-func newSessions(pool *pgxpool.Pool, p oncehook.Sessions, baseURL string) *scs.SessionManager {
+func newSessions(pool *pgxpool.Pool, p ledger.Sessions, baseURL string) *scs.SessionManager {
 	sm := scs.New()
 	// No cleanup goroutine: web.New has no stop, and sign-in sweeps expired rows.
 	sm.Store = pgxstore.NewWithCleanupInterval(pool, 0)
@@ -59,7 +59,7 @@ func (s *Server) withSession(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		ctx, err := s.sessions.Load(r.Context(), token)
 		if err != nil {
-			return &oncehook.Error{Code: oncehook.EUNAVAILABLE, Message: "Sessions are unavailable; try again shortly.", Err: err}
+			return &ledger.Error{Code: ledger.EUNAVAILABLE, Message: "Sessions are unavailable; try again shortly.", Err: err}
 		}
 		c.SetRequest(r.WithContext(ctx))
 		c.Set(sessionLoadedKey, true)

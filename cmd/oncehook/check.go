@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/oncehook/oncehook"
-	"github.com/oncehook/oncehook/config"
+	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/config"
 )
 
 // placeholderSecret stands in for an unset secret under --skip-env; it has the shape
@@ -68,7 +68,7 @@ func runCheck(ctx context.Context, env *environment, args []string) error {
 		return nil
 	}
 	return withDatabase(ctx, env, df, func(d *database) error {
-		without, err := oncehook.OwnersWithoutAccount(ctx, d.Pool, cfg)
+		without, err := ledger.OwnersWithoutAccount(ctx, d.Pool, cfg)
 		if err != nil {
 			return err
 		}

@@ -5,14 +5,14 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/oncehook/oncehook"
+	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/db"
 )
 
 // describeTokens prints whether each OAuth2 destination has tokens stored, when
 // DATABASE_URL names the database. A key that cannot open them is an error, as it
 // would be for serve.
-func describeTokens(ctx context.Context, env *environment, cfg *oncehook.Config) error {
+func describeTokens(ctx context.Context, env *environment, cfg *ledger.Config) error {
 	var names []string
 	for _, d := range cfg.Destinations {
 		if d.Auth.OAuth2 != nil {
@@ -34,7 +34,7 @@ func describeTokens(ctx context.Context, env *environment, cfg *oncehook.Config)
 		return fmt.Errorf("open the database: %w", err)
 	}
 	defer pool.Close()
-	status, err := oncehook.NewTokenStore(pool, cfg.SecretKeys).Status(ctx)
+	status, err := ledger.NewTokenStore(pool, cfg.SecretKeys).Status(ctx)
 	if err != nil {
 		return fmt.Errorf("read the stored oauth2 tokens: %w", err)
 	}

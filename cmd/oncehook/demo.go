@@ -15,11 +15,11 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/oncehook/oncehook"
-	"github.com/oncehook/oncehook/config"
+	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/config"
 	"github.com/oncehook/oncehook/db"
-	"github.com/oncehook/oncehook/demo"
-	"github.com/oncehook/oncehook/sandbox"
+	"github.com/oncehook/oncehook/internal/demo"
+	"github.com/oncehook/oncehook/internal/sandbox"
 )
 
 const demoUsage = `Usage: oncehook demo [--config FILE] [--data-dir DIR] [--reset]
@@ -43,7 +43,7 @@ func runDemo(ctx context.Context, env *environment, args []string) error {
 	fs := newFlags(env, "demo", demoUsage)
 	var df dbFlags
 	df.register(fs, env)
-	configPath := fs.String("config", "oncehook.example.yaml", "config file")
+	configPath := fs.String("config", "examples/oncehook.example.yaml", "config file")
 	reset := fs.Bool("reset", false, "delete the embedded database first and start clean")
 	listen := fs.String("listen", "", "override the config's listen address (port 0: any free port)")
 	crmAddr := fs.String("crm", "127.0.0.1:9090", "where the sandbox CRM listens")
@@ -122,13 +122,13 @@ func runDemo(ctx context.Context, env *environment, args []string) error {
 // demoAccounts gives the demo's admin a fresh password, and the owners the config
 // names accounts with the same one, so /mine shows each of them their actions from
 // the first minute.
-func demoAccounts(ctx context.Context, d *database, cfg *oncehook.Config, password string) error {
-	if err := oncehook.EnsureUser(ctx, d.Pool, demoAdmin, oncehook.RoleAdmin, password); err != nil {
+func demoAccounts(ctx context.Context, d *database, cfg *ledger.Config, password string) error {
+	if err := ledger.EnsureUser(ctx, d.Pool, demoAdmin, ledger.RoleAdmin, password); err != nil {
 		return fmt.Errorf("create the demo admin: %w", err)
 	}
 	for _, o := range cfg.Owners() {
 		if o != demoAdmin {
-			if err := oncehook.EnsureUser(ctx, d.Pool, o, oncehook.RoleOperator, password); err != nil {
+			if err := ledger.EnsureUser(ctx, d.Pool, o, ledger.RoleOperator, password); err != nil {
 				return fmt.Errorf("create the demo owner %s: %w", o, err)
 			}
 		}
@@ -189,14 +189,14 @@ func demoSecrets(env *environment) map[string]string {
 
 // pointAtSandbox sends the config's http destinations to the sandbox CRM and its
 // smtp destinations to the mail sink, and applies a listen override.
-func pointAtSandbox(cfg *oncehook.Config, crmAddr, mailAddr, listen string) error {
+func pointAtSandbox(cfg *ledger.Config, crmAddr, mailAddr, listen string) error {
 	for i := range cfg.Destinations {
 		d := &cfg.Destinations[i]
 		switch d.Type {
-		case oncehook.DestinationHTTP:
+		case ledger.DestinationHTTP:
 			d.Create.URL = withHost(d.Create.URL, crmAddr)
 			d.Lookup.URL = withHost(d.Lookup.URL, crmAddr)
-		case oncehook.DestinationSMTP:
+		case ledger.DestinationSMTP:
 			d.Addr = mailAddr
 		}
 	}

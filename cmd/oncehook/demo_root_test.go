@@ -32,14 +32,14 @@ func TestDemoAsRootInClosedHome(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkout := filepath.Join(home, "oncehook")
-	example, err := os.ReadFile("../../oncehook.example.yaml")
+	example, err := os.ReadFile("../../examples/oncehook.example.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Mkdir(checkout, 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(checkout, "examples"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(checkout, "oncehook.example.yaml"), example, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(checkout, "examples", "oncehook.example.yaml"), example, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	dataDir := filepath.Join(checkout, ".oncehook", "pg") // the default, from the checkout

@@ -29,7 +29,7 @@ func TestDemo(t *testing.T) {
 	dataDir := filepath.Join(dir, "pg")
 	const crmToken = "demo-test-crm-token"
 	env := []string{"DATABASE_URL=", "CRM_TOKEN=" + crmToken}
-	p := start(t, env, "demo", "--config", "../../oncehook.example.yaml", "--data-dir", dataDir,
+	p := start(t, env, "demo", "--config", "../../examples/oncehook.example.yaml", "--data-dir", dataDir,
 		"--listen", "127.0.0.1:0", "--crm", "127.0.0.1:0", "--mail", "127.0.0.1:0", "--pace", "300ms")
 	base := regexp.MustCompile(`http://\S+`).FindString(p.waitOutput(t, `Dashboard:\s+http://\S+`))
 	base = strings.TrimSuffix(base, "/")
@@ -79,7 +79,7 @@ func TestDemo(t *testing.T) {
 
 	// Every owner the example config names has an account, so /mine works at once;
 	// `check --owners` reaches the demo's own database to say so.
-	chk := start(t, env, "check", "--config", "../../oncehook.example.yaml", "--skip-env", "--owners", "--data-dir", dataDir)
+	chk := start(t, env, "check", "--config", "../../examples/oncehook.example.yaml", "--skip-env", "--owners", "--data-dir", dataDir)
 	if err := chk.cmd.Wait(); err != nil || !strings.Contains(chk.out.String(), "Every owner has an account.") {
 		t.Errorf("check --owners beside the demo: %v\n%s", err, tail(chk.out.String(), 1500))
 	}

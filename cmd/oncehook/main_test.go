@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oncehook/oncehook/sender"
+	"github.com/oncehook/oncehook/internal/sender"
 )
 
 // These tests build the real binary and run it as a user would.

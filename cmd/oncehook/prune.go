@@ -8,8 +8,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/oncehook/oncehook"
-	"github.com/oncehook/oncehook/config"
+	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/config"
 )
 
 const pruneUsage = `Usage: oncehook prune --config FILE [--data-dir DIR]
@@ -33,7 +33,7 @@ func runPrune(ctx context.Context, env *environment, args []string) error {
 		return err
 	}
 	return withDatabase(ctx, env, df, func(d *database) error {
-		r, err := oncehook.Prune(ctx, d.Pool, cfg, time.Now())
+		r, err := ledger.Prune(ctx, d.Pool, cfg, time.Now())
 		if err != nil {
 			return err
 		}
@@ -48,7 +48,7 @@ func runPrune(ctx context.Context, env *environment, args []string) error {
 }
 
 // pruneEvery prunes on a timer until ctx ends.
-func pruneEvery(ctx context.Context, pool *pgxpool.Pool, cfg *oncehook.Config, logger *slog.Logger) {
+func pruneEvery(ctx context.Context, pool *pgxpool.Pool, cfg *ledger.Config, logger *slog.Logger) {
 	t := time.NewTicker(cfg.Retention.Every) // positive: the loader gives the default
 	defer t.Stop()
 	for {
@@ -57,7 +57,7 @@ func pruneEvery(ctx context.Context, pool *pgxpool.Pool, cfg *oncehook.Config, l
 			return
 		case <-t.C:
 		}
-		r, err := oncehook.Prune(ctx, pool, cfg, time.Now())
+		r, err := ledger.Prune(ctx, pool, cfg, time.Now())
 		if err != nil {
 			if ctx.Err() == nil {
 				logger.Warn("prune", "err", err)
@@ -72,7 +72,7 @@ func pruneEvery(ctx context.Context, pool *pgxpool.Pool, cfg *oncehook.Config, l
 
 // countTrendsEvery keeps the trends' counts current, a minute at most behind, so
 // no page of trends has to count much itself.
-func countTrendsEvery(ctx context.Context, review *oncehook.Review, logger *slog.Logger) {
+func countTrendsEvery(ctx context.Context, review *ledger.Review, logger *slog.Logger) {
 	t := time.NewTicker(time.Minute)
 	defer t.Stop()
 	for {

@@ -10,10 +10,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/oncehook/oncehook"
-	"github.com/oncehook/oncehook/config"
-	"github.com/oncehook/oncehook/destination"
-	"github.com/oncehook/oncehook/provider"
+	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/config"
+	"github.com/oncehook/oncehook/internal/destination"
+	"github.com/oncehook/oncehook/internal/provider"
 	"github.com/oncehook/oncehook/web"
 )
 
@@ -96,15 +96,15 @@ type services struct {
 // runServices runs the workers and, for serve, the HTTP server until ctx ends, then
 // stops them in reverse order: no new requests, calls in flight finish within the
 // grace period, claims never started are handed back. The caller closes d last.
-func runServices(ctx context.Context, env *environment, cfg *oncehook.Config, d *database, logger *slog.Logger, opts services) error {
+func runServices(ctx context.Context, env *environment, cfg *ledger.Config, d *database, logger *slog.Logger, opts services) error {
 	clients := destination.NewClients(cfg)
-	metrics := oncehook.NewMetrics(d.Pool)
-	tokens, err := oncehook.OpenTokens(ctx, d.Pool, cfg)
+	metrics := ledger.NewMetrics(d.Pool)
+	tokens, err := ledger.OpenTokens(ctx, d.Pool, cfg)
 	if err != nil {
 		return err
 	}
 	destination.UseOAuth(clients, cfg, tokens, metrics)
-	engine := oncehook.NewEngine(oncehook.EngineParams{Pool: d.Pool, Config: cfg, Destinations: clients,
+	engine := ledger.NewEngine(ledger.EngineParams{Pool: d.Pool, Config: cfg, Destinations: clients,
 		Logger: logger, Metrics: metrics})
 	engineCtx, stopEngine := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
@@ -134,19 +134,19 @@ func runServices(ctx context.Context, env *environment, cfg *oncehook.Config, d 
 	}
 	wg.Add(2)
 	go func() { defer wg.Done(); pruneEvery(engineCtx, d.Pool, cfg, logger) }()
-	notifier := oncehook.NewNotifier(oncehook.NotifierParams{Pool: d.Pool, Config: cfg,
+	notifier := ledger.NewNotifier(ledger.NotifierParams{Pool: d.Pool, Config: cfg,
 		Mail: destination.NewSMTP(cfg.Notify.SMTP.Destination()), Logger: logger})
 	go func() { defer wg.Done(); notifier.Run(engineCtx) }()
 
-	inbox := oncehook.NewInbox(d.Pool, logger, metrics)
+	inbox := ledger.NewInbox(d.Pool, logger, metrics)
 	defer inbox.Close() // after the HTTP server: flush the last group commit
 	// Backfill passes store through the inbox; the lease in the database keeps one
 	// pass per source at a time however many servers run.
-	backfiller := oncehook.NewBackfiller(oncehook.BackfillParams{Pool: d.Pool, Config: cfg, Inbox: inbox,
+	backfiller := ledger.NewBackfiller(ledger.BackfillParams{Pool: d.Pool, Config: cfg, Inbox: inbox,
 		Clients: provider.NewBackfillClients(cfg), Logger: logger, Metrics: metrics})
 	wg.Add(1)
 	go func() { defer wg.Done(); _ = backfiller.Run(engineCtx) }()
-	review := oncehook.NewReview(d.Pool, cfg, clients)
+	review := ledger.NewReview(d.Pool, cfg, clients)
 	wg.Add(1)
 	go func() { defer wg.Done(); countTrendsEvery(engineCtx, review, logger) }()
 	e := web.New(web.Params{Config: cfg, Pool: d.Pool, Inbox: inbox,
@@ -188,7 +188,7 @@ func serveHTTP(ctx context.Context, addr string, h http.Handler, logger *slog.Lo
 }
 
 // serveWorkerMetrics serves /metrics alone, for a worker process.
-func serveWorkerMetrics(addr string, m *oncehook.Metrics, token string, logger *slog.Logger) (stop func(), err error) {
+func serveWorkerMetrics(addr string, m *ledger.Metrics, token string, logger *slog.Logger) (stop func(), err error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("listen for metrics on %s: %w", addr, err)

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/oncehook/oncehook"
+	"github.com/oncehook/oncehook/internal/ledger"
 )
 
 const tokenUsage = `Usage: oncehook token create --name NAME --role admin|operator [--config FILE] [--data-dir DIR]
@@ -26,12 +26,12 @@ func runToken(ctx context.Context, env *environment, args []string) error {
 	df.register(fs, env)
 	fs.String("config", "", "config file (not needed to create a token)")
 	name := fs.String("name", "", "what the token is for, shown in the audit trail")
-	role := fs.String("role", oncehook.RoleOperator, "admin or operator")
+	role := fs.String("role", ledger.RoleOperator, "admin or operator")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
 	return withDatabase(ctx, env, df, func(d *database) error {
-		token, err := oncehook.CreateToken(ctx, d.Pool, *name, *role)
+		token, err := ledger.CreateToken(ctx, d.Pool, *name, *role)
 		if err != nil {
 			return err
 		}

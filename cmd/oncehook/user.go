@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/oncehook/oncehook"
+	"github.com/oncehook/oncehook/internal/ledger"
 )
 
 const userUsage = `Usage: oncehook user add --email EMAIL --role admin|operator [--config FILE] [--data-dir DIR]
@@ -31,7 +31,7 @@ func runUser(ctx context.Context, env *environment, args []string) error {
 	df.register(fs, env)
 	fs.String("config", "", "config file (not needed to add a user)")
 	email := fs.String("email", "", "the person's email, which they sign in with")
-	role := fs.String("role", oncehook.RoleOperator, "admin or operator")
+	role := fs.String("role", ledger.RoleOperator, "admin or operator")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -40,7 +40,7 @@ func runUser(ctx context.Context, env *environment, args []string) error {
 		return err
 	}
 	return withDatabase(ctx, env, df, func(d *database) error {
-		u, err := oncehook.CreateUser(ctx, d.Pool, *email, *role, password)
+		u, err := ledger.CreateUser(ctx, d.Pool, *email, *role, password)
 		if err != nil {
 			return err
 		}

@@ -1,0 +1,136 @@
+// Command bench measures oncehook against the machine's own limit: it starts a
+// private Postgres, measures what that Postgres does with plain single-row durable
+// INSERTs, then runs oncehook on it and prints every figure as a ratio to that
+// baseline, in one table. Run it with `make bench`; it takes a few minutes.
+//
+// The server under test is the real binary, built from ./cmd/oncehook and run as
+// its own process, so its peak RSS is its own. Only the 100 ms destination runs
+// in-process: the binary has no setting for 64 calls in flight.
+//
+// Then oncehook is compared with a peer built on River (cmd/riverpeer, its own
+// module), each its own process on a fresh database of the same cluster, with the
+// same load generator and sandbox CRM (versus.go); -peer off leaves that out, and
+// -peer only runs nothing else.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+)
+
+// options are the bench's flags; the defaults are what `make bench` runs.
+type options struct {
+	out      string        // where the table is written as well as printed
+	seconds  time.Duration // length of each throughput measurement
+	senders  int           // concurrent webhook senders (and baseline clients)
+	rows     int           // actions generated for the large growth measurement
+	profile  string        // write a CPU profile of one phase run in-process here
+	phase    string        // the phase to profile: ingest, e2e or slow
+	keep     bool          // leave the temporary directory for inspection
+	peer     string        // the comparison with the River peer: on, off, or only it
+	profiles string        // write a CPU profile of each process the comparison starts here
+	verbose  bool
+	repoRoot string
+}
+
+func main() {
+	var o options
+	flag.StringVar(&o.out, "out", "artifacts/bench.txt", "also write the table to this file")
+	flag.DurationVar(&o.seconds, "duration", 15*time.Second, "length of each throughput measurement")
+	flag.IntVar(&o.senders, "senders", 32, "concurrent senders and baseline clients")
+	flag.IntVar(&o.rows, "rows", 1_000_000, "actions generated for the large growth measurement")
+	flag.StringVar(&o.profile, "cpuprofile", "", "run one phase in-process with this CPU profile instead of the table")
+	flag.StringVar(&o.phase, "phase", "ingest", "the phase -cpuprofile runs: ingest, e2e (0 ms destination) or slow (100 ms)")
+	flag.StringVar(&o.peer, "peer", "on", "the comparison with the River peer (cmd/riverpeer): on, off, or only (no other phase)")
+	flag.StringVar(&o.profiles, "profiles", "", "write a CPU profile of each oncehook and peer process the comparison starts into this directory")
+	flag.BoolVar(&o.keep, "keep", false, "keep the temporary directory (Postgres data, server log)")
+	flag.BoolVar(&o.verbose, "v", false, "log progress in detail")
+	flag.Parse()
+	if o.peer != "on" && o.peer != "off" && o.peer != "only" {
+		log.Fatalf("-peer %q: want on, off or only", o.peer)
+	}
+	if o.profiles != "" {
+		dir, err := filepath.Abs(o.profiles)
+		if err == nil {
+			err = os.MkdirAll(dir, 0o755)
+		}
+		if err != nil {
+			log.Fatalf("-profiles: %v", err)
+		}
+		o.profiles = dir
+	}
+	log.SetFlags(log.Ltime)
+	log.SetPrefix("bench: ")
+	root, err := os.Getwd()
+	if err != nil {
+		log.Fatal(err)
+	}
+	o.repoRoot = root
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, o); err != nil {
+		log.Fatal(err)
+	}
+}
+
+func run(ctx context.Context, o options) (err error) {
+	// The socket path lives under the data directory and must stay short: /tmp.
+	dir, err := os.MkdirTemp("/tmp", "ohb-")
+	if err != nil {
+		return fmt.Errorf("temporary directory: %w", err)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil { // Postgres may run as another user
+		return err
+	}
+	defer func() {
+		if o.keep {
+			log.Printf("kept %s", dir)
+			return
+		}
+		_ = os.RemoveAll(dir)
+	}()
+	pg, err := startPostgres(ctx, filepath.Join(dir, "pg"))
+	if err != nil {
+		return err
+	}
+	defer pg.stop()
+	b := &bench{o: o, dir: dir, pg: pg, machine: describeMachine(ctx, pg)}
+	if o.profile != "" {
+		return b.profile(ctx)
+	}
+	t, err := b.measure(ctx)
+	if t == nil {
+		return err
+	}
+	text := t.String()
+	fmt.Print(text)
+	if o.out != "" {
+		if werr := writeFile(o.out, text); werr != nil && err == nil {
+			err = werr
+		}
+	}
+	return err
+}
+
+func writeFile(path, text string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.WriteString(f, text); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}

@@ -1,0 +1,271 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"os"
+	"sync/atomic"
+	"time"
+)
+
+// bench is one run: its Postgres, the server under test and what it measured.
+type bench struct {
+	o       options
+	dir     string
+	pg      *postgres
+	machine machine
+	bin     string
+	peerBin string // the River peer (cmd/riverpeer), when o.peer is not "off"
+	dest    *destination
+	config  string
+	addr    string
+	srv     *child
+	t       *table
+
+	baseline   float64 // inserts per second, the mean of the runs at start and end
+	ingestRate float64 // new deliveries acknowledged per second
+	dupRate    float64 // repeats acknowledged per second
+	e2eRate    float64 // actions confirmed per second, zero-latency destination
+
+	profileStarts atomic.Int64 // processes started with a CPU profile (-profiles)
+}
+
+// fillRatios writes the ratios once the baseline is final.
+func (b *bench) fillRatios() {
+	for i, r := range b.t.rows {
+		switch r.key {
+		case "ingest":
+			x := b.ingestRate / b.baseline
+			b.t.rows[i].ratio, b.t.rows[i].met = fmt.Sprintf("%.2fx baseline", x), check(x >= 1.0)
+		case "duplicates":
+			x := b.dupRate / b.ingestRate
+			b.t.rows[i].ratio, b.t.rows[i].met = fmt.Sprintf("%.2fx new", x), check(x >= 0.9)
+		case "e2e":
+			x := b.e2eRate / b.baseline
+			b.t.rows[i].ratio, b.t.rows[i].met = fmt.Sprintf("%.2fx baseline", x), check(x >= 0.25)
+		}
+	}
+}
+
+// parties splits CPU time between the server, Postgres and the bench itself.
+func (b *bench) parties() cpuParties {
+	return cpuParties{server: func() int { return b.srv.pid() }, postgres: b.pg.postmasterPID, benchSelf: os.Getpid()}
+}
+
+// measure runs every phase in order and returns the table, partial on error.
+func (b *bench) measure(ctx context.Context) (*table, error) {
+	b.t = &table{machine: b.machine, started: time.Now(), loadBefore: loadAverage()}
+	defer func() { b.t.loadAfter = loadAverage() }()
+	err := b.phases(ctx)
+	if b.srv != nil {
+		if serr := b.srv.stop(); serr != nil {
+			log.Printf("server stop: %v", serr)
+		}
+	}
+	if b.dest != nil {
+		b.dest.close()
+	}
+	return b.t, err
+}
+
+func (b *bench) phases(ctx context.Context) error {
+	log.Printf("building ./cmd/oncehook")
+	if err := b.buildServer(ctx); err != nil {
+		return err
+	}
+	if b.o.peer != "off" {
+		log.Printf("building cmd/riverpeer")
+		if err := b.buildPeer(ctx); err != nil {
+			return err
+		}
+	}
+	if b.o.peer == "only" {
+		dest, err := startDestination()
+		if err != nil {
+			return err
+		}
+		b.dest = dest
+		return b.versusPeer(ctx)
+	}
+	first, err := b.measureBaseline(ctx, "start")
+	if err != nil {
+		return err
+	}
+	b.baseline = first
+	dest, err := startDestination()
+	if err != nil {
+		return err
+	}
+	b.dest = dest
+	if b.config, b.addr, err = b.writeConfig(dest); err != nil {
+		return err
+	}
+	log.Printf("starting the server (%s serve)", b.bin)
+	if b.srv, err = b.startChild(ctx, b.config, b.addr); err != nil {
+		return err
+	}
+	steps := []func(context.Context) error{b.ingest, b.duplicates, b.endToEnd, b.growth, b.memory}
+	for _, step := range steps {
+		if err := step(ctx); err != nil {
+			return err
+		}
+	}
+	log.Printf("stopping the server")
+	if err := b.srv.stop(); err != nil {
+		b.t.note("the server's shutdown: %v", err)
+	}
+	b.srv = nil
+	if err := b.endToEndSlow(ctx); err != nil {
+		return err
+	}
+	if b.o.peer == "on" {
+		if err := b.versusPeer(ctx); err != nil {
+			return err
+		}
+	}
+	last, err := b.measureBaseline(ctx, "end")
+	if err != nil {
+		return err
+	}
+	b.baseline = (first + last) / 2
+	b.t.rows[0].value = perSec(b.baseline)
+	b.t.note("baseline: %s at the start, %s at the end; ratios use their mean", perSec(first), perSec(last))
+	b.fillRatios()
+	return nil
+}
+
+// settle lets the router finish the events already stored and starts the next
+// phase from a fresh checkpoint, so no phase pays for the one before.
+func (b *bench) settle(ctx context.Context) {
+	deadline := time.Now().Add(120 * time.Second)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		n, err := b.pg.count(ctx, `SELECT count(*) FROM events WHERE status = 'received'`)
+		if err != nil || n == 0 {
+			break
+		}
+		time.Sleep(200 * time.Millisecond) // poll interval
+	}
+	if err := b.pg.exec(ctx, `CHECKPOINT`); err != nil {
+		log.Printf("checkpoint: %v", err)
+	}
+}
+
+func (b *bench) measureBaseline(ctx context.Context, when string) (float64, error) {
+	log.Printf("baseline (%s): single-row INSERTs, %d clients, %s", when, b.o.senders, b.o.seconds)
+	b.settle(ctx)
+	before := b.parties().sample()
+	tps, how, err := b.pg.baseline(ctx, b.o.senders, b.o.seconds)
+	if err != nil {
+		return 0, fmt.Errorf("baseline: %w", err)
+	}
+	// pgbench's backends are counted once the postmaster has reaped them.
+	time.Sleep(time.Second)
+	use := before.to(b.parties().sample())
+	if when == "start" {
+		b.t.add(row{figure: fmt.Sprintf("baseline: durable single-row INSERTs of 2 KB, %d clients (%s)", b.o.senders, how),
+			value: perSec(tps), ratio: "1.00", target: "-", met: "-", cpu: use.String()})
+	} else {
+		b.t.note("baseline at the end: %s", use)
+	}
+	return tps, nil
+}
+
+func (b *bench) ingest(ctx context.Context) error {
+	log.Printf("ingest: new deliveries, %d senders, %s", b.o.senders, b.o.seconds)
+	b.settle(ctx)
+	p := newPoster(b.srv.url, b.o.senders)
+	var n atomic.Int64
+	next := func() []byte {
+		i := n.Add(1) - 1
+		return eventBody(fmt.Sprintf("evt_in_%d", i), fmt.Sprintf("enq_in_%d", i), typeIgnored)
+	}
+	commits := b.pg.commits(ctx)
+	before := b.parties().sample()
+	r := p.runLoad(ctx, b.o.senders, 2*time.Second, b.o.seconds, next)
+	use := before.to(b.parties().sample())
+	commits = b.pg.commits(ctx) - commits
+	if err := loadFailed("ingest", r); err != nil {
+		return err
+	}
+	b.ingestRate = r.rate()
+	b.t.add(row{figure: fmt.Sprintf("ingest: signed webhooks acknowledged, %d senders", b.o.senders),
+		value: perSec(r.rate()), target: ">= 1.0x", cpu: use.String(), key: "ingest"})
+	b.t.add(row{figure: "ingest: acknowledgement latency p50 / p99",
+		value: ms(r.p50) + " / " + ms(r.p99), ratio: "-", target: "p99 <= 50 ms", met: check(r.p99 <= 50*time.Millisecond)})
+	b.t.note("ingest: %d commits in the database for %d deliveries (with the router's own), %.1f deliveries per commit",
+		commits, n.Load(), float64(n.Load())/float64(max(commits, 1)))
+	return nil
+}
+
+func (b *bench) duplicates(ctx context.Context) error {
+	log.Printf("duplicates: repeats of stored deliveries, %d senders, %s", b.o.senders, b.o.seconds)
+	b.settle(ctx)
+	// Repeat exactly what was stored: a request cut off at the end of the ingest
+	// window may or may not have been.
+	var stored []int64
+	rows, err := b.pg.pool.Query(ctx, `SELECT substr(source_event_id, 8)::bigint FROM events
+		WHERE source_event_id LIKE 'evt_in_%' ORDER BY id`)
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var i int64
+		if err := rows.Scan(&i); err != nil {
+			return err
+		}
+		stored = append(stored, i)
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if len(stored) == 0 {
+		return errors.New("duplicates: ingest stored nothing to repeat")
+	}
+	var since time.Time
+	if err := b.pg.pool.QueryRow(ctx, `SELECT now()`).Scan(&since); err != nil {
+		return err
+	}
+	p := newPoster(b.srv.url, b.o.senders)
+	var n atomic.Int64
+	next := func() []byte {
+		i := stored[(n.Add(1)-1)%int64(len(stored))]
+		return eventBody(fmt.Sprintf("evt_in_%d", i), fmt.Sprintf("enq_in_%d", i), typeIgnored)
+	}
+	updates, hot := b.pg.eventUpdates(ctx)
+	before := b.parties().sample()
+	r := p.runLoad(ctx, b.o.senders, 2*time.Second, b.o.seconds, next)
+	use := before.to(b.parties().sample())
+	if err := loadFailed("duplicates", r); err != nil {
+		return err
+	}
+	time.Sleep(time.Second) // backends report their table statistics within a second
+	updates2, hot2 := b.pg.eventUpdates(ctx)
+	if n := updates2 - updates; n > 0 {
+		b.t.note("duplicates: %.0f%% of the %d updates of events were HOT (no index entries written)",
+			100*float64(hot2-hot)/float64(n), n)
+	}
+	added, err := b.pg.count(ctx, `SELECT count(*) FROM events WHERE received_at >= $1`, since)
+	if err != nil {
+		return err
+	}
+	if added != 0 {
+		return fmt.Errorf("duplicates: %d repeats were stored as new events", added)
+	}
+	b.dupRate = r.rate()
+	b.t.add(row{figure: "duplicates: repeats acknowledged (counted, not stored)",
+		value: perSec(r.rate()), target: ">= 0.9x", cpu: use.String(), key: "duplicates"})
+	b.t.note("duplicates: p50 / p99 %s / %s", ms(r.p50), ms(r.p99))
+	return nil
+}
+
+func loadFailed(phase string, r loadResult) error {
+	if r.acked == 0 {
+		return fmt.Errorf("%s: nothing was acknowledged (statuses %v, first error %v)", phase, r.statuses, r.firstErr)
+	}
+	if r.failed > 0 {
+		log.Printf("%s: %d requests not acknowledged (statuses %v, first error %v)", phase, r.failed, r.statuses, r.firstErr)
+	}
+	return nil
+}

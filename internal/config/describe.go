@@ -1,0 +1,85 @@
+package config
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/oncehook/oncehook/internal/ledger"
+)
+
+// Describe writes what cfg does, for people: each source's ingest URL, what protects
+// each destination against acting twice, and each rule's routing, as `oncehook
+// check` prints it.
+func Describe(w io.Writer, cfg *ledger.Config) {
+	fmt.Fprint(w, "Sources (paste the URL into the provider):\n")
+	for _, s := range cfg.Sources {
+		fmt.Fprintf(w, "  %-20s %s/hooks/%s  (%s, client %s, %s; secrets from %s)\n",
+			s.Name, cfg.BaseURL, s.Name, s.Provider, s.Client, s.Environment, s.SecretEnv)
+		if b := s.Backfill; b.On() {
+			what := "events of its rules' types"
+			if s.Provider == ledger.ProviderGitHub {
+				what = "failed deliveries of " + b.Hook
+			}
+			fmt.Fprintf(w, "  %-20s backfill every %s: %s within %s, from %s\n", "", b.Every, what, b.Window, b.APIURL)
+		}
+	}
+	fmt.Fprint(w, "\nDestinations (what protects against a double effect):\n")
+	for _, d := range cfg.Destinations {
+		fmt.Fprintf(w, "  %-20s %s: %s\n", d.Name, d.Type, Protection(d))
+	}
+	fmt.Fprint(w, "\nRouting:\n")
+	for _, a := range cfg.Actions {
+		line := fmt.Sprintf("  %s: %s on [%s] -> %s, key [%s]", a.Name, a.Source,
+			strings.Join(a.On, ", "), a.Destination, strings.Join(a.Key, ", "))
+		if a.After != "" {
+			line += ", after " + a.After
+		}
+		if len(a.CancelledBy) > 0 {
+			line += ", cancelled by [" + strings.Join(a.CancelledBy, ", ") + "]"
+		}
+		fmt.Fprintf(w, "%s, owner %s\n", line, a.Owner)
+	}
+}
+
+// Protection says in one line what keeps destination d from acting twice when a
+// call's outcome is unsure, and what is left to a person (DESIGN.md section 4a).
+func Protection(d ledger.Destination) string {
+	if d.Type == ledger.DestinationSMTP {
+		return "Message-ID from the operation key, no lookup: uncertain sends go to a person"
+	}
+	var parts []string
+	if strings.Contains(d.Create.URL, "{ref}") && d.Create.Method != "POST" {
+		parts = append(parts, "upsert by external id")
+	}
+	if d.Idempotency.TTL > 0 {
+		parts = append(parts, "key memory "+shortDuration(d.Idempotency.TTL.String()))
+	}
+	lk := d.Lookup
+	switch {
+	case lk.URL == "" && len(parts) == 0:
+		return "nothing: uncertain calls go to a person (outcome unknown)"
+	case lk.URL == "" && d.Idempotency.TTL > 0:
+		parts = append(parts, "after it, uncertain calls go to a person")
+	case lk.URL == "":
+	case lk.Consistency == ledger.ConsistencyStrong:
+		parts = append(parts, "strong lookup")
+	case lk.Settle > 0:
+		parts = append(parts, "eventual lookup settling after "+shortDuration(lk.Settle.String())+
+			": not found before then is looked up again, after it retried with the same key")
+	default:
+		parts = append(parts, "eventual lookup: uncertain calls it does not find go to a person")
+	}
+	return strings.Join(parts, "; ")
+}
+
+// shortDuration drops the zero units Go prints: "24h0m0s" is "24h".
+func shortDuration(s string) string {
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}

@@ -1,0 +1,289 @@
+package config
+
+import (
+	"fmt"
+	"net/mail"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/goccy/go-yaml/ast"
+	"github.com/oncehook/oncehook/internal/ledger"
+)
+
+// The reader of the destinations section (DESIGN.md sections 4 and 4a). Every
+// default is applied here, once: the clients use the Destination as it is.
+
+var (
+	httpOnly = []string{"create", "auth", "idempotency", "reference_field", "lookup", "result_id",
+		"check", "errors", "rate_limit_reset", "limits"}
+	smtpOnly = []string{"addr", "from", "username_env", "password_env"}
+)
+
+func (l *loader) destination(path string, n ast.Node) ledger.Destination {
+	m := l.mapping(path, n, append(append([]string{"name", "type", "timeout", "owner"}, httpOnly...), smtpOnly...)...)
+	d := ledger.Destination{
+		Name:    m.name("name"),
+		Type:    m.oneOf("type", "", ledger.DestinationHTTP, ledger.DestinationSMTP),
+		Timeout: m.duration("timeout", ledger.DefaultTimeout),
+		Owner:   m.str("owner"),
+	}
+	foreign := smtpOnly
+	switch d.Type {
+	case ledger.DestinationHTTP:
+		l.httpDestination(m, &d)
+	case ledger.DestinationSMTP:
+		foreign = httpOnly
+		d.Addr = m.hostPort("addr", "", true)
+		if d.From = m.required("from"); d.From != "" {
+			if _, err := mail.ParseAddress(d.From); err != nil {
+				l.errorf(m.at("from"), "%q is not an email address", d.From)
+			}
+		}
+		if m.has("username_env") != m.has("password_env") {
+			l.errorf(path, "username_env and password_env go together")
+		}
+		d.UsernameEnv, d.Username = m.env("username_env", false, false)
+		d.PasswordEnv, d.Password = m.env("password_env", false, true) // spaces may belong to a password
+	}
+	for _, k := range foreign {
+		if m.has(k) && d.Type != "" {
+			l.errorf(m.at(k), "is not used by %s destinations", d.Type)
+		}
+	}
+	return d
+}
+
+func (l *loader) httpDestination(m fields, d *ledger.Destination) {
+	// The destination-wide result_id of DESIGN.md section 4 is the default of both
+	// create.result_id and lookup.result_id.
+	shared := m.pointer("result_id", ledger.DefaultResultID)
+	c := m.sub("create", "method", "url", "encoding", "result_id")
+	d.Create = ledger.Endpoint{
+		Method:   l.method(c, "method", ledger.DefaultMethod, "POST", "PUT", "PATCH"),
+		URL:      c.url("url", true, false),
+		Encoding: c.oneOf("encoding", ledger.DefaultEncoding, ledger.EncodingJSON, ledger.EncodingForm),
+		ResultID: ledger.ResultID{Pointer: shared},
+	}
+	if c.has("result_id") {
+		if m.has("result_id") {
+			l.errorf(c.at("result_id"), "is also set as the destination's result_id: keep one")
+		}
+		d.Create.ResultID = l.resultID(c)
+	}
+	d.Auth = l.auth(m)
+	d.Idempotency = l.idempotency(m)
+	if s := m.str("reference_field"); s != "" {
+		if !strings.HasPrefix(s, "/") { // a bare name is a top-level field
+			s = "/" + strings.NewReplacer("~", "~0", "/", "~1").Replace(s)
+		}
+		l.checkPointer(m.at("reference_field"), s)
+		d.ReferenceField = s
+	}
+	if m.has("lookup") {
+		def := d.Create.ResultID.Pointer
+		if def == "" {
+			def = ledger.DefaultResultID
+		}
+		d.Lookup = l.lookup(m.sub("lookup", "method", "url", "body", "records", "reference", "result_id", "consistency", "settle"), def)
+	}
+	if m.has("check") {
+		ck := m.sub("check", "method", "url")
+		d.Check = ledger.Request{Method: l.method(ck, "method", ledger.DefaultLookupMethod, "GET", "HEAD", "OPTIONS", "POST"),
+			URL: ck.url("url", true, false)}
+	}
+	for i, n := range l.list(m.at("errors"), m.vals["errors"]) {
+		d.Errors = append(d.Errors, l.errorRule(fmt.Sprintf("%s[%d]", m.at("errors"), i), n))
+	}
+	if m.has("rate_limit_reset") {
+		r := m.sub("rate_limit_reset", "header", "unit")
+		d.RateLimitReset = ledger.ResetHeader{Header: l.header(r, "header", ""),
+			Unit: r.oneOf("unit", ledger.ResetSeconds, ledger.ResetSeconds, ledger.ResetEpoch, ledger.ResetMilliseconds)}
+		if d.RateLimitReset.Header == "" {
+			l.errorf(r.path, "header is required")
+		}
+	}
+	lm := m.sub("limits", "concurrency", "per_second")
+	d.Limits = ledger.Limits{Concurrency: lm.integer("concurrency", 0, 1, 10000), PerSecond: lm.rate("per_second")}
+}
+
+// method reads an upper-cased HTTP method among options.
+func (l *loader) method(m fields, key, def string, options ...string) string {
+	s := strings.ToUpper(m.str(key))
+	if s == "" {
+		return def
+	}
+	if !slices.Contains(options, s) {
+		l.errorf(m.at(key), "%q is not one of %s", s, strings.Join(options, ", "))
+	}
+	return s
+}
+
+// header reads an HTTP header name.
+func (l *loader) header(m fields, key, def string) string {
+	s := m.str(key)
+	if s == "" {
+		return def
+	}
+	if !validHeader(s) {
+		l.errorf(m.at(key), "%q is not an HTTP header name", s)
+	}
+	return s
+}
+
+// resultID reads create.result_id: a JSON pointer, or {header: NAME}.
+func (l *loader) resultID(c fields) ledger.ResultID {
+	if _, ok := c.vals["result_id"].(ast.MapNode); ok {
+		h := c.sub("result_id", "header")
+		r := ledger.ResultID{Header: l.header(h, "header", "")}
+		if r.Header == "" {
+			l.errorf(h.path, "header is required")
+		}
+		return r
+	}
+	return ledger.ResultID{Pointer: c.pointer("result_id", ledger.DefaultResultID)}
+}
+
+// auth reads at most one of bearer_env, header, basic and oauth2 (config/oauth.go).
+func (l *loader) auth(m fields) ledger.Auth {
+	am := m.sub("auth", "bearer_env", "header", "basic", "oauth2")
+	var a ledger.Auth
+	set := 0
+	for _, k := range []string{"bearer_env", "header", "basic", "oauth2"} {
+		if am.has(k) {
+			set++
+		}
+	}
+	if set > 1 {
+		l.errorf(am.path, "set one of bearer_env, header, basic and oauth2, not %d", set)
+	}
+	a.OAuth2 = l.oauth2(am)
+	a.BearerEnv, a.Token = am.env("bearer_env", false, false)
+	if am.has("header") {
+		h := am.sub("header", "name", "value_env")
+		a.Header.Name = l.header(h, "name", "")
+		if a.Header.Name == "" {
+			l.errorf(h.path, "name is required")
+		} else if strings.EqualFold(a.Header.Name, "Content-Type") {
+			l.errorf(h.at("name"), "Content-Type is set by the encoding, not a credential")
+		}
+		a.Header.ValueEnv, a.Header.Value = h.env("value_env", true, false)
+	}
+	if am.has("basic") {
+		b := am.sub("basic", "username", "username_env", "password_env")
+		if b.has("username") == b.has("username_env") {
+			l.errorf(b.path, "set one of username and username_env")
+		}
+		a.Basic.Username = b.str("username")
+		if b.has("username_env") {
+			a.Basic.UsernameEnv, a.Basic.EnvUsername = b.env("username_env", true, false)
+		}
+		a.Basic.PasswordEnv, a.Basic.Password = b.env("password_env", true, true)
+	}
+	return a
+}
+
+// idempotency reads "none" (the default) or {header, ttl}: a key memory is only
+// what the destination declares, with how long it lasts.
+func (l *loader) idempotency(m fields) ledger.Idempotency {
+	n := m.vals["idempotency"]
+	if s, ok := scalarText(n); ok {
+		if n != nil && s != "none" {
+			l.errorf(m.at("idempotency"), "%q: write none, or {header: Idempotency-Key, ttl: 24h} when the destination remembers keys", s)
+		}
+		return ledger.Idempotency{}
+	}
+	im := m.sub("idempotency", "header", "ttl")
+	if !im.has("ttl") {
+		l.errorf(im.path, "ttl is required: how long the destination remembers a key (its documentation says)")
+	}
+	return ledger.Idempotency{Header: l.header(im, "header", ledger.DefaultIdempotencyHeader),
+		TTL: im.duration("ttl", 0)}
+}
+
+func (l *loader) lookup(lk fields, defResultID string) ledger.Lookup {
+	r := ledger.Lookup{
+		Method:      l.method(lk, "method", ledger.DefaultLookupMethod, "GET", "POST"),
+		URL:         lk.url("url", true, false),
+		Records:     lk.pointer("records", ""),
+		Reference:   lk.pointer("reference", ""),
+		ResultID:    lk.pointer("result_id", defResultID),
+		Consistency: lk.oneOf("consistency", ledger.DefaultConsistency, ledger.ConsistencyStrong, ledger.ConsistencyEventual),
+		Settle:      lk.duration("settle", 0),
+	}
+	if lk.has("body") {
+		if r.Method != "POST" {
+			l.errorf(lk.at("body"), "only a POST lookup has a body")
+		}
+		r.Body = l.value(lk.at("body"), lk.at("body"), lk.vals["body"], 0)
+	}
+	if r.Settle > 0 && r.Consistency != ledger.ConsistencyEventual {
+		l.errorf(lk.at("settle"), "applies to an eventual lookup only: a strong lookup's absence counts at once")
+	}
+	if r.URL != "" && !strings.Contains(r.URL, "{ref}") && !containsRef(r.Body) {
+		l.errorf(lk.at("url"), "%q has no {ref}, where the operation key goes (in the URL or the body)", r.URL)
+	}
+	return r
+}
+
+// containsRef reports whether "{ref}" appears in a string of the body template.
+func containsRef(v any) bool {
+	switch x := v.(type) {
+	case string:
+		return strings.Contains(x, "{ref}")
+	case []any:
+		return slices.ContainsFunc(x, containsRef)
+	case map[string]any:
+		for _, e := range x {
+			if containsRef(e) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+var means = []string{ledger.MeansRejected, ledger.MeansRateLimited, ledger.MeansUnavailable,
+	ledger.MeansUnauthorized, ledger.MeansUncertain, ledger.MeansExists}
+
+func (l *loader) errorRule(path string, n ast.Node) ledger.ErrorRule {
+	m := l.mapping(path, n, "status", "pointer", "equals", "means")
+	r := ledger.ErrorRule{Status: m.integer("status", 0, 100, 599), Pointer: m.pointer("pointer", ""),
+		Means: m.oneOf("means", "", means...)}
+	if m.has("equals") {
+		if r.Pointer == "" {
+			l.errorf(m.at("equals"), "needs a pointer: the reply field it is compared with")
+		}
+		s, ok := scalarText(m.vals["equals"])
+		if !ok {
+			l.errorf(m.at("equals"), "must be a string, number or boolean, not %s", kindOf(m.vals["equals"]))
+		}
+		r.Equals, r.HasEquals = s, true
+	}
+	if r.Status == 0 && r.Pointer == "" {
+		l.errorf(path, "needs a status or a pointer: a rule matching every reply would hide the decision table")
+	}
+	if r.Status != 0 && ledger.MayHavePerformed(r.Status) && ledger.Repeats(r.Means) {
+		l.errorf(m.at("means"), "a %d reply may come after the destination acted, so %s would call again without a lookup; "+
+			"use uncertain (reconcile first), exists or rejected", r.Status, r.Means)
+	}
+	return r
+}
+
+// rate reads a positive number of calls per second.
+func (m fields) rate(key string) float64 {
+	s := m.str(key)
+	if s == "" {
+		return 0
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || f <= 0 || f > 1e6 {
+		m.l.errorf(m.at(key), "%q is not a positive number of calls per second", s)
+	}
+	return f
+}
+
+// validHeader reports whether s is an RFC 9110 field name (a token).
+func validHeader(s string) bool {
+	return s != "" && strings.Trim(s, "!#$%&'*+-.^_`|~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz") == ""
+}

@@ -1,0 +1,53 @@
+package config
+
+import (
+	"net/mail"
+
+	"github.com/oncehook/oncehook/internal/ledger"
+)
+
+func (l *loader) sessions(m fields) ledger.Sessions {
+	s := m.sub("sessions", "idle", "lifetime")
+	out := ledger.Sessions{Idle: s.duration("idle", ledger.DefaultSessionIdle), Lifetime: s.duration("lifetime", ledger.DefaultSessionLifetime)}
+	if out.Idle > out.Lifetime {
+		l.errorf(s.at("idle"), "the idle timeout (%s) is longer than the lifetime (%s)", out.Idle, out.Lifetime)
+	}
+	return out
+}
+
+func (l *loader) retention(m fields) ledger.Retention {
+	r := m.sub("retention", "actions", "drop_bodies_after", "every")
+	return ledger.Retention{
+		Actions:         r.duration("actions", ledger.DefaultActionRetention),
+		DropBodiesAfter: r.duration("drop_bodies_after", 0),
+		Every:           r.duration("every", ledger.DefaultPruneEvery),
+	}
+}
+
+func (l *loader) notify(m fields) ledger.Notify {
+	n := m.sub("notify", "every", "uncertain_after", "smtp", "webhook")
+	out := ledger.Notify{
+		Every:          n.duration("every", ledger.DefaultNotifyEvery),
+		UncertainAfter: n.duration("uncertain_after", ledger.DefaultUncertainAfter),
+	}
+	if n.has("smtp") {
+		s := n.sub("smtp", "addr", "from", "username_env", "password_env")
+		out.SMTP.Addr = s.hostPort("addr", "", true)
+		if out.SMTP.From = s.required("from"); out.SMTP.From != "" {
+			if _, err := mail.ParseAddress(out.SMTP.From); err != nil {
+				l.errorf(s.at("from"), "%q is not an email address", out.SMTP.From)
+			}
+		}
+		if s.has("username_env") != s.has("password_env") {
+			l.errorf(s.path, "username_env and password_env go together")
+		}
+		out.SMTP.UsernameEnv, out.SMTP.Username = s.env("username_env", false, false)
+		out.SMTP.PasswordEnv, out.SMTP.Password = s.env("password_env", false, true)
+	}
+	if n.has("webhook") {
+		w := n.sub("webhook", "url", "secret_env")
+		out.Webhook.URL = w.url("url", true, false)
+		out.Webhook.SecretEnv, out.Webhook.Secret = w.env("secret_env", true, false)
+	}
+	return out
+}

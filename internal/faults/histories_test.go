@@ -1,0 +1,557 @@
+package faults
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/db"
+	"github.com/oncehook/oncehook/db/dbtest"
+	"github.com/oncehook/oncehook/internal/sandbox"
+)
+
+// TestHistories runs seeded randomized histories against real processes: two
+// `oncehook serve` and one `oncehook worker` on one database, a sandbox CRM, and a
+// planned sequence of deliveries (new, repeated, concurrent copies, changed
+// payloads), kill -9 at any moment (calls and lookups in flight included), Postgres
+// restarts (fast and immediate) and destination faults. Once the history has
+// settled, the invariants are checked from the CRM's own records and the API (see
+// checkHistory). A failing history prints its seed and its operations:
+//
+//	go test -count=1 ./faults -run 'TestHistories$' -histories.n=1 -histories.seed=SEED
+//
+// replays the same operations (their timing against the processes varies).
+// `make histories N=200` runs a long series; `make test` runs a few.
+func TestHistories(t *testing.T) {
+	t.Parallel()
+	n, first := *historiesN, *historiesSeed
+	if first == 0 {
+		first = rand.Uint64N(1 << 40)
+	}
+	t.Logf("%d histories from seed %d; faults not injected: %q", n, first, *historiesWithout)
+	// One cluster of our own, since histories restart it; its migrated "oncehook"
+	// database is every history's template. The admin connections are a pool, which
+	// outlives the restarts.
+	cluster, _ := dbtest.Cluster(t)
+	admin, err := db.Open(context.Background(), cluster.DSN("postgres"), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(admin.Close)
+	var total tally
+	for i := range n {
+		seed := first + uint64(i)
+		var got tally
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+			got = runHistory(t, cluster, admin, seed)
+		})
+		total.add(got)
+		if t.Failed() && !*historiesKeepGoing {
+			break
+		}
+	}
+	t.Logf("histories: %d run, %d operations, %d faults injected (%s), %d deliveries acknowledged, %d violations",
+		total.histories, total.ops, total.faults, total.faultKinds(), total.acks, total.violations)
+	if *historiesSummary != "" {
+		line := fmt.Sprintf("histories=%d operations=%d faults=%d deliveries=%d violations=%d first_seed=%d without=%q kinds=%s\n",
+			total.histories, total.ops, total.faults, total.acks, total.violations, first, *historiesWithout, total.faultKinds())
+		if err := os.WriteFile(*historiesSummary, []byte(line), 0o644); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+var (
+	historiesN         = flag.Int("histories.n", envInt("ONCEHOOK_HISTORIES", 3), "how many histories TestHistories runs")
+	historiesSeed      = flag.Uint64("histories.seed", uint64(envInt("ONCEHOOK_HISTORIES_SEED", 0)), "the first history's seed (0: a random one); history i has seed+i")
+	historiesKeepGoing = flag.Bool("histories.keep-going", false, "run the remaining histories after one fails")
+	historiesSummary   = flag.String("histories.summary", "", "write the series' figures to this file")
+	historiesWithout   = flag.String("histories.without", envString("ONCEHOOK_HISTORIES_WITHOUT", knownBroken),
+		"destination faults (comma-separated) planned but not injected; empty injects them all")
+)
+
+// knownBroken are the faults left out by default, for a known defect being fixed
+// elsewhere; none now. (The dropped-connection faults were, while net/http still
+// sent a create again by itself on a reused connection: issue 19 point 4.)
+const knownBroken = ""
+
+func envString(name, def string) string {
+	if v, ok := os.LookupEnv(name); ok {
+		return v
+	}
+	return def
+}
+
+// excluded reports whether the fault is planned but not injected (-histories.without).
+func excluded(fault string) bool {
+	return slices.Contains(strings.Split(*historiesWithout, ","), fault)
+}
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil {
+		return v
+	}
+	return def
+}
+
+// tally counts what a series of histories did.
+type tally struct {
+	histories, ops, faults, acks, violations int
+	kinds                                    map[string]int
+}
+
+func (t *tally) add(o tally) {
+	t.histories += o.histories
+	t.ops += o.ops
+	t.faults += o.faults
+	t.acks += o.acks
+	t.violations += o.violations
+	for k, n := range o.kinds {
+		if t.kinds == nil {
+			t.kinds = map[string]int{}
+		}
+		t.kinds[k] += n
+	}
+}
+
+func (t *tally) fault(kind string) {
+	if t.kinds == nil {
+		t.kinds = map[string]int{}
+	}
+	t.kinds[kind]++
+	t.faults++
+}
+
+func (t tally) faultKinds() string {
+	var parts []string
+	for _, k := range append([]string{"kill", "kill-in-call", "kill-in-lookup", "postgres-fast", "postgres-immediate", "revoke"}, faultKinds...) {
+		if t.kinds[k] > 0 {
+			parts = append(parts, fmt.Sprintf("%s:%d", k, t.kinds[k]))
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+// member is one running process of a history.
+type member struct {
+	p      *process
+	url    string // serve only
+	worker string // its name in leases and attempts
+}
+
+// history is one history being run.
+type history struct {
+	t       *testing.T
+	seed    uint64
+	ops     []op
+	w       *world
+	cluster *db.Embedded
+	admin   string // an admin API token
+	hang    chan struct{}
+	start   time.Time
+	tally   tally
+
+	mu      sync.Mutex
+	members map[string]*member
+	revoked bool
+	acks    map[string][]string // event id -> the bodies acknowledged, one per acknowledgement
+	refused []string            // deliveries answered with a verdict other than 200 or 503
+	log     []string            // what happened, in order
+	senders sync.WaitGroup
+}
+
+func runHistory(t *testing.T, cluster *db.Embedded, admin *pgxpool.Pool, seed uint64) tally {
+	ctx := context.Background()
+	name := fmt.Sprintf("h_%d", seed)
+	ident := pgx.Identifier{name}.Sanitize()
+	// A fresh database cloned from the migrated one. A clone is refused while a
+	// session (Migrate's, closing) is still on the template, and the first use of a
+	// connection from before a Postgres restart fails: both are tried again.
+	var lastErr error
+	eventually(t, 30*time.Second, "a fresh database", func() bool {
+		_, lastErr = admin.Exec(ctx, "CREATE DATABASE "+ident+" TEMPLATE oncehook")
+		return lastErr == nil
+	})
+	t.Cleanup(func() {
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			_, err := admin.Exec(ctx, "DROP DATABASE IF EXISTS "+ident+" WITH (FORCE)")
+			if err == nil {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("drop database: %v", err)
+				return
+			}
+			time.Sleep(100 * time.Millisecond) // poll interval
+		}
+	})
+	dsn := cluster.DSN(name)
+	pool, err := db.Open(ctx, dsn, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	h := &history{t: t, seed: seed, ops: planHistory(seed), cluster: cluster, hang: make(chan struct{}),
+		members: map[string]*member{}, acks: map[string][]string{}, start: time.Now()}
+	h.tally.histories, h.tally.ops = 1, len(h.ops)
+	t.Cleanup(func() { close(h.hang) }) // before the processes are killed: cleanups run last first
+	h.w = newWorld(t, pool, dsn, newSecrets(fmt.Sprintf("h%d", seed)))
+	h.w.conf = strings.Replace(faultConfig, "timeout: 20s", "timeout: 2s", 1)
+	h.admin = apiToken(t, pool, "histories", ledger.RoleAdmin)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("%s\nwhat happened:\n%s", planText(seed, h.ops), strings.Join(h.log, "\n"))
+			t.Logf("replay: go test -count=1 ./faults -run 'TestHistories$' -histories.n=1 -histories.seed=%d -histories.without=%q",
+				seed, *historiesWithout)
+		}
+	})
+	for _, m := range members {
+		h.startMember(m)
+	}
+	for i, o := range h.ops {
+		time.Sleep(o.Pause) // the planned gap between operations, part of the history
+		h.note("%2d %s", i, o)
+		h.run(o)
+	}
+	h.settle()
+	violations := h.check()
+	for _, v := range violations {
+		t.Errorf("violation: %s", v)
+	}
+	h.tally.violations = len(violations)
+	h.mu.Lock()
+	for _, bodies := range h.acks {
+		h.tally.acks += len(bodies)
+	}
+	h.mu.Unlock()
+	t.Logf("seed %d: %d operations, %d faults (%s), %d acknowledgements, %d actions, %d CRM records, %s",
+		seed, len(h.ops), h.tally.faults, h.tally.faultKinds(), h.tally.acks,
+		h.w.count(`SELECT count(*) FROM actions`), h.w.crm.Len(), time.Since(h.start).Round(time.Millisecond))
+	return h.tally
+}
+
+func (h *history) note(format string, args ...any) {
+	line := fmt.Sprintf("%6.2fs ", time.Since(h.start).Seconds()) + fmt.Sprintf(format, args...)
+	h.mu.Lock()
+	h.log = append(h.log, line)
+	h.mu.Unlock()
+}
+
+// startMember starts the named process and waits until it works.
+func (h *history) startMember(name string) {
+	m := &member{}
+	if strings.HasPrefix(name, "serve") {
+		s := h.w.serve(name)
+		m.p, m.url = s.process, s.url
+	} else {
+		m.p, _ = h.w.worker(name)
+	}
+	m.worker = m.p.waitOutput(`workers started"? worker=(\S+)`)
+	h.mu.Lock()
+	h.members[name] = m
+	h.mu.Unlock()
+	h.note("   %s started as %s", name, m.worker)
+}
+
+// kill kills the named process with SIGKILL and starts it again. Its leases would
+// run out after the destination timeout plus 30 s; nobody may touch them before,
+// and rather than wait that long they are moved to now, as the clock would. It is
+// dead: nothing it held is still in flight.
+func (h *history) kill(name, why string) {
+	h.mu.Lock()
+	m := h.members[name]
+	h.mu.Unlock()
+	m.p.signal(syscall.SIGKILL)
+	m.p.wait(30 * time.Second)
+	var n int64
+	h.retryDB("expire the dead worker's leases", func(ctx context.Context) error {
+		tag, err := h.w.pool.Exec(ctx, `UPDATE actions SET lease_expires_at = now()
+			WHERE state = 'processing' AND lease_owner = $1`, m.worker)
+		n = tag.RowsAffected()
+		return err
+	})
+	h.note("   killed %s (%s) %s; %d leases expired", name, m.worker, why, n)
+	h.startMember(name)
+}
+
+// retryDB runs fn until it succeeds, for a minute: Postgres may be starting.
+func (h *history) retryDB(what string, fn func(ctx context.Context) error) {
+	h.t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err := fn(ctx)
+		cancel()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("%s: %v", what, err)
+		}
+		time.Sleep(100 * time.Millisecond) // poll interval while Postgres comes back
+	}
+}
+
+// run carries out one operation.
+func (h *history) run(o op) {
+	crm := h.w.crm
+	switch o.Kind {
+	case opPost, opRepeat, opChangedBody, opChangedParams:
+		h.send(o.Event, o.Server)
+	case opCopies:
+		for c := range o.Copies {
+			h.send(o.Event, (o.Server+c)%2)
+		}
+	case opKill:
+		h.tally.fault("kill")
+		h.kill(o.Target, "")
+	case opKillInCall:
+		reached := make(chan struct{})
+		crm.Fail(sandbox.Fault{Hang: h.hang, AfterCommit: o.Stored, Reached: reached})
+		h.send(o.Event, o.Server)
+		h.killHolder(reached, "call", o)
+	case opKillInLookup:
+		reached := make(chan struct{})
+		crm.Fail(sandbox.Fault{AfterCommit: true, Status: http.StatusInternalServerError})
+		crm.Fail(sandbox.Fault{Method: http.MethodGet, Hang: h.hang, Reached: reached})
+		h.send(o.Event, o.Server)
+		h.killHolder(reached, "lookup", o)
+	case opPostgres:
+		h.tally.fault("postgres-" + o.Mode)
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		stop := h.cluster.Stop
+		if o.Mode == "immediate" {
+			stop = h.cluster.StopImmediate
+		}
+		if err := stop(ctx); err != nil {
+			h.t.Fatalf("stop postgres: %v", err)
+		}
+		time.Sleep(time.Duration(o.N) * 100 * time.Millisecond) // the planned outage
+		if err := h.cluster.Start(ctx); err != nil {
+			h.t.Fatalf("start postgres: %v", err)
+		}
+		h.note("   postgres back")
+	case opFault:
+		if excluded(o.Mode) {
+			h.note("   not injected (-histories.without)")
+			return
+		}
+		h.tally.fault(o.Mode)
+		switch o.Mode {
+		case faultStoreHang:
+			crm.Fail(sandbox.Fault{AfterCommit: true, Hang: h.hang})
+		case fault500Before:
+			crm.Fail(sandbox.Fault{Status: http.StatusInternalServerError})
+		case fault500After:
+			crm.Fail(sandbox.Fault{AfterCommit: true, Status: http.StatusInternalServerError})
+		case faultDropBefore:
+			crm.Fail(sandbox.Fault{Drop: true})
+		case faultDropAfter:
+			crm.Fail(sandbox.Fault{Drop: true, AfterCommit: true})
+		case fault429:
+			crm.Fail(sandbox.Fault{Status: http.StatusTooManyRequests, RetryAfter: "1"})
+		case fault503Burst:
+			for range o.N {
+				crm.Fail(sandbox.Fault{Status: http.StatusServiceUnavailable})
+			}
+		case faultLookup503:
+			crm.Fail(sandbox.Fault{Method: http.MethodGet, Status: http.StatusServiceUnavailable})
+		}
+	case opRevoke:
+		h.tally.fault("revoke")
+		h.mu.Lock()
+		h.revoked = true
+		h.mu.Unlock()
+		crm.SetToken("revoked-" + h.w.secrets.crmToken)
+	case opReconnect:
+		h.reconnect()
+	}
+}
+
+// killHolder waits until the CRM holds the request the fault was set for, then
+// kills the process whose call or lookup it is (the newest one started).
+func (h *history) killHolder(reached chan struct{}, kind string, o op) {
+	select {
+	case <-reached:
+	case <-time.After(5 * time.Second):
+		h.note("   the CRM was not asked within 5s; nothing killed") // e.g. the destination is disconnected
+		return
+	}
+	var owner string
+	err := h.w.pool.QueryRow(context.Background(), `SELECT a.lease_owner FROM attempts t
+		JOIN actions a ON a.client = t.client AND a.id = t.action_id
+		WHERE t.kind = $1 AND t.status = 'started' AND a.state = 'processing' AND a.lease_owner IS NOT NULL
+		ORDER BY t.started_at DESC LIMIT 1`, kind).Scan(&owner)
+	if err != nil {
+		h.note("   no %s in flight found (%v); nothing killed", kind, err)
+		return
+	}
+	for name, m := range h.snapshotMembers() {
+		if m.worker == owner {
+			h.tally.fault(string(o.Kind))
+			h.kill(name, "holding a "+kind)
+			return
+		}
+	}
+	h.note("   the %s in flight belongs to %s, no longer running", kind, owner)
+}
+
+func (h *history) snapshotMembers() map[string]*member {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := make(map[string]*member, len(h.members))
+	for k, v := range h.members {
+		out[k] = v
+	}
+	return out
+}
+
+// serverURL is the current address of serve-a (0) or serve-b (1).
+func (h *history) serverURL(i int) string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.members[members[i]].url
+}
+
+// send delivers e as Stripe would, in the background: what is not acknowledged (a
+// 503, a connection refused or cut) is signed and sent again, to the other server
+// after a connection error, until it is.
+func (h *history) send(e histEvent, server int) {
+	body := e.body()
+	h.senders.Add(1)
+	go func() {
+		defer h.senders.Done()
+		deadline := time.Now().Add(3 * time.Minute)
+		for {
+			r := post(h.serverURL(server)+"/hooks/stripe-live", h.w.signed("stripe", senderDelivery(body)), body)
+			switch {
+			case r.err == nil && r.status == http.StatusOK:
+				h.mu.Lock()
+				h.acks[e.ID] = append(h.acks[e.ID], string(body))
+				h.mu.Unlock()
+				return
+			case r.err == nil && r.status != http.StatusServiceUnavailable:
+				h.mu.Lock()
+				h.refused = append(h.refused, fmt.Sprintf("%s answered %d: %s", e.ID, r.status, r.body))
+				h.mu.Unlock()
+				return
+			case time.Now().After(deadline):
+				h.mu.Lock()
+				h.refused = append(h.refused, fmt.Sprintf("%s never acknowledged in 3 minutes: %d %v", e.ID, r.status, r.err))
+				h.mu.Unlock()
+				return
+			case r.err != nil:
+				server = 1 - server
+			}
+			time.Sleep(50 * time.Millisecond) // a provider's retry backoff, kept short
+		}
+	}()
+}
+
+// reconnect is what an admin does once the CRM accepts the token again: reconnect
+// the destination through the API. It may still be refused by the fault queued
+// for the CRM's next lookup, so it is tried until it is accepted.
+func (h *history) reconnect() {
+	h.mu.Lock()
+	h.revoked = false
+	h.mu.Unlock()
+	h.w.crm.SetToken(h.w.secrets.crmToken)
+	deadline := time.Now().Add(time.Minute)
+	for {
+		r := h.api(http.MethodPost, "/api/v1/destinations/crm/reconnect", `{}`)
+		if r.err == nil && r.status == http.StatusOK {
+			h.note("   reconnected: %s", r.body)
+			return
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("reconnect refused for a minute: %d %v %s", r.status, r.err, r.body)
+		}
+		time.Sleep(100 * time.Millisecond) // poll interval
+	}
+}
+
+// api calls the JSON API of serve-a, or serve-b while serve-a is unreachable.
+func (h *history) api(method, path, body string) reply {
+	var r reply
+	for i := range 2 {
+		req, err := http.NewRequest(method, h.serverURL(i)+path, strings.NewReader(body))
+		if err != nil {
+			return reply{err: err}
+		}
+		req.Header.Set("Authorization", "Bearer "+h.admin)
+		req.Header.Set("Content-Type", "application/json")
+		res, err := client.Do(req)
+		if err != nil {
+			r = reply{err: err}
+			continue
+		}
+		r = readReply(res)
+		if r.status != http.StatusServiceUnavailable {
+			return r
+		}
+	}
+	return r
+}
+
+// settle waits until every delivery is acknowledged and every action has come to
+// rest: confirmed, or failed and waiting for its owner. A destination left
+// disconnected is reconnected, as its owner would.
+func (h *history) settle() {
+	done := make(chan struct{})
+	go func() { h.senders.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(4 * time.Minute):
+		h.t.Fatal("deliveries still being sent after 4 minutes")
+	}
+	h.note("   all deliveries answered; settling")
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		var unsettled, received, disconnected int
+		h.retryDB("read what is left", func(ctx context.Context) error {
+			return h.w.pool.QueryRow(ctx, `SELECT
+				(SELECT count(*) FROM actions WHERE state NOT IN ('confirmed', 'failed', 'resolved', 'cancelled')),
+				(SELECT count(*) FROM events WHERE status = 'received'),
+				(SELECT count(*) FROM destinations WHERE status = 'disconnected')`).Scan(&unsettled, &received, &disconnected)
+		})
+		if unsettled == 0 && received == 0 && disconnected == 0 {
+			h.note("   settled")
+			return
+		}
+		if disconnected > 0 {
+			h.note("   the CRM is disconnected; its owner reconnects it")
+			h.reconnect()
+			continue
+		}
+		if time.Now().After(deadline) {
+			h.note("   not settled after 3 minutes: %d actions in motion, %d events unrouted", unsettled, received)
+			return // the checks say what is left
+		}
+		// Time passes faster here than the servers' backoff (2 s doubling up to an
+		// hour): a retry the table scheduled is made due now, as the lease shortcut
+		// does for kills. An action that keeps failing still ends failed with its
+		// owner named, within its attempts budget; none is hidden.
+		h.retryDB("make scheduled retries due", func(ctx context.Context) error {
+			_, err := h.w.pool.Exec(ctx, `UPDATE actions SET next_attempt_at = now()
+				WHERE state = 'retrying' AND next_attempt_at > now() + interval '1 second'`)
+			return err
+		})
+		time.Sleep(100 * time.Millisecond) // poll interval
+	}
+}

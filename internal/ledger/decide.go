@@ -1,0 +1,213 @@
+package ledger
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"time"
+)
+
+// Observation is what a worker saw. Each one is a row of the decision table.
+type Observation string
+
+// The rows of DESIGN.md section 3, in its order, with the observations the
+// issue-13 review added where the code had decided outside the table: a lookup
+// that failed, a lease that lapsed during a reconcile, and a conflicting event.
+const (
+	ObsSuccess          Observation = "2xx from destination"
+	ObsAlreadyConfirmed Observation = "same operation already confirmed"
+	ObsRejected         Observation = "rejected by the destination (4xx)"
+	ObsUnauthorized     Observation = "credentials refused (401/403)"
+	ObsInFlight         Observation = "same key in flight (409)"
+	ObsThrottled        Observation = "throttled or not sent (429/503, refused before sending)"
+	ObsUnsure           Observation = "unsure (timeout after sending, other 5xx, crash after the call)"
+	ObsFound            Observation = "reconcile found the record"
+	ObsAbsentStrong     Observation = "reconcile: strong lookup says absent"
+	ObsKeyRemembered    Observation = "reconcile: no lookup, key still remembered by destination"
+	ObsUnknowable       Observation = "reconcile: absent on an eventual lookup, or no way to know"
+	ObsLookupFailed     Observation = "reconcile: the lookup failed"
+	ObsBudgetSpent      Observation = "attempts or elapsed budget spent"
+	ObsLeaseNoAttempt   Observation = "lease expired, no attempt started"
+	ObsLeaseStarted     Observation = "lease expired, attempt started but unrecorded"
+	ObsLeaseReconcile   Observation = "lease expired during a reconcile"
+	ObsConflict         Observation = "conflict: a new event asks for the operation with different params"
+)
+
+// Rows of DESIGN.md section 4a: what a destination's own words and an eventual
+// lookup's settle time add to the table.
+const (
+	ObsExists          Observation = "the destination says the record exists"
+	ObsExistsNoLookup  Observation = "the destination says the record exists, and no lookup can find it"
+	ObsAbsentUnsettled Observation = "reconcile: absent on an eventual lookup before settle"
+	ObsAbsentSettled   Observation = "reconcile: absent on an eventual lookup after settle"
+)
+
+// Rule is one row of the decision table.
+type Rule struct {
+	Observed Observation
+	Code     string // a short name for metrics labels and logs
+	Next     string // the next state
+	Keep     string // the record kept
+	// Wait: the next try waits a backoff (at least Retry-After), and gives up,
+	// naming the owner, once the budget is spent: the elapsed time always, the
+	// attempts when the next try is a call (a retry).
+	Wait bool
+}
+
+// DecisionTable is the one place that says what each observation leads to. The
+// pages show it and Decide applies it. A row added here needs its case in
+// TestDecide, which fails for a row without one.
+var DecisionTable = []Rule{
+	{ObsSuccess, "success", StateConfirmed, "external record id, response status", false},
+	{ObsAlreadyConfirmed, "already_confirmed", StateConfirmed, "linking event", false},
+	{ObsRejected, "rejected", StateFailed, "provider reason", false},
+	{ObsUnauthorized, "unauthorized", StateHeld, "connection owner", false},
+	{ObsInFlight, "in_flight", StateRetrying, "attempt", true},
+	{ObsThrottled, "throttled", StateRetrying, "attempts, next eligible time", true},
+	{ObsUnsure, "unsure", StateUncertain, "original key and evidence", false},
+	{ObsFound, "found", StateConfirmed, "record id, how found", false},
+	{ObsAbsentStrong, "absent_strong", StateRetrying, "lookup evidence", true},
+	{ObsKeyRemembered, "key_remembered", StateRetrying, "key age", true},
+	{ObsUnknowable, "unknowable", StateFailed, "what remains unknown", false},
+	{ObsLookupFailed, "lookup_failed", StateUncertain, "the failed lookup; looks again later", true},
+	{ObsBudgetSpent, "budget_spent", StateFailed, "attempts, first/last time", false},
+	{ObsLeaseNoAttempt, "lease_no_attempt", StatePending, "", false},
+	{ObsLeaseStarted, "lease_started", StateUncertain, "the started attempt", false},
+	{ObsLeaseReconcile, "lease_reconcile", StateUncertain, "the started lookup, if any", false},
+	{ObsConflict, "conflict", StateFailed, "both events' params", false},
+	{ObsExists, "exists", StateUncertain, "the destination's words; reconcile by lookup", false},
+	{ObsExistsNoLookup, "exists_no_lookup", StateFailed, "the destination's words", false},
+	{ObsAbsentUnsettled, "absent_unsettled", StateUncertain, "lookup evidence; looks again once settle has passed", true},
+	{ObsAbsentSettled, "absent_settled", StateRetrying, "lookup evidence, settle", true},
+}
+
+var ruleOf = func() map[Observation]Rule {
+	m := make(map[Observation]Rule, len(DecisionTable))
+	for _, r := range DecisionTable {
+		m[r.Observed] = r
+	}
+	return m
+}()
+
+// Code is the observation's short name, for metrics labels.
+func (o Observation) Code() string {
+	if r, ok := ruleOf[o]; ok {
+		return r.Code
+	}
+	return "unknown"
+}
+
+// RetryPlan is what the worker knows about an action's budget when it decides.
+type RetryPlan struct {
+	Attempts     int       // calls made so far, this one included
+	MaxAttempts  int       // the attempts budget
+	GiveUpAt     time.Time // the elapsed-time budget
+	FirstAttempt time.Time
+	Owner        string        // who is named when the budget is spent
+	BackoffBase  time.Duration // the first retry's delay; doubles each attempt
+	BackoffMax   time.Duration
+	// Jitter picks the random part of a backoff, in [0, n]; nil is uniform. Tests
+	// fix it to compare whole decisions.
+	Jitter func(n time.Duration) time.Duration
+}
+
+// Decision is the outcome of Decide: the next state and why.
+type Decision struct {
+	State         string
+	Reason        string
+	NextAttemptAt time.Time
+	Owner         string // set when the decision names a person
+	Rule          Rule
+}
+
+// Decide applies the decision table to one observation. detail is the destination's
+// own words (or the worker's); retryAfter is the destination's Retry-After, if any.
+// A row that waits (Rule.Wait) becomes "budget spent" when the attempts or the
+// elapsed time are used up, with the owner named.
+func Decide(obs Observation, plan RetryPlan, detail string, retryAfter time.Duration, now time.Time) Decision {
+	rule, ok := ruleOf[obs]
+	if !ok {
+		// An observation outside the table is a program error; the safe answer is a person.
+		rule = ruleOf[ObsUnknowable]
+		detail = fmt.Sprintf("unrecognised observation %q: %s", obs, detail)
+	}
+	d := Decision{State: rule.Next, Rule: rule, NextAttemptAt: now, Reason: reasonText(obs, detail)}
+	if rule.Wait {
+		wait := max(backoff(plan.Attempts, plan.BackoffBase, plan.BackoffMax, plan.Jitter), retryAfter)
+		d.NextAttemptAt = now.Add(wait)
+		attemptsSpent := rule.Next == StateRetrying && plan.Attempts >= plan.MaxAttempts
+		if attemptsSpent || d.NextAttemptAt.After(plan.GiveUpAt) {
+			spent := ruleOf[ObsBudgetSpent]
+			d.State, d.Rule, d.NextAttemptAt = spent.Next, spent, now
+			d.Reason = fmt.Sprintf("gave up after %d attempts (first %s, last %s): %s; owner %s",
+				plan.Attempts, plan.FirstAttempt.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339),
+				reasonText(obs, detail), ownerOrNobody(plan.Owner))
+		}
+	}
+	if d.State == StateFailed {
+		d.Owner = plan.Owner
+		if d.Rule.Observed == ObsUnknowable {
+			d.Reason = "outcome unknown: " + detail
+		}
+	}
+	return d
+}
+
+func reasonText(obs Observation, detail string) string {
+	if detail == "" {
+		return string(obs)
+	}
+	return string(obs) + ": " + detail
+}
+
+func ownerOrNobody(owner string) string {
+	if owner == "" {
+		return "(none configured)"
+	}
+	return owner
+}
+
+// Backoff is the delay before retry number attempt (1-based): exponential from base,
+// capped at max (both positive: NewEngine gives the defaults), with jitter over its
+// upper half so that many actions failing together do not come back together.
+func Backoff(attempt int, base, maxDelay time.Duration) time.Duration {
+	return backoff(attempt, base, maxDelay, nil)
+}
+
+func backoff(attempt int, base, maxDelay time.Duration, jitter func(time.Duration) time.Duration) time.Duration {
+	if jitter == nil {
+		jitter = func(n time.Duration) time.Duration { return rand.N(n + 1) }
+	}
+	d := base
+	for i := 1; i < attempt && d < maxDelay; i++ {
+		d *= 2
+	}
+	d = min(d, maxDelay)
+	half := d / 2
+	return half + jitter(half)
+}
+
+// NextStep is what the pages propose for an action in a state: the decision
+// table read from the person's side.
+func NextStep(state string) string {
+	switch state {
+	case StatePending:
+		return "Wait: a worker will perform it."
+	case StateProcessing:
+		return "Wait: a worker is performing it now."
+	case StateRetrying:
+		return "Wait: the worker retries with the same key at the next eligible time."
+	case StateHeld:
+		return "Reconnect the destination; its held actions then run."
+	case StateUncertain:
+		return "Reconcile: look the operation up at the destination before any repeat."
+	case StateFailed:
+		return "Check the reason, then Retry with the same key, Resolve with evidence, or Cancel."
+	case StateConfirmed:
+		return "Nothing: the destination confirmed it."
+	case StateResolved:
+		return "Nothing: closed by a person."
+	case StateCancelled:
+		return "Nothing: it will not be performed."
+	}
+	return ""
+}

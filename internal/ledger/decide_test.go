@@ -1,0 +1,200 @@
+package ledger
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/oncehook/oncehook/db"
+)
+
+// TestDecide compares, for every row of the decision table, the whole decision the
+// production code gets: each case builds its observation the way production does
+// (a destination's Outcome through decideOutcome, a lookup through lookupOutcome,
+// reconcileWithoutLookup, leaseDecision, alreadyConfirmed, conflicting).
+func TestDecide(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	first := now.Add(-time.Hour)
+	plan := RetryPlan{Attempts: 2, MaxAttempts: 3, GiveUpAt: now.Add(time.Hour), FirstAttempt: first,
+		Owner: "ops@example.com", BackoffBase: time.Second, BackoffMax: time.Minute,
+		Jitter: func(n time.Duration) time.Duration { return n }} // the longest backoff: 2s at attempt 2
+	spentAttempts, spentTime := plan, plan
+	spentAttempts.Attempts = 3
+	spentTime.GiveUpAt = now.Add(time.Second)
+	worker := "w1"
+	action := db.Action{ID: 7, Owner: "ops@example.com", FirstAttemptAt: &first, LeaseOwner: &worker}
+	claimedFrom := func(state string) db.Action { a := action; a.ClaimedFrom = state; return a }
+	row := func(o Observation) Rule { return ruleOf[o] }
+	strong := Capabilities{Lookup: true, StrongLookup: true}
+	eventual := Capabilities{Lookup: true}
+	remembers := Capabilities{KeyMemory: 24 * time.Hour}
+	forgot := Capabilities{KeyMemory: 30 * time.Minute}
+	settles := Capabilities{Lookup: true, Settle: 10 * time.Minute}
+	calledAt := func(ago time.Duration) db.Action { a := action; at := now.Add(-ago); a.LastAttemptAt = &at; return a }
+	const gaveUp = "gave up after %d attempts (first 2026-01-01T11:00:00Z, last 2026-01-01T12:00:00Z): %s; owner ops@example.com"
+
+	cases := []struct {
+		name string
+		got  Decision
+		want Decision
+	}{
+		{"SuccessConfirms",
+			decideOutcome(Outcome{Observed: ObsSuccess, HTTPStatus: 201, ExternalRef: "rec_1"}, plan, now),
+			Decision{State: StateConfirmed, Reason: string(ObsSuccess), NextAttemptAt: now, Rule: row(ObsSuccess)}},
+		{"AlreadyConfirmedStays",
+			alreadyConfirmed(action, now),
+			Decision{State: StateConfirmed, Reason: string(ObsAlreadyConfirmed) + ": action 7, linked to this event",
+				NextAttemptAt: now, Rule: row(ObsAlreadyConfirmed)}},
+		{"RejectedFailsNamingOwner",
+			decideOutcome(Outcome{Observed: ObsRejected, HTTPStatus: 422, Detail: "email is invalid"}, plan, now),
+			Decision{State: StateFailed, Reason: string(ObsRejected) + ": email is invalid", NextAttemptAt: now,
+				Owner: "ops@example.com", Rule: row(ObsRejected)}},
+		{"UnauthorizedHolds",
+			decideOutcome(Outcome{Observed: ObsUnauthorized, HTTPStatus: 401, Detail: "bad token"}, plan, now),
+			Decision{State: StateHeld, Reason: string(ObsUnauthorized) + ": bad token", NextAttemptAt: now, Rule: row(ObsUnauthorized)}},
+		{"InFlightRetriesAfterBackoff",
+			decideOutcome(Outcome{Observed: ObsInFlight, HTTPStatus: 409}, plan, now),
+			Decision{State: StateRetrying, Reason: string(ObsInFlight), NextAttemptAt: now.Add(2 * time.Second), Rule: row(ObsInFlight)}},
+		{"ThrottledRetriesAfterRetryAfter",
+			decideOutcome(Outcome{Observed: ObsThrottled, HTTPStatus: 429, RetryAfter: 30 * time.Second, Detail: "slow down"}, plan, now),
+			Decision{State: StateRetrying, Reason: string(ObsThrottled) + ": slow down", NextAttemptAt: now.Add(30 * time.Second),
+				Rule: row(ObsThrottled)}},
+		{"UnsureIsUncertainAtOnce",
+			decideOutcome(Outcome{Observed: ObsUnsure, HTTPStatus: 502, Detail: "bad gateway"}, spentAttempts, now),
+			Decision{State: StateUncertain, Reason: string(ObsUnsure) + ": bad gateway", NextAttemptAt: now, Rule: row(ObsUnsure)}},
+		{"LookupFindsRecord",
+			decideOutcome(lookupOutcome(action, LookupResult{Found: true, ExternalRef: "rec_1", HTTPStatus: 200}, eventual, now), plan, now),
+			Decision{State: StateConfirmed, Reason: string(ObsFound) + ": found by lookup", NextAttemptAt: now, Rule: row(ObsFound)}},
+		{"StrongLookupAbsentRetries",
+			decideOutcome(lookupOutcome(action, LookupResult{HTTPStatus: 404}, strong, now), plan, now),
+			Decision{State: StateRetrying, NextAttemptAt: now.Add(2 * time.Second), Rule: row(ObsAbsentStrong),
+				Reason: string(ObsAbsentStrong) + ": a strong lookup found no record with this key; retrying with the same key"}},
+		{"KeyRememberedRetries",
+			decideOutcome(reconcileWithoutLookup(action, remembers, now), plan, now),
+			Decision{State: StateRetrying, NextAttemptAt: now.Add(2 * time.Second), Rule: row(ObsKeyRemembered),
+				Reason: string(ObsKeyRemembered) + ": the key is 1h0m0s old and the destination remembers keys for 24h0m0s; retrying with the same key"}},
+		{"EventualLookupAbsentIsUnknown",
+			decideOutcome(lookupOutcome(action, LookupResult{HTTPStatus: 404}, eventual, now), plan, now),
+			Decision{State: StateFailed, NextAttemptAt: now, Owner: "ops@example.com", Rule: row(ObsUnknowable),
+				Reason: "outcome unknown: an eventual lookup found no record, which does not prove it was never created"}},
+		{"KeyForgottenIsUnknown",
+			decideOutcome(reconcileWithoutLookup(action, forgot, now), plan, now),
+			Decision{State: StateFailed, NextAttemptAt: now, Owner: "ops@example.com", Rule: row(ObsUnknowable),
+				Reason: "outcome unknown: no lookup exists and the destination's key memory (30m0s) has passed"}},
+		{"LookupFailedLooksAgainLater",
+			decideOutcome(lookupOutcome(action, LookupResult{Unsure: true, HTTPStatus: 503, Detail: "lookup timed out"}, strong, now), spentAttempts, now),
+			Decision{State: StateUncertain, Reason: string(ObsLookupFailed) + ": lookup timed out",
+				NextAttemptAt: now.Add(4 * time.Second), Rule: row(ObsLookupFailed)}},
+		{"AttemptsSpentFails",
+			decideOutcome(Outcome{Observed: ObsThrottled, HTTPStatus: 503, Detail: "busy"}, spentAttempts, now),
+			Decision{State: StateFailed, NextAttemptAt: now, Owner: "ops@example.com", Rule: row(ObsBudgetSpent),
+				Reason: fmt.Sprintf(gaveUp, 3, string(ObsThrottled)+": busy")}},
+		{"ElapsedSpentFails",
+			decideOutcome(Outcome{Observed: ObsThrottled, HTTPStatus: 429, RetryAfter: 2 * time.Hour}, plan, now),
+			Decision{State: StateFailed, NextAttemptAt: now, Owner: "ops@example.com", Rule: row(ObsBudgetSpent),
+				Reason: fmt.Sprintf(gaveUp, 2, string(ObsThrottled))}},
+		{"LookupsFailingPastTheBudgetFail",
+			decideOutcome(lookupOutcome(action, LookupResult{Unsure: true, Detail: "lookup timed out"}, strong, now), spentTime, now),
+			Decision{State: StateFailed, NextAttemptAt: now, Owner: "ops@example.com", Rule: row(ObsBudgetSpent),
+				Reason: fmt.Sprintf(gaveUp, 2, string(ObsLookupFailed)+": lookup timed out")}},
+		{"LeaseWithoutAttemptIsPending",
+			leaseDecision(claimedFrom(StateRetrying), false, plan, now),
+			Decision{State: StatePending, NextAttemptAt: now, Rule: row(ObsLeaseNoAttempt),
+				Reason: string(ObsLeaseNoAttempt) + ": worker w1 stopped before calling anyone; safe to run"}},
+		{"LeaseWithAttemptIsUncertain",
+			leaseDecision(claimedFrom(StatePending), true, plan, now),
+			Decision{State: StateUncertain, NextAttemptAt: now, Rule: row(ObsLeaseStarted),
+				Reason: string(ObsLeaseStarted) + ": worker w1 stopped after starting the call; reconcile before any repeat"}},
+		{"LeaseDuringReconcileStaysUncertain",
+			leaseDecision(claimedFrom(StateUncertain), false, plan, now),
+			Decision{State: StateUncertain, NextAttemptAt: now, Rule: row(ObsLeaseReconcile),
+				Reason: string(ObsLeaseReconcile) + ": worker w1 stopped while reconciling; reconcile again"}},
+		{"ConflictFails",
+			conflicting(action, db.Event{ID: 9, SourceEventID: "evt_2"}, now),
+			Decision{State: StateFailed, NextAttemptAt: now, Owner: "ops@example.com", Rule: row(ObsConflict),
+				Reason: string(ObsConflict) + ": event 9 (evt_2)"}},
+		{"ExistsIsReconciled",
+			decideOutcome(Outcome{Observed: ObsExists, HTTPStatus: 409, Detail: "Contact already exists"}, plan, now),
+			Decision{State: StateUncertain, Reason: string(ObsExists) + ": Contact already exists", NextAttemptAt: now,
+				Rule: row(ObsExists)}},
+		{"ExistsWithoutLookupFails",
+			decideOutcome(Outcome{Observed: ObsExistsNoLookup, HTTPStatus: 409, Detail: "duplicate"}, plan, now),
+			Decision{State: StateFailed, Reason: string(ObsExistsNoLookup) + ": duplicate", NextAttemptAt: now,
+				Owner: "ops@example.com", Rule: row(ObsExistsNoLookup)}},
+		{"UnsettledAbsenceLooksAgainAtSettle",
+			decideOutcome(lookupOutcome(calledAt(4*time.Minute), LookupResult{HTTPStatus: 200}, settles, now), plan, now),
+			Decision{State: StateUncertain, NextAttemptAt: now.Add(6 * time.Minute), Rule: row(ObsAbsentUnsettled),
+				Reason: string(ObsAbsentUnsettled) + ": an eventual lookup found no record 4m0s after the call; it settles after 10m0s, so it looks again then"}},
+		{"SettledAbsenceRetries",
+			decideOutcome(lookupOutcome(calledAt(11*time.Minute), LookupResult{HTTPStatus: 200}, settles, now), plan, now),
+			Decision{State: StateRetrying, NextAttemptAt: now.Add(2 * time.Second), Rule: row(ObsAbsentSettled),
+				Reason: string(ObsAbsentSettled) + ": an eventual lookup found no record 11m0s after the call, past its settle time of 10m0s; retrying with the same key"}},
+	}
+	covered := map[Observation]bool{}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if diff := cmp.Diff(c.want, c.got); diff != "" {
+				t.Errorf("decision (-want +got):\n%s", diff)
+			}
+		})
+		covered[c.got.Rule.Observed] = true
+	}
+	for _, r := range DecisionTable {
+		if !covered[r.Observed] {
+			t.Errorf("no case decides the row %q", r.Observed)
+		}
+	}
+	if len(ruleOf) != len(DecisionTable) {
+		t.Errorf("the decision table has %d rows for %d observations: one is listed twice", len(DecisionTable), len(ruleOf))
+	}
+}
+
+func TestDecideUnsettledLooksAgainAtSettle(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	plan := RetryPlan{Attempts: 1, MaxAttempts: 3, GiveUpAt: now.Add(time.Hour), FirstAttempt: now}
+	d := Decide(ObsAbsentUnsettled, plan, "not yet", 10*time.Minute, now)
+	if d.State != StateUncertain || !d.NextAttemptAt.Equal(now.Add(10*time.Minute)) {
+		t.Errorf("Decide = %s at %s, want uncertain at %s", d.State, d.NextAttemptAt, now.Add(10*time.Minute))
+	}
+}
+
+func TestDecideRetryTiming(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	plan := RetryPlan{Attempts: 2, MaxAttempts: 8, GiveUpAt: now.Add(72 * time.Hour), FirstAttempt: now,
+		Owner: "ops@example.com", BackoffBase: time.Second, BackoffMax: time.Hour}
+	t.Run("RetryAfterWinsOverBackoff", func(t *testing.T) {
+		d := Decide(ObsThrottled, plan, "", 90*time.Second, now)
+		if wait := d.NextAttemptAt.Sub(now); wait != 90*time.Second {
+			t.Errorf("waits %s, want Retry-After's 90s", wait)
+		}
+	})
+	t.Run("BackoffGrowsWithJitter", func(t *testing.T) {
+		for attempt := 1; attempt <= 6; attempt++ {
+			full := time.Second << (attempt - 1)
+			for range 50 {
+				b := Backoff(attempt, time.Second, time.Hour)
+				if b < full/2 || b > full {
+					t.Fatalf("attempt %d: backoff %s outside [%s, %s]", attempt, b, full/2, full)
+				}
+			}
+		}
+		if b := Backoff(40, time.Second, time.Minute); b > time.Minute {
+			t.Errorf("backoff %s above its cap", b)
+		}
+	})
+	t.Run("SpentBudgetNamesOwner", func(t *testing.T) {
+		p := plan
+		p.Attempts = 8
+		d := Decide(ObsUnsure, p, "", 0, now) // uncertain is not a retry: budget does not apply
+		if d.State != StateUncertain {
+			t.Errorf("unsure with a spent budget: %s, want uncertain (reconcile first)", d.State)
+		}
+		d = Decide(ObsInFlight, p, "409", 0, now)
+		if d.State != StateFailed || !strings.Contains(d.Reason, "ops@example.com") || !strings.Contains(d.Reason, "8 attempts") {
+			t.Errorf("spent budget: %+v", d)
+		}
+	})
+}

@@ -1,0 +1,538 @@
+package ledger
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/oncehook/oncehook/db"
+)
+
+// performBatch claims as many due actions as there is room for (see room), starting
+// the calls among them in the same statement, and works on each in its own
+// goroutine, which takes a call slot before it calls. A destination with limits is
+// claimed apart, for its own free slots (limits.go). It returns how many it claimed.
+func (pf *Performer) performBatch(ctx context.Context) (int, error) {
+	free := pf.room()
+	if free == 0 && len(pf.limits) == 0 {
+		// Wait for room, then claim for it at once rather than sleeping until the
+		// next notification or poll. (With limited destinations, a freed slot of
+		// any kind wakes the loop instead.)
+		for _, ch := range []chan struct{}{pf.claimed, pf.unrecorded} {
+			select {
+			case ch <- struct{}{}:
+				<-ch
+			case <-ctx.Done():
+				return 0, nil
+			}
+		}
+		free = max(pf.room(), 1)
+	}
+	free = pf.gather(ctx, free)
+	// One transaction claims and starts the calls. It commits only after its
+	// results were read: a worker that dies before then leaves nothing behind. It
+	// runs to its end even when the process starts stopping meanwhile, so that a
+	// commit is never cut off after the server made it (its calls are then made,
+	// within the grace period).
+	if ctx.Err() != nil {
+		return 0, nil
+	}
+	stopCtx := ctx
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+	defer cancel()
+	total := 0
+	for _, spec := range pf.claimSpecs(free) {
+		var batch []claim
+		// Index planned, as the router's statements are: a generic plan made
+		// while a new database's actions table was empty must not walk the whole
+		// table once a burst has filled it (see db.WithTxIndexPlanned).
+		err := db.WithTxIndexPlanned(ctx, pf.pool, func(q *db.Queries) error {
+			p := pf.claimParams(spec.n)
+			if spec.only != nil {
+				p.OnlyDestinations = spec.only
+			}
+			if spec.skip != nil {
+				p.SkipDestinations = spec.skip
+			}
+			rows, err := q.ActionClaim(ctx, p)
+			if err != nil {
+				return err
+			}
+			batch, err = pf.startCalls(ctx, q, rows)
+			return err
+		})
+		if err != nil {
+			return total, fmt.Errorf("claim actions: %w", err)
+		}
+		for _, c := range batch {
+			pf.launch(ctx, stopCtx, c)
+		}
+		total += len(batch)
+	}
+	return total, nil
+}
+
+// launch works on a claimed action in its own goroutine, holding its room (its
+// destination's own slots, or the worker's room and then a call slot) until its
+// call is answered.
+func (pf *Performer) launch(ctx, stopCtx context.Context, c claim) {
+	pf.unrecorded <- struct{}{}
+	if l := pf.limits[c.a.Destination]; l != nil {
+		l.slots <- struct{}{} // claimed for its free room: never blocks
+		c.limit = l
+		c.answered = sync.OnceFunc(func() { <-l.slots; wake(pf.wake) })
+	} else {
+		pf.claimed <- struct{}{} // claimed for its room: never blocks
+		c.slot = new(atomic.Bool)
+		c.answered = sync.OnceFunc(func() {
+			if c.slot.Load() {
+				<-pf.slots
+			}
+			<-pf.claimed
+			if len(pf.limits) > 0 {
+				wake(pf.wake)
+			}
+		})
+	}
+	pf.inflight.Add(1)
+	go func() {
+		defer func() { c.answered(); <-pf.unrecorded; pf.inflight.Done() }()
+		if c.slot != nil && !pf.takeSlot(stopCtx, c.slot) {
+			pf.notSent(c, "the worker stopped before the call was sent")
+			return
+		}
+		pf.work(context.WithoutCancel(ctx), stopCtx, c)
+	}()
+}
+
+// claimGather is how long a claim waits for room for a whole batch.
+const claimGather = 3 * time.Millisecond
+
+// gather waits up to claimGather, while there is room for fewer actions than there
+// are call slots, for that much room, and returns the room then. A claim costs
+// Postgres about as much for one action as for sixteen (parsing, planning, its
+// commit), and so does recording their outcomes, which arrive together when their
+// calls went out together. A claim loop that took whatever had just come free
+// claimed about half the slots at a time, and per action Postgres spent a fifth
+// more CPU than with whole batches (make bench, end to end). With room for a
+// whole batch (whenever the worker is not busy) it claims at once. With limited
+// destinations a freed slot of any kind wakes the loop instead, as before.
+func (pf *Performer) gather(ctx context.Context, free int) int {
+	want := min(cap(pf.slots), cap(pf.claimed))
+	if free >= want || len(pf.limits) > 0 || ctx.Err() != nil {
+		return free
+	}
+	// Each token put in pf.claimed is room that is free (now or once a call is
+	// answered); only this loop puts tokens there, so once they are taken out
+	// again the room is at least what was reserved.
+	timer := time.NewTimer(claimGather)
+	defer timer.Stop()
+	reserved := 0
+wait:
+	for reserved < want {
+		select {
+		case pf.claimed <- struct{}{}:
+			reserved++
+		case <-timer.C:
+			break wait
+		case <-ctx.Done():
+			break wait
+		}
+	}
+	for ; reserved > 0; reserved-- {
+		<-pf.claimed
+	}
+	return max(pf.room(), free)
+}
+
+// takeSlot waits for a call slot for a claimed action, and reports false when the
+// process stops first. slot records that it was taken, for answered to free it.
+func (pf *Performer) takeSlot(stopCtx context.Context, slot *atomic.Bool) bool {
+	select {
+	case pf.slots <- struct{}{}:
+	case <-stopCtx.Done():
+		select {
+		case pf.slots <- struct{}{}: // free anyway: a call claimed for is made
+		default:
+			return false
+		}
+	}
+	slot.Store(true)
+	return true
+}
+
+// claimAhead is how many more actions than call slots a worker may hold claimed,
+// their calls started and waiting for a slot, when every destination it shares its
+// slots between resolves an unsent started call by itself (see queueSafe): a
+// claim, like a call, waits for its commit, and with claims only for free slots the
+// slots stood idle while the next claim committed.
+func claimAhead(cfg *Config, callable []string, limits map[string]*destLimit, concurrency int) int {
+	if len(limits) > 0 {
+		return 0
+	}
+	for _, name := range callable {
+		if d, ok := cfg.Destination(name); !ok || !queueSafe(d) {
+			return 0
+		}
+	}
+	return concurrency
+}
+
+// queueSafe says whether a call started but never sent (its worker gone while the
+// call waited for a slot) is settled without a person: the destination has a
+// strong lookup, whose "absent" retries with the same key, or remembers
+// idempotency keys, so a retry with the same key is safe (the decision table).
+func queueSafe(d Destination) bool {
+	return d.Type == DestinationHTTP &&
+		(d.Lookup.URL != "" && d.Lookup.Consistency == ConsistencyStrong || d.Idempotency.TTL > 0)
+}
+
+// claimSpec is one claim of a batch: up to n actions, of the only destinations
+// (when set), skipping the skip ones.
+type claimSpec struct {
+	n          int
+	only, skip []string
+}
+
+// claimSpecs plans a batch's claims: the shared slots for the destinations without
+// limits, then each limited destination for its own free slots, all within the room
+// for outcomes waiting to be recorded.
+func (pf *Performer) claimSpecs(free int) []claimSpec {
+	budget := cap(pf.unrecorded) - len(pf.unrecorded)
+	var specs []claimSpec
+	if n := min(free, budget); n > 0 {
+		specs = append(specs, claimSpec{n: n, skip: pf.limitedNames})
+		budget -= n
+	}
+	for _, name := range pf.limitedNames {
+		if n := min(pf.limits[name].room(), budget); n > 0 {
+			specs = append(specs, claimSpec{n: n, only: []string{name}})
+			budget -= n
+		}
+	}
+	return specs
+}
+
+// room is how many more actions this worker can take on now: room among the
+// claims waiting for their destination's answer (a call slot for each, and
+// claimAhead more), and among the outcomes waiting to be recorded.
+func (pf *Performer) room() int {
+	return min(cap(pf.claimed)-len(pf.claimed), cap(pf.unrecorded)-len(pf.unrecorded))
+}
+
+// claim is one claimed action and what was prepared for it before its call.
+type claim struct {
+	a         db.Action
+	params    json.RawMessage // the stored params with predecessors' results filled in
+	attemptID int64           // the started call; 0 when the action is reconciled or has no destination
+	answered  func()          // frees the call slot once the destination has answered
+	limit     *destLimit      // the destination's own limits; nil for the shared slots
+	slot      *atomic.Bool    // a shared call slot was taken for it (takeSlot); nil with limit
+}
+
+// claimParams asks for up to n claims, and for the calls the claim itself can
+// start (see callsToStart).
+func (pf *Performer) claimParams(n int) db.ActionClaimParams {
+	return db.ActionClaimParams{MaxActions: int32(n), Worker: pf.p.Worker, LeaseSeconds: pf.leaseFor(""),
+		Callable: pf.callable, FillNames: pf.fillNames, OnlyDestinations: []string{}, SkipDestinations: []string{}}
+}
+
+// callsToStart is what a claim needs to start calls by itself: the destinations this
+// process has, and the rules whose calls wait for a predecessor's result, which are
+// filled in first (see startCalls).
+func callsToStart(cfg *Config, destinations map[string]DestinationClient) (callable, fillNames []string) {
+	callable, fillNames = make([]string, 0, len(destinations)), []string{}
+	for name := range destinations {
+		callable = append(callable, name)
+	}
+	for _, rule := range cfg.Actions {
+		if slices.ContainsFunc(rule.Params, Param.HasResult) {
+			fillNames = append(fillNames, rule.Name)
+		}
+	}
+	return callable, fillNames
+}
+
+// startCalls turns the claimed rows into work, inside the claiming transaction. Most
+// calls were started by the claim itself; the ones that wait for a predecessor's
+// result get their params filled in here and are started by one more statement. An
+// action whose params cannot be prepared is left out: its lease expires without a
+// started call and recovery makes it due again.
+func (pf *Performer) startCalls(ctx context.Context, q *db.Queries, rows []db.ActionClaimRow) ([]claim, error) {
+	batch := make([]claim, 0, len(rows))
+	var fill []claim
+	var p db.ActionStartCallsParams
+	for _, r := range rows {
+		c := claim{a: r.Action(), attemptID: r.AttemptID}
+		_, configured := pf.p.Destinations[c.a.Destination]
+		switch {
+		case c.attemptID != 0:
+			c.params = c.a.Params
+		case c.a.ClaimedFrom != StateUncertain && configured:
+			params, err := pf.fillResults(ctx, q, c.a)
+			if err != nil {
+				pf.logger.Warn("cannot prepare the call; its lease will expire and it will be tried again",
+					"action_id", c.a.ID, "err", err)
+				continue
+			}
+			c.params = params
+			fill = append(fill, c)
+			p.Clients, p.Ids = append(p.Clients, c.a.Client), append(p.Ids, c.a.ID)
+			continue
+		}
+		batch = append(batch, c)
+	}
+	if len(fill) == 0 {
+		return batch, nil
+	}
+	p.Worker = pf.p.Worker
+	if err := db.PlanByKey(ctx, q); err != nil { // its plan, unlike the claim's, is of lookups by key
+		return nil, err
+	}
+	started, err := q.ActionStartCalls(ctx, p)
+	if err != nil {
+		return nil, fmt.Errorf("start calls: %w", err)
+	}
+	byAction := make(map[actionKey]db.ActionStartCallsRow, len(started))
+	for _, r := range started {
+		byAction[actionKey{r.Client, r.ID}] = r
+	}
+	for _, c := range fill {
+		if r, ok := byAction[actionKey{c.a.Client, c.a.ID}]; ok { // always, inside the claiming transaction
+			c.a.Attempts, c.a.FirstAttemptAt, c.attemptID = r.Attempts, r.FirstAttemptAt, r.AttemptID
+			batch = append(batch, c)
+		}
+	}
+	return batch, nil
+}
+
+// leaseFor is the lease for a call to the named destination: longer than its timeout,
+// so a lease never expires while a live worker is still waiting for the reply.
+func (pf *Performer) leaseFor(destination string) float64 {
+	timeout := pf.maxTimeout()
+	if d, ok := pf.cfg.Destination(destination); ok {
+		timeout = d.Timeout
+	}
+	return (timeout + pf.p.LeaseExtra).Seconds()
+}
+
+func (pf *Performer) maxTimeout() time.Duration {
+	var m time.Duration
+	for _, d := range pf.cfg.Destinations {
+		m = max(m, d.Timeout)
+	}
+	if m == 0 { // no destination configured: nothing is called
+		m = DefaultTimeout
+	}
+	return m
+}
+
+// work performs or reconciles one claimed action. callCtx outlives a shutdown for the
+// grace period; stopCtx ending means the process is stopping.
+func (pf *Performer) work(callCtx, stopCtx context.Context, c claim) {
+	a := c.a
+	ctx, cancel := context.WithCancel(callCtx)
+	defer cancel()
+	go func() { // a call still running after the grace period is abandoned to recovery
+		select {
+		case <-ctx.Done():
+		case <-stopCtx.Done():
+			select {
+			case <-ctx.Done():
+			case <-time.After(pf.p.Grace):
+				cancel()
+			}
+		}
+	}()
+	stopRenew := pf.renewLease(ctx, a)
+	defer stopRenew()
+	// The rate wait holds only the destination's own slot, with the lease renewed. A
+	// call not sent yet has nothing to finish: it stops waiting when the process stops.
+	waitCtx, stopWaiting := context.WithCancel(ctx)
+	unregister := context.AfterFunc(stopCtx, stopWaiting)
+	waited, err := c.limit.wait(waitCtx)
+	unregister()
+	stopWaiting()
+	if err != nil {
+		pf.notSent(c, "the worker stopped while waiting for the destination's rate limit")
+		return
+	}
+	if waited && !pf.stillHolds(ctx, a) {
+		// The lease lapsed during the wait: recovery may have handed the action to
+		// another worker, so this one must not call.
+		pf.logger.Warn("lost the lease while waiting for the destination's rate; not calling", "action_id", a.ID)
+		return
+	}
+	if a.ClaimedFrom == StateUncertain {
+		err = pf.reconcile(ctx, c)
+	} else {
+		err = pf.call(ctx, c)
+	}
+	if err != nil {
+		pf.logger.Warn("action step failed; its lease will expire and recovery decides",
+			"action_id", a.ID, "err", err)
+	}
+}
+
+// notSent records that a started call was never sent, so the table retries it
+// (a started attempt left to lease recovery would be reconciled, and without a
+// lookup sent to a person, although nothing reached the destination).
+func (pf *Performer) notSent(c claim, why string) {
+	if c.a.ClaimedFrom == StateUncertain || c.attemptID == 0 {
+		return // a lookup, or nothing started: recovery's own row is right
+	}
+	if err := pf.record(c.a, c.attemptID, Outcome{Observed: ObsThrottled, Detail: "not sent: " + why}); err != nil {
+		pf.logger.Warn("record a call that was not sent; its lease will expire and recovery decides",
+			"action_id", c.a.ID, "err", err)
+	}
+}
+
+// stillHolds renews a's lease now and reports whether this worker still holds it.
+func (pf *Performer) stillHolds(ctx context.Context, a db.Action) bool {
+	n, err := pf.renew(ctx, a)
+	return err == nil && n == 1
+}
+
+// renew extends a's lease while this worker holds it under the claim's token; it
+// returns how many rows it renewed (0: the lease is no longer this claim's).
+func (pf *Performer) renew(ctx context.Context, a db.Action) (int64, error) {
+	return db.New(pf.pool).ActionRenewLease(ctx, db.ActionRenewLeaseParams{
+		Client: a.Client, ID: a.ID, Worker: &pf.p.Worker, LeaseSeconds: pf.leaseFor(a.Destination),
+		LeaseToken: a.LeaseToken,
+	})
+}
+
+// renewLease keeps the lease alive while the call is in flight.
+func (pf *Performer) renewLease(ctx context.Context, a db.Action) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	every := max(pf.p.LeaseExtra/3, 50*time.Millisecond)
+	go func() {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if _, err := pf.renew(ctx, a); err != nil && ctx.Err() == nil {
+					pf.logger.Debug("renew lease", "action_id", a.ID, "err", err)
+				}
+			}
+		}
+	}()
+	return cancel
+}
+
+// call performs one started attempt: the call runs outside any transaction, and the
+// outcome is recorded through the decision table.
+func (pf *Performer) call(ctx context.Context, c claim) error {
+	a := c.a
+	dest, ok := pf.p.Destinations[a.Destination]
+	if !ok {
+		return pf.record(a, 0, Outcome{Observed: ObsRejected, Detail: "destination " + a.Destination + " is not configured"})
+	}
+	start := time.Now()
+	out := dest.Perform(ctx, Call{OperationKey: a.OperationKey, Params: c.params, ActionName: a.Name, BusinessKey: a.BusinessKey})
+	c.answered()
+	pf.p.Metrics.Attempt(a.Destination, out.Observed, time.Since(start))
+	pf.logger.Debug("destination called", "action_id", a.ID, "destination", a.Destination,
+		"observed", string(out.Observed), "status", out.HTTPStatus)
+	return pf.record(a, c.attemptID, out)
+}
+
+// fillResults adds the params that name a predecessor's result, nested ones
+// included, to the stored ones.
+func (pf *Performer) fillResults(ctx context.Context, q *db.Queries, a db.Action) (json.RawMessage, error) {
+	rule, ok := pf.cfg.Action(a.Name)
+	if !ok || a.AfterID == nil || !slices.ContainsFunc(rule.Params, Param.HasResult) {
+		return a.Params, nil
+	}
+	params := map[string]any{}
+	dec := json.NewDecoder(bytes.NewReader(a.Params))
+	dec.UseNumber() // amounts and ids pass through digit for digit
+	if err := dec.Decode(&params); err != nil {
+		return nil, fmt.Errorf("decode stored params: %w", err)
+	}
+	chain, err := predecessors(ctx, q, a)
+	if err != nil {
+		return nil, err
+	}
+	fillObject(params, rule.Params, func(p Param) (any, bool) {
+		pred, ok := chain[p.Result]
+		if !ok {
+			return nil, false
+		}
+		if p.ResultPointer == "" {
+			return pred.ExternalRef, true
+		}
+		var doc any
+		if len(pred.Result) > 0 {
+			_ = json.Unmarshal(pred.Result, &doc)
+		}
+		v, _ := Pointer(doc, p.ResultPointer)
+		return v, true
+	})
+	b, err := json.Marshal(params)
+	if err != nil {
+		return nil, fmt.Errorf("encode params: %w", err)
+	}
+	return b, nil
+}
+
+// fillObject puts each result param of params, at any depth, into obj.
+func fillObject(obj map[string]any, params []Param, value func(Param) (any, bool)) {
+	for _, p := range params {
+		switch {
+		case p.Result != "":
+			if v, ok := value(p); ok {
+				obj[p.Name] = v
+			}
+		case p.IsObject:
+			if m, ok := obj[p.Name].(map[string]any); ok {
+				fillObject(m, p.Object, value)
+			}
+		case p.IsList:
+			if l, ok := obj[p.Name].([]any); ok {
+				fillList(l, p.List, value)
+			}
+		}
+	}
+}
+
+func fillList(list []any, params []Param, value func(Param) (any, bool)) {
+	for i, p := range params[:min(len(params), len(list))] {
+		switch {
+		case p.Result != "":
+			if v, ok := value(p); ok {
+				list[i] = v
+			}
+		case p.IsObject:
+			if m, ok := list[i].(map[string]any); ok {
+				fillObject(m, p.Object, value)
+			}
+		case p.IsList:
+			if l, ok := list[i].([]any); ok {
+				fillList(l, p.List, value)
+			}
+		}
+	}
+}
+
+// predecessors walks the after chain of a, by rule name.
+func predecessors(ctx context.Context, q *db.Queries, a db.Action) (map[string]db.Action, error) {
+	chain := map[string]db.Action{}
+	for next := a.AfterID; next != nil && len(chain) < 32; {
+		p, err := q.ActionGet(ctx, *next)
+		if err != nil {
+			return nil, fmt.Errorf("read predecessor %d: %w", *next, err)
+		}
+		chain[p.Name] = p
+		next = p.AfterID
+	}
+	return chain, nil
+}

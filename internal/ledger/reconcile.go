@@ -1,0 +1,231 @@
+package ledger
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/oncehook/oncehook/db"
+)
+
+// reconcile finds out whether an uncertain call took effect before anything is
+// repeated: a lookup where the destination has one, else the destination's memory
+// of the idempotency key, else a person.
+func (pf *Performer) reconcile(ctx context.Context, c claim) error {
+	a := c.a
+	dest, ok := pf.p.Destinations[a.Destination]
+	if !ok {
+		return pf.record(a, 0, Outcome{Observed: ObsUnknowable, Detail: "destination " + a.Destination + " is not configured"})
+	}
+	caps := dest.Capabilities()
+	if !caps.Lookup {
+		out := reconcileWithoutLookup(a, caps, pf.now())
+		pf.p.Metrics.Reconcile(out.Observed)
+		return pf.record(a, 0, out)
+	}
+	attemptID, err := pf.startLookup(ctx, a)
+	if err != nil {
+		return err
+	}
+	r := dest.Lookup(ctx, a.OperationKey)
+	c.answered()
+	out := lookupOutcome(a, r, caps, pf.now())
+	pf.p.Metrics.Reconcile(out.Observed)
+	return pf.record(a, attemptID, out)
+}
+
+// lookupOutcome is the observation a lookup's answer about a makes at now. A failed
+// lookup proves nothing: the table keeps the action uncertain and looks again later.
+func lookupOutcome(a db.Action, r LookupResult, caps Capabilities, now time.Time) Outcome {
+	out := Outcome{HTTPStatus: r.HTTPStatus, Detail: r.Detail}
+	switch {
+	case r.Unsure:
+		out.Observed = ObsLookupFailed
+	case r.Found:
+		out.Observed, out.ExternalRef, out.Result = ObsFound, r.ExternalRef, r.Result
+		out.Detail = "found by lookup"
+	case caps.StrongLookup:
+		out.Observed = ObsAbsentStrong
+		out.Detail = "a strong lookup found no record with this key; retrying with the same key"
+	default:
+		out = eventualAbsence(a, caps, now, out)
+	}
+	return out
+}
+
+// eventualAbsence is what an eventual lookup's "absent" means: nothing, unless the
+// destination's settle time has passed since the last call; before then it looks
+// again once it has.
+func eventualAbsence(a db.Action, caps Capabilities, now time.Time, out Outcome) Outcome {
+	if caps.Settle <= 0 {
+		out.Observed = ObsUnknowable
+		out.Detail = "an eventual lookup found no record, which does not prove it was never created"
+		return out
+	}
+	since := caps.Settle // no call recorded: nothing to wait for
+	if a.LastAttemptAt != nil {
+		since = now.Sub(*a.LastAttemptAt)
+	}
+	if since < caps.Settle {
+		out.Observed, out.RetryAfter = ObsAbsentUnsettled, caps.Settle-since
+		out.Detail = fmt.Sprintf("an eventual lookup found no record %s after the call; it settles after %s, so it looks again then",
+			since.Round(time.Second), caps.Settle)
+		return out
+	}
+	out.Observed = ObsAbsentSettled
+	out.Detail = fmt.Sprintf("an eventual lookup found no record %s after the call, past its settle time of %s; retrying with the same key",
+		since.Round(time.Second), caps.Settle)
+	return out
+}
+
+// startLookup writes a lookup attempt as started, in a transaction that commits
+// before the destination is asked. It fails when this worker no longer holds the lease.
+func (pf *Performer) startLookup(ctx context.Context, a db.Action) (int64, error) {
+	var id int64
+	err := db.WithTx(ctx, pf.pool, func(q *db.Queries) error {
+		held, err := q.ActionRenewLease(ctx, db.ActionRenewLeaseParams{
+			Client: a.Client, ID: a.ID, Worker: &pf.p.Worker, LeaseSeconds: pf.leaseFor(a.Destination),
+			LeaseToken: a.LeaseToken,
+		})
+		if err != nil {
+			return fmt.Errorf("renew lease: %w", err)
+		}
+		if held == 0 {
+			return fmt.Errorf("action %d: this worker no longer holds its lease", a.ID)
+		}
+		id, err = q.AttemptStart(ctx, db.AttemptStartParams{
+			Client: a.Client, ActionID: a.ID, Kind: "lookup", OperationKey: a.OperationKey, Worker: pf.p.Worker,
+		})
+		if err != nil {
+			return fmt.Errorf("write started lookup: %w", err)
+		}
+		return nil
+	})
+	return id, err
+}
+
+// reconcileWithoutLookup relies on the destination's key memory while it lasts.
+func reconcileWithoutLookup(a db.Action, caps Capabilities, now time.Time) Outcome {
+	if caps.KeyMemory > 0 && a.FirstAttemptAt != nil {
+		age := now.Sub(*a.FirstAttemptAt)
+		if caps.KeyRemembered(*a.FirstAttemptAt, now) {
+			return Outcome{Observed: ObsKeyRemembered, Detail: fmt.Sprintf(
+				"the key is %s old and the destination remembers keys for %s; retrying with the same key",
+				age.Round(time.Second), caps.KeyMemory)}
+		}
+		return Outcome{Observed: ObsUnknowable, Detail: fmt.Sprintf(
+			"no lookup exists and the destination's key memory (%s) has passed", caps.KeyMemory)}
+	}
+	if caps.KeyMemory > 0 { // never called: nothing can have happened
+		return Outcome{Observed: ObsKeyRemembered, Detail: "no call was made yet"}
+	}
+	return Outcome{Observed: ObsUnknowable, Detail: "the destination offers no lookup and no key memory; check it by hand"}
+}
+
+// RecoverLeases sweeps expired leases through the decision table (leaseObservation):
+// a claim that never started a call is pending again; a started call, or a claim
+// made to reconcile, is uncertain. It also releases held actions whose destination
+// is connected (ActionReleaseStrayHeld). Safe to run in every process at once. It
+// returns how many leases it recovered.
+func (pf *Performer) RecoverLeases(ctx context.Context) (int, error) {
+	var n int
+	err := db.WithTx(ctx, pf.pool, func(q *db.Queries) error {
+		expired, err := q.ActionLockExpiredLeases(ctx)
+		if err != nil {
+			return fmt.Errorf("find expired leases: %w", err)
+		}
+		var p db.ActionRecoverLeasesParams
+		for _, r := range expired {
+			d := leaseDecision(r.Action, r.CallStarted, pf.planFor(r.Action), pf.now())
+			p.Clients, p.Ids = append(p.Clients, r.Action.Client), append(p.Ids, r.Action.ID)
+			p.States, p.Reasons = append(p.States, d.State), append(p.Reasons, truncate(d.Reason, 1000))
+			p.NextAttemptAts = append(p.NextAttemptAts, d.NextAttemptAt)
+			if !r.CallStarted {
+				continue
+			}
+			if err := q.AttemptAbandonStarted(ctx, db.AttemptAbandonStartedParams{Client: r.Action.Client, ActionID: r.Action.ID}); err != nil {
+				return fmt.Errorf("close abandoned attempt: %w", err)
+			}
+			if err := audit(ctx, q, r.Action.Client, r.Action.ID, "worker", "recover", d.Reason, nil); err != nil {
+				return err
+			}
+		}
+		if len(expired) > 0 {
+			recovered, err := q.ActionRecoverLeases(ctx, p)
+			if err != nil {
+				return fmt.Errorf("recover leases: %w", err)
+			}
+			n = len(recovered)
+			for _, r := range recovered {
+				pf.p.Metrics.LeaseRecovered(r.State)
+			}
+		}
+		released, err := q.ActionReleaseStrayHeld(ctx)
+		if err != nil {
+			return fmt.Errorf("release held actions of connected destinations: %w", err)
+		}
+		if len(released) > 0 {
+			pf.logger.Info("released held actions of connected destinations", "actions", len(released))
+		}
+		if n+len(released) > 0 {
+			return q.Notify(ctx, channelActions)
+		}
+		return nil
+	})
+	if n > 0 {
+		pf.logger.Info("recovered expired leases", "actions", n)
+	}
+	return n, err
+}
+
+// leaseDecision is the decision table's answer to an expired lease.
+func leaseDecision(a db.Action, callStarted bool, plan RetryPlan, now time.Time) Decision {
+	obs, detail := leaseObservation(a, callStarted)
+	return Decide(obs, plan, detail, 0, now)
+}
+
+// leaseObservation is the row of the decision table an expired lease is: a call
+// started under it may have reached the destination; a claim made to reconcile
+// (claimed from uncertain) still does not know the earlier call's outcome; any
+// other claim never called anyone and is safe to run.
+func leaseObservation(a db.Action, callStarted bool) (Observation, string) {
+	worker := "a worker"
+	if a.LeaseOwner != nil {
+		worker = "worker " + *a.LeaseOwner
+	}
+	switch {
+	case callStarted:
+		return ObsLeaseStarted, worker + " stopped after starting the call; reconcile before any repeat"
+	case a.ClaimedFrom == StateUncertain:
+		return ObsLeaseReconcile, worker + " stopped while reconciling; reconcile again"
+	default:
+		return ObsLeaseNoAttempt, worker + " stopped before calling anyone; safe to run"
+	}
+}
+
+// finish lets calls in flight finish within the grace period, then hands back the
+// claims this performer never started.
+func (pf *Performer) finish(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() { pf.inflight.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(pf.p.Grace):
+		pf.logger.Warn("calls still in flight after the grace period; their started attempts will be reconciled")
+	}
+	releaseCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	return pf.releaseLeases(releaseCtx)
+}
+
+// releaseLeases hands back this worker's claims that never started a call.
+func (pf *Performer) releaseLeases(ctx context.Context) error {
+	ids, err := db.New(pf.pool).ActionReleaseLeases(ctx, &pf.p.Worker)
+	if err != nil {
+		return fmt.Errorf("release leases: %w", err)
+	}
+	if len(ids) > 0 {
+		pf.logger.Info("released unstarted claims", "actions", len(ids))
+	}
+	return nil
+}

@@ -1,0 +1,41 @@
+package ledger
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/oncehook/oncehook/db"
+)
+
+// An eventual lookup's "absent" counts only once settle has passed since the call.
+func TestEventualAbsence(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	at := func(ago time.Duration) db.Action { t := now.Add(-ago); return db.Action{LastAttemptAt: &t} }
+	tests := []struct {
+		name      string
+		a         db.Action
+		settle    time.Duration
+		want      Observation
+		wantAfter time.Duration
+		detail    string
+	}{
+		{"WithoutSettleNothingIsProved", at(time.Hour), 0, ObsUnknowable, 0, "does not prove"},
+		{"BeforeSettleLooksAgainThen", at(4 * time.Minute), 10 * time.Minute, ObsAbsentUnsettled, 6 * time.Minute, "looks again then"},
+		{"AfterSettleRetriesWithTheSameKey", at(11 * time.Minute), 10 * time.Minute, ObsAbsentSettled, 0, "retrying with the same key"},
+		{"NoCallRecordedCountsAtOnce", db.Action{}, 10 * time.Minute, ObsAbsentSettled, 0, "past its settle time"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out := eventualAbsence(tt.a, Capabilities{Lookup: true, Settle: tt.settle}, now, Outcome{})
+			if out.Observed != tt.want || out.RetryAfter != tt.wantAfter || !strings.Contains(out.Detail, tt.detail) {
+				t.Errorf("eventualAbsence = %s after %s (%q), want %s after %s (%q)",
+					out.Observed, out.RetryAfter, out.Detail, tt.want, tt.wantAfter, tt.detail)
+			}
+			if d := Decide(out.Observed, RetryPlan{Attempts: 1, MaxAttempts: 8, GiveUpAt: now.Add(72 * time.Hour)}, out.Detail, out.RetryAfter, now); tt.want == ObsAbsentUnsettled &&
+				!d.NextAttemptAt.Equal(now.Add(tt.wantAfter)) {
+				t.Errorf("looks again at %s, want %s", d.NextAttemptAt, now.Add(tt.wantAfter))
+			}
+		})
+	}
+}

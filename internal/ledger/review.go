@@ -1,0 +1,334 @@
+package ledger
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/oncehook/oncehook/db"
+)
+
+// Roles of people and API tokens.
+const (
+	RoleAdmin    = "admin"
+	RoleOperator = "operator"
+)
+
+// Actor is who asks for a manual act: a signed-in person or an API token.
+type Actor struct {
+	Name string // an email, or "token:<name>"
+	Role string
+}
+
+// Review is the service behind the dashboard and the JSON API: the manual acts on
+// actions and destinations, each guarded and written to the audit trail.
+type Review struct {
+	pool         *pgxpool.Pool
+	cfg          *Config
+	destinations map[string]DestinationClient
+	now          func() time.Time
+}
+
+// NewReview returns the review service.
+func NewReview(pool *pgxpool.Pool, cfg *Config, destinations map[string]DestinationClient) *Review {
+	return &Review{pool: pool, cfg: cfg, destinations: destinations, now: time.Now}
+}
+
+// ActParams is the body of a manual act.
+type ActParams struct {
+	Note               string
+	ExternalRef        string
+	Owner              string
+	CheckedDestination bool
+}
+
+// Manual acts on an action, by name: the API's path segment and the pages' forms.
+const (
+	ActRetry     = "retry"
+	ActReconcile = "reconcile"
+	ActResolve   = "resolve"
+	ActCancel    = "cancel"
+	ActAssign    = "assign"
+)
+
+// An Act is one manual act on an action: the one place that says from which states
+// it may be done, who may do it, whether it can be applied to many actions at once,
+// and what it does. The JSON API, the pages' buttons and bulk acts all read it.
+type Act struct {
+	Name      string
+	States    []string // the states it applies to; nil means any state
+	AdminOnly bool
+	Bulk      bool // offered for several actions at once
+	// check refuses bad input before anything is read.
+	check func(p ActParams) error
+	// apply performs the act on a, which is in one of States, inside the act's
+	// transaction. It reports db.IsNotFound when a's state changed meanwhile.
+	apply func(r *Review, ctx context.Context, q *db.Queries, actor Actor, x Act, a db.Action, p ActParams) (db.Action, error)
+	// detail is what the audit line keeps beside the note, read before the act.
+	detail func(a db.Action, p ActParams) map[string]any
+}
+
+// reviewStates are the states a person may close an action from: open, and not held
+// by a worker.
+var reviewStates = []string{StatePending, StateRetrying, StateHeld, StateUncertain, StateFailed}
+
+var acts = []Act{
+	{Name: ActRetry, States: []string{StateFailed, StateUncertain}, Bulk: true,
+		apply: (*Review).retry,
+		detail: func(a db.Action, p ActParams) map[string]any {
+			return map[string]any{"operation_key": a.OperationKey, "checked_destination": p.CheckedDestination}
+		}},
+	{Name: ActReconcile, States: []string{StateFailed, StateUncertain}, Bulk: true,
+		apply: func(r *Review, ctx context.Context, q *db.Queries, actor Actor, x Act, a db.Action, _ ActParams) (db.Action, error) {
+			return q.ActionManualReconcile(ctx, db.ActionManualReconcileParams{
+				Client: a.Client, ID: a.ID, Reason: "reconcile requested by " + actor.Name,
+				States: x.States})
+		}},
+	{Name: ActResolve, States: reviewStates,
+		check: func(p ActParams) error {
+			if strings.TrimSpace(p.Note) == "" {
+				return Errorf(EINVALID, "Resolving needs a note saying how it was settled.")
+			}
+			return nil
+		},
+		apply: func(r *Review, ctx context.Context, q *db.Queries, actor Actor, x Act, a db.Action, p ActParams) (db.Action, error) {
+			b, err := q.ActionClose(ctx, db.ActionCloseParams{Client: a.Client, ID: a.ID, State: StateResolved,
+				Reason: "resolved by " + actor.Name + ": " + p.Note, ExternalRef: p.ExternalRef,
+				States: x.States})
+			if err != nil {
+				return b, err
+			}
+			// A resolved predecessor lets its waiting successors run.
+			_, err = q.ActionReleaseSuccessors(ctx, db.ActionReleaseSuccessorsParams{Client: a.Client, AfterID: &a.ID})
+			return b, err
+		},
+		detail: func(_ db.Action, p ActParams) map[string]any { return map[string]any{"external_ref": p.ExternalRef} }},
+	{Name: ActCancel, States: reviewStates,
+		apply: func(r *Review, ctx context.Context, q *db.Queries, actor Actor, x Act, a db.Action, p ActParams) (db.Action, error) {
+			reason := "cancelled by " + actor.Name
+			if p.Note != "" {
+				reason += ": " + p.Note
+			}
+			b, err := q.ActionClose(ctx, db.ActionCloseParams{Client: a.Client, ID: a.ID, State: StateCancelled,
+				Reason: reason, States: x.States})
+			if err != nil {
+				return b, err
+			}
+			return b, cancelSuccessors(ctx, q, a.Client, a.ID, actor.Name)
+		}},
+	{Name: ActAssign, AdminOnly: true, Bulk: true,
+		check: func(p ActParams) error {
+			if strings.TrimSpace(p.Owner) == "" {
+				return Errorf(EINVALID, "Assigning needs an owner.")
+			}
+			return nil
+		},
+		apply: func(r *Review, ctx context.Context, q *db.Queries, _ Actor, _ Act, a db.Action, p ActParams) (db.Action, error) {
+			return q.ActionAssign(ctx, db.ActionAssignParams{Client: a.Client, ID: a.ID, Owner: strings.TrimSpace(p.Owner)})
+		},
+		detail: func(a db.Action, p ActParams) map[string]any {
+			return map[string]any{"owner": p.Owner, "previous_owner": a.Owner}
+		}},
+}
+
+// Acts lists the manual acts in the order the pages show them.
+func Acts() []Act { return slices.Clone(acts) }
+
+// LookupAct returns the act called name.
+func LookupAct(name string) (Act, bool) {
+	i := slices.IndexFunc(acts, func(a Act) bool { return a.Name == name })
+	if i < 0 {
+		return Act{}, false
+	}
+	return acts[i], true
+}
+
+// Allows reports whether actor may do the act on an action in state.
+func (x Act) Allows(actor Actor, state string) bool {
+	if x.AdminOnly && actor.Role != RoleAdmin {
+		return false
+	}
+	return x.States == nil || slices.Contains(x.States, state)
+}
+
+// Allowed returns the names of the acts actor may do on a now, for the page's buttons.
+func Allowed(actor Actor, a Action) map[string]bool {
+	out := map[string]bool{}
+	for _, x := range acts {
+		out[x.Name] = x.Allows(actor, a.State)
+	}
+	return out
+}
+
+// Do performs the act called name on action id. Refusals are *Error values:
+// ENOTFOUND for an unknown act or action, EFORBIDDEN for an act the actor may not do,
+// EINVALID for bad input, ECONFLICT (with who last did it, if anyone) when the action
+// is not in a state that allows it or the retry guard refuses.
+func (r *Review) Do(ctx context.Context, actor Actor, name string, id int64, p ActParams) (Action, error) {
+	x, ok := LookupAct(name)
+	if !ok {
+		return Action{}, Errorf(ENOTFOUND, "No such act: %q.", name)
+	}
+	if x.AdminOnly && actor.Role != RoleAdmin {
+		return Action{}, Errorf(EFORBIDDEN, "Only admins can %s actions.", x.Name)
+	}
+	if x.check != nil {
+		if err := x.check(p); err != nil {
+			return Action{}, err
+		}
+	}
+	if err := checkText("note, reference or owner", p.Note, p.ExternalRef, p.Owner); err != nil {
+		return Action{}, err
+	}
+	var out db.Action
+	err := db.WithTx(ctx, r.pool, func(q *db.Queries) error {
+		a, err := q.ActionGet(ctx, id)
+		if db.IsNotFound(err) {
+			return Errorf(ENOTFOUND, "Action %d does not exist.", id)
+		}
+		if err != nil {
+			return fmt.Errorf("read action: %w", err)
+		}
+		if x.States != nil && !slices.Contains(x.States, a.State) {
+			return r.refusal(ctx, q, a, x.Name)
+		}
+		detail := map[string]any{}
+		if x.detail != nil {
+			detail = x.detail(a, p)
+		}
+		out, err = x.apply(r, ctx, q, actor, x, a, p)
+		if db.IsNotFound(err) {
+			return r.refusal(ctx, q, a, x.Name)
+		}
+		if err != nil {
+			return err
+		}
+		if err := audit(ctx, q, a.Client, a.ID, actor.Name, x.Name, p.Note, detail); err != nil {
+			return err
+		}
+		return q.Notify(ctx, channelActions)
+	})
+	if err != nil {
+		return Action{}, err
+	}
+	return actionOf(out), nil
+}
+
+// retry asks the worker to perform a failed or uncertain action again with its
+// original operation key and a fresh budget from its rule. Where the first call may
+// have reached the destination and the destination has a lookup whose absence
+// proves something (strong, or eventual with settle), the action goes back to
+// uncertain, so the worker looks it up before any call and calls again only on a
+// proved absence. retryPath refuses the retry that could act twice.
+func (r *Review) retry(ctx context.Context, q *db.Queries, actor Actor, x Act, a db.Action, p ActParams) (db.Action, error) {
+	next, err := r.retryPath(a.Destination, a.FirstAttemptAt, p)
+	if err != nil {
+		return a, err
+	}
+	reason := "retry requested by " + actor.Name
+	if next == StateUncertain {
+		reason += "; the operation is looked up at the destination before any call"
+	}
+	rule, _ := r.cfg.Action(a.Name)
+	return q.ActionManualRetry(ctx, db.ActionManualRetryParams{
+		Client: a.Client, ID: a.ID, Reason: reason, NextState: next,
+		BudgetAttempts: int32(rule.Retry.Attempts), WithinSeconds: rule.Retry.Within.Seconds(),
+		States: x.States,
+	})
+}
+
+// retryPath says where a manual retry of an action first called at firstAttempt
+// goes: pending (a call with the same key) when nothing was called yet, the
+// destination still remembers the key, or the person checked the destination and
+// says what they found; uncertain (a lookup first) when the destination's lookup can
+// prove an absence. Otherwise a retry could act twice, and it is refused (ECONFLICT).
+func (r *Review) retryPath(destination string, firstAttempt *time.Time, p ActParams) (string, error) {
+	dest, ok := r.destinations[destination]
+	if !ok || firstAttempt == nil {
+		return StatePending, nil
+	}
+	caps := dest.Capabilities()
+	if caps.KeyRemembered(*firstAttempt, r.now()) {
+		return StatePending, nil
+	}
+	if p.CheckedDestination && strings.TrimSpace(p.Note) != "" {
+		return StatePending, nil
+	}
+	if caps.Lookup && (caps.StrongLookup || caps.Settle > 0) {
+		return StateUncertain, nil
+	}
+	age := r.now().Sub(*firstAttempt)
+	memory := "no memory of idempotency keys"
+	if caps.KeyMemory > 0 {
+		memory = fmt.Sprintf("a key memory of %s, which has passed (first attempt %s ago)", caps.KeyMemory, age.Round(time.Second))
+	}
+	lookup := "no lookup"
+	if caps.Lookup {
+		lookup = "only an eventual lookup, whose finding nothing proves nothing"
+	}
+	return "", Errorf(ECONFLICT, "Destination %s has %s and %s, so a retry could act twice. "+
+		"Check the destination first, then retry, confirming that you checked it, with a note saying what you found.",
+		destination, memory, lookup)
+}
+
+// refusal says why act cannot be done now, and who last did it: a retry that lost
+// a race finds the action already claimed by a worker, and the person should still
+// learn who retried it.
+func (r *Review) refusal(ctx context.Context, q *db.Queries, a db.Action, act string) error {
+	msg := fmt.Sprintf("Cannot %s an action that is %s.", act, a.State)
+	if a.State == StateProcessing {
+		msg = "A worker is performing this action right now; wait for its outcome."
+	}
+	if last, err := q.AuditLatest(ctx, db.AuditLatestParams{Client: a.Client, ActionID: a.ID, Act: act}); err == nil {
+		msg += fmt.Sprintf(" %s already did it at %s.", last.Actor, last.At.UTC().Format("2006-01-02 15:04:05 UTC"))
+	}
+	return Errorf(ECONFLICT, "%s", msg)
+}
+
+// Reconnect re-checks a destination's credentials and, if they are accepted, marks
+// it connected and releases its held actions. Admins only.
+func (r *Review) Reconnect(ctx context.Context, actor Actor, name string) (int, error) {
+	if actor.Role != RoleAdmin {
+		return 0, Errorf(EFORBIDDEN, "Only admins can reconnect destinations.")
+	}
+	dest, ok := r.destinations[name]
+	if !ok {
+		return 0, Errorf(ENOTFOUND, "No destination is named %q.", name)
+	}
+	if err := dest.Check(ctx); err != nil {
+		return 0, &Error{Code: ECONFLICT, Message: "The destination still refuses: " + err.Error(), Err: err}
+	}
+	return r.release(ctx, actor, name)
+}
+
+// release marks the destination connected and releases its held actions, each
+// with its audit entry.
+func (r *Review) release(ctx context.Context, actor Actor, name string) (int, error) {
+	var released []int64
+	err := db.WithTx(ctx, r.pool, func(q *db.Queries) error {
+		if err := q.DestinationSetStatus(ctx, db.DestinationSetStatusParams{Name: name, Status: "connected",
+			Reason: "reconnected by " + actor.Name}); err != nil {
+			return fmt.Errorf("mark destination connected: %w", err)
+		}
+		var err error
+		released, err = q.ActionReleaseHeld(ctx, name)
+		if err != nil {
+			return fmt.Errorf("release held actions: %w", err)
+		}
+		for _, id := range released {
+			a, err := q.ActionGet(ctx, id)
+			if err != nil {
+				return fmt.Errorf("read released action: %w", err)
+			}
+			if err := audit(ctx, q, a.Client, id, actor.Name, "reconnect", "destination "+name+" reconnected", nil); err != nil {
+				return err
+			}
+		}
+		return q.Notify(ctx, channelActions)
+	})
+	return len(released), err
+}

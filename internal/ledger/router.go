@@ -1,0 +1,342 @@
+package ledger
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/oncehook/oncehook/db"
+)
+
+// RouteBatch claims up to n received events and turns each into actions, in one
+// short transaction. It returns how many events it routed.
+func (rt *Router) RouteBatch(ctx context.Context, n int) (int, error) {
+	routed, err := rt.routeBatch(ctx, n, false)
+	if errors.Is(err, errContentRefused) {
+		// Some event's content cannot be stored. Route the batch again with each
+		// event in a savepoint of its own, so that event is set aside and the
+		// others go through.
+		routed, err = rt.routeBatch(ctx, n, true)
+	}
+	return routed, err
+}
+
+// errContentRefused marks a batch that failed on an event's content, not on storage.
+var errContentRefused = errors.New("an event's content was refused by the database")
+
+// refusedOr marks err as errContentRefused when the database refused data.
+func refusedOr(err error) error {
+	if _, refused := db.Refused(err); refused {
+		return fmt.Errorf("%w: %w", errContentRefused, err)
+	}
+	return err
+}
+
+// routeBatch routes one batch. Routing is all-or-nothing for the batch unless
+// careful is set, which costs a savepoint per event: the cheap way is tried first.
+func (rt *Router) routeBatch(ctx context.Context, n int, careful bool) (int, error) {
+	// Sequential scans priced out: the queue's statistics may say it is empty
+	// while it fills (see db.BeginScanFree).
+	tx, err := db.BeginScanFree(ctx, rt.pool)
+	if err != nil {
+		return 0, fmt.Errorf("begin transaction: %w", err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // no-op after commit
+	// Planned per call: the router's first claims on a new database run against
+	// empty tables, and a generic plan made then (a sequential scan of the inbox)
+	// would be kept while a burst fills it (see db.PlannedPerCall).
+	q := db.New(db.PlannedPerCall(tx))
+	claimed, err := q.EventClaimReceived(ctx, int32(n))
+	if err != nil {
+		return 0, fmt.Errorf("claim events: %w", err)
+	}
+	events := make([]db.Event, len(claimed))
+	for i, c := range claimed {
+		events[i] = c.Event
+	}
+	b := newBatchRouting(len(events))
+	if err := rt.routeEvents(ctx, tx, q, events, careful, b); err != nil {
+		return 0, refusedOr(err)
+	}
+	if err := linkEvents(ctx, q, b.links); err != nil {
+		return 0, refusedOr(err)
+	}
+	if len(events) > 0 {
+		if err := q.EventSetStatuses(ctx, b.statuses); err != nil {
+			return 0, fmt.Errorf("set event statuses: %w", err)
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return 0, fmt.Errorf("commit transaction: %w", err)
+	}
+	if b.created > 0 {
+		rt.performers.send()
+	}
+	return len(events), nil
+}
+
+// batchRouting gathers what a batch's events became, for the statements that
+// write it at the end of the batch.
+type batchRouting struct {
+	links    db.ActionEventLinksParams
+	statuses db.EventSetStatusesParams
+	created  int
+}
+
+func newBatchRouting(n int) *batchRouting {
+	return &batchRouting{statuses: db.EventSetStatusesParams{
+		Clients: make([]string, 0, n), Ids: make([]int64, 0, n),
+		Statuses: make([]string, 0, n), Reasons: make([]string, 0, n),
+	}}
+}
+
+func (b *batchRouting) add(ev db.Event, r routing) {
+	b.created += r.created
+	b.statuses.Clients = append(b.statuses.Clients, ev.Client)
+	b.statuses.Ids = append(b.statuses.Ids, ev.ID)
+	b.statuses.Statuses = append(b.statuses.Statuses, r.status)
+	b.statuses.Reasons = append(b.statuses.Reasons, r.reason())
+}
+
+// routeEvents routes each event of a batch in order into b. Outside careful mode,
+// runs of events that only ask for independent actions send their inserts together
+// (routeRun); any other event is routed on its own.
+func (rt *Router) routeEvents(ctx context.Context, tx pgx.Tx, q *db.Queries, events []db.Event, careful bool, b *batchRouting) error {
+	var run []db.Event
+	flush := func() error {
+		if len(run) == 0 {
+			return nil
+		}
+		routed, err := rt.routeRun(ctx, q, run)
+		if err != nil {
+			return err
+		}
+		for i, r := range routed {
+			r.links(&b.links)
+			b.add(run[i], r)
+		}
+		run = run[:0]
+		return nil
+	}
+	for _, ev := range events {
+		if !careful && rt.independent(ev) {
+			run = append(run, ev)
+			continue
+		}
+		if err := flush(); err != nil {
+			return err
+		}
+		var r routing
+		var err error
+		if careful {
+			r, err = rt.routeSetAside(ctx, tx, ev)
+		} else {
+			r, err = rt.routeEvent(ctx, q, ev)
+			r.links(&b.links)
+		}
+		if err != nil {
+			return fmt.Errorf("route event %d: %w", ev.ID, err)
+		}
+		b.add(ev, r)
+	}
+	return flush()
+}
+
+// linkEvents writes the links between events and the actions they asked for.
+func linkEvents(ctx context.Context, q *db.Queries, links db.ActionEventLinksParams) error {
+	if len(links.ActionIds) == 0 {
+		return nil
+	}
+	if err := q.ActionEventLinks(ctx, links); err != nil {
+		return fmt.Errorf("link events to actions: %w", err)
+	}
+	return nil
+}
+
+// routeSetAside routes one event inside a savepoint, its links included. An event
+// whose content the database refuses to store as an action (a NUL in a key, a number
+// beyond numeric, a resource too long for its index) is set aside as ignored, with
+// the reason, instead of failing the batch on every try and holding up every event
+// behind it.
+func (rt *Router) routeSetAside(ctx context.Context, tx pgx.Tx, ev db.Event) (routing, error) {
+	var r routing
+	err := db.WithTx(ctx, tx, func(q *db.Queries) error {
+		var err error
+		if r, err = rt.routeEvent(ctx, q, ev); err != nil {
+			return err
+		}
+		var links db.ActionEventLinksParams
+		r.links(&links)
+		return linkEvents(ctx, q, links)
+	})
+	pgErr, refused := db.Refused(err)
+	if !refused {
+		return r, err
+	}
+	rt.logger.Warn("an event's content cannot be stored as an action; it is ignored", "event_id", ev.ID, "err", err)
+	r = routing{status: EventIgnored}
+	r.note("its content cannot be stored as an action: %s", truncate(pgErr.Message, 300))
+	return r, nil
+}
+
+// routing is what became of one event.
+type routing struct {
+	status  string
+	reasons []string
+	created int
+	linked  []actionLink // the actions the event asked for, to be linked to it
+}
+
+// actionLink is one action an event asked for, with the params it asked with.
+type actionLink struct {
+	client            string
+	actionID, eventID int64
+	params            json.RawMessage
+	sum               []byte
+	conflict          bool
+}
+
+// links adds the event's links to a batch of them.
+func (r *routing) links(to *db.ActionEventLinksParams) {
+	for _, l := range r.linked {
+		to.Clients = append(to.Clients, l.client)
+		to.ActionIds = append(to.ActionIds, l.actionID)
+		to.EventIds = append(to.EventIds, l.eventID)
+		to.Params = append(to.Params, l.params)
+		to.ParamsSha256s = append(to.ParamsSha256s, l.sum)
+		to.Conflicts = append(to.Conflicts, l.conflict)
+	}
+}
+
+func (r *routing) note(format string, args ...any) {
+	r.reasons = append(r.reasons, fmt.Sprintf(format, args...))
+}
+
+func (r *routing) reason() string { return strings.Join(r.reasons, "; ") }
+
+// routeEvent applies the source's rules to one event: cancellations first, then one
+// action per matching rule, predecessors before their successors.
+func (rt *Router) routeEvent(ctx context.Context, q *db.Queries, ev db.Event) (routing, error) {
+	rules, doc, r, ok := rt.prepare(ev)
+	if !ok {
+		return r, nil
+	}
+	occurred := ev.OccurredAt
+	cancelled, err := rt.applyCancellations(ctx, q, ev, doc, rules)
+	if err != nil {
+		return r, err
+	}
+	if cancelled > 0 {
+		r.status = EventRouted
+		r.note("cancelled %d pending action(s)", cancelled)
+	}
+	ids := map[string]int64{} // rule name -> action id, for successors
+	matched := false
+	for _, rule := range rules {
+		if !slices.Contains(rule.On, ev.Type) {
+			continue
+		}
+		matched = true
+		if err := rt.routeRule(ctx, q, ev, doc, rule, occurred, ids, &r); err != nil {
+			return r, err
+		}
+	}
+	if !matched && cancelled == 0 {
+		r.note("no action rule for event type %q", ev.Type)
+	}
+	return r, nil
+}
+
+// routeRun routes a run of independent events, in order, with their action inserts
+// written by one statement instead of one each.
+func (rt *Router) routeRun(ctx context.Context, q *db.Queries, run []db.Event) ([]routing, error) {
+	routed := make([]routing, len(run))
+	var intents []actionIntent
+	var eventOf []int // index in run of each intent's event
+	for i, ev := range run {
+		rules, doc, r, ok := rt.prepare(ev)
+		routed[i] = r
+		if !ok {
+			continue
+		}
+		matched := false
+		for _, rule := range rules {
+			if !slices.Contains(rule.On, ev.Type) {
+				continue
+			}
+			matched = true
+			parts, ok := keyParts(doc, rule, &routed[i])
+			if !ok {
+				continue
+			}
+			in, err := rt.intent(ev, doc, rule, parts, 0, "", ruleTime(doc, rule, ev.OccurredAt))
+			if err != nil {
+				return nil, fmt.Errorf("route event %d: %w", ev.ID, err)
+			}
+			intents, eventOf = append(intents, in), append(eventOf, i)
+		}
+		if !matched {
+			routed[i].note("no action rule for event type %q", ev.Type)
+		}
+	}
+	ids, err := insertActions(ctx, q, intents)
+	if err != nil {
+		return nil, fmt.Errorf("route events %d to %d: %w", run[0].ID, run[len(run)-1].ID, err)
+	}
+	for i, in := range intents {
+		ev := run[eventOf[i]]
+		if _, err := rt.settle(ctx, q, ev, in, ids[i], &routed[eventOf[i]]); err != nil {
+			return nil, fmt.Errorf("route event %d: %w", ev.ID, err)
+		}
+	}
+	return routed, nil
+}
+
+// insertActions inserts the actions intents ask for with one statement
+// (ActionInsert) and returns, for each intent in order, the id of the action it
+// created, or 0 when its operation already had one: before, or from an earlier
+// intent of the same call.
+func insertActions(ctx context.Context, q *db.Queries, intents []actionIntent) ([]int64, error) {
+	if len(intents) == 0 {
+		return nil, nil
+	}
+	p := db.ActionInsertParams{}
+	for _, in := range intents {
+		var occurred time.Time // with HasOccurredAts false: NULL
+		if in.occurred != nil {
+			occurred = *in.occurred
+		}
+		keyJSON, _ := json.Marshal(in.id.KeyParts)
+		p.Clients, p.Environments = append(p.Clients, in.id.Client), append(p.Environments, in.id.Environment)
+		p.Sources, p.Names = append(p.Sources, in.source), append(p.Names, in.rule.Name)
+		p.BusinessKeys, p.KeyParts = append(p.BusinessKeys, in.id.BusinessKey()), append(p.KeyParts, keyJSON)
+		p.OperationKeys, p.Destinations = append(p.OperationKeys, in.id.OperationKey()), append(p.Destinations, in.rule.Destination)
+		p.Params, p.ParamsSha256s = append(p.Params, in.params), append(p.ParamsSha256s, in.sum)
+		p.Owners, p.AfterIds, p.Resources = append(p.Owners, in.owner), append(p.AfterIds, in.afterID), append(p.Resources, in.resource)
+		p.OccurredAts, p.HasOccurredAts = append(p.OccurredAts, occurred), append(p.HasOccurredAts, in.occurred != nil)
+		p.MaxAttempts = append(p.MaxAttempts, int32(in.rule.Retry.Attempts))
+		p.WithinSeconds = append(p.WithinSeconds, in.rule.Retry.Within.Seconds())
+	}
+	rows, err := q.ActionInsert(ctx, p)
+	if err != nil {
+		return nil, fmt.Errorf("insert actions: %w", err)
+	}
+	type operation struct{ client, key string }
+	created := make(map[operation]int64, len(rows))
+	for _, r := range rows {
+		created[operation{r.Client, r.OperationKey}] = r.ID
+	}
+	ids := make([]int64, len(intents))
+	for i, in := range intents {
+		op := operation{in.id.Client, p.OperationKeys[i]}
+		ids[i] = created[op]
+		delete(created, op) // a later intent for the same operation finds it existing
+	}
+	return ids, nil
+}
