@@ -13,15 +13,11 @@ import (
 // plan of the connection's prepared statement.
 //
 // A generic plan is made once per connection, for the table sizes of that moment,
-// and kept until statistics change. The statements that update a batch of rows
-// named by arrays (unnest) are planned for a table of a few rows when the service
-// starts on a new database, and that plan (a sequential scan, or a bitmap scan of
-// a partial index full of dead entries) stays in use while the table grows, for
-// as long as autovacuum takes to analyze it: in the bench each record statement
-// (ActionRecordBatch) took 5 to 15 ms instead of well under one. Planned per call,
-// the statement sees how many rows the arrays hold and how large the tables are
-// now. Planning costs a little CPU, so only the statement seen to need it goes
-// through here; auto_explain (bench -cpuprofile -keep) shows which others would.
+// and kept until statistics change. A statement that updates a batch of rows named
+// by arrays (unnest) is planned for a table of a few rows when the service starts on
+// a new database, and that plan would stay in use while the table grows. Planned per
+// call, the statement sees how many rows the arrays hold and how large the tables
+// are now. Planning costs CPU, so only statements that need it go through here.
 //
 // The statement's description (parameter and result types) is still cached per
 // connection: pgx's QueryExecModeCacheDescribe sends it as an unnamed statement.
@@ -55,9 +51,8 @@ type TxBeginner interface {
 // loops only (the transaction's BEGIN sets that, in the same round trip).
 //
 // It is for the performer's claim of due actions, which runs many times a second
-// and reads the head of one index and a few rows by key: planned per call
-// (PlannedPerCall), planning was a quarter of it, 22 of 88 µs per action (make
-// bench -cpuprofile, end to end). A generic plan is made without the call's
+// and reads the head of one index and a few rows by key, so planning each call
+// would be a large part of its cost. A generic plan is made without the call's
 // arguments, for the table sizes of its moment, and a new database's tables are
 // empty then; with sequential scans, bitmap scans, sorts, hash and merge joins
 // priced out, what is left reads the queue from the head of actions_due_idx and
@@ -94,9 +89,8 @@ const indexPlannedBegin = "BEGIN; SET LOCAL plan_cache_mode = force_generic_plan
 // priced out (the transaction's BEGIN sets that, in the same round trip).
 //
 // It is for the performer's record of outcomes, a statement that updates a batch of
-// rows named by arrays (unnest) and runs many times a second: planned per call
-// (PlannedPerCall) its planning took about a third of its time, 23 of 70 µs per
-// action in a bench run (pg_stat_statements with track_planning). An index scan
+// rows named by arrays (unnest) and runs many times a second, so planning each call
+// would be a large part of its cost. An index scan
 // can read a whole index in its order, which a generic plan made on a table of a
 // hundred rows takes to be cheaper than a lookup per row; a bitmap scan reads what
 // a condition selects, so with the keys it joins on as a statement's only
@@ -107,9 +101,6 @@ const indexPlannedBegin = "BEGIN; SET LOCAL plan_cache_mode = force_generic_plan
 // join implies (a bitmap scan of such an index needs no condition, and reads all
 // of it): it looks those rows up in a subquery per row (OFFSET 0). ActionRecordBatch
 // does both; TestPerformerRecordPlanLooksUpEachActionByKey checks its kept plan.
-// (The record's transaction also disconnects a destination when an outcome holds
-// it: a lookup by name, and a scan of the pending and retrying actions, which no
-// index by destination narrows, as before.)
 func WithTxKeyPlanned(ctx context.Context, b TxBeginner, fn func(q *Queries) error) error {
 	return withTx(ctx, settingsTx{b, "BEGIN; " + keyPlannedSettings}, func(tx DBTX) DBTX { return tx }, fn)
 }
@@ -141,8 +132,7 @@ func PlanByKey(ctx context.Context, q *Queries) error {
 // event_queue in id order. The queue is emptied as fast as it fills, so autovacuum
 // may analyze it while it is empty but still has pages: Postgres then takes it to
 // hold one row whatever it holds later, and claims the queue's head by scanning and
-// sorting the whole queue (8 ms per claim at 40,000 waiting events, and more as
-// the backlog grows) until the next analyze. With sequential scans priced out, the
+// sorting the whole queue until the next analyze. With sequential scans priced out, the
 // only other path is the one the claim needs, event_queue_id_idx from its head; a
 // statement with no index to use is planned as before.
 func BeginScanFree(ctx context.Context, b TxBeginner) (pgx.Tx, error) {

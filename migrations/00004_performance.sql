@@ -10,8 +10,8 @@
 -- column), so when the new version fits on the same page it is a HOT update and
 -- writes none of the inbox's six index entries. An event with a 2 KB body takes about
 -- 1.5 KB on the page (the body is compressed); a fifth of the page left free holds
--- one more version. Measured by `make bench`: with the default (100) 18% of repeats
--- were HOT, with 90 35%, with 75 71%. Pages written before this keep their fill.
+-- one more version (docs/performance.md has the measurements). Pages written before
+-- this keep their fill.
 ALTER TABLE events SET (fillfactor = 80);
 
 -- +goose Down

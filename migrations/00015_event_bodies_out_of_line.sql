@@ -10,9 +10,8 @@
 -- compressed body moves out of the row, and a new version carries an 18-byte
 -- pointer to it. (Rows under about 2 KB stay as they are: PostgreSQL only starts
 -- on a row above that, whatever the target.) lz4 takes a fraction of pglz's CPU to
--- compress and read back. Measured (bench -cpuprofile, ingest of 2 KB checkouts):
--- the status update 20 -> 17 µs and 1,368 -> 623 WAL bytes per event, the insert
--- 40 -> 33 µs, the router's claim 11 -> 9 µs. Rows written before keep their bodies.
+-- compress and read back (docs/performance.md has the measurements). Rows written
+-- before keep their bodies.
 -- +goose StatementBegin
 DO $$
 BEGIN

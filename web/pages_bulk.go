@@ -19,8 +19,8 @@ const sessBulk = "bulk_report"
 // bulkReport is what a bulk act did, kept in the session as JSON between the POST
 // and the page that shows it.
 type bulkReport struct {
-	Act     string                `json:"act"`
-	Back    string                `json:"back"`
+	Act     string              `json:"act"`
+	Back    string              `json:"back"`
 	Results []ledger.BulkResult `json:"results"`
 }
 

@@ -19,10 +19,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/oncehook/oncehook/internal/ledger"
-	configs "github.com/oncehook/oncehook/internal/config"
 	"github.com/oncehook/oncehook/db"
+	configs "github.com/oncehook/oncehook/internal/config"
 	destinations "github.com/oncehook/oncehook/internal/destination"
+	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/internal/sandbox"
 	"github.com/oncehook/oncehook/web"
 )

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/internal/config"
+	"github.com/oncehook/oncehook/internal/ledger"
 )
 
 // placeholderSecret stands in for an unset secret under --skip-env; it has the shape

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/db"
+	"github.com/oncehook/oncehook/internal/ledger"
 )
 
 // describeTokens prints whether each OAuth2 destination has tokens stored, when

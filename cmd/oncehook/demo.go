@@ -15,10 +15,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/oncehook/oncehook/internal/ledger"
-	"github.com/oncehook/oncehook/internal/config"
 	"github.com/oncehook/oncehook/db"
+	"github.com/oncehook/oncehook/internal/config"
 	"github.com/oncehook/oncehook/internal/demo"
+	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/internal/sandbox"
 )
 

@@ -10,9 +10,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/internal/config"
 	"github.com/oncehook/oncehook/internal/destination"
+	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/internal/provider"
 	"github.com/oncehook/oncehook/web"
 )

@@ -9,9 +9,8 @@ import (
 // Observation is what a worker saw. Each one is a row of the decision table.
 type Observation string
 
-// The rows of DESIGN.md section 3, in its order, with the observations the
-// issue-13 review added where the code had decided outside the table: a lookup
-// that failed, a lease that lapsed during a reconcile, and a conflicting event.
+// The rows of DESIGN.md section 3, in its order: each observation a worker or a
+// person can make, so that no state is decided outside this table.
 const (
 	ObsSuccess          Observation = "2xx from destination"
 	ObsAlreadyConfirmed Observation = "same operation already confirmed"

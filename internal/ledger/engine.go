@@ -208,14 +208,12 @@ func (e *Engine) listen(ctx context.Context) error {
 	}
 }
 
-// Routing runs in one loop per process. A second loop measured slower (make bench,
-// end to end): its inserts contend with the first's for the same index pages. The
-// loop waits a moment before a batch that may not fill, so that a wave of
-// deliveries is routed by one transaction rather than by one each. After a full
-// batch it takes larger ones: a batch costs Postgres much the same whatever its size
-// (planning, its commit), and with batches of 50 the router of a 10 s burst at full
-// ingest was still routing 1.4 to 1.6 s after it ended; with 200, it kept up
-// (bench -peer only).
+// Routing runs in one loop per process: a second loop's inserts would contend with
+// the first's for the same index pages. The loop waits a moment before a batch that
+// may not fill, so that a wave of deliveries is routed by one transaction rather
+// than by one each. After a full batch it takes larger ones, since a batch costs
+// Postgres much the same whatever its size (planning, its commit), so a backlog
+// drains in fewer transactions.
 const (
 	routeBatch       = 50
 	routeBatchBehind = 200

@@ -8,8 +8,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/db/dbtest"
+	"github.com/oncehook/oncehook/internal/ledger"
 )
 
 // TestBulkSelectsWhatTheListShows: for every filter, "all that match" (what a bulk

@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/internal/config"
 	"github.com/oncehook/oncehook/internal/destination"
+	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/internal/provider"
 	"github.com/oncehook/oncehook/internal/sandbox"
 )

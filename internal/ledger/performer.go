@@ -117,11 +117,10 @@ const claimGather = 3 * time.Millisecond
 // are call slots, for that much room, and returns the room then. A claim costs
 // Postgres about as much for one action as for sixteen (parsing, planning, its
 // commit), and so does recording their outcomes, which arrive together when their
-// calls went out together. A claim loop that took whatever had just come free
-// claimed about half the slots at a time, and per action Postgres spent a fifth
-// more CPU than with whole batches (make bench, end to end). With room for a
-// whole batch (whenever the worker is not busy) it claims at once. With limited
-// destinations a freed slot of any kind wakes the loop instead, as before.
+// calls went out together; taking whatever had just come free would claim in
+// fragments. With room for a whole batch (whenever the worker is not busy) it
+// claims at once. With limited destinations a freed slot of any kind wakes the
+// loop instead.
 func (pf *Performer) gather(ctx context.Context, free int) int {
 	want := min(cap(pf.slots), cap(pf.claimed))
 	if free >= want || len(pf.limits) > 0 || ctx.Err() != nil {

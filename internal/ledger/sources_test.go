@@ -4,8 +4,8 @@ import (
 	"context"
 	"testing"
 
-	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/db/dbtest"
+	"github.com/oncehook/oncehook/internal/ledger"
 )
 
 // TestSourceSummariesCountTheNewestAndEstimateTheRest: a source with a few events

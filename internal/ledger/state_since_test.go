@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/db/dbtest"
+	"github.com/oncehook/oncehook/internal/ledger"
 )
 
 // TestStateSince: an action's clock is when it entered its state. Assigning it,

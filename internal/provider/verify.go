@@ -12,8 +12,8 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/internal/jsonscan"
+	"github.com/oncehook/oncehook/internal/ledger"
 )
 
 // VerifyParams is the input of Verify.
