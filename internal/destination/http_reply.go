@@ -22,23 +22,12 @@ func (h *HTTP) classify(resp *http.Response, reply []byte, readErr error) ledger
 		}
 		return o
 	}
-	switch {
-	case s >= 200 && s < 300:
-		o.Observed = ledger.ObsSuccess
+	o.Observed = ledger.ObserveStatus(s)
+	switch o.Observed {
+	case ledger.ObsSuccess:
 		o.ExternalRef, o.Result, o.Detail = h.evidence(resp, reply, readErr)
-	case s == http.StatusUnauthorized || s == http.StatusForbidden:
-		o.Observed = ledger.ObsUnauthorized
-	case s == http.StatusConflict:
-		o.Observed = ledger.ObsInFlight
-	case s == http.StatusTooManyRequests || s == http.StatusServiceUnavailable:
-		o.Observed = ledger.ObsThrottled
+	case ledger.ObsThrottled:
 		o.RetryAfter = h.retryAfter(resp.Header)
-	case s >= 400 && s < 500:
-		o.Observed = ledger.ObsRejected
-	default:
-		// Other 5xx, and redirects the configured URL should not produce: the
-		// destination may have acted, so it is reconciled, never assumed.
-		o.Observed = ledger.ObsUnsure
 	}
 	return o
 }
@@ -90,23 +79,9 @@ func valueText(v any) string {
 	return fmt.Sprint(v)
 }
 
-// means turns a rule's meaning into an observation. "exists" is reconciled by the
-// lookup; without one nothing can find the record, and a person decides.
+// means turns a rule's meaning into an observation (ledger.ObserveMeaning).
 func (h *HTTP) means(m string) ledger.Observation {
-	switch m {
-	case ledger.MeansRejected:
-		return ledger.ObsRejected
-	case ledger.MeansRateLimited, ledger.MeansUnavailable:
-		return ledger.ObsThrottled
-	case ledger.MeansUnauthorized:
-		return ledger.ObsUnauthorized
-	case ledger.MeansExists:
-		if h.d.Lookup.URL == "" {
-			return ledger.ObsExistsNoLookup
-		}
-		return ledger.ObsExists
-	}
-	return ledger.ObsUnsure
+	return ledger.ObserveMeaning(m, h.d.Lookup.URL != "")
 }
 
 // retryAfter is how long the destination asks to wait: the longer of Retry-After

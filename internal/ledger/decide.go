@@ -3,6 +3,7 @@ package ledger
 import (
 	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"time"
 )
 
@@ -38,6 +39,13 @@ const (
 	ObsExistsNoLookup  Observation = "the destination says the record exists, and no lookup can find it"
 	ObsAbsentUnsettled Observation = "reconcile: absent on an eventual lookup before settle"
 	ObsAbsentSettled   Observation = "reconcile: absent on an eventual lookup after settle"
+)
+
+// The rows of a person's Retry (DESIGN.md section 3, "a manual retry reuses the
+// operation key"): performed with the same key, or looked up first.
+const (
+	ObsRetryByPerson    Observation = "a person retries with the same key"
+	ObsRetryLookupFirst Observation = "a person retries after the key memory passed; a lookup exists"
 )
 
 // Rule is one row of the decision table.
@@ -77,6 +85,8 @@ var DecisionTable = []Rule{
 	{ObsExistsNoLookup, "exists_no_lookup", StateFailed, "the destination's words", false},
 	{ObsAbsentUnsettled, "absent_unsettled", StateUncertain, "lookup evidence; looks again once settle has passed", true},
 	{ObsAbsentSettled, "absent_settled", StateRetrying, "lookup evidence, settle", true},
+	{ObsRetryByPerson, "retry_by_person", StatePending, "who retried, and what they checked", false},
+	{ObsRetryLookupFirst, "retry_lookup_first", StateUncertain, "who retried; the operation is looked up before any call", false},
 }
 
 var ruleOf = func() map[Observation]Rule {
@@ -86,6 +96,77 @@ var ruleOf = func() map[Observation]Rule {
 	}
 	return m
 }()
+
+// ObserveStatus is the default classification of a destination's reply by its
+// status, before the destination's own errors rules: 2xx success; 401/403
+// credentials refused; 409 the same key in flight; 429/503 throttled; other 4xx
+// rejected; anything else (other 5xx, redirects the configured URL should not
+// produce) unsure, since the destination may have acted.
+func ObserveStatus(status int) Observation {
+	switch {
+	case status >= 200 && status < 300:
+		return ObsSuccess
+	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+		return ObsUnauthorized
+	case status == http.StatusConflict:
+		return ObsInFlight
+	case status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable:
+		return ObsThrottled
+	case status >= 400 && status < 500:
+		return ObsRejected
+	}
+	return ObsUnsure
+}
+
+// ObserveMeaning is the observation an errors rule's meaning stands for (DESIGN.md
+// section 4a). "exists" is reconciled by the lookup; without one nothing can find
+// the record, and a person decides. An unknown meaning is unsure.
+func ObserveMeaning(m string, hasLookup bool) Observation {
+	switch m {
+	case MeansRejected:
+		return ObsRejected
+	case MeansRateLimited, MeansUnavailable:
+		return ObsThrottled
+	case MeansUnauthorized:
+		return ObsUnauthorized
+	case MeansExists:
+		if !hasLookup {
+			return ObsExistsNoLookup
+		}
+		return ObsExists
+	}
+	return ObsUnsure
+}
+
+// Repeats reports whether the meaning m leads, by the table, to the call being made
+// again without a lookup first: retried, or held and then released.
+func Repeats(m string) bool {
+	next := ruleOf[ObserveMeaning(m, true)].Next
+	return next == StateRetrying || next == StateHeld
+}
+
+// MayHavePerformed reports whether a reply with this status may come after the
+// destination acted: one the table reads by default as confirmed or uncertain.
+// Only replies that say nothing was done may be read as a reason to call again.
+func MayHavePerformed(status int) bool {
+	next := ruleOf[ObserveStatus(status)].Next
+	return next == StateConfirmed || next == StateUncertain
+}
+
+// manualRetry is what a person's Retry observes about the destination: the same key
+// may be sent while the destination remembers it (since the first attempt at
+// first), or when the person checked the destination; past the key memory, a
+// lookup that can prove absence (strong, or eventual with a settle time) comes
+// first. ok is false when neither holds: a retry could act twice, and is refused.
+func manualRetry(caps Capabilities, first time.Time, checked bool, now time.Time) (obs Observation, ok bool) {
+	switch {
+	case caps.KeyRemembered(first, now), checked:
+		return ObsRetryByPerson, true
+	case caps.Lookup && (caps.StrongLookup || caps.Settle > 0):
+		return ObsRetryLookupFirst, true
+	}
+	return "", false
+}
 
 // Code is the observation's short name, for metrics labels.
 func (o Observation) Code() string {

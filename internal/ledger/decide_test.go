@@ -132,6 +132,21 @@ func TestDecide(t *testing.T) {
 			decideOutcome(lookupOutcome(calledAt(11*time.Minute), LookupResult{HTTPStatus: 200}, settles, now), plan, now),
 			Decision{State: StateRetrying, NextAttemptAt: now.Add(2 * time.Second), Rule: row(ObsAbsentSettled),
 				Reason: string(ObsAbsentSettled) + ": an eventual lookup found no record 11m0s after the call, past its settle time of 10m0s; retrying with the same key"}},
+		{"PersonRetriesWhileTheKeyIsRemembered",
+			decideManualRetry(t, remembers, first, false, plan, now),
+			Decision{State: StatePending, Reason: string(ObsRetryByPerson), NextAttemptAt: now, Rule: row(ObsRetryByPerson)}},
+		{"PersonRetriesAfterCheckingTheDestination",
+			decideManualRetry(t, forgot, first, true, plan, now),
+			Decision{State: StatePending, Reason: string(ObsRetryByPerson), NextAttemptAt: now, Rule: row(ObsRetryByPerson)}},
+		{"PersonRetryPastKeyMemoryLooksUpFirst",
+			decideManualRetry(t, strong, first, false, plan, now),
+			Decision{State: StateUncertain, Reason: string(ObsRetryLookupFirst), NextAttemptAt: now, Rule: row(ObsRetryLookupFirst)}},
+	}
+	if _, ok := manualRetry(forgot, first, false, now); ok {
+		t.Error("a retry past the key memory, with no lookup and nothing checked, was allowed")
+	}
+	if _, ok := manualRetry(eventual, first, false, now); ok {
+		t.Error("a retry with only an eventual lookup without settle, nothing checked, was allowed")
 	}
 	covered := map[Observation]bool{}
 	for _, c := range cases {
@@ -150,6 +165,15 @@ func TestDecide(t *testing.T) {
 	if len(ruleOf) != len(DecisionTable) {
 		t.Errorf("the decision table has %d rows for %d observations: one is listed twice", len(DecisionTable), len(ruleOf))
 	}
+}
+
+func decideManualRetry(t *testing.T, caps Capabilities, first time.Time, checked bool, plan RetryPlan, now time.Time) Decision {
+	t.Helper()
+	obs, ok := manualRetry(caps, first, checked, now)
+	if !ok {
+		t.Fatalf("manualRetry(%+v, checked %v) refused", caps, checked)
+	}
+	return Decide(obs, plan, "", 0, now)
 }
 
 func TestDecideUnsettledLooksAgainAtSettle(t *testing.T) {
@@ -197,4 +221,36 @@ func TestDecideRetryTiming(t *testing.T) {
 			t.Errorf("spent budget: %+v", d)
 		}
 	})
+}
+
+// TestDecideReadsReplies checks the table's reading of a destination's reply: the
+// default observation of each status, which replies may come after the destination
+// acted (DESIGN.md: only 4xx and 503 say nothing was done), and which errors-rule
+// meanings repeat the call without a lookup.
+func TestDecideReadsReplies(t *testing.T) {
+	statuses := map[int]Observation{200: ObsSuccess, 201: ObsSuccess, 204: ObsSuccess,
+		302: ObsUnsure, 400: ObsRejected, 401: ObsUnauthorized, 403: ObsUnauthorized,
+		404: ObsRejected, 409: ObsInFlight, 422: ObsRejected, 429: ObsThrottled,
+		500: ObsUnsure, 502: ObsUnsure, 503: ObsThrottled, 504: ObsUnsure}
+	for status, want := range statuses {
+		if got := ObserveStatus(status); got != want {
+			t.Errorf("ObserveStatus(%d) = %q, want %q", status, got, want)
+		}
+	}
+	for status := 100; status < 600; status++ {
+		want := status < 400 || status >= 500 && status != 503
+		if got := MayHavePerformed(status); got != want {
+			t.Errorf("MayHavePerformed(%d) = %v, want %v", status, got, want)
+		}
+	}
+	repeats := map[string]bool{MeansRejected: false, MeansRateLimited: true, MeansUnavailable: true,
+		MeansUnauthorized: true, MeansUncertain: false, MeansExists: false}
+	for m, want := range repeats {
+		if got := Repeats(m); got != want {
+			t.Errorf("Repeats(%q) = %v, want %v", m, got, want)
+		}
+	}
+	if got := ObserveMeaning(MeansExists, false); got != ObsExistsNoLookup {
+		t.Errorf("exists without a lookup = %q, want %q", got, ObsExistsNoLookup)
+	}
 }

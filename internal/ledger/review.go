@@ -249,17 +249,12 @@ func (r *Review) retry(ctx context.Context, q *db.Queries, actor Actor, x Act, a
 func (r *Review) retryPath(destination string, firstAttempt *time.Time, p ActParams) (string, error) {
 	dest, ok := r.destinations[destination]
 	if !ok || firstAttempt == nil {
-		return StatePending, nil
+		return ruleOf[ObsRetryByPerson].Next, nil
 	}
 	caps := dest.Capabilities()
-	if caps.KeyRemembered(*firstAttempt, r.now()) {
-		return StatePending, nil
-	}
-	if p.CheckedDestination && strings.TrimSpace(p.Note) != "" {
-		return StatePending, nil
-	}
-	if caps.Lookup && (caps.StrongLookup || caps.Settle > 0) {
-		return StateUncertain, nil
+	checked := p.CheckedDestination && strings.TrimSpace(p.Note) != ""
+	if obs, ok := manualRetry(caps, *firstAttempt, checked, r.now()); ok {
+		return ruleOf[obs].Next, nil
 	}
 	age := r.now().Sub(*firstAttempt)
 	memory := "no memory of idempotency keys"

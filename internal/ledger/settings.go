@@ -211,21 +211,6 @@ const (
 	MeansExists       = "exists"
 )
 
-// Repeats reports whether the meaning m leads to the call being made again without
-// a lookup first: retried (rate_limited, unavailable) or held and then released
-// (unauthorized).
-func Repeats(m string) bool {
-	return m == MeansRateLimited || m == MeansUnavailable || m == MeansUnauthorized
-}
-
-// MayHavePerformed reports whether a reply with this status may come after the
-// destination acted: a success or redirect, or a server error other than 503. Only
-// 4xx and 503 say that nothing was done, so only they may be read as a reason to
-// call again; the decision table's default reads the others as success or unsure.
-func MayHavePerformed(status int) bool {
-	return status < 400 || status >= 500 && status != 503
-}
-
 // ErrorRule classifies a reply in the destination's own words: it applies when the
 // status matches (0: any), and the value at Pointer (when set) equals Equals (when
 // set; compared as text, so 406 and "406" match) or else is present.
