@@ -119,7 +119,7 @@ func newDashboard(t *testing.T) *dashboard {
 	t.Cleanup(srv.Close)
 	d.url = srv.URL
 
-	eng := ledger.NewEngine(ledger.EngineParams{Pool: d.pool, Config: d.cfg, Destinations: clients, Logger: logger,
+	eng := ledger.NewEngine(ledger.EngineParams{Pool: d.pool, Config: d.cfg, Clients: clients, Logger: logger,
 		Poll: 50 * time.Millisecond, LeaseExtra: 5 * time.Second, BackoffBase: 20 * time.Millisecond,
 		BackoffMax: 200 * time.Millisecond, Grace: 2 * time.Second})
 	ctx, cancel := context.WithCancel(context.Background())

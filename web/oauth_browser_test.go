@@ -93,7 +93,7 @@ func TestOAuthConnectRevokeReconnectInTheBrowser(t *testing.T) {
 	t.Cleanup(srv.Close)
 	cfg.BaseURL = srv.URL
 	as.SetRedirectDomain(srv.URL)
-	eng := ledger.NewEngine(ledger.EngineParams{Pool: pool, Config: cfg, Destinations: clients, Logger: logger,
+	eng := ledger.NewEngine(ledger.EngineParams{Pool: pool, Config: cfg, Clients: clients, Logger: logger,
 		Poll: 50 * time.Millisecond, LeaseExtra: 5 * time.Second, BackoffBase: 20 * time.Millisecond,
 		BackoffMax: 200 * time.Millisecond, Grace: 2 * time.Second})
 	engCtx, cancel := context.WithCancel(ctx)

@@ -250,7 +250,7 @@ func (b *bench) startInProcess(ctx context.Context, config string, concurrency i
 	}
 	clients := destinations.NewClients(cfg)
 	inbox := ledger.NewInbox(pool, logger, nil)
-	eng := ledger.NewEngine(ledger.EngineParams{Pool: pool, Config: cfg, Destinations: clients,
+	eng := ledger.NewEngine(ledger.EngineParams{Pool: pool, Config: cfg, Clients: clients,
 		Logger: logger, Concurrency: concurrency})
 	engCtx, stopEngine := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup

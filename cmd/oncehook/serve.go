@@ -104,7 +104,7 @@ func runServices(ctx context.Context, env *environment, cfg *ledger.Config, d *d
 		return err
 	}
 	destination.UseOAuth(clients, cfg, tokens, metrics)
-	engine := ledger.NewEngine(ledger.EngineParams{Pool: d.Pool, Config: cfg, Destinations: clients,
+	engine := ledger.NewEngine(ledger.EngineParams{Pool: d.Pool, Config: cfg, Clients: clients,
 		Logger: logger, Metrics: metrics})
 	engineCtx, stopEngine := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup

@@ -78,7 +78,7 @@ func TestRouterKeepsNoPreparedPlan(t *testing.T) {
 	ctx := context.Background()
 	w := newWorld(t, worldOptions{noEngine: true})
 	eng := ledger.NewEngine(ledger.EngineParams{Pool: w.pool, Config: w.cfg,
-		Destinations: destination.NewClients(w.cfg)})
+		Clients: destination.NewClients(w.cfg)})
 	for i := range 8 { // past the fifth call, after which Postgres would consider a generic plan
 		w.deliver(checkout{eventID: fmt.Sprintf("evt_plan_%d", i), enquiry: fmt.Sprintf("enq-plan-%d", i), amount: 100})
 		if _, err := eng.RouteBatch(ctx, 50); err != nil {
@@ -366,7 +366,7 @@ SELECT 'acme', 'live', 'stripe-live', 'evt_q_' || i, 'ping', '{}', '\x00' FROM g
 	}
 	defer explained.Close()
 	eng := ledger.NewEngine(ledger.EngineParams{Pool: explained, Config: w.cfg,
-		Destinations: destination.NewClients(w.cfg)})
+		Clients: destination.NewClients(w.cfg)})
 	n, err := eng.RouteBatch(ctx, 50)
 	if err != nil {
 		t.Fatal(err)

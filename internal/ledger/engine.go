@@ -21,19 +21,19 @@ const (
 
 // EngineParams configures the workers. Zero durations take the defaults.
 type EngineParams struct {
-	Pool         *pgxpool.Pool
-	Config       *Config
-	Destinations map[string]DestinationClient // by name
-	Logger       *slog.Logger
-	Worker       string        // this process's name in leases; default host-pid-random
-	Poll         time.Duration // fallback polling when no notification arrives; default 1s
-	LeaseExtra   time.Duration // lease = destination timeout + this; default 30s
-	BackoffBase  time.Duration // first retry delay; default 2s
-	BackoffMax   time.Duration // default 1h
-	Concurrency  int           // destination calls in flight; default 16
-	Grace        time.Duration // how long in-flight calls may finish at shutdown; default 10s
-	Metrics      *Metrics      // may be nil
-	Now          func() time.Time
+	Pool        *pgxpool.Pool
+	Config      *Config
+	Clients     map[string]DestinationClient // each destination's client, by its name
+	Logger      *slog.Logger
+	Worker      string        // this process's name in leases; default host-pid-random
+	Poll        time.Duration // fallback polling when no notification arrives; default 1s
+	LeaseExtra  time.Duration // lease = destination timeout + this; default 30s
+	BackoffBase time.Duration // first retry delay; default 2s
+	BackoffMax  time.Duration // default 1h
+	Concurrency int           // destination calls in flight; default 16
+	Grace       time.Duration // how long in-flight calls may finish at shutdown; default 10s
+	Metrics     *Metrics      // may be nil
+	Now         func() time.Time
 }
 
 // Engine runs this process's workers: a Router that turns received events into
@@ -116,7 +116,7 @@ func NewEngine(p EngineParams) *Engine {
 	if p.Now == nil {
 		p.Now = time.Now
 	}
-	callable, fillNames := callsToStart(p.Config, p.Destinations)
+	callable, fillNames := callsToStart(p.Config, p.Clients)
 	limits := newLimits(p.Config, callable, p.Concurrency)
 	performers := newWakeup(p.Pool, channelActions, p.Logger) // shared: calls from both fold together
 	return &Engine{
@@ -130,7 +130,7 @@ func NewEngine(p EngineParams) *Engine {
 			wake:       make(chan struct{}, 1),
 			performers: performers,
 			slots:      make(chan struct{}, p.Concurrency),
-			claimed:    make(chan struct{}, p.Concurrency+claimAhead(p.Config, callable, limits, p.Concurrency)),
+			claimed:    make(chan struct{}, p.Concurrency+extraClaims(p.Config, callable, limits, p.Concurrency)),
 			unrecorded: make(chan struct{}, 4*p.Concurrency),
 			decisions:  decisionGroups{arrived: make(chan struct{}, 1)},
 		},

@@ -204,7 +204,7 @@ func (w *world) startEngine(lease time.Duration) (stop func()) {
 func (w *world) startEngineWith(set func(*ledger.EngineParams)) (stop func()) {
 	logger := slog.New(slog.NewTextHandler(w.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	p := ledger.EngineParams{
-		Pool: w.pool, Config: w.cfg, Destinations: w.clients(), Logger: logger,
+		Pool: w.pool, Config: w.cfg, Clients: w.clients(), Logger: logger,
 		Poll: 50 * time.Millisecond, LeaseExtra: 2 * time.Second, BackoffBase: 20 * time.Millisecond,
 		BackoffMax: 200 * time.Millisecond, Grace: 2 * time.Second, Metrics: w.metrics,
 	}

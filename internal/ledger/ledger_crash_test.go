@@ -42,7 +42,7 @@ func runChild() {
 		os.Exit(3)
 	}
 	eng := ledger.NewEngine(ledger.EngineParams{
-		Pool: pool, Config: cfg, Destinations: destination.NewClients(cfg),
+		Pool: pool, Config: cfg, Clients: destination.NewClients(cfg),
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, nil)), Worker: "child",
 		Poll: 50 * time.Millisecond, LeaseExtra: time.Second, BackoffBase: 20 * time.Millisecond,
 	})

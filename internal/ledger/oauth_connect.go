@@ -53,7 +53,7 @@ func OpenTokens(ctx context.Context, pool *pgxpool.Pool, cfg *Config) (*TokenSto
 // Connects reports whether the destination called name is connected through the
 // browser (Reconnect then starts the authorization-code flow).
 func (r *Review) Connects(name string) bool {
-	c, ok := r.destinations[name].(Connector)
+	c, ok := r.clients[name].(Connector)
 	return ok && c.Connects()
 }
 
@@ -96,7 +96,7 @@ func (r *Review) connector(actor Actor, name string) (Connector, error) {
 	if actor.Role != RoleAdmin {
 		return nil, Errorf(EFORBIDDEN, "Only admins can reconnect destinations.")
 	}
-	c, ok := r.destinations[name].(Connector)
+	c, ok := r.clients[name].(Connector)
 	if !ok || !c.Connects() {
 		return nil, Errorf(ENOTFOUND, "No destination named %q connects through the browser.", name)
 	}

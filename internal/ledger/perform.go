@@ -165,12 +165,12 @@ func (pf *Performer) takeSlot(stopCtx context.Context, slot *atomic.Bool) bool {
 	return true
 }
 
-// claimAhead is how many more actions than call slots a worker may hold claimed,
+// extraClaims is how many more actions than call slots a worker may hold claimed,
 // their calls started and waiting for a slot, when every destination it shares its
 // slots between resolves an unsent started call by itself (see queueSafe): a
 // claim, like a call, waits for its commit, and with claims only for free slots the
 // slots stood idle while the next claim committed.
-func claimAhead(cfg *Config, callable []string, limits map[string]*destLimit, concurrency int) int {
+func extraClaims(cfg *Config, callable []string, limits map[string]*destLimit, concurrency int) int {
 	if len(limits) > 0 {
 		return 0
 	}
@@ -219,7 +219,7 @@ func (pf *Performer) claimSpecs(free int) []claimSpec {
 
 // room is how many more actions this worker can take on now: room among the
 // claims waiting for their destination's answer (a call slot for each, and
-// claimAhead more), and among the outcomes waiting to be recorded.
+// extraClaims more), and among the outcomes waiting to be recorded.
 func (pf *Performer) room() int {
 	return min(cap(pf.claimed)-len(pf.claimed), cap(pf.unrecorded)-len(pf.unrecorded))
 }
@@ -268,7 +268,7 @@ func (pf *Performer) startCalls(ctx context.Context, q *db.Queries, rows []db.Ac
 	var p db.ActionStartCallsParams
 	for _, r := range rows {
 		c := claim{a: r.Action(), attemptID: r.AttemptID}
-		_, configured := pf.p.Destinations[c.a.Destination]
+		_, configured := pf.p.Clients[c.a.Destination]
 		switch {
 		case c.attemptID != 0:
 			c.params = c.a.Params
@@ -431,7 +431,7 @@ func (pf *Performer) renewLease(ctx context.Context, a db.Action) (stop func()) 
 // outcome is recorded through the decision table.
 func (pf *Performer) call(ctx context.Context, c claim) error {
 	a := c.a
-	dest, ok := pf.p.Destinations[a.Destination]
+	dest, ok := pf.p.Clients[a.Destination]
 	if !ok {
 		return pf.record(a, 0, Outcome{Observed: ObsRejected, Detail: "destination " + a.Destination + " is not configured"})
 	}

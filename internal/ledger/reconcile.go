@@ -13,7 +13,7 @@ import (
 // of the idempotency key, else a person.
 func (pf *Performer) reconcile(ctx context.Context, c claim) error {
 	a := c.a
-	dest, ok := pf.p.Destinations[a.Destination]
+	dest, ok := pf.p.Clients[a.Destination]
 	if !ok {
 		return pf.record(a, 0, Outcome{Observed: ObsUnknowable, Detail: "destination " + a.Destination + " is not configured"})
 	}

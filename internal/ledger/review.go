@@ -27,15 +27,15 @@ type Actor struct {
 // Review is the service behind the dashboard and the JSON API: the manual acts on
 // actions and destinations, each guarded and written to the audit trail.
 type Review struct {
-	pool         *pgxpool.Pool
-	cfg          *Config
-	destinations map[string]DestinationClient
-	now          func() time.Time
+	pool    *pgxpool.Pool
+	cfg     *Config
+	clients map[string]DestinationClient // each destination's client, by its name
+	now     func() time.Time
 }
 
 // NewReview returns the review service.
-func NewReview(pool *pgxpool.Pool, cfg *Config, destinations map[string]DestinationClient) *Review {
-	return &Review{pool: pool, cfg: cfg, destinations: destinations, now: time.Now}
+func NewReview(pool *pgxpool.Pool, cfg *Config, clients map[string]DestinationClient) *Review {
+	return &Review{pool: pool, cfg: cfg, clients: clients, now: time.Now}
 }
 
 // ActParams is the body of a manual act.
@@ -247,7 +247,7 @@ func (r *Review) retry(ctx context.Context, q *db.Queries, actor Actor, x Act, a
 // says what they found; uncertain (a lookup first) when the destination's lookup can
 // prove an absence. Otherwise a retry could act twice, and it is refused (ECONFLICT).
 func (r *Review) retryPath(destination string, firstAttempt *time.Time, p ActParams) (string, error) {
-	dest, ok := r.destinations[destination]
+	dest, ok := r.clients[destination]
 	if !ok || firstAttempt == nil {
 		return ruleOf[ObsRetryByPerson].Next, nil
 	}
@@ -290,7 +290,7 @@ func (r *Review) Reconnect(ctx context.Context, actor Actor, name string) (int, 
 	if actor.Role != RoleAdmin {
 		return 0, Errorf(EFORBIDDEN, "Only admins can reconnect destinations.")
 	}
-	dest, ok := r.destinations[name]
+	dest, ok := r.clients[name]
 	if !ok {
 		return 0, Errorf(ENOTFOUND, "No destination is named %q.", name)
 	}

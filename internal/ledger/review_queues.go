@@ -173,7 +173,7 @@ func (r *Review) Bulk(ctx context.Context, actor Actor, act string, ids []int64,
 // can find anything out at all: a destination with neither a lookup nor a key
 // memory (SMTP) cannot be asked, so Reconcile would only mark the outcome unknown.
 func (r *Review) ReconcilePlan(a Action) (plan string, useful bool) {
-	dest, ok := r.destinations[a.Destination]
+	dest, ok := r.clients[a.Destination]
 	if !ok {
 		return "", false
 	}
@@ -215,7 +215,7 @@ func (r *Review) Evidence(a Action) []Evidence {
 	if a.State != StateFailed && a.State != StateUncertain {
 		return nil
 	}
-	if g, ok := r.destinations[a.Destination].(EvidenceGiver); ok {
+	if g, ok := r.clients[a.Destination].(EvidenceGiver); ok {
 		return g.Evidence(a)
 	}
 	return nil

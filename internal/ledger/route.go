@@ -39,8 +39,9 @@ func refusedOr(err error) error {
 }
 
 // routeBatch routes one batch. Routing is all-or-nothing for the batch unless
-// careful is set, which costs a savepoint per event: the cheap way is tried first.
-func (rt *Router) routeBatch(ctx context.Context, n int, careful bool) (int, error) {
+// eachInSavepoint is set, which costs a savepoint per event: the cheap way is tried
+// first.
+func (rt *Router) routeBatch(ctx context.Context, n int, eachInSavepoint bool) (int, error) {
 	// Sequential scans priced out: the queue's statistics may say it is empty
 	// while it fills (see db.BeginScanFree).
 	tx, err := db.BeginScanFree(ctx, rt.pool)
@@ -61,7 +62,7 @@ func (rt *Router) routeBatch(ctx context.Context, n int, careful bool) (int, err
 		events[i] = c.Event
 	}
 	b := newBatchRouting(len(events))
-	if err := rt.routeEvents(ctx, tx, q, events, careful, b); err != nil {
+	if err := rt.routeEvents(ctx, tx, q, events, eachInSavepoint, b); err != nil {
 		return 0, refusedOr(err)
 	}
 	if err := linkEvents(ctx, q, b.links); err != nil {
@@ -104,10 +105,10 @@ func (b *batchRouting) add(ev db.Event, r routing) {
 	b.statuses.Reasons = append(b.statuses.Reasons, r.reason())
 }
 
-// routeEvents routes each event of a batch in order into b. Outside careful mode,
-// runs of events that only ask for independent actions send their inserts together
+// routeEvents routes each event of a batch in order into b. Unless each event is
+// routed in a savepoint of its own (eachInSavepoint), runs of events that only ask for independent actions send their inserts together
 // (routeRun); any other event is routed on its own.
-func (rt *Router) routeEvents(ctx context.Context, tx pgx.Tx, q *db.Queries, events []db.Event, careful bool, b *batchRouting) error {
+func (rt *Router) routeEvents(ctx context.Context, tx pgx.Tx, q *db.Queries, events []db.Event, eachInSavepoint bool, b *batchRouting) error {
 	var run []db.Event
 	flush := func() error {
 		if len(run) == 0 {
@@ -125,7 +126,7 @@ func (rt *Router) routeEvents(ctx context.Context, tx pgx.Tx, q *db.Queries, eve
 		return nil
 	}
 	for _, ev := range events {
-		if !careful && rt.independent(ev) {
+		if !eachInSavepoint && rt.independent(ev) {
 			run = append(run, ev)
 			continue
 		}
@@ -134,7 +135,7 @@ func (rt *Router) routeEvents(ctx context.Context, tx pgx.Tx, q *db.Queries, eve
 		}
 		var r routing
 		var err error
-		if careful {
+		if eachInSavepoint {
 			r, err = rt.routeSetAside(ctx, tx, ev)
 		} else {
 			r, err = rt.routeEvent(ctx, q, ev)
@@ -291,7 +292,7 @@ func (rt *Router) routeRun(ctx context.Context, q *db.Queries, run []db.Event) (
 	}
 	for i, in := range intents {
 		ev := run[eventOf[i]]
-		if _, err := rt.settle(ctx, q, ev, in, ids[i], &routed[eventOf[i]]); err != nil {
+		if _, err := rt.linkToAction(ctx, q, ev, in, ids[i], &routed[eventOf[i]]); err != nil {
 			return nil, fmt.Errorf("route event %d: %w", ev.ID, err)
 		}
 	}

@@ -95,7 +95,7 @@ func (rt *Router) routeRule(ctx context.Context, q *db.Queries, ev db.Event, doc
 	if err != nil {
 		return fmt.Errorf("insert action %s: %w", rule.Name, err)
 	}
-	id, err := rt.settle(ctx, q, ev, in, newIDs[0], r)
+	id, err := rt.linkToAction(ctx, q, ev, in, newIDs[0], r)
 	if err != nil {
 		return err
 	}
@@ -159,11 +159,11 @@ func (rt *Router) intent(ev db.Event, doc any, rule ActionRule, parts []string, 
 		afterID: afterID, resource: resource, occurred: occurred}, nil
 }
 
-// settle takes the outcome of an action's insert: the new action (newID), or, when
+// linkToAction takes the outcome of an action's insert: the new action (newID), or, when
 // newID is 0, the one that already stands for the operation, flagged as a conflict
 // when this event asks for it with different params, or noted as already confirmed.
 // It links the event to the action and returns its id.
-func (rt *Router) settle(ctx context.Context, q *db.Queries, ev db.Event, in actionIntent,
+func (rt *Router) linkToAction(ctx context.Context, q *db.Queries, ev db.Event, in actionIntent,
 	newID int64, r *routing) (int64, error) {
 	conflict := false
 	if newID != 0 {
