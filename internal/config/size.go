@@ -1,7 +1,6 @@
 package config
 
 import (
-	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -42,20 +41,4 @@ func ParseSize(s string) (int64, error) {
 		return 0, ledger.Errorf(ledger.EINVALID, "size %q is too large", s)
 	}
 	return n * mult, nil
-}
-
-// FormatSize renders n in the largest unit that divides it exactly ("256KiB", "10MB",
-// "1000B" prints as "1KB"), so limits in messages read the way the config wrote them.
-func FormatSize(n int64) string {
-	if n > 0 {
-		for _, u := range []struct {
-			name  string
-			bytes int64
-		}{{"GiB", 1 << 30}, {"GB", 1e9}, {"MiB", 1 << 20}, {"MB", 1e6}, {"KiB", 1 << 10}, {"KB", 1e3}} {
-			if n%u.bytes == 0 {
-				return fmt.Sprintf("%d%s", n/u.bytes, u.name)
-			}
-		}
-	}
-	return fmt.Sprintf("%dB", n)
 }

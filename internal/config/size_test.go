@@ -50,18 +50,3 @@ func TestParseSizeRefuses(t *testing.T) {
 		}
 	}
 }
-
-func TestFormatSize(t *testing.T) {
-	t.Parallel()
-	for n, want := range map[int64]string{
-		0: "0B", 512: "512B", 1000: "1KB", 256 << 10: "256KiB", 1 << 20: "1MiB",
-		25_000_000: "25MB", 3 << 30: "3GiB", 1_000_000_000: "1GB", 1500: "1500B",
-	} {
-		if got := FormatSize(n); got != want {
-			t.Errorf("FormatSize(%d) = %q, want %q", n, got, want)
-		}
-		if back, err := ParseSize(FormatSize(n)); err != nil || back != n {
-			t.Errorf("ParseSize(FormatSize(%d)) = %d, %v", n, back, err)
-		}
-	}
-}

@@ -246,13 +246,10 @@ func ownerOrNobody(owner string) string {
 	return owner
 }
 
-// Backoff is the delay before retry number attempt (1-based): exponential from base,
+// backoff is the delay before retry number attempt (1-based): exponential from base,
 // capped at max (both positive: NewEngine gives the defaults), with jitter over its
 // upper half so that many actions failing together do not come back together.
-func Backoff(attempt int, base, maxDelay time.Duration) time.Duration {
-	return backoff(attempt, base, maxDelay, nil)
-}
-
+// jitter picks the random part; nil is uniform.
 func backoff(attempt int, base, maxDelay time.Duration, jitter func(time.Duration) time.Duration) time.Duration {
 	if jitter == nil {
 		jitter = func(n time.Duration) time.Duration { return rand.N(n + 1) }

@@ -199,13 +199,13 @@ func TestDecideRetryTiming(t *testing.T) {
 		for attempt := 1; attempt <= 6; attempt++ {
 			full := time.Second << (attempt - 1)
 			for range 50 {
-				b := Backoff(attempt, time.Second, time.Hour)
+				b := backoff(attempt, time.Second, time.Hour, nil)
 				if b < full/2 || b > full {
 					t.Fatalf("attempt %d: backoff %s outside [%s, %s]", attempt, b, full/2, full)
 				}
 			}
 		}
-		if b := Backoff(40, time.Second, time.Minute); b > time.Minute {
+		if b := backoff(40, time.Second, time.Minute, nil); b > time.Minute {
 			t.Errorf("backoff %s above its cap", b)
 		}
 	})

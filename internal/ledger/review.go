@@ -135,9 +135,6 @@ var acts = []Act{
 		}},
 }
 
-// Acts lists the manual acts in the order the pages show them.
-func Acts() []Act { return slices.Clone(acts) }
-
 // LookupAct returns the act called name.
 func LookupAct(name string) (Act, bool) {
 	i := slices.IndexFunc(acts, func(a Act) bool { return a.Name == name })
