@@ -175,25 +175,39 @@ func (h *HTTP) Lookup(ctx context.Context, operationKey string) ledger.LookupRes
 		r.Unsure, r.Detail = true, "lookup answered HTTP 200 with a reply that is not JSON"
 		return r
 	}
-	records, listed := doc.([]any)
-	ok := listed
-	if lk.Records != "" {
-		listed = true
-		v, _ := ledger.Pointer(doc, lk.Records)
-		if records, ok = v.([]any); !ok {
-			r.Unsure, r.Detail = true, fmt.Sprintf("lookup answered HTTP 200 without a list at %s", lk.Records)
-			return r
-		}
-	} else if !ok {
-		records = []any{doc}
+	records, listed, ok := h.lookupRecords(doc)
+	if !ok {
+		r.Unsure, r.Detail = true, fmt.Sprintf("lookup answered HTTP 200 without a list at %s", lk.Records)
+		return r
 	}
+	return h.findRecord(r, records, operationKey, listed)
+}
+
+// lookupRecords are the records in a lookup's reply: the list at the lookup's
+// records pointer (ok is false when there is none), else the reply when it is a
+// list, else the reply as the one record. listed says they came as a list.
+func (h *HTTP) lookupRecords(doc any) (records []any, listed, ok bool) {
+	if ptr := h.d.Lookup.Records; ptr != "" {
+		v, _ := ledger.Pointer(doc, ptr)
+		records, ok = v.([]any)
+		return records, true, ok
+	}
+	if records, listed = doc.([]any); listed {
+		return records, true, true
+	}
+	return []any{doc}, false, true
+}
+
+// findRecord completes r, a lookup's HTTP 200, with the first of records that is
+// ours and has an id at the lookup's result pointer, else with why none counts.
+func (h *HTTP) findRecord(r ledger.LookupResult, records []any, operationKey string, listed bool) ledger.LookupResult {
 	others := 0
 	for _, rec := range records {
 		if h.otherOperation(rec, operationKey, listed) {
 			others++
 			continue
 		}
-		if ref, ok := ledger.PointerString(rec, lk.ResultID); ok {
+		if ref, ok := ledger.PointerString(rec, h.d.Lookup.ResultID); ok {
 			raw, err := json.Marshal(rec)
 			if err != nil {
 				r.Unsure, r.Detail = true, fmt.Sprintf("encode the record found: %v", err)
