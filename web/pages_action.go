@@ -58,16 +58,34 @@ func (s *Server) actionPage(c echo.Context) error {
 			m.Assignees = append([]views.Option{{Value: a.Owner, Label: a.Owner + " (current)"}}, m.Assignees...)
 		}
 	}
-	for _, e := range d.Events {
-		m.Events = append(m.Events, views.ActionEvent{ID: e.EventID, URL: eventURL(e.EventID), Source: e.Source,
+	m.Events, m.Diffs = actionEvents(a, d.Events)
+	m.Attempts = actionAttempts(d.Attempts)
+	m.Audit = auditLines(d.Audit)
+	title := fmt.Sprintf("%s %s", a.Name, a.BusinessKey)
+	return s.render(c, http.StatusOK, views.Action(live(c, s.layout(c, title, "")), m))
+}
+
+// actionEvents are a's events as the page lists them and, for each event whose
+// parameters conflict with a's, how they differ.
+func actionEvents(a ledger.Action, events []ledger.LinkedEvent) ([]views.ActionEvent, []views.ParamDiff) {
+	var out []views.ActionEvent
+	var diffs []views.ParamDiff
+	for _, e := range events {
+		out = append(out, views.ActionEvent{ID: e.EventID, URL: eventURL(e.EventID), Source: e.Source,
 			SourceEventID: e.SourceEventID, Type: e.Type, Status: e.Status, Deliveries: e.Deliveries,
 			Conflict: e.Conflict || e.EventConflict, Received: stamp(e.ReceivedAt)})
 		if e.Conflict {
-			m.Diffs = append(m.Diffs, views.ParamDiff{EventID: e.EventID, EventURL: eventURL(e.EventID),
+			diffs = append(diffs, views.ParamDiff{EventID: e.EventID, EventURL: eventURL(e.EventID),
 				Rows: diffParams(a.Params, e.Params)})
 		}
 	}
-	for _, t := range d.Attempts {
+	return out, diffs
+}
+
+// actionAttempts are the action's attempts as the page lists them.
+func actionAttempts(attempts []ledger.Attempt) []views.Attempt {
+	var out []views.Attempt
+	for _, t := range attempts {
 		at := views.Attempt{Kind: t.Kind, OperationKey: t.OperationKey, Status: t.Status, Observed: t.Observed,
 			Error: t.Error, Evidence: t.Evidence, Worker: t.Worker, Started: stamp(t.StartedAt)}
 		if t.HTTPStatus != nil {
@@ -76,14 +94,19 @@ func (s *Server) actionPage(c echo.Context) error {
 		if t.FinishedAt != nil {
 			at.Duration = t.FinishedAt.Sub(t.StartedAt).Round(1e6).String()
 		}
-		m.Attempts = append(m.Attempts, at)
+		out = append(out, at)
 	}
-	for _, au := range d.Audit {
-		m.Audit = append(m.Audit, views.AuditLine{At: stamp(au.At), Actor: au.Actor, Act: au.Act, Note: au.Note,
+	return out
+}
+
+// auditLines are the action's audit trail as the page lists it.
+func auditLines(audit []ledger.AuditEntry) []views.AuditLine {
+	var out []views.AuditLine
+	for _, au := range audit {
+		out = append(out, views.AuditLine{At: stamp(au.At), Actor: au.Actor, Act: au.Act, Note: au.Note,
 			Detail: detailWords(au.Detail)})
 	}
-	title := fmt.Sprintf("%s %s", a.Name, a.BusinessKey)
-	return s.render(c, http.StatusOK, views.Action(live(c, s.layout(c, title, "")), m))
+	return out
 }
 
 func (s *Server) actionInfo(a ledger.Action) views.ActionInfo {

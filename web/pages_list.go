@@ -47,38 +47,16 @@ func (s *Server) showQueue(c echo.Context, showFilter bool) error {
 	if err != nil {
 		return err
 	}
-	table := views.QueueTable{Filter: f, Rows: s.actionRows(page.Actions), RefreshURL: queueURL(path, f, cursor),
-		Sorts: tableSorts(path, f, states)}
-	if err := s.flagOwners(c, table.Rows); err != nil {
+	table, err := s.queueTable(c, path, f, states, cursor, page)
+	if err != nil {
 		return err
 	}
-	if page.NextCursor != "" {
-		table.NextURL = queueURL(path, f, page.NextCursor)
-	}
-	if cursor != "" {
-		table.FirstURL = queueURL(path, f, "")
-	}
-	csvValues := filterValues(f)
-	csvValues.Set("format", "csv")
-	table.CSVURL = withQuery(path, csvValues)
 	if isFragment(c) {
 		return s.render(c, http.StatusOK, views.QueueRows(table, path))
 	}
 	m := views.QueuePage{Path: path, Filter: f, ShowFilter: showFilter, Table: table,
 		CanAssign: actorOf(c).Role == ledger.RoleAdmin}
-	section := c.Param("queue")
-	all := ledger.QueueStates[section]
-	switch path {
-	case "/mine":
-		section, m.Title, m.Intro = "mine", "Assigned to me", "Open actions whose owner is you."
-		all = ledger.OpenStates()
-	case "/actions":
-		section, m.Title = "actions", "All actions"
-		m.Intro = "Every action in every state, confirmed, resolved and cancelled included. The search looks in every queue."
-		all = ledger.AllStates
-	default:
-		m.Title = queueTitles[section]
-	}
+	section, all := queueHeading(&m, path, c.Param("queue"))
 	if len(all) > 1 {
 		for _, x := range all {
 			m.States = append(m.States, views.Option{Value: x, Label: x})
@@ -93,6 +71,46 @@ func (s *Server) showQueue(c echo.Context, showFilter bool) error {
 	l := s.layout(c, m.Title, section)
 	l.Live = true // its table polls itself
 	return s.render(c, http.StatusOK, views.Queue(l, m))
+}
+
+// queueTable is the table of page, what f selects from cursor on, with its links:
+// to refresh it, to the next and the first page, and to the CSV export.
+func (s *Server) queueTable(c echo.Context, path string, f views.Filter, states []string, cursor string,
+	page ledger.ActionPage) (views.QueueTable, error) {
+	table := views.QueueTable{Filter: f, Rows: s.actionRows(page.Actions), RefreshURL: queueURL(path, f, cursor),
+		Sorts: tableSorts(path, f, states)}
+	if err := s.flagOwners(c, table.Rows); err != nil {
+		return table, err
+	}
+	if page.NextCursor != "" {
+		table.NextURL = queueURL(path, f, page.NextCursor)
+	}
+	if cursor != "" {
+		table.FirstURL = queueURL(path, f, "")
+	}
+	csvValues := filterValues(f)
+	csvValues.Set("format", "csv")
+	table.CSVURL = withQuery(path, csvValues)
+	return table, nil
+}
+
+// queueHeading sets m's title and introduction for path, a queue's (queue names
+// it), /mine or /actions, and returns the layout's section and every state the
+// page covers.
+func queueHeading(m *views.QueuePage, path, queue string) (section string, all []string) {
+	section, all = queue, ledger.QueueStates[queue]
+	switch path {
+	case "/mine":
+		section, m.Title, m.Intro = "mine", "Assigned to me", "Open actions whose owner is you."
+		all = ledger.OpenStates()
+	case "/actions":
+		section, m.Title = "actions", "All actions"
+		m.Intro = "Every action in every state, confirmed, resolved and cancelled included. The search looks in every queue."
+		all = ledger.AllStates
+	default:
+		m.Title = queueTitles[section]
+	}
+	return section, all
 }
 
 // stateCounts fills the page's totals: how many actions each of its states

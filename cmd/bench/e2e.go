@@ -47,10 +47,28 @@ func (b *bench) runE2E(ctx context.Context, url, prefix string, n int, wait time
 		return res, fmt.Errorf("end to end: post: %w", err)
 	}
 	res.posting = time.Since(start)
+	timedOut, err := b.awaitConfirmed(ctx, t0, records0, n, start.Add(wait))
+	if err != nil {
+		return res, err
+	}
+	res.timedOut = timedOut
+	res.cpu = before.to(b.parties().sample())
+	stopSampling()
+	stopBacklog()
+	if err := b.readOutcomes(ctx, t0, &res); err != nil {
+		return res, err
+	}
+	res.creates = b.dest.creates() - creates0
+	res.records = b.dest.crm.Len() - records0
+	return res, nil
+}
+
+// awaitConfirmed waits until the destination holds n records more than records0
+// and no action created since t0 is open, or until deadline (timedOut).
+func (b *bench) awaitConfirmed(ctx context.Context, t0 time.Time, records0, n int, deadline time.Time) (timedOut bool, err error) {
 	// Wait for the destination to hold every record (in memory: polling a growing
 	// table would cost the database more than the work it measures), then for the
 	// last outcomes to be recorded, along the state index.
-	deadline := start.Add(wait)
 	for b.dest.crm.Len()-records0 < n && time.Now().Before(deadline) && ctx.Err() == nil {
 		time.Sleep(50 * time.Millisecond) // poll interval
 	}
@@ -58,44 +76,43 @@ func (b *bench) runE2E(ctx context.Context, url, prefix string, n int, wait time
 		open, err := b.pg.count(ctx, `SELECT count(*) FROM actions
 			WHERE state IN ('pending', 'processing', 'retrying', 'held', 'uncertain') AND created_at >= $1`, t0)
 		if err != nil {
-			return res, err
+			return false, err
 		}
 		if open == 0 && b.dest.crm.Len()-records0 >= n {
-			break
+			return false, nil
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			res.timedOut = true
-			break
+			return true, nil
 		}
 		time.Sleep(50 * time.Millisecond) // poll interval
 	}
-	res.cpu = before.to(b.parties().sample())
-	stopSampling()
-	stopBacklog()
+}
+
+// readOutcomes reads what became of the actions created since t0 into res: how
+// many were confirmed and when the last one was, and how many are in each other state.
+func (b *bench) readOutcomes(ctx context.Context, t0 time.Time, res *e2eResult) error {
 	var last time.Time
 	var confirmed int64
 	if err := b.pg.pool.QueryRow(ctx, `SELECT coalesce(max(updated_at), $1), count(*) FROM actions
 		WHERE state = 'confirmed' AND created_at >= $1`, t0).Scan(&last, &confirmed); err != nil {
-		return res, err
+		return err
 	}
 	res.n, res.elapsed = int(confirmed), last.Sub(t0)
 	rows, err := b.pg.pool.Query(ctx, `SELECT state, count(*) FROM actions
 		WHERE state <> 'confirmed' AND created_at >= $1 GROUP BY state`, t0)
 	if err != nil {
-		return res, err
+		return err
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var st string
 		var c int64
 		if err := rows.Scan(&st, &c); err != nil {
-			return res, err
+			return err
 		}
 		res.notConfirmed[st] = c
 	}
-	res.creates = b.dest.creates() - creates0
-	res.records = b.dest.crm.Len() - records0
-	return res, rows.Err()
+	return rows.Err()
 }
 
 // sampleInFlight samples every 10 ms how many calls the destination is answering,

@@ -70,16 +70,12 @@ func (b *bench) measure(ctx context.Context) (*table, error) {
 	return b.t, err
 }
 
+// phases builds the binaries and runs the phases in order: the baseline, the
+// server's, the in-process one, the comparison with the peer, the baseline again.
+// With -peer only it runs the comparison alone.
 func (b *bench) phases(ctx context.Context) error {
-	log.Printf("building ./cmd/oncehook")
-	if err := b.buildServer(ctx); err != nil {
+	if err := b.buildBinaries(ctx); err != nil {
 		return err
-	}
-	if b.o.peer != "off" {
-		log.Printf("building cmd/riverpeer")
-		if err := b.buildPeer(ctx); err != nil {
-			return err
-		}
 	}
 	if b.o.peer == "only" {
 		dest, err := startDestination()
@@ -94,6 +90,46 @@ func (b *bench) phases(ctx context.Context) error {
 		return err
 	}
 	b.baseline = first
+	if err := b.serverPhases(ctx); err != nil {
+		return err
+	}
+	if err := b.endToEndSlow(ctx); err != nil {
+		return err
+	}
+	if b.o.peer == "on" {
+		if err := b.versusPeer(ctx); err != nil {
+			return err
+		}
+	}
+	last, err := b.measureBaseline(ctx, "end")
+	if err != nil {
+		return err
+	}
+	b.baseline = (first + last) / 2
+	b.t.rows[0].value = perSec(b.baseline)
+	b.t.note("baseline: %s at the start, %s at the end; ratios use their mean", perSec(first), perSec(last))
+	b.fillRatios()
+	return nil
+}
+
+// buildBinaries builds oncehook and, unless -peer is off, the River peer.
+func (b *bench) buildBinaries(ctx context.Context) error {
+	log.Printf("building ./cmd/oncehook")
+	if err := b.buildServer(ctx); err != nil {
+		return err
+	}
+	if b.o.peer != "off" {
+		log.Printf("building cmd/riverpeer")
+		if err := b.buildPeer(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// serverPhases starts the destination and the server as its own process, runs
+// the phases measured against them, and stops the server.
+func (b *bench) serverPhases(ctx context.Context) error {
 	dest, err := startDestination()
 	if err != nil {
 		return err
@@ -117,22 +153,6 @@ func (b *bench) phases(ctx context.Context) error {
 		b.t.note("the server's shutdown: %v", err)
 	}
 	b.srv = nil
-	if err := b.endToEndSlow(ctx); err != nil {
-		return err
-	}
-	if b.o.peer == "on" {
-		if err := b.versusPeer(ctx); err != nil {
-			return err
-		}
-	}
-	last, err := b.measureBaseline(ctx, "end")
-	if err != nil {
-		return err
-	}
-	b.baseline = (first + last) / 2
-	b.t.rows[0].value = perSec(b.baseline)
-	b.t.note("baseline: %s at the start, %s at the end; ratios use their mean", perSec(first), perSec(last))
-	b.fillRatios()
 	return nil
 }
 

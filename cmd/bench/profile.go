@@ -49,40 +49,52 @@ func (b *bench) profile(ctx context.Context) error {
 		return err
 	}
 	before := b.parties().sample()
-	var done float64
-	var what string
+	done, what, err := b.profiledPhase(ctx, srv.url)
+	if err != nil {
+		pprof.StopCPUProfile()
+		return err
+	}
+	after := b.parties().sample()
+	pprof.StopCPUProfile()
+	fmt.Println(what)
+	b.printCPU(before, after, done)
+	return b.pg.printStatements(ctx, done)
+}
+
+// profiledPhase runs the phase -phase names against the server at url, and
+// returns how many items it completed and a line saying how it went.
+func (b *bench) profiledPhase(ctx context.Context, url string) (done float64, what string, err error) {
 	switch b.o.phase {
 	case "ingest":
 		var n atomic.Int64
-		r := newPoster(srv.url, b.o.senders).runLoad(ctx, b.o.senders, 2*time.Second, b.o.seconds, func() []byte {
+		r := newPoster(url, b.o.senders).runLoad(ctx, b.o.senders, 2*time.Second, b.o.seconds, func() []byte {
 			i := n.Add(1) - 1
 			return eventBody(fmt.Sprintf("evt_p_%d", i), fmt.Sprintf("enq_p_%d", i), typeIgnored)
 		})
-		done, what = float64(r.acked), fmt.Sprintf("ingest: %s acknowledged, p50 %s, p99 %s", perSec(r.rate()), ms(r.p50), ms(r.p99))
+		return float64(r.acked), fmt.Sprintf("ingest: %s acknowledged, p50 %s, p99 %s", perSec(r.rate()), ms(r.p50), ms(r.p99)), nil
 	case "e2e", "slow":
 		n := int(1000 * b.o.seconds.Seconds())
 		if b.o.phase == "slow" {
 			n = int(300 * b.o.seconds.Seconds())
 		}
-		r, err := b.runE2E(ctx, srv.url, "p", n, 8*b.o.seconds)
+		r, err := b.runE2E(ctx, url, "p", n, 8*b.o.seconds)
 		if err != nil {
-			pprof.StopCPUProfile()
-			return err
+			return 0, "", err
 		}
-		done, what = float64(r.n), fmt.Sprintf("%s: %s confirmed; %s", b.o.phase, perSec(r.rate()), r.describe(b.o.phase))
+		return float64(r.n), fmt.Sprintf("%s: %s confirmed; %s", b.o.phase, perSec(r.rate()), r.describe(b.o.phase)), nil
 	default:
-		pprof.StopCPUProfile()
-		return fmt.Errorf("no phase %q to profile: ingest, e2e or slow", b.o.phase)
+		return 0, "", fmt.Errorf("no phase %q to profile: ingest, e2e or slow", b.o.phase)
 	}
-	after := b.parties().sample()
-	pprof.StopCPUProfile()
+}
+
+// printCPU prints the CPU used between before and after, in all and per item done,
+// and where the Go profile is.
+func (b *bench) printCPU(before, after cpuSample, done float64) {
 	use := before.to(after)
 	secs := after.at.Sub(before.at).Seconds()
-	fmt.Println(what)
 	fmt.Printf("CPU: %s\nper item: %.0f µs in this process (server and load generator), %.0f µs in postgres\n",
 		use, use.bench/100*secs/done*1e6, use.postgres/100*secs/done*1e6)
 	fmt.Printf("Go profile: %s (go tool pprof -top %s)\n\nstatements by total time:\n", b.o.profile, b.o.profile)
-	return b.pg.printStatements(ctx, done)
 }
 
 // enableStatements restarts the bench's Postgres with pg_stat_statements loaded, and

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"strconv"
 	"time"
 
@@ -53,29 +54,64 @@ func (c *rawConn) post(ctx context.Context, body []byte) (int, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
-	if c.nc == nil {
-		d := net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}
-		if c.nc, err = d.DialContext(ctx, "tcp", c.addr); err != nil {
-			return 0, err
-		}
-		if c.br == nil {
-			c.br = bufio.NewReaderSize(c.nc, 4096)
-		} else {
-			c.br.Reset(c.nc)
-		}
-	}
-	deadline := time.Now().Add(requestTimeout)
-	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
-		deadline = dl
+	if err := c.dial(ctx); err != nil {
+		return 0, err
 	}
 	nc := c.nc
-	if err := nc.SetDeadline(deadline); err != nil {
+	if err := nc.SetDeadline(requestDeadline(ctx)); err != nil {
 		c.close()
 		return 0, err
 	}
 	stop := context.AfterFunc(ctx, func() { nc.Close() })
 
-	b := append(c.buf[:0], "POST "...)
+	c.buf = c.appendRequest(c.buf[:0], hdr, body)
+	status, keep := 0, false
+	if _, err = nc.Write(c.buf); err == nil {
+		status, keep, err = readReply(c.br)
+	}
+
+	if !stop() { // ctx was cancelled: the connection is closed or closing
+		keep = false
+	}
+	if err != nil || !keep {
+		c.close()
+	}
+	if err != nil {
+		return 0, requestError(ctx, err)
+	}
+	return status, nil
+}
+
+// dial connects when there is no connection, reusing the reader's buffer.
+func (c *rawConn) dial(ctx context.Context) error {
+	if c.nc != nil {
+		return nil
+	}
+	d := net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}
+	var err error
+	if c.nc, err = d.DialContext(ctx, "tcp", c.addr); err != nil {
+		return err
+	}
+	if c.br == nil {
+		c.br = bufio.NewReaderSize(c.nc, 4096)
+	} else {
+		c.br.Reset(c.nc)
+	}
+	return nil
+}
+
+// requestDeadline is ctx's deadline, or requestTimeout from now if that is sooner.
+func requestDeadline(ctx context.Context) time.Time {
+	deadline := time.Now().Add(requestTimeout)
+	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
+		deadline = dl
+	}
+	return deadline
+}
+
+// appendRequest appends the POST of body with the signature headers hdr to b.
+func (c *rawConn) appendRequest(b []byte, hdr http.Header, body []byte) []byte {
+	b = append(b, "POST "...)
 	b = append(b, c.path...)
 	b = append(b, " HTTP/1.1\r\nHost: "...)
 	b = append(b, c.addr...)
@@ -90,29 +126,17 @@ func (c *rawConn) post(ctx context.Context, body []byte) (int, error) {
 			b = append(append(append(append(b, k...), ": "...), v...), "\r\n"...)
 		}
 	}
-	b = append(append(b, "\r\n"...), body...)
-	c.buf = b
-	status, keep := 0, false
-	if _, err = nc.Write(b); err == nil {
-		status, keep, err = readReply(c.br)
-	}
+	return append(append(b, "\r\n"...), body...)
+}
 
-	if !stop() { // ctx was cancelled: the connection is closed or closing
-		keep = false
+// requestError is err, or the end of ctx as net/http would report it, also when
+// the connection's deadline (ctx's) fired a moment before ctx's own timer.
+func requestError(ctx context.Context, err error) error {
+	if dl, ok := ctx.Deadline(); ctx.Err() != nil || ok && !time.Now().Before(dl) {
+		<-ctx.Done()
+		return ctx.Err()
 	}
-	if err != nil || !keep {
-		c.close()
-	}
-	if err != nil {
-		// Report the end of ctx as net/http would, also when the connection's
-		// deadline (ctx's) fired a moment before ctx's own timer.
-		if dl, ok := ctx.Deadline(); ctx.Err() != nil || ok && !time.Now().Before(dl) {
-			<-ctx.Done()
-			return 0, ctx.Err()
-		}
-		return 0, err
-	}
-	return status, nil
+	return err
 }
 
 // readReply reads one reply's status line and headers and discards its body, and

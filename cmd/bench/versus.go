@@ -160,28 +160,55 @@ func (b *bench) versusPeer(ctx context.Context) error {
 		}
 	}()
 	for _, run := range runs {
-		log.Printf("vs River: %s: %s burst on a freshly started cluster and a fresh database", run.c.name, vsBurst)
-		if err := b.restartPostgres(ctx); err != nil {
+		if err := b.freshBurst(ctx, run); err != nil {
 			return err
 		}
-		var err error
-		if run.dsn, err = b.freshDatabase(ctx, run.c.db); err != nil {
-			return err
-		}
-		if err := b.startRun(ctx, run); err != nil {
-			return err
-		}
-		if run.r.fresh, err = run.w.burst(ctx, run.p, run.c.tag+"f"); err != nil {
-			return fmt.Errorf("vs River: %s: %w", run.c.name, err)
-		}
-		// Stopped, so that the next system's fresh cluster starts under no one.
-		b.stopRun(run)
 	}
 	for _, run := range runs {
 		if err := b.startRun(ctx, run); err != nil {
 			return err
 		}
 	}
+	if err := warmRounds(ctx, runs); err != nil {
+		return err
+	}
+	records := b.dest.crm.Records()
+	for _, run := range runs {
+		var err error
+		if run.r.rss, err = peakRSS(run.w.srv.pid()); err != nil {
+			return err
+		}
+		run.r.records, run.r.doubled = doubledKeys(records, "enq_"+run.c.tag)
+	}
+	b.versusRows(runs[0].r, runs[1].r)
+	return nil
+}
+
+// freshBurst gives run's system its burst alone, on a freshly started cluster and
+// a fresh database, and stops it.
+func (b *bench) freshBurst(ctx context.Context, run *vsRun) error {
+	log.Printf("vs River: %s: %s burst on a freshly started cluster and a fresh database", run.c.name, vsBurst)
+	if err := b.restartPostgres(ctx); err != nil {
+		return err
+	}
+	var err error
+	if run.dsn, err = b.freshDatabase(ctx, run.c.db); err != nil {
+		return err
+	}
+	if err := b.startRun(ctx, run); err != nil {
+		return err
+	}
+	if run.r.fresh, err = run.w.burst(ctx, run.p, run.c.tag+"f"); err != nil {
+		return fmt.Errorf("vs River: %s: %w", run.c.name, err)
+	}
+	// Stopped, so that the next system's fresh cluster starts under no one.
+	b.stopRun(run)
+	return nil
+}
+
+// warmRounds measures the systems running side by side: the warm bursts and the
+// end to end runs in vsOrder, and the duplicates of each system's first warm burst.
+func warmRounds(ctx context.Context, runs []*vsRun) error {
 	for k, i := range vsOrder {
 		run := runs[i]
 		log.Printf("vs River: %s: %s burst (warm), then its drain", run.c.name, vsBurst)
@@ -206,15 +233,6 @@ func (b *bench) versusPeer(ctx context.Context) error {
 		}
 		run.r.e2e = append(run.r.e2e, e)
 	}
-	records := b.dest.crm.Records()
-	for _, run := range runs {
-		var err error
-		if run.r.rss, err = peakRSS(run.w.srv.pid()); err != nil {
-			return err
-		}
-		run.r.records, run.r.doubled = doubledKeys(records, "enq_"+run.c.tag)
-	}
-	b.versusRows(runs[0].r, runs[1].r)
 	return nil
 }
 

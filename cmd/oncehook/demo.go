@@ -40,57 +40,35 @@ next time, and --reset starts clean.
 const demoAdmin = "admin@example.com"
 
 func runDemo(ctx context.Context, env *environment, args []string) error {
-	fs := newFlags(env, "demo", demoUsage)
-	var df dbFlags
-	df.register(fs, env)
-	configPath := fs.String("config", "examples/oncehook.example.yaml", "config file")
-	reset := fs.Bool("reset", false, "delete the embedded database first and start clean")
-	listen := fs.String("listen", "", "override the config's listen address (port 0: any free port)")
-	crmAddr := fs.String("crm", "127.0.0.1:9090", "where the sandbox CRM listens")
-	mailAddr := fs.String("mail", "127.0.0.1:2525", "where the sandbox mail sink listens")
-	pace := fs.Duration("pace", 700*time.Millisecond, "time between the demo's scripted steps")
-	if err := fs.Parse(args); err != nil {
+	o, err := parseDemoFlags(env, args)
+	if err != nil {
 		return err
 	}
 	if env.getenv("DATABASE_URL") != "" {
 		return errors.New("the demo runs on the embedded Postgres; unset DATABASE_URL")
 	}
-	if *reset {
-		if err := resetDataDir(df.dataDir); err != nil {
+	if o.reset {
+		if err := resetDataDir(o.db.dataDir); err != nil {
 			return err
 		}
 	}
 	secrets := demoSecrets(env)
-	getenv := func(k string) string {
-		if v, ok := secrets[k]; ok {
-			return v
-		}
-		return env.getenv(k)
-	}
-	cfg, err := config.Load(*configPath, getenv)
+	cfg, err := loadDemoConfig(env, o.configPath, secrets)
 	if err != nil {
 		return err
 	}
 	term := newLogger(env)
 
-	crm := sandbox.NewCRM(sandbox.CRMParams{Token: secrets["CRM_TOKEN"], KeyTTL: 24 * time.Hour})
-	crmLn, err := net.Listen("tcp", *crmAddr)
+	sb, err := startSandboxes(secrets["CRM_TOKEN"], o.crmAddr, o.mailAddr)
 	if err != nil {
-		return fmt.Errorf("start the sandbox CRM on %s (is something else there? try --crm 127.0.0.1:0): %w", *crmAddr, err)
+		return err
 	}
-	crmSrv := &http.Server{Handler: crm.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	go crmSrv.Serve(crmLn) //nolint:errcheck // closed below
-	defer crmSrv.Close()
-	mail, err := sandbox.StartMail(*mailAddr)
-	if err != nil {
-		return fmt.Errorf("start the sandbox mail sink on %s (try --mail 127.0.0.1:0): %w", *mailAddr, err)
-	}
-	defer mail.Close()
-	if err := pointAtSandbox(cfg, crmLn.Addr().String(), mail.Addr(), *listen); err != nil {
+	defer sb.Close()
+	if err := pointAtSandbox(cfg, sb.crmAddr(), sb.mail.Addr(), o.listen); err != nil {
 		return err
 	}
 
-	d, err := openDatabase(ctx, env, df, term, 16)
+	d, err := openDatabase(ctx, env, o.db, term, 16)
 	if err != nil {
 		return err
 	}
@@ -110,13 +88,83 @@ func runDemo(ctx context.Context, env *environment, args []string) error {
 	}
 
 	return runServices(ctx, env, cfg, d, logger, services{http: true, onListening: func(addr string) {
-		b := demoBanner{addr: addr, password: password, crm: crmLn.Addr().String(), mail: mail.Addr(),
+		b := demoBanner{addr: addr, password: password, crm: sb.crmAddr(), mail: sb.mail.Addr(),
 			data: d.embedded.Dir(), log: logPath, owners: cfg.Owners()}
 		screen.show(b.text(false), phaseProgress)
-		traffic := &demo.Traffic{BaseURL: "http://" + addr, Config: cfg, Secrets: secrets, CRM: crm, Mail: mail,
-			Logger: trafficLogger, Pace: *pace, Played: func() { screen.show(b.text(true), phaseQuiet) }}
+		traffic := &demo.Traffic{BaseURL: "http://" + addr, Config: cfg, Secrets: secrets, CRM: sb.crm, Mail: sb.mail,
+			Logger: trafficLogger, Pace: o.pace, Played: func() { screen.show(b.text(true), phaseQuiet) }}
 		go traffic.Run(ctx)
 	}})
+}
+
+// demoOptions are the demo's flags.
+type demoOptions struct {
+	db                dbFlags
+	configPath        string
+	reset             bool
+	listen            string // overrides the config's listen address
+	crmAddr, mailAddr string // where the sandboxes listen
+	pace              time.Duration
+}
+
+func parseDemoFlags(env *environment, args []string) (demoOptions, error) {
+	fs := newFlags(env, "demo", demoUsage)
+	var o demoOptions
+	o.db.register(fs, env)
+	fs.StringVar(&o.configPath, "config", "examples/oncehook.example.yaml", "config file")
+	fs.BoolVar(&o.reset, "reset", false, "delete the embedded database first and start clean")
+	fs.StringVar(&o.listen, "listen", "", "override the config's listen address (port 0: any free port)")
+	fs.StringVar(&o.crmAddr, "crm", "127.0.0.1:9090", "where the sandbox CRM listens")
+	fs.StringVar(&o.mailAddr, "mail", "127.0.0.1:2525", "where the sandbox mail sink listens")
+	fs.DurationVar(&o.pace, "pace", 700*time.Millisecond, "time between the demo's scripted steps")
+	err := fs.Parse(args)
+	return o, err
+}
+
+// loadDemoConfig loads the config at path, with this run's secrets in place of
+// the environment's.
+func loadDemoConfig(env *environment, path string, secrets map[string]string) (*ledger.Config, error) {
+	return config.Load(path, func(k string) string {
+		if v, ok := secrets[k]; ok {
+			return v
+		}
+		return env.getenv(k)
+	})
+}
+
+// demoSandboxes are the destinations the demo's config is pointed at: the sandbox
+// CRM, served over HTTP, and the mail sink.
+type demoSandboxes struct {
+	crm    *sandbox.CRM
+	crmLn  net.Listener
+	crmSrv *http.Server
+	mail   *sandbox.Mail
+}
+
+// startSandboxes starts the sandbox CRM, accepting crmToken, on crmAddr and the
+// mail sink on mailAddr; the errors suggest another address when one is taken.
+func startSandboxes(crmToken, crmAddr, mailAddr string) (*demoSandboxes, error) {
+	crm := sandbox.NewCRM(sandbox.CRMParams{Token: crmToken, KeyTTL: 24 * time.Hour})
+	crmLn, err := net.Listen("tcp", crmAddr)
+	if err != nil {
+		return nil, fmt.Errorf("start the sandbox CRM on %s (is something else there? try --crm 127.0.0.1:0): %w", crmAddr, err)
+	}
+	crmSrv := &http.Server{Handler: crm.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	go crmSrv.Serve(crmLn) //nolint:errcheck // closed by Close
+	mail, err := sandbox.StartMail(mailAddr)
+	if err != nil {
+		crmSrv.Close()
+		return nil, fmt.Errorf("start the sandbox mail sink on %s (try --mail 127.0.0.1:0): %w", mailAddr, err)
+	}
+	return &demoSandboxes{crm: crm, crmLn: crmLn, crmSrv: crmSrv, mail: mail}, nil
+}
+
+func (s *demoSandboxes) crmAddr() string { return s.crmLn.Addr().String() }
+
+// Close stops the mail sink, then the CRM.
+func (s *demoSandboxes) Close() {
+	s.mail.Close()
+	s.crmSrv.Close()
 }
 
 // demoAccounts gives the demo's admin a fresh password, and the owners the config

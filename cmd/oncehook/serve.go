@@ -116,21 +116,9 @@ func runServices(ctx context.Context, env *environment, cfg *ledger.Config, d *d
 		}
 	}()
 	logger.Info("workers started", "worker", engine.Worker())
+	stopWorkers := func() { stopEngine(); wg.Wait() }
 	if !opts.http {
-		if opts.metricsAddr != "" {
-			stopMetrics, err := serveWorkerMetrics(opts.metricsAddr, metrics, env.getenv("ONCEHOOK_METRICS_TOKEN"), logger)
-			if err != nil {
-				stopEngine()
-				wg.Wait()
-				return err
-			}
-			defer stopMetrics()
-		}
-		<-ctx.Done()
-		logger.Info("shutting down")
-		stopEngine()
-		wg.Wait()
-		return nil
+		return runAsWorker(ctx, env, opts.metricsAddr, metrics, logger, stopWorkers)
 	}
 	wg.Add(2)
 	go func() { defer wg.Done(); pruneEvery(engineCtx, d.Pool, cfg, logger) }()
@@ -153,9 +141,26 @@ func runServices(ctx context.Context, env *environment, cfg *ledger.Config, d *d
 		Review: review, Logger: logger,
 		Metrics: metrics, MetricsToken: env.getenv("ONCEHOOK_METRICS_TOKEN")})
 	runErr := serveHTTP(ctx, cfg.Listen, e, logger, opts.onListening)
-	stopEngine()
-	wg.Wait()
+	stopWorkers()
 	return runErr
+}
+
+// runAsWorker serves /metrics on metricsAddr, if given, until ctx ends, then calls
+// stopWorkers, and stops serving /metrics after the workers have stopped.
+func runAsWorker(ctx context.Context, env *environment, metricsAddr string, metrics *ledger.Metrics,
+	logger *slog.Logger, stopWorkers func()) error {
+	if metricsAddr != "" {
+		stopMetrics, err := serveWorkerMetrics(metricsAddr, metrics, env.getenv("ONCEHOOK_METRICS_TOKEN"), logger)
+		if err != nil {
+			stopWorkers()
+			return err
+		}
+		defer stopMetrics()
+	}
+	<-ctx.Done()
+	logger.Info("shutting down")
+	stopWorkers()
+	return nil
 }
 
 // serveHTTP serves h on addr until ctx ends or the server fails, then shuts it down,

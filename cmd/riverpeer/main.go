@@ -103,12 +103,7 @@ func run(ctx context.Context, o options, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	cfg, err := pgxpool.ParseConfig(o.databaseURL)
-	if err != nil {
-		return fmt.Errorf("database url: %w", err)
-	}
-	cfg.MaxConns = int32(o.poolSize)
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	pool, err := openPool(ctx, o.databaseURL, o.poolSize)
 	if err != nil {
 		return err
 	}
@@ -116,7 +111,31 @@ func run(ctx context.Context, o options, logger *slog.Logger) error {
 	if err := migrate(ctx, pool, logger); err != nil {
 		return err
 	}
+	rc, err := startRiver(ctx, pool, o, crmToken, logger)
+	if err != nil {
+		return err
+	}
+	h := &receiver{pool: pool, river: rc, secret: signingSecret, maxBody: o.maxBody, logger: logger}
+	mux := routes(h, pool)
+	ln, err := net.Listen("tcp", o.listen)
+	if err != nil {
+		return err
+	}
+	return serve(ctx, ln, mux, rc, logger)
+}
 
+func openPool(ctx context.Context, databaseURL string, size int) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(databaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("database url: %w", err)
+	}
+	cfg.MaxConns = int32(size)
+	return pgxpool.NewWithConfig(ctx, cfg)
+}
+
+// startRiver starts the River client that works the default queue with o.workers
+// workers, each calling the CRM with crmToken.
+func startRiver(ctx context.Context, pool *pgxpool.Pool, o options, crmToken string, logger *slog.Logger) (*river.Client[pgx.Tx], error) {
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &OpenOpportunityWorker{
 		url:   o.destination + "/opportunities",
@@ -135,13 +154,16 @@ func run(ctx context.Context, o options, logger *slog.Logger) error {
 		Logger:            logger,
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := rc.Start(ctx); err != nil {
-		return err
+		return nil, err
 	}
+	return rc, nil
+}
 
-	h := &receiver{pool: pool, river: rc, secret: signingSecret, maxBody: o.maxBody, logger: logger}
+// routes are the webhook and the readiness check, which pings the database.
+func routes(h *receiver, pool *pgxpool.Pool) *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /hooks/stripe", h.stripe)
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
@@ -151,11 +173,13 @@ func run(ctx context.Context, o options, logger *slog.Logger) error {
 		}
 		_, _ = io.WriteString(w, "ok\n")
 	})
-	ln, err := net.Listen("tcp", o.listen)
-	if err != nil {
-		return err
-	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	return mux
+}
+
+// serve answers on ln until ctx ends or serving fails; then it stops taking
+// webhooks and lets River's running jobs finish, within 20 s in all.
+func serve(ctx context.Context, ln net.Listener, h http.Handler, rc *river.Client[pgx.Tx], logger *slog.Logger) error {
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 

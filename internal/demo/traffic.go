@@ -82,8 +82,17 @@ func (t *Traffic) Run(ctx context.Context) {
 	}
 }
 
+// script is the demo's steps in order: first what senders do, then what
+// destinations do wrong. Every step dates its events from the same moment.
 func (t *Traffic) script() []step {
 	now := time.Now()
+	return append(t.senderSteps(now), t.faultSteps(now)...)
+}
+
+// senderSteps are new events from every provider, and what providers do besides
+// sending them once and in order: repeats, a changed payload, a stale event, a
+// cancellation.
+func (t *Traffic) senderSteps(now time.Time) []step {
 	return []step{
 		{"new Stripe checkouts become one CRM opportunity and one welcome email each", func(ctx context.Context) {
 			for range 3 {
@@ -127,6 +136,13 @@ func (t *Traffic) script() []step {
 			t.githubIssue(ctx, t.next())
 			t.invoice(ctx, t.next())
 		}},
+	}
+}
+
+// faultSteps are the destinations failing: a timeout after the CRM committed, a
+// 429, a 422, a mail server gone silent, and a rotated CRM token, restored later.
+func (t *Traffic) faultSteps(now time.Time) []step {
+	return []step{
 		{"the CRM times out after committing: uncertain, then reconciled by lookup (searches are down for a while)", func(ctx context.Context) {
 			t.CRM.LookupOutage(90 * time.Second)
 			t.CRM.Fail(sandbox.Fault{AfterCommit: true, Delay: 8 * time.Second})

@@ -67,10 +67,36 @@ func (h *HTTP) Capabilities() ledger.Capabilities {
 	}
 }
 
+// Perform sends the create request once (see performOnce). With OAuth2 it first
+// gets a live access token; a refusal (401, 403, or an errors rule meaning
+// unauthorized) then means the token ended early (a provider such as Salesforce
+// gives no expiry), and since a refusal performed nothing the token
+// is refreshed once and the same call, with the same key, is sent once more, all
+// within this one attempt. Only a refresh the token endpoint refuses, or a fresh
+// token refused again, is "credentials refused" (held); a token endpoint that is
+// down is a temporary failure before anything was sent.
+func (h *HTTP) Perform(ctx context.Context, c ledger.Call) ledger.Outcome {
+	if h.oauth == nil {
+		return h.performOnce(ctx, c)
+	}
+	tok, err := h.oauth.Access(ctx)
+	if err != nil {
+		return refreshOutcome(err)
+	}
+	out := h.performOnce(withAccess(ctx, tok), c)
+	if out.Observed != ledger.ObsUnauthorized { // 401, 403, or an errors rule meaning unauthorized
+		return out
+	}
+	if tok, err = h.oauth.RefreshAfter(ctx, tok); err != nil {
+		return refreshOutcome(err)
+	}
+	return h.performOnce(withAccess(ctx, tok), c)
+}
+
 // performOnce sends the create request once and classifies the reply through the
 // decision table. Whether the request bytes went out decides what a failure means:
 // before, nothing can have happened (throttled); after, anything may have (unsure).
-// Perform (http_oauth.go) adds the OAuth2 access token and its refresh.
+// Perform adds the OAuth2 access token and its refresh.
 func (h *HTTP) performOnce(ctx context.Context, c ledger.Call) ledger.Outcome {
 	body, contentType, err := h.createRequest(c)
 	if err != nil {
@@ -175,25 +201,39 @@ func (h *HTTP) Lookup(ctx context.Context, operationKey string) ledger.LookupRes
 		r.Unsure, r.Detail = true, "lookup answered HTTP 200 with a reply that is not JSON"
 		return r
 	}
-	records, listed := doc.([]any)
-	ok := listed
-	if lk.Records != "" {
-		listed = true
-		v, _ := ledger.Pointer(doc, lk.Records)
-		if records, ok = v.([]any); !ok {
-			r.Unsure, r.Detail = true, fmt.Sprintf("lookup answered HTTP 200 without a list at %s", lk.Records)
-			return r
-		}
-	} else if !ok {
-		records = []any{doc}
+	records, listed, ok := h.lookupRecords(doc)
+	if !ok {
+		r.Unsure, r.Detail = true, fmt.Sprintf("lookup answered HTTP 200 without a list at %s", lk.Records)
+		return r
 	}
+	return h.findRecord(r, records, operationKey, listed)
+}
+
+// lookupRecords are the records in a lookup's reply: the list at the lookup's
+// records pointer (ok is false when there is none), else the reply when it is a
+// list, else the reply as the one record. listed says they came as a list.
+func (h *HTTP) lookupRecords(doc any) (records []any, listed, ok bool) {
+	if ptr := h.d.Lookup.Records; ptr != "" {
+		v, _ := ledger.Pointer(doc, ptr)
+		records, ok = v.([]any)
+		return records, true, ok
+	}
+	if records, listed = doc.([]any); listed {
+		return records, true, true
+	}
+	return []any{doc}, false, true
+}
+
+// findRecord completes r, a lookup's HTTP 200, with the first of records that is
+// ours and has an id at the lookup's result pointer, else with why none counts.
+func (h *HTTP) findRecord(r ledger.LookupResult, records []any, operationKey string, listed bool) ledger.LookupResult {
 	others := 0
 	for _, rec := range records {
 		if h.otherOperation(rec, operationKey, listed) {
 			others++
 			continue
 		}
-		if ref, ok := ledger.PointerString(rec, lk.ResultID); ok {
+		if ref, ok := ledger.PointerString(rec, h.d.Lookup.ResultID); ok {
 			raw, err := json.Marshal(rec)
 			if err != nil {
 				r.Unsure, r.Detail = true, fmt.Sprintf("encode the record found: %v", err)
@@ -268,6 +308,25 @@ func (h *HTTP) Check(ctx context.Context) error {
 
 func (h *HTTP) lookupURL(key string) string {
 	return strings.ReplaceAll(h.d.Lookup.URL, "{ref}", url.QueryEscape(key))
+}
+
+// send is sendOnce with the OAuth2 access token, refreshed once after a 401.
+func (h *HTTP) send(ctx context.Context, method, target string, body []byte) (int, []byte, error) {
+	if h.oauth == nil {
+		return h.sendOnce(ctx, method, target, body)
+	}
+	tok, err := h.oauth.Access(ctx)
+	if err != nil {
+		return 0, nil, err
+	}
+	status, reply, err := h.sendOnce(withAccess(ctx, tok), method, target, body)
+	if err != nil || status != http.StatusUnauthorized {
+		return status, reply, err
+	}
+	if tok, err = h.oauth.RefreshAfter(ctx, tok); err != nil {
+		return 0, nil, err
+	}
+	return h.sendOnce(withAccess(ctx, tok), method, target, body)
 }
 
 // sendOnce makes a lookup or check request (with a JSON body when one is given) within

@@ -22,7 +22,7 @@ type OAuth struct {
 	o       ledger.OAuth2
 	code    oauth2.Config            // authorization_code, and refresh for both grants
 	cc      clientcredentials.Config // client_credentials
-	tokens  *ledger.TokenStore
+	tokens  Tokens
 	client  *http.Client
 	timeout time.Duration
 	metrics *ledger.Metrics
@@ -32,9 +32,25 @@ type OAuth struct {
 	seen []string // tokens handed out lately, scrubbed from any text people read
 }
 
+// Tokens is the store an OAuth keeps its destination's grant in: a
+// *ledger.TokenStore, which tests wrap to stop a process between committing a
+// refreshed grant and using it.
+type Tokens interface {
+	// Token returns the stored grant (ledger.ErrNotConnected when there is none).
+	Token(ctx context.Context, destination string) (ledger.OAuthToken, error)
+	// Refresh replaces the grant with fetch's when due says so, one process at a
+	// time, and commits it before returning it (see ledger.TokenStore.Refresh).
+	Refresh(ctx context.Context, destination string, due func(ledger.OAuthToken) bool,
+		fetch func(context.Context, ledger.OAuthToken) (ledger.OAuthToken, error)) (t ledger.OAuthToken, refreshed bool, err error)
+	// Save stores a new grant.
+	Save(ctx context.Context, destination string, t ledger.OAuthToken) error
+}
+
+var _ Tokens = (*ledger.TokenStore)(nil)
+
 // UseOAuth gives every http destination of cfg configured with oauth2 its OAuth,
 // storing grants in tokens and counting refreshes in metrics (may be nil).
-func UseOAuth(clients map[string]ledger.DestinationClient, cfg *ledger.Config, tokens *ledger.TokenStore, metrics *ledger.Metrics) {
+func UseOAuth(clients map[string]ledger.DestinationClient, cfg *ledger.Config, tokens Tokens, metrics *ledger.Metrics) {
 	for _, d := range cfg.Destinations {
 		h, ok := clients[d.Name].(*HTTP)
 		if !ok || d.Auth.OAuth2 == nil {
@@ -46,7 +62,7 @@ func UseOAuth(clients map[string]ledger.DestinationClient, cfg *ledger.Config, t
 
 // NewOAuth returns the OAuth of destination d, sending token requests through
 // client.
-func NewOAuth(d ledger.Destination, tokens *ledger.TokenStore, client *http.Client, metrics *ledger.Metrics) *OAuth {
+func NewOAuth(d ledger.Destination, tokens Tokens, client *http.Client, metrics *ledger.Metrics) *OAuth {
 	o := *d.Auth.OAuth2
 	// Never auto-detected: a refused refresh retried the other way would be
 	// reported with the second refusal's reason (invalid_client), not its own.

@@ -47,15 +47,14 @@ func runOAuthChild() {
 		fmt.Fprintln(os.Stderr, "child database:", err)
 		os.Exit(2)
 	}
-	tokens := ledger.NewTokenStore(pool, cfg.SecretKeys)
-	tokens.SetStoredHook(func(string) error {
+	tokens := stopAfterRefresh{TokenStore: ledger.NewTokenStore(pool, cfg.SecretKeys), stop: func() error {
 		fmt.Println("stored")
 		select {} // killed here
-	})
+	}}
 	h := NewHTTP(cfg.Destinations[0], nil)
 	h.oauth = NewOAuth(cfg.Destinations[0], tokens, http.DefaultClient, nil)
 	h.Perform(ctx, ledger.Call{OperationKey: "op-1", Params: []byte(`{"amount": 1}`)})
-	fmt.Fprintln(os.Stderr, "child: the call returned; the stored hook never ran")
+	fmt.Fprintln(os.Stderr, "child: the call returned; it never stopped after a refresh")
 	os.Exit(3)
 }
 

@@ -114,6 +114,25 @@ func (e *oauthEnv) process(t *testing.T) *process {
 	return &process{pool: pool, tokens: tokens, h: h}
 }
 
+// stopAfterRefresh is a process's token store that stops the process right after
+// a refreshed grant is committed, before the new access token is used: stop's
+// error is returned in place of the token, as if the process had ended there.
+type stopAfterRefresh struct {
+	*ledger.TokenStore
+	stop func() error
+}
+
+func (s stopAfterRefresh) Refresh(ctx context.Context, destination string, due func(ledger.OAuthToken) bool,
+	fetch func(context.Context, ledger.OAuthToken) (ledger.OAuthToken, error)) (ledger.OAuthToken, bool, error) {
+	t, refreshed, err := s.TokenStore.Refresh(ctx, destination, due, fetch)
+	if err == nil && refreshed {
+		if err := s.stop(); err != nil {
+			return ledger.OAuthToken{}, false, err
+		}
+	}
+	return t, refreshed, err
+}
+
 func perform(t *testing.T, p *process, key string) ledger.Outcome {
 	t.Helper()
 	return p.h.Perform(context.Background(), ledger.Call{OperationKey: key, Params: []byte(`{"amount": 1}`)})
@@ -242,7 +261,7 @@ func TestOAuthRotatedRefreshTokenSurvivesACrash(t *testing.T) {
 	requests := len(e.crm.Requests())
 	// Process a stops right after committing the refreshed grant, before it sends
 	// the new access token anywhere.
-	a.tokens.SetStoredHook(func(string) error { return errors.New("process stopped") })
+	a.h.oauth.tokens = stopAfterRefresh{TokenStore: a.tokens, stop: func() error { return errors.New("process stopped") }}
 	wantObserved(t, perform(t, a, "op-1"), ledger.ObsThrottled)
 	if n := len(e.crm.Requests()) - requests; n != 1 {
 		t.Fatalf("%d requests reached the CRM, want only the 401 before the refresh", n)

@@ -18,20 +18,12 @@ type TokenStore struct {
 	pool *pgxpool.Pool
 	keys SecretKeys
 	now  func() time.Time
-	// stored runs after a refreshed grant is committed and before the new access
-	// token is handed out; tests stop a process there to show nothing is lost.
-	stored func(destination string) error
 }
 
 // NewTokenStore returns the store of the grants in pool, sealed with keys.
 func NewTokenStore(pool *pgxpool.Pool, keys SecretKeys) *TokenStore {
 	return &TokenStore{pool: pool, keys: keys, now: time.Now}
 }
-
-// SetStoredHook sets a function run after each refreshed grant is committed and
-// before its access token is used; an error from it is returned instead of the
-// token, as if the process had stopped there. For fault tests.
-func (s *TokenStore) SetStoredHook(fn func(destination string) error) { s.stored = fn }
 
 // ErrNotConnected means the destination has no stored grant yet.
 var ErrNotConnected = errors.New("not connected yet: an admin connects it with Reconnect on /destinations")
@@ -95,11 +87,6 @@ func (s *TokenStore) Refresh(ctx context.Context, destination string, due func(O
 	})
 	if err != nil {
 		return OAuthToken{}, false, err
-	}
-	if refreshed && s.stored != nil {
-		if err := s.stored(destination); err != nil {
-			return OAuthToken{}, false, err
-		}
 	}
 	return t, refreshed, nil
 }

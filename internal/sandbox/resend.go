@@ -57,51 +57,17 @@ func resendError(w http.ResponseWriter, status int, name, msg string) {
 }
 
 func (s *Resend) send(w http.ResponseWriter, r *http.Request) {
-	raw, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
-	if err != nil {
+	raw, body, ok := readEmail(w, r)
+	if !ok {
 		return
-	}
-	r.Body = io.NopCloser(bytes.NewReader(raw))
-	body, err := decodeJSON(r)
-	if err != nil {
-		resendError(w, 422, "validation_error", "Invalid JSON body.")
-		return
-	}
-	for _, k := range []string{"from", "to", "subject"} {
-		if _, ok := body[k]; !ok {
-			resendError(w, 422, "missing_required_field", fmt.Sprintf("The `%s` field is missing.", k))
-			return
-		}
 	}
 	key := r.Header.Get("Idempotency-Key")
 	if len(key) > 256 {
 		resendError(w, 400, "invalid_idempotency_key", "The key must be between 1-256 chars.")
 		return
 	}
-	if key != "" {
-		s.mu.Lock()
-		e, ok := s.keys[key]
-		if ok && e.reply != nil && s.now().Sub(e.at) >= ResendKeyMemory {
-			ok = false // forgotten
-		}
-		switch {
-		case ok && e.reply == nil:
-			s.mu.Unlock()
-			resendError(w, 409, "concurrent_idempotent_requests", "Same idempotency key used while original request is still in progress.")
-			return
-		case ok && !bytes.Equal(e.body, raw):
-			s.mu.Unlock()
-			resendError(w, 409, "invalid_idempotent_request", "Same idempotency key used with a different request payload.")
-			return
-		case ok:
-			reply := e.reply
-			s.mu.Unlock()
-			w.Header().Set("Content-Type", "application/json")
-			_, _ = w.Write(reply)
-			return
-		}
-		s.keys[key] = &resendKey{body: raw, at: s.now()}
-		s.mu.Unlock()
+	if key != "" && !s.claimKey(w, key, raw) {
+		return
 	}
 	s.create(w, r, func(w http.ResponseWriter, reset time.Duration) {
 		s.forget(key)
@@ -122,6 +88,57 @@ func (s *Resend) send(w http.ResponseWriter, r *http.Request) {
 			_, _ = w.Write(reply)
 		}
 	})
+}
+
+// readEmail reads the email's body, as sent and decoded; when it is not JSON or
+// lacks a required field it answers 422 and ok is false.
+func readEmail(w http.ResponseWriter, r *http.Request) (raw []byte, body map[string]any, ok bool) {
+	raw, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+	if err != nil {
+		return nil, nil, false
+	}
+	r.Body = io.NopCloser(bytes.NewReader(raw))
+	if body, err = decodeJSON(r); err != nil {
+		resendError(w, 422, "validation_error", "Invalid JSON body.")
+		return nil, nil, false
+	}
+	for _, k := range []string{"from", "to", "subject"} {
+		if _, ok := body[k]; !ok {
+			resendError(w, 422, "missing_required_field", fmt.Sprintf("The `%s` field is missing.", k))
+			return nil, nil, false
+		}
+	}
+	return raw, body, true
+}
+
+// claimKey claims key for this request, whose body is raw. When the key is
+// remembered it answers instead, and claimed is false: 409 while its first request
+// is in progress or when raw differs from that request's body, else that reply.
+func (s *Resend) claimKey(w http.ResponseWriter, key string, raw []byte) (claimed bool) {
+	s.mu.Lock()
+	e, ok := s.keys[key]
+	if ok && e.reply != nil && s.now().Sub(e.at) >= ResendKeyMemory {
+		ok = false // forgotten
+	}
+	switch {
+	case ok && e.reply == nil:
+		s.mu.Unlock()
+		resendError(w, 409, "concurrent_idempotent_requests", "Same idempotency key used while original request is still in progress.")
+		return false
+	case ok && !bytes.Equal(e.body, raw):
+		s.mu.Unlock()
+		resendError(w, 409, "invalid_idempotent_request", "Same idempotency key used with a different request payload.")
+		return false
+	case ok:
+		reply := e.reply
+		s.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(reply)
+		return false
+	}
+	s.keys[key] = &resendKey{body: raw, at: s.now()}
+	s.mu.Unlock()
+	return true
 }
 
 // forget drops a key whose request stored nothing.
