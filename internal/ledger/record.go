@@ -300,3 +300,8 @@ func retryStorage(ctx context.Context, fn func() error) error {
 		delay = min(delay*2, 2*time.Second)
 	}
 }
+
+// splittable says whether a group write that failed with err is worth writing
+// again item by item: not when storage is unavailable, which would fail each one
+// alone too, but when the database refused something, which may be one item's.
+func splittable(err error) bool { return !db.IsUnavailable(err) }
