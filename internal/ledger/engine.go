@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/oncehook/oncehook/internal/batch"
 )
 
 // Notification channels: new events wake the router, new or due actions the performer.
@@ -75,7 +77,7 @@ type Performer struct {
 	claimed    chan struct{} // one token per claimed action not answered yet (shared slots only)
 	unrecorded chan struct{} // one token per claimed action whose outcome is not yet recorded
 	inflight   sync.WaitGroup
-	decisions  decisionGroups // outcomes waiting to be recorded together
+	decisions  *batch.Writer[pendingDecision, struct{}] // outcomes recorded together (newRecorder)
 
 	// Derived from the config once: the config does not change while it runs.
 	callable     []string              // destinations this process calls
@@ -119,7 +121,7 @@ func NewEngine(p EngineParams) *Engine {
 	callable, fillNames := callsToStart(p.Config, p.Destinations)
 	limits := newLimits(p.Config, callable, p.Concurrency)
 	performers := newWakeup(p.Pool, channelActions, p.Logger) // shared: calls from both fold together
-	return &Engine{
+	e := &Engine{
 		pool: p.Pool, logger: p.Logger, poll: p.Poll,
 		router: &Router{pool: p.Pool, cfg: p.Config, logger: p.Logger, poll: p.Poll,
 			wake: make(chan struct{}, 1), performers: performers,
@@ -132,9 +134,10 @@ func NewEngine(p EngineParams) *Engine {
 			slots:      make(chan struct{}, p.Concurrency),
 			claimed:    make(chan struct{}, p.Concurrency+claimAhead(p.Config, callable, limits, p.Concurrency)),
 			unrecorded: make(chan struct{}, 4*p.Concurrency),
-			decisions:  decisionGroups{arrived: make(chan struct{}, 1)},
 		},
 	}
+	e.performer.decisions = e.performer.newRecorder()
+	return e
 }
 
 // RouteBatch routes up to n received events now; see Router.RouteBatch.
