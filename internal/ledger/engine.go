@@ -56,8 +56,8 @@ type Router struct {
 	cfg        *Config
 	logger     *slog.Logger
 	poll       time.Duration
-	wake       chan struct{}
-	performers *wakeup                 // woken once a batch created actions
+	wake       batch.Signal
+	performers *batch.Wakeup           // woken once a batch created actions
 	routes     map[string][]ActionRule // each source's rules, predecessors first; the config does not change while it runs
 	paths      map[string]*docPaths    // what each source's rules read of an event's document
 }
@@ -71,8 +71,8 @@ type Performer struct {
 	logger *slog.Logger
 	now    func() time.Time
 
-	wake       chan struct{}
-	performers *wakeup       // every process's performers, woken when outcomes make work due now
+	wake       batch.Signal
+	performers *batch.Wakeup // every process's performers, woken when outcomes make work due now
 	slots      chan struct{} // one token per call in flight
 	claimed    chan struct{} // one token per claimed action not answered yet (shared slots only)
 	unrecorded chan struct{} // one token per claimed action whose outcome is not yet recorded
@@ -124,12 +124,12 @@ func NewEngine(p EngineParams) *Engine {
 	e := &Engine{
 		pool: p.Pool, logger: p.Logger, poll: p.Poll,
 		router: &Router{pool: p.Pool, cfg: p.Config, logger: p.Logger, poll: p.Poll,
-			wake: make(chan struct{}, 1), performers: performers,
+			wake: batch.NewSignal(), performers: performers,
 			routes: rulesBySource(p.Config.Actions), paths: pathsBySource(p.Config.Actions)},
 		performer: &Performer{
 			p: p, pool: p.Pool, cfg: p.Config, logger: p.Logger, now: p.Now,
 			callable: callable, fillNames: fillNames, limits: limits, limitedNames: limitedNames(limits),
-			wake:       make(chan struct{}, 1),
+			wake:       batch.NewSignal(),
 			performers: performers,
 			slots:      make(chan struct{}, p.Concurrency),
 			claimed:    make(chan struct{}, p.Concurrency+claimAhead(p.Config, callable, limits, p.Concurrency)),
@@ -153,13 +153,6 @@ func (e *Engine) RecoverLeases(ctx context.Context) (int, error) {
 
 // Worker is the name this engine writes into leases and attempts.
 func (e *Engine) Worker() string { return e.performer.p.Worker }
-
-func wake(ch chan struct{}) {
-	select {
-	case ch <- struct{}{}:
-	default:
-	}
-}
 
 // Run routes, performs, reconciles and recovers until ctx ends, then lets calls in
 // flight finish within the grace period and hands back the claims it never started.
@@ -204,9 +197,9 @@ func (e *Engine) listen(ctx context.Context) error {
 		}
 		switch n.Channel {
 		case channelEvents:
-			wake(e.router.wake)
+			e.router.wake.Send()
 		case channelActions:
-			wake(e.performer.wake)
+			e.performer.wake.Send()
 		}
 	}
 }
@@ -261,7 +254,7 @@ func (pf *Performer) recoverLoop(ctx context.Context) {
 }
 
 // loop runs step until it finds no work, then waits for a wake-up or the poll.
-func loop(ctx context.Context, logger *slog.Logger, poll time.Duration, wakeCh chan struct{}, name string, step func(context.Context) (int, error)) {
+func loop(ctx context.Context, logger *slog.Logger, poll time.Duration, wakeCh <-chan struct{}, name string, step func(context.Context) (int, error)) {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {

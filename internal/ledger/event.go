@@ -38,8 +38,8 @@ type Receipt struct {
 type Inbox struct {
 	pool    *pgxpool.Pool
 	logger  *slog.Logger
-	metrics *Metrics // may be nil
-	routers *wakeup  // woken once a batch stored new events
+	metrics *Metrics      // may be nil
+	routers *batch.Wakeup // woken once a batch stored new events
 	writer  *batch.Writer[eventRow, Receipt]
 }
 

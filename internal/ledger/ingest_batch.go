@@ -90,7 +90,7 @@ func (in *Inbox) write(ctx context.Context, rows []eventRow) ([]batch.Result[Rec
 // were answered.
 func (in *Inbox) written(replies []batch.Result[Receipt]) {
 	if storedNew(replies) {
-		in.routers.send()
+		in.routers.Send()
 	}
 }
 

@@ -85,7 +85,7 @@ func (pf *Performer) launch(ctx, stopCtx context.Context, c claim) {
 	if l := pf.limits[c.a.Destination]; l != nil {
 		l.slots <- struct{}{} // claimed for its free room: never blocks
 		c.limit = l
-		c.answered = sync.OnceFunc(func() { <-l.slots; wake(pf.wake) })
+		c.answered = sync.OnceFunc(func() { <-l.slots; pf.wake.Send() })
 	} else {
 		pf.claimed <- struct{}{} // claimed for its room: never blocks
 		c.slot = new(atomic.Bool)
@@ -95,7 +95,7 @@ func (pf *Performer) launch(ctx, stopCtx context.Context, c claim) {
 			}
 			<-pf.claimed
 			if len(pf.limits) > 0 {
-				wake(pf.wake)
+				pf.wake.Send()
 			}
 		})
 	}

@@ -162,7 +162,7 @@ func (pf *Performer) commitGroup(ctx context.Context, group []pendingDecision) (
 		})
 	})
 	if err == nil && due {
-		pf.performers.send() // after the commit: see wakeup
+		pf.performers.Send() // after the commit: see newWakeup
 	}
 	return recorded, err
 }
