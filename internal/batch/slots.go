@@ -22,6 +22,10 @@ func (s *Slots) Take(ctx context.Context) error {
 	}
 }
 
+// Hold takes a slot for a caller that has made sure there is room (it counted
+// it, and no one else takes these slots), so it does not wait.
+func (s *Slots) Hold() { s.c <- struct{}{} }
+
 // TryTake takes a free slot if there is one, and says whether it did.
 func (s *Slots) TryTake() bool {
 	select {

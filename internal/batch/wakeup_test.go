@@ -69,6 +69,8 @@ func TestSlots(t *testing.T) {
 	if s.TryTake() {
 		t.Fatal("took a fourth of three slots")
 	}
+	s.Free()
+	s.Hold()
 	if s.Busy() != 3 || s.Room() != 0 || s.Cap() != 3 {
 		t.Fatalf("busy %d, room %d, cap %d; want 3, 0, 3", s.Busy(), s.Room(), s.Cap())
 	}

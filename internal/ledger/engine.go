@@ -73,9 +73,9 @@ type Performer struct {
 
 	wake       batch.Signal
 	performers *batch.Wakeup // every process's performers, woken when outcomes make work due now
-	slots      chan struct{} // one token per call in flight
-	claimed    chan struct{} // one token per claimed action not answered yet (shared slots only)
-	unrecorded chan struct{} // one token per claimed action whose outcome is not yet recorded
+	slots      *batch.Slots  // one per call in flight
+	claimed    *batch.Slots  // one per claimed action not answered yet (shared slots only)
+	unrecorded *batch.Slots  // one per claimed action whose outcome is not yet recorded
 	inflight   sync.WaitGroup
 	decisions  *batch.Writer[pendingDecision, struct{}] // outcomes recorded together (newRecorder)
 
@@ -131,9 +131,9 @@ func NewEngine(p EngineParams) *Engine {
 			callable: callable, fillNames: fillNames, limits: limits, limitedNames: limitedNames(limits),
 			wake:       batch.NewSignal(),
 			performers: performers,
-			slots:      make(chan struct{}, p.Concurrency),
-			claimed:    make(chan struct{}, p.Concurrency+claimAhead(p.Config, callable, limits, p.Concurrency)),
-			unrecorded: make(chan struct{}, 4*p.Concurrency),
+			slots:      batch.NewSlots(p.Concurrency),
+			claimed:    batch.NewSlots(p.Concurrency + claimAhead(p.Config, callable, limits, p.Concurrency)),
+			unrecorded: batch.NewSlots(4 * p.Concurrency),
 		},
 	}
 	e.performer.decisions = e.performer.newRecorder()
@@ -215,14 +215,13 @@ func (e *Engine) listen(ctx context.Context) error {
 const (
 	routeBatch       = 50
 	routeBatchBehind = 200
-	routeGather      = 5 * time.Millisecond
 )
 
 func (rt *Router) routeLoop(ctx context.Context) {
 	full := false
 	loop(ctx, rt.logger, rt.poll, rt.wake, "route", func(ctx context.Context) (int, error) {
 		if !full {
-			sleepCtx(ctx, routeGather)
+			sleepCtx(ctx, batch.RouteWait)
 		}
 		size := routeBatch
 		if full {

@@ -104,9 +104,9 @@ func (pf *Performer) newRecorder() *batch.Writer[pendingDecision, struct{}] {
 
 // callsInFlight is how many calls (and lookups) are in flight: the busy call slots.
 func (pf *Performer) callsInFlight() int {
-	n := len(pf.slots)
+	n := pf.slots.Busy()
 	for _, l := range pf.limits {
-		n += len(l.slots)
+		n += l.slots.Busy()
 	}
 	return n
 }
