@@ -67,6 +67,37 @@ func tell(t *testing.T, pool *pgxpool.Pool, replies []batch.Result[Receipt]) []t
 	return out
 }
 
+// storedEvent is an events row as the batch tests compare it.
+type storedEvent struct {
+	ID         string
+	Deliveries int
+	Conflict   bool
+	Body       string
+}
+
+// storedEvents reads the events, by delivery id.
+func storedEvents(t *testing.T, pool *pgxpool.Pool) []storedEvent {
+	t.Helper()
+	rows, err := pool.Query(context.Background(),
+		`SELECT source_event_id, deliveries, conflict, convert_from(body, 'UTF8') FROM events ORDER BY source_event_id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []storedEvent
+	for rows.Next() {
+		var s storedEvent
+		if err := rows.Scan(&s.ID, &s.Deliveries, &s.Conflict, &s.Body); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, s)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
 func TestBatchFoldsRepeats(t *testing.T) {
 	t.Parallel()
 	pool := dbtest.New(t)
@@ -93,32 +124,11 @@ func TestBatchFoldsRepeats(t *testing.T) {
 	if diff := cmp.Diff(want, tell(t, pool, rcs)); diff != "" {
 		t.Errorf("receipts (-want +got):\n%s", diff)
 	}
-	type stored struct {
-		ID         string
-		Deliveries int
-		Conflict   bool
-		Body       string
-	}
-	var got []stored
-	rows, err := pool.Query(ctx, `SELECT source_event_id, deliveries, conflict, convert_from(body, 'UTF8') FROM events ORDER BY source_event_id`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for rows.Next() {
-		var s stored
-		if err := rows.Scan(&s.ID, &s.Deliveries, &s.Conflict, &s.Body); err != nil {
-			t.Fatal(err)
-		}
-		got = append(got, s)
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	wantRows := []stored{
+	wantRows := []storedEvent{
 		{ID: "evt_a", Deliveries: 3, Conflict: true, Body: `{"id":"evt_a","v":1}`},
 		{ID: "evt_b", Deliveries: 1, Body: `{"id":"evt_b"}`},
 	}
-	if diff := cmp.Diff(wantRows, got); diff != "" {
+	if diff := cmp.Diff(wantRows, storedEvents(t, pool)); diff != "" {
 		t.Errorf("stored events (-want +got):\n%s", diff)
 	}
 	if n := count(t, pool, `SELECT count(*) FROM event_conflicts WHERE body = $1`, []byte(`{"id":"evt_a","v":2}`)); n != 1 {
