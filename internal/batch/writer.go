@@ -65,11 +65,11 @@ type Params[T, R any] struct {
 //
 // A group is written as soon as a write slot is free and it has no reason to
 // wait for company: when it is full, when its first item has waited Wait, when
-// Close has begun, or when no group is being written and none is Coming. A lone
-// submission to an idle writer is therefore written at once, and groups grow with
-// the load: what arrives while a group is written forms the next one. The
-// goroutines that gather and write groups run only while there is work, so a
-// Writer that is never closed leaks nothing.
+// Close has begun, or when no group is being written and Coming (if set) does
+// not say more is on its way. A lone submission to an idle writer is therefore
+// written at once, and groups grow with the load: what arrives while a group is
+// written forms the next one. The goroutines that gather and write groups run
+// only while there is work, so a Writer that is never closed leaks nothing.
 type Writer[T, R any] struct {
 	p Params[T, R]
 
