@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/oncehook/oncehook/internal/batch"
 )
 
 // Notification channels: new events wake the router, new or due actions the performer.
@@ -54,8 +56,8 @@ type Router struct {
 	cfg        *Config
 	logger     *slog.Logger
 	poll       time.Duration
-	wake       chan struct{}
-	performers *wakeup                 // woken once a batch created actions
+	wake       batch.Signal
+	performers *batch.Wakeup           // woken once a batch created actions
 	routes     map[string][]ActionRule // each source's rules, predecessors first; the config does not change while it runs
 	paths      map[string]*docPaths    // what each source's rules read of an event's document
 }
@@ -69,13 +71,13 @@ type Performer struct {
 	logger *slog.Logger
 	now    func() time.Time
 
-	wake       chan struct{}
-	performers *wakeup       // every process's performers, woken when outcomes make work due now
-	slots      chan struct{} // one token per call in flight
-	claimed    chan struct{} // one token per claimed action not answered yet (shared slots only)
-	unrecorded chan struct{} // one token per claimed action whose outcome is not yet recorded
+	wake       batch.Signal
+	performers *batch.Wakeup // every process's performers, woken when outcomes make work due now
+	slots      *batch.Slots  // one per call in flight
+	claimed    *batch.Slots  // one per claimed action not answered yet (shared slots only)
+	unrecorded *batch.Slots  // one per claimed action whose outcome is not yet recorded
 	inflight   sync.WaitGroup
-	decisions  decisionGroups // outcomes waiting to be recorded together
+	decisions  *batch.Writer[pendingDecision, struct{}] // outcomes recorded together (newRecorder)
 
 	// Derived from the config once: the config does not change while it runs.
 	callable     []string              // destinations this process calls
@@ -119,22 +121,23 @@ func NewEngine(p EngineParams) *Engine {
 	callable, fillNames := callsToStart(p.Config, p.Clients)
 	limits := newLimits(p.Config, callable, p.Concurrency)
 	performers := newWakeup(p.Pool, channelActions, p.Logger) // shared: calls from both fold together
-	return &Engine{
+	e := &Engine{
 		pool: p.Pool, logger: p.Logger, poll: p.Poll,
 		router: &Router{pool: p.Pool, cfg: p.Config, logger: p.Logger, poll: p.Poll,
-			wake: make(chan struct{}, 1), performers: performers,
+			wake: batch.NewSignal(), performers: performers,
 			routes: rulesBySource(p.Config.Actions), paths: pathsBySource(p.Config.Actions)},
 		performer: &Performer{
 			p: p, pool: p.Pool, cfg: p.Config, logger: p.Logger, now: p.Now,
 			callable: callable, fillNames: fillNames, limits: limits, limitedNames: limitedNames(limits),
-			wake:       make(chan struct{}, 1),
+			wake:       batch.NewSignal(),
 			performers: performers,
-			slots:      make(chan struct{}, p.Concurrency),
-			claimed:    make(chan struct{}, p.Concurrency+extraClaims(p.Config, callable, limits, p.Concurrency)),
-			unrecorded: make(chan struct{}, 4*p.Concurrency),
-			decisions:  decisionGroups{arrived: make(chan struct{}, 1)},
+			slots:      batch.NewSlots(p.Concurrency),
+			claimed:    batch.NewSlots(p.Concurrency + extraClaims(p.Config, callable, limits, p.Concurrency)),
+			unrecorded: batch.NewSlots(4 * p.Concurrency),
 		},
 	}
+	e.performer.decisions = e.performer.newRecorder()
+	return e
 }
 
 // RouteBatch routes up to n received events now; see Router.RouteBatch.
@@ -150,13 +153,6 @@ func (e *Engine) RecoverLeases(ctx context.Context) (int, error) {
 
 // Worker is the name this engine writes into leases and attempts.
 func (e *Engine) Worker() string { return e.performer.p.Worker }
-
-func wake(ch chan struct{}) {
-	select {
-	case ch <- struct{}{}:
-	default:
-	}
-}
 
 // Run routes, performs, reconciles and recovers until ctx ends, then lets calls in
 // flight finish within the grace period and hands back the claims it never started.
@@ -201,9 +197,9 @@ func (e *Engine) listen(ctx context.Context) error {
 		}
 		switch n.Channel {
 		case channelEvents:
-			wake(e.router.wake)
+			e.router.wake.Send()
 		case channelActions:
-			wake(e.performer.wake)
+			e.performer.wake.Send()
 		}
 	}
 }
@@ -217,14 +213,13 @@ func (e *Engine) listen(ctx context.Context) error {
 const (
 	routeBatch       = 50
 	routeBatchBehind = 200
-	routeGather      = 5 * time.Millisecond
 )
 
 func (rt *Router) routeLoop(ctx context.Context) {
 	full := false
 	loop(ctx, rt.logger, rt.poll, rt.wake, "route", func(ctx context.Context) (int, error) {
 		if !full {
-			sleepCtx(ctx, routeGather)
+			sleepCtx(ctx, batch.RouteWait)
 		}
 		size := routeBatch
 		if full {
@@ -256,7 +251,7 @@ func (pf *Performer) recoverLoop(ctx context.Context) {
 }
 
 // loop runs step until it finds no work, then waits for a wake-up or the poll.
-func loop(ctx context.Context, logger *slog.Logger, poll time.Duration, wakeCh chan struct{}, name string, step func(context.Context) (int, error)) {
+func loop(ctx context.Context, logger *slog.Logger, poll time.Duration, wakeCh <-chan struct{}, name string, step func(context.Context) (int, error)) {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/oncehook/oncehook/internal/batch"
 )
 
 // Event statuses (exact strings, used in the API and the pages).
@@ -34,26 +36,32 @@ type Receipt struct {
 // arrive together are written together (see ingest_batch.go): one statement and one
 // commit for a batch, each sender answered only after that commit.
 type Inbox struct {
-	batch *batcher
+	pool    *pgxpool.Pool
+	logger  *slog.Logger
+	metrics *Metrics      // may be nil
+	routers *batch.Wakeup // woken once a batch stored new events
+	writer  *batch.Writer[eventRow, Receipt]
 }
 
 // NewInbox returns an Inbox writing to pool. It runs until Close. metrics may be
 // nil; otherwise every group commit is observed in oncehook_ingest_batch_size.
 func NewInbox(pool *pgxpool.Pool, logger *slog.Logger, metrics *Metrics) *Inbox {
-	return newInbox(pool, logger, metrics, batchParams{})
+	return newInbox(pool, logger, metrics, nil)
 }
 
-func newInbox(pool *pgxpool.Pool, logger *slog.Logger, metrics *Metrics, p batchParams) *Inbox {
+func newInbox(pool *pgxpool.Pool, logger *slog.Logger, metrics *Metrics, tune func(*batch.Params[eventRow, Receipt])) *Inbox {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	return &Inbox{batch: newBatcher(pool, logger, metrics, p)}
+	in := &Inbox{pool: pool, logger: logger, metrics: metrics, routers: newWakeup(pool, channelEvents, logger)}
+	in.writer = newInboxWriter(in, tune)
+	return in
 }
 
 // Close stops taking deliveries and returns once every delivery already handed to
 // Accept is committed or refused; Accept answers EUNAVAILABLE afterwards. Call it
 // after the HTTP server has finished its requests and before the pool closes.
-func (in *Inbox) Close() { in.batch.close() }
+func (in *Inbox) Close() { in.writer.Close() }
 
 // CheckDelivery refuses identities the database could not store faithfully (invalid
 // UTF-8, NUL bytes) or that are absurdly long, with EINVALID: the sender gets a 400
@@ -92,7 +100,7 @@ func (in *Inbox) Accept(ctx context.Context, src Source, d Delivery, raw []byte)
 	if err != nil {
 		return Receipt{}, err
 	}
-	return in.batch.accept(ctx, row)
+	return in.accept(ctx, row)
 }
 
 // Backfill stores one event that a backfill pass listed from the provider's API,
@@ -108,7 +116,7 @@ func (in *Inbox) Backfill(ctx context.Context, src Source, d Delivery) (Receipt,
 		return Receipt{}, err
 	}
 	row.via = ViaBackfill
-	return in.batch.accept(ctx, row)
+	return in.accept(ctx, row)
 }
 
 // How an event reached the inbox (events.via).

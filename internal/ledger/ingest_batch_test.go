@@ -3,11 +3,12 @@ package ledger
 import (
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,19 +17,20 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/oncehook/oncehook/db/dbtest"
+	"github.com/oncehook/oncehook/internal/batch"
 )
 
 var batchSource = Source{Name: "stripe-live", Client: "acme", Environment: "live", Provider: ProviderStripe}
 
-// queued is a delivery handed to the batcher as Accept would, without waiting.
-func queued(t *testing.T, id, body string) *pendingDelivery {
+// queued is a delivery as Accept hands it to the inbox's writer.
+func queued(t *testing.T, id, body string) eventRow {
 	t.Helper()
 	row, err := newEventRow(batchSource, Delivery{ID: id, Type: "checkout.session.completed",
 		OccurredAt: time.Unix(1700000000, 0)}, []byte(body))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &pendingDelivery{ctx: context.Background(), row: row, reply: make(chan batchReply, 1)}
+	return row
 }
 
 func count(t *testing.T, pool *pgxpool.Pool, sql string, args ...any) int {
@@ -48,14 +50,14 @@ type told struct {
 	Conflict  bool
 }
 
-func tell(t *testing.T, pool *pgxpool.Pool, replies []batchReply) []told {
+func tell(t *testing.T, pool *pgxpool.Pool, replies []batch.Result[Receipt]) []told {
 	t.Helper()
 	out := make([]told, len(replies))
 	for i, r := range replies {
-		if r.err != nil {
-			t.Fatalf("delivery %d: %v", i, r.err)
+		if r.Err != nil {
+			t.Fatalf("delivery %d: %v", i, r.Err)
 		}
-		rc := r.rc
+		rc := r.Value
 		var id string
 		if err := pool.QueryRow(context.Background(), `SELECT source_event_id FROM events WHERE id = $1`, rc.EventID).Scan(&id); err != nil {
 			t.Fatalf("event %d: %v", rc.EventID, err)
@@ -65,12 +67,43 @@ func tell(t *testing.T, pool *pgxpool.Pool, replies []batchReply) []told {
 	return out
 }
 
+// storedEvent is an events row as the batch tests compare it.
+type storedEvent struct {
+	ID         string
+	Deliveries int
+	Conflict   bool
+	Body       string
+}
+
+// storedEvents reads the events, by delivery id.
+func storedEvents(t *testing.T, pool *pgxpool.Pool) []storedEvent {
+	t.Helper()
+	rows, err := pool.Query(context.Background(),
+		`SELECT source_event_id, deliveries, conflict, convert_from(body, 'UTF8') FROM events ORDER BY source_event_id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []storedEvent
+	for rows.Next() {
+		var s storedEvent
+		if err := rows.Scan(&s.ID, &s.Deliveries, &s.Conflict, &s.Body); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, s)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
 func TestBatchFoldsRepeats(t *testing.T) {
 	t.Parallel()
 	pool := dbtest.New(t)
 	ctx := context.Background()
 	// One identity three times in one batch (once with another body), one other.
-	rcs, storedNew, err := writeBatch(ctx, pool, []*pendingDelivery{
+	rcs, err := writeBatch(ctx, pool, []eventRow{
 		queued(t, "evt_a", `{"id":"evt_a","v":1}`),
 		queued(t, "evt_a", `{"id":"evt_a","v":1}`),
 		queued(t, "evt_b", `{"id":"evt_b"}`),
@@ -79,7 +112,7 @@ func TestBatchFoldsRepeats(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !storedNew {
+	if !storedNew(rcs) {
 		t.Error("a batch of two new events: told it stored none, so the routers would not be woken")
 	}
 	want := []told{
@@ -91,32 +124,11 @@ func TestBatchFoldsRepeats(t *testing.T) {
 	if diff := cmp.Diff(want, tell(t, pool, rcs)); diff != "" {
 		t.Errorf("receipts (-want +got):\n%s", diff)
 	}
-	type stored struct {
-		ID         string
-		Deliveries int
-		Conflict   bool
-		Body       string
-	}
-	var got []stored
-	rows, err := pool.Query(ctx, `SELECT source_event_id, deliveries, conflict, convert_from(body, 'UTF8') FROM events ORDER BY source_event_id`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for rows.Next() {
-		var s stored
-		if err := rows.Scan(&s.ID, &s.Deliveries, &s.Conflict, &s.Body); err != nil {
-			t.Fatal(err)
-		}
-		got = append(got, s)
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	wantRows := []stored{
+	wantRows := []storedEvent{
 		{ID: "evt_a", Deliveries: 3, Conflict: true, Body: `{"id":"evt_a","v":1}`},
 		{ID: "evt_b", Deliveries: 1, Body: `{"id":"evt_b"}`},
 	}
-	if diff := cmp.Diff(wantRows, got); diff != "" {
+	if diff := cmp.Diff(wantRows, storedEvents(t, pool)); diff != "" {
 		t.Errorf("stored events (-want +got):\n%s", diff)
 	}
 	if n := count(t, pool, `SELECT count(*) FROM event_conflicts WHERE body = $1`, []byte(`{"id":"evt_a","v":2}`)); n != 1 {
@@ -131,11 +143,11 @@ func TestBatchConflictsWithStoredRow(t *testing.T) {
 	t.Parallel()
 	pool := dbtest.New(t)
 	ctx := context.Background()
-	if _, _, err := writeBatch(ctx, pool, []*pendingDelivery{queued(t, "evt_c", `{"v":1}`)}); err != nil {
+	if _, err := writeBatch(ctx, pool, []eventRow{queued(t, "evt_c", `{"v":1}`)}); err != nil {
 		t.Fatal(err)
 	}
 	// Two repeats with the same changed body, and one faithful repeat, together.
-	rcs, stored, err := writeBatch(ctx, pool, []*pendingDelivery{
+	rcs, err := writeBatch(ctx, pool, []eventRow{
 		queued(t, "evt_c", `{"v":2}`),
 		queued(t, "evt_c", `{"v":1}`),
 		queued(t, "evt_c", `{"v":2}`),
@@ -143,7 +155,7 @@ func TestBatchConflictsWithStoredRow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if stored {
+	if storedNew(rcs) {
 		t.Error("a batch of repeats only: told it stored a new event, so the routers would be woken for nothing")
 	}
 	want := []told{
@@ -172,7 +184,7 @@ func TestBatchConflictBodyNotKept(t *testing.T) {
 	t.Parallel()
 	pool := dbtest.New(t)
 	ctx := context.Background()
-	if _, _, err := writeBatch(ctx, pool, []*pendingDelivery{queued(t, "evt_k", `{"v":1}`)}); err != nil {
+	if _, err := writeBatch(ctx, pool, []eventRow{queued(t, "evt_k", `{"v":1}`)}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := pool.Exec(ctx, `
@@ -180,18 +192,14 @@ CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCE
 CREATE TRIGGER refuse BEFORE INSERT ON event_conflicts FOR EACH ROW EXECUTE FUNCTION refuse();`); err != nil {
 		t.Fatal(err)
 	}
-	b := newBatcher(pool, slog.New(slog.NewTextHandler(io.Discard, nil)), nil, batchParams{})
-	t.Cleanup(b.close)
-	batch := []*pendingDelivery{
+	in, g := gatedInbox(t, pool, nil, 8)
+	var codes []string
+	for _, r := range together(t, in, g,
 		queued(t, "evt_a", `{"n":1}`),
 		queued(t, "evt_k", `{"v":2}`), // conflicts with the stored body
 		queued(t, "evt_b", `{"n":2}`),
-	}
-	b.flush(batch)
-	var codes []string
-	for _, d := range batch {
-		r := <-d.reply
-		codes = append(codes, ErrorCode(r.err))
+	) {
+		codes = append(codes, ErrorCode(r.Err))
 	}
 	if diff := cmp.Diff([]string{"", EUNAVAILABLE, ""}, codes); diff != "" {
 		t.Errorf("error codes (-want +got):\n%s", diff)
@@ -203,7 +211,7 @@ CREATE TRIGGER refuse BEFORE INSERT ON event_conflicts FOR EACH ROW EXECUTE FUNC
 	if _, err := pool.Exec(ctx, `DROP TRIGGER refuse ON event_conflicts`); err != nil {
 		t.Fatal(err)
 	}
-	replies, _, err := writeBatch(ctx, pool, []*pendingDelivery{queued(t, "evt_k", `{"v":2}`)})
+	replies, err := writeBatch(ctx, pool, []eventRow{queued(t, "evt_k", `{"v":2}`)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,18 +231,14 @@ func TestBatchIsolatesBadRow(t *testing.T) {
 	if _, err := pool.Exec(ctx, `ALTER TABLE events ADD CONSTRAINT no_poison CHECK (source_event_id <> 'evt_poison')`); err != nil {
 		t.Fatal(err)
 	}
-	b := newBatcher(pool, slog.New(slog.NewTextHandler(io.Discard, nil)), nil, batchParams{})
-	t.Cleanup(b.close)
-	batch := []*pendingDelivery{
+	in, g := gatedInbox(t, pool, nil, 8)
+	var codes []string
+	for _, r := range together(t, in, g,
 		queued(t, "evt_1", `{"n":1}`),
 		queued(t, "evt_poison", `{"n":2}`),
 		queued(t, "evt_3", `{"n":3}`),
-	}
-	b.flush(batch)
-	var codes []string
-	for _, d := range batch {
-		r := <-d.reply
-		codes = append(codes, ErrorCode(r.err))
+	) {
+		codes = append(codes, ErrorCode(r.Err))
 	}
 	if diff := cmp.Diff([]string{"", EINVALID, ""}, codes); diff != "" {
 		t.Errorf("error codes (-want +got):\n%s", diff)
@@ -244,60 +248,137 @@ func TestBatchIsolatesBadRow(t *testing.T) {
 	}
 }
 
+var discardLogger = slog.New(slog.DiscardHandler)
+
+// placeholder is the delivery a gate holds: its write stores nothing.
+const placeholder = "evt_placeholder"
+
+// gate holds an inbox's one writer on a placeholder delivery, so that what is
+// submitted meanwhile queues up for one batch.
+type gate struct {
+	held chan struct{} // closed when the placeholder's write begins
+	open func()        // lets it finish, once
+}
+
+// gatedInbox returns an inbox with one writer, batches of up to size and an hour's
+// wait for company, whose writer is held by the gate until the gate opens.
+func gatedInbox(t *testing.T, pool *pgxpool.Pool, metrics *Metrics, size int) (*Inbox, *gate) {
+	t.Helper()
+	opened := make(chan struct{})
+	g := &gate{held: make(chan struct{}), open: sync.OnceFunc(func() { close(opened) })}
+	in := newInbox(pool, discardLogger, metrics, func(p *batch.Params[eventRow, Receipt]) {
+		p.Size, p.Wait, p.Writers = size, time.Hour, 1
+		write := p.Write
+		p.Write = func(ctx context.Context, rows []eventRow) ([]batch.Result[Receipt], error) {
+			if len(rows) == 1 && rows[0].sourceEventID == placeholder {
+				close(g.held)
+				<-opened
+				return make([]batch.Result[Receipt], 1), nil
+			}
+			return write(ctx, rows)
+		}
+	})
+	t.Cleanup(in.Close)
+	t.Cleanup(g.open) // before Close, which waits for the held write
+	row := queued(t, placeholder, `{}`)
+	go func() { _, _ = in.accept(context.Background(), row) }() // stores nothing
+	<-g.held
+	return in, g
+}
+
+// submit hands row to in's writer as Accept does, without waiting for the answer.
+func submit(in *Inbox, ctx context.Context, row eventRow) <-chan batch.Result[Receipt] {
+	r := make(chan batch.Result[Receipt], 1)
+	go func() {
+		rc, err := in.accept(ctx, row)
+		r <- batch.Result[Receipt]{Value: rc, Err: err}
+	}()
+	return r
+}
+
+// queue submits each row once the one before it is queued behind the gate, so
+// that they queue in order.
+func queue(t *testing.T, in *Inbox, rows ...eventRow) []<-chan batch.Result[Receipt] {
+	t.Helper()
+	var out []<-chan batch.Result[Receipt]
+	for _, row := range rows {
+		before := in.writer.Queued()
+		out = append(out, submit(in, context.Background(), row))
+		waitQueued(t, in, before+1)
+	}
+	return out
+}
+
+// waitQueued waits until n deliveries are queued for in's writer.
+func waitQueued(t *testing.T, in *Inbox, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for in.writer.Queued() != n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d deliveries queued after 10s, want %d", in.writer.Queued(), n)
+		}
+		runtime.Gosched()
+	}
+}
+
+// together queues rows behind the gate, opens it and returns what each sender was
+// told, in order: the rows are written as one batch.
+func together(t *testing.T, in *Inbox, g *gate, rows ...eventRow) []batch.Result[Receipt] {
+	t.Helper()
+	replies := queue(t, in, rows...)
+	g.open()
+	out := make([]batch.Result[Receipt], len(replies))
+	for i, r := range replies {
+		out[i] = <-r
+	}
+	return out
+}
+
 func TestBatchSkipsCallersThatLeft(t *testing.T) {
 	t.Parallel()
 	pool := dbtest.New(t)
-	b := newBatcher(pool, slog.New(slog.NewTextHandler(io.Discard, nil)), nil, batchParams{})
-	t.Cleanup(b.close)
-	gone := queued(t, "evt_gone", `{}`)
+	in, g := gatedInbox(t, pool, nil, 8)
 	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	gone.ctx = ctx // already told 503: storing it would surprise its retry
-	stay := queued(t, "evt_stay", `{}`)
-	b.flush([]*pendingDelivery{gone, stay})
-	if r := <-stay.reply; r.err != nil {
-		t.Fatal(r.err)
+	gone := submit(in, ctx, queued(t, "evt_gone", `{}`))
+	waitQueued(t, in, 1)
+	stay := queue(t, in, queued(t, "evt_stay", `{}`))[0]
+	cancel() // told 503 before its batch is written: storing it would surprise its retry
+	if r := <-gone; ErrorCode(r.Err) != EUNAVAILABLE {
+		t.Errorf("the sender that left: %v, want %s", r.Err, EUNAVAILABLE)
+	}
+	g.open()
+	if r := <-stay; r.Err != nil {
+		t.Fatal(r.Err)
 	}
 	if n := count(t, pool, `SELECT count(*) FROM events WHERE source_event_id = 'evt_gone'`); n != 0 {
 		t.Errorf("a delivery whose sender was told 503 was stored")
 	}
 }
 
-// isClosed tells whether close has begun.
-func (b *batcher) isClosed() bool {
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	return b.closed
-}
-
-// holdWriting makes the batcher of in believe a batch is being written, in its only
-// slot, until release: what arrives meanwhile waits for company.
-func holdWriting(in *Inbox) (release func()) {
-	in.batch.slots <- struct{}{}
-	return func() { <-in.batch.slots }
-}
-
 func TestInboxCloseFlushes(t *testing.T) {
 	t.Parallel()
 	pool := dbtest.New(t)
-	// Batches that wait an hour for company behind a batch being written: only
+	// Deliveries that wait an hour for company behind a batch being written: only
 	// Close writes them.
-	in := newInbox(pool, slog.New(slog.NewTextHandler(io.Discard, nil)), nil, batchParams{size: 1000, wait: time.Hour, flushers: 1})
-	release := holdWriting(in)
-	var batch []*pendingDelivery
+	in, g := gatedInbox(t, pool, nil, 1000)
+	var rows []eventRow
 	for _, id := range []string{"evt_1", "evt_2", "evt_2", "evt_3"} {
-		d := queued(t, id, `{"id":"`+id+`"}`)
-		if err := in.batch.submit(context.Background(), d); err != nil {
-			t.Fatal(err)
-		}
-		batch = append(batch, d)
+		rows = append(rows, queued(t, id, `{"id":"`+id+`"}`))
 	}
+	replies := queue(t, in, rows...)
 	closed := make(chan struct{})
 	go func() { in.Close(); close(closed) }()
-	// Close refuses new deliveries at once, then writes the queued ones as soon as
-	// the batch being written is done.
+	// Close refuses new deliveries at once (a sender that already left is refused
+	// either way, without being queued), then writes the queued ones as soon as the
+	// batch being written is done.
+	gone, cancel := context.WithCancel(context.Background())
+	cancel()
+	refused := func() bool {
+		_, err := in.Accept(gone, batchSource, Delivery{ID: "evt_gone"}, []byte(`{}`))
+		return errors.Is(err, batch.ErrClosed)
+	}
 	deadline := time.Now().Add(10 * time.Second)
-	for !in.batch.isClosed() {
+	for !refused() {
 		if time.Now().After(deadline) {
 			t.Fatal("Close did not stop taking deliveries")
 		}
@@ -306,20 +387,19 @@ func TestInboxCloseFlushes(t *testing.T) {
 	if n := count(t, pool, `SELECT count(*) FROM events`); n != 0 {
 		t.Fatalf("%d events written while a batch was being written, want 0 (the test's premise)", n)
 	}
-	release()
+	g.open()
 	<-closed
 	firsts := map[string]int{} // identity -> replies saying it was new
-	for _, d := range batch {
-		r := <-d.reply
-		if r.err != nil {
-			t.Fatalf("queued before Close, refused: %v", r.err)
+	for _, reply := range replies {
+		r := <-reply
+		if r.Err != nil {
+			t.Fatalf("queued before Close, refused: %v", r.Err)
 		}
-		got := tell(t, pool, []batchReply{r})[0]
+		got := tell(t, pool, []batch.Result[Receipt]{r})[0]
 		if !got.Duplicate {
 			firsts[got.Event]++
 		}
 	}
-	// Close may write the queue as more than one batch, in either order.
 	if diff := cmp.Diff(map[string]int{"evt_1": 1, "evt_2": 1, "evt_3": 1}, firsts); diff != "" {
 		t.Errorf("first deliveries per identity (-want +got):\n%s", diff)
 	}
@@ -338,7 +418,7 @@ func TestInboxCloseFlushes(t *testing.T) {
 func TestInboxWritesALoneDeliveryAtOnce(t *testing.T) {
 	t.Parallel()
 	pool := dbtest.New(t)
-	in := newInbox(pool, slog.New(slog.NewTextHandler(io.Discard, nil)), nil, batchParams{size: 8, wait: time.Hour})
+	in := newInbox(pool, discardLogger, nil, func(p *batch.Params[eventRow, Receipt]) { p.Size, p.Wait = 8, time.Hour })
 	t.Cleanup(in.Close)
 	for i := range 3 { // one after another, each alone
 		id := fmt.Sprintf("evt_lone_%d", i)
@@ -361,29 +441,21 @@ func TestInboxAcceptsTogether(t *testing.T) {
 	t.Parallel()
 	pool := dbtest.New(t)
 	metrics := NewMetrics(pool)
-	in := newInbox(pool, slog.New(slog.NewTextHandler(io.Discard, nil)), metrics, batchParams{size: 8, wait: time.Hour, flushers: 1})
-	t.Cleanup(in.Close)
 	// Eight deliveries arrive while a batch is being written: they fill one batch,
 	// which is written without waiting out the hour once the slot is free: one
 	// statement, so one transaction wrote every row, and one group commit of 8.
-	release := holdWriting(in)
-	var batch []*pendingDelivery
+	in, g := gatedInbox(t, pool, metrics, 8)
+	var rows []eventRow
 	for i := range 8 {
 		id := "evt_" + string(rune('a'+i%4))
-		d := queued(t, id, `{"id":"`+id+`"}`)
-		if err := in.batch.submit(context.Background(), d); err != nil {
-			t.Fatal(err)
-		}
-		batch = append(batch, d)
+		rows = append(rows, queued(t, id, `{"id":"`+id+`"}`))
 	}
-	release()
 	firsts := 0
-	for _, d := range batch {
-		r := <-d.reply
-		if r.err != nil {
-			t.Fatal(r.err)
+	for _, r := range together(t, in, g, rows...) {
+		if r.Err != nil {
+			t.Fatal(r.Err)
 		}
-		if !r.rc.Duplicate {
+		if !r.Value.Duplicate {
 			firsts++
 		}
 	}
@@ -444,7 +516,7 @@ func deliveries(t *testing.T, pool *pgxpool.Pool) []int {
 func TestInboxKeepsBodiesOutOfTheRow(t *testing.T) {
 	t.Parallel()
 	pool := dbtest.New(t)
-	in := newInbox(pool, slog.New(slog.NewTextHandler(io.Discard, nil)), nil, batchParams{})
+	in := newInbox(pool, discardLogger, nil, nil)
 	t.Cleanup(in.Close)
 	// A checkout of 30 line items: about 2.6 KB that compresses to about half, so
 	// the default would keep it whole in the row, compressed.

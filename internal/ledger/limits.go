@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
+
+	"github.com/oncehook/oncehook/internal/batch"
 )
 
 // destLimit bounds one destination's calls in this process (DESIGN.md section 4a,
@@ -16,7 +18,7 @@ import (
 // each waits for its rate while holding its own slot only, its lease renewed.
 type destLimit struct {
 	name  string
-	slots chan struct{} // limits.concurrency, or the engine's concurrency when only per_second is set
+	slots *batch.Slots  // limits.concurrency, or the engine's concurrency when only per_second is set
 	rate  *rate.Limiter // nil without per_second
 }
 
@@ -32,7 +34,7 @@ func newLimits(cfg *Config, callable []string, concurrency int) map[string]*dest
 		if l.Concurrency > 0 {
 			n = l.Concurrency
 		}
-		dl := &destLimit{name: d.Name, slots: make(chan struct{}, n)}
+		dl := &destLimit{name: d.Name, slots: batch.NewSlots(n)}
 		if l.PerSecond > 0 {
 			dl.rate = rate.NewLimiter(rate.Limit(l.PerSecond), max(1, int(math.Ceil(l.PerSecond))))
 		}
@@ -52,7 +54,7 @@ func limitedNames(limits map[string]*destLimit) []string {
 }
 
 // room is how many more calls the destination takes now.
-func (l *destLimit) room() int { return cap(l.slots) - len(l.slots) }
+func (l *destLimit) room() int { return l.slots.Room() }
 
 // wait blocks until the destination's rate allows one more call, and says whether
 // it had to wait at all.

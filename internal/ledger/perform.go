@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/oncehook/oncehook/db"
+	"github.com/oncehook/oncehook/internal/batch"
 )
 
 // performBatch claims as many due actions as there is room for (see room), starting
@@ -23,11 +24,8 @@ func (pf *Performer) performBatch(ctx context.Context) (int, error) {
 		// Wait for room, then claim for it at once rather than sleeping until the
 		// next notification or poll. (With limited destinations, a freed slot of
 		// any kind wakes the loop instead.)
-		for _, ch := range []chan struct{}{pf.claimed, pf.unrecorded} {
-			select {
-			case ch <- struct{}{}:
-				<-ch
-			case <-ctx.Done():
+		for _, s := range []*batch.Slots{pf.claimed, pf.unrecorded} {
+			if s.WaitRoom(ctx, 1) != nil {
 				return 0, nil
 			}
 		}
@@ -81,27 +79,27 @@ func (pf *Performer) performBatch(ctx context.Context) (int, error) {
 // destination's own slots, or the worker's room and then a call slot) until its
 // call is answered.
 func (pf *Performer) launch(ctx, stopCtx context.Context, c claim) {
-	pf.unrecorded <- struct{}{}
+	pf.unrecorded.Hold() // claimed for the room there is, as below
 	if l := pf.limits[c.a.Destination]; l != nil {
-		l.slots <- struct{}{} // claimed for its free room: never blocks
+		l.slots.Hold()
 		c.limit = l
-		c.answered = sync.OnceFunc(func() { <-l.slots; wake(pf.wake) })
+		c.answered = sync.OnceFunc(func() { l.slots.Free(); pf.wake.Send() })
 	} else {
-		pf.claimed <- struct{}{} // claimed for its room: never blocks
+		pf.claimed.Hold()
 		c.slot = new(atomic.Bool)
 		c.answered = sync.OnceFunc(func() {
 			if c.slot.Load() {
-				<-pf.slots
+				pf.slots.Free()
 			}
-			<-pf.claimed
+			pf.claimed.Free()
 			if len(pf.limits) > 0 {
-				wake(pf.wake)
+				pf.wake.Send()
 			}
 		})
 	}
 	pf.inflight.Add(1)
 	go func() {
-		defer func() { c.answered(); <-pf.unrecorded; pf.inflight.Done() }()
+		defer func() { c.answered(); pf.unrecorded.Free(); pf.inflight.Done() }()
 		if c.slot != nil && !pf.takeSlot(stopCtx, c.slot) {
 			pf.notSent(c, "the worker stopped before the call was sent")
 			return
@@ -110,10 +108,7 @@ func (pf *Performer) launch(ctx, stopCtx context.Context, c claim) {
 	}()
 }
 
-// claimGather is how long a claim waits for room for a whole batch.
-const claimGather = 3 * time.Millisecond
-
-// gather waits up to claimGather, while there is room for fewer actions than there
+// gather waits up to batch.ClaimWait, while there is room for fewer actions than there
 // are call slots, for that much room, and returns the room then. A claim costs
 // Postgres about as much for one action as for sixteen (parsing, planning, its
 // commit), and so does recording their outcomes, which arrive together when their
@@ -122,44 +117,23 @@ const claimGather = 3 * time.Millisecond
 // claims at once. With limited destinations a freed slot of any kind wakes the
 // loop instead.
 func (pf *Performer) gather(ctx context.Context, free int) int {
-	want := min(cap(pf.slots), cap(pf.claimed))
+	want := min(pf.slots.Cap(), pf.claimed.Cap())
 	if free >= want || len(pf.limits) > 0 || ctx.Err() != nil {
 		return free
 	}
-	// Each token put in pf.claimed is room that is free (now or once a call is
-	// answered); only this loop puts tokens there, so once they are taken out
-	// again the room is at least what was reserved.
-	timer := time.NewTimer(claimGather)
-	defer timer.Stop()
-	reserved := 0
-wait:
-	for reserved < want {
-		select {
-		case pf.claimed <- struct{}{}:
-			reserved++
-		case <-timer.C:
-			break wait
-		case <-ctx.Done():
-			break wait
-		}
-	}
-	for ; reserved > 0; reserved-- {
-		<-pf.claimed
-	}
+	// Only this loop takes claimed slots, so the room WaitRoom saw free stays free.
+	ctx, cancel := context.WithTimeout(ctx, batch.ClaimWait)
+	defer cancel()
+	_ = pf.claimed.WaitRoom(ctx, want) // the wait being over is no error
 	return max(pf.room(), free)
 }
 
 // takeSlot waits for a call slot for a claimed action, and reports false when the
 // process stops first. slot records that it was taken, for answered to free it.
 func (pf *Performer) takeSlot(stopCtx context.Context, slot *atomic.Bool) bool {
-	select {
-	case pf.slots <- struct{}{}:
-	case <-stopCtx.Done():
-		select {
-		case pf.slots <- struct{}{}: // free anyway: a call claimed for is made
-		default:
-			return false
-		}
+	// Once the process stops, a free slot is taken anyway: a call claimed for is made.
+	if pf.slots.Take(stopCtx) != nil && !pf.slots.TryTake() {
+		return false
 	}
 	slot.Store(true)
 	return true
@@ -202,7 +176,7 @@ type claimSpec struct {
 // limits, then each limited destination for its own free slots, all within the room
 // for outcomes waiting to be recorded.
 func (pf *Performer) claimSpecs(free int) []claimSpec {
-	budget := cap(pf.unrecorded) - len(pf.unrecorded)
+	budget := pf.unrecorded.Room()
 	var specs []claimSpec
 	if n := min(free, budget); n > 0 {
 		specs = append(specs, claimSpec{n: n, skip: pf.limitedNames})
@@ -221,7 +195,7 @@ func (pf *Performer) claimSpecs(free int) []claimSpec {
 // claims waiting for their destination's answer (a call slot for each, and
 // extraClaims more), and among the outcomes waiting to be recorded.
 func (pf *Performer) room() int {
-	return min(cap(pf.claimed)-len(pf.claimed), cap(pf.unrecorded)-len(pf.unrecorded))
+	return min(pf.claimed.Room(), pf.unrecorded.Room())
 }
 
 // claim is one claimed action and what was prepared for it before its call.

@@ -5,12 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/oncehook/oncehook/db"
+	"github.com/oncehook/oncehook/internal/batch"
 )
 
 // planFor is the retry budget of an action as the decision table needs it.
@@ -36,42 +35,19 @@ func decideOutcome(out Outcome, plan RetryPlan, now time.Time) Decision {
 	return Decide(out.Observed, plan, out.Detail, out.RetryAfter, now)
 }
 
-// queueDecision hands a decision to the group writer and waits until the group it
-// joined is committed (or has failed). It writes nothing itself unless no writer
-// is at work, in which case this call becomes the writer: calls that finish
-// together are recorded together, as one group in one statement (see writeGroup),
-// and the decisions arriving while a group is written queue up for the next one.
-// A second writer at once measured slower (make bench, end to end): the groups'
-// updates contend for the same index pages, and a single writer's groups grow
-// while it waits for a commit. The writing runs on a context of its own: a call
-// that finished must be recorded even while the process is stopping.
+// queueDecision hands a decision to the recorder (see newRecorder) and waits until
+// the group it joined is committed (or has failed): calls that finish together are
+// recorded together, as one group in one statement (see writeGroup), and the
+// decisions arriving while a group is written queue up for the next one. The
+// writing runs on a context of its own: a call that finished must be recorded
+// even while the process is stopping.
 func (pf *Performer) queueDecision(a db.Action, attemptID int64, out Outcome, d Decision) error {
 	d.Reason = storableText(d.Reason)
-	p := &pendingDecision{a: a, attemptID: attemptID, out: storable(out), d: d, done: make(chan error, 1)}
-	g := &pf.decisions
-	g.mu.Lock()
-	g.queue = append(g.queue, p)
-	if g.writing { // the writer at work takes it with its next group
-		g.mu.Unlock()
-		select {
-		case g.arrived <- struct{}{}:
-		default:
-		}
-		return <-p.done
+	p := pendingDecision{a: a, attemptID: attemptID, out: storable(out), d: d}
+	if _, err := pf.decisions.Submit(context.Background(), p); err != nil {
+		return fmt.Errorf("record outcome of action %d: %w", a.ID, err)
 	}
-	g.writing = true
-	for len(g.queue) > 0 {
-		pf.gatherDecisions()
-		n := min(len(g.queue), maxDecisionGroup)
-		group := slices.Clone(g.queue[:n])
-		g.queue = slices.Delete(g.queue, 0, n)
-		g.mu.Unlock()
-		pf.writeGroup(group)
-		g.mu.Lock()
-	}
-	g.writing = false
-	g.mu.Unlock()
-	return <-p.done
+	return nil
 }
 
 // storable keeps what a destination said within what Postgres stores: text without
@@ -105,53 +81,32 @@ func withoutResult(out Outcome) Outcome {
 	return out
 }
 
-// maxDecisionGroup bounds the decisions written by one statement.
-const maxDecisionGroup = 64
+// recordTimeout bounds the writing of one group, its retries of storage included.
+const recordTimeout = 15 * time.Second
 
-// decisionGroups is the queue of decisions waiting to be written, and whether a
-// writer is at work on it.
-type decisionGroups struct {
-	mu      sync.Mutex
-	queue   []*pendingDecision
-	writing bool
-	arrived chan struct{} // a decision joined the queue while a writer was at work
-}
-
-// recordGather is how long the writer waits for the outcomes still on their way
-// before it writes a group.
-const recordGather = 2 * time.Millisecond
-
-// gatherDecisions, called by the writer with g.mu held, waits up to recordGather
-// (releasing the lock meanwhile) while calls are in flight, whose outcomes will
-// follow, and the group is not full. The calls of one claim go out together and
-// mostly answer within a millisecond or two of each other; a writer that wrote the
-// first outcome to arrive on its own wrote groups of about six, where a group costs
-// Postgres about as much as one decision (parsing, planning, its commit): waiting
-// for the others about halved the statements (make bench, end to end).
-func (pf *Performer) gatherDecisions() {
-	g := &pf.decisions
-	var timer *time.Timer
-	for len(g.queue) < maxDecisionGroup && pf.callsInFlight() > 0 {
-		if timer == nil {
-			timer = time.NewTimer(recordGather)
-			defer timer.Stop()
-		}
-		g.mu.Unlock()
-		select {
-		case <-g.arrived:
-			g.mu.Lock()
-		case <-timer.C:
-			g.mu.Lock()
-			return
-		}
-	}
+// newRecorder returns the group writer of the outcomes. It has one writer: a
+// second one's groups would contend with the first's for the same index pages,
+// while a single writer's groups grow as it waits for a commit. While calls are in
+// flight their outcomes are on their way, and a group waits for them (up to
+// batch.GroupWait): the calls of one claim go out together and mostly answer
+// within a millisecond or two of each other, and a group costs Postgres about as
+// much as one decision (parsing, planning, its commit). It is never closed: a call
+// abandoned after the grace period still records its outcome when it ends.
+func (pf *Performer) newRecorder() *batch.Writer[pendingDecision, struct{}] {
+	return batch.New(batch.Params[pendingDecision, struct{}]{
+		Write:   pf.writeGroup,
+		Split:   splittable,
+		Coming:  func() bool { return pf.callsInFlight() > 0 },
+		Writers: 1,
+		Timeout: recordTimeout,
+	})
 }
 
 // callsInFlight is how many calls (and lookups) are in flight: the busy call slots.
 func (pf *Performer) callsInFlight() int {
-	n := len(pf.slots)
+	n := pf.slots.Busy()
 	for _, l := range pf.limits {
-		n += len(l.slots)
+		n += l.slots.Busy()
 	}
 	return n
 }
@@ -162,19 +117,41 @@ type pendingDecision struct {
 	attemptID int64
 	out       Outcome
 	d         Decision
-	done      chan error // buffered: the writer never waits for its reader
 }
 
-// writeGroup writes a group of decisions and answers each. One statement records
-// the whole group, in a transaction whose statements keep their generic plans of
-// lookups by key (see ActionRecordBatch), with the disconnection of a destination
-// when a decision holds it. Storage trouble is retried
-// briefly; if it persists, the leases expire and recovery makes the actions
-// uncertain. Any other failure is retried decision by decision, so that one decision
-// the database refuses cannot refuse the others.
-func (pf *Performer) writeGroup(group []*pendingDecision) {
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
+// writeGroup writes a group of decisions. One statement records the whole group,
+// in a transaction whose statements keep their generic plans of lookups by key
+// (see ActionRecordBatch), with the disconnection of a destination when a decision
+// holds it. Storage trouble is retried briefly; if it persists, the leases expire
+// and recovery makes the actions uncertain. Any other failure has the recorder
+// write the group again decision by decision (see splittable), so that one
+// decision the database refuses cannot refuse the others; a lone decision whose
+// reply document the database refuses is recorded without it.
+func (pf *Performer) writeGroup(ctx context.Context, group []pendingDecision) ([]batch.Result[struct{}], error) {
+	recorded, err := pf.commitGroup(ctx, group)
+	if _, refused := db.Refused(err); refused && len(group) == 1 && group[0].out.Result != nil {
+		// The outcome still counts without the document.
+		group[0].out = withoutResult(group[0].out)
+		recorded, err = pf.commitGroup(ctx, group)
+	}
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range group {
+		if !recorded[actionKey{p.a.Client, p.a.ID}] {
+			pf.logger.Warn("lease lost before the outcome was recorded; the attempt keeps the evidence",
+				"action_id", p.a.ID, "observed", string(p.out.Observed))
+			continue
+		}
+		pf.logger.Debug("action outcome", "action_id", p.a.ID, "observed", string(p.out.Observed), "state", p.d.State)
+	}
+	return make([]batch.Result[struct{}], len(group)), nil
+}
+
+// commitGroup records the group in one transaction, retried while storage is
+// unavailable, then wakes the performers if it made work due now. It returns the
+// actions it recorded.
+func (pf *Performer) commitGroup(ctx context.Context, group []pendingDecision) (map[actionKey]bool, error) {
 	var recorded map[actionKey]bool
 	var due bool
 	err := retryStorage(ctx, func() error {
@@ -185,34 +162,9 @@ func (pf *Performer) writeGroup(group []*pendingDecision) {
 		})
 	})
 	if err == nil && due {
-		pf.performers.send() // after the commit: see wakeup
+		pf.performers.Send() // after the commit: see newWakeup
 	}
-	if err != nil && len(group) > 1 && !db.IsUnavailable(err) {
-		for _, p := range group {
-			pf.writeGroup([]*pendingDecision{p})
-		}
-		return
-	}
-	if _, refused := db.Refused(err); refused && len(group) == 1 && group[0].out.Result != nil {
-		// The database refuses something in the reply document: the outcome
-		// still counts, so it is recorded without it.
-		group[0].out = withoutResult(group[0].out)
-		pf.writeGroup(group)
-		return
-	}
-	for _, p := range group {
-		switch {
-		case err != nil:
-			p.done <- fmt.Errorf("record outcome of action %d: %w", p.a.ID, err)
-			continue
-		case !recorded[actionKey{p.a.Client, p.a.ID}]:
-			pf.logger.Warn("lease lost before the outcome was recorded; the attempt keeps the evidence",
-				"action_id", p.a.ID, "observed", string(p.out.Observed))
-		default:
-			pf.logger.Debug("action outcome", "action_id", p.a.ID, "observed", string(p.out.Observed), "state", p.d.State)
-		}
-		p.done <- nil
-	}
+	return recorded, err
 }
 
 // actionKey identifies an action across clients.
@@ -225,7 +177,7 @@ type actionKey struct {
 // from the new states: destinations disconnected. It returns the actions it
 // recorded, and whether the group made work due now (successors released, retries
 // due at once), for which the performers are to be woken.
-func (pf *Performer) writeDecisions(ctx context.Context, q *db.Queries, group []*pendingDecision) (map[actionKey]bool, bool, error) {
+func (pf *Performer) writeDecisions(ctx context.Context, q *db.Queries, group []pendingDecision) (map[actionKey]bool, bool, error) {
 	rec := db.ActionRecordBatchParams{Worker: pf.p.Worker}
 	for _, p := range group {
 		rec.Clients = append(rec.Clients, p.a.Client)
@@ -300,3 +252,8 @@ func retryStorage(ctx context.Context, fn func() error) error {
 		delay = min(delay*2, 2*time.Second)
 	}
 }
+
+// splittable says whether a group write that failed with err is worth writing
+// again item by item: not when storage is unavailable, which would fail each one
+// alone too, but when the database refused something, which may be one item's.
+func splittable(err error) bool { return !db.IsUnavailable(err) }

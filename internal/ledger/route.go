@@ -77,7 +77,7 @@ func (rt *Router) routeBatch(ctx context.Context, n int, eachInSavepoint bool) (
 		return 0, fmt.Errorf("commit transaction: %w", err)
 	}
 	if b.created > 0 {
-		rt.performers.send()
+		rt.performers.Send()
 	}
 	return len(events), nil
 }
