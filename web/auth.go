@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 
@@ -110,11 +112,27 @@ func (s *Server) logout(c echo.Context) error {
 	return c.Redirect(http.StatusSeeOther, "/login")
 }
 
-// safeNext keeps a post-login redirect on this site: a path, never "//host" or
-// "/\host", which browsers treat as another site.
+// safeNext keeps a post-login redirect on this site: a path and query, else "/".
+// Browsers drop tabs and newlines and read a backslash as a slash, so "/\t/host"
+// and "/\host" mean "//host", another site; a value with a scheme or a host is
+// one too. The path is checked once more decoded, so a proxy or handler that
+// decodes again cannot turn "/%2F%2Fhost" into "//host" either.
 func safeNext(next string) string {
-	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") {
+	u, err := url.Parse(next)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || u.Opaque != "" ||
+		!onSitePath(next) || !onSitePath(u.Path) {
 		return "/"
 	}
 	return next
+}
+
+// onSitePath reports whether p starts with exactly one slash and holds no
+// backslash, control character, space or invalid UTF-8.
+func onSitePath(p string) bool {
+	if !strings.HasPrefix(p, "/") || strings.HasPrefix(p, "//") {
+		return false
+	}
+	return !strings.ContainsFunc(p, func(r rune) bool {
+		return r == '\\' || r == utf8.RuneError || unicode.IsControl(r) || unicode.IsSpace(r)
+	})
 }

@@ -44,6 +44,9 @@ func (s *Server) queueBulk(c echo.Context) error {
 		return err
 	}
 	act := c.FormValue("act")
+	if err := mayBulk(c, act); err != nil {
+		return err
+	}
 	if c.FormValue("all") == "1" {
 		return c.Redirect(http.StatusSeeOther, bulkURL(path, f, act, c.FormValue("assign_owner")))
 	}
@@ -80,9 +83,8 @@ func (s *Server) bulkConfirm(c echo.Context) error {
 		return err
 	}
 	act := c.QueryParam("act")
-	x, ok := ledger.LookupAct(act)
-	if !ok || !x.Bulk {
-		return ledger.Errorf(ledger.EINVALID, "Several actions at once can be retried, reconciled or assigned, not %q.", act)
+	if err := mayBulk(c, act); err != nil {
+		return err
 	}
 	af, err := actionFilter(states, f)
 	if err != nil {
@@ -101,6 +103,20 @@ func (s *Server) bulkConfirm(c echo.Context) error {
 		}
 	}
 	return s.render(c, http.StatusOK, views.BulkConfirmPage(s.layout(c, "Confirm: "+act, ""), m))
+}
+
+// mayBulk refuses a bulk act that does not exist, is not offered in bulk, or that
+// the person may not do at all: an operator asking to assign gets one 403, not a
+// confirmation page and then a report of every action refused.
+func mayBulk(c echo.Context, act string) error {
+	x, ok := ledger.LookupAct(act)
+	if !ok || !x.Bulk {
+		return ledger.Errorf(ledger.EINVALID, "Several actions at once can be retried, reconciled or assigned, not %q.", act)
+	}
+	if x.AdminOnly && actorOf(c).Role != ledger.RoleAdmin {
+		return ledger.Errorf(ledger.EFORBIDDEN, "Only admins can %s actions.", act)
+	}
+	return nil
 }
 
 // bulkDone shows the report of the person's last bulk act.

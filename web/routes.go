@@ -10,7 +10,7 @@ func (s *Server) routes(e *echo.Echo) {
 	e.Use(middleware.RequestID())
 	e.Use(s.logRequests)
 	e.Use(middleware.Recover())
-	e.Use(securityHeaders)
+	e.Use(securityHeaders(s.secure))
 
 	e.GET("/healthz", s.healthz)
 	e.GET("/readyz", s.readyz)
