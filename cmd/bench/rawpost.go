@@ -14,11 +14,10 @@ import (
 	"github.com/oncehook/oncehook/internal/sender"
 )
 
-// The load generator speaks HTTP/1.1 itself, the way wrk does. net/http's client
-// cost about 70 µs of CPU a request on the 2-core bench machine (its transport
-// goroutines, header maps and body wrappers), CPU taken from the server and Postgres
-// being measured, while the baseline's client, pgbench, is lean C; this one costs
-// about 40 µs, a third of it signing. So each sender
+// The load generator speaks HTTP/1.1 itself, the way wrk does: net/http's client
+// spends far more CPU a request (transport goroutines, header maps, body wrappers),
+// CPU taken from the server and Postgres being measured, while the baseline's
+// client, pgbench, is lean C (docs/performance.md has the figures). So each sender
 // owns one keep-alive connection, writes a request with one Write and reads no more
 // of the reply than its status and length: the bench measures the server, not the
 // client.

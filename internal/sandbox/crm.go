@@ -292,10 +292,7 @@ func (c *CRM) list(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, "search is down for maintenance")
 		return
 	}
-	if f := c.takeFault(http.MethodGet); !f.hold(r.Context()) {
-		return
-	} else if f.Status != 0 {
-		f.write(w)
+	if c.lookupFaulted(w, r) {
 		return
 	}
 	c.mu.Lock()
@@ -312,10 +309,7 @@ func (c *CRM) list(w http.ResponseWriter, r *http.Request) {
 }
 
 func (c *CRM) get(w http.ResponseWriter, r *http.Request) {
-	if f := c.takeFault(http.MethodGet); !f.hold(r.Context()) {
-		return
-	} else if f.Status != 0 {
-		f.write(w)
+	if c.lookupFaulted(w, r) {
 		return
 	}
 	c.mu.Lock()

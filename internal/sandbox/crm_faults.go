@@ -56,6 +56,20 @@ func (c *CRM) takeFault(method string) Fault {
 	return f
 }
 
+// lookupFaulted plays the next queued GET fault on a lookup: it reports whether the
+// fault answered (or hung up on) the request, so the handler must not.
+func (c *CRM) lookupFaulted(w http.ResponseWriter, r *http.Request) bool {
+	f := c.takeFault(http.MethodGet)
+	if !f.hold(r.Context()) {
+		return true
+	}
+	if f.Status != 0 {
+		f.write(w)
+		return true
+	}
+	return false
+}
+
 // hold waits out the fault's Delay and Hang. It reports false when the client left
 // first, and the request should end without a reply.
 func (f Fault) hold(ctx context.Context) bool {
