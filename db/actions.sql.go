@@ -69,7 +69,7 @@ const actionCancelByResource = `-- name: ActionCancelByResource :many
 UPDATE actions
 SET state = 'cancelled', reason = $1, updated_at = now(), next_attempt_at = now()
 WHERE client = $2 AND source = $3 AND resource = $4
-  AND name = ANY($5::text[]) AND state IN ('pending', 'retrying', 'held')
+  AND name = ANY($5::text[]) AND state = ANY($6::text[])
 RETURNING id
 `
 
@@ -79,6 +79,7 @@ type ActionCancelByResourceParams struct {
 	Source   string
 	Resource string
 	Names    []string
+	States   []string
 }
 
 // A cancelling event: actions of the resource that have not been performed yet.
@@ -89,6 +90,7 @@ func (q *Queries) ActionCancelByResource(ctx context.Context, arg ActionCancelBy
 		arg.Source,
 		arg.Resource,
 		arg.Names,
+		arg.States,
 	)
 	if err != nil {
 		return nil, err
@@ -606,17 +608,18 @@ func (q *Queries) ActionGetByOperationKey(ctx context.Context, arg ActionGetByOp
 const actionHoldDestination = `-- name: ActionHoldDestination :many
 UPDATE actions
 SET state = 'held', reason = $1, updated_at = now()
-WHERE destination = $2 AND state IN ('pending', 'retrying')
+WHERE destination = $2 AND state = ANY($3::text[])
 RETURNING id
 `
 
 type ActionHoldDestinationParams struct {
 	Reason      string
 	Destination string
+	States      []string
 }
 
 func (q *Queries) ActionHoldDestination(ctx context.Context, arg ActionHoldDestinationParams) ([]int64, error) {
-	rows, err := q.db.Query(ctx, actionHoldDestination, arg.Reason, arg.Destination)
+	rows, err := q.db.Query(ctx, actionHoldDestination, arg.Reason, arg.Destination, arg.States)
 	if err != nil {
 		return nil, err
 	}
@@ -641,7 +644,7 @@ INSERT INTO actions (client, environment, source, name, business_key, key_parts,
                      occurred_at, max_attempts, give_up_at, next_attempt_at)
 SELECT r.client, r.environment, r.source, r.name, r.business_key, r.key_parts, r.operation_key,
        r.destination, r.params, r.params_sha256,
-       CASE WHEN d.disconnected THEN 'held' ELSE 'pending' END,
+       CASE WHEN d.disconnected THEN $1::text ELSE $2::text END,
        CASE WHEN d.disconnected THEN 'destination ' || r.destination || ' is disconnected'
             WHEN r.after_id <> 0 AND p.state IS DISTINCT FROM 'confirmed'
                  THEN 'waiting for ' || coalesce(p.name, 'its predecessor')
@@ -650,18 +653,18 @@ SELECT r.client, r.environment, r.source, r.name, r.business_key, r.key_parts, r
        r.max_attempts, now() + make_interval(secs => r.within_seconds),
        CASE WHEN r.after_id = 0 OR p.state IN ('confirmed', 'resolved') THEN now()
             ELSE '9999-12-31 00:00:00+00'::timestamptz END
-FROM (SELECT unnest($1::text[]) AS client, unnest($2::text[]) AS environment,
-             unnest($3::text[]) AS source, unnest($4::text[]) AS name,
-             unnest($5::text[]) AS business_key, unnest($6::jsonb[]) AS key_parts,
-             unnest($7::text[]) AS operation_key, unnest($8::text[]) AS destination,
-             unnest($9::jsonb[]) AS params, unnest($10::bytea[]) AS params_sha256,
-             unnest($11::text[]) AS owner, unnest($12::bigint[]) AS after_id,
-             unnest($13::text[]) AS resource,
-             unnest($14::timestamptz[]) AS occurred_at,
-             unnest($15::boolean[]) AS has_occurred_at,
-             unnest($16::integer[]) AS max_attempts,
-             unnest($17::double precision[]) AS within_seconds,
-             generate_subscripts($1::text[], 1) AS ord) r
+FROM (SELECT unnest($3::text[]) AS client, unnest($4::text[]) AS environment,
+             unnest($5::text[]) AS source, unnest($6::text[]) AS name,
+             unnest($7::text[]) AS business_key, unnest($8::jsonb[]) AS key_parts,
+             unnest($9::text[]) AS operation_key, unnest($10::text[]) AS destination,
+             unnest($11::jsonb[]) AS params, unnest($12::bytea[]) AS params_sha256,
+             unnest($13::text[]) AS owner, unnest($14::bigint[]) AS after_id,
+             unnest($15::text[]) AS resource,
+             unnest($16::timestamptz[]) AS occurred_at,
+             unnest($17::boolean[]) AS has_occurred_at,
+             unnest($18::integer[]) AS max_attempts,
+             unnest($19::double precision[]) AS within_seconds,
+             generate_subscripts($3::text[], 1) AS ord) r
 CROSS JOIN LATERAL (SELECT EXISTS (SELECT 1 FROM destinations x
                                    WHERE x.name = r.destination AND x.status = 'disconnected')
                     AS disconnected) d
@@ -673,6 +676,8 @@ RETURNING client, operation_key, id
 `
 
 type ActionInsertParams struct {
+	HeldState      string
+	ReadyState     string
 	Clients        []string
 	Environments   []string
 	Sources        []string
@@ -703,12 +708,15 @@ type ActionInsertRow struct {
 // inserted in the order given, so of two rows for one operation the first creates
 // the action. A successor (after_id, 0 for none) waits (next_attempt_at far in the
 // future) until its predecessor is confirmed; an action for a disconnected
-// destination starts held. It returns the operations it created; an operation that
+// destination starts held (the decision table's rows for a new action give both
+// states). It returns the operations it created; an operation that
 // already existed, or that an earlier row created, returns nothing.
 // OFFSET 0 keeps the predecessor a lookup by key per row: as a plain join, a plan
 // made while actions was small scans the whole table for it.
 func (q *Queries) ActionInsert(ctx context.Context, arg ActionInsertParams) ([]ActionInsertRow, error) {
 	rows, err := q.db.Query(ctx, actionInsert,
+		arg.HeldState,
+		arg.ReadyState,
 		arg.Clients,
 		arg.Environments,
 		arg.Sources,
@@ -1310,7 +1318,7 @@ func (q *Queries) ActionRecordBatch(ctx context.Context, arg ActionRecordBatchPa
 const actionRecordConflict = `-- name: ActionRecordConflict :exec
 UPDATE actions
 SET state = $1, reason = $2, next_attempt_at = $3, updated_at = now()
-WHERE client = $4 AND id = $5 AND state IN ('pending', 'retrying', 'held', 'uncertain')
+WHERE client = $4 AND id = $5 AND state = ANY($6::text[])
 `
 
 type ActionRecordConflictParams struct {
@@ -1319,6 +1327,7 @@ type ActionRecordConflictParams struct {
 	NextAttemptAt time.Time
 	Client        string
 	ID            int64
+	States        []string
 }
 
 // A new event asked for this operation with different params: the decision table's
@@ -1330,6 +1339,7 @@ func (q *Queries) ActionRecordConflict(ctx context.Context, arg ActionRecordConf
 		arg.NextAttemptAt,
 		arg.Client,
 		arg.ID,
+		arg.States,
 	)
 	return err
 }

@@ -4,14 +4,15 @@
 -- inserted in the order given, so of two rows for one operation the first creates
 -- the action. A successor (after_id, 0 for none) waits (next_attempt_at far in the
 -- future) until its predecessor is confirmed; an action for a disconnected
--- destination starts held. It returns the operations it created; an operation that
+-- destination starts held (the decision table's rows for a new action give both
+-- states). It returns the operations it created; an operation that
 -- already existed, or that an earlier row created, returns nothing.
 INSERT INTO actions (client, environment, source, name, business_key, key_parts, operation_key,
                      destination, params, params_sha256, state, reason, owner, after_id, resource,
                      occurred_at, max_attempts, give_up_at, next_attempt_at)
 SELECT r.client, r.environment, r.source, r.name, r.business_key, r.key_parts, r.operation_key,
        r.destination, r.params, r.params_sha256,
-       CASE WHEN d.disconnected THEN 'held' ELSE 'pending' END,
+       CASE WHEN d.disconnected THEN @held_state::text ELSE @ready_state::text END,
        CASE WHEN d.disconnected THEN 'destination ' || r.destination || ' is disconnected'
             WHEN r.after_id <> 0 AND p.state IS DISTINCT FROM 'confirmed'
                  THEN 'waiting for ' || coalesce(p.name, 'its predecessor')
@@ -78,14 +79,14 @@ ORDER BY a.id;
 -- state (a person decides), unless the action is already performed or closed.
 UPDATE actions
 SET state = @state, reason = @reason, next_attempt_at = @next_attempt_at, updated_at = now()
-WHERE client = @client AND id = @id AND state IN ('pending', 'retrying', 'held', 'uncertain');
+WHERE client = @client AND id = @id AND state = ANY(@states::text[]);
 
 -- name: ActionCancelByResource :many
 -- A cancelling event: actions of the resource that have not been performed yet.
 UPDATE actions
 SET state = 'cancelled', reason = @reason, updated_at = now(), next_attempt_at = now()
 WHERE client = @client AND source = @source AND resource = @resource
-  AND name = ANY(@names::text[]) AND state IN ('pending', 'retrying', 'held')
+  AND name = ANY(@names::text[]) AND state = ANY(@states::text[])
 RETURNING id;
 
 -- name: ActionClaim :many
@@ -290,7 +291,7 @@ SELECT id FROM released;
 -- name: ActionHoldDestination :many
 UPDATE actions
 SET state = 'held', reason = @reason, updated_at = now()
-WHERE destination = @destination AND state IN ('pending', 'retrying')
+WHERE destination = @destination AND state = ANY(@states::text[])
 RETURNING id;
 
 -- name: ActionReleaseHeld :many

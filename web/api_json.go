@@ -30,9 +30,8 @@ type actionJSON struct {
 
 func toActionJSON(a ledger.Action) actionJSON {
 	var next *time.Time
-	if (a.State == ledger.StatePending || a.State == ledger.StateRetrying || a.State == ledger.StateUncertain) &&
-		ledger.Scheduled(a.NextAttemptAt) {
-		t := a.NextAttemptAt.UTC()
+	if t, ok := a.NextAttempt(); ok {
+		t = t.UTC()
 		next = &t
 	}
 	return actionJSON{

@@ -117,9 +117,8 @@ func (s *Server) actionInfo(a ledger.Action) views.ActionInfo {
 		Owner: a.Owner, Attempts: a.Attempts, ExternalRef: a.ExternalRef, Params: prettyJSON(a.Params),
 		Created: stamp(a.CreatedAt), Updated: stamp(a.UpdatedAt), StateSince: stamp(a.StateSince),
 	}
-	if (a.State == ledger.StatePending || a.State == ledger.StateRetrying || a.State == ledger.StateUncertain) &&
-		ledger.Scheduled(a.NextAttemptAt) {
-		info.NextAttempt = stamp(a.NextAttemptAt)
+	if t, ok := a.NextAttempt(); ok {
+		info.NextAttempt = stamp(t)
 	}
 	return info
 }

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"slices"
 	"strings"
 	"time"
 )
@@ -20,24 +21,6 @@ const (
 	StateResolved   = "resolved"
 	StateCancelled  = "cancelled"
 )
-
-// Queues group states for people.
-const (
-	QueueOutstanding = "outstanding"
-	QueueUncertain   = "uncertain"
-	QueueFailed      = "failed"
-)
-
-// QueueStates lists the states of each queue.
-var QueueStates = map[string][]string{
-	QueueOutstanding: {StatePending, StateProcessing, StateRetrying, StateHeld},
-	QueueUncertain:   {StateUncertain},
-	QueueFailed:      {StateFailed},
-}
-
-// AllStates are every state, open ones first, in the order the pages list them.
-var AllStates = []string{StatePending, StateProcessing, StateRetrying, StateHeld, StateUncertain, StateFailed,
-	StateConfirmed, StateResolved, StateCancelled}
 
 // QueueOf returns the queue a state belongs to, or "" for closed states.
 func QueueOf(state string) string {
@@ -75,9 +58,19 @@ func (id OperationIdentity) BusinessKey() string {
 	return strings.Join(id.KeyParts, " / ")
 }
 
-// waitingForPredecessor is the next_attempt_at of a successor whose predecessor is
+// WaitingForPredecessor is the next_attempt_at of a successor whose predecessor is
 // not confirmed yet (see ActionInsert); Postgres' infinity does not fit a time.Time.
-var waitingForPredecessor = time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)
+var WaitingForPredecessor = time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)
 
 // Scheduled reports whether t is a real next attempt time rather than "waiting".
-func Scheduled(t time.Time) bool { return t.Before(waitingForPredecessor) }
+func Scheduled(t time.Time) bool { return t.Before(WaitingForPredecessor) }
+
+// NextAttempt is when a worker next takes the action up (a call or a lookup): ok is
+// false when none is scheduled, because the action is not due work or waits for its
+// predecessor.
+func (a Action) NextAttempt() (t time.Time, ok bool) {
+	if !slices.Contains(DueStates, a.State) || !Scheduled(a.NextAttemptAt) {
+		return time.Time{}, false
+	}
+	return a.NextAttemptAt, true
+}

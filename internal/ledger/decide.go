@@ -48,6 +48,13 @@ const (
 	ObsRetryLookupFirst Observation = "a person retries after the key memory passed; a lookup exists"
 )
 
+// The rows of a new action (DESIGN.md section 3, 401/403: "its other actions wait
+// too"): ready to run, or held while its destination is disconnected.
+const (
+	ObsCreated             Observation = "created for an event"
+	ObsCreatedDisconnected Observation = "created while its destination is disconnected"
+)
+
 // Rule is one row of the decision table.
 type Rule struct {
 	Observed Observation
@@ -87,6 +94,8 @@ var DecisionTable = []Rule{
 	{ObsAbsentSettled, "absent_settled", StateRetrying, "lookup evidence, settle", true},
 	{ObsRetryByPerson, "retry_by_person", StatePending, "who retried, and what they checked", false},
 	{ObsRetryLookupFirst, "retry_lookup_first", StateUncertain, "who retried; the operation is looked up before any call", false},
+	{ObsCreated, "created", StatePending, "the event that asked for it", false},
+	{ObsCreatedDisconnected, "created_held", StateHeld, "the disconnected destination", false},
 }
 
 var ruleOf = func() map[Observation]Rule {

@@ -50,42 +50,6 @@ type Engine struct {
 	poll      time.Duration
 }
 
-// Router claims received events and inserts one action per business operation.
-type Router struct {
-	pool       *pgxpool.Pool
-	cfg        *Config
-	logger     *slog.Logger
-	poll       time.Duration
-	wake       batch.Signal
-	performers *batch.Wakeup           // woken once a batch created actions
-	routes     map[string][]ActionRule // each source's rules, predecessors first; the config does not change while it runs
-	paths      map[string]*docPaths    // what each source's rules read of an event's document
-}
-
-// Performer claims due actions under a lease, calls their destinations and records
-// each outcome through the decision table.
-type Performer struct {
-	p      EngineParams
-	pool   *pgxpool.Pool
-	cfg    *Config
-	logger *slog.Logger
-	now    func() time.Time
-
-	wake       batch.Signal
-	performers *batch.Wakeup // every process's performers, woken when outcomes make work due now
-	slots      *batch.Slots  // one per call in flight
-	claimed    *batch.Slots  // one per claimed action not answered yet (shared slots only)
-	unrecorded *batch.Slots  // one per claimed action whose outcome is not yet recorded
-	inflight   sync.WaitGroup
-	decisions  *batch.Writer[pendingDecision, struct{}] // outcomes recorded together (newRecorder)
-
-	// Derived from the config once: the config does not change while it runs.
-	callable     []string              // destinations this process calls
-	fillNames    []string              // rules whose params wait for a predecessor's result
-	limits       map[string]*destLimit // destinations with limits of their own, by name
-	limitedNames []string
-}
-
 // NewEngine returns an Engine with defaults applied.
 func NewEngine(p EngineParams) *Engine {
 	if p.Worker == "" {
@@ -200,52 +164,6 @@ func (e *Engine) listen(ctx context.Context) error {
 			e.router.wake.Send()
 		case channelActions:
 			e.performer.wake.Send()
-		}
-	}
-}
-
-// Routing runs in one loop per process: a second loop's inserts would contend with
-// the first's for the same index pages. The loop waits a moment before a batch that
-// may not fill, so that a wave of deliveries is routed by one transaction rather
-// than by one each. After a full batch it takes larger ones, since a batch costs
-// Postgres much the same whatever its size (planning, its commit), so a backlog
-// drains in fewer transactions.
-const (
-	routeBatch       = 50
-	routeBatchBehind = 200
-)
-
-func (rt *Router) routeLoop(ctx context.Context) {
-	full := false
-	loop(ctx, rt.logger, rt.poll, rt.wake, "route", func(ctx context.Context) (int, error) {
-		if !full {
-			sleepCtx(ctx, batch.RouteWait)
-		}
-		size := routeBatch
-		if full {
-			size = routeBatchBehind
-		}
-		n, err := rt.RouteBatch(ctx, size)
-		full = n == size
-		return n, err
-	})
-}
-
-func (pf *Performer) performLoop(ctx context.Context) {
-	loop(ctx, pf.logger, pf.p.Poll, pf.wake, "perform", pf.performBatch)
-}
-
-func (pf *Performer) recoverLoop(ctx context.Context) {
-	tick := time.NewTicker(max(pf.p.LeaseExtra/3, 100*time.Millisecond))
-	defer tick.Stop()
-	for {
-		if _, err := pf.RecoverLeases(ctx); err != nil && ctx.Err() == nil {
-			pf.logger.Warn("recover expired leases", "err", err)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
 		}
 	}
 }

@@ -5,14 +5,60 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/oncehook/oncehook/db"
 	"github.com/oncehook/oncehook/internal/batch"
 )
+
+// Performer claims due actions under a lease, calls their destinations and records
+// each outcome through the decision table.
+type Performer struct {
+	p      EngineParams
+	pool   *pgxpool.Pool
+	cfg    *Config
+	logger *slog.Logger
+	now    func() time.Time
+
+	wake       batch.Signal
+	performers *batch.Wakeup // every process's performers, woken when outcomes make work due now
+	slots      *batch.Slots  // one per call in flight
+	claimed    *batch.Slots  // one per claimed action not answered yet (shared slots only)
+	unrecorded *batch.Slots  // one per claimed action whose outcome is not yet recorded
+	inflight   sync.WaitGroup
+	decisions  *batch.Writer[pendingDecision, struct{}] // outcomes recorded together (newRecorder)
+
+	// Derived from the config once: the config does not change while it runs.
+	callable     []string              // destinations this process calls
+	fillNames    []string              // rules whose params wait for a predecessor's result
+	limits       map[string]*destLimit // destinations with limits of their own, by name
+	limitedNames []string
+}
+
+func (pf *Performer) performLoop(ctx context.Context) {
+	loop(ctx, pf.logger, pf.p.Poll, pf.wake, "perform", pf.performBatch)
+}
+
+func (pf *Performer) recoverLoop(ctx context.Context) {
+	tick := time.NewTicker(max(pf.p.LeaseExtra/3, 100*time.Millisecond))
+	defer tick.Stop()
+	for {
+		if _, err := pf.RecoverLeases(ctx); err != nil && ctx.Err() == nil {
+			pf.logger.Warn("recover expired leases", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
 
 // performBatch claims as many due actions as there is room for (see room), starting
 // the calls among them in the same statement, and works on each in its own

@@ -232,7 +232,7 @@ func (pf *Performer) disconnect(ctx context.Context, q *db.Queries, name, detail
 		return fmt.Errorf("mark destination disconnected: %w", err)
 	}
 	if _, err := q.ActionHoldDestination(ctx, db.ActionHoldDestinationParams{
-		Destination: name, Reason: "destination " + name + " is disconnected",
+		Destination: name, Reason: "destination " + name + " is disconnected", States: HoldableStates,
 	}); err != nil {
 		return fmt.Errorf("hold destination's actions: %w", err)
 	}

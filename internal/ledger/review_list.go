@@ -147,10 +147,6 @@ func ClosedAmong(states []string) string {
 	return ""
 }
 
-// PersonStates are the states that wait for a person: the ones
-// actions_waiting_idx holds.
-var PersonStates = []string{StateHeld, StateUncertain, StateFailed}
-
 // onlyPersonStates reports whether states are some of PersonStates and nothing else.
 func onlyPersonStates(states []string) bool {
 	for _, s := range states {

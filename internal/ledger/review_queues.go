@@ -48,15 +48,6 @@ func (r *Review) QueueSummaries(ctx context.Context) ([]QueueSummary, error) {
 	return out, nil
 }
 
-// OpenStates are the states of all three queues: what still needs the machine or a person.
-func OpenStates() []string {
-	var out []string
-	for _, q := range Queues {
-		out = append(out, QueueStates[q]...)
-	}
-	return out
-}
-
 // SourceSummary is a configured source with what it has delivered.
 type SourceSummary struct {
 	Source

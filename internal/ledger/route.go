@@ -5,14 +5,56 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/oncehook/oncehook/db"
+	"github.com/oncehook/oncehook/internal/batch"
 )
+
+// Router claims received events and inserts one action per business operation.
+type Router struct {
+	pool       *pgxpool.Pool
+	cfg        *Config
+	logger     *slog.Logger
+	poll       time.Duration
+	wake       batch.Signal
+	performers *batch.Wakeup           // woken once a batch created actions
+	routes     map[string][]ActionRule // each source's rules, predecessors first; the config does not change while it runs
+	paths      map[string]*docPaths    // what each source's rules read of an event's document
+}
+
+// Routing runs in one loop per process: a second loop's inserts would contend with
+// the first's for the same index pages. The loop waits a moment before a batch that
+// may not fill, so that a wave of deliveries is routed by one transaction rather
+// than by one each. After a full batch it takes larger ones, since a batch costs
+// Postgres much the same whatever its size (planning, its commit), so a backlog
+// drains in fewer transactions.
+const (
+	routeBatch       = 50
+	routeBatchBehind = 200
+)
+
+func (rt *Router) routeLoop(ctx context.Context) {
+	full := false
+	loop(ctx, rt.logger, rt.poll, rt.wake, "route", func(ctx context.Context) (int, error) {
+		if !full {
+			sleepCtx(ctx, batch.RouteWait)
+		}
+		size := routeBatch
+		if full {
+			size = routeBatchBehind
+		}
+		n, err := rt.RouteBatch(ctx, size)
+		full = n == size
+		return n, err
+	})
+}
 
 // RouteBatch claims up to n received events and turns each into actions, in one
 // short transaction. It returns how many events it routed.
@@ -307,7 +349,7 @@ func insertActions(ctx context.Context, q *db.Queries, intents []actionIntent) (
 	if len(intents) == 0 {
 		return nil, nil
 	}
-	p := db.ActionInsertParams{}
+	p := db.ActionInsertParams{ReadyState: ruleOf[ObsCreated].Next, HeldState: ruleOf[ObsCreatedDisconnected].Next}
 	for _, in := range intents {
 		var occurred time.Time // with HasOccurredAts false: NULL
 		if in.occurred != nil {

@@ -216,7 +216,7 @@ func conflicting(a db.Action, ev db.Event, now time.Time) Decision {
 func (rt *Router) flagConflict(ctx context.Context, q *db.Queries, ev db.Event, a db.Action) error {
 	d := conflicting(a, ev, time.Now())
 	if err := q.ActionRecordConflict(ctx, db.ActionRecordConflictParams{Client: a.Client, ID: a.ID,
-		State: d.State, Reason: truncate(d.Reason, 1000), NextAttemptAt: d.NextAttemptAt}); err != nil {
+		State: d.State, Reason: truncate(d.Reason, 1000), NextAttemptAt: d.NextAttemptAt, States: ConflictableStates}); err != nil {
 		return fmt.Errorf("flag conflict: %w", err)
 	}
 	return audit(ctx, q, a.Client, a.ID, "router", "conflict", d.Reason, map[string]any{"event_id": ev.ID})
@@ -282,7 +282,7 @@ func (rt *Router) applyCancellations(ctx context.Context, q *db.Queries, ev db.E
 			return 0, fmt.Errorf("record cancellation: %w", err)
 		}
 		ids, err := q.ActionCancelByResource(ctx, db.ActionCancelByResourceParams{
-			Client: ev.Client, Source: ev.Source, Resource: res, Names: names,
+			Client: ev.Client, Source: ev.Source, Resource: res, Names: names, States: EventCancellableStates,
 			Reason: fmt.Sprintf("cancelled by event %d (%s)", ev.ID, ev.Type),
 		})
 		if err != nil {

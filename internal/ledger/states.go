@@ -1,0 +1,57 @@
+package ledger
+
+// Queues group states for people.
+const (
+	QueueOutstanding = "outstanding"
+	QueueUncertain   = "uncertain"
+	QueueFailed      = "failed"
+)
+
+// The sets of states each rule reads, each written once. SQL that must repeat a set
+// as a literal (a CHECK, a partial index's predicate, a statement whose plan must see
+// the literal to use that index) is tied to the set here by TestStateSetLiterals,
+// which fails when the two differ.
+var (
+	// AllStates are every state, open ones first, in the order the pages list them.
+	AllStates = []string{StatePending, StateProcessing, StateRetrying, StateHeld, StateUncertain, StateFailed,
+		StateConfirmed, StateResolved, StateCancelled}
+	// WorkerStates are the open states a worker moves on by itself.
+	WorkerStates = []string{StatePending, StateProcessing, StateRetrying}
+	// PersonStates wait for a person: the ones actions_waiting_idx holds.
+	PersonStates = []string{StateHeld, StateUncertain, StateFailed}
+	// ClosedStates are final: nothing will be performed any more.
+	ClosedStates = []string{StateConfirmed, StateResolved, StateCancelled}
+	// DueStates are claimed by the performer once their next attempt is due: called
+	// (pending, retrying) or looked up (uncertain).
+	DueStates = []string{StatePending, StateRetrying, StateUncertain}
+	// HoldableStates are held when their destination is disconnected.
+	HoldableStates = []string{StatePending, StateRetrying}
+	// EventCancellableStates are the actions a cancelling event still stops: not
+	// performed, not in a worker's hands, not waiting on a person's judgement.
+	EventCancellableStates = []string{StatePending, StateRetrying, StateHeld}
+	// ConflictableStates are the actions a conflicting event still fails: not
+	// performed or closed, and not in a worker's hands.
+	ConflictableStates = []string{StatePending, StateRetrying, StateHeld, StateUncertain}
+	// PredecessorDoneStates release a successor: its predecessor's work is settled.
+	PredecessorDoneStates = []string{StateConfirmed, StateResolved}
+	// NotifyAtOnceStates are told to their owner in the next digest; uncertain ones
+	// only once they have stayed uncertain a while.
+	NotifyAtOnceStates = []string{StateFailed, StateHeld}
+)
+
+// QueueStates lists the states of each queue.
+var QueueStates = map[string][]string{
+	QueueOutstanding: append(append([]string(nil), WorkerStates...), StateHeld),
+	QueueUncertain:   {StateUncertain},
+	QueueFailed:      {StateFailed},
+}
+
+// OpenStates are the states of every queue, in the queues' order: what is not
+// closed.
+func OpenStates() []string {
+	var out []string
+	for _, q := range Queues {
+		out = append(out, QueueStates[q]...)
+	}
+	return out
+}
