@@ -78,10 +78,9 @@ func (b *bench) peerContender() contender {
 		name: "peer", tag: "vp", db: "vs_riverpeer", hook: "/hooks/stripe",
 		start: func(ctx context.Context, dsn, addr string) (*child, error) {
 			env := append(os.Environ(), "STRIPE_WEBHOOK_SECRET="+stripeSecret, "CRM_TOKEN="+crmToken)
-			// The pool oncehook serve opens, and its 16 destination calls in flight
-			// (the binary has no setting for them).
-			args := []string{"-database-url", dsn, "-listen", addr, "-destination", b.dest.url,
-				"-pool", "16", "-workers", "16"}
+			// The pool oncehook serve opens; River's workers and fetch cooldown are
+			// the peer's own lean defaults (100, 10 ms).
+			args := []string{"-database-url", dsn, "-listen", addr, "-destination", b.dest.url, "-pool", "16"}
 			args = append(args, b.profileArgs("-cpuprofile", "riverpeer")...)
 			return b.startProcess(ctx, "vs_riverpeer.log", b.peerBin, args, env, addr)
 		},

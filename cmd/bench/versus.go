@@ -630,7 +630,7 @@ func (b *bench) versusNotes(o, p vsResult) {
 		b.t.note("vs River: %s, duplicates: p50 / p99 %s / %s, %d stored as new", r.name, ms(r.dup.p50), ms(r.dup.p99), r.dupStored)
 	}
 	b.t.note("vs River: the warm bursts and the end to end runs went oncehook, peer, peer, oncehook, both systems running; each fresh burst ran alone on a cluster just started")
-	b.t.note("vs River: the peer (cmd/riverpeer) is net/http, stripe-go's webhook.ConstructEventWithOptions, one pgx transaction per webhook (its inbox row, River InsertTx unique by enquiry id) and a River worker calling the CRM; a pool of 16 and 16 workers, as oncehook serve has; River FetchCooldown 2 ms and FetchPollInterval 20 ms, as River's own benchmark runs (its defaults, 100 ms and 1 s, allow a queue MaxWorkers jobs per 100 ms); Go's default GOGC (oncehook serve sets 200)")
+	b.t.note("vs River: the peer (cmd/riverpeer) is a lean River receiver: net/http, stripe-go's webhook.ValidatePayloadWithTolerance on the raw bytes (no Event decoded), decoding only the id, the type and the job's fields, one pgx transaction per webhook (INSERT ... ON CONFLICT DO NOTHING RETURNING into its inbox, River InsertTx unique by enquiry id) and a River worker calling the CRM; a pool of 16 as oncehook serve has, River MaxWorkers 100, FetchCooldown 10 ms, FetchPollInterval 20 ms; Go's default GOGC (oncehook serve sets 200)")
 }
 
 func timedOut(t bool) string {
