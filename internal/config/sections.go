@@ -16,11 +16,9 @@ import (
 // they use are in yaml.go; the loader itself and the cross-references between
 // sections (check) are in validate.go; the operations sections in operations.go.
 
-var providers = []string{ledger.ProviderStripe, ledger.ProviderGitHub, ledger.ProviderShopify, ledger.ProviderStandardWebhooks}
-
 func (l *loader) source(path string, n ast.Node) ledger.Source {
 	m := l.mapping(path, n, "name", "client", "provider", "account", "environment",
-		"secret_env", "tolerance", "max_body", "remember", "backfill")
+		"secret_env", "tolerance", "max_body", "remember", "backfill", "verify")
 	s := ledger.Source{
 		Name:        m.name("name"),
 		Client:      m.required("client"),
@@ -32,6 +30,7 @@ func (l *loader) source(path string, n ast.Node) ledger.Source {
 		Remember:    m.duration("remember", ledger.DefaultRemember),
 	}
 	l.secrets(m, &s)
+	l.verify(m, &s)
 	if m.has("backfill") {
 		s.Backfill = l.backfill(m, s.Provider)
 	}
