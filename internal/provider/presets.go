@@ -124,9 +124,10 @@ var presets = map[string]func() ledger.VerifySpec{
 		s := hmacBase64("X-HubSpot-Signature-v3", "sha256",
 			ledger.SignedPart{Kind: ledger.PartMethod}, ledger.SignedPart{Kind: ledger.PartURL}, body, timestamp)
 		s.Timestamp = ledger.TimestampSpec{Header: "X-HubSpot-Request-Timestamp", Format: ledger.TimeUnixMS}
-		// HubSpot posts a list of up to 100 events; the first one's id names the batch.
+		// HubSpot posts a list of up to 100 events; the first one's id (a number, so a
+		// composite of one) names the batch.
 		s.Array = true
-		s.ID, s.Type = ledger.IdentitySpec{Pointer: "/0/eventId"}, ledger.TypeSpec{Pointer: "/0/subscriptionType"}
+		s.ID, s.Type = ledger.IdentitySpec{Composite: []string{"/0/eventId"}}, ledger.TypeSpec{Pointer: "/0/subscriptionType"}
 		s.Occurred = ledger.TimestampSpec{Pointer: "/0/occurredAt", Format: ledger.TimeUnixMS}
 		return s
 	},
