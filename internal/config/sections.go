@@ -10,6 +10,7 @@ import (
 
 	"github.com/goccy/go-yaml/ast"
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/provider"
 )
 
 // The readers below map the YAML keys of each section to fields. The primitives
@@ -128,13 +129,13 @@ func (l *loader) secrets(m fields, s *ledger.Source) {
 
 // secretShape catches a secret of the wrong kind (an API key in place of a signing
 // secret) at start instead of as 401s later. It describes the problem, never the value.
-func secretShape(provider, secret string) string {
-	switch provider {
+func secretShape(name, secret string) string {
+	switch name {
 	case ledger.ProviderStripe:
 		if !strings.HasPrefix(secret, "whsec_") {
 			return `does not start with "whsec_" as Stripe signing secrets do`
 		}
-	case ledger.ProviderStandardWebhooks:
+	case ledger.ProviderStandardWebhooks, provider.PresetResend, provider.PresetClerk:
 		if _, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, "whsec_")); err != nil {
 			return `is not base64 after an optional "whsec_"`
 		}

@@ -196,12 +196,12 @@ func (r *request) decodeSig(s string) ([]byte, bool) {
 	case ledger.VerifyKindECDSA:
 		return sig, len(sig) <= 80
 	}
-	return sig, len(sig) == DigestSize(r.spec.Algorithm)
+	return sig, len(sig) == digestSize(r.spec.Algorithm)
 }
 
-// DigestSize is the size in bytes of an HMAC under algorithm (sha1, sha256 or
+// digestSize is the size in bytes of an HMAC under algorithm (sha1, sha256 or
 // sha512); 0 for any other name.
-func DigestSize(algorithm string) int {
+func digestSize(algorithm string) int {
 	if h := newHash(algorithm); h != nil {
 		return h().Size()
 	}

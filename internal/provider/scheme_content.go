@@ -281,14 +281,13 @@ func (r *request) occurred(signed time.Time) time.Time {
 	case o.Pointer != "":
 		s = r.pointerString(o.Pointer)
 	}
+	// Without a format, unix seconds or RFC 3339, whichever reads (Stripe's classic
+	// and v2 events differ).
 	if t, ok := parseTime(s, o.Format); ok && s != "" {
 		return t
 	}
-	if t, err := time.Parse(time.RFC3339, s); err == nil {
+	if t, err := time.Parse(time.RFC3339, s); err == nil && o.Format == "" {
 		return t.UTC()
-	}
-	if n, err := strconv.ParseInt(s, 10, 64); err == nil && o.Format == "" {
-		return time.Unix(n, 0).UTC()
 	}
 	if r.spec.OccurredFromTimestamp {
 		return signed

@@ -30,9 +30,9 @@ func checkEd25519(keys []string, sigs [][]byte, msg []byte) (string, error) {
 	})
 }
 
-// ParseECDSAKey reads a P-256 public key as SendGrid shows it: base64 of the DER
+// parseECDSAKey reads a P-256 public key as SendGrid shows it: base64 of the DER
 // (PKIX) encoding, with or without PEM armour.
-func ParseECDSAKey(s string) (*ecdsa.PublicKey, bool) {
+func parseECDSAKey(s string) (*ecdsa.PublicKey, bool) {
 	s = strings.TrimSpace(s)
 	s = strings.TrimPrefix(s, "-----BEGIN PUBLIC KEY-----")
 	s = strings.TrimSuffix(s, "-----END PUBLIC KEY-----")
@@ -53,7 +53,7 @@ func ParseECDSAKey(s string) (*ecdsa.PublicKey, bool) {
 func checkECDSA(keys []string, sigs [][]byte, msg []byte) (string, error) {
 	digest := sha256.Sum256(msg)
 	return checkEach(keys, func(key string) bool {
-		pub, ok := ParseECDSAKey(key)
+		pub, ok := parseECDSAKey(key)
 		if !ok {
 			return false
 		}

@@ -36,7 +36,11 @@ func sha256Hex(s string) string {
 
 const schemeBody = `{"id":"evt_9","kind":"order.paid","order":{"ref":"o-1","at":1699999990},"n":7}`
 
-func TestVerifyDeclaredScheme(t *testing.T) {
+// declaredRequests signs one request for each of three declared schemes: a prefix
+// with sha512 over the body; a list with a timestamp item over the method, the
+// timestamp, the body, the URL and a header; a plain sha1 with a base64 key, a
+// millisecond timestamp header and a composite identity.
+func declaredRequests() (prefixOK, listOK, plainOK provider.VerifyParams, hashed ledger.VerifySpec, listSig string) {
 	ts := fmt.Sprint(verifyTestNow.Unix())
 	base := func(spec ledger.VerifySpec, h http.Header) provider.VerifyParams {
 		return provider.VerifyParams{Provider: ledger.ProviderHMAC, Spec: &spec, Secrets: []string{"old", "s3cret"},
@@ -48,7 +52,7 @@ func TestVerifyDeclaredScheme(t *testing.T) {
 	// Prefix, sha512, hex, over the body alone.
 	prefix := ledger.VerifySpec{Signature: ledger.SignatureSpec{Header: "X-Sig", Format: ledger.SignaturePrefix, Prefix: "sha512="},
 		Algorithm: "sha512", Encoding: "hex", Signed: []ledger.SignedPart{{Kind: ledger.PartBody}}, ID: idPtr, Type: typ}
-	prefixOK := base(prefix, verifyHeaders("X-Sig", "sha512="+hex.EncodeToString(macOf("sha512", []byte("s3cret"), schemeBody))))
+	prefixOK = base(prefix, verifyHeaders("X-Sig", "sha512="+hex.EncodeToString(macOf("sha512", []byte("s3cret"), schemeBody))))
 
 	// List with a timestamp item, sha256, base64, over timestamp "." body, the URL and a header.
 	list := ledger.VerifySpec{Signature: ledger.SignatureSpec{Header: "X-Sig", Format: ledger.SignatureList, Separator: ";", Keys: []string{"v1"}},
@@ -57,8 +61,8 @@ func TestVerifyDeclaredScheme(t *testing.T) {
 			{Kind: ledger.PartBody}, {Kind: ledger.PartURL}, {Kind: ledger.PartHeader, Value: "X-Id"}},
 		URL: "https://hooks.example.com/hooks/src", ID: ledger.IdentitySpec{Header: "X-Id"}, Type: ledger.TypeSpec{Header: "X-Event", Pointer: "/kind"}}
 	listMsg := "POST" + ts + "." + schemeBody + "https://hooks.example.com/hooks/src?a=1" + "d-1"
-	listSig := base64.StdEncoding.EncodeToString(macOf("sha256", []byte("s3cret"), listMsg))
-	listOK := base(list, verifyHeaders("X-Sig", "t="+ts+";v1=bm90IGl0;v1="+listSig, "X-Id", "d-1", "X-Event", "order"))
+	listSig = base64.StdEncoding.EncodeToString(macOf("sha256", []byte("s3cret"), listMsg))
+	listOK = base(list, verifyHeaders("X-Sig", "t="+ts+";v1=bm90IGl0;v1="+listSig, "X-Id", "d-1", "X-Event", "order"))
 
 	// Plain, sha1, base64 key, timestamp header in milliseconds, composite identity.
 	plain := ledger.VerifySpec{Signature: ledger.SignatureSpec{Header: "X-Sig"}, Algorithm: "sha1", Encoding: "hex", Key: "base64",
@@ -67,13 +71,19 @@ func TestVerifyDeclaredScheme(t *testing.T) {
 		ID:        ledger.IdentitySpec{Composite: []string{"/order/ref", "/order/at", "/missing"}}, Type: typ,
 		Occurred: ledger.TimestampSpec{Pointer: "/order/at"}}
 	ms := fmt.Sprint(verifyTestNow.UnixMilli())
-	plainOK := base(plain, verifyHeaders("X-Sig", hex.EncodeToString(macOf("sha1", []byte("key!"), ms+schemeBody)), "X-Ts", ms))
+	plainOK = base(plain, verifyHeaders("X-Sig", hex.EncodeToString(macOf("sha1", []byte("key!"), ms+schemeBody)), "X-Ts", ms))
 	plainOK.Secrets = []string{"whsec_" + base64.StdEncoding.EncodeToString([]byte("key!"))}
 
 	// Body hash as the identity.
-	hashed := prefix
+	hashed = prefix
 	hashed.ID = ledger.IdentitySpec{BodyHash: true}
 
+	return prefixOK, listOK, plainOK, hashed, listSig
+}
+
+func TestVerifyDeclaredScheme(t *testing.T) {
+	ts := fmt.Sprint(verifyTestNow.Unix())
+	prefixOK, listOK, plainOK, hashed, listSig := declaredRequests()
 	runVerifyCases(t, []verifyCase{
 		{name: "PrefixSHA512Verifies", params: prefixOK,
 			want: ledger.Delivery{ID: "evt_9", Type: "order.paid", Payload: []byte(schemeBody)}},
