@@ -238,7 +238,7 @@ func standardWebhooksSpec() ledger.VerifySpec {
 	return *s
 }
 
-// Preset returns a fresh copy of the named preset's scheme.
+// Preset returns a fresh copy of the named preset's scheme, for a caller to change.
 func Preset(name string) (*ledger.VerifySpec, bool) {
 	build, ok := presets[name]
 	if !ok {
@@ -247,6 +247,15 @@ func Preset(name string) (*ledger.VerifySpec, bool) {
 	s := build()
 	return &s, true
 }
+
+// built holds each preset built once, for Verify, which only reads them.
+var built = func() map[string]*ledger.VerifySpec {
+	m := make(map[string]*ledger.VerifySpec, len(presets))
+	for name := range presets {
+		m[name], _ = Preset(name)
+	}
+	return m
+}()
 
 // Presets lists the preset names, sorted.
 func Presets() []string {

@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"bytes"
 	"crypto/hmac"
 	"crypto/sha1"
 	"crypto/sha256"
@@ -72,17 +73,17 @@ func (r *request) authenticate() (time.Time, error) {
 	if err != nil {
 		return time.Time{}, err
 	}
-	msg, err := r.signedContent(raw)
+	parts, err := r.signedContent(raw)
 	if err != nil {
 		return time.Time{}, err
 	}
 	switch spec.Kind {
 	case ledger.VerifyKindEd25519:
-		r.secret, err = checkEd25519(r.p.Secrets, sig.sigs, msg)
+		r.secret, err = checkEd25519(r.p.Secrets, sig.sigs, bytes.Join(parts, nil))
 	case ledger.VerifyKindECDSA:
-		r.secret, err = checkECDSA(r.p.Secrets, sig.sigs, msg)
+		r.secret, err = checkECDSA(r.p.Secrets, sig.sigs, bytes.Join(parts, nil))
 	default:
-		r.secret, err = checkMAC(r.p.Secrets, spec, sig.sigs, msg)
+		r.secret, err = checkMAC(r.p.Secrets, spec, sig.sigs, parts)
 	}
 	if err != nil {
 		return time.Time{}, err
@@ -111,21 +112,16 @@ func (r *request) signature() (parsedSignature, error) {
 	if value == "" {
 		return parsedSignature{}, errSignature("missing %s", describeHeader(name))
 	}
-	malformed := errSignature("malformed %s", describeHeader(name))
-	switch s.Format {
-	case ledger.SignaturePrefix:
-		rest, ok := strings.CutPrefix(value, s.Prefix)
-		sig, good := r.decodeSig(rest)
-		if !ok || !good {
-			return parsedSignature{}, malformed
-		}
-		return parsedSignature{sigs: [][]byte{sig}}, nil
-	case ledger.SignatureList:
+	if s.Format == ledger.SignatureList {
 		return r.parseList(value, name)
 	}
-	sig, good := r.decodeSig(value)
-	if !good {
-		return parsedSignature{}, malformed
+	rest, ok := value, true
+	if s.Format == ledger.SignaturePrefix {
+		rest, ok = strings.CutPrefix(value, s.Prefix)
+	}
+	sig, good := r.decodeSig(rest)
+	if !ok || !good {
+		return parsedSignature{}, errSignature("malformed %s", describeHeader(name))
 	}
 	return parsedSignature{sigs: [][]byte{sig}}, nil
 }
@@ -220,8 +216,10 @@ func newHash(algorithm string) func() hash.Hash {
 	return nil
 }
 
-// checkMAC succeeds when one of sigs is the HMAC of msg under one of secrets.
-func checkMAC(secrets []string, spec *ledger.VerifySpec, sigs [][]byte, msg []byte) (string, error) {
+// checkMAC succeeds when one of sigs is the HMAC of the concatenated parts under one
+// of secrets. The MAC is computed once per secret, so the work is linear in the
+// number of sigs.
+func checkMAC(secrets []string, spec *ledger.VerifySpec, sigs [][]byte, parts [][]byte) (string, error) {
 	h := newHash(spec.Algorithm)
 	if h == nil {
 		return "", ledger.Errorf(ledger.EINVALID, "unknown algorithm %q", spec.Algorithm)
@@ -232,7 +230,9 @@ func checkMAC(secrets []string, spec *ledger.VerifySpec, sigs [][]byte, msg []by
 			return false
 		}
 		mac := hmac.New(h, key)
-		mac.Write(msg)
+		for _, p := range parts {
+			mac.Write(p)
+		}
 		want := mac.Sum(nil)
 		for _, sig := range sigs {
 			if hmac.Equal(sig, want) {

@@ -68,32 +68,34 @@ func parseTime(s, format string) (time.Time, bool) {
 	return parseUnixSeconds(s)
 }
 
-// signedContent concatenates the signed parts in order.
-func (r *request) signedContent(ts string) ([]byte, error) {
-	var b bytes.Buffer
+// signedContent returns the signed parts in order; the body is not copied.
+func (r *request) signedContent(ts string) ([][]byte, error) {
+	parts := make([][]byte, 0, len(r.spec.Signed))
 	for _, part := range r.spec.Signed {
 		switch part.Kind {
 		case ledger.PartBody:
-			b.Write(r.p.Body)
+			parts = append(parts, r.p.Body)
 		case ledger.PartTimestamp:
-			b.WriteString(ts)
+			parts = append(parts, []byte(ts))
 		case ledger.PartURL:
-			b.WriteString(r.url())
+			parts = append(parts, []byte(r.url()))
 		case ledger.PartMethod:
-			b.WriteString(r.p.Method)
+			parts = append(parts, []byte(r.p.Method))
 		case ledger.PartHeader:
-			b.WriteString(r.p.Header.Get(part.Value))
+			parts = append(parts, []byte(r.p.Header.Get(part.Value)))
 		case ledger.PartLiteral:
-			b.WriteString(part.Value)
+			parts = append(parts, []byte(part.Value))
 		case ledger.PartPointer:
-			b.WriteString(r.pointerString(part.Value))
+			parts = append(parts, []byte(r.pointerString(part.Value)))
 		case ledger.PartForm:
+			var b bytes.Buffer
 			if err := writeSortedForm(&b, r.p.Body); err != nil {
 				return nil, err
 			}
+			parts = append(parts, b.Bytes())
 		}
 	}
-	return b.Bytes(), nil
+	return parts, nil
 }
 
 // url is the request's URL as the provider saw it: the configured ingest URL and the
@@ -188,13 +190,23 @@ func (r *request) document() ([]byte, error) {
 // the pointer names nothing of that kind.
 func (r *request) pointerString(ptr string) string {
 	v := r.pointerRaw(ptr)
-	if len(v) == 0 || v[0] == '{' || v[0] == '[' || v[0] == 'n' {
-		return ""
-	}
-	dec := json.NewDecoder(bytes.NewReader(v))
-	dec.UseNumber()
 	var x any
-	if dec.Decode(&x) != nil {
+	switch {
+	case len(v) == 0:
+		return ""
+	case v[0] == '"' && bytes.IndexByte(v, '\\') < 0:
+		return string(v[1 : len(v)-1]) // the common case, without decoding
+	case v[0] == '"':
+		var s string
+		if json.Unmarshal(v, &s) != nil {
+			return ""
+		}
+		return s
+	case v[0] == 't' || v[0] == 'f':
+		x = v[0] == 't'
+	case v[0] == '-' || v[0] >= '0' && v[0] <= '9':
+		x = json.Number(v)
+	default: // objects, lists and null name no one thing
 		return ""
 	}
 	s, _ := ledger.PointerString(x, "")
@@ -218,9 +230,13 @@ func (r *request) pointerRaw(ptr string) []byte {
 	if err != nil || ledger.ValidPointer(ptr) != nil {
 		return nil
 	}
-	v := doc
-	for _, tok := range strings.Split(ptr, "/")[1:] {
-		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
+	v, rest := doc, ptr[1:]
+	for more := true; more; {
+		var tok string
+		tok, rest, more = strings.Cut(rest, "/")
+		if strings.Contains(tok, "~") {
+			tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
+		}
 		if v = child(v, tok); v == nil {
 			return nil
 		}
@@ -234,7 +250,7 @@ func child(v []byte, tok string) []byte {
 	case '{':
 		var found []byte
 		jsonscan.Members(v, 0, func(name, value []byte) bool {
-			if memberName(name) == tok {
+			if sameName(name, tok) {
 				found = value
 			}
 			return true
@@ -258,16 +274,14 @@ func child(v []byte, tok string) []byte {
 	return nil
 }
 
-// memberName is a member's name unquoted, escapes decoded only where there are any.
-func memberName(quoted []byte) string {
+// sameName reports whether a member's quoted name is tok, decoding escapes only
+// where there are any.
+func sameName(quoted []byte, tok string) bool {
 	if bytes.IndexByte(quoted, '\\') < 0 {
-		return string(quoted[1 : len(quoted)-1])
+		return string(quoted[1:len(quoted)-1]) == tok // compared without a copy
 	}
 	var s string
-	if json.Unmarshal(quoted, &s) != nil {
-		return ""
-	}
-	return s
+	return json.Unmarshal(quoted, &s) == nil && s == tok
 }
 
 // occurred reads the event's own time: a header or pointer holding unix seconds or

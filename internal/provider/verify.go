@@ -46,7 +46,7 @@ func Verify(p VerifyParams) (ledger.Delivery, error) {
 	if p.Spec != nil {
 		return verifySpec(p, p.Spec)
 	}
-	if spec, ok := Preset(p.Provider); ok {
+	if spec, ok := built[p.Provider]; ok {
 		return verifySpec(p, spec)
 	}
 	return ledger.Delivery{}, ledger.Errorf(ledger.EINVALID, "unknown provider %q", p.Provider)
