@@ -90,3 +90,24 @@ func TestCheckEveryProvider(t *testing.T) {
 		t.Errorf("%d sources described, want %d", n, len(want))
 	}
 }
+
+// TestCheckEveryProviderSkipEnv: in CI without the secrets, --skip-env stands in for
+// each one, whatever kind of key its scheme needs; a key of the wrong kind is
+// refused with its line.
+func TestCheckEveryProviderSkipEnv(t *testing.T) {
+	t.Parallel()
+	cmd := exec.Command(binary, "check", "--config", "../../examples/providers.example.yaml", "--skip-env")
+	cmd.Env = []string{"PATH=/usr/bin:/bin"}
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "Not set here (serve will need them): STRIPE_WEBHOOK_SECRET,") ||
+		strings.Count(string(out), "verified by ") != len(providerSecrets) {
+		t.Fatalf("check --skip-env: %v\n%s", err, out)
+	}
+	cmd = exec.Command(binary, "check", "--config", "../../examples/providers.example.yaml", "--skip-env")
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "DISCORD_PUBLIC_KEY=a-bot-token-by-mistake"}
+	out, err = cmd.CombinedOutput()
+	want := "providers.example.yaml:28:73: sources[18].secret_env: secret 1 in DISCORD_PUBLIC_KEY is not an Ed25519 public key written as 64 hex digits"
+	if err == nil || !strings.Contains(string(out), want) || strings.Contains(string(out), "a-bot-token-by-mistake") {
+		t.Fatalf("check with a wrong Discord key: %v\n%s\nwant %q", err, out, want)
+	}
+}

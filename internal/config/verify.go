@@ -56,6 +56,7 @@ func (l *loader) verify(m fields, s *ledger.Source) {
 			}
 		}
 		s.Verify = l.withURL(spec, s.Name, path)
+		l.keyShapes(m, s)
 		return
 	}
 	if !m.has("verify") {
@@ -82,6 +83,24 @@ func (l *loader) verify(m fields, s *ledger.Source) {
 	}
 	l.checkVerify(v, spec)
 	s.Verify = l.withURL(spec, s.Name, path)
+}
+
+// PlaceholderSecret stands in for an unset secret under `oncehook check --skip-env`;
+// it has the shape of a Stripe or Standard Webhooks secret, and the checks of the
+// other kinds of key leave it alone.
+const PlaceholderSecret = "whsec_cGxhY2Vob2xkZXI="
+
+// keyShapes refuses, at start, a secret that cannot be the key its scheme needs (a
+// signing secret where Discord's public key goes), instead of a 401 for every request.
+func (l *loader) keyShapes(m fields, s *ledger.Source) {
+	for i, v := range s.Secrets {
+		if v == PlaceholderSecret {
+			continue
+		}
+		if msg := provider.KeyProblem(s.Verify, v); msg != "" {
+			l.errorf(m.at("secret_env"), "secret %d in %s %s", i+1, s.SecretEnv, msg)
+		}
+	}
 }
 
 // withURL gives the scheme the ingest URL as the provider sees it, which a url part

@@ -28,9 +28,9 @@ func TestParseVerifySection(t *testing.T) {
 		"      type: {header: X-Event, pointer: /action}",
 		"      occurred_at: {pointer: /submitted_at, format: rfc3339}",
 		"  - {name: sq, client: c, environment: live, provider: square, secret_env: S}",
-		"  - {name: pm, client: c, environment: live, provider: postmark, secret_env: S, verify: {id: {body_hash: true}}}",
+		"  - {name: pm, client: c, environment: live, provider: postmark, secret_env: P, verify: {id: {body_hash: true}}}",
 		"  - {name: st, client: c, environment: live, provider: stripe, secret_env: S}",
-	), envFrom(map[string]string{"S": "whsec_a"}))
+	), envFrom(map[string]string{"S": "whsec_a", "P": "hook:pa55"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,4 +111,20 @@ func TestParseVerifyRefused(t *testing.T) {
 			checkErrorLines(t, err, tt.want)
 		})
 	}
+}
+
+func TestParseVerifyKeyShapes(t *testing.T) {
+	t.Parallel()
+	_, err := Parse("t.yaml", lines(
+		"sources:",
+		"  - {name: d, client: c, environment: live, provider: discord, secret_env: D}",
+		"  - {name: s, client: c, environment: live, provider: sendgrid, secret_env: S}",
+		"  - {name: p, client: c, environment: live, provider: postmark, secret_env: P}",
+		"  - {name: ok, client: c, environment: live, provider: discord, secret_env: PH}",
+	), envFrom(map[string]string{"D": "a-signing-secret", "S": "not-a-key", "P": "no-colon", "PH": PlaceholderSecret}))
+	checkErrorLines(t, err, []string{
+		"t.yaml:2:64: sources[0].secret_env: secret 1 in D is not an Ed25519 public key written as 64 hex digits",
+		"t.yaml:3:65: sources[1].secret_env: secret 1 in S is not a P-256 public key in base64 (DER)",
+		`t.yaml:4:65: sources[2].secret_env: secret 1 in P is not "user:password"`,
+	})
 }

@@ -11,6 +11,8 @@ import (
 	"encoding/hex"
 	"net/http"
 	"strings"
+
+	"github.com/oncehook/oncehook/internal/ledger"
 )
 
 // checkEd25519 succeeds when one of sigs is an Ed25519 signature of msg by one of the
@@ -102,4 +104,24 @@ func zoomToken(secret, plain string) string {
 	m := hmac.New(sha256.New, []byte(secret))
 	m.Write([]byte(plain))
 	return hex.EncodeToString(m.Sum(nil))
+}
+
+// KeyProblem says what is wrong with a configured secret for a scheme that needs a
+// particular kind of key, in words that never repeat it; "" when it can be used.
+func KeyProblem(spec *ledger.VerifySpec, secret string) string {
+	switch spec.Kind {
+	case ledger.VerifyKindEd25519:
+		if b, err := hex.DecodeString(secret); err != nil || len(b) != ed25519.PublicKeySize {
+			return "is not an Ed25519 public key written as 64 hex digits"
+		}
+	case ledger.VerifyKindECDSA:
+		if _, ok := parseECDSAKey(secret); !ok {
+			return "is not a P-256 public key in base64 (DER)"
+		}
+	case ledger.VerifyKindBasic:
+		if !strings.Contains(secret, ":") {
+			return `is not "user:password"`
+		}
+	}
+	return ""
 }
