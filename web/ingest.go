@@ -27,7 +27,12 @@ type ingestReply struct {
 func (s *Server) ingest(c echo.Context) error {
 	start := time.Now()
 	source := c.Param("source")
-	rc, err := s.accept(c, source)
+	rc, answer, err := s.accept(c, source)
+	if answer != nil {
+		// An endpoint handshake, verified: answered as its provider expects, stored nowhere.
+		s.metrics.Delivery(source, "handshake", "", time.Since(start))
+		return c.Blob(http.StatusOK, answer.ContentType, answer.Body)
+	}
 	if err != nil {
 		if _, known := s.cfg.Source(source); !known {
 			source = "unknown" // a label per made-up path would grow without bound
@@ -47,27 +52,32 @@ func (s *Server) ingest(c echo.Context) error {
 	return c.JSON(http.StatusOK, ingestReply{EventID: strconv.FormatInt(rc.EventID, 10), Duplicate: rc.Duplicate})
 }
 
-func (s *Server) accept(c echo.Context, source string) (ledger.Receipt, error) {
+// accept verifies and stores one delivery; a verified endpoint handshake comes back
+// as its answer instead, with nothing stored.
+func (s *Server) accept(c echo.Context, source string) (ledger.Receipt, *ledger.Answer, error) {
 	src, ok := s.cfg.Source(source)
 	if !ok {
-		return ledger.Receipt{}, ledger.Errorf(ledger.ENOTFOUND, "No source is named %q.", source)
+		return ledger.Receipt{}, nil, ledger.Errorf(ledger.ENOTFOUND, "No source is named %q.", source)
 	}
 	raw, err := readLimited(c, src.MaxBody)
 	if err != nil {
-		return ledger.Receipt{}, err
+		return ledger.Receipt{}, nil, err
 	}
+	req := c.Request()
 	d, err := provider.Verify(provider.VerifyParams{
 		Provider: src.Provider, Secrets: src.Secrets, Tolerance: src.Tolerance,
-		Now: s.now(), Header: c.Request().Header, Body: raw,
+		Now: s.now(), Header: req.Header, Body: raw,
+		Spec: src.Verify, Method: req.Method, Query: req.URL.RawQuery,
 	})
-	if err != nil {
-		return ledger.Receipt{}, err
+	if err != nil || d.Answer != nil {
+		return ledger.Receipt{}, d.Answer, err
 	}
 	// A slow database must not hold the sender past its own timeout: answer 503
 	// in bounded time so it retries.
 	ctx, cancel := context.WithTimeout(c.Request().Context(), storeTimeout)
 	defer cancel()
-	return s.inbox.Accept(ctx, src, d, raw)
+	rc, err := s.inbox.Accept(ctx, src, d, raw)
+	return rc, nil, err
 }
 
 // rejectReason names why a delivery was refused, for the metrics.

@@ -9,10 +9,6 @@ import (
 	"github.com/oncehook/oncehook/internal/ledger"
 )
 
-// placeholderSecret stands in for an unset secret under --skip-env; it has the shape
-// every provider's check accepts (a whsec_ prefix, base64 after it).
-const placeholderSecret = "whsec_cGxhY2Vob2xkZXI="
-
 const checkUsage = `Usage: oncehook check --config FILE
 
 Validates a config without starting anything and prints each source's ingest
@@ -48,7 +44,7 @@ func runCheck(ctx context.Context, env *environment, args []string) error {
 				return v
 			}
 			unset = append(unset, k)
-			return placeholderSecret
+			return config.PlaceholderSecret
 		}
 	}
 	cfg, err := config.Load(*configPath, getenv)

@@ -629,7 +629,7 @@ func TestParseConfigErrors(t *testing.T) {
 			"    provider: strype",
 			"    environment: test",
 			"    secret_env: S",
-		), []string{`t.yaml:4:5: sources[0].provider: "strype" is not one of stripe, github, shopify, standard-webhooks`}},
+		), []string{`t.yaml:4:5: sources[0].provider: "strype" is not one of stripe, github, shopify, standard-webhooks, hmac, calendly, clerk, discord, gitlab, hubspot, intercom, linear, mailgun, paddle, postmark, resend, sendgrid, slack, square, twilio, typeform, zendesk, zoom`}},
 		{"UnknownFieldsAtTheirLine", lines(
 			src,
 			"destinations:",

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/provider"
 )
 
 // Describe writes what cfg does, for people: each source's ingest URL, what protects
@@ -16,6 +17,7 @@ func Describe(w io.Writer, cfg *ledger.Config) {
 	for _, s := range cfg.Sources {
 		fmt.Fprintf(w, "  %-20s %s/hooks/%s  (%s, client %s, %s; secrets from %s)\n",
 			s.Name, cfg.BaseURL, s.Name, s.Provider, s.Client, s.Environment, s.SecretEnv)
+		fmt.Fprintf(w, "  %-20s verified by %s\n", "", provider.Describe(s.Provider, s.Verify))
 		if b := s.Backfill; b.On() {
 			what := "events of its rules' types"
 			if s.Provider == ledger.ProviderGitHub {

@@ -10,17 +10,16 @@ import (
 
 	"github.com/goccy/go-yaml/ast"
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/provider"
 )
 
 // The readers below map the YAML keys of each section to fields. The primitives
 // they use are in yaml.go; the loader itself and the cross-references between
 // sections (check) are in validate.go; the operations sections in operations.go.
 
-var providers = []string{ledger.ProviderStripe, ledger.ProviderGitHub, ledger.ProviderShopify, ledger.ProviderStandardWebhooks}
-
 func (l *loader) source(path string, n ast.Node) ledger.Source {
 	m := l.mapping(path, n, "name", "client", "provider", "account", "environment",
-		"secret_env", "tolerance", "max_body", "remember", "backfill")
+		"secret_env", "tolerance", "max_body", "remember", "backfill", "verify")
 	s := ledger.Source{
 		Name:        m.name("name"),
 		Client:      m.required("client"),
@@ -32,6 +31,7 @@ func (l *loader) source(path string, n ast.Node) ledger.Source {
 		Remember:    m.duration("remember", ledger.DefaultRemember),
 	}
 	l.secrets(m, &s)
+	l.verify(m, &s)
 	if m.has("backfill") {
 		s.Backfill = l.backfill(m, s.Provider)
 	}
@@ -129,13 +129,13 @@ func (l *loader) secrets(m fields, s *ledger.Source) {
 
 // secretShape catches a secret of the wrong kind (an API key in place of a signing
 // secret) at start instead of as 401s later. It describes the problem, never the value.
-func secretShape(provider, secret string) string {
-	switch provider {
+func secretShape(name, secret string) string {
+	switch name {
 	case ledger.ProviderStripe:
 		if !strings.HasPrefix(secret, "whsec_") {
 			return `does not start with "whsec_" as Stripe signing secrets do`
 		}
-	case ledger.ProviderStandardWebhooks:
+	case ledger.ProviderStandardWebhooks, provider.PresetResend, provider.PresetClerk:
 		if _, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, "whsec_")); err != nil {
 			return `is not base64 after an optional "whsec_"`
 		}

@@ -28,6 +28,10 @@ type loader struct {
 	errs    []configError
 	budget  int  // nodes const values may still expand to: aliases can nest exponentially
 	tooBig  bool // the budget ran out and that was reported
+	// baseURL is the config's base_url (or its default); baseURLSet says the file
+	// names it, as a scheme that signs the request URL needs.
+	baseURL    string
+	baseURLSet bool
 }
 
 type configError struct {
@@ -129,6 +133,7 @@ func (l *loader) load(data []byte) *ledger.Config {
 		c.BaseURL = defaultBaseURL(c.Listen)
 	}
 	c.BaseURL = strings.TrimRight(c.BaseURL, "/")
+	l.baseURL, l.baseURLSet = c.BaseURL, m.has("base_url")
 	c.Retention = l.retention(m)
 	c.Notify = l.notify(m)
 	c.Sessions = l.sessions(m)

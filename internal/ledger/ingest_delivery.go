@@ -29,4 +29,14 @@ type Delivery struct {
 	// Payload is the JSON document the action rules read: the body, or for GitHub's
 	// form encoding the decoded payload= value.
 	Payload []byte
+	// Answer, when set, is an endpoint handshake (Slack's url_verification, Zoom's
+	// endpoint.url_validation, Discord's PING): the reply the provider expects,
+	// sent instead of storing anything.
+	Answer *Answer
+}
+
+// Answer is the reply to an endpoint handshake.
+type Answer struct {
+	ContentType string
+	Body        []byte
 }

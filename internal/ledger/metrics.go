@@ -36,7 +36,7 @@ func NewMetrics(pool *pgxpool.Pool) *Metrics {
 		Registry: prometheus.NewRegistry(),
 		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "oncehook_deliveries_total",
-			Help: "Webhook deliveries by source and outcome (new, duplicate, conflict, rejected).",
+			Help: "Webhook deliveries by source and outcome (new, duplicate, conflict, rejected, handshake).",
 		}, []string{"source", "outcome", "reason"}),
 		ingestSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "oncehook_ingest_duration_seconds",
@@ -84,8 +84,9 @@ func NewMetrics(pool *pgxpool.Pool) *Metrics {
 	return m
 }
 
-// Delivery counts one webhook: outcome new, duplicate, conflict or rejected (with
-// the reason: signature, unknown_source, too_large, invalid, unavailable).
+// Delivery counts one webhook: outcome new, duplicate, conflict, rejected (with
+// the reason: signature, unknown_source, too_large, invalid, unavailable) or
+// handshake (an endpoint validation answered, nothing stored).
 func (m *Metrics) Delivery(source, outcome, reason string, took time.Duration) {
 	if m == nil {
 		return

@@ -28,7 +28,7 @@ type Config struct {
 type Source struct {
 	Name        string
 	Client      string
-	Provider    string // ProviderStripe, ProviderGitHub, ProviderShopify, ProviderStandardWebhooks
+	Provider    string // ProviderStripe, ProviderGitHub, ProviderShopify, ProviderStandardWebhooks, ProviderHMAC or a preset's name
 	Account     string // optional
 	Environment string
 	SecretEnv   string   // yaml secret_env: the variable holding the secrets (a list: its names, comma-joined)
@@ -37,6 +37,9 @@ type Source struct {
 	MaxBody     int64         // bytes; yaml max_body "256KiB"
 	Remember    time.Duration // how long delivery identities are kept
 	Backfill    Backfill      // optional: Every == 0 means none
+	// Verify describes the scheme of provider hmac and of the presets; nil for the
+	// built-in stripe, github, shopify and standard-webhooks, verified by name.
+	Verify *VerifySpec
 }
 
 // Backfill is how a source asks its provider for what it should have received

@@ -1,6 +1,7 @@
 package provider_test
 
 import (
+	"encoding/hex"
 	"net/http"
 	"strings"
 	"testing"
@@ -107,5 +108,42 @@ func FuzzStandardWebhooksSignature(f *testing.F) {
 			Header: http.Header{"Webhook-Id": {id}, "Webhook-Timestamp": {ts}, "Webhook-Signature": {sig}},
 			Body:   body,
 		})
+	})
+}
+
+// FuzzDeclaredScheme writes the signature header and the body of a declared list
+// scheme. Unsigned, whatever the bytes, Verify refuses with EUNAUTHORIZED. Then the
+// same body is signed properly, so the fuzzer reaches the byte-level reading of
+// identities from the body: it may be refused as EINVALID, never panic, and an
+// accepted delivery carries an identity.
+func FuzzDeclaredScheme(f *testing.F) {
+	for _, seed := range []struct{ header, body string }{
+		{"t=1700000000;v1=" + strings.Repeat("ab", 32), `{"a":{"b":"x"},"c":[1,2]}`},
+		{"t=1700000000;t=1;v1=zz", `[{"a":{"b":"x"}}]`},
+		{";;=;v1=", `{"a\u0000":{"b":1e999},"a":{"b":null}}`},
+		{"", `{"a":{"b":"` + strings.Repeat(`\"`, 50) + `"}}`},
+	} {
+		f.Add(seed.header, []byte(seed.body))
+	}
+	spec := ledger.VerifySpec{
+		Signature: ledger.SignatureSpec{Header: "X-Sig", Format: ledger.SignatureList, Separator: ";", Keys: []string{"v1"}},
+		Algorithm: "sha256", Encoding: "hex", Timestamp: ledger.TimestampSpec{Signature: "t"},
+		Signed: []ledger.SignedPart{{Kind: ledger.PartTimestamp}, {Kind: ledger.PartLiteral, Value: "."}, {Kind: ledger.PartBody}},
+		ID:     ledger.IdentitySpec{Composite: []string{"/a/b", "/c/1", "/0/a/b"}}, Type: ledger.TypeSpec{Pointer: "/a/b"},
+		Array: true,
+	}
+	now := time.Unix(1_700_000_000, 0).UTC()
+	f.Fuzz(func(t *testing.T, h string, body []byte) {
+		p := provider.VerifyParams{Provider: ledger.ProviderHMAC, Spec: &spec, Secrets: []string{"fuzz-secret"},
+			Tolerance: 5 * time.Minute, Now: now, Header: http.Header{"X-Sig": {h}}, Body: body}
+		assertRefused(t, p)
+		p.Header.Set("X-Sig", "t=1700000000;v1="+hex.EncodeToString(testHMAC([]byte("fuzz-secret"), "1700000000."+string(body))))
+		d, err := provider.Verify(p)
+		if code := ledger.ErrorCode(err); err != nil && code != ledger.EINVALID {
+			t.Fatalf("signed body refused with %q (%v), want EINVALID or success", code, err)
+		}
+		if err == nil && d.ID == "" {
+			t.Fatalf("accepted without an identity: %+v", d)
+		}
 	})
 }
