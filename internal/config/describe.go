@@ -28,6 +28,12 @@ func Describe(w io.Writer, cfg *ledger.Config) {
 	for _, d := range cfg.Destinations {
 		fmt.Fprintf(w, "  %-20s %s: %s\n", d.Name, d.Type, Protection(d))
 	}
+	if risks := Risks(cfg); len(risks) > 0 {
+		fmt.Fprint(w, "\nRisks (read before going live):\n")
+		for _, r := range risks {
+			fmt.Fprintf(w, "  %s\n", r)
+		}
+	}
 	fmt.Fprint(w, "\nRouting:\n")
 	for _, a := range cfg.Actions {
 		line := fmt.Sprintf("  %s: %s on [%s] -> %s, key [%s]", a.Name, a.Source,
@@ -64,13 +70,30 @@ func Protection(d ledger.Destination) string {
 	case lk.URL == "":
 	case lk.Consistency == ledger.ConsistencyStrong:
 		parts = append(parts, "strong lookup")
+	case lk.Settle > 0 && lk.SettleRetry:
+		parts = append(parts, "eventual lookup settling after "+shortDuration(lk.Settle.String())+
+			": not found before then is looked up again, after it retried with the same key (opt-in)")
 	case lk.Settle > 0:
 		parts = append(parts, "eventual lookup settling after "+shortDuration(lk.Settle.String())+
-			": not found before then is looked up again, after it retried with the same key")
+			": not found before then is looked up again, after it goes to the owner (the index may lag)")
 	default:
 		parts = append(parts, "eventual lookup: uncertain calls it does not find go to a person")
 	}
 	return strings.Join(parts, "; ")
+}
+
+// Risks lists what in cfg can act twice or never act, in a line each, for people
+// to read before going live.
+func Risks(cfg *ledger.Config) []string {
+	var out []string
+	for _, d := range cfg.Destinations {
+		if lk := d.Lookup; lk.SettleRetry {
+			out = append(out, fmt.Sprintf("%s: settle {after: %s, then: retry} creates again a record its eventual lookup "+
+				"has not shown %s after the call; no index promises to catch up by then",
+				d.Name, shortDuration(lk.Settle.String()), shortDuration(lk.Settle.String())))
+		}
+	}
+	return out
 }
 
 // shortDuration drops the zero units Go prints: "24h0m0s" is "24h".

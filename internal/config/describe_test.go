@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/oncehook/oncehook/internal/ledger"
@@ -14,12 +15,12 @@ func TestRecipesDescribeTheirProtection(t *testing.T) {
 	t.Parallel()
 	want := map[string]string{
 		"hubspot.yaml":          "strong lookup",
-		"hubspot-search.yaml":   "eventual lookup settling after 10m: not found before then is looked up again, after it retried with the same key",
+		"hubspot-search.yaml":   "eventual lookup settling after 10m: not found before then is looked up again, after it goes to the owner (the index may lag)",
 		"salesforce.yaml":       "upsert by external id; strong lookup",
 		"salesforce-oauth.yaml": "upsert by external id; strong lookup",
 		"hubspot-oauth.yaml":    "strong lookup",
-		"pipedrive.yaml":        "eventual lookup settling after 10m: not found before then is looked up again, after it retried with the same key",
-		"postmark.yaml":         "eventual lookup settling after 15m: not found before then is looked up again, after it retried with the same key",
+		"pipedrive.yaml":        "eventual lookup settling after 10m: not found before then is looked up again, after it goes to the owner (the index may lag)",
+		"postmark.yaml":         "eventual lookup settling after 15m: not found before then is looked up again, after it goes to the owner (the index may lag)",
 		"resend.yaml":           "key memory 24h; after it, uncertain calls go to a person",
 		"sendgrid.yaml":         "nothing: uncertain calls go to a person (outcome unknown)",
 		"mailgun.yaml":          "nothing: uncertain calls go to a person (outcome unknown)",
@@ -50,4 +51,52 @@ func TestRecipesDescribeTheirProtection(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("protection lines (-want +got):\n%s", diff)
 	}
+}
+
+// A plain settle reports the absence past it to the owner; only settle: {after,
+// then: retry} repeats the create by itself, and check prints that as a risk.
+func TestSettleOptInIsARisk(t *testing.T) {
+	t.Parallel()
+	const src = "sources: [{name: s, client: c, provider: stripe, environment: test, secret_env: S}]"
+	withSettle := func(settle string) []byte {
+		return lines(src, "destinations:",
+			"  - name: crm",
+			"    type: http",
+			"    create: {url: 'http://crm/x'}",
+			"    lookup: {url: 'http://crm/s?q={ref}', consistency: eventual, settle: "+settle+"}")
+	}
+	env := envFrom(map[string]string{"S": "whsec_x"})
+	tests := []struct {
+		name, settle string
+		want         time.Duration
+		retry        bool
+		risk         string
+	}{
+		{"PlainSettleGoesToTheOwner", "10m", 10 * time.Minute, false, ""},
+		{"ThenPersonIsThePlainForm", "{after: 10m, then: person}", 10 * time.Minute, false, ""},
+		{"ThenRetryOptsIn", "{after: 15m, then: retry}", 15 * time.Minute, true,
+			"crm: settle {after: 15m, then: retry} creates again a record its eventual lookup has not shown 15m after the call"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := Parse("t.yaml", withSettle(tt.settle), env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lk := cfg.Destinations[0].Lookup
+			if lk.Settle != tt.want || lk.SettleRetry != tt.retry {
+				t.Errorf("settle %s: %s retry %v, want %s retry %v", tt.settle, lk.Settle, lk.SettleRetry, tt.want, tt.retry)
+			}
+			var b strings.Builder
+			Describe(&b, cfg)
+			if tt.risk == "" && strings.Contains(b.String(), "Risks") || tt.risk != "" && !strings.Contains(b.String(), tt.risk) {
+				t.Errorf("check output, want risk %q:\n%s", tt.risk, b.String())
+			}
+		})
+	}
+	_, err := Parse("t.yaml", withSettle("{then: again}"), env)
+	checkErrorLines(t, err, []string{
+		`t.yaml:6:66: destinations[0].lookup.settle: after is required: how long after the call an absence is reported`,
+		`t.yaml:6:75: destinations[0].lookup.settle.then: "again" is not one of person, retry`,
+	})
 }

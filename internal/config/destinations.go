@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/goccy/go-yaml/ast"
 	"github.com/oncehook/oncehook/internal/ledger"
@@ -209,8 +210,8 @@ func (l *loader) lookup(lk fields, defResultID string) ledger.Lookup {
 		Reference:   lk.pointer("reference", ""),
 		ResultID:    lk.pointer("result_id", defResultID),
 		Consistency: lk.oneOf("consistency", ledger.DefaultConsistency, ledger.ConsistencyStrong, ledger.ConsistencyEventual),
-		Settle:      lk.duration("settle", 0),
 	}
+	r.Settle, r.SettleRetry = l.settle(lk)
 	if lk.has("body") {
 		if r.Method != "POST" {
 			l.errorf(lk.at("body"), "only a POST lookup has a body")
@@ -224,6 +225,26 @@ func (l *loader) lookup(lk fields, defResultID string) ledger.Lookup {
 		l.errorf(lk.at("url"), "%q has no {ref}, where the operation key goes (in the URL or the body)", r.URL)
 	}
 	return r
+}
+
+// Settle's then: what an absence past settle leads to.
+const (
+	settleThenPerson = "person" // the default: the owner decides
+	settleThenRetry  = "retry"  // the opt-in: the create is repeated with the same key
+)
+
+// settle reads lookup.settle: a duration (the absence past it goes to the owner),
+// or {after: 15m, then: retry}, the explicit opt-in to a repeat without a person.
+func (l *loader) settle(lk fields) (time.Duration, bool) {
+	if _, ok := lk.vals["settle"].(ast.MapNode); !ok {
+		return lk.duration("settle", 0), false
+	}
+	st := lk.sub("settle", "after", "then")
+	if !st.has("after") {
+		l.errorf(st.path, "after is required: how long after the call an absence is reported")
+	}
+	then := st.oneOf("then", settleThenPerson, settleThenPerson, settleThenRetry)
+	return st.duration("after", 0), then == settleThenRetry
 }
 
 // containsRef reports whether "{ref}" appears in a string of the body template.

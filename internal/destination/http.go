@@ -64,6 +64,7 @@ func (h *HTTP) Capabilities() ledger.Capabilities {
 		StrongLookup: lk.URL != "" && lk.Consistency == ledger.ConsistencyStrong,
 		KeyMemory:    h.d.Idempotency.TTL,
 		Settle:       lk.Settle,
+		SettleRetry:  lk.SettleRetry,
 	}
 }
 

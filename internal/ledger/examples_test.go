@@ -297,3 +297,69 @@ func TestRecipeHubSpotExistingDealIsFound(t *testing.T) {
 		t.Errorf("attempts %v, want the refused call and the lookup", d["attempts"])
 	}
 }
+
+// A search index can lag longer than any settle. An eventual recipe's unsure create
+// that its lookup still cannot see past settle is not repeated: it goes failed to
+// its owner, saying the index may lag, with the lookup's answer, and a Retry needs
+// the person to confirm they checked. Only settle: {after, then: retry} repeats it,
+// and then the sandbox holds the double that opt-in accepts.
+func TestRecipeEventualAbsencePastSettle(t *testing.T) {
+	t.Parallel()
+	for _, rc := range recipes {
+		if !rc.eventual {
+			continue
+		}
+		t.Run(strings.TrimSuffix(rc.file, ".yaml"), func(t *testing.T) {
+			t.Parallel()
+			api, w := laggingRecipe(t, rc, "settle: 3s")
+			w.deliver(checkout{eventID: "evt_lag", enquiry: "enq_lag", amount: 100})
+			got := w.waitFor(w.cfg.Actions[0].Name, "enq_lag", ledger.StateFailed)
+			for _, want := range []string{"the index may lag", "after the call", "(lookup: HTTP 200"} {
+				if !strings.Contains(got.Reason, want) {
+					t.Errorf("failed with %q, want it to say %q", got.Reason, want)
+				}
+			}
+			if got.Owner == "" {
+				t.Errorf("failed without naming an owner: %+v", got)
+			}
+			if n, c := api.CountRef(got.OperationKey), len(api.Creates()); n != 1 || c != 1 {
+				t.Errorf("the sandbox holds %d records after %d creates, want the one unsure create", n, c)
+			}
+			if status, out := w.api(w.token, "POST", "/actions/"+got.ID+"/retry", nil); status != http.StatusConflict {
+				t.Errorf("a retry without checking the destination answered %d %v, want 409", status, out)
+			}
+			status, out := w.api(w.token, "POST", "/actions/"+got.ID+"/retry",
+				map[string]any{"note": "not in the CRM", "checked_destination": true})
+			if status != http.StatusOK || out["state"] != ledger.StatePending {
+				t.Errorf("a confirmed retry answered %d %v, want pending", status, out)
+			}
+		})
+	}
+	t.Run("OptInRepeats", func(t *testing.T) {
+		t.Parallel()
+		rc := recipes[slices.IndexFunc(recipes, func(r recipe) bool { return r.file == "hubspot-search.yaml" })]
+		api, w := laggingRecipe(t, rc, "settle: {after: 3s, then: retry}")
+		w.deliver(checkout{eventID: "evt_lag", enquiry: "enq_lag", amount: 100})
+		got := w.waitFor(w.cfg.Actions[0].Name, "enq_lag", ledger.StateConfirmed)
+		if n := api.CountRef(got.OperationKey); n != 2 {
+			t.Errorf("with then: retry the sandbox holds %d records, want the double the opt-in accepts", n)
+		}
+	})
+}
+
+// laggingRecipe runs rc against its sandbox with settle replaced and a search index
+// that lags an hour, the next create storing its record and never answering.
+func laggingRecipe(t *testing.T, rc recipe, settle string) (apiSandbox, *world) {
+	t.Helper()
+	const token = "recipe-token-7c2e"
+	api := rc.newSandbox(token)
+	srv := httptest.NewServer(api.Handler())
+	t.Cleanup(srv.Close)
+	yaml := recipeYAML(t, rc, srv.URL)
+	for _, s := range []string{"settle: 10m", "settle: 15m"} {
+		yaml = strings.ReplaceAll(yaml, s, settle)
+	}
+	api.SetLag(time.Hour)
+	api.Fail(sandbox.StoreThenHang)
+	return api, newConfigWorld(t, rc.file, yaml, map[string]string{rc.tokenEnv: token}, true, nil)
+}

@@ -192,7 +192,10 @@ type Lookup struct {
 	Reference   string        // pointer in a record to its reference, which must equal the key; "" unchecked
 	ResultID    string        // pointer in a record to its id
 	Consistency string        // ConsistencyStrong or ConsistencyEventual
-	Settle      time.Duration // eventual only: absence counts once this has passed since the attempt; 0 never
+	Settle      time.Duration // eventual only: absence is reported once this has passed since the attempt; 0 never
+	// SettleRetry is settle's opt-in (then: retry): absence past Settle repeats the
+	// create with the same key instead of going to the owner.
+	SettleRetry bool
 }
 
 // Request is a bodiless request, such as the credentials check.
