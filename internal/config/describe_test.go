@@ -100,3 +100,27 @@ func TestSettleOptInIsARisk(t *testing.T) {
 		`t.yaml:6:75: destinations[0].lookup.settle.then: "again" is not one of person, retry`,
 	})
 }
+
+// A money param needs a pointer to the amount and a currency: a pointer or a code
+// ISO 4217 lists.
+func TestMoneyParamLoads(t *testing.T) {
+	t.Parallel()
+	const head = "sources: [{name: s, client: c, provider: stripe, environment: test, secret_env: S}]\n" +
+		"destinations: [{name: crm, type: http, create: {url: 'http://crm/x'}}]\n"
+	env := envFrom(map[string]string{"S": "whsec_x"})
+	cfg, err := Parse("t.yaml", []byte(head+
+		"actions: [{name: a, source: s, on: [e], key: [/id], destination: crm, params: {v: {money: /amt, currency: JPY, as: number}}}]\n"), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := cfg.Actions[0].Params[0].Money; m == nil || *m != (ledger.Money{Amount: "/amt", Currency: "JPY", AsNumber: true}) {
+		t.Errorf("money param %+v", m)
+	}
+	_, err = Parse("t.yaml", []byte(head+
+		"actions: [{name: a, source: s, on: [e], key: [/id], destination: crm, params: {v: {money: amt, currency: XYZ, as: float}}}]\n"), env)
+	checkErrorLines(t, err, []string{
+		`t.yaml:3:84: actions[0].params.v.money: "amt" is not a JSON pointer: it must start with "/"`,
+		`t.yaml:3:96: actions[0].params.v.currency: "XYZ" is neither a JSON pointer nor an ISO 4217 currency code`,
+		`t.yaml:3:111: actions[0].params.v.as: "float" is not one of string, number`,
+	})
+}

@@ -1,6 +1,8 @@
 package ledger_test
 
 import (
+	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -27,6 +29,7 @@ type apiSandbox interface {
 	SetLag(time.Duration)
 	SetReset(time.Duration)
 	Creates() []time.Time
+	Records() []sandbox.APIRecord
 }
 
 // What protects a recipe's destination against a double effect after an unsure call.
@@ -44,16 +47,24 @@ type recipe struct {
 	protection string
 	eventual   bool // the lookup is a lagging search
 	reset      bool // the rate-limit reply says when to come back
+	// amount points into a stored record at the deal's amount, a JSON number where
+	// asNumber, else a string; "" for mail.
+	amount   string
+	asNumber bool
 }
 
 var recipes = []recipe{
 	{file: "hubspot.yaml", origin: "https://api.hubapi.com", tokenEnv: "HUBSPOT_TOKEN", protection: byLookup, reset: true,
+		amount:     "/amount", // the sandbox keeps a deal's properties
 		newSandbox: func(tok string) apiSandbox { return sandbox.NewHubSpot(tok, "oncehook_ref", true) }},
 	{file: "hubspot-search.yaml", origin: "https://api.hubapi.com", tokenEnv: "HUBSPOT_TOKEN", protection: byLookup, eventual: true, reset: true,
+		amount:     "/amount", // the sandbox keeps a deal's properties
 		newSandbox: func(tok string) apiSandbox { return sandbox.NewHubSpot(tok, "oncehook_ref", false) }},
 	{file: "salesforce.yaml", origin: "https://acme.my.salesforce.com", tokenEnv: "SALESFORCE_TOKEN", protection: byLookup,
+		amount: "/Amount", asNumber: true,
 		newSandbox: func(tok string) apiSandbox { return sandbox.NewSalesforce(tok) }},
 	{file: "pipedrive.yaml", origin: "https://acme.pipedrive.com", tokenEnv: "PIPEDRIVE_API_TOKEN", protection: byLookup, eventual: true, reset: true,
+		amount: "/value", asNumber: true,
 		newSandbox: func(tok string) apiSandbox {
 			return sandbox.NewPipedrive(tok, "0123456789abcdef0123456789abcdef01234567")
 		}},
@@ -362,4 +373,38 @@ func laggingRecipe(t *testing.T, rc recipe, settle string) (apiSandbox, *world) 
 	api.SetLag(time.Hour)
 	api.Fail(sandbox.StoreThenHang)
 	return api, newConfigWorld(t, rc.file, yaml, map[string]string{rc.tokenEnv: token}, true, nil)
+}
+
+// The CRM recipes write Stripe's minor-unit amount in the currency's major unit:
+// 4200 cents are 42.00 dollars, 4200 yen stay 4200, 4200 fils are 4.200 dinars.
+func TestRecipeAmountsInMajorUnits(t *testing.T) {
+	t.Parallel()
+	for _, rc := range recipes {
+		if rc.amount == "" {
+			continue
+		}
+		t.Run(strings.TrimSuffix(rc.file, ".yaml"), func(t *testing.T) {
+			t.Parallel()
+			const token = "recipe-token-7c2e"
+			api := rc.newSandbox(token)
+			srv := httptest.NewServer(api.Handler())
+			t.Cleanup(srv.Close)
+			w := newRecipeWorld(t, rc, srv.URL, token)
+			want := map[string]string{"usd": "42.00", "jpy": "4200", "kwd": "4.200"}
+			for cur, major := range want {
+				enq := "enq_" + cur
+				w.deliver(checkout{eventID: "evt_" + cur, enquiry: enq, amount: 4200, currency: cur})
+				a := w.waitFor(w.cfg.Actions[0].Name, enq, ledger.StateConfirmed)
+				i := slices.IndexFunc(api.Records(), func(r sandbox.APIRecord) bool { return r.Ref == a.OperationKey })
+				if i < 0 {
+					t.Fatalf("%s: no record for %s", cur, a.OperationKey)
+				}
+				got, _ := ledger.Pointer(api.Records()[i].Body, rc.amount)
+				_, isNumber := got.(json.Number)
+				if fmt.Sprint(got) != major || isNumber != rc.asNumber {
+					t.Errorf("%s 4200: %s is %#v, want %s (a number: %v)", cur, rc.amount, got, major, rc.asNumber)
+				}
+			}
+		})
+	}
 }

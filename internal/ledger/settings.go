@@ -278,6 +278,7 @@ type Param struct {
 	Const         any    // {const: v}
 	Result        string // {result: action}: a rule on this rule's after chain
 	ResultPointer string // {result: action, pointer: /x}; "" means its record id
+	Money         *Money // {money: /amount, currency: /currency}: minor units to a major-unit decimal
 	Object        []Param
 	List          []Param
 	IsObject      bool // Object is set (possibly empty)
