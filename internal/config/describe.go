@@ -3,6 +3,8 @@ package config
 import (
 	"fmt"
 	"io"
+	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/oncehook/oncehook/internal/ledger"
@@ -55,8 +57,11 @@ func Protection(d ledger.Destination) string {
 		return "Message-ID from the operation key, no lookup: uncertain sends go to a person"
 	}
 	var parts []string
-	if strings.Contains(d.Create.URL, "{ref}") && d.Create.Method != "POST" {
+	switch {
+	case strings.Contains(d.Create.URL, "{ref}") && d.Create.Method != "POST":
 		parts = append(parts, "upsert by external id")
+	case strings.HasSuffix(urlPath(d.Create.URL), "/upsert") && d.ReferenceField != "":
+		parts = append(parts, "upsert by unique property")
 	}
 	if d.Idempotency.TTL > 0 {
 		parts = append(parts, "key memory "+shortDuration(d.Idempotency.TTL.String()))
@@ -87,6 +92,10 @@ func Protection(d ledger.Destination) string {
 func Risks(cfg *ledger.Config) []string {
 	var out []string
 	for _, d := range cfg.Destinations {
+		if o := d.Auth.OAuth2; o != nil && isHubSpot(o) && o.Grant == ledger.GrantAuthorizationCode && !slices.Contains(o.Scopes, "oauth") {
+			out = append(out, d.Name+": HubSpot's authorize page refuses a public app that does not ask for the oauth scope; "+
+				"add oauth to scopes, or Reconnect never succeeds and every action stays held")
+		}
 		if lk := d.Lookup; lk.SettleRetry {
 			out = append(out, fmt.Sprintf("%s: settle {after: %s, then: retry} creates again a record its eventual lookup "+
 				"has not shown %s after the call; no index promises to catch up by then",
@@ -94,6 +103,26 @@ func Risks(cfg *ledger.Config) []string {
 		}
 	}
 	return out
+}
+
+// isHubSpot reports whether o authorizes at HubSpot.
+func isHubSpot(o *ledger.OAuth2) bool {
+	for _, s := range []string{o.AuthorizeURL, o.TokenURL} {
+		if u, err := url.Parse(s); err == nil && (u.Hostname() == "app.hubspot.com" || u.Hostname() == "api.hubapi.com" ||
+			strings.HasSuffix(u.Hostname(), ".hubspot.com")) {
+			return true
+		}
+	}
+	return false
+}
+
+// urlPath is the path of s, or "" when s is not a URL.
+func urlPath(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return ""
+	}
+	return u.Path
 }
 
 // shortDuration drops the zero units Go prints: "24h0m0s" is "24h".

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,11 +15,11 @@ import (
 func TestRecipesDescribeTheirProtection(t *testing.T) {
 	t.Parallel()
 	want := map[string]string{
-		"hubspot.yaml":          "strong lookup",
+		"hubspot.yaml":          "upsert by unique property; strong lookup",
 		"hubspot-search.yaml":   "eventual lookup settling after 10m: not found before then is looked up again, after it goes to the owner (the index may lag)",
 		"salesforce.yaml":       "upsert by external id; strong lookup",
 		"salesforce-oauth.yaml": "upsert by external id; strong lookup",
-		"hubspot-oauth.yaml":    "strong lookup",
+		"hubspot-oauth.yaml":    "upsert by unique property; strong lookup",
 		"pipedrive.yaml":        "eventual lookup settling after 10m: not found before then is looked up again, after it goes to the owner (the index may lag)",
 		"postmark.yaml":         "eventual lookup settling after 15m: not found before then is looked up again, after it goes to the owner (the index may lag)",
 		"resend.yaml":           "key memory 24h; after it, uncertain calls go to a person",
@@ -123,4 +124,38 @@ func TestMoneyParamLoads(t *testing.T) {
 		`t.yaml:3:96: actions[0].params.v.currency: "XYZ" is neither a JSON pointer nor an ISO 4217 currency code`,
 		`t.yaml:3:111: actions[0].params.v.as: "float" is not one of string, number`,
 	})
+}
+
+// HubSpot refuses to authorize a public app that does not ask for the oauth scope:
+// check says so for a HubSpot OAuth destination without it.
+func TestHubSpotOAuthWithoutTheOauthScopeIsARisk(t *testing.T) {
+	t.Parallel()
+	raw, err := os.ReadFile("../../examples/destinations/hubspot-oauth.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := func(k string) string {
+		if k == ledger.SecretKeyEnv || k == ledger.SecretKeyPreviousEnv {
+			return "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="
+		}
+		return "whsec_" + strings.ToLower(k)
+	}
+	const risk = "hubspot: HubSpot's authorize page refuses a public app that does not ask for the oauth scope"
+	for _, tt := range []struct {
+		name, yaml string
+		risky      bool
+	}{
+		{"TheRecipeAsksForIt", string(raw), false},
+		{"WithoutItCheckWarns", strings.Replace(string(raw), "scopes: [oauth, ", "scopes: [", 1), true},
+	} {
+		cfg, err := Parse("hubspot-oauth.yaml", []byte(tt.yaml), env)
+		if err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		var b strings.Builder
+		Describe(&b, cfg)
+		if strings.Contains(b.String(), risk) != tt.risky {
+			t.Errorf("%s: check output, want the oauth scope risk %v:\n%s", tt.name, tt.risky, b.String())
+		}
+	}
 }

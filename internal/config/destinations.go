@@ -268,7 +268,7 @@ var means = []string{ledger.MeansRejected, ledger.MeansRateLimited, ledger.Means
 	ledger.MeansUnauthorized, ledger.MeansUncertain, ledger.MeansExists}
 
 func (l *loader) errorRule(path string, n ast.Node) ledger.ErrorRule {
-	m := l.mapping(path, n, "status", "pointer", "equals", "means")
+	m := l.mapping(path, n, "status", "pointer", "equals", "contains", "means")
 	r := ledger.ErrorRule{Status: m.integer("status", 0, 100, 599), Pointer: m.pointer("pointer", ""),
 		Means: m.oneOf("means", "", means...)}
 	if m.has("equals") {
@@ -280,6 +280,15 @@ func (l *loader) errorRule(path string, n ast.Node) ledger.ErrorRule {
 			l.errorf(m.at("equals"), "must be a string, number or boolean, not %s", kindOf(m.vals["equals"]))
 		}
 		r.Equals, r.HasEquals = s, true
+	}
+	if m.has("contains") {
+		r.Contains = m.required("contains")
+		if r.Pointer == "" {
+			l.errorf(m.at("contains"), "needs a pointer: the reply field whose text holds it")
+		}
+		if r.HasEquals {
+			l.errorf(m.at("contains"), "set equals or contains, not both")
+		}
 	}
 	if r.Status == 0 && r.Pointer == "" {
 		l.errorf(path, "needs a status or a pointer: a rule matching every reply would hide the decision table")

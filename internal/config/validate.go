@@ -443,10 +443,8 @@ func paramAt(params []ledger.Param, ptr string) (string, bool) {
 	for i, t := range tokens {
 		tokens[i] = strings.NewReplacer("~1", "/", "~0", "~").Replace(t)
 	}
-	for _, p := range params {
-		if p.Name == tokens[0] && (len(tokens) == 1 || !p.IsObject || objectHas(p.Object, tokens[1:])) {
-			return p.Name, true
-		}
+	if objectHas(params, tokens) {
+		return tokens[0], true
 	}
 	return "", false
 }
@@ -454,8 +452,23 @@ func paramAt(params []ledger.Param, ptr string) (string, bool) {
 func objectHas(params []ledger.Param, tokens []string) bool {
 	for _, p := range params {
 		if p.Name == tokens[0] {
-			return len(tokens) == 1 || !p.IsObject || objectHas(p.Object, tokens[1:])
+			return paramHas(p, tokens[1:])
 		}
 	}
 	return false
+}
+
+// paramHas reports whether the param p holds the place rest names below it: an
+// object's member, a list's element, or anything under a leaf.
+func paramHas(p ledger.Param, rest []string) bool {
+	switch {
+	case len(rest) == 0:
+		return true
+	case p.IsObject:
+		return objectHas(p.Object, rest)
+	case p.IsList:
+		i, err := strconv.Atoi(rest[0])
+		return err == nil && i >= 0 && i < len(p.List) && paramHas(p.List[i], rest[1:])
+	}
+	return true
 }

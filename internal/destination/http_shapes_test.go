@@ -100,6 +100,19 @@ func TestHTTPDestinationRequestShapes(t *testing.T) {
 			t.Errorf("Perform() = %+v, want rejected before sending", out)
 		}
 	})
+	t.Run("ReferenceInAListElement", func(t *testing.T) {
+		e := newEcho(t, 200, nil, `{"status":"COMPLETE","results":[{"id":"9001","new":true}]}`)
+		d := shapeDest(e.srv.URL + "/crm/v3/objects/deals/batch/upsert")
+		d.ReferenceField, d.Create.ResultID = "/inputs/0/id", ledger.ResultID{Pointer: "/results/0/id"}
+		batch := ledger.Call{OperationKey: "oh_abc", Params: json.RawMessage(`{"inputs":[{"idProperty":"oncehook_ref","properties":{"dealname":"Ada"}}]}`)}
+		if out := NewHTTP(d, nil).Perform(context.Background(), batch); out.ExternalRef != "9001" {
+			t.Fatalf("Perform() = %+v", out)
+		}
+		want := `{"inputs":[{"id":"oh_abc","idProperty":"oncehook_ref","properties":{"dealname":"Ada"}}]}`
+		if diff := cmp.Diff(want, e.lastRaw); diff != "" {
+			t.Errorf("body (-want +got):\n%s", diff)
+		}
+	})
 	t.Run("IDFromHeader", func(t *testing.T) {
 		e := newEcho(t, 202, map[string]string{"X-Message-Id": "msg-9"}, "")
 		d := shapeDest(e.srv.URL)
@@ -149,6 +162,7 @@ func TestHTTPDestinationErrorRules(t *testing.T) {
 		{Status: 403, Pointer: "/0/errorCode", Equals: "REQUEST_LIMIT_EXCEEDED", HasEquals: true, Means: ledger.MeansRateLimited},
 		{Status: 422, Pointer: "/ErrorCode", Equals: "406", HasEquals: true, Means: ledger.MeansRejected},
 		{Status: 409, Pointer: "/category", Equals: "CONFLICT", HasEquals: true, Means: ledger.MeansExists},
+		{Status: 400, Pointer: "/message", Contains: "already has that value", Means: ledger.MeansExists},
 		{Status: 300, Means: ledger.MeansRejected},
 		{Status: 401, Pointer: "/name", Means: ledger.MeansUncertain},
 		{Pointer: "/busy", Means: ledger.MeansRateLimited}, // no status
@@ -167,6 +181,8 @@ func TestHTTPDestinationErrorRules(t *testing.T) {
 		{"NumberEqualsItsText", 422, nil, `{"ErrorCode":406}`, false, ledger.ObsRejected, 0},
 		{"ExistsWithLookupIsReconciled", 409, nil, `{"category":"CONFLICT"}`, true, ledger.ObsExists, 0},
 		{"ExistsWithoutLookupGoesToAPerson", 409, nil, `{"category":"CONFLICT"}`, false, ledger.ObsExistsNoLookup, 0},
+		{"HubSpotDuplicateValueIsExists", 400, nil, `{"category":"VALIDATION_ERROR","message":"Property values were not valid: [{\"message\":\"oncehook_ref already has that value\"}]"}`, true, ledger.ObsExists, 0},
+		{"OtherValidationErrorIsRejected", 400, nil, `{"category":"VALIDATION_ERROR","message":"dealstage is required"}`, true, ledger.ObsRejected, 0},
 		{"StatusOnlyRule", 300, nil, `["/a","/b"]`, false, ledger.ObsRejected, 0},
 		{"PlainTextBodyMatchesNoPointer", 401, nil, `Forbidden`, false, ledger.ObsUnauthorized, 0},
 		{"StatuslessRuleNeverHidesASuccess", 201, nil, `{"busy":true,"id":"rec_1"}`, false, ledger.ObsSuccess, 0},

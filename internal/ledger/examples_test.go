@@ -279,34 +279,75 @@ func TestRecipeResendAfterTheKeyMemory(t *testing.T) {
 	}
 }
 
-// HubSpot refuses a second deal with the unique reference (409 CONFLICT): the
-// recipe reads that as "exists", reconciles by the strong lookup, and confirms the
-// deal that was already there, with its id. No second deal.
+// A deal already holds the reference (made by hand, or by a call whose reply was
+// lost long ago). The recipe's batch upsert by idProperty updates that deal and
+// confirms it with its id; a create that is not an upsert (POST .../deals) is
+// refused by HubSpot with a 400 "already has that value", which the recipe's
+// errors rules read as "exists": the lookup finds the deal. No second deal either way.
 func TestRecipeHubSpotExistingDealIsFound(t *testing.T) {
 	t.Parallel()
-	const token = "recipe-token-7c2e"
-	api := sandbox.NewHubSpot(token, "oncehook_ref", true)
-	srv := httptest.NewServer(api.Handler())
-	t.Cleanup(srv.Close)
 	rc := recipes[slices.IndexFunc(recipes, func(r recipe) bool { return r.file == "hubspot.yaml" })]
-	ref := ledger.OperationIdentity{Client: "acme", Environment: "live", Name: "open_deal", KeyParts: []string{"enq_x"}}.OperationKey()
-	seeded := api.Seed(ref, map[string]any{"dealname": "made by hand", "oncehook_ref": ref})
-	w := newConfigWorld(t, rc.file, recipeYAML(t, rc, srv.URL), map[string]string{rc.tokenEnv: token}, true, nil)
-	w.deliver(checkout{eventID: "evt_x", enquiry: "enq_x", amount: 100})
-	got := w.waitFor("open_deal", "enq_x", ledger.StateConfirmed)
-	if got.OperationKey != ref || got.ExternalRef != seeded.ID {
-		t.Errorf("confirmed %s with %q, want %s with the existing deal's id %q", got.OperationKey, got.ExternalRef, ref, seeded.ID)
+	for _, tt := range []struct {
+		name     string
+		plain    bool // the create is POST /crm/v3/objects/deals, not the upsert
+		attempts int
+	}{
+		{"UpsertUpdatesIt", false, 1},
+		{"PlainCreateIsRefusedThenFound", true, 2},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			const token = "recipe-token-7c2e"
+			api := sandbox.NewHubSpot(token, "oncehook_ref", true)
+			srv := httptest.NewServer(api.Handler())
+			t.Cleanup(srv.Close)
+			ref := ledger.OperationIdentity{Client: "acme", Environment: "live", Name: "open_deal", KeyParts: []string{"enq_x"}}.OperationKey()
+			seeded := api.Seed(ref, map[string]any{"dealname": "made by hand", "dealstage": "appointmentscheduled", "oncehook_ref": ref})
+			yaml := recipeYAML(t, rc, srv.URL)
+			if tt.plain {
+				yaml = plainHubSpotCreate(t, yaml)
+			}
+			w := newConfigWorld(t, rc.file, yaml, map[string]string{rc.tokenEnv: token}, true, nil)
+			w.deliver(checkout{eventID: "evt_x", enquiry: "enq_x", amount: 100})
+			got := w.waitFor("open_deal", "enq_x", ledger.StateConfirmed)
+			if got.OperationKey != ref || got.ExternalRef != seeded.ID {
+				t.Errorf("confirmed %s with %q, want %s with the existing deal's id %q", got.OperationKey, got.ExternalRef, ref, seeded.ID)
+			}
+			if n := api.CountRef(ref); n != 1 || api.Len() != 1 {
+				t.Errorf("HubSpot holds %d deals for the operation (%d in all), want 1", n, api.Len())
+			}
+			if n := len(api.Creates()); n != 1 {
+				t.Errorf("HubSpot received %d creates, want 1", n)
+			}
+			if d := w.detail(got.ID); len(d["attempts"].([]any)) != tt.attempts {
+				t.Errorf("attempts %v, want %d", d["attempts"], tt.attempts)
+			}
+			stage := api.Records()[0].Body["dealstage"]
+			if updated := stage == "closedwon"; updated == tt.plain {
+				t.Errorf("the deal's stage is %v: the upsert updates it, a refused create leaves it", stage)
+			}
+		})
 	}
-	if n := api.CountRef(ref); n != 1 {
-		t.Errorf("HubSpot holds %d deals for the operation, want 1", n)
+}
+
+// plainHubSpotCreate turns the hubspot.yaml recipe's batch upsert into a create by
+// POST /crm/v3/objects/deals, the reference among the deal's properties.
+func plainHubSpotCreate(t *testing.T, yaml string) string {
+	t.Helper()
+	for from, to := range map[string]string{
+		"/crm/v3/objects/deals/batch/upsert\"":          "/crm/v3/objects/deals\"",
+		"result_id: /results/0/id":                      "result_id: /id",
+		"reference_field: /inputs/0/id":                 "reference_field: /properties/oncehook_ref",
+		"      inputs:":                                 "",
+		"        - idProperty: {const: oncehook_ref}\n": "",
+		"          properties:":                         "      properties:",
+	} {
+		if !strings.Contains(yaml, from) {
+			t.Fatalf("the recipe no longer holds %q", from)
+		}
+		yaml = strings.Replace(yaml, from, to, 1)
 	}
-	if n := len(api.Creates()); n != 1 {
-		t.Errorf("HubSpot received %d creates, want the one it refused", n)
-	}
-	d := w.detail(got.ID)
-	if attempts, _ := d["attempts"].([]any); len(attempts) != 2 {
-		t.Errorf("attempts %v, want the refused call and the lookup", d["attempts"])
-	}
+	return strings.ReplaceAll(yaml, "\n            ", "\n        ")
 }
 
 // A search index can lag longer than any settle. An eventual recipe's unsure create

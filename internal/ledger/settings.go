@@ -216,12 +216,15 @@ const (
 
 // ErrorRule classifies a reply in the destination's own words: it applies when the
 // status matches (0: any), and the value at Pointer (when set) equals Equals (when
-// set; compared as text, so 406 and "406" match) or else is present.
+// set; compared as text, so 406 and "406" match), holds Contains (when set: for
+// words inside a message, as HubSpot's duplicate "already has that value"), or
+// else is present.
 type ErrorRule struct {
 	Status    int
 	Pointer   string
 	Equals    string
 	HasEquals bool
+	Contains  string
 	Means     string
 }
 

@@ -12,6 +12,8 @@ import (
 	"html/template"
 	"net/http"
 	"net/http/httptest"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -25,11 +27,14 @@ import (
 // Params configures a Server. AccessTTL 0 means an hour. NoExpiry leaves
 // expires_in out of token replies, as Salesforce does (tokens still end when
 // ExpireAccess is called). RedirectDomain is the client's registered redirect base.
+// RequireScopes are scopes every authorize request must ask for (HubSpot refuses a
+// public app's request without oauth).
 type Params struct {
 	ClientID, ClientSecret string
 	RedirectDomain         string
 	AccessTTL              time.Duration
 	NoExpiry               bool
+	RequireScopes          []string
 }
 
 // Server is a running authorization server.
@@ -107,6 +112,13 @@ var approvalPage = template.Must(template.New("approve").Parse(`<!doctype html>
 
 // authorize shows the approval page, then redirects with a code once approved.
 func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
+	asked := strings.Fields(r.URL.Query().Get("scope"))
+	for _, want := range s.p.RequireScopes {
+		if !slices.Contains(asked, want) {
+			http.Error(w, "invalid_scope: the request must ask for "+want, http.StatusBadRequest)
+			return
+		}
+	}
 	if r.Method == http.MethodGet {
 		if _, err := s.srv.ValidationAuthorizeRequest(r); err != nil {
 			http.Error(w, "invalid authorization request: "+err.Error(), http.StatusBadRequest)
