@@ -159,3 +159,31 @@ func TestHubSpotOAuthWithoutTheOauthScopeIsARisk(t *testing.T) {
 		}
 	}
 }
+
+// Postmark's message search looks in one message stream (outbound unless
+// messagestream names another): the loader refuses a recipe whose create sends on
+// a stream its lookup does not search.
+func TestPostmarkLookupSearchesTheCreatesStream(t *testing.T) {
+	t.Parallel()
+	raw, err := os.ReadFile("../../examples/destinations/postmark.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := func(k string) string { return "whsec_" + strings.ToLower(k) }
+	if _, err := Parse("postmark.yaml", raw, env); err != nil {
+		t.Fatalf("the recipe: %v", err)
+	}
+	for _, tt := range []struct{ name, from, to, want string }{
+		{"AnotherStream", "MessageStream: {const: outbound}", "MessageStream: {const: welcome}",
+			`sends on message stream "welcome" but the lookup of destination "postmark" searches "outbound": add messagestream=welcome to its url`},
+		{"NoStreamInTheLookupIsOutbound", "&messagestream=outbound", "", ""},
+		{"AStreamFromTheEvent", "MessageStream: {const: outbound}", "MessageStream: /data/object/metadata/stream",
+			`searches one message stream (outbound): the create's MessageStream must be a {const: ...}`},
+	} {
+		yaml := strings.Replace(string(raw), tt.from, tt.to, 1)
+		_, err := Parse("postmark.yaml", []byte(yaml), env)
+		if tt.want == "" && err != nil || tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)) {
+			t.Errorf("%s: %v, want %q", tt.name, err, tt.want)
+		}
+	}
+}

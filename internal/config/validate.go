@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"regexp"
 	"slices"
 	"sort"
@@ -349,6 +350,37 @@ func (l *loader) checkTarget(path string, a *ledger.ActionRule, d ledger.Destina
 	}
 	if d.Type == ledger.DestinationSMTP && !has("to") {
 		l.errorf(path+".params", "a mail needs a \"to\" param")
+	}
+	l.checkStream(path, a, d)
+}
+
+// checkStream refuses a Postmark-style lookup that searches another message stream
+// than the one the create sends on: Postmark's message search looks in the stream
+// its messagestream parameter names (outbound when absent), so it would never find
+// the message, and an absence would be read from the wrong place.
+func (l *loader) checkStream(path string, a *ledger.ActionRule, d ledger.Destination) {
+	i := slices.IndexFunc(a.Params, func(p ledger.Param) bool { return p.Name == "MessageStream" })
+	if i < 0 || d.Lookup.URL == "" {
+		return
+	}
+	at := joinPath(path+".params", "MessageStream")
+	u, err := url.Parse(d.Lookup.URL)
+	if err != nil {
+		return
+	}
+	searched := u.Query().Get("messagestream")
+	if searched == "" {
+		searched = "outbound"
+	}
+	sent, ok := a.Params[i].Const.(string)
+	if !ok {
+		l.errorf(at, "the lookup of destination %q searches one message stream (%s): the create's MessageStream must be a {const: ...}",
+			d.Name, searched)
+		return
+	}
+	if sent != searched {
+		l.errorf(at, "sends on message stream %q but the lookup of destination %q searches %q: add messagestream=%s to its url",
+			sent, d.Name, searched, url.QueryEscape(sent))
 	}
 }
 

@@ -28,13 +28,16 @@ import (
 // expires_in out of token replies, as Salesforce does (tokens still end when
 // ExpireAccess is called). RedirectDomain is the client's registered redirect base.
 // RequireScopes are scopes every authorize request must ask for (HubSpot refuses a
-// public app's request without oauth).
+// public app's request without oauth). SecretInBody accepts the client's
+// credentials only as client_id and client_secret in the token request's form, as
+// Salesforce documents them; otherwise Basic or the form.
 type Params struct {
 	ClientID, ClientSecret string
 	RedirectDomain         string
 	AccessTTL              time.Duration
 	NoExpiry               bool
 	RequireScopes          []string
+	SecretInBody           bool
 }
 
 // Server is a running authorization server.
@@ -79,7 +82,7 @@ func New(p Params) *Server {
 	cfg.AllowedResponseTypes = []oauth2.ResponseType{oauth2.Code}
 	srv := server.NewServer(cfg, mgr)
 	srv.SetClientInfoHandler(func(r *http.Request) (string, string, error) { // Basic, or the form body
-		if id, secret, err := server.ClientBasicHandler(r); err == nil {
+		if id, secret, err := server.ClientBasicHandler(r); err == nil && !p.SecretInBody {
 			return id, secret, nil
 		}
 		return server.ClientFormHandler(r)
