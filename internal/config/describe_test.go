@@ -187,3 +187,26 @@ func TestPostmarkLookupSearchesTheCreatesStream(t *testing.T) {
 		}
 	}
 }
+
+// lookup.fetch reads listed candidates one by one: it needs their list, an id in
+// each, and {id} in its URL.
+func TestLookupFetchLoads(t *testing.T) {
+	t.Parallel()
+	const head = "sources: [{name: s, client: c, provider: stripe, environment: test, secret_env: S}]\n" +
+		"destinations:\n  - name: crm\n    type: http\n    create: {url: 'http://crm/x'}\n"
+	env := envFrom(map[string]string{"S": "whsec_x"})
+	cfg, err := Parse("t.yaml", []byte(head+
+		"    lookup: {url: 'http://crm/s?q={ref}', records: /items, fetch: {url: 'http://crm/d/{id}', id: /item/id, record: /data}}\n"), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := cfg.Destinations[0].Lookup.Fetch; f != (ledger.LookupFetch{URL: "http://crm/d/{id}", ID: "/item/id", Record: "/data"}) {
+		t.Errorf("fetch %+v", f)
+	}
+	_, err = Parse("t.yaml", []byte(head+"    lookup: {url: 'http://crm/s?q={ref}', fetch: {url: 'http://crm/d'}}\n"), env)
+	checkErrorLines(t, err, []string{
+		`t.yaml:6:43: destinations[0].lookup.fetch: id is required: the pointer in a listed record to its id`,
+		`t.yaml:6:43: destinations[0].lookup.fetch: needs records: the list of candidates it reads one by one`,
+		`t.yaml:6:51: destinations[0].lookup.fetch.url: "http://crm/d" has no {id}, where the listed record's id goes`,
+	})
+}

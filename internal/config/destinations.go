@@ -86,7 +86,7 @@ func (l *loader) httpDestination(m fields, d *ledger.Destination) {
 		if def == "" {
 			def = ledger.DefaultResultID
 		}
-		d.Lookup = l.lookup(m.sub("lookup", "method", "url", "body", "records", "reference", "result_id", "consistency", "settle"), def)
+		d.Lookup = l.lookup(m.sub("lookup", "method", "url", "body", "records", "fetch", "reference", "result_id", "consistency", "settle"), def)
 	}
 	if m.has("check") {
 		ck := m.sub("check", "method", "url")
@@ -212,6 +212,19 @@ func (l *loader) lookup(lk fields, defResultID string) ledger.Lookup {
 		Consistency: lk.oneOf("consistency", ledger.DefaultConsistency, ledger.ConsistencyStrong, ledger.ConsistencyEventual),
 	}
 	r.Settle, r.SettleRetry = l.settle(lk)
+	if lk.has("fetch") {
+		f := lk.sub("fetch", "url", "id", "record")
+		r.Fetch = ledger.LookupFetch{URL: f.url("url", true, false), ID: f.pointer("id", ""), Record: f.pointer("record", "")}
+		if r.Fetch.ID == "" {
+			l.errorf(f.path, "id is required: the pointer in a listed record to its id")
+		}
+		if r.Fetch.URL != "" && !strings.Contains(r.Fetch.URL, "{id}") {
+			l.errorf(f.at("url"), "%q has no {id}, where the listed record's id goes", r.Fetch.URL)
+		}
+		if r.Records == "" {
+			l.errorf(f.path, "needs records: the list of candidates it reads one by one")
+		}
+	}
 	if lk.has("body") {
 		if r.Method != "POST" {
 			l.errorf(lk.at("body"), "only a POST lookup has a body")

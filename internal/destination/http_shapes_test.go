@@ -282,3 +282,57 @@ func TestHTTPDestinationListedRecordNeedsOurReference(t *testing.T) {
 		})
 	}
 }
+
+// With lookup.fetch, each listed candidate is read again by its id and the
+// reference is read from the record itself, by its key, never from the listing.
+func TestHTTPDestinationLookupFetchesCandidates(t *testing.T) {
+	t.Parallel()
+	const field = "0123456789abcdef0123456789abcdef01234567"
+	deal := func(id, ref string) string {
+		return `{"success":true,"data":{"id":` + id + `,"custom_fields":{"` + field + `":"` + ref + `","other":"Inbound"}}}`
+	}
+	tests := []struct {
+		name   string
+		deals  map[string]string // GET /deals/{id}: reply, or "" for 404, "500" for a failure
+		listed string
+		want   ledger.LookupResult
+	}{
+		{"OursIsFoundWhereverTheListingPutsIt", map[string]string{"4": deal("4", "oh_other"), "5": deal("5", "oh_abc")},
+			`[{"item":{"id":4,"custom_fields":["oh_abc","Inbound"]}},{"item":{"id":5,"custom_fields":["Inbound","oh_abc"]}}]`,
+			ledger.LookupResult{Found: true, ExternalRef: "5", HTTPStatus: 200,
+				Result: json.RawMessage(`{"custom_fields":{"` + field + `":"oh_abc","other":"Inbound"},"id":5}`)}},
+		{"ACandidateGoneSinceIsLeftOut", map[string]string{"4": ""}, `[{"item":{"id":4}}]`,
+			ledger.LookupResult{HTTPStatus: 200, Detail: "HTTP 200: no record with this reference"}},
+		{"AFailedReadProvesNothing", map[string]string{"4": "500"}, `[{"item":{"id":4}}]`,
+			ledger.LookupResult{Unsure: true, HTTPStatus: 200, Detail: `read record 4: HTTP 500: boom`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path == "/deals/search" {
+					io.WriteString(w, `{"success":true,"data":{"items":`+tt.listed+`}}`)
+					return
+				}
+				switch reply := tt.deals[strings.TrimPrefix(r.URL.Path, "/deals/")]; reply {
+				case "":
+					w.WriteHeader(404)
+				case "500":
+					w.WriteHeader(500)
+					io.WriteString(w, "boom")
+				default:
+					io.WriteString(w, reply)
+				}
+			}))
+			t.Cleanup(srv.Close)
+			d := shapeDest(srv.URL + "/deals")
+			d.Lookup = ledger.Lookup{Method: "GET", URL: srv.URL + "/deals/search?term={ref}", Records: "/data/items",
+				Fetch:     ledger.LookupFetch{URL: srv.URL + "/deals/{id}", ID: "/item/id", Record: "/data"},
+				Reference: "/custom_fields/" + field, ResultID: "/id", Consistency: ledger.ConsistencyEventual}
+			got := NewHTTP(d, nil).Lookup(context.Background(), "oh_abc")
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("Lookup() (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

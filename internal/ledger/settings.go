@@ -193,9 +193,21 @@ type Lookup struct {
 	ResultID    string        // pointer in a record to its id
 	Consistency string        // ConsistencyStrong or ConsistencyEventual
 	Settle      time.Duration // eventual only: absence is reported once this has passed since the attempt; 0 never
+	// Fetch, when its URL is set, reads each listed record again by its id, and
+	// Reference and ResultID apply to the record fetched: a search that lists
+	// candidates without naming which field matched (Pipedrive's) is then checked
+	// on the record itself.
+	Fetch LookupFetch
 	// SettleRetry is settle's opt-in (then: retry): absence past Settle repeats the
 	// create with the same key instead of going to the owner.
 	SettleRetry bool
+}
+
+// LookupFetch is a GET of one listed record by its id.
+type LookupFetch struct {
+	URL    string // "{id}" is replaced by the listed record's id, escaped
+	ID     string // pointer in a listed record to its id
+	Record string // pointer in the reply to the record; "" means the reply
 }
 
 // Request is a bodiless request, such as the credentials check.
