@@ -61,9 +61,10 @@ const backfillFinish = `-- name: BackfillFinish :exec
 UPDATE backfill_state
 SET lease_until = NULL, lease_owner = '', finished_at = now(),
     listed = $1, missing = $2, stored = $3, redelivered = $4,
-    error = $5, failures = CASE WHEN $5::text = '' THEN 0 ELSE failures + 1 END,
-    passes = passes + 1, next_at = now() + make_interval(secs => $6::float8)
-WHERE client = $7 AND source = $8 AND lease_owner = $9
+    refused = $5, refused_ids = $6::text[],
+    error = $7, failures = CASE WHEN $7::text = '' THEN 0 ELSE failures + 1 END,
+    passes = passes + 1, next_at = now() + make_interval(secs => $8::float8)
+WHERE client = $9 AND source = $10 AND lease_owner = $11
 `
 
 type BackfillFinishParams struct {
@@ -71,6 +72,8 @@ type BackfillFinishParams struct {
 	Missing      int32
 	Stored       int32
 	Redelivered  int32
+	Refused      int32
+	RefusedIds   []string
 	Error        string
 	AfterSeconds float64
 	Client       string
@@ -85,6 +88,8 @@ func (q *Queries) BackfillFinish(ctx context.Context, arg BackfillFinishParams) 
 		arg.Missing,
 		arg.Stored,
 		arg.Redelivered,
+		arg.Refused,
+		arg.RefusedIds,
 		arg.Error,
 		arg.AfterSeconds,
 		arg.Client,
@@ -95,7 +100,7 @@ func (q *Queries) BackfillFinish(ctx context.Context, arg BackfillFinishParams) 
 }
 
 const backfillList = `-- name: BackfillList :many
-SELECT client, source, next_at, lease_until, lease_owner, started_at, finished_at, listed, missing, stored, redelivered, error, failures, passes FROM backfill_state ORDER BY source
+SELECT client, source, next_at, lease_until, lease_owner, started_at, finished_at, listed, missing, stored, redelivered, error, failures, passes, refused, refused_ids FROM backfill_state ORDER BY source
 `
 
 func (q *Queries) BackfillList(ctx context.Context) ([]BackfillState, error) {
@@ -122,6 +127,8 @@ func (q *Queries) BackfillList(ctx context.Context) ([]BackfillState, error) {
 			&i.Error,
 			&i.Failures,
 			&i.Passes,
+			&i.Refused,
+			&i.RefusedIds,
 		); err != nil {
 			return nil, err
 		}

@@ -105,6 +105,8 @@ type BackfillState struct {
 	Error       string
 	Failures    int32
 	Passes      int64
+	Refused     int32
+	RefusedIds  []string
 }
 
 type Destination struct {

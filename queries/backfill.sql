@@ -17,6 +17,7 @@ RETURNING started_at;
 UPDATE backfill_state
 SET lease_until = NULL, lease_owner = '', finished_at = now(),
     listed = @listed, missing = @missing, stored = @stored, redelivered = @redelivered,
+    refused = @refused, refused_ids = @refused_ids::text[],
     error = @error, failures = CASE WHEN @error::text = '' THEN 0 ELSE failures + 1 END,
     passes = passes + 1, next_at = now() + make_interval(secs => @after_seconds::float8)
 WHERE client = @client AND source = @source AND lease_owner = @owner;

@@ -2,6 +2,7 @@ package web
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 
@@ -27,6 +28,10 @@ func (s *Server) backfillRows(c echo.Context) ([]views.BackfillRow, error) {
 		case ledger.ProviderGitHub:
 			r.How = "lists the hook's deliveries; asks GitHub to redeliver failed ones the inbox lacks"
 			r.Found = fmt.Sprintf("%d listed, %d missing, %d redelivered", st.Listed, st.Missing, st.Redelivered)
+			if st.Refused > 0 {
+				r.Found += fmt.Sprintf("; %d refused by oncehook (4xx), not asked for again: %s",
+					st.Refused, strings.Join(st.RefusedIDs, ", "))
+			}
 		}
 		if st.Running {
 			r.Found += " (a pass is running)"

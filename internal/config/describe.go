@@ -3,6 +3,8 @@ package config
 import (
 	"fmt"
 	"io"
+	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/oncehook/oncehook/internal/ledger"
@@ -30,6 +32,12 @@ func Describe(w io.Writer, cfg *ledger.Config) {
 	for _, d := range cfg.Destinations {
 		fmt.Fprintf(w, "  %-20s %s: %s\n", d.Name, d.Type, Protection(d))
 	}
+	if risks := Risks(cfg); len(risks) > 0 {
+		fmt.Fprint(w, "\nRisks (read before going live):\n")
+		for _, r := range risks {
+			fmt.Fprintf(w, "  %s\n", r)
+		}
+	}
 	fmt.Fprint(w, "\nRouting:\n")
 	for _, a := range cfg.Actions {
 		line := fmt.Sprintf("  %s: %s on [%s] -> %s, key [%s]", a.Name, a.Source,
@@ -51,8 +59,11 @@ func Protection(d ledger.Destination) string {
 		return "Message-ID from the operation key, no lookup: uncertain sends go to a person"
 	}
 	var parts []string
-	if strings.Contains(d.Create.URL, "{ref}") && d.Create.Method != "POST" {
+	switch {
+	case strings.Contains(d.Create.URL, "{ref}") && d.Create.Method != "POST":
 		parts = append(parts, "upsert by external id")
+	case strings.HasSuffix(urlPath(d.Create.URL), "/upsert") && d.ReferenceField != "":
+		parts = append(parts, "upsert by unique property")
 	}
 	if d.Idempotency.TTL > 0 {
 		parts = append(parts, "key memory "+shortDuration(d.Idempotency.TTL.String()))
@@ -66,13 +77,54 @@ func Protection(d ledger.Destination) string {
 	case lk.URL == "":
 	case lk.Consistency == ledger.ConsistencyStrong:
 		parts = append(parts, "strong lookup")
+	case lk.Settle > 0 && lk.SettleRetry:
+		parts = append(parts, "eventual lookup settling after "+shortDuration(lk.Settle.String())+
+			": not found before then is looked up again, after it retried with the same key (opt-in)")
 	case lk.Settle > 0:
 		parts = append(parts, "eventual lookup settling after "+shortDuration(lk.Settle.String())+
-			": not found before then is looked up again, after it retried with the same key")
+			": not found before then is looked up again, after it goes to the owner (the index may lag)")
 	default:
 		parts = append(parts, "eventual lookup: uncertain calls it does not find go to a person")
 	}
 	return strings.Join(parts, "; ")
+}
+
+// Risks lists what in cfg can act twice or never act, in a line each, for people
+// to read before going live.
+func Risks(cfg *ledger.Config) []string {
+	var out []string
+	for _, d := range cfg.Destinations {
+		if o := d.Auth.OAuth2; o != nil && isHubSpot(o) && o.Grant == ledger.GrantAuthorizationCode && !slices.Contains(o.Scopes, "oauth") {
+			out = append(out, d.Name+": HubSpot's authorize page refuses a public app that does not ask for the oauth scope; "+
+				"add oauth to scopes, or Reconnect never succeeds and every action stays held")
+		}
+		if lk := d.Lookup; lk.SettleRetry {
+			out = append(out, fmt.Sprintf("%s: settle {after: %s, then: retry} creates again a record its eventual lookup "+
+				"has not shown %s after the call; no index promises to catch up by then",
+				d.Name, shortDuration(lk.Settle.String()), shortDuration(lk.Settle.String())))
+		}
+	}
+	return out
+}
+
+// isHubSpot reports whether o authorizes at HubSpot.
+func isHubSpot(o *ledger.OAuth2) bool {
+	for _, s := range []string{o.AuthorizeURL, o.TokenURL} {
+		if u, err := url.Parse(s); err == nil && (u.Hostname() == "app.hubspot.com" || u.Hostname() == "api.hubapi.com" ||
+			strings.HasSuffix(u.Hostname(), ".hubspot.com")) {
+			return true
+		}
+	}
+	return false
+}
+
+// urlPath is the path of s, or "" when s is not a URL.
+func urlPath(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return ""
+	}
+	return u.Path
 }
 
 // shortDuration drops the zero units Go prints: "24h0m0s" is "24h".

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/goccy/go-yaml/ast"
 	"github.com/oncehook/oncehook/internal/ledger"
@@ -85,7 +86,7 @@ func (l *loader) httpDestination(m fields, d *ledger.Destination) {
 		if def == "" {
 			def = ledger.DefaultResultID
 		}
-		d.Lookup = l.lookup(m.sub("lookup", "method", "url", "body", "records", "reference", "result_id", "consistency", "settle"), def)
+		d.Lookup = l.lookup(m.sub("lookup", "method", "url", "body", "records", "fetch", "reference", "result_id", "consistency", "settle"), def)
 	}
 	if m.has("check") {
 		ck := m.sub("check", "method", "url")
@@ -209,7 +210,20 @@ func (l *loader) lookup(lk fields, defResultID string) ledger.Lookup {
 		Reference:   lk.pointer("reference", ""),
 		ResultID:    lk.pointer("result_id", defResultID),
 		Consistency: lk.oneOf("consistency", ledger.DefaultConsistency, ledger.ConsistencyStrong, ledger.ConsistencyEventual),
-		Settle:      lk.duration("settle", 0),
+	}
+	r.Settle, r.SettleRetry = l.settle(lk)
+	if lk.has("fetch") {
+		f := lk.sub("fetch", "url", "id", "record")
+		r.Fetch = ledger.LookupFetch{URL: f.url("url", true, false), ID: f.pointer("id", ""), Record: f.pointer("record", "")}
+		if r.Fetch.ID == "" {
+			l.errorf(f.path, "id is required: the pointer in a listed record to its id")
+		}
+		if r.Fetch.URL != "" && !strings.Contains(r.Fetch.URL, "{id}") {
+			l.errorf(f.at("url"), "%q has no {id}, where the listed record's id goes", r.Fetch.URL)
+		}
+		if r.Records == "" {
+			l.errorf(f.path, "needs records: the list of candidates it reads one by one")
+		}
 	}
 	if lk.has("body") {
 		if r.Method != "POST" {
@@ -224,6 +238,26 @@ func (l *loader) lookup(lk fields, defResultID string) ledger.Lookup {
 		l.errorf(lk.at("url"), "%q has no {ref}, where the operation key goes (in the URL or the body)", r.URL)
 	}
 	return r
+}
+
+// Settle's then: what an absence past settle leads to.
+const (
+	settleThenPerson = "person" // the default: the owner decides
+	settleThenRetry  = "retry"  // the opt-in: the create is repeated with the same key
+)
+
+// settle reads lookup.settle: a duration (the absence past it goes to the owner),
+// or {after: 15m, then: retry}, the explicit opt-in to a repeat without a person.
+func (l *loader) settle(lk fields) (time.Duration, bool) {
+	if _, ok := lk.vals["settle"].(ast.MapNode); !ok {
+		return lk.duration("settle", 0), false
+	}
+	st := lk.sub("settle", "after", "then")
+	if !st.has("after") {
+		l.errorf(st.path, "after is required: how long after the call an absence is reported")
+	}
+	then := st.oneOf("then", settleThenPerson, settleThenPerson, settleThenRetry)
+	return st.duration("after", 0), then == settleThenRetry
 }
 
 // containsRef reports whether "{ref}" appears in a string of the body template.
@@ -247,7 +281,7 @@ var means = []string{ledger.MeansRejected, ledger.MeansRateLimited, ledger.Means
 	ledger.MeansUnauthorized, ledger.MeansUncertain, ledger.MeansExists}
 
 func (l *loader) errorRule(path string, n ast.Node) ledger.ErrorRule {
-	m := l.mapping(path, n, "status", "pointer", "equals", "means")
+	m := l.mapping(path, n, "status", "pointer", "equals", "contains", "means")
 	r := ledger.ErrorRule{Status: m.integer("status", 0, 100, 599), Pointer: m.pointer("pointer", ""),
 		Means: m.oneOf("means", "", means...)}
 	if m.has("equals") {
@@ -259,6 +293,15 @@ func (l *loader) errorRule(path string, n ast.Node) ledger.ErrorRule {
 			l.errorf(m.at("equals"), "must be a string, number or boolean, not %s", kindOf(m.vals["equals"]))
 		}
 		r.Equals, r.HasEquals = s, true
+	}
+	if m.has("contains") {
+		r.Contains = m.required("contains")
+		if r.Pointer == "" {
+			l.errorf(m.at("contains"), "needs a pointer: the reply field whose text holds it")
+		}
+		if r.HasEquals {
+			l.errorf(m.at("contains"), "set equals or contains, not both")
+		}
 	}
 	if r.Status == 0 && r.Pointer == "" {
 		l.errorf(path, "needs a status or a pointer: a rule matching every reply would hide the decision table")

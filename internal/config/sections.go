@@ -191,6 +191,22 @@ func (l *loader) param(path, name string, n ast.Node) ledger.Param {
 	return l.paramAt(path, name, n, 0)
 }
 
+// money reads {money: /amount, currency: /currency or CODE, as: string | number}.
+func (l *loader) money(path string, n ast.Node) *ledger.Money {
+	m := l.mapping(path, n, "money", "currency", "as")
+	mo := &ledger.Money{Amount: m.pointer("money", ""), Currency: m.required("currency"),
+		AsNumber: m.oneOf("as", ledger.MoneyAsString, ledger.MoneyAsString, ledger.MoneyAsNumber) == ledger.MoneyAsNumber}
+	if mo.Amount == "" {
+		l.errorf(m.at("money"), "must be a JSON pointer to the amount in minor units")
+	}
+	if c := mo.Currency; strings.HasPrefix(c, "/") {
+		l.checkPointer(m.at("currency"), c)
+	} else if _, ok := ledger.CurrencyExponent(c); c != "" && !ok {
+		l.errorf(m.at("currency"), "%q is neither a JSON pointer nor an ISO 4217 currency code", c)
+	}
+	return mo
+}
+
 func (l *loader) paramAt(path, name string, n ast.Node, depth int) ledger.Param {
 	p := ledger.Param{Name: name}
 	if depth > 16 {
@@ -203,6 +219,8 @@ func (l *loader) paramAt(path, name string, n ast.Node, depth int) ledger.Param 
 		switch {
 		case len(m.keys) == 1 && m.has("const"):
 			p.Const = l.value(m.at("const"), m.at("const"), m.vals["const"], 0)
+		case m.has("money"):
+			p.Money = l.money(path, n)
 		case m.has("result") && (len(m.keys) == 1 || len(m.keys) == 2 && m.has("pointer")):
 			p.Result = m.required("result")
 			p.ResultPointer = m.pointer("pointer", "")

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"regexp"
 	"slices"
 	"sort"
@@ -355,6 +356,37 @@ func (l *loader) checkTarget(path string, a *ledger.ActionRule, d ledger.Destina
 	if d.Type == ledger.DestinationSMTP && !has("to") {
 		l.errorf(path+".params", "a mail needs a \"to\" param")
 	}
+	l.checkStream(path, a, d)
+}
+
+// checkStream refuses a Postmark-style lookup that searches another message stream
+// than the one the create sends on: Postmark's message search looks in the stream
+// its messagestream parameter names (outbound when absent), so it would never find
+// the message, and an absence would be read from the wrong place.
+func (l *loader) checkStream(path string, a *ledger.ActionRule, d ledger.Destination) {
+	i := slices.IndexFunc(a.Params, func(p ledger.Param) bool { return p.Name == "MessageStream" })
+	if i < 0 || d.Lookup.URL == "" {
+		return
+	}
+	at := joinPath(path+".params", "MessageStream")
+	u, err := url.Parse(d.Lookup.URL)
+	if err != nil {
+		return
+	}
+	searched := u.Query().Get("messagestream")
+	if searched == "" {
+		searched = "outbound"
+	}
+	sent, ok := a.Params[i].Const.(string)
+	if !ok {
+		l.errorf(at, "the lookup of destination %q searches one message stream (%s): the create's MessageStream must be a {const: ...}",
+			d.Name, searched)
+		return
+	}
+	if sent != searched {
+		l.errorf(at, "sends on message stream %q but the lookup of destination %q searches %q: add messagestream=%s to its url",
+			sent, d.Name, searched, url.QueryEscape(sent))
+	}
 }
 
 // unique reports repeated names and returns each name's first index.
@@ -448,10 +480,8 @@ func paramAt(params []ledger.Param, ptr string) (string, bool) {
 	for i, t := range tokens {
 		tokens[i] = strings.NewReplacer("~1", "/", "~0", "~").Replace(t)
 	}
-	for _, p := range params {
-		if p.Name == tokens[0] && (len(tokens) == 1 || !p.IsObject || objectHas(p.Object, tokens[1:])) {
-			return p.Name, true
-		}
+	if objectHas(params, tokens) {
+		return tokens[0], true
 	}
 	return "", false
 }
@@ -459,8 +489,23 @@ func paramAt(params []ledger.Param, ptr string) (string, bool) {
 func objectHas(params []ledger.Param, tokens []string) bool {
 	for _, p := range params {
 		if p.Name == tokens[0] {
-			return len(tokens) == 1 || !p.IsObject || objectHas(p.Object, tokens[1:])
+			return paramHas(p, tokens[1:])
 		}
 	}
 	return false
+}
+
+// paramHas reports whether the param p holds the place rest names below it: an
+// object's member, a list's element, or anything under a leaf.
+func paramHas(p ledger.Param, rest []string) bool {
+	switch {
+	case len(rest) == 0:
+		return true
+	case p.IsObject:
+		return objectHas(p.Object, rest)
+	case p.IsList:
+		i, err := strconv.Atoi(rest[0])
+		return err == nil && i >= 0 && i < len(p.List) && paramHas(p.List[i], rest[1:])
+	}
+	return true
 }

@@ -64,6 +64,7 @@ func (h *HTTP) Capabilities() ledger.Capabilities {
 		StrongLookup: lk.URL != "" && lk.Consistency == ledger.ConsistencyStrong,
 		KeyMemory:    h.d.Idempotency.TTL,
 		Settle:       lk.Settle,
+		SettleRetry:  lk.SettleRetry,
 	}
 }
 
@@ -206,7 +207,52 @@ func (h *HTTP) Lookup(ctx context.Context, operationKey string) ledger.LookupRes
 		r.Unsure, r.Detail = true, fmt.Sprintf("lookup answered HTTP 200 without a list at %s", lk.Records)
 		return r
 	}
+	if lk.Fetch.URL != "" {
+		if records, err = h.fetchRecords(ctx, records); err != nil {
+			r.Unsure, r.Detail = true, h.scrub(err.Error())
+			return r
+		}
+	}
 	return h.findRecord(r, records, operationKey, listed)
+}
+
+// maxFetched bounds the records a lookup reads again one by one.
+const maxFetched = 10
+
+// fetchRecords reads each listed candidate again by its id (lookup.fetch), so that
+// its reference is read from the record itself. A candidate gone since (404) is
+// left out; any other failure proves nothing.
+func (h *HTTP) fetchRecords(ctx context.Context, listed []any) ([]any, error) {
+	f := h.d.Lookup.Fetch
+	if len(listed) > maxFetched {
+		return nil, fmt.Errorf("lookup listed %d candidates, more than the %d it reads one by one: narrow its search", len(listed), maxFetched)
+	}
+	var out []any
+	for _, cand := range listed {
+		id, ok := ledger.PointerString(cand, f.ID)
+		if !ok {
+			return nil, fmt.Errorf("lookup listed a record without an id at %s", f.ID)
+		}
+		status, reply, err := h.send(ctx, http.MethodGet, strings.ReplaceAll(f.URL, "{id}", url.PathEscape(id)), nil)
+		switch {
+		case err != nil:
+			return nil, fmt.Errorf("read record %s: %w", id, err)
+		case status == http.StatusNotFound:
+			continue
+		case status != http.StatusOK:
+			return nil, fmt.Errorf("read record %s: %s", id, h.statusDetail(status, reply))
+		}
+		doc, err := decodeReply(reply)
+		if err != nil {
+			return nil, fmt.Errorf("read record %s: HTTP 200 with a reply that is not JSON", id)
+		}
+		rec := doc
+		if f.Record != "" {
+			rec, _ = ledger.Pointer(doc, f.Record)
+		}
+		out = append(out, rec)
+	}
+	return out, nil
 }
 
 // lookupRecords are the records in a lookup's reply: the list at the lookup's

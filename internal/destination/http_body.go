@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/oncehook/oncehook/internal/ledger"
@@ -42,28 +43,39 @@ func (h *HTTP) createRequest(c ledger.Call) ([]byte, string, error) {
 }
 
 // setPointer puts v at the JSON pointer ptr in doc, creating the objects missing
-// on the way. It refuses to go through a value that is not an object.
+// on the way; an index goes into an element a list param already holds (HubSpot's
+// batch inputs). It refuses to go through any other value.
 func setPointer(doc map[string]any, ptr string, v any) error {
 	tokens := strings.Split(ptr, "/")[1:]
-	cur := doc
+	var cur any = doc
 	for i, t := range tokens {
 		t = strings.NewReplacer("~1", "/", "~0", "~").Replace(t)
-		if i == len(tokens)-1 {
-			cur[t] = v
-			return nil
-		}
-		next, ok := cur[t]
-		if !ok || next == nil {
+		last := i == len(tokens)-1
+		switch c := cur.(type) {
+		case map[string]any:
+			if last {
+				c[t] = v
+				return nil
+			}
+			if next, ok := c[t]; ok && next != nil {
+				cur = next
+				continue
+			}
 			m := map[string]any{}
-			cur[t] = m
-			cur = m
-			continue
+			c[t], cur = m, m
+		case []any:
+			n, err := strconv.Atoi(t)
+			if err != nil || n < 0 || n >= len(c) {
+				return fmt.Errorf("%q is not an element of a list of %d", t, len(c))
+			}
+			if last {
+				c[n] = v
+				return nil
+			}
+			cur = c[n]
+		default:
+			return fmt.Errorf("%q is under a value that is not an object or a list", t)
 		}
-		m, ok := next.(map[string]any)
-		if !ok {
-			return fmt.Errorf("%q holds a value that is not an object", t)
-		}
-		cur = m
 	}
 	return nil
 }

@@ -60,7 +60,10 @@ func (h *HTTP) matchRule(status int, reply []byte) (ledger.ErrorRule, bool) {
 		if !ok {
 			continue
 		}
-		if !r.HasEquals || valueText(v) == r.Equals {
+		switch text := valueText(v); {
+		case r.HasEquals && text != r.Equals:
+		case r.Contains != "" && !strings.Contains(text, r.Contains):
+		default:
 			return r, true
 		}
 	}

@@ -100,6 +100,19 @@ func TestHTTPDestinationRequestShapes(t *testing.T) {
 			t.Errorf("Perform() = %+v, want rejected before sending", out)
 		}
 	})
+	t.Run("ReferenceInAListElement", func(t *testing.T) {
+		e := newEcho(t, 200, nil, `{"status":"COMPLETE","results":[{"id":"9001","new":true}]}`)
+		d := shapeDest(e.srv.URL + "/crm/v3/objects/deals/batch/upsert")
+		d.ReferenceField, d.Create.ResultID = "/inputs/0/id", ledger.ResultID{Pointer: "/results/0/id"}
+		batch := ledger.Call{OperationKey: "oh_abc", Params: json.RawMessage(`{"inputs":[{"idProperty":"oncehook_ref","properties":{"dealname":"Ada"}}]}`)}
+		if out := NewHTTP(d, nil).Perform(context.Background(), batch); out.ExternalRef != "9001" {
+			t.Fatalf("Perform() = %+v", out)
+		}
+		want := `{"inputs":[{"id":"oh_abc","idProperty":"oncehook_ref","properties":{"dealname":"Ada"}}]}`
+		if diff := cmp.Diff(want, e.lastRaw); diff != "" {
+			t.Errorf("body (-want +got):\n%s", diff)
+		}
+	})
 	t.Run("IDFromHeader", func(t *testing.T) {
 		e := newEcho(t, 202, map[string]string{"X-Message-Id": "msg-9"}, "")
 		d := shapeDest(e.srv.URL)
@@ -149,6 +162,7 @@ func TestHTTPDestinationErrorRules(t *testing.T) {
 		{Status: 403, Pointer: "/0/errorCode", Equals: "REQUEST_LIMIT_EXCEEDED", HasEquals: true, Means: ledger.MeansRateLimited},
 		{Status: 422, Pointer: "/ErrorCode", Equals: "406", HasEquals: true, Means: ledger.MeansRejected},
 		{Status: 409, Pointer: "/category", Equals: "CONFLICT", HasEquals: true, Means: ledger.MeansExists},
+		{Status: 400, Pointer: "/message", Contains: "already has that value", Means: ledger.MeansExists},
 		{Status: 300, Means: ledger.MeansRejected},
 		{Status: 401, Pointer: "/name", Means: ledger.MeansUncertain},
 		{Pointer: "/busy", Means: ledger.MeansRateLimited}, // no status
@@ -167,6 +181,8 @@ func TestHTTPDestinationErrorRules(t *testing.T) {
 		{"NumberEqualsItsText", 422, nil, `{"ErrorCode":406}`, false, ledger.ObsRejected, 0},
 		{"ExistsWithLookupIsReconciled", 409, nil, `{"category":"CONFLICT"}`, true, ledger.ObsExists, 0},
 		{"ExistsWithoutLookupGoesToAPerson", 409, nil, `{"category":"CONFLICT"}`, false, ledger.ObsExistsNoLookup, 0},
+		{"HubSpotDuplicateValueIsExists", 400, nil, `{"category":"VALIDATION_ERROR","message":"Property values were not valid: [{\"message\":\"oncehook_ref already has that value\"}]"}`, true, ledger.ObsExists, 0},
+		{"OtherValidationErrorIsRejected", 400, nil, `{"category":"VALIDATION_ERROR","message":"dealstage is required"}`, true, ledger.ObsRejected, 0},
 		{"StatusOnlyRule", 300, nil, `["/a","/b"]`, false, ledger.ObsRejected, 0},
 		{"PlainTextBodyMatchesNoPointer", 401, nil, `Forbidden`, false, ledger.ObsUnauthorized, 0},
 		{"StatuslessRuleNeverHidesASuccess", 201, nil, `{"busy":true,"id":"rec_1"}`, false, ledger.ObsSuccess, 0},
@@ -262,6 +278,60 @@ func TestHTTPDestinationListedRecordNeedsOurReference(t *testing.T) {
 			if r.Found != tt.found || (tt.found && r.ExternalRef != "rec_1") || (tt.unsure && !r.Unsure) {
 				t.Errorf("Lookup() = found %v ref %q unsure %v (%s), want found %v unsure %v",
 					r.Found, r.ExternalRef, r.Unsure, r.Detail, tt.found, tt.unsure)
+			}
+		})
+	}
+}
+
+// With lookup.fetch, each listed candidate is read again by its id and the
+// reference is read from the record itself, by its key, never from the listing.
+func TestHTTPDestinationLookupFetchesCandidates(t *testing.T) {
+	t.Parallel()
+	const field = "0123456789abcdef0123456789abcdef01234567"
+	deal := func(id, ref string) string {
+		return `{"success":true,"data":{"id":` + id + `,"custom_fields":{"` + field + `":"` + ref + `","other":"Inbound"}}}`
+	}
+	tests := []struct {
+		name   string
+		deals  map[string]string // GET /deals/{id}: reply, or "" for 404, "500" for a failure
+		listed string
+		want   ledger.LookupResult
+	}{
+		{"OursIsFoundWhereverTheListingPutsIt", map[string]string{"4": deal("4", "oh_other"), "5": deal("5", "oh_abc")},
+			`[{"item":{"id":4,"custom_fields":["oh_abc","Inbound"]}},{"item":{"id":5,"custom_fields":["Inbound","oh_abc"]}}]`,
+			ledger.LookupResult{Found: true, ExternalRef: "5", HTTPStatus: 200,
+				Result: json.RawMessage(`{"custom_fields":{"` + field + `":"oh_abc","other":"Inbound"},"id":5}`)}},
+		{"ACandidateGoneSinceIsLeftOut", map[string]string{"4": ""}, `[{"item":{"id":4}}]`,
+			ledger.LookupResult{HTTPStatus: 200, Detail: "HTTP 200: no record with this reference"}},
+		{"AFailedReadProvesNothing", map[string]string{"4": "500"}, `[{"item":{"id":4}}]`,
+			ledger.LookupResult{Unsure: true, HTTPStatus: 200, Detail: `read record 4: HTTP 500: boom`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path == "/deals/search" {
+					io.WriteString(w, `{"success":true,"data":{"items":`+tt.listed+`}}`)
+					return
+				}
+				switch reply := tt.deals[strings.TrimPrefix(r.URL.Path, "/deals/")]; reply {
+				case "":
+					w.WriteHeader(404)
+				case "500":
+					w.WriteHeader(500)
+					io.WriteString(w, "boom")
+				default:
+					io.WriteString(w, reply)
+				}
+			}))
+			t.Cleanup(srv.Close)
+			d := shapeDest(srv.URL + "/deals")
+			d.Lookup = ledger.Lookup{Method: "GET", URL: srv.URL + "/deals/search?term={ref}", Records: "/data/items",
+				Fetch:     ledger.LookupFetch{URL: srv.URL + "/deals/{id}", ID: "/item/id", Record: "/data"},
+				Reference: "/custom_fields/" + field, ResultID: "/id", Consistency: ledger.ConsistencyEventual}
+			got := NewHTTP(d, nil).Lookup(context.Background(), "oh_abc")
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("Lookup() (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"slices"
 	"strconv"
@@ -43,6 +44,7 @@ type BackfillItem struct {
 	OccurredAt time.Time
 	Body       []byte // Stripe: the event as the API returns it, stored as is; nil for GitHub
 	Failed     bool   // GitHub: this attempt was not answered with a 2xx
+	Status     int    // GitHub: the attempt's reply status; 0 when none came (refused, timed out)
 	AttemptID  string // GitHub: the attempt to redeliver
 	Redelivery bool   // GitHub: this attempt was itself a redelivery someone asked for
 }
@@ -145,10 +147,11 @@ func (b *Backfiller) RunDue(ctx context.Context, force bool) []BackfillResult {
 // BackfillResult is what one pass found.
 type BackfillResult struct {
 	Source      string
-	Listed      int // what the provider listed in the window
-	Missing     int // of those, not in the inbox
-	Stored      int // stored as backfilled events
-	Redelivered int // redeliveries asked for
+	Listed      int      // what the provider listed in the window
+	Missing     int      // of those, not in the inbox
+	Stored      int      // stored as backfilled events
+	Redelivered int      // redeliveries asked for
+	Refused     []string // GitHub: deliveries oncehook itself refused (4xx), not asked for again
 	Err         error
 }
 
@@ -185,7 +188,8 @@ func (b *Backfiller) pass(ctx context.Context, src Source, client BackfillClient
 	b.p.Metrics.BackfillPass(res)
 	err = q.BackfillFinish(context.WithoutCancel(ctx), db.BackfillFinishParams{
 		Client: src.Client, Source: src.Name, Owner: b.p.Owner, Listed: int32(res.Listed), Missing: int32(res.Missing),
-		Stored: int32(res.Stored), Redelivered: int32(res.Redelivered), Error: msg, AfterSeconds: next.Seconds()})
+		Stored: int32(res.Stored), Redelivered: int32(res.Redelivered), Error: msg, AfterSeconds: next.Seconds(),
+		Refused: int32(len(res.Refused)), RefusedIds: firstRefused(res.Refused)})
 	if err != nil {
 		return res, true, fmt.Errorf("record backfill pass: %w", err)
 	}
@@ -198,11 +202,6 @@ func (b *Backfiller) pass(ctx context.Context, src Source, client BackfillClient
 func (b *Backfiller) run(ctx context.Context, src Source, client BackfillClient) BackfillResult {
 	res := BackfillResult{Source: src.Name}
 	since := time.Now().Add(-src.Backfill.Window)
-	type delivery struct {
-		failedAttempt string // the newest failed attempt
-		delivered     bool   // some attempt got a 2xx
-		redelivered   bool   // a redelivery was asked for already (by a pass, or a person)
-	}
 	deliveries := map[string]*delivery{}
 	var order []string
 	cursor := ""
@@ -221,11 +220,10 @@ func (b *Backfiller) run(ctx context.Context, src Source, client BackfillClient)
 			}
 			d, ok := deliveries[it.ID]
 			if !ok {
-				d = &delivery{}
+				d = &delivery{lastStatus: it.Status} // the newest attempt comes first
 				deliveries[it.ID] = d
 				order = append(order, it.ID)
 			}
-			d.redelivered = d.redelivered || it.Redelivery
 			if !it.Failed {
 				d.delivered = true
 			} else if d.failedAttempt == "" {
@@ -244,32 +242,68 @@ func (b *Backfiller) run(ctx context.Context, src Source, client BackfillClient)
 	if len(order) > 0 {
 		res.Listed = len(order) // deliveries, not attempts
 	}
+	b.redeliver(ctx, src, client, order, deliveries, &res)
+	return res
+}
+
+// delivery is what a pass learns of one GitHub delivery from its attempts.
+type delivery struct {
+	failedAttempt string // the newest failed attempt
+	delivered     bool   // some attempt got a 2xx
+	lastStatus    int    // the newest attempt's reply status; 0: none came
+}
+
+// refusedByOncehook reports whether a delivery's newest attempt reached oncehook
+// and was refused (a signature it does not accept, a body over the limit): asking
+// again would be refused again. No reply, a timeout and a 5xx (a proxy's while
+// oncehook was down, or oncehook's own storage failing) never reached the inbox,
+// and neither a 408 or 429 refused it for good.
+func refusedByOncehook(status int) bool {
+	return status >= 400 && status < 500 && status != http.StatusRequestTimeout && status != http.StatusTooManyRequests
+}
+
+// redeliver asks, once per pass, for each delivery in order that never got a 2xx
+// and that the inbox lacks, unless oncehook itself refused its newest attempt: those
+// are listed in res.Refused for the sources page. GitHub keeps deliveries for a few
+// days, so a delivery is asked for on every pass until one arrives or GitHub
+// forgets it.
+func (b *Backfiller) redeliver(ctx context.Context, src Source, client BackfillClient, order []string,
+	deliveries map[string]*delivery, res *BackfillResult) {
 	var failed []string
 	for _, id := range order {
-		// A delivery redelivered once that still failed (oncehook refused it: a
-		// rotated secret, a body over the limit) is not asked for again every pass:
-		// its failure is on the sources page and in GitHub's log.
-		if d := deliveries[id]; !d.delivered && d.failedAttempt != "" && !d.redelivered {
+		if d := deliveries[id]; !d.delivered && d.failedAttempt != "" {
 			failed = append(failed, id)
 		}
 	}
 	known, err := b.known(ctx, src, failed)
 	if err != nil {
 		res.Err = err
-		return res
+		return
 	}
-	for _, id := range failed { // each delivery once per pass
-		if known[id] {
-			continue
+	for _, id := range failed {
+		switch {
+		case known[id]:
+		case refusedByOncehook(deliveries[id].lastStatus):
+			res.Refused = append(res.Refused, id)
+		default:
+			res.Missing++
+			if err := client.Redeliver(ctx, deliveries[id].failedAttempt); err != nil {
+				res.Err = err
+				return
+			}
+			res.Redelivered++
 		}
-		res.Missing++
-		if err := client.Redeliver(ctx, deliveries[id].failedAttempt); err != nil {
-			res.Err = err
-			return res
-		}
-		res.Redelivered++
 	}
-	return res
+}
+
+// maxRefusedShown bounds the refused deliveries a pass keeps by name.
+const maxRefusedShown = 10
+
+func firstRefused(ids []string) []string {
+	if ids == nil {
+		return []string{}
+	}
+	return ids[:min(len(ids), maxRefusedShown)]
 }
 
 // known returns which of ids the inbox holds for src.

@@ -7,8 +7,10 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -195,8 +197,9 @@ func TestGitHubBackfillHookKinds(t *testing.T) {
 }
 
 // A delivery redelivered once that oncehook refused again (here: signed with a
-// secret it no longer accepts) is not asked for again on every pass; its failure
-// stays in GitHub's log of the hook.
+// secret it no longer accepts) is not asked for again on every pass: the pass
+// names it among the refused, for the sources page, and its failure stays in
+// GitHub's log of the hook.
 func TestGitHubBackfillAsksOncePerDelivery(t *testing.T) {
 	t.Parallel()
 	w := newBackfillWorld(t, nil)
@@ -213,4 +216,54 @@ func TestGitHubBackfillAsksOncePerDelivery(t *testing.T) {
 	if r.Err != nil || r.Redelivered != 0 || w.github.Redelivered("guid-refused") != 1 {
 		t.Errorf("second pass = %+v; guid-refused redelivered %d times, want once", r, w.github.Redelivered("guid-refused"))
 	}
+	if !slices.Equal(r.Refused, []string{"guid-refused"}) {
+		t.Errorf("second pass refused %v, want guid-refused", r.Refused)
+	}
+	sts, err := ledger.NewReview(w.pool, w.cfg, nil).BackfillStatuses(context.Background())
+	if i := slices.IndexFunc(sts, func(s ledger.BackfillStatus) bool { return s.Source == "gh" }); err != nil || i < 0 ||
+		sts[i].Refused != 1 || !slices.Equal(sts[i].RefusedIDs, []string{"guid-refused"}) {
+		t.Errorf("sources page status %+v (%v), want guid-refused among the refused", sts, err)
+	}
+}
+
+// A redelivery that never reached oncehook (here: the connection is refused while
+// oncehook is down) is asked for again on the next pass, once oncehook is back,
+// and the event arrives. A pass asks once per delivery.
+func TestGitHubBackfillAsksAgainWhatNeverArrived(t *testing.T) {
+	t.Parallel()
+	w := newBackfillWorld(t, nil)
+	up := w.url + "/hooks/gh"
+	w.github.Deliver("guid-down", "issues", []byte(`{"action":"opened","issue":{"id":8}}`), true)
+	w.github.SetTarget(refusedURL(t)) // oncehook is down
+	r := onlyResult(t, w.backfiller("p1").RunDue(context.Background(), false), "gh")
+	if r.Err != nil || r.Redelivered != 1 || len(r.Refused) != 0 {
+		t.Fatalf("first pass = %+v, want one redelivery", r)
+	}
+	if n := w.count(`SELECT count(*) FROM events WHERE source = 'gh'`); n != 0 {
+		t.Fatalf("%d events while oncehook was down, want 0", n)
+	}
+	w.github.SetTarget(up) // back
+	r = onlyResult(t, w.backfiller("p1").RunDue(context.Background(), true), "gh")
+	if r.Err != nil || r.Redelivered != 1 || w.github.Redelivered("guid-down") != 2 {
+		t.Fatalf("second pass = %+v; guid-down redelivered %d times, want twice", r, w.github.Redelivered("guid-down"))
+	}
+	if n := w.count(`SELECT count(*) FROM events WHERE source = 'gh' AND source_event_id = 'guid-down' AND via = 'webhook'`); n != 1 {
+		t.Errorf("the event that never arrived was stored %d times, want once", n)
+	}
+	r = onlyResult(t, w.backfiller("p1").RunDue(context.Background(), true), "gh")
+	if r.Err != nil || r.Redelivered != 0 {
+		t.Errorf("third pass = %+v, want nothing asked once the event arrived", r)
+	}
+}
+
+// refusedURL is an address where nothing listens: a connection to it is refused.
+func refusedURL(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return "http://" + addr + "/hooks/gh"
 }

@@ -22,6 +22,8 @@ type BackfillStatus struct {
 	Missing     int
 	Stored      int
 	Redelivered int
+	Refused     int      // GitHub: deliveries oncehook itself refused (4xx), not asked for again
+	RefusedIDs  []string // the first of them, by delivery id
 	Error       string
 	Failures    int // passes failed in a row
 	Passes      int64
@@ -51,6 +53,7 @@ func (r *Review) BackfillStatuses(ctx context.Context) ([]BackfillStatus, error)
 			}
 			s.NextAt, s.Listed, s.Missing, s.Stored, s.Redelivered = row.NextAt, int(row.Listed), int(row.Missing), int(row.Stored), int(row.Redelivered)
 			s.Error, s.Failures, s.Passes = row.Error, int(row.Failures), row.Passes
+			s.Refused, s.RefusedIDs = int(row.Refused), row.RefusedIds
 		}
 		out = append(out, s)
 	}

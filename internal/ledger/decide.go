@@ -39,6 +39,9 @@ const (
 	ObsExistsNoLookup  Observation = "the destination says the record exists, and no lookup can find it"
 	ObsAbsentUnsettled Observation = "reconcile: absent on an eventual lookup before settle"
 	ObsAbsentSettled   Observation = "reconcile: absent on an eventual lookup after settle"
+	// The opt-in of settle: {after, then: retry}: the destination's owner accepts
+	// that a record slower than settle to appear is created twice.
+	ObsAbsentSettledRetry Observation = "reconcile: absent on an eventual lookup after settle, where the destination opts in to a repeat"
 )
 
 // The rows of a person's Retry (DESIGN.md section 3, "a manual retry reuses the
@@ -91,7 +94,8 @@ var DecisionTable = []Rule{
 	{ObsExists, "exists", StateUncertain, "the destination's words; reconcile by lookup", false},
 	{ObsExistsNoLookup, "exists_no_lookup", StateFailed, "the destination's words", false},
 	{ObsAbsentUnsettled, "absent_unsettled", StateUncertain, "lookup evidence; looks again once settle has passed", true},
-	{ObsAbsentSettled, "absent_settled", StateRetrying, "lookup evidence, settle", true},
+	{ObsAbsentSettled, "absent_settled", StateFailed, "lookup evidence, settle; a Retry the person confirms", false},
+	{ObsAbsentSettledRetry, "absent_settled_retry", StateRetrying, "lookup evidence, settle", true},
 	{ObsRetryByPerson, "retry_by_person", StatePending, "who retried, and what they checked", false},
 	{ObsRetryLookupFirst, "retry_lookup_first", StateUncertain, "who retried; the operation is looked up before any call", false},
 	{ObsCreated, "created", StatePending, "the event that asked for it", false},
@@ -165,13 +169,15 @@ func MayHavePerformed(status int) bool {
 // manualRetry is what a person's Retry observes about the destination: the same key
 // may be sent while the destination remembers it (since the first attempt at
 // first), or when the person checked the destination; past the key memory, a
-// lookup that can prove absence (strong, or eventual with a settle time) comes
-// first. ok is false when neither holds: a retry could act twice, and is refused.
+// lookup whose absence the table acts on (strong, or eventual with the settle
+// opt-in to a repeat) comes first. An eventual lookup without the opt-in proves
+// nothing, so the person confirms. ok is false when neither holds: a retry could
+// act twice, and is refused.
 func manualRetry(caps Capabilities, first time.Time, checked bool, now time.Time) (obs Observation, ok bool) {
 	switch {
 	case caps.KeyRemembered(first, now), checked:
 		return ObsRetryByPerson, true
-	case caps.Lookup && (caps.StrongLookup || caps.Settle > 0):
+	case caps.Lookup && (caps.StrongLookup || caps.SettleRetry):
 		return ObsRetryLookupFirst, true
 	}
 	return "", false

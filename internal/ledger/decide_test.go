@@ -33,6 +33,7 @@ func TestDecide(t *testing.T) {
 	remembers := Capabilities{KeyMemory: 24 * time.Hour}
 	forgot := Capabilities{KeyMemory: 30 * time.Minute}
 	settles := Capabilities{Lookup: true, Settle: 10 * time.Minute}
+	settlesRetrying := Capabilities{Lookup: true, Settle: 10 * time.Minute, SettleRetry: true}
 	calledAt := func(ago time.Duration) db.Action { a := action; at := now.Add(-ago); a.LastAttemptAt = &at; return a }
 	const gaveUp = "gave up after %d attempts (first 2026-01-01T11:00:00Z, last 2026-01-01T12:00:00Z): %s; owner ops@example.com"
 
@@ -134,10 +135,16 @@ func TestDecide(t *testing.T) {
 			decideOutcome(lookupOutcome(calledAt(4*time.Minute), LookupResult{HTTPStatus: 200}, settles, now), plan, now),
 			Decision{State: StateUncertain, NextAttemptAt: now.Add(6 * time.Minute), Rule: row(ObsAbsentUnsettled),
 				Reason: string(ObsAbsentUnsettled) + ": an eventual lookup found no record 4m0s after the call; it settles after 10m0s, so it looks again then"}},
-		{"SettledAbsenceRetries",
-			decideOutcome(lookupOutcome(calledAt(11*time.Minute), LookupResult{HTTPStatus: 200}, settles, now), plan, now),
-			Decision{State: StateRetrying, NextAttemptAt: now.Add(2 * time.Second), Rule: row(ObsAbsentSettled),
-				Reason: string(ObsAbsentSettled) + ": an eventual lookup found no record 11m0s after the call, past its settle time of 10m0s; retrying with the same key"}},
+		{"SettledAbsenceGoesToTheOwner",
+			decideOutcome(lookupOutcome(calledAt(11*time.Minute), LookupResult{HTTPStatus: 200, Detail: "HTTP 200: no record with this reference"}, settles, now), plan, now),
+			Decision{State: StateFailed, NextAttemptAt: now, Owner: "ops@example.com", Rule: row(ObsAbsentSettled),
+				Reason: string(ObsAbsentSettled) + ": not found 11 minutes after the call; the index may lag (lookup: HTTP 200: no record with this reference). " +
+					"Check the destination: Resolve with the record you find, or Retry confirming it is not there"}},
+		{"SettledAbsenceRetriesWhereTheDestinationOptsIn",
+			decideOutcome(lookupOutcome(calledAt(11*time.Minute), LookupResult{HTTPStatus: 200, Detail: "HTTP 200: no record with this reference"}, settlesRetrying, now), plan, now),
+			Decision{State: StateRetrying, NextAttemptAt: now.Add(2 * time.Second), Rule: row(ObsAbsentSettledRetry),
+				Reason: string(ObsAbsentSettledRetry) + ": an eventual lookup found no record 11m0s after the call, past its settle time of 10m0s " +
+					"(lookup: HTTP 200: no record with this reference); retrying with the same key, as the destination opts in"}},
 		{"PersonRetriesWhileTheKeyIsRemembered",
 			decideManualRetry(t, remembers, first, false, plan, now),
 			Decision{State: StatePending, Reason: string(ObsRetryByPerson), NextAttemptAt: now, Rule: row(ObsRetryByPerson)}},
@@ -153,6 +160,12 @@ func TestDecide(t *testing.T) {
 	}
 	if _, ok := manualRetry(eventual, first, false, now); ok {
 		t.Error("a retry with only an eventual lookup without settle, nothing checked, was allowed")
+	}
+	if _, ok := manualRetry(settles, first, false, now); ok {
+		t.Error("a retry with an eventual lookup whose settle does not opt in to a repeat, nothing checked, was allowed")
+	}
+	if obs, ok := manualRetry(settlesRetrying, first, false, now); !ok || obs != ObsRetryLookupFirst {
+		t.Errorf("a retry where settle opts in to a repeat: %q %v, want a lookup first", obs, ok)
 	}
 	covered := map[Observation]bool{}
 	for _, c := range cases {

@@ -33,16 +33,20 @@ type oauthRecipe struct {
 	tokenURL, authorizeURL string // the provider's, replaced by the test server's
 	clientEnv              string // prefix of the _CLIENT_ID and _CLIENT_SECRET variables
 	noExpiry               bool   // the provider gives no expires_in (Salesforce)
+	requireScopes          []string
+	secretInBody           bool // the token endpoint reads the client secret from the form only
 }
 
 var oauthRecipes = []oauthRecipe{
 	{recipe: recipe{file: "salesforce-oauth.yaml", origin: "https://acme.my.salesforce.com",
 		newSandbox: func(string) apiSandbox { return sandbox.NewSalesforce("") }},
 		tokenURL:     "https://login.salesforce.com/services/oauth2/token",
-		authorizeURL: "https://login.salesforce.com/services/oauth2/authorize", clientEnv: "SALESFORCE", noExpiry: true},
+		authorizeURL: "https://login.salesforce.com/services/oauth2/authorize", clientEnv: "SALESFORCE", noExpiry: true,
+		secretInBody: true},
 	{recipe: recipe{file: "hubspot-oauth.yaml", origin: "https://api.hubapi.com",
 		newSandbox: func(string) apiSandbox { return sandbox.NewHubSpot("", "oncehook_ref", true) }},
-		tokenURL: "https://api.hubapi.com/oauth/v1/token", authorizeURL: "https://app.hubspot.com/oauth/authorize", clientEnv: "HUBSPOT"},
+		tokenURL: "https://api.hubapi.com/oauth/v1/token", authorizeURL: "https://app.hubspot.com/oauth/authorize", clientEnv: "HUBSPOT",
+		requireScopes: []string{"oauth"}}, // every authorize request of a public app
 }
 
 // TestRecipesOAuth runs the OAuth2 recipes against their API's sandbox and an
@@ -62,7 +66,7 @@ func TestRecipesOAuth(t *testing.T) {
 func testOAuthRecipe(t *testing.T, rc oauthRecipe) {
 	const clientID, secret = "recipe-client", "recipe-client-secret-41ad"
 	as := authserver.New(authserver.Params{ClientID: clientID, ClientSecret: secret, NoExpiry: rc.noExpiry,
-		RedirectDomain: "http://127.0.0.1:8080"})
+		RedirectDomain: "http://127.0.0.1:8080", RequireScopes: rc.requireScopes, SecretInBody: rc.secretInBody})
 	t.Cleanup(as.Close)
 	api := rc.newSandbox("")
 	api.(interface {
@@ -94,6 +98,9 @@ func testOAuthRecipe(t *testing.T, rc oauthRecipe) {
 			t.Fatal(err)
 		}
 		res.Body.Close()
+		if res.StatusCode != http.StatusFound {
+			t.Fatalf("authorize answered %d, want a redirect back with a code", res.StatusCode)
+		}
 		back, _ := url.Parse(res.Header.Get("Location"))
 		if err := h.Exchange(context.Background(), redirect, back.Query().Get("code"), "verifier-0123456789-0123456789-0123456789-abc"); err != nil {
 			t.Fatalf("exchange: %v", err)

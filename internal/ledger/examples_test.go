@@ -1,6 +1,8 @@
 package ledger_test
 
 import (
+	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -27,6 +29,7 @@ type apiSandbox interface {
 	SetLag(time.Duration)
 	SetReset(time.Duration)
 	Creates() []time.Time
+	Records() []sandbox.APIRecord
 }
 
 // What protects a recipe's destination against a double effect after an unsure call.
@@ -44,16 +47,24 @@ type recipe struct {
 	protection string
 	eventual   bool // the lookup is a lagging search
 	reset      bool // the rate-limit reply says when to come back
+	// amount points into a stored record at the deal's amount, a JSON number where
+	// asNumber, else a string; "" for mail.
+	amount   string
+	asNumber bool
 }
 
 var recipes = []recipe{
 	{file: "hubspot.yaml", origin: "https://api.hubapi.com", tokenEnv: "HUBSPOT_TOKEN", protection: byLookup, reset: true,
+		amount:     "/amount", // the sandbox keeps a deal's properties
 		newSandbox: func(tok string) apiSandbox { return sandbox.NewHubSpot(tok, "oncehook_ref", true) }},
 	{file: "hubspot-search.yaml", origin: "https://api.hubapi.com", tokenEnv: "HUBSPOT_TOKEN", protection: byLookup, eventual: true, reset: true,
+		amount:     "/amount", // the sandbox keeps a deal's properties
 		newSandbox: func(tok string) apiSandbox { return sandbox.NewHubSpot(tok, "oncehook_ref", false) }},
 	{file: "salesforce.yaml", origin: "https://acme.my.salesforce.com", tokenEnv: "SALESFORCE_TOKEN", protection: byLookup,
+		amount: "/Amount", asNumber: true,
 		newSandbox: func(tok string) apiSandbox { return sandbox.NewSalesforce(tok) }},
 	{file: "pipedrive.yaml", origin: "https://acme.pipedrive.com", tokenEnv: "PIPEDRIVE_API_TOKEN", protection: byLookup, eventual: true, reset: true,
+		amount: "/value", asNumber: true,
 		newSandbox: func(tok string) apiSandbox {
 			return sandbox.NewPipedrive(tok, "0123456789abcdef0123456789abcdef01234567")
 		}},
@@ -268,32 +279,173 @@ func TestRecipeResendAfterTheKeyMemory(t *testing.T) {
 	}
 }
 
-// HubSpot refuses a second deal with the unique reference (409 CONFLICT): the
-// recipe reads that as "exists", reconciles by the strong lookup, and confirms the
-// deal that was already there, with its id. No second deal.
+// A deal already holds the reference (made by hand, or by a call whose reply was
+// lost long ago). The recipe's batch upsert by idProperty updates that deal and
+// confirms it with its id; a create that is not an upsert (POST .../deals) is
+// refused by HubSpot with a 400 "already has that value", which the recipe's
+// errors rules read as "exists": the lookup finds the deal. No second deal either way.
 func TestRecipeHubSpotExistingDealIsFound(t *testing.T) {
 	t.Parallel()
+	rc := recipes[slices.IndexFunc(recipes, func(r recipe) bool { return r.file == "hubspot.yaml" })]
+	for _, tt := range []struct {
+		name     string
+		plain    bool // the create is POST /crm/v3/objects/deals, not the upsert
+		attempts int
+	}{
+		{"UpsertUpdatesIt", false, 1},
+		{"PlainCreateIsRefusedThenFound", true, 2},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			const token = "recipe-token-7c2e"
+			api := sandbox.NewHubSpot(token, "oncehook_ref", true)
+			srv := httptest.NewServer(api.Handler())
+			t.Cleanup(srv.Close)
+			ref := ledger.OperationIdentity{Client: "acme", Environment: "live", Name: "open_deal", KeyParts: []string{"enq_x"}}.OperationKey()
+			seeded := api.Seed(ref, map[string]any{"dealname": "made by hand", "dealstage": "appointmentscheduled", "oncehook_ref": ref})
+			yaml := recipeYAML(t, rc, srv.URL)
+			if tt.plain {
+				yaml = plainHubSpotCreate(t, yaml)
+			}
+			w := newConfigWorld(t, rc.file, yaml, map[string]string{rc.tokenEnv: token}, true, nil)
+			w.deliver(checkout{eventID: "evt_x", enquiry: "enq_x", amount: 100})
+			got := w.waitFor("open_deal", "enq_x", ledger.StateConfirmed)
+			if got.OperationKey != ref || got.ExternalRef != seeded.ID {
+				t.Errorf("confirmed %s with %q, want %s with the existing deal's id %q", got.OperationKey, got.ExternalRef, ref, seeded.ID)
+			}
+			if n := api.CountRef(ref); n != 1 || api.Len() != 1 {
+				t.Errorf("HubSpot holds %d deals for the operation (%d in all), want 1", n, api.Len())
+			}
+			if n := len(api.Creates()); n != 1 {
+				t.Errorf("HubSpot received %d creates, want 1", n)
+			}
+			if d := w.detail(got.ID); len(d["attempts"].([]any)) != tt.attempts {
+				t.Errorf("attempts %v, want %d", d["attempts"], tt.attempts)
+			}
+			stage := api.Records()[0].Body["dealstage"]
+			if updated := stage == "closedwon"; updated == tt.plain {
+				t.Errorf("the deal's stage is %v: the upsert updates it, a refused create leaves it", stage)
+			}
+		})
+	}
+}
+
+// plainHubSpotCreate turns the hubspot.yaml recipe's batch upsert into a create by
+// POST /crm/v3/objects/deals, the reference among the deal's properties.
+func plainHubSpotCreate(t *testing.T, yaml string) string {
+	t.Helper()
+	for from, to := range map[string]string{
+		"/crm/v3/objects/deals/batch/upsert\"":          "/crm/v3/objects/deals\"",
+		"result_id: /results/0/id":                      "result_id: /id",
+		"reference_field: /inputs/0/id":                 "reference_field: /properties/oncehook_ref",
+		"      inputs:":                                 "",
+		"        - idProperty: {const: oncehook_ref}\n": "",
+		"          properties:":                         "      properties:",
+	} {
+		if !strings.Contains(yaml, from) {
+			t.Fatalf("the recipe no longer holds %q", from)
+		}
+		yaml = strings.Replace(yaml, from, to, 1)
+	}
+	return strings.ReplaceAll(yaml, "\n            ", "\n        ")
+}
+
+// A search index can lag longer than any settle. An eventual recipe's unsure create
+// that its lookup still cannot see past settle is not repeated: it goes failed to
+// its owner, saying the index may lag, with the lookup's answer, and a Retry needs
+// the person to confirm they checked. Only settle: {after, then: retry} repeats it,
+// and then the sandbox holds the double that opt-in accepts.
+func TestRecipeEventualAbsencePastSettle(t *testing.T) {
+	t.Parallel()
+	for _, rc := range recipes {
+		if !rc.eventual {
+			continue
+		}
+		t.Run(strings.TrimSuffix(rc.file, ".yaml"), func(t *testing.T) {
+			t.Parallel()
+			api, w := laggingRecipe(t, rc, "settle: 3s")
+			w.deliver(checkout{eventID: "evt_lag", enquiry: "enq_lag", amount: 100})
+			got := w.waitFor(w.cfg.Actions[0].Name, "enq_lag", ledger.StateFailed)
+			for _, want := range []string{"the index may lag", "after the call", "(lookup: HTTP 200"} {
+				if !strings.Contains(got.Reason, want) {
+					t.Errorf("failed with %q, want it to say %q", got.Reason, want)
+				}
+			}
+			if got.Owner == "" {
+				t.Errorf("failed without naming an owner: %+v", got)
+			}
+			if n, c := api.CountRef(got.OperationKey), len(api.Creates()); n != 1 || c != 1 {
+				t.Errorf("the sandbox holds %d records after %d creates, want the one unsure create", n, c)
+			}
+			if status, out := w.api(w.token, "POST", "/actions/"+got.ID+"/retry", nil); status != http.StatusConflict {
+				t.Errorf("a retry without checking the destination answered %d %v, want 409", status, out)
+			}
+			status, out := w.api(w.token, "POST", "/actions/"+got.ID+"/retry",
+				map[string]any{"note": "not in the CRM", "checked_destination": true})
+			if status != http.StatusOK || out["state"] != ledger.StatePending {
+				t.Errorf("a confirmed retry answered %d %v, want pending", status, out)
+			}
+		})
+	}
+	t.Run("OptInRepeats", func(t *testing.T) {
+		t.Parallel()
+		rc := recipes[slices.IndexFunc(recipes, func(r recipe) bool { return r.file == "hubspot-search.yaml" })]
+		api, w := laggingRecipe(t, rc, "settle: {after: 3s, then: retry}")
+		w.deliver(checkout{eventID: "evt_lag", enquiry: "enq_lag", amount: 100})
+		got := w.waitFor(w.cfg.Actions[0].Name, "enq_lag", ledger.StateConfirmed)
+		if n := api.CountRef(got.OperationKey); n != 2 {
+			t.Errorf("with then: retry the sandbox holds %d records, want the double the opt-in accepts", n)
+		}
+	})
+}
+
+// laggingRecipe runs rc against its sandbox with settle replaced and a search index
+// that lags an hour, the next create storing its record and never answering.
+func laggingRecipe(t *testing.T, rc recipe, settle string) (apiSandbox, *world) {
+	t.Helper()
 	const token = "recipe-token-7c2e"
-	api := sandbox.NewHubSpot(token, "oncehook_ref", true)
+	api := rc.newSandbox(token)
 	srv := httptest.NewServer(api.Handler())
 	t.Cleanup(srv.Close)
-	rc := recipes[slices.IndexFunc(recipes, func(r recipe) bool { return r.file == "hubspot.yaml" })]
-	ref := ledger.OperationIdentity{Client: "acme", Environment: "live", Name: "open_deal", KeyParts: []string{"enq_x"}}.OperationKey()
-	seeded := api.Seed(ref, map[string]any{"dealname": "made by hand", "oncehook_ref": ref})
-	w := newConfigWorld(t, rc.file, recipeYAML(t, rc, srv.URL), map[string]string{rc.tokenEnv: token}, true, nil)
-	w.deliver(checkout{eventID: "evt_x", enquiry: "enq_x", amount: 100})
-	got := w.waitFor("open_deal", "enq_x", ledger.StateConfirmed)
-	if got.OperationKey != ref || got.ExternalRef != seeded.ID {
-		t.Errorf("confirmed %s with %q, want %s with the existing deal's id %q", got.OperationKey, got.ExternalRef, ref, seeded.ID)
+	yaml := recipeYAML(t, rc, srv.URL)
+	for _, s := range []string{"settle: 10m", "settle: 15m"} {
+		yaml = strings.ReplaceAll(yaml, s, settle)
 	}
-	if n := api.CountRef(ref); n != 1 {
-		t.Errorf("HubSpot holds %d deals for the operation, want 1", n)
-	}
-	if n := len(api.Creates()); n != 1 {
-		t.Errorf("HubSpot received %d creates, want the one it refused", n)
-	}
-	d := w.detail(got.ID)
-	if attempts, _ := d["attempts"].([]any); len(attempts) != 2 {
-		t.Errorf("attempts %v, want the refused call and the lookup", d["attempts"])
+	api.SetLag(time.Hour)
+	api.Fail(sandbox.StoreThenHang)
+	return api, newConfigWorld(t, rc.file, yaml, map[string]string{rc.tokenEnv: token}, true, nil)
+}
+
+// The CRM recipes write Stripe's minor-unit amount in the currency's major unit:
+// 4200 cents are 42.00 dollars, 4200 yen stay 4200, 4200 fils are 4.200 dinars.
+func TestRecipeAmountsInMajorUnits(t *testing.T) {
+	t.Parallel()
+	for _, rc := range recipes {
+		if rc.amount == "" {
+			continue
+		}
+		t.Run(strings.TrimSuffix(rc.file, ".yaml"), func(t *testing.T) {
+			t.Parallel()
+			const token = "recipe-token-7c2e"
+			api := rc.newSandbox(token)
+			srv := httptest.NewServer(api.Handler())
+			t.Cleanup(srv.Close)
+			w := newRecipeWorld(t, rc, srv.URL, token)
+			want := map[string]string{"usd": "42.00", "jpy": "4200", "kwd": "4.200"}
+			for cur, major := range want {
+				enq := "enq_" + cur
+				w.deliver(checkout{eventID: "evt_" + cur, enquiry: enq, amount: 4200, currency: cur})
+				a := w.waitFor(w.cfg.Actions[0].Name, enq, ledger.StateConfirmed)
+				i := slices.IndexFunc(api.Records(), func(r sandbox.APIRecord) bool { return r.Ref == a.OperationKey })
+				if i < 0 {
+					t.Fatalf("%s: no record for %s", cur, a.OperationKey)
+				}
+				got, _ := ledger.Pointer(api.Records()[i].Body, rc.amount)
+				_, isNumber := got.(json.Number)
+				if fmt.Sprint(got) != major || isNumber != rc.asNumber {
+					t.Errorf("%s 4200: %s is %#v, want %s (a number: %v)", cur, rc.amount, got, major, rc.asNumber)
+				}
+			}
+		})
 	}
 }

@@ -230,6 +230,7 @@ func (w *world) newToken(name, role string) string {
 // checkout is a Stripe checkout.session.completed event.
 type checkout struct {
 	eventID, sessionID, enquiry, email string
+	currency                           string // ISO 4217, in lower case as Stripe writes it; default usd
 	amount                             int
 	created                            int64
 	typ                                string
@@ -248,9 +249,12 @@ func (c checkout) body() []byte {
 	if c.email == "" {
 		c.email = "ada@example.com"
 	}
-	return []byte(fmt.Sprintf(`{"id":%q,"type":%q,"created":%d,"data":{"object":{"id":%q,"amount_total":%d,`+
+	if c.currency == "" {
+		c.currency = "usd"
+	}
+	return []byte(fmt.Sprintf(`{"id":%q,"type":%q,"created":%d,"data":{"object":{"id":%q,"amount_total":%d,"currency":%q,`+
 		`"customer_details":{"email":%q},"metadata":{"enquiry_id":%q}}}}`,
-		c.eventID, c.typ, c.created, c.sessionID, c.amount, c.email, c.enquiry))
+		c.eventID, c.typ, c.created, c.sessionID, c.amount, c.currency, c.email, c.enquiry))
 }
 
 // deliver posts an event as Stripe would and fails the test unless it is acknowledged.

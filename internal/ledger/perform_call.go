@@ -56,7 +56,8 @@ type Capabilities struct {
 	Lookup       bool          // a lookup by reference exists
 	StrongLookup bool          // its "absent" can be trusted at once
 	KeyMemory    time.Duration // how long the destination remembers an idempotency key; 0 if never
-	Settle       time.Duration // eventual lookup: its absence counts once this has passed since the attempt; 0 never
+	Settle       time.Duration // eventual lookup: its absence is reported once this has passed since the attempt; 0 never
+	SettleRetry  bool          // the opt-in: absence past Settle repeats the call without a person
 }
 
 // KeyRemembered reports whether the destination still remembers an idempotency key

@@ -55,7 +55,9 @@ func lookupOutcome(a db.Action, r LookupResult, caps Capabilities, now time.Time
 
 // eventualAbsence is what an eventual lookup's "absent" means: nothing, unless the
 // destination's settle time has passed since the last call; before then it looks
-// again once it has.
+// again once it has. Past it, no index promises to have caught up, so the absence
+// goes to the owner with the lookup's answer, and repeats the call only where the
+// destination opts in (settle: {after, then: retry}).
 func eventualAbsence(a db.Action, caps Capabilities, now time.Time, out Outcome) Outcome {
 	if caps.Settle <= 0 {
 		out.Observed = ObsUnknowable
@@ -72,10 +74,33 @@ func eventualAbsence(a db.Action, caps Capabilities, now time.Time, out Outcome)
 			since.Round(time.Second), caps.Settle)
 		return out
 	}
+	evidence := out.Detail
+	if evidence == "" {
+		evidence = "no record with this reference"
+	}
+	if caps.SettleRetry {
+		out.Observed = ObsAbsentSettledRetry
+		out.Detail = fmt.Sprintf("an eventual lookup found no record %s after the call, past its settle time of %s (lookup: %s); retrying with the same key, as the destination opts in",
+			since.Round(time.Second), caps.Settle, evidence)
+		return out
+	}
 	out.Observed = ObsAbsentSettled
-	out.Detail = fmt.Sprintf("an eventual lookup found no record %s after the call, past its settle time of %s; retrying with the same key",
-		since.Round(time.Second), caps.Settle)
+	out.Detail = fmt.Sprintf("not found %s after the call; the index may lag (lookup: %s). "+
+		"Check the destination: Resolve with the record you find, or Retry confirming it is not there",
+		aboutMinutes(since), evidence)
 	return out
+}
+
+// aboutMinutes is d for people: whole minutes, or seconds under a minute.
+func aboutMinutes(d time.Duration) string {
+	switch m := int(d / time.Minute); {
+	case d < time.Minute:
+		return fmt.Sprintf("%d seconds", int(d/time.Second))
+	case m == 1:
+		return "1 minute"
+	default:
+		return fmt.Sprintf("%d minutes", m)
+	}
 }
 
 // startLookup writes a lookup attempt as started, in a transaction that commits

@@ -8,7 +8,8 @@ import (
 	"github.com/oncehook/oncehook/db"
 )
 
-// An eventual lookup's "absent" counts only once settle has passed since the call.
+// An eventual lookup's "absent" is reported only once settle has passed since the
+// call, and then goes to the owner unless the destination opts in to a repeat.
 func TestEventualAbsence(t *testing.T) {
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	at := func(ago time.Duration) db.Action { t := now.Add(-ago); return db.Action{LastAttemptAt: &t} }
@@ -16,18 +17,20 @@ func TestEventualAbsence(t *testing.T) {
 		name      string
 		a         db.Action
 		settle    time.Duration
+		retry     bool
 		want      Observation
 		wantAfter time.Duration
 		detail    string
 	}{
-		{"WithoutSettleNothingIsProved", at(time.Hour), 0, ObsUnknowable, 0, "does not prove"},
-		{"BeforeSettleLooksAgainThen", at(4 * time.Minute), 10 * time.Minute, ObsAbsentUnsettled, 6 * time.Minute, "looks again then"},
-		{"AfterSettleRetriesWithTheSameKey", at(11 * time.Minute), 10 * time.Minute, ObsAbsentSettled, 0, "retrying with the same key"},
-		{"NoCallRecordedCountsAtOnce", db.Action{}, 10 * time.Minute, ObsAbsentSettled, 0, "past its settle time"},
+		{"WithoutSettleNothingIsProved", at(time.Hour), 0, false, ObsUnknowable, 0, "does not prove"},
+		{"BeforeSettleLooksAgainThen", at(4 * time.Minute), 10 * time.Minute, false, ObsAbsentUnsettled, 6 * time.Minute, "looks again then"},
+		{"AfterSettleGoesToTheOwner", at(11 * time.Minute), 10 * time.Minute, false, ObsAbsentSettled, 0, "not found 11 minutes after the call; the index may lag"},
+		{"AfterSettleWithTheOptInRetries", at(11 * time.Minute), 10 * time.Minute, true, ObsAbsentSettledRetry, 0, "retrying with the same key"},
+		{"NoCallRecordedCountsAtOnce", db.Action{}, 10 * time.Minute, false, ObsAbsentSettled, 0, "not found 10 minutes after the call"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			out := eventualAbsence(tt.a, Capabilities{Lookup: true, Settle: tt.settle}, now, Outcome{})
+			out := eventualAbsence(tt.a, Capabilities{Lookup: true, Settle: tt.settle, SettleRetry: tt.retry}, now, Outcome{})
 			if out.Observed != tt.want || out.RetryAfter != tt.wantAfter || !strings.Contains(out.Detail, tt.detail) {
 				t.Errorf("eventualAbsence = %s after %s (%q), want %s after %s (%q)",
 					out.Observed, out.RetryAfter, out.Detail, tt.want, tt.wantAfter, tt.detail)

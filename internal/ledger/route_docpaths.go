@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/oncehook/oncehook/internal/jsonscan"
@@ -42,6 +43,11 @@ func (d *docPaths) addParams(params []Param) {
 		case p.Result != "":
 		case p.Pointer != "":
 			d.add(p.Pointer)
+		case p.Money != nil:
+			d.add(p.Money.Amount)
+			if strings.HasPrefix(p.Money.Currency, "/") {
+				d.add(p.Money.Currency)
+			}
 		case p.IsObject:
 			d.addParams(p.Object)
 		case p.IsList:

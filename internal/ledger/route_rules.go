@@ -374,6 +374,8 @@ func renderParam(doc any, p Param) (any, bool) {
 	case p.Pointer != "":
 		v, _ := Pointer(doc, p.Pointer)
 		return v, true
+	case p.Money != nil:
+		return p.Money.render(doc), true
 	case p.IsObject:
 		return renderObject(doc, p.Object), true
 	case p.IsList:

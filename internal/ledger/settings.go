@@ -195,7 +195,22 @@ type Lookup struct {
 	Reference   string        // pointer in a record to its reference, which must equal the key; "" unchecked
 	ResultID    string        // pointer in a record to its id
 	Consistency string        // ConsistencyStrong or ConsistencyEventual
-	Settle      time.Duration // eventual only: absence counts once this has passed since the attempt; 0 never
+	Settle      time.Duration // eventual only: absence is reported once this has passed since the attempt; 0 never
+	// Fetch, when its URL is set, reads each listed record again by its id, and
+	// Reference and ResultID apply to the record fetched: a search that lists
+	// candidates without naming which field matched (Pipedrive's) is then checked
+	// on the record itself.
+	Fetch LookupFetch
+	// SettleRetry is settle's opt-in (then: retry): absence past Settle repeats the
+	// create with the same key instead of going to the owner.
+	SettleRetry bool
+}
+
+// LookupFetch is a GET of one listed record by its id.
+type LookupFetch struct {
+	URL    string // "{id}" is replaced by the listed record's id, escaped
+	ID     string // pointer in a listed record to its id
+	Record string // pointer in the reply to the record; "" means the reply
 }
 
 // Request is a bodiless request, such as the credentials check.
@@ -216,12 +231,15 @@ const (
 
 // ErrorRule classifies a reply in the destination's own words: it applies when the
 // status matches (0: any), and the value at Pointer (when set) equals Equals (when
-// set; compared as text, so 406 and "406" match) or else is present.
+// set; compared as text, so 406 and "406" match), holds Contains (when set: for
+// words inside a message, as HubSpot's duplicate "already has that value"), or
+// else is present.
 type ErrorRule struct {
 	Status    int
 	Pointer   string
 	Equals    string
 	HasEquals bool
+	Contains  string
 	Means     string
 }
 
@@ -278,6 +296,7 @@ type Param struct {
 	Const         any    // {const: v}
 	Result        string // {result: action}: a rule on this rule's after chain
 	ResultPointer string // {result: action, pointer: /x}; "" means its record id
+	Money         *Money // {money: /amount, currency: /currency}: minor units to a major-unit decimal
 	Object        []Param
 	List          []Param
 	IsObject      bool // Object is set (possibly empty)

@@ -79,7 +79,7 @@ func (g *GitHubDeliveries) List(ctx context.Context, since time.Time, cursor str
 			typ += "." + *d.Action
 		}
 		page.Items = append(page.Items, ledger.BackfillItem{ID: d.GUID, Type: typ, OccurredAt: d.DeliveredAt,
-			Failed: d.StatusCode < 200 || d.StatusCode > 299, AttemptID: strconv.FormatInt(d.ID, 10),
+			Failed: d.StatusCode < 200 || d.StatusCode > 299, Status: d.StatusCode, AttemptID: strconv.FormatInt(d.ID, 10),
 			Redelivery: d.Redelivery})
 	}
 	if !older {

@@ -107,3 +107,35 @@ func TestAPISandboxesRefuseWrongShapes(t *testing.T) {
 		})
 	}
 }
+
+// Postmark's message search looks in one message stream: outbound unless
+// messagestream names another.
+func TestPostmarkSearchesOneStream(t *testing.T) {
+	t.Parallel()
+	p := NewPostmark("tok", "example.com")
+	srv := httptest.NewServer(p.Handler())
+	t.Cleanup(srv.Close)
+	do := func(method, path, body string) string {
+		req, _ := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
+		req.Header.Set("X-Postmark-Server-Token", "tok")
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return string(b)
+	}
+	do("POST", "/email", `{"From":"a@example.com","To":"b@example.org","TextBody":"x","MessageStream":"welcome","Metadata":{"oncehook_ref":"r1"}}`)
+	for query, want := range map[string]string{
+		"":                        `"TotalCount":0`,
+		"&messagestream=outbound": `"TotalCount":0`,
+		"&messagestream=welcome":  `"TotalCount":1`,
+	} {
+		if got := do("GET", "/messages/outbound?count=2&offset=0&metadata_oncehook_ref=r1"+query, ""); !strings.Contains(got, want) {
+			t.Errorf("search%s: %s, want %s", query, got, want)
+		}
+	}
+}

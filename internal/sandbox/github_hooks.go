@@ -60,6 +60,10 @@ type githubDelivery struct {
 	body  []byte
 }
 
+// SetTarget points the deliveries at target from now on (a refused address stands
+// for oncehook being down).
+func (g *GitHubHook) SetTarget(target string) { g.mu.Lock(); g.Target = target; g.mu.Unlock() }
+
 // SetPerPage caps the page size below per_page (0: no cap).
 func (g *GitHubHook) SetPerPage(n int) { g.mu.Lock(); g.perPage = n; g.mu.Unlock() }
 
@@ -110,7 +114,10 @@ func (g *GitHubHook) record(guid, event string, body []byte, status int, redeliv
 }
 
 func (g *GitHubHook) post(guid, event string, body []byte) int {
-	req, err := http.NewRequest(http.MethodPost, g.Target, bytes.NewReader(body))
+	g.mu.Lock()
+	target := g.Target
+	g.mu.Unlock()
+	req, err := http.NewRequest(http.MethodPost, target, bytes.NewReader(body))
 	if err != nil {
 		return 0
 	}

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"fmt"
+	"maps"
 	"net/http"
 	"strings"
 	"time"
@@ -9,8 +10,10 @@ import (
 
 // HubSpot is the CRM v3 deals API (private app token as a Bearer) with one custom
 // property marked hasUniqueValue: a second deal with the same value is refused with
-// 409 CONFLICT. A read by ?idProperty= is strong; search lags behind (SetLag), as
-// HubSpot documents. It ignores idempotency headers, which HubSpot has none of.
+// a 400 VALIDATION_ERROR saying the property "already has that value", and the
+// batch upsert by that property (idProperty) updates the deal that holds it. A new
+// deal needs a dealname and a dealstage. A read by ?idProperty= is strong; search
+// lags behind (SetLag). It ignores idempotency headers, which HubSpot has none of.
 type HubSpot struct {
 	*Store
 	refProp  string // the custom property holding the reference
@@ -29,6 +32,7 @@ var hubspotProps = []string{"dealname", "amount", "dealstage", "pipeline", "clos
 func (h *HubSpot) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /crm/v3/objects/deals", h.create)
+	mux.HandleFunc("POST /crm/v3/objects/deals/batch/upsert", h.upsert)
 	mux.HandleFunc("GET /crm/v3/objects/deals", h.list)
 	mux.HandleFunc("GET /crm/v3/objects/deals/{id}", h.read)
 	mux.HandleFunc("POST /crm/v3/objects/deals/search", h.searchDeals)
@@ -52,39 +56,22 @@ func (h *HubSpot) create(w http.ResponseWriter, r *http.Request) {
 		hubspotError(w, 400, "VALIDATION_ERROR", "Invalid input JSON on line 1")
 		return
 	}
-	props, ok := obj(body, "properties")
-	if !ok {
-		hubspotError(w, 400, "VALIDATION_ERROR", "Invalid input JSON: the deal has no properties object")
-		return
-	}
-	for k, v := range props {
-		if k != h.refProp && !contains(hubspotProps, k) {
-			hubspotError(w, 400, "VALIDATION_ERROR", fmt.Sprintf("Property values were not valid: Property %q does not exist", k))
-			return
-		}
-		if _, nested := v.(map[string]any); nested {
-			hubspotError(w, 400, "VALIDATION_ERROR", fmt.Sprintf("Property values were not valid: %q is not a scalar", k))
-			return
-		}
-	}
-	if _, ok := str(props, "dealname"); !ok {
-		hubspotError(w, 400, "VALIDATION_ERROR", "Property values were not valid: dealname is required")
+	props, msg := h.dealProps(body, true)
+	if msg != "" {
+		hubspotError(w, 400, "VALIDATION_ERROR", msg)
 		return
 	}
 	ref, _ := str(props, h.refProp)
-	h.Store.create(w, r, func(w http.ResponseWriter, reset time.Duration) {
-		w.Header().Set("X-HubSpot-RateLimit-Interval-Milliseconds", fmt.Sprint(reset.Milliseconds()))
-		w.Header().Set("X-HubSpot-RateLimit-Remaining", "0")
-		writeAny(w, 429, map[string]any{"status": "error", "message": "You have reached your ten_secondly_rolling limit.",
-			"errorType": "RATE_LIMIT", "policyName": "TEN_SECONDLY_ROLLING"})
-	}, func() func(http.ResponseWriter) {
+	h.Store.create(w, r, h.limited, func() func(http.ResponseWriter) {
 		h.mu.Lock()
 		if ref != "" && h.isUnique {
 			for _, rec := range h.records {
 				if rec.Ref == ref {
 					h.mu.Unlock()
 					return func(w http.ResponseWriter) {
-						hubspotError(w, 409, "CONFLICT", fmt.Sprintf("A deal with %s %s already exists. Existing ID: %s", h.refProp, ref, rec.ID))
+						hubspotError(w, 400, "VALIDATION_ERROR", fmt.Sprintf(`Property values were not valid: `+
+							`[{"isValid":false,"message":"%s already has that value on deal %s","error":"INVALID_UNIQUE_VALUE","name":"%s"}]`,
+							h.refProp, rec.ID, h.refProp))
 					}
 				}
 			}
@@ -93,6 +80,36 @@ func (h *HubSpot) create(w http.ResponseWriter, r *http.Request) {
 		rec := h.add(ref, props, func(n int) string { return fmt.Sprint(9000 + n) })
 		return func(w http.ResponseWriter) { writeAny(w, 201, hubspotView(rec)) }
 	})
+}
+
+func (h *HubSpot) limited(w http.ResponseWriter, reset time.Duration) {
+	w.Header().Set("X-HubSpot-RateLimit-Interval-Milliseconds", fmt.Sprint(reset.Milliseconds()))
+	w.Header().Set("X-HubSpot-RateLimit-Remaining", "0")
+	writeAny(w, 429, map[string]any{"status": "error", "message": "You have reached your ten_secondly_rolling limit.",
+		"errorType": "RATE_LIMIT", "policyName": "TEN_SECONDLY_ROLLING"})
+}
+
+// dealProps reads a deal's properties object, or says why HubSpot would refuse it.
+// A new deal needs a name and a stage.
+func (h *HubSpot) dealProps(body map[string]any, isNew bool) (map[string]any, string) {
+	props, ok := obj(body, "properties")
+	if !ok {
+		return nil, "Invalid input JSON: the deal has no properties object"
+	}
+	for k, v := range props {
+		if k != h.refProp && !contains(hubspotProps, k) {
+			return nil, fmt.Sprintf("Property values were not valid: Property %q does not exist", k)
+		}
+		if _, nested := v.(map[string]any); nested {
+			return nil, fmt.Sprintf("Property values were not valid: %q is not a scalar", k)
+		}
+	}
+	for _, k := range []string{"dealname", "dealstage"} {
+		if s, ok := str(props, k); isNew && (!ok || s == "") {
+			return nil, fmt.Sprintf("Property values were not valid: %s is required", k)
+		}
+	}
+	return props, ""
 }
 
 func hubspotView(rec APIRecord) map[string]any {
@@ -165,4 +182,70 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// upsert is POST /crm/v3/objects/deals/batch/upsert: each input names its deal by
+// the unique property idProperty; a deal holding that value is updated, else one
+// is created with it. A repeat of the same input therefore updates the same deal.
+func (h *HubSpot) upsert(w http.ResponseWriter, r *http.Request) {
+	body, err := decodeJSON(r)
+	if err != nil {
+		hubspotError(w, 400, "VALIDATION_ERROR", "Invalid input JSON on line 1")
+		return
+	}
+	inputs, _ := body["inputs"].([]any)
+	if len(inputs) == 0 || len(inputs) > 100 {
+		hubspotError(w, 400, "VALIDATION_ERROR", "inputs must hold 1 to 100 objects")
+		return
+	}
+	type input struct {
+		ref   string
+		props map[string]any
+	}
+	var in []input
+	for _, raw := range inputs {
+		m, _ := raw.(map[string]any)
+		ref, _ := str(m, "id")
+		if prop, _ := str(m, "idProperty"); prop != h.refProp || !h.isUnique {
+			hubspotError(w, 400, "VALIDATION_ERROR", fmt.Sprintf("idProperty %q is not a property with unique values", prop))
+			return
+		}
+		props, msg := h.dealProps(m, len(h.find(func(rec APIRecord) bool { return rec.Ref == ref })) == 0)
+		if ref == "" || msg != "" {
+			hubspotError(w, 400, "VALIDATION_ERROR", msg+" (each input needs an id)")
+			return
+		}
+		in = append(in, input{ref, props})
+	}
+	h.Store.create(w, r, h.limited, func() func(http.ResponseWriter) {
+		results := []map[string]any{}
+		for _, x := range in {
+			rec, isNew := h.put(x.ref, x.props)
+			v := hubspotView(rec)
+			v["new"] = isNew
+			results = append(results, v)
+		}
+		now := time.Now().UTC().Format(time.RFC3339)
+		return func(w http.ResponseWriter) {
+			writeAny(w, 200, map[string]any{"status": "COMPLETE", "results": results, "startedAt": now, "completedAt": now})
+		}
+	})
+}
+
+// put updates the deal whose unique property holds ref with props, or creates it.
+func (h *HubSpot) put(ref string, props map[string]any) (APIRecord, bool) {
+	h.mu.Lock()
+	for i, rec := range h.records {
+		if rec.Ref == ref {
+			body := maps.Clone(rec.Body) // readers hold the old map
+			maps.Copy(body, props)
+			rec.Body = body
+			h.records[i] = rec
+			h.mu.Unlock()
+			return rec, false
+		}
+	}
+	h.mu.Unlock()
+	props[h.refProp] = ref
+	return h.add(ref, props, func(n int) string { return fmt.Sprint(9000 + n) }), true
 }

@@ -11,7 +11,10 @@ import (
 // Pipedrive is API v2 deals with an API token in the x-api-token header (a Bearer
 // or ?api_token= is refused, as v2 does). Custom fields live in custom_fields,
 // keyed by their 40-character hash; deals/search matches them from an index that
-// lags (SetLag). Nothing is unique and idempotency headers are ignored.
+// lags (SetLag) and lists, per item, the values of the deal's text custom fields in
+// an order the API does not document (here another field's value comes first), so
+// only GET /api/v2/deals/{id} tells which field holds what. Nothing is unique and
+// idempotency headers are ignored.
 type Pipedrive struct {
 	*Store
 	refField string // the hash of the text custom field holding the reference
@@ -23,11 +26,13 @@ func NewPipedrive(token, refField string) *Pipedrive {
 	return &Pipedrive{Store: newStore(token), refField: refField}
 }
 
-// Handler serves /api/v2/deals, /api/v2/deals/search and /api/v1/users/me.
+// Handler serves /api/v2/deals, /api/v2/deals/search, /api/v2/deals/{id} and
+// /api/v1/users/me.
 func (p *Pipedrive) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /api/v2/deals", p.create)
 	mux.HandleFunc("GET /api/v2/deals/search", p.searchDeals)
+	mux.HandleFunc("GET /api/v2/deals/{id}", p.readDeal)
 	mux.HandleFunc("GET /api/v1/users/me", func(w http.ResponseWriter, r *http.Request) {
 		writeAny(w, 200, map[string]any{"success": true, "data": map[string]any{"id": 1, "name": "Sandbox"}})
 	})
@@ -111,8 +116,20 @@ func (p *Pipedrive) searchDeals(w http.ResponseWriter, r *http.Request) {
 	for _, rec := range recs {
 		title, _ := str(rec.Body, "title")
 		items = append(items, map[string]any{"result_score": 1.0, "item": map[string]any{
-			"id": json.Number(rec.ID), "type": "deal", "title": title, "custom_fields": []string{rec.Ref}}})
+			"id": json.Number(rec.ID), "type": "deal", "title": title, "custom_fields": []string{"Inbound", rec.Ref}}})
 	}
 	writeAny(w, 200, map[string]any{"success": true, "data": map[string]any{"items": items},
 		"additional_data": map[string]any{"next_cursor": nil}})
+}
+
+// readDeal is GET /api/v2/deals/{id}: the deal with its custom_fields by key, read
+// at once (no index).
+func (p *Pipedrive) readDeal(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	recs := p.find(func(rec APIRecord) bool { return rec.ID == id })
+	if len(recs) == 0 {
+		pipedriveError(w, 404, "Deal not found")
+		return
+	}
+	writeAny(w, 200, map[string]any{"success": true, "data": p.view(recs[0])})
 }

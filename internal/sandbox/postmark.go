@@ -9,7 +9,9 @@ import (
 
 // Postmark is the email API with a server token in X-Postmark-Server-Token,
 // PascalCase fields, Metadata, and a message search (GET /messages/outbound with
-// metadata_<key>=) that shows a message only once its index caught up (SetLag).
+// metadata_<key>=) that shows a message only once its index caught up (SetLag),
+// and only in the message stream its messagestream names (outbound by default,
+// the stream a message without MessageStream is sent on).
 // Errors are 422 {"ErrorCode", "Message"}; a From outside the confirmed sender
 // domain is ErrorCode 400. It has no idempotency keys.
 type Postmark struct {
@@ -99,7 +101,14 @@ func (p *Postmark) messages(w http.ResponseWriter, r *http.Request) {
 			key, value = strings.TrimPrefix(k, "metadata_"), q.Get(k)
 		}
 	}
+	stream := q.Get("messagestream")
+	if stream == "" {
+		stream = "outbound"
+	}
 	recs := p.search(func(rec APIRecord) bool {
+		if sent, _ := str(rec.Body, "MessageStream"); sent != stream && (sent != "" || stream != "outbound") {
+			return false
+		}
 		if key == "" {
 			return true
 		}
@@ -113,7 +122,8 @@ func (p *Postmark) messages(w http.ResponseWriter, r *http.Request) {
 		subject, _ := str(rec.Body, "Subject")
 		md, _ := obj(rec.Body, "Metadata")
 		msgs = append(msgs, map[string]any{"MessageID": rec.ID, "To": []map[string]any{{"Email": to}},
-			"Subject": subject, "Status": "Sent", "Metadata": md, "ReceivedAt": rec.At.Format(time.RFC3339)})
+			"Subject": subject, "Status": "Sent", "Metadata": md, "ReceivedAt": rec.At.Format(time.RFC3339),
+			"MessageStream": stream})
 	}
 	writeAny(w, 200, map[string]any{"TotalCount": len(msgs), "Messages": msgs})
 }

@@ -12,6 +12,8 @@ import (
 	"html/template"
 	"net/http"
 	"net/http/httptest"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -25,11 +27,17 @@ import (
 // Params configures a Server. AccessTTL 0 means an hour. NoExpiry leaves
 // expires_in out of token replies, as Salesforce does (tokens still end when
 // ExpireAccess is called). RedirectDomain is the client's registered redirect base.
+// RequireScopes are scopes every authorize request must ask for (HubSpot refuses a
+// public app's request without oauth). SecretInBody accepts the client's
+// credentials only as client_id and client_secret in the token request's form, as
+// Salesforce documents them; otherwise Basic or the form.
 type Params struct {
 	ClientID, ClientSecret string
 	RedirectDomain         string
 	AccessTTL              time.Duration
 	NoExpiry               bool
+	RequireScopes          []string
+	SecretInBody           bool
 }
 
 // Server is a running authorization server.
@@ -74,7 +82,7 @@ func New(p Params) *Server {
 	cfg.AllowedResponseTypes = []oauth2.ResponseType{oauth2.Code}
 	srv := server.NewServer(cfg, mgr)
 	srv.SetClientInfoHandler(func(r *http.Request) (string, string, error) { // Basic, or the form body
-		if id, secret, err := server.ClientBasicHandler(r); err == nil {
+		if id, secret, err := server.ClientBasicHandler(r); err == nil && !p.SecretInBody {
 			return id, secret, nil
 		}
 		return server.ClientFormHandler(r)
@@ -107,6 +115,13 @@ var approvalPage = template.Must(template.New("approve").Parse(`<!doctype html>
 
 // authorize shows the approval page, then redirects with a code once approved.
 func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
+	asked := strings.Fields(r.URL.Query().Get("scope"))
+	for _, want := range s.p.RequireScopes {
+		if !slices.Contains(asked, want) {
+			http.Error(w, "invalid_scope: the request must ask for "+want, http.StatusBadRequest)
+			return
+		}
+	}
 	if r.Method == http.MethodGet {
 		if _, err := s.srv.ValidationAuthorizeRequest(r); err != nil {
 			http.Error(w, "invalid authorization request: "+err.Error(), http.StatusBadRequest)
