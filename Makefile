@@ -45,8 +45,10 @@ build:
 	go build -o $(BIN)/oncehook ./cmd/oncehook
 
 ## test: generated code is current, vet, and the whole suite with the race detector
+## (the Helm chart's test is a module of its own, so ./... does not reach it)
 test: tools chromium podman check-generated vet
 	go test -race -count=1 -timeout 20m ./...
+	cd deploy/helm && go test -count=1 -timeout 10m ./...
 
 ## chromium: Debian's headless browser for the dashboard tests, installed only when missing
 chromium:
@@ -69,6 +71,7 @@ image:
 
 vet:
 	go vet ./...
+	cd deploy/helm && go vet ./...
 
 ## bench: throughput, latency, growth and memory against a baseline measured on the
 ## same private Postgres in the same run; prints one table, also in artifacts/bench.txt
