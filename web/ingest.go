@@ -27,7 +27,9 @@ type ingestReply struct {
 func (s *Server) ingest(c echo.Context) error {
 	start := time.Now()
 	source := c.Param("source")
+	span := startDeliverySpan(c, source)
 	rc, err := s.accept(c, source)
+	endDeliverySpan(span, rc, err)
 	if err != nil {
 		if _, known := s.cfg.Source(source); !known {
 			source = "unknown" // a label per made-up path would grow without bound
@@ -67,6 +69,7 @@ func (s *Server) accept(c echo.Context, source string) (ledger.Receipt, error) {
 	// in bounded time so it retries.
 	ctx, cancel := context.WithTimeout(c.Request().Context(), storeTimeout)
 	defer cancel()
+	noteDeliveryID(ctx, d.ID)
 	return s.inbox.Accept(ctx, src, d, raw)
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/oncehook/oncehook/internal/destination"
 	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/internal/provider"
+	"github.com/oncehook/oncehook/internal/telemetry"
 	"github.com/oncehook/oncehook/web"
 )
 
@@ -77,6 +78,11 @@ func runProcess(ctx context.Context, env *environment, args []string, name, usag
 	}
 	tuneGC()
 	logger := newLogger(env)
+	stopTraces, err := telemetry.Setup(ctx, env.getenv)
+	if err != nil {
+		return err
+	}
+	defer flushTraces(ctx, stopTraces, logger)
 	d, err := openDatabase(ctx, env, df, logger, 16)
 	if err != nil {
 		return err
@@ -209,4 +215,13 @@ func serveWorkerMetrics(addr string, h http.Handler, logger *slog.Logger) (stop 
 	go srv.Serve(ln) //nolint:errcheck // closed by stop
 	logger.Info("metrics listening", "addr", ln.Addr().String())
 	return func() { srv.Close() }, nil
+}
+
+// flushTraces sends the spans still buffered, for up to 5 s, once the process stops.
+func flushTraces(ctx context.Context, stop func(context.Context) error, logger *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := stop(ctx); err != nil {
+		logger.Warn("flush traces", "err", err)
+	}
 }
