@@ -11,7 +11,7 @@ export PATH := $(BIN):$(PATH)
 # when the machine's Go is older (its go.env says GOTOOLCHAIN=local).
 export GOTOOLCHAIN := auto
 
-.PHONY: run test generate check-generated tools vet build bench chromium postgres
+.PHONY: run test generate check-generated tools vet build bench chromium postgres image podman
 
 ## run: the demo: embedded Postgres, example config, sandbox CRM and mail, demo traffic
 run: build postgres
@@ -45,8 +45,10 @@ build:
 	go build -o $(BIN)/oncehook ./cmd/oncehook
 
 ## test: generated code is current, vet, and the whole suite with the race detector
-test: tools chromium check-generated vet
+## (the Helm chart's test is a module of its own, so ./... does not reach it)
+test: tools chromium podman check-generated vet
 	go test -race -count=1 -timeout 20m ./...
+	cd deploy/helm && go test -count=1 -timeout 10m ./...
 
 ## chromium: Debian's headless browser for the dashboard tests, installed only when missing
 chromium:
@@ -54,8 +56,22 @@ chromium:
 		echo "installing chromium for the browser tests"; \
 		apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; fi
 
+## podman: Debian's podman and runc, for the image test (deploy/image_test.go), installed
+## only when missing
+podman:
+	@if ! command -v podman >/dev/null || ! command -v runc >/dev/null; then \
+		echo "installing podman and runc for the image test"; \
+		apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y podman runc; fi
+
+## image: the container image oncehook:latest (IMAGE=name:tag), built FROM scratch with
+## podman or buildah: a static binary, CA certificates, zoneinfo, a non-root user
+IMAGE ?= oncehook:latest
+image:
+	deploy/build-image $(IMAGE)
+
 vet:
 	go vet ./...
+	cd deploy/helm && go vet ./...
 
 ## bench: throughput, latency, growth and memory against a baseline measured on the
 ## same private Postgres in the same run; prints one table, also in artifacts/bench.txt

@@ -562,6 +562,30 @@ func (q *Queries) EventSetStatuses(ctx context.Context, arg EventSetStatusesPara
 	return err
 }
 
+const eventTraceparentOfAction = `-- name: EventTraceparentOfAction :one
+SELECT coalesce(e.headers->>'Traceparent', '')::text AS traceparent
+FROM action_events ae
+JOIN events e ON e.client = ae.client AND e.id = ae.event_id
+WHERE ae.client = $1 AND ae.action_id = $2
+ORDER BY ae.event_id
+LIMIT 1
+`
+
+type EventTraceparentOfActionParams struct {
+	Client   string
+	ActionID int64
+}
+
+// The trace context the first event that asked for an action was stored with (its
+// Traceparent identity header, see internal/ledger/trace.go); ” when it has none.
+// Read only while tracing is on.
+func (q *Queries) EventTraceparentOfAction(ctx context.Context, arg EventTraceparentOfActionParams) (string, error) {
+	row := q.db.QueryRow(ctx, eventTraceparentOfAction, arg.Client, arg.ActionID)
+	var traceparent string
+	err := row.Scan(&traceparent)
+	return traceparent, err
+}
+
 const notify = `-- name: Notify :exec
 SELECT pg_notify($1::text, '')
 `

@@ -163,3 +163,14 @@ SELECT unnest(@clients::text[]), unnest(@event_ids::bigint[]), @actor, @act, @no
 
 -- name: EventAuditList :many
 SELECT * FROM event_audit WHERE client = @client AND event_id = @event_id ORDER BY id;
+
+-- name: EventTraceparentOfAction :one
+-- The trace context the first event that asked for an action was stored with (its
+-- Traceparent identity header, see internal/ledger/trace.go); '' when it has none.
+-- Read only while tracing is on.
+SELECT coalesce(e.headers->>'Traceparent', '')::text AS traceparent
+FROM action_events ae
+JOIN events e ON e.client = ae.client AND e.id = ae.event_id
+WHERE ae.client = @client AND ae.action_id = @action_id
+ORDER BY ae.event_id
+LIMIT 1;

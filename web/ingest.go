@@ -27,7 +27,9 @@ type ingestReply struct {
 func (s *Server) ingest(c echo.Context) error {
 	start := time.Now()
 	source := c.Param("source")
+	span := startDeliverySpan(c, source)
 	rc, answer, err := s.accept(c, source)
+	endDeliverySpan(span, rc, err)
 	if answer != nil {
 		// An endpoint handshake, verified: answered as its provider expects, stored nowhere.
 		s.metrics.Delivery(source, "handshake", "", time.Since(start))
@@ -76,6 +78,7 @@ func (s *Server) accept(c echo.Context, source string) (ledger.Receipt, *ledger.
 	// in bounded time so it retries.
 	ctx, cancel := context.WithTimeout(c.Request().Context(), storeTimeout)
 	defer cancel()
+	noteDeliveryID(ctx, d.ID)
 	rc, err := s.inbox.Accept(ctx, src, d, raw)
 	return rc, nil, err
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/oncehook/oncehook/db"
+	"github.com/oncehook/oncehook/internal/telemetry"
 )
 
 // dbFlags are the flags every command that reaches the database accepts.
@@ -101,9 +102,9 @@ func newLoggerTo(env *environment, w io.Writer) *slog.Logger {
 	var logger *slog.Logger
 	switch format := env.getenv("ONCEHOOK_LOG_FORMAT"); format {
 	case "json":
-		logger = slog.New(slog.NewJSONHandler(w, opts))
+		logger = slog.New(telemetry.LogHandler(slog.NewJSONHandler(w, opts)))
 	default:
-		logger = slog.New(slog.NewTextHandler(w, opts))
+		logger = slog.New(telemetry.LogHandler(slog.NewTextHandler(w, opts)))
 		if format != "" && format != "text" {
 			logger.Warn("unknown ONCEHOOK_LOG_FORMAT; using text", "value", format)
 		}

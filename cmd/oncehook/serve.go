@@ -14,12 +14,15 @@ import (
 	"github.com/oncehook/oncehook/internal/destination"
 	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/internal/provider"
+	"github.com/oncehook/oncehook/internal/telemetry"
 	"github.com/oncehook/oncehook/web"
 )
 
 const serveUsage = `Usage: oncehook serve --config FILE [--data-dir DIR] [--cpuprofile FILE]
 
 Runs the HTTP server (webhooks, dashboard, JSON API) and the workers.
+PORT, when set, overrides the config's listen: the server listens on that
+port on every interface (as container platforms expect).
 DATABASE_URL selects Postgres; without it an embedded Postgres starts under
 --data-dir (default .oncehook/pg) and stops when oncehook exits.
 
@@ -33,7 +36,8 @@ const workerUsage = `Usage: oncehook worker --config FILE [--data-dir DIR] [--me
 
 Runs the workers only (routing, performing, reconciling, lease recovery), for
 scaling out beside one or more 'oncehook serve' processes on the same database.
---metrics ADDR serves this process's /metrics on ADDR (e.g. 127.0.0.1:9100).
+--metrics ADDR serves this process's /metrics, /healthz and /readyz on ADDR
+(e.g. 127.0.0.1:9100).
 `
 
 func runServe(ctx context.Context, env *environment, args []string) error {
@@ -52,7 +56,7 @@ func runProcess(ctx context.Context, env *environment, args []string, name, usag
 	configPath := fs.String("config", "oncehook.yaml", "config file")
 	var metricsAddr *string
 	if !withHTTP {
-		metricsAddr = fs.String("metrics", "", "serve /metrics on this address (workers have no other HTTP server)")
+		metricsAddr = fs.String("metrics", "", "serve /metrics, /healthz and /readyz on this address (workers have no other HTTP server)")
 	}
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of this process to FILE until it stops (for go tool pprof)")
 	if err := fs.Parse(args); err != nil {
@@ -60,6 +64,9 @@ func runProcess(ctx context.Context, env *environment, args []string, name, usag
 	}
 	cfg, err := config.Load(*configPath, env.getenv)
 	if err != nil {
+		return err
+	}
+	if err := config.ListenOnPort(cfg, env.getenv(config.PortEnv)); err != nil {
 		return err
 	}
 	if *cpuProfile != "" {
@@ -71,6 +78,11 @@ func runProcess(ctx context.Context, env *environment, args []string, name, usag
 	}
 	tuneGC()
 	logger := newLogger(env)
+	stopTraces, err := telemetry.Setup(ctx, env.getenv)
+	if err != nil {
+		return err
+	}
+	defer flushTraces(ctx, stopTraces, logger)
 	d, err := openDatabase(ctx, env, df, logger, 16)
 	if err != nil {
 		return err
@@ -118,7 +130,7 @@ func runServices(ctx context.Context, env *environment, cfg *ledger.Config, d *d
 	logger.Info("workers started", "worker", engine.Worker())
 	stopWorkers := func() { stopEngine(); wg.Wait() }
 	if !opts.http {
-		return runAsWorker(ctx, env, opts.metricsAddr, metrics, logger, stopWorkers)
+		return runAsWorker(ctx, env, opts.metricsAddr, d, metrics, logger, stopWorkers)
 	}
 	wg.Add(2)
 	go func() { defer wg.Done(); pruneEvery(engineCtx, d.Pool, cfg, logger) }()
@@ -145,12 +157,13 @@ func runServices(ctx context.Context, env *environment, cfg *ledger.Config, d *d
 	return runErr
 }
 
-// runAsWorker serves /metrics on metricsAddr, if given, until ctx ends, then calls
-// stopWorkers, and stops serving /metrics after the workers have stopped.
-func runAsWorker(ctx context.Context, env *environment, metricsAddr string, metrics *ledger.Metrics,
+// runAsWorker serves /metrics, /healthz and /readyz on metricsAddr, if given, until
+// ctx ends, then calls stopWorkers, and stops serving after the workers have stopped.
+func runAsWorker(ctx context.Context, env *environment, metricsAddr string, d *database, metrics *ledger.Metrics,
 	logger *slog.Logger, stopWorkers func()) error {
 	if metricsAddr != "" {
-		stopMetrics, err := serveWorkerMetrics(metricsAddr, metrics, env.getenv("ONCEHOOK_METRICS_TOKEN"), logger)
+		h := web.WorkerHandler(d.Pool, web.MetricsHandler(metrics, env.getenv("ONCEHOOK_METRICS_TOKEN")))
+		stopMetrics, err := serveWorkerMetrics(metricsAddr, h, logger)
 		if err != nil {
 			stopWorkers()
 			return err
@@ -192,14 +205,23 @@ func serveHTTP(ctx context.Context, addr string, h http.Handler, logger *slog.Lo
 	return runErr
 }
 
-// serveWorkerMetrics serves /metrics alone, for a worker process.
-func serveWorkerMetrics(addr string, m *ledger.Metrics, token string, logger *slog.Logger) (stop func(), err error) {
+// serveWorkerMetrics serves a worker process's h (metrics and probes) on addr.
+func serveWorkerMetrics(addr string, h http.Handler, logger *slog.Logger) (stop func(), err error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("listen for metrics on %s: %w", addr, err)
 	}
-	srv := &http.Server{Handler: web.MetricsHandler(m, token), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(ln) //nolint:errcheck // closed by stop
 	logger.Info("metrics listening", "addr", ln.Addr().String())
 	return func() { srv.Close() }, nil
+}
+
+// flushTraces sends the spans still buffered, for up to 5 s, once the process stops.
+func flushTraces(ctx context.Context, stop func(context.Context) error, logger *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := stop(ctx); err != nil {
+		logger.Warn("flush traces", "err", err)
+	}
 }

@@ -942,3 +942,42 @@ func TestParseConfigBackfill(t *testing.T) {
 		"t.yaml:6:86: sources[4].backfill.token_env: APP_KEY holds a GitHub App's private key: set the source's account to the App's id or client id, the issuer of its tokens",
 	})
 }
+
+func TestListenOnPort(t *testing.T) {
+	t.Parallel()
+	const src = "sources: [{name: s, client: c, provider: stripe, environment: test, secret_env: S}]\n"
+	tests := []struct {
+		name, yaml, port string
+		want             []string // listen, base_url
+	}{
+		{"PortListensOnEveryInterface", "listen: 127.0.0.1:8080\n" + src, "9123", []string{":9123", "http://localhost:9123"}},
+		{"BaseURLGivenStays", "base_url: https://hooks.example.com\n" + src, "9123", []string{":9123", "https://hooks.example.com"}},
+		{"NoPortChangesNothing", "listen: 127.0.0.1:8081\n" + src, "", []string{"127.0.0.1:8081", "http://127.0.0.1:8081"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c, err := Parse("t.yaml", []byte(tt.yaml), envFrom(map[string]string{"S": "whsec_a"}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := ListenOnPort(c, tt.port); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, []string{c.Listen, c.BaseURL}); diff != "" {
+				t.Errorf("mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+	t.Run("NotAPortIsAnError", func(t *testing.T) {
+		t.Parallel()
+		c := &ledger.Config{Listen: "127.0.0.1:8080"}
+		err := ListenOnPort(c, "http")
+		if ledger.ErrorCode(err) != ledger.EINVALID || !strings.Contains(err.Error(), `PORT="http" is not a port number`) {
+			t.Fatalf("err = %v, want the bad PORT named", err)
+		}
+		if c.Listen != "127.0.0.1:8080" {
+			t.Errorf("listen = %q after a bad PORT, want it unchanged", c.Listen)
+		}
+	})
+}

@@ -157,6 +157,29 @@ func (l *loader) load(data []byte) *ledger.Config {
 
 // defaultBaseURL makes links work from the machine itself when listen binds every
 // interface, where "http://:8080" would not be a URL.
+// PortEnv names the variable that, when set, makes the server listen on that port on
+// every interface, overriding listen: the convention of container platforms.
+const PortEnv = "PORT"
+
+// ListenOnPort applies PortEnv's value to a loaded config: listen becomes ":port" and a
+// base_url that was only listen's default follows it. An empty port changes nothing;
+// one that is not a port number is an error of code invalid.
+func ListenOnPort(c *ledger.Config, port string) error {
+	port = strings.TrimSpace(port)
+	if port == "" {
+		return nil
+	}
+	if n, err := strconv.ParseUint(port, 10, 16); err != nil || n == 0 {
+		return ledger.Errorf(ledger.EINVALID, "%s=%q is not a port number", PortEnv, port)
+	}
+	wasDefault := c.BaseURL == defaultBaseURL(c.Listen)
+	c.Listen = net.JoinHostPort("", port)
+	if wasDefault {
+		c.BaseURL = defaultBaseURL(c.Listen)
+	}
+	return nil
+}
+
 func defaultBaseURL(listen string) string {
 	host, port, err := net.SplitHostPort(listen)
 	if err != nil {

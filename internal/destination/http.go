@@ -17,7 +17,11 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/propagation"
+
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/telemetry"
 )
 
 const (
@@ -123,6 +127,7 @@ func (h *HTTP) performOnce(ctx context.Context, c ledger.Call) ledger.Outcome {
 	// an Idempotency-Key header): every repeat is an attempt the ledger decided.
 	req.GetBody = nil
 	h.authorize(req)
+	propagate(req)
 	req.Header.Set("Content-Type", contentType)
 	req.Header.Set("Accept", "application/json")
 	if h.d.Idempotency.Header != "" {
@@ -390,6 +395,7 @@ func (h *HTTP) sendOnce(ctx context.Context, method, target string, body []byte)
 		return 0, nil, fmt.Errorf("build the request: %w", err)
 	}
 	h.authorize(req)
+	propagate(req)
 	req.Header.Set("Accept", "application/json")
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
@@ -404,6 +410,14 @@ func (h *HTTP) sendOnce(ctx context.Context, method, target string, body []byte)
 		return 0, nil, fmt.Errorf("read the reply: %w", err)
 	}
 	return resp.StatusCode, reply, nil
+}
+
+// propagate sends the attempt's trace context (traceparent) while traces are on, so
+// that a destination that traces continues the delivery's trace.
+func propagate(req *http.Request) {
+	if telemetry.Enabled() {
+		otel.GetTextMapPropagator().Inject(req.Context(), propagation.HeaderCarrier(req.Header))
+	}
 }
 
 // authorize sets the destination's credentials: a bearer token, a header of its

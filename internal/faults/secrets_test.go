@@ -61,9 +61,21 @@ func (r *recorder) String() string {
 // signed, a CRM that refuses the token and one that echoes it back, a failed
 // sign-in and a good one, reconnecting, the commands that print. Then it searches
 // every line the binaries wrote and every response the test received: none of the
-// secrets appears, except the API token once where `token create` prints it.
+// secrets appears, except the API token once where `token create` prints it. It runs
+// once with each log format; in JSON, every line also parses and every line about an
+// action carries its ids.
 func TestSecretsStayOut(t *testing.T) {
 	t.Parallel()
+	for _, format := range []string{"text", "json"} {
+		t.Run(format, func(t *testing.T) {
+			t.Parallel()
+			secretsStayOut(t, format)
+		})
+	}
+}
+
+// secretsStayOut is TestSecretsStayOut with ONCEHOOK_LOG_FORMAT=format.
+func secretsStayOut(t *testing.T, format string) {
 	pool, dsn := dbtest.NewDSN(t)
 	sec := newSecrets("secrets")
 	w := newWorld(t, pool, dsn+" password=db-password-7c1e9a", sec)
@@ -108,7 +120,7 @@ func TestSecretsStayOut(t *testing.T) {
 	oauthSrv := httptest.NewServer(oauthCRM.Handler())
 	t.Cleanup(oauthSrv.Close)
 
-	env := []string{"ONCEHOOK_LOG_LEVEL=debug", "ONCEHOOK_METRICS_TOKEN=" + metricsToken,
+	env := []string{"ONCEHOOK_LOG_LEVEL=debug", "ONCEHOOK_LOG_FORMAT=" + format, "ONCEHOOK_METRICS_TOKEN=" + metricsToken,
 		"SMTP_USER=" + smtpUser, "SMTP_PASSWORD=" + smtpPassword,
 		"OAUTH_CLIENT_ID=oncehook-secrets", "OAUTH_CLIENT_SECRET=" + oauthClientSecret, "ONCEHOOK_SECRET_KEY=" + secretKey}
 	port := freePort(t)
@@ -305,8 +317,12 @@ func TestSecretsStayOut(t *testing.T) {
 		t.Errorf("no mail was sent: the SMTP credentials were never used")
 	}
 	// Either process may have made the calls, whose lines are the debug ones.
-	if !strings.Contains(srvProc.out.String()+worker.out.String(), "level=DEBUG") {
+	debug := map[string]string{"text": "level=DEBUG", "json": `"level":"DEBUG"`}[format]
+	if !strings.Contains(srvProc.out.String()+worker.out.String(), debug) {
 		t.Errorf("no debug lines: the run did not log at the most verbose level")
+	}
+	if format == "json" {
+		checkJSONLines(t, srvProc.out.String()+worker.out.String())
 	}
 	logs := srvProc.out.String() + worker.out.String() + string(failOut)
 	for _, o := range outputs {
@@ -344,4 +360,30 @@ func TestSecretsStayOut(t *testing.T) {
 		t.Log(line)
 	}
 	states.Close()
+}
+
+// checkJSONLines checks that every log line is a JSON object and that every line
+// about an action carries its operation key's hash beside its id.
+func checkJSONLines(t *testing.T, out string) {
+	t.Helper()
+	actionLines := 0
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		if strings.HasPrefix(line, "oncehook listening on ") {
+			continue // serve's one line on stdout, for people and scripts
+		}
+		var v map[string]any
+		if err := json.Unmarshal([]byte(line), &v); err != nil {
+			t.Errorf("a log line is not JSON (%v): %s", err, line)
+			continue
+		}
+		if _, ok := v["action_id"]; ok {
+			actionLines++
+			if h, _ := v["op_key_hash"].(string); len(h) != 16 {
+				t.Errorf("a line about an action has no operation key hash: %s", line)
+			}
+		}
+	}
+	if actionLines == 0 {
+		t.Error("no log line about an action: the JSON form of their ids went unchecked")
+	}
 }

@@ -96,6 +96,7 @@ func (in *Inbox) Accept(ctx context.Context, src Source, d Delivery, raw []byte)
 	if err := CheckDelivery(d); err != nil {
 		return Receipt{}, err
 	}
+	d.Headers = withTraceparent(ctx, d.Headers)
 	row, err := newEventRow(src, d, raw)
 	if err != nil {
 		return Receipt{}, err

@@ -296,7 +296,7 @@ func (pf *Performer) startCalls(ctx context.Context, q *db.Queries, rows []db.Ac
 			params, err := pf.fillResults(ctx, q, c.a)
 			if err != nil {
 				pf.logger.Warn("cannot prepare the call; its lease will expire and it will be tried again",
-					"action_id", c.a.ID, "err", err)
+					actionIDs(ctx, c.a), "err", err)
 				continue
 			}
 			c.params = params
@@ -384,7 +384,7 @@ func (pf *Performer) work(callCtx, stopCtx context.Context, c claim) {
 	if waited && !pf.stillHolds(ctx, a) {
 		// The lease lapsed during the wait: recovery may have handed the action to
 		// another worker, so this one must not call.
-		pf.logger.Warn("lost the lease while waiting for the destination's rate; not calling", "action_id", a.ID)
+		pf.logger.Warn("lost the lease while waiting for the destination's rate; not calling", actionIDs(ctx, a))
 		return
 	}
 	if a.ClaimedFrom == StateUncertain {
@@ -394,7 +394,7 @@ func (pf *Performer) work(callCtx, stopCtx context.Context, c claim) {
 	}
 	if err != nil {
 		pf.logger.Warn("action step failed; its lease will expire and recovery decides",
-			"action_id", a.ID, "err", err)
+			actionIDs(ctx, a), "err", err)
 	}
 }
 
@@ -407,7 +407,7 @@ func (pf *Performer) notSent(c claim, why string) {
 	}
 	if err := pf.record(c.a, c.attemptID, Outcome{Observed: ObsThrottled, Detail: "not sent: " + why}); err != nil {
 		pf.logger.Warn("record a call that was not sent; its lease will expire and recovery decides",
-			"action_id", c.a.ID, "err", err)
+			actionIDs(nil, c.a), "err", err)
 	}
 }
 
@@ -439,7 +439,7 @@ func (pf *Performer) renewLease(ctx context.Context, a db.Action) (stop func()) 
 				return
 			case <-t.C:
 				if _, err := pf.renew(ctx, a); err != nil && ctx.Err() == nil {
-					pf.logger.Debug("renew lease", "action_id", a.ID, "err", err)
+					pf.logger.Debug("renew lease", actionIDs(ctx, a), "err", err)
 				}
 			}
 		}
@@ -456,10 +456,12 @@ func (pf *Performer) call(ctx context.Context, c claim) error {
 		return pf.record(a, 0, Outcome{Observed: ObsRejected, Detail: "destination " + a.Destination + " is not configured"})
 	}
 	start := time.Now()
-	out := dest.Perform(ctx, Call{OperationKey: a.OperationKey, Params: c.params, ActionName: a.Name, BusinessKey: a.BusinessKey})
+	callCtx, span := pf.startCallSpan(ctx, "oncehook.attempt", a)
+	out := dest.Perform(callCtx, Call{OperationKey: a.OperationKey, Params: c.params, ActionName: a.Name, BusinessKey: a.BusinessKey})
+	endCallSpan(span, out.Observed, out.HTTPStatus)
 	c.answered()
 	pf.p.Metrics.Attempt(a.Destination, out.Observed, time.Since(start))
-	pf.logger.Debug("destination called", "action_id", a.ID, "destination", a.Destination,
+	pf.logger.Debug("destination called", actionIDs(callCtx, a), "destination", a.Destination,
 		"observed", string(out.Observed), "status", out.HTTPStatus)
 	return pf.record(a, c.attemptID, out)
 }

@@ -27,9 +27,11 @@ func (pf *Performer) reconcile(ctx context.Context, c claim) error {
 	if err != nil {
 		return err
 	}
-	r := dest.Lookup(ctx, a.OperationKey)
+	callCtx, span := pf.startCallSpan(ctx, "oncehook.lookup", a)
+	r := dest.Lookup(callCtx, a.OperationKey)
 	c.answered()
 	out := lookupOutcome(a, r, caps, pf.now())
+	endCallSpan(span, out.Observed, r.HTTPStatus)
 	pf.p.Metrics.Reconcile(out.Observed)
 	return pf.record(a, attemptID, out)
 }

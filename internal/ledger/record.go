@@ -140,10 +140,10 @@ func (pf *Performer) writeGroup(ctx context.Context, group []pendingDecision) ([
 	for _, p := range group {
 		if !recorded[actionKey{p.a.Client, p.a.ID}] {
 			pf.logger.Warn("lease lost before the outcome was recorded; the attempt keeps the evidence",
-				"action_id", p.a.ID, "observed", string(p.out.Observed))
+				actionIDs(nil, p.a), "observed", string(p.out.Observed))
 			continue
 		}
-		pf.logger.Debug("action outcome", "action_id", p.a.ID, "observed", string(p.out.Observed), "state", p.d.State)
+		pf.logger.Debug("action outcome", actionIDs(nil, p.a), "observed", string(p.out.Observed), "state", p.d.State)
 	}
 	return make([]batch.Result[struct{}], len(group)), nil
 }

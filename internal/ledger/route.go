@@ -140,6 +140,7 @@ func newBatchRouting(n int) *batchRouting {
 }
 
 func (b *batchRouting) add(ev db.Event, r routing) {
+	traceRoute(ev, r)
 	b.created += r.created
 	b.statuses.Clients = append(b.statuses.Clients, ev.Client)
 	b.statuses.Ids = append(b.statuses.Ids, ev.ID)
@@ -222,7 +223,7 @@ func (rt *Router) routeSetAside(ctx context.Context, tx pgx.Tx, ev db.Event) (ro
 	if !refused {
 		return r, err
 	}
-	rt.logger.Warn("an event's content cannot be stored as an action; it is ignored", "event_id", ev.ID, "err", err)
+	rt.logger.Warn("an event's content cannot be stored as an action; it is ignored", eventIDs(ev), "err", err)
 	r = routing{status: EventIgnored}
 	r.note("its content cannot be stored as an action: %s", truncate(pgErr.Message, 300))
 	return r, nil
