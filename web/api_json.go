@@ -22,32 +22,36 @@ type actionJSON struct {
 	Reason        string     `json:"reason"`
 	Attempts      int32      `json:"attempts"`
 	NextAttemptAt *time.Time `json:"next_attempt_at"`
+	NextStep      string     `json:"next_step"`
 	ExternalRef   string     `json:"external_ref"`
 	Owner         string     `json:"owner"`
 	CreatedAt     time.Time  `json:"created_at"`
 	UpdatedAt     time.Time  `json:"updated_at"`
 }
 
-func toActionJSON(a ledger.Action) actionJSON {
+// toActionJSON is a with its step: next_attempt_at is set only when a worker will
+// act on it by itself.
+func toActionJSON(a ledger.Action, step ledger.Step) actionJSON {
 	var next *time.Time
-	if (a.State == ledger.StatePending || a.State == ledger.StateRetrying || a.State == ledger.StateUncertain) &&
-		ledger.Scheduled(a.NextAttemptAt) {
-		t := a.NextAttemptAt.UTC()
+	if step.NextAttempt != nil {
+		t := step.NextAttempt.UTC()
 		next = &t
 	}
 	return actionJSON{
 		ID: id(a.ID), Name: a.Name, Source: a.Source, Client: a.Client, Environment: a.Environment,
 		BusinessKey: a.BusinessKey, OperationKey: a.OperationKey, State: a.State, Reason: a.Reason,
-		Attempts: a.Attempts, NextAttemptAt: next, ExternalRef: a.ExternalRef, Owner: a.Owner,
+		Attempts: a.Attempts, NextAttemptAt: next, NextStep: step.Text, ExternalRef: a.ExternalRef, Owner: a.Owner,
 		CreatedAt: a.CreatedAt.UTC(), UpdatedAt: a.UpdatedAt.UTC(),
 	}
 }
 
 type actionDetailJSON struct {
 	actionJSON
-	Destination string            `json:"destination"`
-	NextStep    string            `json:"next_step"`
-	Params      json.RawMessage   `json:"params"`
+	Destination string          `json:"destination"`
+	Params      json.RawMessage `json:"params"`
+	// BlockedBy is the predecessor it waits for; nil when none.
+	BlockedBy   *blockedJSON      `json:"blocked_by"`
+	Corrections []correctionJSON  `json:"corrections"`
 	Events      []actionEventJSON `json:"events"`
 	Attempts    []attemptJSON     `json:"attempts"`
 	Audit       []auditJSON       `json:"audit"`
@@ -87,11 +91,46 @@ type auditJSON struct {
 	At     time.Time       `json:"at"`
 }
 
-func toActionDetailJSON(d ledger.ActionDetail) actionDetailJSON {
+type blockedJSON struct {
+	ID    string `json:"id"`
+	Name  string `json:"name"`
+	State string `json:"state"`
+}
+
+type correctionJSON struct {
+	ID             string          `json:"id"`
+	State          string          `json:"state"`
+	Original       json.RawMessage `json:"original"`
+	Params         json.RawMessage `json:"params"`
+	ProviderReason string          `json:"provider_reason"`
+	Note           string          `json:"note"`
+	ProposedBy     string          `json:"proposed_by"`
+	ProposedAt     time.Time       `json:"proposed_at"`
+	DecidedBy      string          `json:"decided_by"`
+	DecidedAt      *time.Time      `json:"decided_at"`
+	DecisionNote   string          `json:"decision_note"`
+	AttemptKey     string          `json:"attempt_key"`
+	Approve        string          `json:"approve"`
+}
+
+func toCorrectionJSON(c ledger.Correction) correctionJSON {
+	return correctionJSON{ID: id(c.ID), State: c.State, Original: c.Original, Params: c.Params,
+		ProviderReason: c.ProviderReason, Note: c.Note, ProposedBy: c.ProposedBy, ProposedAt: c.ProposedAt.UTC(),
+		DecidedBy: c.DecidedBy, DecidedAt: c.DecidedAt, DecisionNote: c.DecisionNote, AttemptKey: c.AttemptKey,
+		Approve: c.Approve}
+}
+
+func toActionDetailJSON(d ledger.ActionDetail, step ledger.Step, corrections []ledger.Correction) actionDetailJSON {
 	out := actionDetailJSON{
-		actionJSON: toActionJSON(d.Action), Destination: d.Action.Destination,
-		NextStep: ledger.NextStep(d.Action.State), Params: d.Action.Params,
+		actionJSON: toActionJSON(d.Action, step), Destination: d.Action.Destination, Params: d.Action.Params,
 		Events: []actionEventJSON{}, Attempts: []attemptJSON{}, Audit: []auditJSON{},
+		Corrections: []correctionJSON{},
+	}
+	if p := step.BlockedBy; p != nil {
+		out.BlockedBy = &blockedJSON{ID: id(p.ID), Name: p.Name, State: p.State}
+	}
+	for _, c := range corrections {
+		out.Corrections = append(out.Corrections, toCorrectionJSON(c))
 	}
 	for _, e := range d.Events {
 		out.Events = append(out.Events, actionEventJSON{

@@ -48,6 +48,14 @@ const (
 	ObsRetryLookupFirst Observation = "a person retries after the key memory passed; a lookup exists"
 )
 
+// The rows of a person's correction (DESIGN.md section 3, "a person corrects a
+// rejected request (and another approves, where required)"): performed with the
+// corrected params once approved; a refusal leaves it failed.
+const (
+	ObsCorrectionApproved Observation = "a person corrected the rejected request and it was approved"
+	ObsCorrectionRefused  Observation = "a person's correction of the rejected request was refused"
+)
+
 // Rule is one row of the decision table.
 type Rule struct {
 	Observed Observation
@@ -87,6 +95,8 @@ var DecisionTable = []Rule{
 	{ObsAbsentSettled, "absent_settled", StateRetrying, "lookup evidence, settle", true},
 	{ObsRetryByPerson, "retry_by_person", StatePending, "who retried, and what they checked", false},
 	{ObsRetryLookupFirst, "retry_lookup_first", StateUncertain, "who retried; the operation is looked up before any call", false},
+	{ObsCorrectionApproved, "correction_approved", StatePending, "the provider reason and the approved correction: the original request, the corrected one, who made and who approved it", false},
+	{ObsCorrectionRefused, "correction_refused", StateFailed, "the refused correction, who refused it and why", false},
 }
 
 var ruleOf = func() map[Observation]Rule {
@@ -166,6 +176,23 @@ func manualRetry(caps Capabilities, first time.Time, checked bool, now time.Time
 		return ObsRetryLookupFirst, true
 	}
 	return "", false
+}
+
+// decideCorrection is the table's answer to a person's decision on a correction.
+func decideCorrection(approved bool, plan RetryPlan, detail string, now time.Time) Decision {
+	if approved {
+		return Decide(ObsCorrectionApproved, plan, detail, 0, now)
+	}
+	return Decide(ObsCorrectionRefused, plan, detail, 0, now)
+}
+
+// correctionNeedsNewKey reports whether a corrected request must go under a new
+// attempt identity: a destination that remembers keys answers a repeat of a key it
+// still remembers with the answer it kept, the rejection included, so the same key
+// would only replay the refusal. The rejection performed nothing, so a new key
+// cannot act twice.
+func correctionNeedsNewKey(caps Capabilities, first *time.Time, now time.Time) bool {
+	return first != nil && caps.KeyRemembered(*first, now)
 }
 
 // Code is the observation's short name, for metrics labels.
@@ -261,30 +288,4 @@ func backoff(attempt int, base, maxDelay time.Duration, jitter func(time.Duratio
 	d = min(d, maxDelay)
 	half := d / 2
 	return half + jitter(half)
-}
-
-// NextStep is what the pages propose for an action in a state: the decision
-// table read from the person's side.
-func NextStep(state string) string {
-	switch state {
-	case StatePending:
-		return "Wait: a worker will perform it."
-	case StateProcessing:
-		return "Wait: a worker is performing it now."
-	case StateRetrying:
-		return "Wait: the worker retries with the same key at the next eligible time."
-	case StateHeld:
-		return "Reconnect the destination; its held actions then run."
-	case StateUncertain:
-		return "Reconcile: look the operation up at the destination before any repeat."
-	case StateFailed:
-		return "Check the reason, then Retry with the same key, Resolve with evidence, or Cancel."
-	case StateConfirmed:
-		return "Nothing: the destination confirmed it."
-	case StateResolved:
-		return "Nothing: closed by a person."
-	case StateCancelled:
-		return "Nothing: it will not be performed."
-	}
-	return ""
 }

@@ -410,7 +410,7 @@ func (pf *Performer) call(ctx context.Context, c claim) error {
 		return pf.record(a, 0, Outcome{Observed: ObsRejected, Detail: "destination " + a.Destination + " is not configured"})
 	}
 	start := time.Now()
-	out := dest.Perform(ctx, Call{OperationKey: a.OperationKey, Params: c.params, ActionName: a.Name, BusinessKey: a.BusinessKey})
+	out := dest.Perform(ctx, Call{OperationKey: sentKey(a), Params: c.params, ActionName: a.Name, BusinessKey: a.BusinessKey})
 	c.answered()
 	pf.p.Metrics.Attempt(a.Destination, out.Observed, time.Since(start))
 	pf.logger.Debug("destination called", "action_id", a.ID, "destination", a.Destination,

@@ -27,7 +27,7 @@ func (pf *Performer) reconcile(ctx context.Context, c claim) error {
 	if err != nil {
 		return err
 	}
-	r := dest.Lookup(ctx, a.OperationKey)
+	r := dest.Lookup(ctx, sentKey(a))
 	c.answered()
 	out := lookupOutcome(a, r, caps, pf.now())
 	pf.p.Metrics.Reconcile(out.Observed)
@@ -94,7 +94,7 @@ func (pf *Performer) startLookup(ctx context.Context, a db.Action) (int64, error
 			return fmt.Errorf("action %d: this worker no longer holds its lease", a.ID)
 		}
 		id, err = q.AttemptStart(ctx, db.AttemptStartParams{
-			Client: a.Client, ActionID: a.ID, Kind: "lookup", OperationKey: a.OperationKey, Worker: pf.p.Worker,
+			Client: a.Client, ActionID: a.ID, Kind: "lookup", OperationKey: sentKey(a), Worker: pf.p.Worker,
 		})
 		if err != nil {
 			return fmt.Errorf("write started lookup: %w", err)
