@@ -132,7 +132,11 @@ func (s *Server) apiActionDetail(c echo.Context, d ledger.ActionDetail) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, toActionDetailJSON(d, step, corrections))
+	followOns, err := s.review.FollowOns(ctx, d.Action)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, toActionDetailJSON(d, step, corrections, followOns))
 }
 
 // correctBody is the JSON body of POST /api/v1/actions/{id}/correct.

@@ -50,7 +50,9 @@ type actionDetailJSON struct {
 	Destination string          `json:"destination"`
 	Params      json.RawMessage `json:"params"`
 	// BlockedBy is the predecessor it waits for; nil when none.
-	BlockedBy   *blockedJSON      `json:"blocked_by"`
+	BlockedBy *blockedJSON `json:"blocked_by"`
+	// FollowOns wait for it: a cancel cancels them too.
+	FollowOns   []blockedJSON     `json:"follow_ons"`
 	Corrections []correctionJSON  `json:"corrections"`
 	Events      []actionEventJSON `json:"events"`
 	Attempts    []attemptJSON     `json:"attempts"`
@@ -120,11 +122,15 @@ func toCorrectionJSON(c ledger.Correction) correctionJSON {
 		Approve: c.Approve}
 }
 
-func toActionDetailJSON(d ledger.ActionDetail, step ledger.Step, corrections []ledger.Correction) actionDetailJSON {
+func toActionDetailJSON(d ledger.ActionDetail, step ledger.Step, corrections []ledger.Correction,
+	followOns []ledger.Action) actionDetailJSON {
 	out := actionDetailJSON{
 		actionJSON: toActionJSON(d.Action, step), Destination: d.Action.Destination, Params: d.Action.Params,
 		Events: []actionEventJSON{}, Attempts: []attemptJSON{}, Audit: []auditJSON{},
-		Corrections: []correctionJSON{},
+		Corrections: []correctionJSON{}, FollowOns: []blockedJSON{},
+	}
+	for _, f := range followOns {
+		out.FollowOns = append(out.FollowOns, blockedJSON{ID: id(f.ID), Name: f.Name, State: f.State})
 	}
 	if p := step.BlockedBy; p != nil {
 		out.BlockedBy = &blockedJSON{ID: id(p.ID), Name: p.Name, State: p.State}
