@@ -22,7 +22,6 @@ type actionJSON struct {
 	Reason        string     `json:"reason"`
 	Attempts      int32      `json:"attempts"`
 	NextAttemptAt *time.Time `json:"next_attempt_at"`
-	NextStep      string     `json:"next_step"`
 	ExternalRef   string     `json:"external_ref"`
 	Owner         string     `json:"owner"`
 	CreatedAt     time.Time  `json:"created_at"`
@@ -40,7 +39,7 @@ func toActionJSON(a ledger.Action, step ledger.Step) actionJSON {
 	return actionJSON{
 		ID: id(a.ID), Name: a.Name, Source: a.Source, Client: a.Client, Environment: a.Environment,
 		BusinessKey: a.BusinessKey, OperationKey: a.OperationKey, State: a.State, Reason: a.Reason,
-		Attempts: a.Attempts, NextAttemptAt: next, NextStep: step.Text, ExternalRef: a.ExternalRef, Owner: a.Owner,
+		Attempts: a.Attempts, NextAttemptAt: next, ExternalRef: a.ExternalRef, Owner: a.Owner,
 		CreatedAt: a.CreatedAt.UTC(), UpdatedAt: a.UpdatedAt.UTC(),
 	}
 }
@@ -48,6 +47,7 @@ func toActionJSON(a ledger.Action, step ledger.Step) actionJSON {
 type actionDetailJSON struct {
 	actionJSON
 	Destination string          `json:"destination"`
+	NextStep    string          `json:"next_step"`
 	Params      json.RawMessage `json:"params"`
 	// BlockedBy is the predecessor it waits for; nil when none.
 	BlockedBy *blockedJSON `json:"blocked_by"`
@@ -125,7 +125,8 @@ func toCorrectionJSON(c ledger.Correction) correctionJSON {
 func toActionDetailJSON(d ledger.ActionDetail, step ledger.Step, corrections []ledger.Correction,
 	followOns []ledger.Action) actionDetailJSON {
 	out := actionDetailJSON{
-		actionJSON: toActionJSON(d.Action, step), Destination: d.Action.Destination, Params: d.Action.Params,
+		actionJSON: toActionJSON(d.Action, step), Destination: d.Action.Destination, NextStep: step.Text,
+		Params: d.Action.Params,
 		Events: []actionEventJSON{}, Attempts: []attemptJSON{}, Audit: []auditJSON{},
 		Corrections: []correctionJSON{}, FollowOns: []blockedJSON{},
 	}

@@ -48,13 +48,11 @@ const (
 	ObsRetryLookupFirst Observation = "a person retries after the key memory passed; a lookup exists"
 )
 
-// The rows of a person's correction (DESIGN.md section 3, "a person corrects a
+// The row of a person's correction (DESIGN.md section 3, "a person corrects a
 // rejected request (and another approves, where required)"): performed with the
-// corrected params once approved; a refusal leaves it failed.
-const (
-	ObsCorrectionApproved Observation = "a person corrected the rejected request and it was approved"
-	ObsCorrectionRefused  Observation = "a person's correction of the rejected request was refused"
-)
+// corrected params once approved. A refused correction observes nothing new: the
+// action stays failed with the provider's reason.
+const ObsCorrectionApproved Observation = "a person corrected the rejected request and it was approved"
 
 // Rule is one row of the decision table.
 type Rule struct {
@@ -96,7 +94,6 @@ var DecisionTable = []Rule{
 	{ObsRetryByPerson, "retry_by_person", StatePending, "who retried, and what they checked", false},
 	{ObsRetryLookupFirst, "retry_lookup_first", StateUncertain, "who retried; the operation is looked up before any call", false},
 	{ObsCorrectionApproved, "correction_approved", StatePending, "the provider reason and the approved correction: the original request, the corrected one, who made and who approved it", false},
-	{ObsCorrectionRefused, "correction_refused", StateFailed, "the refused correction, who refused it and why", false},
 }
 
 var ruleOf = func() map[Observation]Rule {
@@ -178,12 +175,9 @@ func manualRetry(caps Capabilities, first time.Time, checked bool, now time.Time
 	return "", false
 }
 
-// decideCorrection is the table's answer to a person's decision on a correction.
-func decideCorrection(approved bool, plan RetryPlan, detail string, now time.Time) Decision {
-	if approved {
-		return Decide(ObsCorrectionApproved, plan, detail, 0, now)
-	}
-	return Decide(ObsCorrectionRefused, plan, detail, 0, now)
+// decideCorrection is the table's answer to an approved correction.
+func decideCorrection(plan RetryPlan, detail string, now time.Time) Decision {
+	return Decide(ObsCorrectionApproved, plan, detail, 0, now)
 }
 
 // correctionNeedsNewKey reports whether a corrected request must go under a new

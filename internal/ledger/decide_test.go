@@ -142,13 +142,9 @@ func TestDecide(t *testing.T) {
 			decideManualRetry(t, strong, first, false, plan, now),
 			Decision{State: StateUncertain, Reason: string(ObsRetryLookupFirst), NextAttemptAt: now, Rule: row(ObsRetryLookupFirst)}},
 		{"ApprovedCorrectionIsPerformed",
-			decideCorrection(true, plan, "approved by b", now),
+			decideCorrection(plan, "approved by b", now),
 			Decision{State: StatePending, Reason: string(ObsCorrectionApproved) + ": approved by b", NextAttemptAt: now,
 				Rule: row(ObsCorrectionApproved)}},
-		{"RefusedCorrectionStaysFailed",
-			decideCorrection(false, plan, "refused by b", now),
-			Decision{State: StateFailed, Reason: string(ObsCorrectionRefused) + ": refused by b", NextAttemptAt: now,
-				Owner: "ops@example.com", Rule: row(ObsCorrectionRefused)}},
 	}
 	if !correctionNeedsNewKey(remembers, &first, now) {
 		t.Error("a correction sent while the destination remembers the key was not given a new attempt identity")

@@ -200,7 +200,7 @@ func (r *Review) applyDecision(ctx context.Context, q *db.Queries, actor Actor, 
 		if dest, ok := r.clients[a.Destination]; ok && correctionNeedsNewKey(dest.Capabilities(), a.FirstAttemptAt, r.now()) {
 			key = correctionKey(a.OperationKey, c)
 		}
-		d := decideCorrection(true, RetryPlan{Owner: a.Owner},
+		d := decideCorrection(RetryPlan{Owner: a.Owner},
 			fmt.Sprintf("proposed by %s, approved by %s", c.ProposedBy, actor.Name), r.now())
 		rule, _ := r.cfg.Action(a.Name)
 		var err error

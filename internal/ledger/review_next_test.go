@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/sandbox"
 )
 
 // TestNextStepOf: the step each case of the review queue shows is read from the
@@ -84,5 +85,28 @@ func TestNextStepOf(t *testing.T) {
 				t.Errorf("blocked by %v, want blocked %v", got.BlockedBy, c.blocked)
 			}
 		})
+	}
+}
+
+// TestNextStepThroughTheAPI: the JSON API reads the same step from the stored
+// ledger: an email waiting for a rejected CRM step is blocked by it, named with
+// its state, and has no next attempt.
+func TestNextStepThroughTheAPI(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, worldOptions{})
+	w.crm.Fail(sandbox.Fault{Status: 422, Message: "amount must be approved"})
+	w.deliver(checkout{eventID: "evt_next_1", enquiry: "enq-next", amount: 100})
+	pred := w.waitFor("open_opportunity", "enq-next", "failed")
+	email := w.waitFor("send_welcome_email", "enq-next", "pending")
+	d := w.detail(email.ID)
+	blocked, _ := d["blocked_by"].(map[string]any)
+	if blocked["id"] != pred.ID || blocked["state"] != "failed" || d["next_attempt_at"] != nil ||
+		!strings.Contains(d["next_step"].(string), "Blocked") {
+		t.Errorf("the waiting email: next_step %q, blocked_by %v, next_attempt_at %v",
+			d["next_step"], d["blocked_by"], d["next_attempt_at"])
+	}
+	pd := w.detail(pred.ID)
+	if f, _ := pd["follow_ons"].([]any); len(f) != 1 || f[0].(map[string]any)["id"] != email.ID {
+		t.Errorf("the failed CRM step lists follow-ons %v, want the email", pd["follow_ons"])
 	}
 }
