@@ -55,7 +55,7 @@ func NextStepOf(a Action, f StepFacts) Step {
 	if waitsBehindPredecessor(a, f.Predecessor) {
 		return blockedStep(*f.Predecessor)
 	}
-	if d := f.Disconnected; d != nil {
+	if d := f.Disconnected; d != nil && a.State != StateFailed {
 		return Step{HeldFor: d.Name, Text: fmt.Sprintf("Nothing is scheduled: it waits until %s reconnects %s; "+
 			"then a worker %s.", reconnector(*d), d.Name, resumeWords(a.State))}
 	}
