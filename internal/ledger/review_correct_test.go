@@ -56,6 +56,17 @@ func TestCorrectionGuard(t *testing.T) {
 				if status != 403 || !strings.Contains(fmt.Sprint(out), "another person") {
 					t.Fatalf("self-approval under another_person: %d %v", status, out)
 				}
+				// The proposer may withdraw it; the action stays failed and can be corrected again.
+				if status, out := w.api(proposer, "POST", "/actions/"+a.ID+"/refuse-correction", nil); status != 200 {
+					t.Fatalf("refusing one's own correction: %d %v", status, out)
+				}
+				if got := w.detail(a.ID)["state"]; got != "failed" {
+					t.Fatalf("after a refusal the action is %v", got)
+				}
+				if status, out := w.api(proposer, "POST", "/actions/"+a.ID+"/correct", map[string]any{
+					"params": map[string]any{"enquiry_id": "enq-fix", "amount": 4000}, "note": "approved amount"}); status != 200 {
+					t.Fatalf("correct again: %d %v", status, out)
+				}
 			} else {
 				approver = proposer
 			}
@@ -70,7 +81,7 @@ func TestCorrectionGuard(t *testing.T) {
 
 			d := w.detail(a.ID)
 			cs := d["corrections"].([]any)
-			c := cs[0].(map[string]any)
+			c := cs[len(cs)-1].(map[string]any)
 			key, _ := c["attempt_key"].(string)
 			if c["state"] != "approved" || c["proposed_by"] != "token:proposer" || key == "" || key == a.OperationKey {
 				t.Errorf("the correction recorded: %v", c)
@@ -92,8 +103,9 @@ func TestCorrectionGuard(t *testing.T) {
 				e := x.(map[string]any)
 				acts = append(acts, fmt.Sprint(e["actor"], " ", e["act"]))
 			}
-			want := "token:proposer correct,token:" + map[string]string{"another_person": "other", "self": "proposer"}[rule] +
-				" approve-correction"
+			want := map[string]string{
+				"another_person": "token:proposer correct,token:proposer refuse-correction,token:proposer correct,token:other approve-correction",
+				"self":           "token:proposer correct,token:proposer approve-correction"}[rule]
 			if strings.Join(acts, ",") != want {
 				t.Errorf("audit: %v, want %s", acts, want)
 			}
