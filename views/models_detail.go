@@ -152,6 +152,17 @@ type AuditLine struct {
 	Detail string
 }
 
+// ReconcilePage is the confirmation step of a reconcile.
+type ReconcilePage struct {
+	URL         string
+	Name        string
+	BusinessKey string
+	State       string
+	Reason      string
+	Plan        string // what Reconcile will do
+	Blocked     string // why it cannot run now; "" when it can
+}
+
 // RetryPage is the confirmation step of a retry.
 type RetryPage struct {
 	ID           int64

@@ -160,6 +160,14 @@ func TestBrowserNextStepsTellTheTruth(t *testing.T) {
 	}
 	original := unsure.Reason
 	b.submit("#reconcile")
+	// Reconcile asks first, and says before the click that it cannot run now.
+	if w := b.text("#reconcile-waits"); !strings.Contains(w, "cannot run now") || !strings.Contains(w, "crm-admin@example.com") {
+		t.Errorf("the Reconcile confirmation says %q", w)
+	}
+	if got := d.state(unsure.ID); got.Reason != original {
+		t.Fatalf("before confirming, the reason changed to %q", got.Reason)
+	}
+	b.submit("#confirm-reconcile")
 	if flash := b.text(".flash"); !strings.Contains(flash, "cannot run now") || !strings.Contains(flash, "reconnects crm") {
 		t.Errorf("after Reconcile on a disconnected crm the page says %q", flash)
 	}

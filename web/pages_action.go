@@ -160,6 +160,39 @@ func (s *Server) retryModel(c echo.Context, a ledger.Action, errMsg, note string
 	return m, err
 }
 
+// reconcilePage is the confirmation step of Reconcile: what it will do and, when it
+// cannot run now, why, with the reason the action has.
+func (s *Server) reconcilePage(c echo.Context) error {
+	d, err := s.pathAction(c)
+	if err != nil {
+		return err
+	}
+	a := d.Action
+	plan, _ := s.review.ReconcilePlan(a)
+	if why := s.review.Refusal(actorOf(c), ledger.ActReconcile, a); why != "" {
+		plan = why
+	}
+	m := views.ReconcilePage{URL: actionURL(a.ID), Name: a.Name, BusinessKey: a.BusinessKey, State: a.State,
+		Reason: a.Reason, Plan: plan}
+	dest, err := s.disconnected(c, a)
+	if err != nil {
+		return err
+	}
+	if dest != nil {
+		m.Blocked = fmt.Sprintf("%s is disconnected: the lookup waits until it is reconnected (%s).", dest.Name,
+			reconnectWho(*dest))
+	}
+	return s.render(c, http.StatusOK, views.Reconcile(s.layout(c, "Reconcile "+a.Name, ""), m))
+}
+
+// reconnectWho says who can reconnect d.
+func reconnectWho(d views.Disconnected) string {
+	if d.Owner != "" {
+		return "an admin or " + d.Owner + " can reconnect it"
+	}
+	return "an admin can reconnect it"
+}
+
 // disconnected is the action's destination when it is disconnected, with who can
 // reconnect it; nil when it is connected.
 func (s *Server) disconnected(c echo.Context, a ledger.Action) (*views.Disconnected, error) {

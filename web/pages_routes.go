@@ -36,6 +36,7 @@ func (s *Server) pageRoutes(e *echo.Echo) {
 	e.GET("/actions/bulk/done", s.bulkDone, in...)
 	e.GET("/actions/:id", s.actionPage, in...)
 	e.GET("/actions/:id/retry", s.retryPage, in...)
+	e.GET("/actions/:id/reconcile", s.reconcilePage, in...)
 	e.POST("/actions/:id/correct", s.correctAct, in...)
 	e.POST("/actions/:id/correction", s.correctionDecide, in...)
 	e.POST("/actions/:id/:act", s.actionAct, in...)
