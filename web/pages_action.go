@@ -55,12 +55,8 @@ func (s *Server) actionPage(c echo.Context) error {
 		m.Evidence = append(m.Evidence, views.Option{Label: e.Label, Value: e.Value})
 	}
 	if m.CanAssign {
-		if m.Assignees, err = s.assignees(c); err != nil {
+		if m.Assignees, err = s.actionAssignees(c, a); err != nil {
 			return err
-		}
-		if a.Owner != "" && !slices.ContainsFunc(m.Assignees, func(o views.Option) bool { return o.Value == a.Owner }) {
-			// The configured owner may be a team address, not a person who signs in.
-			m.Assignees = append([]views.Option{{Value: a.Owner, Label: a.Owner + " (current)"}}, m.Assignees...)
 		}
 	}
 	if err := s.cancelCascade(c, a, &m); err != nil {
@@ -74,6 +70,20 @@ func (s *Server) actionPage(c echo.Context) error {
 	m.Audit = auditLines(d.Audit)
 	title := fmt.Sprintf("%s %s", a.Name, a.BusinessKey)
 	return s.render(c, http.StatusOK, views.Action(live(c, s.layout(c, title, "")), m))
+}
+
+// actionAssignees are the people a can be assigned to, its current owner first
+// when that is not one of them.
+func (s *Server) actionAssignees(c echo.Context, a ledger.Action) ([]views.Option, error) {
+	out, err := s.assignees(c)
+	if err != nil {
+		return nil, err
+	}
+	if a.Owner != "" && !slices.ContainsFunc(out, func(o views.Option) bool { return o.Value == a.Owner }) {
+		// The configured owner may be a team address, not a person who signs in.
+		out = append([]views.Option{{Value: a.Owner, Label: a.Owner + " (current)"}}, out...)
+	}
+	return out, nil
 }
 
 // actionEvents are a's events as the page lists them and, for each event whose
