@@ -218,3 +218,31 @@ func (q *Queries) CorrectionOpenList(ctx context.Context, actionIds []int64) ([]
 	}
 	return items, nil
 }
+
+const correctionSupersede = `-- name: CorrectionSupersede :execrows
+UPDATE corrections
+SET state = 'refused', decided_by = $1, decided_at = now(), decision_note = $2
+WHERE client = $3 AND action_id = $4 AND state = 'proposed'
+`
+
+type CorrectionSupersedeParams struct {
+	DecidedBy    string
+	DecisionNote string
+	Client       string
+	ActionID     int64
+}
+
+// Another act took the action out of failed: the waiting correction is refused
+// in its name, so it can never be approved onto a later state.
+func (q *Queries) CorrectionSupersede(ctx context.Context, arg CorrectionSupersedeParams) (int64, error) {
+	result, err := q.db.Exec(ctx, correctionSupersede,
+		arg.DecidedBy,
+		arg.DecisionNote,
+		arg.Client,
+		arg.ActionID,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}

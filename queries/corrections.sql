@@ -21,3 +21,10 @@ SET state = @state, decided_by = @decided_by, decided_at = now(), decision_note 
     attempt_key = @attempt_key
 WHERE client = @client AND id = @id AND state = 'proposed'
 RETURNING *;
+
+-- name: CorrectionSupersede :execrows
+-- Another act took the action out of failed: the waiting correction is refused
+-- in its name, so it can never be approved onto a later state.
+UPDATE corrections
+SET state = 'refused', decided_by = @decided_by, decided_at = now(), decision_note = @decision_note
+WHERE client = @client AND action_id = @action_id AND state = 'proposed';

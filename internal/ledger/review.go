@@ -207,6 +207,12 @@ func (r *Review) Do(ctx context.Context, actor Actor, name string, id int64, p A
 		if err := audit(ctx, q, a.Client, a.ID, actor.Name, x.Name, p.Note, detail); err != nil {
 			return err
 		}
+		if a.State == StateFailed && out.State != StateFailed {
+			if _, err := q.CorrectionSupersede(ctx, db.CorrectionSupersedeParams{Client: a.Client, ActionID: a.ID,
+				DecidedBy: actor.Name, DecisionNote: "superseded: " + x.Name + " by " + actor.Name}); err != nil {
+				return fmt.Errorf("close waiting correction: %w", err)
+			}
+		}
 		return q.Notify(ctx, channelActions)
 	})
 	if err != nil {

@@ -98,6 +98,22 @@ func TestCorrectionGuard(t *testing.T) {
 			if recs != 1 {
 				t.Errorf("the CRM holds %d records for enq-fix, want 1", recs)
 			}
+			// Another act on a failed action closes the correction waiting on it.
+			w.crm.Fail(sandbox.Fault{Status: 422, Message: "amount must be approved"})
+			w.deliver(checkout{eventID: "evt_sup_" + rule, enquiry: "enq-sup", amount: 1})
+			sup := w.waitFor("open_opportunity", "enq-sup", "failed")
+			if status, out := w.api(proposer, "POST", "/actions/"+sup.ID+"/correct", map[string]any{
+				"params": map[string]any{"enquiry_id": "enq-sup", "amount": 2}}); status != 200 {
+				t.Fatalf("correct: %d %v", status, out)
+			}
+			if status, out := w.api(other, "POST", "/actions/"+sup.ID+"/resolve", map[string]any{"note": "done by hand"}); status != 200 {
+				t.Fatalf("resolve: %d %v", status, out)
+			}
+			sc := w.detail(sup.ID)["corrections"].([]any)[0].(map[string]any)
+			if sc["state"] != "refused" || !strings.Contains(sc["decision_note"].(string), "resolve") {
+				t.Errorf("after Resolve the waiting correction is %v", sc)
+			}
+
 			var acts []string
 			for _, x := range d["audit"].([]any) {
 				e := x.(map[string]any)
