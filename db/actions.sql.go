@@ -13,10 +13,86 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
+const actionApplyCorrection = `-- name: ActionApplyCorrection :one
+UPDATE actions
+SET params = $1, attempt_key = CASE WHEN $2::text <> '' THEN $2 ELSE attempt_key END,
+    state = $3::text, reason = $4, next_attempt_at = now(),
+    max_attempts = attempts + $5,
+    give_up_at = now() + make_interval(secs => $6::double precision),
+    updated_at = now()
+WHERE client = $7 AND id = $8 AND state = 'failed'
+RETURNING id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key
+`
+
+type ActionApplyCorrectionParams struct {
+	Params         json.RawMessage
+	AttemptKey     string
+	NextState      string
+	Reason         string
+	BudgetAttempts int32
+	WithinSeconds  float64
+	Client         string
+	ID             int64
+}
+
+// An approved correction: the corrected params (params_sha256 stays the hash of
+// what the events asked for, so their repeats are no conflict), the new attempt
+// identity when one is needed, and the state the decision table gives, with a
+// fresh budget.
+func (q *Queries) ActionApplyCorrection(ctx context.Context, arg ActionApplyCorrectionParams) (Action, error) {
+	row := q.db.QueryRow(ctx, actionApplyCorrection,
+		arg.Params,
+		arg.AttemptKey,
+		arg.NextState,
+		arg.Reason,
+		arg.BudgetAttempts,
+		arg.WithinSeconds,
+		arg.Client,
+		arg.ID,
+	)
+	var i Action
+	err := row.Scan(
+		&i.ID,
+		&i.Client,
+		&i.Environment,
+		&i.Source,
+		&i.Name,
+		&i.BusinessKey,
+		&i.KeyParts,
+		&i.OperationKey,
+		&i.Destination,
+		&i.Params,
+		&i.ParamsSha256,
+		&i.State,
+		&i.Reason,
+		&i.Owner,
+		&i.AfterID,
+		&i.Resource,
+		&i.OccurredAt,
+		&i.Attempts,
+		&i.MaxAttempts,
+		&i.GiveUpAt,
+		&i.NextAttemptAt,
+		&i.FirstAttemptAt,
+		&i.LastAttemptAt,
+		&i.LeaseOwner,
+		&i.ClaimedFrom,
+		&i.LeaseExpiresAt,
+		&i.ExternalRef,
+		&i.Result,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.LeaseToken,
+		&i.StateSince,
+		&i.AttemptKey,
+	)
+	return i, err
+}
+
 const actionAssign = `-- name: ActionAssign :one
 UPDATE actions SET owner = $1, updated_at = now()
 WHERE client = $2 AND id = $3
-RETURNING id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since
+RETURNING id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key
 `
 
 type ActionAssignParams struct {
@@ -61,6 +137,7 @@ func (q *Queries) ActionAssign(ctx context.Context, arg ActionAssignParams) (Act
 		&i.UpdatedAt,
 		&i.LeaseToken,
 		&i.StateSince,
+		&i.AttemptKey,
 	)
 	return i, err
 }
@@ -172,13 +249,14 @@ WITH due AS (
         updated_at = now()
     FROM due
     WHERE a.client = due.client AND a.id = due.id
-    RETURNING a.id, a.client, a.environment, a.source, a.name, a.business_key, a.key_parts, a.operation_key, a.destination, a.params, a.params_sha256, a.state, a.reason, a.owner, a.after_id, a.resource, a.occurred_at, a.attempts, a.max_attempts, a.give_up_at, a.next_attempt_at, a.first_attempt_at, a.last_attempt_at, a.lease_owner, a.claimed_from, a.lease_expires_at, a.external_ref, a.result, a.created_at, a.updated_at, a.lease_token, a.state_since, due.starts
+    RETURNING a.id, a.client, a.environment, a.source, a.name, a.business_key, a.key_parts, a.operation_key, a.destination, a.params, a.params_sha256, a.state, a.reason, a.owner, a.after_id, a.resource, a.occurred_at, a.attempts, a.max_attempts, a.give_up_at, a.next_attempt_at, a.first_attempt_at, a.last_attempt_at, a.lease_owner, a.claimed_from, a.lease_expires_at, a.external_ref, a.result, a.created_at, a.updated_at, a.lease_token, a.state_since, a.attempt_key, due.starts
 ), attempt AS (
     INSERT INTO attempts (client, action_id, kind, operation_key, worker)
-    SELECT c.client, c.id, 'call', c.operation_key, $6::text FROM claimed c WHERE c.starts
+    SELECT c.client, c.id, 'call', coalesce(nullif(c.attempt_key, ''), c.operation_key), $6::text
+    FROM claimed c WHERE c.starts
     RETURNING client, id, action_id
 )
-SELECT c.id, c.client, c.environment, c.source, c.name, c.business_key, c.key_parts, c.operation_key, c.destination, c.params, c.params_sha256, c.state, c.reason, c.owner, c.after_id, c.resource, c.occurred_at, c.attempts, c.max_attempts, c.give_up_at, c.next_attempt_at, c.first_attempt_at, c.last_attempt_at, c.lease_owner, c.claimed_from, c.lease_expires_at, c.external_ref, c.result, c.created_at, c.updated_at, c.lease_token, c.state_since, c.starts, coalesce(t.id, 0)::bigint AS attempt_id
+SELECT c.id, c.client, c.environment, c.source, c.name, c.business_key, c.key_parts, c.operation_key, c.destination, c.params, c.params_sha256, c.state, c.reason, c.owner, c.after_id, c.resource, c.occurred_at, c.attempts, c.max_attempts, c.give_up_at, c.next_attempt_at, c.first_attempt_at, c.last_attempt_at, c.lease_owner, c.claimed_from, c.lease_expires_at, c.external_ref, c.result, c.created_at, c.updated_at, c.lease_token, c.state_since, c.attempt_key, c.starts, coalesce(t.id, 0)::bigint AS attempt_id
 FROM claimed c LEFT JOIN attempt t ON t.client = c.client AND t.action_id = c.id
 `
 
@@ -225,6 +303,7 @@ type ActionClaimRow struct {
 	UpdatedAt      time.Time
 	LeaseToken     int64
 	StateSince     time.Time
+	AttemptKey     string
 	Starts         pgtype.Bool
 	AttemptID      int64
 }
@@ -286,6 +365,7 @@ func (q *Queries) ActionClaim(ctx context.Context, arg ActionClaimParams) ([]Act
 			&i.UpdatedAt,
 			&i.LeaseToken,
 			&i.StateSince,
+			&i.AttemptKey,
 			&i.Starts,
 			&i.AttemptID,
 		); err != nil {
@@ -306,7 +386,7 @@ SET state = $1, reason = $2,
     next_attempt_at = now(), updated_at = now()
 WHERE client = $4 AND id = $5
   AND state = ANY($6::text[])
-RETURNING id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since
+RETURNING id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key
 `
 
 type ActionCloseParams struct {
@@ -363,6 +443,7 @@ func (q *Queries) ActionClose(ctx context.Context, arg ActionCloseParams) (Actio
 		&i.UpdatedAt,
 		&i.LeaseToken,
 		&i.StateSince,
+		&i.AttemptKey,
 	)
 	return i, err
 }
@@ -513,7 +594,7 @@ func (q *Queries) ActionEventList(ctx context.Context, arg ActionEventListParams
 }
 
 const actionGet = `-- name: ActionGet :one
-SELECT id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since FROM actions WHERE id = $1
+SELECT id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key FROM actions WHERE id = $1
 `
 
 func (q *Queries) ActionGet(ctx context.Context, id int64) (Action, error) {
@@ -552,12 +633,13 @@ func (q *Queries) ActionGet(ctx context.Context, id int64) (Action, error) {
 		&i.UpdatedAt,
 		&i.LeaseToken,
 		&i.StateSince,
+		&i.AttemptKey,
 	)
 	return i, err
 }
 
 const actionGetByOperationKey = `-- name: ActionGetByOperationKey :one
-SELECT id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since FROM actions WHERE client = $1 AND operation_key = $2
+SELECT id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key FROM actions WHERE client = $1 AND operation_key = $2
 `
 
 type ActionGetByOperationKeyParams struct {
@@ -601,6 +683,7 @@ func (q *Queries) ActionGetByOperationKey(ctx context.Context, arg ActionGetByOp
 		&i.UpdatedAt,
 		&i.LeaseToken,
 		&i.StateSince,
+		&i.AttemptKey,
 	)
 	return i, err
 }
@@ -754,7 +837,7 @@ func (q *Queries) ActionInsert(ctx context.Context, arg ActionInsertParams) ([]A
 }
 
 const actionList = `-- name: ActionList :many
-SELECT id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since FROM actions a
+SELECT id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key FROM actions a
 WHERE (a.client, a.id) IN (
     SELECT p.client, p.id
     FROM unnest(CASE WHEN cardinality($1::text[]) = 0
@@ -913,6 +996,7 @@ func (q *Queries) ActionList(ctx context.Context, arg ActionListParams) ([]Actio
 			&i.UpdatedAt,
 			&i.LeaseToken,
 			&i.StateSince,
+			&i.AttemptKey,
 		); err != nil {
 			return nil, err
 		}
@@ -925,7 +1009,7 @@ func (q *Queries) ActionList(ctx context.Context, arg ActionListParams) ([]Actio
 }
 
 const actionListByEvent = `-- name: ActionListByEvent :many
-SELECT a.id, a.client, a.environment, a.source, a.name, a.business_key, a.key_parts, a.operation_key, a.destination, a.params, a.params_sha256, a.state, a.reason, a.owner, a.after_id, a.resource, a.occurred_at, a.attempts, a.max_attempts, a.give_up_at, a.next_attempt_at, a.first_attempt_at, a.last_attempt_at, a.lease_owner, a.claimed_from, a.lease_expires_at, a.external_ref, a.result, a.created_at, a.updated_at, a.lease_token, a.state_since FROM action_events ae
+SELECT a.id, a.client, a.environment, a.source, a.name, a.business_key, a.key_parts, a.operation_key, a.destination, a.params, a.params_sha256, a.state, a.reason, a.owner, a.after_id, a.resource, a.occurred_at, a.attempts, a.max_attempts, a.give_up_at, a.next_attempt_at, a.first_attempt_at, a.last_attempt_at, a.lease_owner, a.claimed_from, a.lease_expires_at, a.external_ref, a.result, a.created_at, a.updated_at, a.lease_token, a.state_since, a.attempt_key FROM action_events ae
 JOIN actions a ON a.client = ae.client AND a.id = ae.action_id
 WHERE ae.client = $1 AND ae.event_id = $2
 ORDER BY a.id
@@ -978,6 +1062,7 @@ func (q *Queries) ActionListByEvent(ctx context.Context, arg ActionListByEventPa
 			&i.UpdatedAt,
 			&i.LeaseToken,
 			&i.StateSince,
+			&i.AttemptKey,
 		); err != nil {
 			return nil, err
 		}
@@ -990,7 +1075,7 @@ func (q *Queries) ActionListByEvent(ctx context.Context, arg ActionListByEventPa
 }
 
 const actionLockExpiredLeases = `-- name: ActionLockExpiredLeases :many
-SELECT a.id, a.client, a.environment, a.source, a.name, a.business_key, a.key_parts, a.operation_key, a.destination, a.params, a.params_sha256, a.state, a.reason, a.owner, a.after_id, a.resource, a.occurred_at, a.attempts, a.max_attempts, a.give_up_at, a.next_attempt_at, a.first_attempt_at, a.last_attempt_at, a.lease_owner, a.claimed_from, a.lease_expires_at, a.external_ref, a.result, a.created_at, a.updated_at, a.lease_token, a.state_since,
+SELECT a.id, a.client, a.environment, a.source, a.name, a.business_key, a.key_parts, a.operation_key, a.destination, a.params, a.params_sha256, a.state, a.reason, a.owner, a.after_id, a.resource, a.occurred_at, a.attempts, a.max_attempts, a.give_up_at, a.next_attempt_at, a.first_attempt_at, a.last_attempt_at, a.lease_owner, a.claimed_from, a.lease_expires_at, a.external_ref, a.result, a.created_at, a.updated_at, a.lease_token, a.state_since, a.attempt_key,
        EXISTS (SELECT 1 FROM attempts t
                WHERE t.client = a.client AND t.action_id = a.id
                  AND t.status = 'started' AND t.kind = 'call') AS call_started
@@ -1052,6 +1137,7 @@ func (q *Queries) ActionLockExpiredLeases(ctx context.Context) ([]ActionLockExpi
 			&i.Action.UpdatedAt,
 			&i.Action.LeaseToken,
 			&i.Action.StateSince,
+			&i.Action.AttemptKey,
 			&i.CallStarted,
 		); err != nil {
 			return nil, err
@@ -1068,7 +1154,7 @@ const actionManualReconcile = `-- name: ActionManualReconcile :one
 UPDATE actions
 SET state = 'uncertain', reason = $1, next_attempt_at = now(), updated_at = now()
 WHERE client = $2 AND id = $3 AND state = ANY($4::text[])
-RETURNING id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since
+RETURNING id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key
 `
 
 type ActionManualReconcileParams struct {
@@ -1119,6 +1205,7 @@ func (q *Queries) ActionManualReconcile(ctx context.Context, arg ActionManualRec
 		&i.UpdatedAt,
 		&i.LeaseToken,
 		&i.StateSince,
+		&i.AttemptKey,
 	)
 	return i, err
 }
@@ -1130,7 +1217,7 @@ SET state = $1::text, reason = $2, next_attempt_at = now(),
     give_up_at = now() + make_interval(secs => $4::double precision),
     updated_at = now()
 WHERE client = $5 AND id = $6 AND state = ANY($7::text[])
-RETURNING id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since
+RETURNING id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key
 `
 
 type ActionManualRetryParams struct {
@@ -1189,6 +1276,7 @@ func (q *Queries) ActionManualRetry(ctx context.Context, arg ActionManualRetryPa
 		&i.UpdatedAt,
 		&i.LeaseToken,
 		&i.StateSince,
+		&i.AttemptKey,
 	)
 	return i, err
 }
@@ -1563,7 +1651,8 @@ WITH started AS (
         last_attempt_at = now(), updated_at = now()
     FROM (SELECT unnest($2::text[]) AS client, unnest($3::bigint[]) AS id) r
     WHERE a.client = r.client AND a.id = r.id AND (a.state = 'processing') IS TRUE AND a.lease_owner = $1::text
-    RETURNING a.client, a.id, a.operation_key, a.attempts, a.first_attempt_at
+    RETURNING a.client, a.id, coalesce(nullif(a.attempt_key, ''), a.operation_key) AS operation_key,
+              a.attempts, a.first_attempt_at
 ), attempt AS (
     INSERT INTO attempts (client, action_id, kind, operation_key, worker)
     SELECT s.client, s.id, 'call', s.operation_key, $1::text FROM started s
@@ -1609,6 +1698,74 @@ func (q *Queries) ActionStartCalls(ctx context.Context, arg ActionStartCallsPara
 			&i.Attempts,
 			&i.FirstAttemptAt,
 			&i.AttemptID,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const actionWaitingSuccessors = `-- name: ActionWaitingSuccessors :many
+SELECT id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key FROM actions
+WHERE client = $1 AND after_id = $2 AND state = 'pending'
+  AND next_attempt_at = '9999-12-31 00:00:00+00'::timestamptz
+ORDER BY id
+`
+
+type ActionWaitingSuccessorsParams struct {
+	Client  string
+	AfterID *int64
+}
+
+// The successors that wait for this action: what cancelling it cancels with it
+// (ActionCancelSuccessors).
+func (q *Queries) ActionWaitingSuccessors(ctx context.Context, arg ActionWaitingSuccessorsParams) ([]Action, error) {
+	rows, err := q.db.Query(ctx, actionWaitingSuccessors, arg.Client, arg.AfterID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []Action{}
+	for rows.Next() {
+		var i Action
+		if err := rows.Scan(
+			&i.ID,
+			&i.Client,
+			&i.Environment,
+			&i.Source,
+			&i.Name,
+			&i.BusinessKey,
+			&i.KeyParts,
+			&i.OperationKey,
+			&i.Destination,
+			&i.Params,
+			&i.ParamsSha256,
+			&i.State,
+			&i.Reason,
+			&i.Owner,
+			&i.AfterID,
+			&i.Resource,
+			&i.OccurredAt,
+			&i.Attempts,
+			&i.MaxAttempts,
+			&i.GiveUpAt,
+			&i.NextAttemptAt,
+			&i.FirstAttemptAt,
+			&i.LastAttemptAt,
+			&i.LeaseOwner,
+			&i.ClaimedFrom,
+			&i.LeaseExpiresAt,
+			&i.ExternalRef,
+			&i.Result,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.LeaseToken,
+			&i.StateSince,
+			&i.AttemptKey,
 		); err != nil {
 			return nil, err
 		}

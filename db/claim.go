@@ -11,6 +11,6 @@ func (r ActionClaimRow) Action() Action {
 		GiveUpAt: r.GiveUpAt, NextAttemptAt: r.NextAttemptAt, FirstAttemptAt: r.FirstAttemptAt,
 		LastAttemptAt: r.LastAttemptAt, LeaseOwner: r.LeaseOwner, ClaimedFrom: r.ClaimedFrom,
 		LeaseExpiresAt: r.LeaseExpiresAt, ExternalRef: r.ExternalRef, Result: r.Result,
-		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, LeaseToken: r.LeaseToken,
+		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, LeaseToken: r.LeaseToken, AttemptKey: r.AttemptKey,
 	}
 }

@@ -42,6 +42,7 @@ type Action struct {
 	UpdatedAt      time.Time
 	LeaseToken     int64
 	StateSince     time.Time
+	AttemptKey     string
 }
 
 type ActionEvent struct {
@@ -107,6 +108,23 @@ type BackfillState struct {
 	Passes      int64
 	Refused     int32
 	RefusedIds  []string
+}
+
+type Correction struct {
+	ID             int64
+	Client         string
+	ActionID       int64
+	Original       json.RawMessage
+	Params         json.RawMessage
+	ProviderReason string
+	Note           string
+	ProposedBy     string
+	ProposedAt     time.Time
+	State          string
+	DecidedBy      string
+	DecidedAt      *time.Time
+	DecisionNote   string
+	AttemptKey     string
 }
 
 type Destination struct {

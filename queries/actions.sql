@@ -126,7 +126,8 @@ WITH due AS (
     RETURNING a.*, due.starts
 ), attempt AS (
     INSERT INTO attempts (client, action_id, kind, operation_key, worker)
-    SELECT c.client, c.id, 'call', c.operation_key, @worker::text FROM claimed c WHERE c.starts
+    SELECT c.client, c.id, 'call', coalesce(nullif(c.attempt_key, ''), c.operation_key), @worker::text
+    FROM claimed c WHERE c.starts
     RETURNING client, id, action_id
 )
 SELECT c.*, coalesce(t.id, 0)::bigint AS attempt_id
@@ -152,7 +153,8 @@ WITH started AS (
         last_attempt_at = now(), updated_at = now()
     FROM (SELECT unnest(@clients::text[]) AS client, unnest(@ids::bigint[]) AS id) r
     WHERE a.client = r.client AND a.id = r.id AND (a.state = 'processing') IS TRUE AND a.lease_owner = @worker::text
-    RETURNING a.client, a.id, a.operation_key, a.attempts, a.first_attempt_at
+    RETURNING a.client, a.id, coalesce(nullif(a.attempt_key, ''), a.operation_key) AS operation_key,
+              a.attempts, a.first_attempt_at
 ), attempt AS (
     INSERT INTO attempts (client, action_id, kind, operation_key, worker)
     SELECT s.client, s.id, 'call', s.operation_key, @worker::text FROM started s
@@ -453,3 +455,25 @@ SET state = 'cancelled', reason = @reason, updated_at = now(), next_attempt_at =
 WHERE client = @client AND after_id = @after_id AND state = 'pending'
   AND next_attempt_at = '9999-12-31 00:00:00+00'::timestamptz
 RETURNING id;
+
+-- name: ActionWaitingSuccessors :many
+-- The successors that wait for this action: what cancelling it cancels with it
+-- (ActionCancelSuccessors).
+SELECT * FROM actions
+WHERE client = @client AND after_id = @after_id AND state = 'pending'
+  AND next_attempt_at = '9999-12-31 00:00:00+00'::timestamptz
+ORDER BY id;
+
+-- name: ActionApplyCorrection :one
+-- An approved correction: the corrected params (params_sha256 stays the hash of
+-- what the events asked for, so their repeats are no conflict), the new attempt
+-- identity when one is needed, and the state the decision table gives, with a
+-- fresh budget.
+UPDATE actions
+SET params = @params, attempt_key = CASE WHEN @attempt_key::text <> '' THEN @attempt_key ELSE attempt_key END,
+    state = @next_state::text, reason = @reason, next_attempt_at = now(),
+    max_attempts = attempts + @budget_attempts,
+    give_up_at = now() + make_interval(secs => @within_seconds::double precision),
+    updated_at = now()
+WHERE client = @client AND id = @id AND state = 'failed'
+RETURNING *;

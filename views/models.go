@@ -209,18 +209,22 @@ type BulkRow struct {
 	URL         string
 	Name        string
 	BusinessKey string
-	Message     string // why it was refused
+	State       string
+	Message     string // why it was refused, or will be
 }
 
-// BulkConfirm is the confirmation step of a bulk act on all that match a filter.
+// BulkConfirm is the confirmation step of a bulk act, on the ticked rows or on all
+// that match a filter: each action with its state, and which the guard will refuse.
 type BulkConfirm struct {
 	Act        string
+	Ticked     bool   // the rows were ticked, not selected by the filter
 	Path       string // the queue's path; the form posts to Path + "/bulk"
 	Filter     Filter
-	FilterText string // the filter in words
-	Owner      string // for assign
-	Rows       []BulkRow
-	TooMany    bool // more than Max match: nothing is offered
+	FilterText string    // the filter in words
+	Owner      string    // for assign
+	Rows       []BulkRow // the actions the act will be tried on; Message says why one will be refused
+	WillDo     int       // how many the guard lets through
+	TooMany    bool      // more than Max match: nothing is offered
 	Max        int
 	Back       string
 }

@@ -20,6 +20,42 @@ type ActionPage struct {
 	Evidence      []Option      // what to look for at the destination by hand: label, value
 	Queue         string        // the queue the action is in, for the forms to carry; "" when closed
 	NextInQueue   *QueueNext    // after it left a queue by hand: where to go on
+	// FollowOns are the actions waiting for this one, which Cancel cancels too.
+	FollowOns []BulkRow
+	// FollowOnIDs carries FollowOns in the Cancel form, so a cascade that changed
+	// after the page was shown is refused.
+	FollowOnIDs string
+	CanCorrect  bool
+	Correct     CorrectForm
+	Correction  *OpenCorrection // a correction waiting for a decision; nil when none
+}
+
+// CorrectForm is the form that corrects a rejected request, built from its params.
+type CorrectForm struct {
+	ProviderReason string
+	NamedField     string // the param the provider's reason names; "" if none
+	Fields         []CorrectField
+	Approve        string // who approves: in words
+}
+
+// CorrectField is one top-level param: a string as it is, anything else as JSON.
+type CorrectField struct {
+	Name  string
+	Value string
+	JSON  bool
+	Named bool // the provider's reason names it
+}
+
+// OpenCorrection is a correction waiting for approval.
+type OpenCorrection struct {
+	ProposedBy  string
+	ProposedAt  Stamp
+	Note        string
+	Rows        []DiffRow // original beside corrected
+	CanApprove  bool
+	CanRefuse   bool
+	WhyNot      string // why this person cannot approve it; "" when they can
+	NewIdentity bool   // it will be sent under a new attempt identity
 }
 
 // QueueNext is the next action of the queue a person just worked one off.
@@ -58,6 +94,7 @@ type ActionInfo struct {
 	Attempts     int32
 	NextAttempt  Stamp
 	ExternalRef  string
+	AttemptKey   string // the new attempt identity a correction needed; "" if none
 	Params       string // pretty JSON
 	Created      Stamp
 	Updated      Stamp
@@ -113,6 +150,17 @@ type AuditLine struct {
 	Act    string
 	Note   string
 	Detail string
+}
+
+// ReconcilePage is the confirmation step of a reconcile.
+type ReconcilePage struct {
+	URL         string
+	Name        string
+	BusinessKey string
+	State       string
+	Reason      string
+	Plan        string // what Reconcile will do
+	Blocked     string // why it cannot run now; "" when it can
 }
 
 // RetryPage is the confirmation step of a retry.

@@ -428,7 +428,7 @@ func Queue(l Layout, m QueuePage) templ.Component {
 					return templ_7745c5c3_Err
 				}
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 40, "</div><small>A bulk retry applies the same guard to each action and lists the ones it refused, with the reason.</small></form>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 40, "</div><small>You confirm on the next page, which lists each action with its state and says which ones the guard will refuse.</small></form>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"encoding/json"
 	"net/http"
 	"strconv"
 	"strings"
@@ -92,11 +93,24 @@ func (s *Server) apiListActions(c echo.Context) error {
 	out := struct {
 		Actions    []actionJSON `json:"actions"`
 		NextCursor string       `json:"next_cursor"`
-	}{Actions: []actionJSON{}, NextCursor: page.NextCursor}
-	for _, a := range page.Actions {
-		out.Actions = append(out.Actions, toActionJSON(a))
+	}{NextCursor: page.NextCursor}
+	if out.Actions, err = s.actionsJSON(c, page.Actions); err != nil {
+		return err
 	}
 	return c.JSON(http.StatusOK, out)
+}
+
+// actionsJSON are as with their steps, computed together.
+func (s *Server) actionsJSON(c echo.Context, as []ledger.Action) ([]actionJSON, error) {
+	steps, err := s.review.NextSteps(c.Request().Context(), as)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]actionJSON, 0, len(as))
+	for _, a := range as {
+		out = append(out, toActionJSON(a, steps[a.ID]))
+	}
+	return out, nil
 }
 
 func (s *Server) apiGetAction(c echo.Context) error {
@@ -104,7 +118,77 @@ func (s *Server) apiGetAction(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, toActionDetailJSON(d))
+	return s.apiActionDetail(c, d)
+}
+
+// apiActionDetail answers with the action, its step and its corrections.
+func (s *Server) apiActionDetail(c echo.Context, d ledger.ActionDetail) error {
+	ctx := c.Request().Context()
+	step, err := s.review.NextStep(ctx, d.Action)
+	if err != nil {
+		return err
+	}
+	corrections, err := s.review.Corrections(ctx, d.Action)
+	if err != nil {
+		return err
+	}
+	followOns, err := s.review.FollowOns(ctx, d.Action)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, toActionDetailJSON(d, step, corrections, followOns))
+}
+
+// correctBody is the JSON body of POST /api/v1/actions/{id}/correct.
+type correctBody struct {
+	Params json.RawMessage `json:"params"`
+	Note   string          `json:"note"`
+}
+
+// apiCorrect serves POST /api/v1/actions/{id}/correct: corrected params for a
+// rejected action, waiting for approval. It answers with the action's detail.
+func (s *Server) apiCorrect(c echo.Context) error {
+	n, err := pathID(c)
+	if err != nil {
+		return err
+	}
+	var body correctBody
+	if err := c.Bind(&body); err != nil || len(body.Params) == 0 {
+		return ledger.Errorf(ledger.EINVALID, "The body must be a JSON object with params (the corrected parameters) and an optional note.")
+	}
+	if _, err := s.review.Correct(c.Request().Context(), actorOf(c), n, body.Params, body.Note); err != nil {
+		return err
+	}
+	d, err := s.review.GetAction(c.Request().Context(), n)
+	if err != nil {
+		return err
+	}
+	return s.apiActionDetail(c, d)
+}
+
+// apiDecideCorrection serves POST /api/v1/actions/{id}/approve-correction and
+// /refuse-correction, with an optional {"note": ...}.
+func (s *Server) apiDecideCorrection(approve bool) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		n, err := pathID(c)
+		if err != nil {
+			return err
+		}
+		var body actBody
+		if c.Request().ContentLength != 0 {
+			if err := c.Bind(&body); err != nil {
+				return ledger.Errorf(ledger.EINVALID, "The body must be a JSON object with an optional note.")
+			}
+		}
+		if _, err := s.review.DecideCorrection(c.Request().Context(), actorOf(c), n, approve, body.Note); err != nil {
+			return err
+		}
+		d, err := s.review.GetAction(c.Request().Context(), n)
+		if err != nil {
+			return err
+		}
+		return s.apiActionDetail(c, d)
+	}
 }
 
 // actBody is the JSON body of the manual acts.
@@ -132,7 +216,11 @@ func (s *Server) apiAct(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, toActionJSON(a))
+	step, err := s.review.NextStep(c.Request().Context(), a)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, toActionJSON(a, step))
 }
 
 func (s *Server) apiSummary(c echo.Context) error {

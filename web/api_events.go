@@ -78,8 +78,8 @@ func (s *Server) apiGetEvent(c echo.Context) error {
 	for _, cf := range d.Conflicts {
 		out.Conflicts = append(out.Conflicts, conflictJSON{Body: string(cf.Body), ReceivedAt: cf.ReceivedAt.UTC()})
 	}
-	for _, a := range d.Actions {
-		out.Actions = append(out.Actions, toActionJSON(a))
+	if out.Actions, err = s.actionsJSON(c, d.Actions); err != nil {
+		return err
 	}
 	for _, a := range d.Audit {
 		out.Audit = append(out.Audit, auditJSON{Actor: a.Actor, Act: a.Act, Note: a.Note, Detail: a.Detail, At: a.At.UTC()})

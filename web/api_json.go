@@ -28,10 +28,12 @@ type actionJSON struct {
 	UpdatedAt     time.Time  `json:"updated_at"`
 }
 
-func toActionJSON(a ledger.Action) actionJSON {
+// toActionJSON is a with its step: next_attempt_at is set only when a worker will
+// act on it by itself.
+func toActionJSON(a ledger.Action, step ledger.Step) actionJSON {
 	var next *time.Time
-	if t, ok := a.NextAttempt(); ok {
-		t = t.UTC()
+	if step.NextAttempt != nil {
+		t := step.NextAttempt.UTC()
 		next = &t
 	}
 	return actionJSON{
@@ -44,9 +46,14 @@ func toActionJSON(a ledger.Action) actionJSON {
 
 type actionDetailJSON struct {
 	actionJSON
-	Destination string            `json:"destination"`
-	NextStep    string            `json:"next_step"`
-	Params      json.RawMessage   `json:"params"`
+	Destination string          `json:"destination"`
+	NextStep    string          `json:"next_step"`
+	Params      json.RawMessage `json:"params"`
+	// BlockedBy is the predecessor it waits for; nil when none.
+	BlockedBy *blockedJSON `json:"blocked_by"`
+	// FollowOns wait for it: a cancel cancels them too.
+	FollowOns   []blockedJSON     `json:"follow_ons"`
+	Corrections []correctionJSON  `json:"corrections"`
 	Events      []actionEventJSON `json:"events"`
 	Attempts    []attemptJSON     `json:"attempts"`
 	Audit       []auditJSON       `json:"audit"`
@@ -86,11 +93,51 @@ type auditJSON struct {
 	At     time.Time       `json:"at"`
 }
 
-func toActionDetailJSON(d ledger.ActionDetail) actionDetailJSON {
+type blockedJSON struct {
+	ID    string `json:"id"`
+	Name  string `json:"name"`
+	State string `json:"state"`
+}
+
+type correctionJSON struct {
+	ID             string          `json:"id"`
+	State          string          `json:"state"`
+	Original       json.RawMessage `json:"original"`
+	Params         json.RawMessage `json:"params"`
+	ProviderReason string          `json:"provider_reason"`
+	Note           string          `json:"note"`
+	ProposedBy     string          `json:"proposed_by"`
+	ProposedAt     time.Time       `json:"proposed_at"`
+	DecidedBy      string          `json:"decided_by"`
+	DecidedAt      *time.Time      `json:"decided_at"`
+	DecisionNote   string          `json:"decision_note"`
+	AttemptKey     string          `json:"attempt_key"`
+	Approve        string          `json:"approve"`
+}
+
+func toCorrectionJSON(c ledger.Correction) correctionJSON {
+	return correctionJSON{ID: id(c.ID), State: c.State, Original: c.Original, Params: c.Params,
+		ProviderReason: c.ProviderReason, Note: c.Note, ProposedBy: c.ProposedBy, ProposedAt: c.ProposedAt.UTC(),
+		DecidedBy: c.DecidedBy, DecidedAt: c.DecidedAt, DecisionNote: c.DecisionNote, AttemptKey: c.AttemptKey,
+		Approve: c.Approve}
+}
+
+func toActionDetailJSON(d ledger.ActionDetail, step ledger.Step, corrections []ledger.Correction,
+	followOns []ledger.Action) actionDetailJSON {
 	out := actionDetailJSON{
-		actionJSON: toActionJSON(d.Action), Destination: d.Action.Destination,
-		NextStep: ledger.NextStep(d.Action.State), Params: d.Action.Params,
+		actionJSON: toActionJSON(d.Action, step), Destination: d.Action.Destination, NextStep: step.Text,
+		Params: d.Action.Params,
 		Events: []actionEventJSON{}, Attempts: []attemptJSON{}, Audit: []auditJSON{},
+		Corrections: []correctionJSON{}, FollowOns: []blockedJSON{},
+	}
+	for _, f := range followOns {
+		out.FollowOns = append(out.FollowOns, blockedJSON{ID: id(f.ID), Name: f.Name, State: f.State})
+	}
+	if p := step.BlockedBy; p != nil {
+		out.BlockedBy = &blockedJSON{ID: id(p.ID), Name: p.Name, State: p.State}
+	}
+	for _, c := range corrections {
+		out.Corrections = append(out.Corrections, toCorrectionJSON(c))
 	}
 	for _, e := range d.Events {
 		out.Events = append(out.Events, actionEventJSON{

@@ -93,6 +93,18 @@ type dashboard struct {
 
 func newDashboard(t *testing.T) *dashboard {
 	t.Helper()
+	return newDashboardConfig(t, dashConfig)
+}
+
+// dashAfterConfig is dashConfig with the email sent only after the CRM
+// opportunity is confirmed: a follow-on action.
+var dashAfterConfig = strings.Replace(dashConfig, "    destination: mail\n    params:\n      to:",
+	"    destination: mail\n    after: open_opportunity\n    params:\n      to:", 1)
+
+// newDashboardConfig is newDashboard with its own config text (with dashConfig's
+// two %s: the CRM's URL and the mail sink's address).
+func newDashboardConfig(t *testing.T, cfgText string) *dashboard {
+	t.Helper()
 	d := &dashboard{t: t, logs: &lockedWriter{w: &strings.Builder{}}}
 	d.pool = dbtest.New(t)
 	d.crm = sandbox.NewCRM(sandbox.CRMParams{Token: dashCRMToken})
@@ -105,7 +117,7 @@ func newDashboard(t *testing.T) *dashboard {
 	t.Cleanup(mail.Close)
 	d.mail = mail
 	env := map[string]string{"STRIPE_SECRET": dashStripeSecret, "CRM_TOKEN": dashCRMToken}
-	d.cfg, err = config.Parse("dashboard.yaml", []byte(fmt.Sprintf(dashConfig, crmSrv.URL, mail.Addr())),
+	d.cfg, err = config.Parse("dashboard.yaml", []byte(fmt.Sprintf(cfgText, crmSrv.URL, mail.Addr())),
 		func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatalf("config: %v", err)

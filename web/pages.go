@@ -91,18 +91,23 @@ func age(now, t time.Time) string {
 func actionURL(id int64) string { return "/actions/" + strconv.FormatInt(id, 10) }
 func eventURL(id int64) string  { return "/events/" + strconv.FormatInt(id, 10) }
 
-// actionRows turns actions into table rows, with the decision table's next step.
-func (s *Server) actionRows(as []ledger.Action) []views.ActionRow {
+// actionRows turns actions into table rows, each with its next step as the
+// ledger computes it.
+func (s *Server) actionRows(c echo.Context, as []ledger.Action) ([]views.ActionRow, error) {
+	steps, err := s.review.NextSteps(c.Request().Context(), as)
+	if err != nil {
+		return nil, err
+	}
 	now := s.now()
 	rows := make([]views.ActionRow, 0, len(as))
 	for _, a := range as {
 		rows = append(rows, views.ActionRow{
 			ID: a.ID, URL: actionURL(a.ID), State: a.State, Name: a.Name, BusinessKey: a.BusinessKey,
 			Source: a.Source, Destination: a.Destination, Owner: a.Owner, Attempts: a.Attempts,
-			Created: ageOf(now, a.CreatedAt), Age: ageOf(now, a.StateSince), Reason: a.Reason, NextStep: ledger.NextStep(a.State),
+			Created: ageOf(now, a.CreatedAt), Age: ageOf(now, a.StateSince), Reason: a.Reason, NextStep: steps[a.ID].Text,
 		})
 	}
-	return rows
+	return rows, nil
 }
 
 // assignees are the people an action can be assigned to.

@@ -20,9 +20,14 @@ func (s *Server) actionPage(c echo.Context) error {
 		return err
 	}
 	a := d.Action
+	ctx := c.Request().Context()
+	step, err := s.review.NextStep(ctx, a)
+	if err != nil {
+		return err
+	}
 	allowed := ledger.Allowed(actorOf(c), a)
 	m := views.ActionPage{
-		Action:       s.actionInfo(a),
+		Action:       s.actionInfo(a, step),
 		CanRetry:     allowed[ledger.ActRetry],
 		CanReconcile: allowed[ledger.ActReconcile],
 		CanResolve:   allowed[ledger.ActResolve],
@@ -50,19 +55,35 @@ func (s *Server) actionPage(c echo.Context) error {
 		m.Evidence = append(m.Evidence, views.Option{Label: e.Label, Value: e.Value})
 	}
 	if m.CanAssign {
-		if m.Assignees, err = s.assignees(c); err != nil {
+		if m.Assignees, err = s.actionAssignees(c, a); err != nil {
 			return err
 		}
-		if a.Owner != "" && !slices.ContainsFunc(m.Assignees, func(o views.Option) bool { return o.Value == a.Owner }) {
-			// The configured owner may be a team address, not a person who signs in.
-			m.Assignees = append([]views.Option{{Value: a.Owner, Label: a.Owner + " (current)"}}, m.Assignees...)
-		}
+	}
+	if err := s.cancelCascade(c, a, &m); err != nil {
+		return err
+	}
+	if err := s.correctionModel(c, a, &m); err != nil {
+		return err
 	}
 	m.Events, m.Diffs = actionEvents(a, d.Events)
 	m.Attempts = actionAttempts(d.Attempts)
 	m.Audit = auditLines(d.Audit)
 	title := fmt.Sprintf("%s %s", a.Name, a.BusinessKey)
 	return s.render(c, http.StatusOK, views.Action(live(c, s.layout(c, title, "")), m))
+}
+
+// actionAssignees are the people a can be assigned to, its current owner first
+// when that is not one of them.
+func (s *Server) actionAssignees(c echo.Context, a ledger.Action) ([]views.Option, error) {
+	out, err := s.assignees(c)
+	if err != nil {
+		return nil, err
+	}
+	if a.Owner != "" && !slices.ContainsFunc(out, func(o views.Option) bool { return o.Value == a.Owner }) {
+		// The configured owner may be a team address, not a person who signs in.
+		out = append([]views.Option{{Value: a.Owner, Label: a.Owner + " (current)"}}, out...)
+	}
+	return out, nil
 }
 
 // actionEvents are a's events as the page lists them and, for each event whose
@@ -109,16 +130,18 @@ func auditLines(audit []ledger.AuditEntry) []views.AuditLine {
 	return out
 }
 
-func (s *Server) actionInfo(a ledger.Action) views.ActionInfo {
+// actionInfo is the action itself, with its step: the next attempt is shown only
+// when a worker will act on it by itself.
+func (s *Server) actionInfo(a ledger.Action, step ledger.Step) views.ActionInfo {
 	info := views.ActionInfo{
-		ID: a.ID, URL: actionURL(a.ID), Name: a.Name, State: a.State, Reason: a.Reason,
-		NextStep: ledger.NextStep(a.State), BusinessKey: a.BusinessKey, OperationKey: a.OperationKey,
+		ID: a.ID, URL: actionURL(a.ID), Name: a.Name, State: a.State, Reason: a.Reason, AttemptKey: a.AttemptKey,
+		NextStep: step.Text, BusinessKey: a.BusinessKey, OperationKey: a.OperationKey,
 		Source: a.Source, Client: a.Client, Environment: a.Environment, Destination: a.Destination,
 		Owner: a.Owner, Attempts: a.Attempts, ExternalRef: a.ExternalRef, Params: prettyJSON(a.Params),
 		Created: stamp(a.CreatedAt), Updated: stamp(a.UpdatedAt), StateSince: stamp(a.StateSince),
 	}
-	if t, ok := a.NextAttempt(); ok {
-		info.NextAttempt = stamp(t)
+	if step.NextAttempt != nil {
+		info.NextAttempt = stamp(*step.NextAttempt)
 	}
 	return info
 }
@@ -147,6 +170,39 @@ func (s *Server) retryModel(c echo.Context, a ledger.Action, errMsg, note string
 	return m, err
 }
 
+// reconcilePage is the confirmation step of Reconcile: what it will do and, when it
+// cannot run now, why, with the reason the action has.
+func (s *Server) reconcilePage(c echo.Context) error {
+	d, err := s.pathAction(c)
+	if err != nil {
+		return err
+	}
+	a := d.Action
+	plan, _ := s.review.ReconcilePlan(a)
+	if why := s.review.Refusal(actorOf(c), ledger.ActReconcile, a); why != "" {
+		plan = why
+	}
+	m := views.ReconcilePage{URL: actionURL(a.ID), Name: a.Name, BusinessKey: a.BusinessKey, State: a.State,
+		Reason: a.Reason, Plan: plan}
+	dest, err := s.disconnected(c, a)
+	if err != nil {
+		return err
+	}
+	if dest != nil {
+		m.Blocked = fmt.Sprintf("%s is disconnected: the lookup waits until it is reconnected (%s).", dest.Name,
+			reconnectWho(*dest))
+	}
+	return s.render(c, http.StatusOK, views.Reconcile(s.layout(c, "Reconcile "+a.Name, ""), m))
+}
+
+// reconnectWho says who can reconnect d.
+func reconnectWho(d views.Disconnected) string {
+	if d.Owner != "" {
+		return "an admin or " + d.Owner + " can reconnect it"
+	}
+	return "an admin can reconnect it"
+}
+
 // disconnected is the action's destination when it is disconnected, with who can
 // reconnect it; nil when it is connected.
 func (s *Server) disconnected(c echo.Context, a ledger.Action) (*views.Disconnected, error) {
@@ -161,10 +217,12 @@ func (s *Server) disconnected(c echo.Context, a ledger.Action) (*views.Disconnec
 		CanReconnect: actorOf(c).Role == ledger.RoleAdmin, URL: "/destinations#dest-" + d.Name}, nil
 }
 
-// actDone is what the person is told after each act.
+// actDone is what the person is told after each act: what was done, never a
+// promise about what a worker will have done by the time the page shows; the
+// page's Next action says where it stands then.
 var actDone = map[string]string{
-	"retry":     "Retry requested with the same operation key; a worker will perform it shortly.",
-	"reconcile": "Reconcile requested; a worker will look the operation up shortly.",
+	"retry":     "Retry requested with the same operation key.",
+	"reconcile": "Reconcile requested.",
 	"resolve":   "Resolved.",
 	"cancel":    "Cancelled.",
 	"assign":    "Assigned.",
@@ -182,8 +240,10 @@ func (s *Server) actionAct(c echo.Context) error {
 	ctx := c.Request().Context()
 	p := ledger.ActParams{Note: c.FormValue("note"), ExternalRef: c.FormValue("external_ref"),
 		Owner: c.FormValue("owner"), CheckedDestination: c.FormValue("checked_destination") == "1"}
-	if name == ledger.ActCancel && c.FormValue("confirm") != "1" {
-		return ledger.Errorf(ledger.EINVALID, "Nothing was cancelled: tick \"I understand this cannot be undone\" to cancel.")
+	if name == ledger.ActCancel {
+		if err := s.cancelConfirmed(c, id); err != nil {
+			return err
+		}
 	}
 	a, err := s.review.Do(ctx, actorOf(c), name, id, p)
 	if err != nil {
@@ -205,7 +265,16 @@ func (s *Server) actionAct(c echo.Context) error {
 	case name == ledger.ActAssign:
 		msg = "Assigned to " + a.Owner + "."
 	case name == ledger.ActRetry && a.State == ledger.StateUncertain:
-		msg = "Retry requested: a worker looks the operation up at the destination first, and calls again with the same key only if it is not there."
+		msg = "Retry requested: the operation is looked up at the destination first, and called again with the same key only if it is not there."
+	}
+	if name == ledger.ActRetry || name == ledger.ActReconcile {
+		step, err := s.review.NextStep(ctx, a)
+		if err != nil {
+			return err
+		}
+		if step.HeldFor != "" || step.BlockedBy != nil {
+			msg += " It cannot run now. " + step.Text
+		}
 	}
 	s.flash(c, msg)
 	if q := c.FormValue("from"); (name == ledger.ActResolve || name == ledger.ActCancel) && ledger.QueueStates[q] != nil {
@@ -238,4 +307,56 @@ func (s *Server) nextInQueue(c echo.Context, a ledger.Action) (*views.QueueNext,
 		out.Next = &views.BulkRow{ID: n.ID, URL: actionURL(n.ID) + "?from=" + q, Name: n.Name, BusinessKey: n.BusinessKey}
 	}
 	return out, nil
+}
+
+// cancelCascade lists, on the Cancel form, the follow-on actions cancelling a
+// cancels with it.
+func (s *Server) cancelCascade(c echo.Context, a ledger.Action, m *views.ActionPage) error {
+	if !m.CanCancel {
+		return nil
+	}
+	fs, err := s.review.FollowOns(c.Request().Context(), a)
+	if err != nil {
+		return err
+	}
+	ids := make([]string, 0, len(fs))
+	for _, f := range fs {
+		m.FollowOns = append(m.FollowOns, views.BulkRow{ID: f.ID, URL: actionURL(f.ID), Name: f.Name,
+			BusinessKey: f.BusinessKey, State: f.State})
+		ids = append(ids, strconv.FormatInt(f.ID, 10))
+	}
+	m.FollowOnIDs = strings.Join(ids, ",")
+	return nil
+}
+
+// cancelConfirmed refuses a Cancel the person did not confirm, or confirmed while
+// shown other follow-on actions than it would cancel now.
+func (s *Server) cancelConfirmed(c echo.Context, id int64) error {
+	if c.FormValue("confirm") != "1" {
+		return ledger.Errorf(ledger.EINVALID, "Nothing was cancelled: tick \"I understand this cannot be undone\" to cancel.")
+	}
+	d, err := s.review.GetAction(c.Request().Context(), id)
+	if err != nil {
+		return err
+	}
+	fs, err := s.review.FollowOns(c.Request().Context(), d.Action)
+	if err != nil {
+		return err
+	}
+	ids := make([]string, 0, len(fs))
+	for _, f := range fs {
+		ids = append(ids, strconv.FormatInt(f.ID, 10))
+	}
+	if shown := c.FormValue("follow_ons"); strings.Join(ids, ",") != shown {
+		return ledger.Errorf(ledger.ECONFLICT, "Nothing was cancelled: the follow-on actions it would cancel with it "+
+			"changed since the page was shown (now: %s). Look again, then confirm.", orNone(ids))
+	}
+	return nil
+}
+
+func orNone(ids []string) string {
+	if len(ids) == 0 {
+		return "none"
+	}
+	return "actions " + strings.Join(ids, ", ")
 }

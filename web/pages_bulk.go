@@ -24,20 +24,51 @@ type bulkReport struct {
 	Results []ledger.BulkResult `json:"results"`
 }
 
-// bulkURL is a queue's bulk confirmation step for act on the filter f.
-func bulkURL(path string, f views.Filter, act, owner string) string {
+// bulkURL is a queue's bulk confirmation step for act on the filter f or, when
+// ids are given, on those ticked actions. Only Assign carries an owner.
+func bulkURL(path string, f views.Filter, act, owner string, ids []int64) string {
 	v := filterValues(f)
 	v.Set("act", act)
-	if owner != "" {
+	if owner != "" && act == ledger.ActAssign {
 		v.Set("assign_owner", owner)
+	}
+	for _, id := range ids {
+		v.Add("id", strconv.FormatInt(id, 10))
 	}
 	return withQuery(path+"/bulk", v)
 }
 
-// queueBulk applies one act to the actions posted by id, then redirects to the
-// report, so Back never offers to send the form again. "All that match" is never
-// acted on from here: it redirects to the confirmation step, which lists what the
-// filter selects and posts exactly those ids.
+// formIDs are the action ids a form or query string carries.
+func formIDs(c echo.Context) ([]int64, error) {
+	var raw []string
+	if c.Request().Method == http.MethodGet {
+		raw = c.QueryParams()["id"]
+	} else {
+		form, err := c.FormParams()
+		if err != nil {
+			return nil, ledger.Errorf(ledger.EINVALID, "The form could not be read.")
+		}
+		raw = form["id"]
+	}
+	var ids []int64
+	for _, v := range raw {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n <= 0 {
+			return nil, ledger.Errorf(ledger.EINVALID, "%q is not an action id.", v)
+		}
+		ids = append(ids, n)
+	}
+	if len(ids) > ledger.MaxBulk {
+		return nil, ledger.Errorf(ledger.EINVALID, "At most %d actions at once; narrow the filter.", ledger.MaxBulk)
+	}
+	return ids, nil
+}
+
+// queueBulk applies one act to the actions posted by id from the confirmation
+// step, then redirects to the report, so Back never offers to send the form
+// again. Ticked rows and "all that match" are never acted on straight from the
+// queue: they redirect to the confirmation step, which lists each action with its
+// state and what the guard will refuse, and posts exactly those ids.
 func (s *Server) queueBulk(c echo.Context) error {
 	path, _, f, err := queueScope(c)
 	if err != nil {
@@ -47,20 +78,18 @@ func (s *Server) queueBulk(c echo.Context) error {
 	if err := mayBulk(c, act); err != nil {
 		return err
 	}
-	if c.FormValue("all") == "1" {
-		return c.Redirect(http.StatusSeeOther, bulkURL(path, f, act, c.FormValue("assign_owner")))
-	}
-	form, err := c.FormParams()
+	ids, err := formIDs(c)
 	if err != nil {
-		return ledger.Errorf(ledger.EINVALID, "The form could not be read.")
+		return err
 	}
-	var ids []int64
-	for _, v := range form["id"] {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n <= 0 {
-			return ledger.Errorf(ledger.EINVALID, "%q is not an action id.", v)
+	if c.FormValue("all") == "1" {
+		return c.Redirect(http.StatusSeeOther, bulkURL(path, f, act, c.FormValue("assign_owner"), nil))
+	}
+	if c.FormValue("confirmed") != "1" {
+		if len(ids) == 0 {
+			return ledger.Errorf(ledger.EINVALID, "Select at least one action.")
 		}
-		ids = append(ids, n)
+		return c.Redirect(http.StatusSeeOther, bulkURL(path, f, act, c.FormValue("assign_owner"), ids))
 	}
 	results, err := s.review.Bulk(c.Request().Context(), actorOf(c), act, ids, ledger.ActParams{Owner: c.FormValue("assign_owner")})
 	if err != nil {
@@ -75,8 +104,9 @@ func (s *Server) queueBulk(c echo.Context) error {
 	return c.Redirect(http.StatusSeeOther, path+"/bulk/done")
 }
 
-// bulkConfirm is the confirmation step of "all that match": how many actions the
-// act will touch, each by name and key, and one button that acts on those.
+// bulkConfirm is the confirmation step of a bulk act, on the ticked ids or on all
+// that match the filter: each action with its state and, for those the act's
+// guard will refuse, why; and one button that acts on those.
 func (s *Server) bulkConfirm(c echo.Context) error {
 	path, states, f, err := queueScope(c)
 	if err != nil {
@@ -86,20 +116,33 @@ func (s *Server) bulkConfirm(c echo.Context) error {
 	if err := mayBulk(c, act); err != nil {
 		return err
 	}
-	af, err := actionFilter(states, f)
+	ids, err := formIDs(c)
 	if err != nil {
 		return err
 	}
-	matching, err := s.review.MatchingActions(c.Request().Context(), af)
+	var chosen []ledger.Action
+	if len(ids) > 0 {
+		chosen, err = s.review.ActionsByID(c.Request().Context(), ids)
+	} else {
+		var af ledger.ActionFilter
+		if af, err = actionFilter(states, f); err == nil {
+			chosen, err = s.review.MatchingActions(c.Request().Context(), af)
+		}
+	}
 	if err != nil {
 		return err
 	}
-	m := views.BulkConfirm{Act: act, Path: path, Filter: f, Owner: c.QueryParam("assign_owner"),
-		Back: queueURL(path, f, ""), FilterText: filterText(f), TooMany: len(matching) > ledger.MaxBulk,
+	m := views.BulkConfirm{Act: act, Ticked: len(ids) > 0, Path: path, Filter: f, Owner: c.QueryParam("assign_owner"),
+		Back: queueURL(path, f, ""), FilterText: filterText(f), TooMany: len(chosen) > ledger.MaxBulk,
 		Max: ledger.MaxBulk}
 	if !m.TooMany {
-		for _, a := range matching {
-			m.Rows = append(m.Rows, views.BulkRow{ID: a.ID, URL: actionURL(a.ID), Name: a.Name, BusinessKey: a.BusinessKey})
+		for _, a := range chosen {
+			why := s.review.Refusal(actorOf(c), act, a)
+			if why == "" {
+				m.WillDo++
+			}
+			m.Rows = append(m.Rows, views.BulkRow{ID: a.ID, URL: actionURL(a.ID), Name: a.Name, BusinessKey: a.BusinessKey,
+				State: a.State, Message: why})
 		}
 	}
 	return s.render(c, http.StatusOK, views.BulkConfirmPage(s.layout(c, "Confirm: "+act, ""), m))

@@ -28,9 +28,12 @@ func (s *Server) eventPage(c echo.Context) error {
 	e := d.Event
 	m := views.EventPage{ID: e.ID, Source: e.Source, SourceEventID: e.SourceEventID, Type: e.Type, Status: e.Status,
 		Reason: e.Reason, Deliveries: e.Deliveries, Conflict: e.Conflict, Received: stamp(e.ReceivedAt),
-		LastReceived: stamp(e.LastReceivedAt), Actions: s.actionRows(d.Actions), Pruned: e.Body == nil,
+		LastReceived: stamp(e.LastReceivedAt), Pruned: e.Body == nil,
 		Via: e.Via, CanReplay: e.Body != nil && e.Status != ledger.EventReceived,
 		ListURL: eventsURL(views.EventFilter{Source: e.Source}, "")}
+	if m.Actions, err = s.actionRows(c, d.Actions); err != nil {
+		return err
+	}
 	if e.OccurredAt != nil {
 		m.Occurred = stamp(*e.OccurredAt)
 	}

@@ -62,6 +62,11 @@ func (s *Server) showQueue(c echo.Context, showFilter bool) error {
 			m.States = append(m.States, views.Option{Value: x, Label: x})
 		}
 	}
+	if section == ledger.QueueOutstanding {
+		if m.Intro, err = s.review.OutstandingWords(c.Request().Context()); err != nil {
+			return err
+		}
+	}
 	if err := s.stateCounts(c, &m, path, f, all); err != nil {
 		return err
 	}
@@ -77,7 +82,11 @@ func (s *Server) showQueue(c echo.Context, showFilter bool) error {
 // to refresh it, to the next and the first page, and to the CSV export.
 func (s *Server) queueTable(c echo.Context, path string, f views.Filter, states []string, cursor string,
 	page ledger.ActionPage) (views.QueueTable, error) {
-	table := views.QueueTable{Filter: f, Rows: s.actionRows(page.Actions), RefreshURL: queueURL(path, f, cursor),
+	rows, err := s.actionRows(c, page.Actions)
+	if err != nil {
+		return views.QueueTable{}, err
+	}
+	table := views.QueueTable{Filter: f, Rows: rows, RefreshURL: queueURL(path, f, cursor),
 		Sorts: tableSorts(path, f, states)}
 	if err := s.flagOwners(c, table.Rows); err != nil {
 		return table, err

@@ -30,7 +30,10 @@ func (s *Server) overviewPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	m := views.OverviewPage{Mine: s.actionRows(mine.Actions), Sources: srcs, Destinations: dests}
+	m := views.OverviewPage{Sources: srcs, Destinations: dests}
+	if m.Mine, err = s.actionRows(c, mine.Actions); err != nil {
+		return err
+	}
 	if err := s.flagOwners(c, m.Mine); err != nil {
 		return err
 	}

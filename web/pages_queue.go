@@ -20,7 +20,7 @@ const queuePageSize = 50
 var queueTitles = map[string]string{
 	ledger.QueueFailed:      "Failed: needs a person",
 	ledger.QueueUncertain:   "Uncertain: reconcile before any repeat",
-	ledger.QueueOutstanding: "Outstanding: the workers have it",
+	ledger.QueueOutstanding: "Outstanding: not done yet",
 }
 
 // queueFilter is the filter of a queue request, from its query string or form.

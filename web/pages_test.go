@@ -302,11 +302,11 @@ func TestBulkRetryReportsRefusals(t *testing.T) {
 		}
 	}
 	confirm := admin.get(pg.location)
-	if !strings.Contains(confirm.body, "This will retry 2 actions") {
+	if !strings.Contains(confirm.body, "This will retry 1 of 2 actions") || !strings.Contains(confirm.body, "1 will be refused") {
 		t.Fatalf("the confirmation step does not say how many: %s", tailOf(confirm.body, 1500))
 	}
 	ids := regexp.MustCompile(`name="id" value="(\d+)"`).FindAllStringSubmatch(confirm.body, -1)
-	form := url.Values{"act": {"retry"}, "q": {"enq-bulk"}}
+	form := url.Values{"act": {"retry"}, "q": {"enq-bulk"}, "confirmed": {"1"}}
 	for _, m := range ids {
 		form.Add("id", m[1])
 	}
@@ -327,8 +327,17 @@ func TestBulkRetryReportsRefusals(t *testing.T) {
 		t.Errorf("the guarded mail action is %s, want failed", got.Action.State)
 	}
 	t.Run("AssignSelected", func(t *testing.T) {
+		// Ticked rows are confirmed first, like all that match.
 		pg := admin.post("/queue/failed", "/queue/failed/bulk", url.Values{"act": {"assign"}, "id": {id64(mail.ID)},
 			"assign_owner": {opsEmail}})
+		if pg.status != http.StatusSeeOther || !strings.HasPrefix(pg.location, "/queue/failed/bulk?") {
+			t.Fatalf("bulk assign of a ticked row: %d to %q, want the confirmation step", pg.status, pg.location)
+		}
+		if confirm := admin.get(pg.location); !strings.Contains(confirm.body, opsEmail) {
+			t.Fatalf("the assign confirmation does not name the new owner: %s", tailOf(confirm.body, 800))
+		}
+		pg = admin.post(pg.location, "/queue/failed/bulk", url.Values{"act": {"assign"}, "id": {id64(mail.ID)},
+			"assign_owner": {opsEmail}, "confirmed": {"1"}})
 		if pg.status != http.StatusSeeOther {
 			t.Fatalf("bulk assign: %d %s", pg.status, tailOf(pg.body, 500))
 		}

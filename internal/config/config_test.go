@@ -76,7 +76,8 @@ func TestLoadConfig(t *testing.T) {
 						Reference: "/source_ref", ResultID: "/id", Consistency: "strong"},
 					Errors:  []ledger.ErrorRule{{Status: 422, Pointer: "/error", Equals: "amount must be positive", HasEquals: true, Means: "rejected"}},
 					Limits:  ledger.Limits{Concurrency: 8, PerSecond: 50},
-					Timeout: 5 * time.Second, Owner: "crm-admin@example.com"},
+					Timeout: 5 * time.Second, Owner: "crm-admin@example.com",
+					Corrections: ledger.Corrections{Approve: ledger.ApproveAnotherPerson}},
 				{Name: "mail", Type: "smtp", Addr: "127.0.0.1:2525", From: "hello@example.com",
 					Timeout: 10 * time.Second, Owner: "ops@example.com"},
 			},
@@ -585,7 +586,7 @@ func TestParseConfigErrors(t *testing.T) {
 			"    lookup: {method: PUT, url: 'http://api/s', body: {q: x}, consistency: strong, settle: 1m}",
 			"    errors: [{means: rejected}, {status: 600, pointer: /a, equals: [1], means: maybe}, {status: 400, equals: x, means: exists}]",
 			"    limits: {concurrency: 0, per_second: fast}",
-			"  - {name: form, type: http, create: {url: 'http://api/f', encoding: form}}",
+			"  - {name: form, type: http, create: {url: 'http://api/f', encoding: form}, corrections: {approve: me}}",
 			"actions:",
 			"  - {name: a, source: s, on: [e], key: [/id], destination: form, params: {nested: {b: /x}, list: [/y]}}",
 		), []string{
@@ -608,6 +609,7 @@ func TestParseConfigErrors(t *testing.T) {
 			`t.yaml:9:102: destinations[0].errors[2].equals: needs a pointer: the reply field it is compared with`,
 			`t.yaml:10:14: destinations[0].limits.concurrency: "0" is not a whole number from 1 to 10000`,
 			`t.yaml:10:30: destinations[0].limits.per_second: "fast" is not a positive number of calls per second`,
+			`t.yaml:11:91: destinations[1].corrections.approve: "me" is not one of another_person, self`,
 			`t.yaml:13:75: actions[0].params.nested: destination "form" sends a form, which holds flat fields only`,
 			`t.yaml:13:92: actions[0].params.list: destination "form" sends a form, which holds flat fields only`,
 		}},
@@ -640,7 +642,7 @@ func TestParseConfigErrors(t *testing.T) {
 			"lisen: ':80'",
 		), []string{
 			"t.yaml:5:35: destinations[0].create.verb: unknown field (known: method, url, encoding, result_id)",
-			"t.yaml:6:5: destinations[0].retries: unknown field (known: name, type, timeout, owner, create, auth, idempotency, reference_field, lookup, result_id, check, errors, rate_limit_reset, limits, addr, from, username_env, password_env)",
+			"t.yaml:6:5: destinations[0].retries: unknown field (known: name, type, timeout, owner, corrections, create, auth, idempotency, reference_field, lookup, result_id, check, errors, rate_limit_reset, limits, addr, from, username_env, password_env)",
 			"t.yaml:7:1: lisen: unknown field (known: listen, base_url, sources, destinations, actions, retention, notify, sessions)",
 		}},
 		{"RequiredFieldsAtTheirMapping", lines(

@@ -22,12 +22,16 @@ var (
 )
 
 func (l *loader) destination(path string, n ast.Node) ledger.Destination {
-	m := l.mapping(path, n, append(append([]string{"name", "type", "timeout", "owner"}, httpOnly...), smtpOnly...)...)
+	m := l.mapping(path, n, append(append([]string{"name", "type", "timeout", "owner", "corrections"}, httpOnly...), smtpOnly...)...)
 	d := ledger.Destination{
 		Name:    m.name("name"),
 		Type:    m.oneOf("type", "", ledger.DestinationHTTP, ledger.DestinationSMTP),
 		Timeout: m.duration("timeout", ledger.DefaultTimeout),
 		Owner:   m.str("owner"),
+	}
+	// Absent, approve is "" and means another_person: Corrections' zero value.
+	if cm := m.sub("corrections", "approve"); cm.has("approve") {
+		d.Corrections.Approve = cm.oneOf("approve", ledger.ApproveAnotherPerson, ledger.ApproveAnotherPerson, ledger.ApproveSelf)
 	}
 	foreign := smtpOnly
 	switch d.Type {

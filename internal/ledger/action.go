@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/oncehook/oncehook/db"
 )
 
 // Action states (exact strings, used in the API and the pages).
@@ -56,6 +58,15 @@ func (id OperationIdentity) OperationKey() string {
 // BusinessKey is the readable form of the key parts, for people and search.
 func (id OperationIdentity) BusinessKey() string {
 	return strings.Join(id.KeyParts, " / ")
+}
+
+// sentKey is the key the destination sees for a: its operation key, or the new
+// attempt identity an approved correction needed (see correctionNeedsNewKey).
+func sentKey(a db.Action) string {
+	if a.AttemptKey != "" {
+		return a.AttemptKey
+	}
+	return a.OperationKey
 }
 
 // WaitingForPredecessor is the next_attempt_at of a successor whose predecessor is

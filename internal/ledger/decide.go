@@ -58,6 +58,12 @@ const (
 	ObsCreatedDisconnected Observation = "created while its destination is disconnected"
 )
 
+// The row of a person's correction (DESIGN.md section 3, "a person corrects a
+// rejected request (and another approves, where required)"): performed with the
+// corrected params once approved. A refused correction observes nothing new: the
+// action stays failed with the provider's reason.
+const ObsCorrectionApproved Observation = "a person corrected the rejected request and it was approved"
+
 // Rule is one row of the decision table.
 type Rule struct {
 	Observed Observation
@@ -100,6 +106,8 @@ var DecisionTable = []Rule{
 	{ObsRetryLookupFirst, "retry_lookup_first", StateUncertain, "who retried; the operation is looked up before any call", false},
 	{ObsCreated, "created", StatePending, "the event that asked for it", false},
 	{ObsCreatedDisconnected, "created_held", StateHeld, "the disconnected destination", false},
+
+	{ObsCorrectionApproved, "correction_approved", StatePending, "the provider reason and the approved correction: the original request, the corrected one, who made and who approved it", false},
 }
 
 var ruleOf = func() map[Observation]Rule {
@@ -181,6 +189,20 @@ func manualRetry(caps Capabilities, first time.Time, checked bool, now time.Time
 		return ObsRetryLookupFirst, true
 	}
 	return "", false
+}
+
+// decideCorrection is the table's answer to an approved correction.
+func decideCorrection(plan RetryPlan, detail string, now time.Time) Decision {
+	return Decide(ObsCorrectionApproved, plan, detail, 0, now)
+}
+
+// correctionNeedsNewKey reports whether a corrected request must go under a new
+// attempt identity: a destination that remembers keys answers a repeat of a key it
+// still remembers with the answer it kept, the rejection included, so the same key
+// would only replay the refusal. The rejection performed nothing, so a new key
+// cannot act twice.
+func correctionNeedsNewKey(caps Capabilities, first *time.Time, now time.Time) bool {
+	return first != nil && caps.KeyRemembered(*first, now)
 }
 
 // Code is the observation's short name, for metrics labels.
@@ -276,30 +298,4 @@ func backoff(attempt int, base, maxDelay time.Duration, jitter func(time.Duratio
 	d = min(d, maxDelay)
 	half := d / 2
 	return half + jitter(half)
-}
-
-// NextStep is what the pages propose for an action in a state: the decision
-// table read from the person's side.
-func NextStep(state string) string {
-	switch state {
-	case StatePending:
-		return "Wait: a worker will perform it."
-	case StateProcessing:
-		return "Wait: a worker is performing it now."
-	case StateRetrying:
-		return "Wait: the worker retries with the same key at the next eligible time."
-	case StateHeld:
-		return "Reconnect the destination; its held actions then run."
-	case StateUncertain:
-		return "Reconcile: look the operation up at the destination before any repeat."
-	case StateFailed:
-		return "Check the reason, then Retry with the same key, Resolve with evidence, or Cancel."
-	case StateConfirmed:
-		return "Nothing: the destination confirmed it."
-	case StateResolved:
-		return "Nothing: closed by a person."
-	case StateCancelled:
-		return "Nothing: it will not be performed."
-	}
-	return ""
 }

@@ -154,6 +154,17 @@ func TestDecide(t *testing.T) {
 		{"PersonRetryPastKeyMemoryLooksUpFirst",
 			decideManualRetry(t, strong, first, false, plan, now),
 			Decision{State: StateUncertain, Reason: string(ObsRetryLookupFirst), NextAttemptAt: now, Rule: row(ObsRetryLookupFirst)}},
+		{"ApprovedCorrectionIsPerformed",
+			decideCorrection(plan, "approved by b", now),
+			Decision{State: StatePending, Reason: string(ObsCorrectionApproved) + ": approved by b", NextAttemptAt: now,
+				Rule: row(ObsCorrectionApproved)}},
+	}
+	if !correctionNeedsNewKey(remembers, &first, now) {
+		t.Error("a correction sent while the destination remembers the key was not given a new attempt identity")
+	}
+	if correctionNeedsNewKey(forgot, &first, now) || correctionNeedsNewKey(Capabilities{}, &first, now) ||
+		correctionNeedsNewKey(remembers, nil, now) {
+		t.Error("a correction got a new attempt identity where the destination keeps no answer under the key")
 	}
 	if _, ok := manualRetry(forgot, first, false, now); ok {
 		t.Error("a retry past the key memory, with no lookup and nothing checked, was allowed")

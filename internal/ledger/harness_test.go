@@ -129,6 +129,7 @@ type worldOptions struct {
 	lease     time.Duration
 	crmTokens string                          // the token the CRM accepts; default crmToken
 	crmWrap   func(http.Handler) http.Handler // stands between oncehook and the CRM
+	crmExtra  string                          // more lines of the CRM destination
 }
 
 func newWorld(t *testing.T, o worldOptions) *world {
@@ -161,6 +162,9 @@ func newWorld(t *testing.T, o worldOptions) *world {
 		extra = fmt.Sprintf(strongLookup, w.crmURL)
 	case "eventual":
 		extra = fmt.Sprintf(eventualLookup, w.crmURL)
+	}
+	if o.crmExtra != "" {
+		extra += "\n" + o.crmExtra
 	}
 	w.yaml = fmt.Sprintf(ledgerConfig, w.crmURL, mail.Addr(), extra)
 	w.cfg = w.loadConfig()

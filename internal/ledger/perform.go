@@ -457,7 +457,7 @@ func (pf *Performer) call(ctx context.Context, c claim) error {
 	}
 	start := time.Now()
 	callCtx, span := pf.startCallSpan(ctx, "oncehook.attempt", a)
-	out := dest.Perform(callCtx, Call{OperationKey: a.OperationKey, Params: c.params, ActionName: a.Name, BusinessKey: a.BusinessKey})
+	out := dest.Perform(callCtx, Call{OperationKey: sentKey(a), Params: c.params, ActionName: a.Name, BusinessKey: a.BusinessKey})
 	endCallSpan(span, out.Observed, out.HTTPStatus)
 	c.answered()
 	pf.p.Metrics.Attempt(a.Destination, out.Observed, time.Since(start))

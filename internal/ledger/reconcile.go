@@ -28,7 +28,7 @@ func (pf *Performer) reconcile(ctx context.Context, c claim) error {
 		return err
 	}
 	callCtx, span := pf.startCallSpan(ctx, "oncehook.lookup", a)
-	r := dest.Lookup(callCtx, a.OperationKey)
+	r := dest.Lookup(callCtx, sentKey(a))
 	c.answered()
 	out := lookupOutcome(a, r, caps, pf.now())
 	endCallSpan(span, out.Observed, r.HTTPStatus)
@@ -121,7 +121,7 @@ func (pf *Performer) startLookup(ctx context.Context, a db.Action) (int64, error
 			return fmt.Errorf("action %d: this worker no longer holds its lease", a.ID)
 		}
 		id, err = q.AttemptStart(ctx, db.AttemptStartParams{
-			Client: a.Client, ActionID: a.ID, Kind: "lookup", OperationKey: a.OperationKey, Worker: pf.p.Worker,
+			Client: a.Client, ActionID: a.ID, Kind: "lookup", OperationKey: sentKey(a), Worker: pf.p.Worker,
 		})
 		if err != nil {
 			return fmt.Errorf("write started lookup: %w", err)

@@ -85,7 +85,7 @@ var acts = []Act{
 	{Name: ActReconcile, States: []string{StateFailed, StateUncertain}, Bulk: true,
 		apply: func(r *Review, ctx context.Context, q *db.Queries, actor Actor, x Act, a db.Action, _ ActParams) (db.Action, error) {
 			return q.ActionManualReconcile(ctx, db.ActionManualReconcileParams{
-				Client: a.Client, ID: a.ID, Reason: "reconcile requested by " + actor.Name,
+				Client: a.Client, ID: a.ID, Reason: requestReason("reconcile requested by "+actor.Name, a.Reason),
 				States: x.States})
 		}},
 	{Name: ActResolve, States: reviewStates,
@@ -207,6 +207,12 @@ func (r *Review) Do(ctx context.Context, actor Actor, name string, id int64, p A
 		if err := audit(ctx, q, a.Client, a.ID, actor.Name, x.Name, p.Note, detail); err != nil {
 			return err
 		}
+		if a.State == StateFailed && out.State != StateFailed {
+			if _, err := q.CorrectionSupersede(ctx, db.CorrectionSupersedeParams{Client: a.Client, ActionID: a.ID,
+				DecidedBy: actor.Name, DecisionNote: "superseded: " + x.Name + " by " + actor.Name}); err != nil {
+				return fmt.Errorf("close waiting correction: %w", err)
+			}
+		}
 		return q.Notify(ctx, channelActions)
 	})
 	if err != nil {
@@ -230,6 +236,7 @@ func (r *Review) retry(ctx context.Context, q *db.Queries, actor Actor, x Act, a
 	if next == StateUncertain {
 		reason += "; the operation is looked up at the destination before any call"
 	}
+	reason = requestReason(reason, a.Reason)
 	rule, _ := r.cfg.Action(a.Name)
 	return q.ActionManualRetry(ctx, db.ActionManualRetryParams{
 		Client: a.Client, ID: a.ID, Reason: reason, NextState: next,
@@ -265,6 +272,70 @@ func (r *Review) retryPath(destination string, firstAttempt *time.Time, p ActPar
 	return "", Errorf(ECONFLICT, "Destination %s has %s and %s, so a retry could act twice. "+
 		"Check the destination first, then retry, confirming that you checked it, with a note saying what you found.",
 		destination, memory, lookup)
+}
+
+// requestReason is the reason of an action a person asked a worker to look at
+// again: the request, with the reason it had kept beside it, so the person still
+// sees why it needed them until the worker's outcome replaces both.
+func requestReason(request, before string) string {
+	if _, was, ok := strings.Cut(before, reasonBefore); ok {
+		before = was // an earlier request's own: keep the original reason only
+	}
+	if before == "" {
+		return request
+	}
+	return request + reasonBefore + before
+}
+
+// reasonBefore separates a request from the reason it keeps beside it.
+const reasonBefore = "; the reason before: "
+
+// Refusal says why the act called name on a would be refused now, in the words
+// the act itself would use, or "" when its guard lets it through: the
+// confirmation steps say it before the person confirms.
+func (r *Review) Refusal(actor Actor, name string, a Action) string {
+	x, ok := LookupAct(name)
+	switch {
+	case !ok:
+		return fmt.Sprintf("No such act: %q.", name)
+	case x.AdminOnly && actor.Role != RoleAdmin:
+		return fmt.Sprintf("Only admins can %s actions.", x.Name)
+	case a.State == StateProcessing && x.States != nil:
+		return "A worker is performing this action right now; wait for its outcome."
+	case x.States != nil && !slices.Contains(x.States, a.State):
+		return fmt.Sprintf("Cannot %s an action that is %s.", x.Name, a.State)
+	case x.Name == ActRetry:
+		if _, err := r.retryPath(a.Destination, a.FirstAttemptAt, ActParams{}); err != nil {
+			return ErrorMessage(err)
+		}
+	}
+	return ""
+}
+
+// ActionsByID returns the actions with the given ids that exist, in that order.
+func (r *Review) ActionsByID(ctx context.Context, ids []int64) ([]Action, error) {
+	q := db.New(r.pool)
+	out := make([]Action, 0, len(ids))
+	for _, id := range ids {
+		a, err := q.ActionGet(ctx, id)
+		if db.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read action: %w", err)
+		}
+		out = append(out, actionOf(a))
+	}
+	return out, nil
+}
+
+// FollowOns are the actions that wait for a and that cancelling a cancels too.
+func (r *Review) FollowOns(ctx context.Context, a Action) ([]Action, error) {
+	rows, err := db.New(r.pool).ActionWaitingSuccessors(ctx, db.ActionWaitingSuccessorsParams{Client: a.Client, AfterID: &a.ID})
+	if err != nil {
+		return nil, fmt.Errorf("list follow-on actions: %w", err)
+	}
+	return actionsOf(rows), nil
 }
 
 // refusal says why act cannot be done now, and who last did it: a retry that lost

@@ -21,6 +21,7 @@ type Action struct {
 	BusinessKey    string // the key parts, readable
 	KeyParts       json.RawMessage
 	OperationKey   string // the opaque token the destination sees
+	AttemptKey     string // what the destination sees instead, after a correction that needed a new identity; "" if none
 	Destination    string
 	Params         json.RawMessage
 	State          string
@@ -46,7 +47,7 @@ type Action struct {
 
 func actionOf(a db.Action) Action {
 	return Action{ID: a.ID, Client: a.Client, Environment: a.Environment, Source: a.Source, Name: a.Name,
-		BusinessKey: a.BusinessKey, KeyParts: a.KeyParts, OperationKey: a.OperationKey,
+		BusinessKey: a.BusinessKey, KeyParts: a.KeyParts, OperationKey: a.OperationKey, AttemptKey: a.AttemptKey,
 		Destination: a.Destination, Params: a.Params, State: a.State, Reason: a.Reason, Owner: a.Owner,
 		AfterID: a.AfterID, Resource: a.Resource, OccurredAt: a.OccurredAt, Attempts: a.Attempts,
 		MaxAttempts: a.MaxAttempts, GiveUpAt: a.GiveUpAt, NextAttemptAt: a.NextAttemptAt,

@@ -89,6 +89,8 @@ type Destination struct {
 	Limits         Limits
 	Timeout        time.Duration
 	Owner          string // who reconnects it when its credentials fail
+	// Corrections says who may approve a person's correction of a rejected request.
+	Corrections Corrections
 
 	// smtp only
 	Addr, From  string
@@ -96,6 +98,12 @@ type Destination struct {
 	PasswordEnv string
 	Username    string `yaml:"-" json:"-"`
 	Password    string `yaml:"-" json:"-"`
+}
+
+// Corrections is a destination's rule for corrected requests: Approve is
+// ApproveAnotherPerson (the default; also the zero value) or ApproveSelf.
+type Corrections struct {
+	Approve string
 }
 
 // Create encodings.
