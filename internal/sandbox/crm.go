@@ -201,7 +201,7 @@ func (c *CRM) create(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusConflict, "a request with this idempotency key is in progress")
 		return
 	}
-	f := c.takeFault(http.MethodPost)
+	f := c.takeFault(http.MethodPost, fields)
 	if !f.AfterCommit {
 		if !f.hold(r.Context()) {
 			c.release(key, replay) // the client left before anything was stored
@@ -292,7 +292,7 @@ func (c *CRM) list(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, "search is down for maintenance")
 		return
 	}
-	if f := c.takeFault(http.MethodGet); !f.hold(r.Context()) {
+	if f := c.takeFault(http.MethodGet, nil); !f.hold(r.Context()) {
 		return
 	} else if f.Status != 0 {
 		f.write(w)
@@ -312,7 +312,7 @@ func (c *CRM) list(w http.ResponseWriter, r *http.Request) {
 }
 
 func (c *CRM) get(w http.ResponseWriter, r *http.Request) {
-	if f := c.takeFault(http.MethodGet); !f.hold(r.Context()) {
+	if f := c.takeFault(http.MethodGet, nil); !f.hold(r.Context()) {
 		return
 	} else if f.Status != 0 {
 		f.write(w)
