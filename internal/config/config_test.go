@@ -112,9 +112,10 @@ func TestLoadConfig(t *testing.T) {
 						{Name: "subject", Const: "Your receipt"}, {Name: "text", Const: "Thank you for your payment."}},
 					Retry: ledger.RetryPolicy{Attempts: 8, Within: 72 * time.Hour}, Owner: "ops@example.com"},
 			},
-			Retention: ledger.Retention{Actions: 400 * 24 * time.Hour, Every: time.Hour},
-			Notify:    ledger.Notify{Every: 15 * time.Minute, UncertainAfter: 30 * time.Minute},
-			Sessions:  ledger.Sessions{Idle: 30 * time.Minute, Lifetime: 12 * time.Hour},
+			Retention:             ledger.Retention{Actions: 400 * 24 * time.Hour, Every: time.Hour},
+			Notify:                ledger.Notify{Every: 15 * time.Minute, UncertainAfter: 30 * time.Minute},
+			Sessions:              ledger.Sessions{Idle: 30 * time.Minute, Lifetime: 12 * time.Hour},
+			ConnectionsPerAddress: ledger.DefaultConnectionsPerAddress,
 		}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("LoadConfig mismatch (-want +got):\n%s", diff)
@@ -159,9 +160,10 @@ func TestParseConfigDefaults(t *testing.T) {
 		},
 		Actions: []ledger.ActionRule{{Name: "a", Source: "s", On: []string{"e"}, Key: []string{"/id"}, Destination: "crm",
 			Retry: ledger.RetryPolicy{Attempts: 8, Within: 72 * time.Hour}, Owner: "crm@example.com"}},
-		Retention: ledger.Retention{Actions: 400 * 24 * time.Hour, Every: time.Hour},
-		Notify:    ledger.Notify{Every: 15 * time.Minute, UncertainAfter: 30 * time.Minute},
-		Sessions:  ledger.Sessions{Idle: 30 * time.Minute, Lifetime: 12 * time.Hour},
+		Retention:             ledger.Retention{Actions: 400 * 24 * time.Hour, Every: time.Hour},
+		Notify:                ledger.Notify{Every: 15 * time.Minute, UncertainAfter: 30 * time.Minute},
+		Sessions:              ledger.Sessions{Idle: 30 * time.Minute, Lifetime: 12 * time.Hour},
+		ConnectionsPerAddress: ledger.DefaultConnectionsPerAddress,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("defaults mismatch (-want +got):\n%s", diff)
@@ -641,7 +643,7 @@ func TestParseConfigErrors(t *testing.T) {
 		), []string{
 			"t.yaml:5:35: destinations[0].create.verb: unknown field (known: method, url, encoding, result_id)",
 			"t.yaml:6:5: destinations[0].retries: unknown field (known: name, type, timeout, owner, create, auth, idempotency, reference_field, lookup, result_id, check, errors, rate_limit_reset, limits, addr, from, username_env, password_env)",
-			"t.yaml:7:1: lisen: unknown field (known: listen, base_url, sources, destinations, actions, retention, notify, sessions)",
+			"t.yaml:7:1: lisen: unknown field (known: listen, base_url, sources, destinations, actions, retention, notify, sessions, trusted_proxies, connections_per_address)",
 		}},
 		{"RequiredFieldsAtTheirMapping", lines(
 			"sources:",

@@ -85,7 +85,7 @@ func NewMetrics(pool *pgxpool.Pool) *Metrics {
 }
 
 // Delivery counts one webhook: outcome new, duplicate, conflict or rejected (with
-// the reason: signature, unknown_source, too_large, invalid, unavailable).
+// the reason: signature, unknown_source, too_large, slow_body, invalid, unavailable).
 func (m *Metrics) Delivery(source, outcome, reason string, took time.Duration) {
 	if m == nil {
 		return

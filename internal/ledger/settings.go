@@ -3,6 +3,7 @@ package ledger
 import (
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"slices"
 	"time"
 )
@@ -21,6 +22,23 @@ type Config struct {
 	Notify       Notify
 	Sessions     Sessions
 	SecretKeys   SecretKeys `yaml:"-" json:"-"` // set when a destination uses oauth2
+	// TrustedProxies are the reverse proxies whose X-Forwarded-For names the
+	// client; a request from anywhere else is its peer's.
+	TrustedProxies []netip.Prefix
+	// ConnectionsPerAddress caps the open connections from one address (trusted
+	// proxies excepted); 0 means no cap. Default DefaultConnectionsPerAddress.
+	ConnectionsPerAddress int
+}
+
+// Trusted reports whether ip is one of the trusted proxies.
+func (c *Config) Trusted(ip netip.Addr) bool {
+	ip = ip.Unmap()
+	for _, p := range c.TrustedProxies {
+		if p.Contains(ip) {
+			return true
+		}
+	}
+	return false
 }
 
 // Source is one client + provider + provider account + environment posting to
