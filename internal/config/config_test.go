@@ -632,6 +632,14 @@ func TestParseConfigErrors(t *testing.T) {
 			"    environment: test",
 			"    secret_env: S",
 		), []string{`t.yaml:4:5: sources[0].provider: "strype" is not one of stripe, github, shopify, standard-webhooks`}},
+		{"TrustedProxiesAreAddresses", lines(
+			src,
+			"trusted_proxies: [10.0.0.0/8, 192.0.2.1, proxy.example.com]",
+			"connections_per_address: -1",
+		), []string{
+			`t.yaml:2:42: trusted_proxies[2]: "proxy.example.com" is not a CIDR such as 10.0.0.0/8 or an address`,
+			`t.yaml:3:1: connections_per_address: "-1" is not a whole number from 0 to 1048576`,
+		}},
 		{"UnknownFieldsAtTheirLine", lines(
 			src,
 			"destinations:",
