@@ -224,6 +224,35 @@ func TestInvalidConfigNamesFileAndLine(t *testing.T) {
 	}
 }
 
+// TestCheckWarnsAboutUnsignedCancellations: `oncehook check` accepts a Shopify
+// rule cancelled by a topic alone but warns that the topic is not signed; with a
+// when on the body it does not.
+func TestCheckWarnsAboutUnsignedCancellations(t *testing.T) {
+	const conf = `
+sources: [{name: shop, client: c, provider: shopify, environment: live, secret_env: SHOP_SECRET}]
+destinations: [{name: crm, type: http, create: {url: 'http://127.0.0.1:1/x'}}]
+actions:
+  - {name: order, source: shop, on: [orders/create], key: [/id], destination: crm, resource: /id, cancelled_by: %s}
+`
+	for cancelledBy, warn := range map[string]bool{
+		"[orders/cancelled]": true,
+		"[{type: orders/cancelled, when: [{pointer: /cancelled_at}]}]": false,
+	} {
+		cfg := filepath.Join(t.TempDir(), "shop.yaml")
+		if err := os.WriteFile(cfg, []byte(fmt.Sprintf(conf, cancelledBy)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out, err := exec.Command(binary, "check", "--config", cfg, "--skip-env").CombinedOutput()
+		if err != nil {
+			t.Fatalf("check refused a valid config: %v\n%s", err, out)
+		}
+		got := strings.Contains(string(out), "Warnings:") && strings.Contains(string(out), "X-Shopify-Topic")
+		if got != warn {
+			t.Errorf("cancelled_by %s: warned %v, want %v\n%s", cancelledBy, got, warn, out)
+		}
+	}
+}
+
 type syncBuffer struct {
 	mu  sync.Mutex
 	buf bytes.Buffer
