@@ -19,11 +19,11 @@ import (
 // headers must arrive within ReadHeaderTimeout and the whole request within
 // ReadTimeout, except a webhook's body, which is held to a minimum rate instead
 // (see hookBody); a reply must be written within WriteTimeout of the request's
-// arrival; a kept-alive connection is closed after IdleTimeout without a request.
+// arrival, long enough for a bulk act on many actions; a kept-alive connection is closed after IdleTimeout without a request.
 const (
 	ReadHeaderTimeout = 10 * time.Second
 	ReadTimeout       = 30 * time.Second
-	WriteTimeout      = 30 * time.Second
+	WriteTimeout      = 2 * time.Minute
 	IdleTimeout       = 120 * time.Second
 
 	// HookBodyGrace is how long a webhook's body may take before its rate counts;
