@@ -62,6 +62,8 @@ type ApiToken struct {
 	TokenSha256 []byte
 	CreatedAt   time.Time
 	RevokedAt   *time.Time
+	ExpiresAt   *time.Time
+	LastUsedAt  *time.Time
 }
 
 type Attempt struct {
@@ -223,6 +225,14 @@ type Session struct {
 	Token  string
 	Data   []byte
 	Expiry time.Time
+}
+
+type TokenAudit struct {
+	ID      int64
+	TokenID int64
+	Actor   string
+	Act     string
+	At      time.Time
 }
 
 type TrendCount struct {

@@ -7,12 +7,91 @@ package db
 
 import (
 	"context"
+	"time"
 )
 
-const tokenGetByHash = `-- name: TokenGetByHash :one
-SELECT id, name, role, token_sha256, created_at, revoked_at FROM api_tokens WHERE token_sha256 = $1 AND revoked_at IS NULL
+const tokenAuditInsert = `-- name: TokenAuditInsert :exec
+INSERT INTO token_audit (token_id, actor, act) VALUES ($1, $2, $3)
 `
 
+type TokenAuditInsertParams struct {
+	TokenID int64
+	Actor   string
+	Act     string
+}
+
+func (q *Queries) TokenAuditInsert(ctx context.Context, arg TokenAuditInsertParams) error {
+	_, err := q.db.Exec(ctx, tokenAuditInsert, arg.TokenID, arg.Actor, arg.Act)
+	return err
+}
+
+const tokenAuditList = `-- name: TokenAuditList :many
+SELECT a.id, a.token_id, a.actor, a.act, a.at, t.name AS token_name FROM token_audit a JOIN api_tokens t ON t.id = a.token_id
+ORDER BY a.id DESC LIMIT $1
+`
+
+type TokenAuditListRow struct {
+	ID        int64
+	TokenID   int64
+	Actor     string
+	Act       string
+	At        time.Time
+	TokenName string
+}
+
+func (q *Queries) TokenAuditList(ctx context.Context, maxLines int32) ([]TokenAuditListRow, error) {
+	rows, err := q.db.Query(ctx, tokenAuditList, maxLines)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []TokenAuditListRow{}
+	for rows.Next() {
+		var i TokenAuditListRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.TokenID,
+			&i.Actor,
+			&i.Act,
+			&i.At,
+			&i.TokenName,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const tokenGet = `-- name: TokenGet :one
+SELECT id, name, role, token_sha256, created_at, revoked_at, expires_at, last_used_at FROM api_tokens WHERE id = $1
+`
+
+func (q *Queries) TokenGet(ctx context.Context, id int64) (ApiToken, error) {
+	row := q.db.QueryRow(ctx, tokenGet, id)
+	var i ApiToken
+	err := row.Scan(
+		&i.ID,
+		&i.Name,
+		&i.Role,
+		&i.TokenSha256,
+		&i.CreatedAt,
+		&i.RevokedAt,
+		&i.ExpiresAt,
+		&i.LastUsedAt,
+	)
+	return i, err
+}
+
+const tokenGetByHash = `-- name: TokenGetByHash :one
+SELECT id, name, role, token_sha256, created_at, revoked_at, expires_at, last_used_at FROM api_tokens WHERE token_sha256 = $1 AND revoked_at IS NULL
+  AND (expires_at IS NULL OR expires_at > now())
+`
+
+// A revoked or expired token is not found.
 func (q *Queries) TokenGetByHash(ctx context.Context, tokenSha256 []byte) (ApiToken, error) {
 	row := q.db.QueryRow(ctx, tokenGetByHash, tokenSha256)
 	var i ApiToken
@@ -23,24 +102,106 @@ func (q *Queries) TokenGetByHash(ctx context.Context, tokenSha256 []byte) (ApiTo
 		&i.TokenSha256,
 		&i.CreatedAt,
 		&i.RevokedAt,
+		&i.ExpiresAt,
+		&i.LastUsedAt,
 	)
 	return i, err
 }
 
 const tokenInsert = `-- name: TokenInsert :one
-INSERT INTO api_tokens (name, role, token_sha256) VALUES ($1, $2, $3)
-RETURNING id
+INSERT INTO api_tokens (name, role, token_sha256, expires_at) VALUES ($1, $2, $3, $4)
+RETURNING id, name, role, token_sha256, created_at, revoked_at, expires_at, last_used_at
 `
 
 type TokenInsertParams struct {
 	Name        string
 	Role        string
 	TokenSha256 []byte
+	ExpiresAt   *time.Time
 }
 
-func (q *Queries) TokenInsert(ctx context.Context, arg TokenInsertParams) (int64, error) {
-	row := q.db.QueryRow(ctx, tokenInsert, arg.Name, arg.Role, arg.TokenSha256)
-	var id int64
-	err := row.Scan(&id)
-	return id, err
+func (q *Queries) TokenInsert(ctx context.Context, arg TokenInsertParams) (ApiToken, error) {
+	row := q.db.QueryRow(ctx, tokenInsert,
+		arg.Name,
+		arg.Role,
+		arg.TokenSha256,
+		arg.ExpiresAt,
+	)
+	var i ApiToken
+	err := row.Scan(
+		&i.ID,
+		&i.Name,
+		&i.Role,
+		&i.TokenSha256,
+		&i.CreatedAt,
+		&i.RevokedAt,
+		&i.ExpiresAt,
+		&i.LastUsedAt,
+	)
+	return i, err
+}
+
+const tokenList = `-- name: TokenList :many
+SELECT id, name, role, token_sha256, created_at, revoked_at, expires_at, last_used_at FROM api_tokens ORDER BY id
+`
+
+func (q *Queries) TokenList(ctx context.Context) ([]ApiToken, error) {
+	rows, err := q.db.Query(ctx, tokenList)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ApiToken{}
+	for rows.Next() {
+		var i ApiToken
+		if err := rows.Scan(
+			&i.ID,
+			&i.Name,
+			&i.Role,
+			&i.TokenSha256,
+			&i.CreatedAt,
+			&i.RevokedAt,
+			&i.ExpiresAt,
+			&i.LastUsedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const tokenRevoke = `-- name: TokenRevoke :one
+UPDATE api_tokens SET revoked_at = now() WHERE id = $1 AND revoked_at IS NULL
+RETURNING id, name, role, token_sha256, created_at, revoked_at, expires_at, last_used_at
+`
+
+func (q *Queries) TokenRevoke(ctx context.Context, id int64) (ApiToken, error) {
+	row := q.db.QueryRow(ctx, tokenRevoke, id)
+	var i ApiToken
+	err := row.Scan(
+		&i.ID,
+		&i.Name,
+		&i.Role,
+		&i.TokenSha256,
+		&i.CreatedAt,
+		&i.RevokedAt,
+		&i.ExpiresAt,
+		&i.LastUsedAt,
+	)
+	return i, err
+}
+
+const tokenTouch = `-- name: TokenTouch :exec
+UPDATE api_tokens SET last_used_at = now()
+WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute')
+`
+
+// Marks a token used; at most once a minute, so reads do not each write.
+func (q *Queries) TokenTouch(ctx context.Context, id int64) error {
+	_, err := q.db.Exec(ctx, tokenTouch, id)
+	return err
 }

@@ -287,3 +287,27 @@ type Bar struct {
 	Class      string
 	Title      string
 }
+
+// TokensPage is the API tokens page.
+type TokensPage struct {
+	Rows        []TokenRow
+	Roles       []string
+	DefaultDays int
+	Audit       []TokenAuditRow
+	// NewToken and NewName are a token just created, shown this once.
+	NewToken, NewName string
+}
+
+// TokenRow is one API token.
+type TokenRow struct {
+	ID                         int64
+	Name, Role, State          string
+	Created, Expires, LastUsed Stamp // Expires and LastUsed zero: never
+}
+
+// TokenAuditRow is one creation or revocation of a token.
+type TokenAuditRow struct {
+	At                Stamp
+	Actor, Act, Token string
+	ID                int64
+}

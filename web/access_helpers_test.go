@@ -37,6 +37,7 @@ var adminRoutes = map[string]bool{
 	"POST /destinations/:name/reconnect": true, "GET /destinations/:name/oauth/callback": true,
 	"GET /users": true, "POST /users": true, "POST /users/:id/role": true, "POST /users/:id/disabled": true,
 	"POST /api/v1/events/replay": true, "POST /api/v1/destinations/:name/reconnect": true,
+	"GET /tokens": true, "POST /tokens": true, "POST /tokens/:id/revoke": true,
 }
 
 // accessSite is the dashboard without its engine, so that only the requests under
@@ -46,6 +47,7 @@ type accessSite struct {
 	*dashboard
 	routes                  []*echo.Route
 	action, event, operator int64
+	spare                   int64             // a token no probe authenticates with, for revoking
 	tokens                  map[string]string // by role
 }
 
@@ -80,6 +82,12 @@ func newAccessSite(t *testing.T) *accessSite {
 			t.Fatal(err)
 		}
 	}
+	if _, err := ledger.CreateToken(ctx, d.pool, "access-spare", ledger.RoleOperator); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.pool.QueryRow(ctx, `SELECT id FROM api_tokens WHERE name = 'access-spare'`).Scan(&s.spare); err != nil {
+		t.Fatal(err)
+	}
 	s.routeOne()
 	return s
 }
@@ -110,7 +118,9 @@ func (s *accessSite) snapshot() string {
 		(SELECT coalesce(string_agg(name || ':' || status, ',' ORDER BY name), '') FROM destinations) || '|' ||
 		(SELECT count(*) FROM audit)::text || '|' || (SELECT count(*) FROM event_audit)::text || '|' ||
 		(SELECT count(*) FROM events)::text || '|' || (SELECT count(*) FROM event_queue)::text || '|' ||
-		(SELECT count(*) FROM attempts)::text || '|' || (SELECT count(*) FROM oauth_tokens)::text`).Scan(&out)
+		(SELECT count(*) FROM attempts)::text || '|' || (SELECT count(*) FROM oauth_tokens)::text || '|' ||
+		(SELECT count(*) FROM api_tokens)::text || '|' || (SELECT count(revoked_at) FROM api_tokens)::text || '|' ||
+		(SELECT count(*) FROM token_audit)::text`).Scan(&out)
 	if err != nil {
 		s.t.Fatal(err)
 	}
@@ -209,6 +219,8 @@ func (s *accessSite) fill(pattern string) string {
 		id = s.operator
 	case strings.HasPrefix(pattern, "/events/"), strings.HasPrefix(pattern, "/api/v1/events/"):
 		id = s.event
+	case strings.HasPrefix(pattern, "/tokens/"):
+		id = s.spare
 	}
 	return strings.NewReplacer(":id", fmt.Sprint(id), ":name", "crm", ":queue", "outstanding",
 		":source", "stripe-live", "*", "anything").Replace(pattern)
@@ -220,7 +232,8 @@ func (s *accessSite) fill(pattern string) string {
 func (s *accessSite) form(csrf string) url.Values {
 	return url.Values{"csrf_token": {csrf}, "owner": {opsEmail}, "assign_owner": {opsEmail},
 		"email": {"new@example.com"}, "role": {ledger.RoleOperator}, "password": {"a new password 123"},
-		"note": {"access test"}, "id": {fmt.Sprint(s.action)}, "expected": {"0"}, "disabled": {"false"}}
+		"note": {"access test"}, "id": {fmt.Sprint(s.action)}, "expected": {"0"}, "disabled": {"false"},
+		"name": {"access test token"}, "expires_days": {"1"}}
 }
 
 // asPerson sends a page probe as p would from one of this site's pages, with csrf

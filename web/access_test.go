@@ -84,8 +84,12 @@ func TestOperatorsCannotAdminister(t *testing.T) {
 			}
 		case pr.admin:
 			admin++
-			if r := s.asPerson(op, pr, csrf); r.status != http.StatusForbidden {
+			r := s.asPerson(op, pr, csrf)
+			if r.status != http.StatusForbidden {
 				t.Errorf("%s as an operator: %d to %q, want 403\n%s", pr, r.status, r.location, tailOf(r.body, 300))
+			} else if adminRoutes[pr.route] && !strings.Contains(r.body, adminOnlyRefusal) {
+				// The handler's domain may refuse too; the route's own check must come first.
+				t.Errorf("%s as an operator: refused, but not by the route's admin check\n%s", pr, tailOf(r.body, 300))
 			}
 		case pr.method == http.MethodGet:
 			s.checkAllowed(op, "operator", pr, csrf)
@@ -104,6 +108,10 @@ func TestOperatorsCannotAdminister(t *testing.T) {
 	}
 	t.Logf("%d admin-only probes of %d", admin, len(probes))
 }
+
+// adminOnlyRefusal is what requireAdmin answers, so the test can tell the route's
+// own check from a later refusal by the domain.
+const adminOnlyRefusal = "Only admins can do that."
 
 // checkAllowed fails the test when p, whose role is role, is refused pr or sent
 // to sign in: the request reached the handler.

@@ -18,6 +18,7 @@ var statusOf = map[string]int{
 	ledger.EUNAUTHORIZED: http.StatusUnauthorized,
 	ledger.EFORBIDDEN:    http.StatusForbidden,
 	ledger.ETOOLARGE:     http.StatusRequestEntityTooLarge,
+	ledger.ETIMEOUT:      http.StatusRequestTimeout,
 	ledger.EINTERNAL:     http.StatusInternalServerError,
 	ledger.ETHROTTLED:    http.StatusTooManyRequests,
 }

@@ -92,6 +92,8 @@ func rejectReason(err error) string {
 		return "unknown_source"
 	case ledger.ETOOLARGE:
 		return "too_large"
+	case ledger.ETIMEOUT:
+		return "slow_body"
 	case ledger.EINVALID:
 		return "invalid"
 	case ledger.EUNAVAILABLE:
@@ -108,11 +110,14 @@ func readLimited(c echo.Context, limit int64) ([]byte, error) {
 	if req.ContentLength > limit {
 		return nil, tooLarge
 	}
-	body, err := readAll(http.MaxBytesReader(c.Response(), req.Body, limit), req.ContentLength)
+	body, err := readAll(http.MaxBytesReader(c.Response(), io.NopCloser(newHookBody(c)), limit), req.ContentLength)
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			return nil, tooLarge
+		}
+		if ledger.ErrorCode(err) == ledger.ETIMEOUT {
+			return nil, err
 		}
 		return nil, &ledger.Error{Code: ledger.EINVALID, Message: "The body could not be read.", Err: err}
 	}

@@ -163,7 +163,11 @@ func (s *Server) exportCSV(c echo.Context, path string, af ledger.ActionFilter) 
 	_ = w.Write([]string{"id", "state", "action", "business_key", "operation_key", "source", "client", "destination",
 		"owner", "attempts", "reason", "external_ref", "created_at", "in_state_since", "updated_at"})
 	af.Limit = csvBatch
+	rc := http.NewResponseController(c.Response())
 	for {
+		// A long export keeps going while each batch is written in time; a
+		// reader that stops reading is cut after WriteTimeout.
+		_ = rc.SetWriteDeadline(time.Now().Add(WriteTimeout))
 		page, err := s.review.ListActions(c.Request().Context(), af)
 		if err != nil {
 			// The header is out: the person gets a short file; the log says why.

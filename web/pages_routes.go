@@ -54,6 +54,9 @@ func (s *Server) pageRoutes(e *echo.Echo) {
 	e.POST("/users", s.addUser, admin...)
 	e.POST("/users/:id/role", s.setUserRole, admin...)
 	e.POST("/users/:id/disabled", s.setUserDisabled, admin...)
+	e.GET("/tokens", s.tokensPage, admin...)
+	e.POST("/tokens", s.addToken, admin...)
+	e.POST("/tokens/:id/revoke", s.revokeToken, admin...)
 }
 
 // pageKey marks a dashboard request: its errors are rendered as HTML pages.

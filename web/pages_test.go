@@ -54,13 +54,13 @@ func TestLoginRefusals(t *testing.T) {
 			t.Fatalf("unknown email: %d", pg.status)
 		}
 	})
-	t.Run("ThrottledPerAccount", func(t *testing.T) {
+	t.Run("ThrottledPerAccountAndAddress", func(t *testing.T) {
 		for range ledger.DefaultLoginLimits.PerAccount {
 			p.post("/login", "/login", url.Values{"email": {opsEmail}, "password": {"guess guess guess"}})
 		}
 		// Even the right password is refused now: the guesser cannot tell.
 		pg := p.post("/login", "/login", url.Values{"email": {opsEmail}, "password": {password}})
-		if pg.status != http.StatusTooManyRequests || !strings.Contains(pg.body, "Too many failed sign-ins. Wait 15 minutes") {
+		if pg.status != http.StatusTooManyRequests || !strings.Contains(pg.body, "Too many failed sign-ins from here. Wait 15 minutes") {
 			t.Fatalf("after %d failures: %d %s", ledger.DefaultLoginLimits.PerAccount, pg.status, tailOf(pg.body, 500))
 		}
 		// Another account from the same address still signs in.

@@ -75,9 +75,7 @@ func New(p Params) *echo.Echo {
 	e.HideBanner = true
 	e.HidePort = true
 	e.HTTPErrorHandler = s.handleError
-	// The peer's address, not X-Forwarded-For: sign-in throttling per address
-	// must not be dodged by sending a made-up header.
-	e.IPExtractor = echo.ExtractIPDirect()
+	e.IPExtractor = clientIP(p.Config.TrustedProxies)
 	s.routes(e)
 	return e
 }

@@ -30,6 +30,7 @@ import (
 // benchConfig is the server's config: one Stripe source, the sandbox CRM, and one
 // action per checkout. %[1]s is the listen address, %[2]s the CRM's URL.
 const benchConfig = `listen: %[1]s
+connections_per_address: 0   # every sender posts from this one address
 sources:
   - {name: stripe-live, client: acme, provider: stripe, account: acct_bench, environment: live,
      secret_env: BENCH_STRIPE_SECRET, max_body: 256KiB}

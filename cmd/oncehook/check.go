@@ -57,6 +57,12 @@ func runCheck(ctx context.Context, env *environment, args []string) error {
 	}
 	fmt.Fprintf(w, "%s is valid.\n\n", cfg.Path)
 	config.Describe(w, cfg)
+	if warnings := config.Warnings(cfg); len(warnings) > 0 {
+		fmt.Fprintln(w, "\nWarnings:")
+		for _, x := range warnings {
+			fmt.Fprintln(w, "  - "+x)
+		}
+	}
 	if err := describeTokens(ctx, env, cfg); err != nil {
 		return err
 	}

@@ -37,7 +37,7 @@ func commands() map[string]command {
 		"migrate": {summary: "apply database migrations and exit", usage: migrateUsage, run: runMigrate},
 		"prune":   {summary: "apply the retention windows now", usage: pruneUsage, run: runPrune},
 		"check":   {summary: "validate a config and print its routing", usage: checkUsage, run: runCheck},
-		"token":   {summary: "token create: print a new API token once", usage: tokenUsage, run: runToken},
+		"token":   {summary: "token create, list, revoke: API tokens", usage: tokenUsage, run: runToken},
 		"user":    {summary: "user add: add a dashboard user (password from stdin)", usage: userUsage, run: runUser},
 		"probe":   {summary: "health check: GET a URL, exit non-zero unless it answers 2xx", usage: probeUsage, run: runProbe},
 	}

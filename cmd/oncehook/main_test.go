@@ -151,6 +151,10 @@ func TestServeOnEmbeddedPostgres(t *testing.T) {
 		res.Body.Close()
 	})
 
+	t.Run("TokenCreateListRevoke", func(t *testing.T) {
+		tokenLifecycle(t, env, dataDir, port)
+	})
+
 	if err := serve.cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
@@ -220,6 +224,35 @@ func TestInvalidConfigNamesFileAndLine(t *testing.T) {
 	}
 }
 
+// TestCheckWarnsAboutUnsignedCancellations: `oncehook check` accepts a Shopify
+// rule cancelled by a topic alone but warns that the topic is not signed; with a
+// when on the body it does not.
+func TestCheckWarnsAboutUnsignedCancellations(t *testing.T) {
+	const conf = `
+sources: [{name: shop, client: c, provider: shopify, environment: live, secret_env: SHOP_SECRET}]
+destinations: [{name: crm, type: http, create: {url: 'http://127.0.0.1:1/x'}}]
+actions:
+  - {name: order, source: shop, on: [orders/create], key: [/id], destination: crm, resource: /id, cancelled_by: %s}
+`
+	for cancelledBy, warn := range map[string]bool{
+		"[orders/cancelled]": true,
+		"[{type: orders/cancelled, when: [{pointer: /cancelled_at}]}]": false,
+	} {
+		cfg := filepath.Join(t.TempDir(), "shop.yaml")
+		if err := os.WriteFile(cfg, []byte(fmt.Sprintf(conf, cancelledBy)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out, err := exec.Command(binary, "check", "--config", cfg, "--skip-env").CombinedOutput()
+		if err != nil {
+			t.Fatalf("check refused a valid config: %v\n%s", err, out)
+		}
+		got := strings.Contains(string(out), "Warnings:") && strings.Contains(string(out), "X-Shopify-Topic")
+		if got != warn {
+			t.Errorf("cancelled_by %s: warned %v, want %v\n%s", cancelledBy, got, warn, out)
+		}
+	}
+}
+
 type syncBuffer struct {
 	mu  sync.Mutex
 	buf bytes.Buffer
@@ -235,4 +268,54 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// tokenLifecycle creates a token that expires in 90 days, uses it, lists it as
+// active with its expiry and last use, revokes it, and sees it refused with 401
+// and listed as revoked.
+func tokenLifecycle(t *testing.T, env []string, dataDir string, port int) {
+	run := func(args ...string) string {
+		t.Helper()
+		p := start(t, env, append(append([]string{"token"}, args...), "--data-dir", dataDir)...)
+		if err := p.cmd.Wait(); err != nil {
+			t.Fatalf("token %v: %v\n%s", args, err, p.out.String())
+		}
+		return p.out.String()
+	}
+	token := regexp.MustCompile(`(?m)^ohk_\S+$`).FindString(run("create", "--name", "ci-90", "--role", "operator", "--expires", "90d"))
+	if token == "" {
+		t.Fatal("no token printed")
+	}
+	summary := func() int {
+		req, _ := http.NewRequest("GET", fmt.Sprintf("http://127.0.0.1:%d/api/v1/summary", port), nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res.StatusCode
+	}
+	if st := summary(); st != 200 {
+		t.Fatalf("new token: %d, want 200", st)
+	}
+	line := regexp.MustCompile(`(?m)^(\d+)\s+ci-90\s+operator\s+active\s+\S+\s+(\S+)\s+(\S+)$`).FindStringSubmatch(run("list"))
+	if line == nil {
+		t.Fatalf("token list does not show ci-90 active:\n%s", run("list"))
+	}
+	if exp, err := time.Parse(time.RFC3339, line[2]); err != nil || time.Until(exp) < 89*24*time.Hour || time.Until(exp) > 91*24*time.Hour {
+		t.Errorf("expires %q, want 90 days from now", line[2])
+	}
+	if line[3] == "never" {
+		t.Errorf("last used: never, after a request with it")
+	}
+	if out := run("revoke", "--id", line[1]); !strings.Contains(out, "revoked token "+line[1]) {
+		t.Errorf("revoke printed %q", out)
+	}
+	if st := summary(); st != 401 {
+		t.Errorf("revoked token: %d, want 401", st)
+	}
+	if out := run("list"); !regexp.MustCompile(`(?m)^` + line[1] + `\s+ci-90\s+operator\s+revoked`).MatchString(out) {
+		t.Errorf("token list after revoke:\n%s", out)
+	}
 }

@@ -152,7 +152,7 @@ func runServices(ctx context.Context, env *environment, cfg *ledger.Config, d *d
 	e := web.New(web.Params{Config: cfg, Pool: d.Pool, Inbox: inbox,
 		Review: review, Logger: logger,
 		Metrics: metrics, MetricsToken: env.getenv("ONCEHOOK_METRICS_TOKEN")})
-	runErr := serveHTTP(ctx, cfg.Listen, e, logger, opts.onListening)
+	runErr := serveHTTP(ctx, cfg, e, logger, opts.onListening)
 	stopWorkers()
 	return runErr
 }
@@ -176,14 +176,16 @@ func runAsWorker(ctx context.Context, env *environment, metricsAddr string, d *d
 	return nil
 }
 
-// serveHTTP serves h on addr until ctx ends or the server fails, then shuts it down,
-// letting requests in flight finish for up to 10 s.
-func serveHTTP(ctx context.Context, addr string, h http.Handler, logger *slog.Logger, onListening func(string)) error {
-	ln, err := net.Listen("tcp", addr)
+// serveHTTP serves h on cfg.Listen until ctx ends or the server fails, then shuts
+// it down, letting requests in flight finish for up to 10 s. The server's
+// timeouts are web's; an address may hold cfg.ConnectionsPerAddress connections.
+func serveHTTP(ctx context.Context, cfg *ledger.Config, h http.Handler, logger *slog.Logger, onListening func(string)) error {
+	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
-		return fmt.Errorf("listen on %s: %w", addr, err)
+		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	ln = web.LimitListener(ln, cfg.ConnectionsPerAddress, cfg.Trusted)
+	srv := web.NewHTTPServer(h)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	logger.Info("listening", "addr", ln.Addr().String())
@@ -211,7 +213,7 @@ func serveWorkerMetrics(addr string, h http.Handler, logger *slog.Logger) (stop 
 	if err != nil {
 		return nil, fmt.Errorf("listen for metrics on %s: %w", addr, err)
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	srv := web.NewHTTPServer(h)
 	go srv.Serve(ln) //nolint:errcheck // closed by stop
 	logger.Info("metrics listening", "addr", ln.Addr().String())
 	return func() { srv.Close() }, nil

@@ -102,7 +102,8 @@ func TestLoadConfig(t *testing.T) {
 					Destination: "crm", Params: []ledger.Param{{Name: "order_id", Pointer: "/id"},
 						{Name: "total", Pointer: "/total_price"}, {Name: "kind", Const: "order"}},
 					Retry: ledger.RetryPolicy{Attempts: 8, Within: 72 * time.Hour}, Owner: "crm-admin@example.com",
-					Resource: "/id", OccurredAt: "/updated_at", CancelledBy: []string{"orders/cancelled"}},
+					Resource: "/id", OccurredAt: "/updated_at", CancelledBy: []string{"orders/cancelled"},
+					CancelWhen: map[string][]ledger.Condition{"orders/cancelled": {{Pointer: "/cancelled_at"}}}},
 				{Name: "open_support_case", Source: "github", On: []string{"issues.opened"},
 					Key: []string{"/repository/full_name", "/issue/number"}, Destination: "crm",
 					Params: []ledger.Param{{Name: "title", Pointer: "/issue/title"},
@@ -113,9 +114,10 @@ func TestLoadConfig(t *testing.T) {
 						{Name: "subject", Const: "Your receipt"}, {Name: "text", Const: "Thank you for your payment."}},
 					Retry: ledger.RetryPolicy{Attempts: 8, Within: 72 * time.Hour}, Owner: "ops@example.com"},
 			},
-			Retention: ledger.Retention{Actions: 400 * 24 * time.Hour, Every: time.Hour},
-			Notify:    ledger.Notify{Every: 15 * time.Minute, UncertainAfter: 30 * time.Minute},
-			Sessions:  ledger.Sessions{Idle: 30 * time.Minute, Lifetime: 12 * time.Hour},
+			Retention:             ledger.Retention{Actions: 400 * 24 * time.Hour, Every: time.Hour},
+			Notify:                ledger.Notify{Every: 15 * time.Minute, UncertainAfter: 30 * time.Minute},
+			Sessions:              ledger.Sessions{Idle: 30 * time.Minute, Lifetime: 12 * time.Hour},
+			ConnectionsPerAddress: ledger.DefaultConnectionsPerAddress,
 		}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("LoadConfig mismatch (-want +got):\n%s", diff)
@@ -160,9 +162,10 @@ func TestParseConfigDefaults(t *testing.T) {
 		},
 		Actions: []ledger.ActionRule{{Name: "a", Source: "s", On: []string{"e"}, Key: []string{"/id"}, Destination: "crm",
 			Retry: ledger.RetryPolicy{Attempts: 8, Within: 72 * time.Hour}, Owner: "crm@example.com"}},
-		Retention: ledger.Retention{Actions: 400 * 24 * time.Hour, Every: time.Hour},
-		Notify:    ledger.Notify{Every: 15 * time.Minute, UncertainAfter: 30 * time.Minute},
-		Sessions:  ledger.Sessions{Idle: 30 * time.Minute, Lifetime: 12 * time.Hour},
+		Retention:             ledger.Retention{Actions: 400 * 24 * time.Hour, Every: time.Hour},
+		Notify:                ledger.Notify{Every: 15 * time.Minute, UncertainAfter: 30 * time.Minute},
+		Sessions:              ledger.Sessions{Idle: 30 * time.Minute, Lifetime: 12 * time.Hour},
+		ConnectionsPerAddress: ledger.DefaultConnectionsPerAddress,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("defaults mismatch (-want +got):\n%s", diff)
@@ -632,6 +635,14 @@ func TestParseConfigErrors(t *testing.T) {
 			"    environment: test",
 			"    secret_env: S",
 		), []string{`t.yaml:4:5: sources[0].provider: "strype" is not one of stripe, github, shopify, standard-webhooks, hmac, calendly, clerk, discord, gitlab, hubspot, intercom, linear, mailgun, paddle, postmark, resend, sendgrid, slack, square, twilio, typeform, zendesk, zoom`}},
+		{"TrustedProxiesAreAddresses", lines(
+			src,
+			"trusted_proxies: [10.0.0.0/8, 192.0.2.1, proxy.example.com]",
+			"connections_per_address: -1",
+		), []string{
+			`t.yaml:2:42: trusted_proxies[2]: "proxy.example.com" is not a CIDR such as 10.0.0.0/8 or an address`,
+			`t.yaml:3:1: connections_per_address: "-1" is not a whole number from 0 to 1048576`,
+		}},
 		{"UnknownFieldsAtTheirLine", lines(
 			src,
 			"destinations:",
@@ -643,7 +654,7 @@ func TestParseConfigErrors(t *testing.T) {
 		), []string{
 			"t.yaml:5:35: destinations[0].create.verb: unknown field (known: method, url, encoding, result_id)",
 			"t.yaml:6:5: destinations[0].retries: unknown field (known: name, type, timeout, owner, corrections, create, auth, idempotency, reference_field, lookup, result_id, check, errors, rate_limit_reset, limits, addr, from, username_env, password_env)",
-			"t.yaml:7:1: lisen: unknown field (known: listen, base_url, sources, destinations, actions, retention, notify, sessions)",
+			"t.yaml:7:1: lisen: unknown field (known: listen, base_url, sources, destinations, actions, retention, notify, sessions, trusted_proxies, connections_per_address)",
 		}},
 		{"RequiredFieldsAtTheirMapping", lines(
 			"sources:",

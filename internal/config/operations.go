@@ -1,7 +1,9 @@
 package config
 
 import (
+	"fmt"
 	"net/mail"
+	"net/netip"
 
 	"github.com/oncehook/oncehook/internal/ledger"
 )
@@ -48,6 +50,25 @@ func (l *loader) notify(m fields) ledger.Notify {
 		w := n.sub("webhook", "url", "secret_env")
 		out.Webhook.URL = w.url("url", true, false)
 		out.Webhook.SecretEnv, out.Webhook.Secret = w.env("secret_env", true, false)
+	}
+	return out
+}
+
+// trustedProxies reads the CIDRs (or single addresses) of the reverse proxies
+// whose X-Forwarded-For names the client.
+func (l *loader) trustedProxies(m fields) []netip.Prefix {
+	var out []netip.Prefix
+	for i, s := range m.strs("trusted_proxies", false) {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			a, aerr := netip.ParseAddr(s)
+			if aerr != nil {
+				l.errorf(fmt.Sprintf("trusted_proxies[%d]", i), "%q is not a CIDR such as 10.0.0.0/8 or an address", s)
+				continue
+			}
+			p = netip.PrefixFrom(a, a.BitLen())
+		}
+		out = append(out, p.Masked())
 	}
 	return out
 }

@@ -145,7 +145,7 @@ func secretShape(name, secret string) string {
 
 func (l *loader) action(path string, n ast.Node) ledger.ActionRule {
 	m := l.mapping(path, n, "name", "source", "on", "key", "destination", "params", "retry",
-		"owner", "after", "resource", "occurred_at", "cancelled_by", "act_on_stale")
+		"owner", "after", "resource", "occurred_at", "cancelled_by", "act_on_stale", "when")
 	a := ledger.ActionRule{
 		Name:        m.name("name"),
 		Source:      m.required("source"),
@@ -156,9 +156,10 @@ func (l *loader) action(path string, n ast.Node) ledger.ActionRule {
 		After:       m.str("after"),
 		Resource:    m.pointer("resource", ""),
 		OccurredAt:  m.pointer("occurred_at", ""),
-		CancelledBy: m.strs("cancelled_by", false),
 		ActOnStale:  m.boolean("act_on_stale"),
+		When:        l.conditions(m.at("when"), m.vals["when"]),
 	}
+	a.CancelledBy, a.CancelWhen = l.cancelledBy(m.at("cancelled_by"), m.vals["cancelled_by"])
 	for i, k := range a.Key {
 		l.checkPointer(fmt.Sprintf("%s[%d]", m.at("key"), i), k)
 	}
@@ -248,4 +249,64 @@ func (l *loader) paramAt(path, name string, n ast.Node, depth int) ledger.Param 
 		l.errorf(path, "must be a JSON pointer (\"/a/b\"), {const: value}, {result: action}, a mapping or a list")
 	}
 	return p
+}
+
+// cancelledBy reads cancelled_by: a list of event types, each a string or
+// {type: T, when: [conditions]} when its body must bear the cancellation out.
+func (l *loader) cancelledBy(path string, n ast.Node) ([]string, map[string][]ledger.Condition) {
+	if n == nil {
+		return nil, nil
+	}
+	var types []string
+	when := map[string][]ledger.Condition{}
+	for i, e := range l.list(path, n) {
+		ep := fmt.Sprintf("%s[%d]", path, i)
+		typ, cs := "", []ledger.Condition(nil)
+		if s, ok := scalarText(e); ok {
+			typ = s
+		} else {
+			m := l.mapping(ep, e, "type", "when")
+			typ, cs = m.required("type"), l.conditions(m.at("when"), m.vals["when"])
+		}
+		switch {
+		case strings.TrimSpace(typ) == "":
+			l.errorf(ep, "needs an event type")
+		case slices.Contains(types, typ):
+			l.errorf(ep, "%q is listed twice", typ)
+		default:
+			types = append(types, typ)
+			if len(cs) > 0 {
+				when[typ] = cs
+			}
+		}
+	}
+	if len(when) == 0 {
+		when = nil
+	}
+	return types, when
+}
+
+// conditions reads a when: a list of {pointer: /p} (the value exists and is not
+// null) or {pointer: /p, equals: v} (it reads as v; v a string, number or boolean).
+func (l *loader) conditions(path string, n ast.Node) []ledger.Condition {
+	if n == nil {
+		return nil
+	}
+	var out []ledger.Condition
+	for i, e := range l.list(path, n) {
+		m := l.mapping(fmt.Sprintf("%s[%d]", path, i), e, "pointer", "equals")
+		c := ledger.Condition{Pointer: m.pointer("pointer", "")}
+		if c.Pointer == "" {
+			l.errorf(m.path, "pointer is required")
+		}
+		if v, has := m.vals["equals"]; has {
+			s, ok := scalarText(v)
+			if !ok || v == nil {
+				l.errorf(m.at("equals"), "must be a string, number or boolean, not %s", kindOf(v))
+			}
+			c.Equals, c.HasEquals = s, true
+		}
+		out = append(out, c)
+	}
+	return out
 }

@@ -127,7 +127,8 @@ func (l *loader) load(data []byte) *ledger.Config {
 		}
 	}
 
-	m := l.mapping("", body, "listen", "base_url", "sources", "destinations", "actions", "retention", "notify", "sessions")
+	m := l.mapping("", body, "listen", "base_url", "sources", "destinations", "actions", "retention", "notify", "sessions",
+		"trusted_proxies", "connections_per_address")
 	c := &ledger.Config{Path: l.file, Listen: m.hostPort("listen", ledger.DefaultListen, false)}
 	c.BaseURL = m.url("base_url", false, false)
 	if c.BaseURL == "" && c.Listen != "" {
@@ -138,6 +139,8 @@ func (l *loader) load(data []byte) *ledger.Config {
 	c.Retention = l.retention(m)
 	c.Notify = l.notify(m)
 	c.Sessions = l.sessions(m)
+	c.TrustedProxies = l.trustedProxies(m)
+	c.ConnectionsPerAddress = m.integer("connections_per_address", ledger.DefaultConnectionsPerAddress, 0, 1<<20)
 	for i, n := range l.list("sources", m.vals["sources"]) {
 		c.Sources = append(c.Sources, l.source(fmt.Sprintf("sources[%d]", i), n))
 	}

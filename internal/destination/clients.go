@@ -21,10 +21,13 @@ func NewClients(cfg *ledger.Config) map[string]ledger.DestinationClient {
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	transport.MaxIdleConnsPerHost = idleConnsPerHost
 	client := &http.Client{Transport: transport}
+	secrets := ledger.NewSecrets(cfg)
 	for _, d := range cfg.Destinations {
 		switch d.Type {
 		case ledger.DestinationHTTP:
-			out[d.Name] = NewHTTP(d, client)
+			h := NewHTTP(d, client)
+			h.secrets = secrets
+			out[d.Name] = h
 		case ledger.DestinationSMTP:
 			out[d.Name] = NewSMTP(d)
 		}

@@ -3,14 +3,12 @@ package destination
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
-	"sort"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -42,8 +40,8 @@ type HTTP struct {
 	client  *http.Client // for lookups and checks
 	perform *http.Client // the same transport, following no redirects
 	now     func() time.Time
-	secrets []string // every credential value, for scrub
-	oauth   *OAuth   // nil unless auth.oauth2 (see oauth.go)
+	secrets *ledger.Secrets // every secret the process holds, for scrub
+	oauth   *OAuth          // nil unless auth.oauth2 (see oauth.go)
 }
 
 // NewHTTP returns the client for the http destination d, sending through
@@ -56,7 +54,9 @@ func NewHTTP(d ledger.Destination, client *http.Client) *HTTP {
 	}
 	perform := *client
 	perform.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	return &HTTP{d: d, client: client, perform: &perform, now: time.Now, secrets: secretsOf(d.Auth)}
+	secrets := &ledger.Secrets{}
+	secrets.AddAuth(d.Auth)
+	return &HTTP{d: d, client: client, perform: &perform, now: time.Now, secrets: secrets}
 }
 
 // Capabilities reports a lookup when one is configured, and the key memory the
@@ -436,31 +436,17 @@ func (h *HTTP) authorize(req *http.Request) {
 	}
 }
 
-// scrub removes every credential from text a person or a log will read: a
-// destination may echo the request, and transport errors may quote it.
+// scrub removes every secret the process holds from text a person or a log will
+// read: a destination may echo the request, and transport errors may quote it.
+// Text is scrubbed whole, before any cut.
 func (h *HTTP) scrub(s string) string {
-	s = h.oauth.scrub(s)
-	for _, secret := range h.secrets {
-		s = strings.ReplaceAll(s, secret, ledger.Redacted)
-	}
-	return s
-}
-
-// secretsOf lists what must never appear in a reason or a log: each credential,
-// and the basic-auth pair as the Authorization header encodes it; longest first.
-func secretsOf(a ledger.Auth) []string {
-	out := a.Secrets()
-	if a.Basic.Password != "" {
-		out = append(out, base64.StdEncoding.EncodeToString([]byte(a.Basic.User()+":"+a.Basic.Password)))
-	}
-	sort.Slice(out, func(i, j int) bool { return len(out[i]) > len(out[j]) })
-	return out
+	return h.secrets.Scrub(h.oauth.scrub(s))
 }
 
 // statusDetail is "HTTP 422: <the reply's first words>", never a header value.
 func (h *HTTP) statusDetail(status int, reply []byte) string {
-	if e := replyExcerpt(reply); e != "" {
-		return h.scrub(fmt.Sprintf("HTTP %d: %s", status, e))
+	if e := replyExcerpt([]byte(h.scrub(string(reply)))); e != "" {
+		return fmt.Sprintf("HTTP %d: %s", status, e)
 	}
 	return fmt.Sprintf("HTTP %d", status)
 }

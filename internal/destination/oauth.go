@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/oncehook/oncehook/internal/ledger"
@@ -28,8 +26,7 @@ type OAuth struct {
 	metrics *ledger.Metrics
 	now     func() time.Time
 
-	mu   sync.Mutex
-	seen []string // tokens handed out lately, scrubbed from any text people read
+	secrets *ledger.Secrets // every secret the process holds, its tokens among them
 }
 
 // Tokens is the store an OAuth keeps its destination's grant in: a
@@ -57,6 +54,7 @@ func UseOAuth(clients map[string]ledger.DestinationClient, cfg *ledger.Config, t
 			continue
 		}
 		h.oauth = NewOAuth(d, tokens, h.client, metrics)
+		h.oauth.secrets = h.secrets
 	}
 }
 
@@ -75,8 +73,11 @@ func NewOAuth(d ledger.Destination, tokens Tokens, client *http.Client, metrics 
 	if timeout <= 0 {
 		timeout = ledger.DefaultTimeout
 	}
+	secrets := &ledger.Secrets{}
+	secrets.AddAuth(d.Auth)
 	return &OAuth{dest: d.Name, o: o, tokens: tokens, client: client, timeout: timeout, metrics: metrics, now: time.Now,
-		code: oauth2.Config{ClientID: o.ClientID, ClientSecret: o.ClientSecret, Endpoint: endpoint, Scopes: o.Scopes},
+		secrets: secrets,
+		code:    oauth2.Config{ClientID: o.ClientID, ClientSecret: o.ClientSecret, Endpoint: endpoint, Scopes: o.Scopes},
 		cc: clientcredentials.Config{ClientID: o.ClientID, ClientSecret: o.ClientSecret, TokenURL: o.TokenURL,
 			Scopes: o.Scopes, AuthStyle: style}}
 }
@@ -94,7 +95,7 @@ func (e *refreshError) Error() string { return e.detail }
 // Access returns an access token to send now, refreshing it first when it is due.
 func (a *OAuth) Access(ctx context.Context) (string, error) {
 	if t, err := a.tokens.Token(ctx, a.dest); err == nil && !t.Due(a.now()) {
-		a.remember(t.Access)
+		a.remember(t.Access, t.Refresh)
 		return t.Access, nil
 	}
 	return a.refresh(ctx, func(t ledger.OAuthToken) bool { return t.Due(a.now()) })
@@ -122,7 +123,7 @@ func (a *OAuth) refresh(ctx context.Context, due func(ledger.OAuthToken) bool) (
 	if refreshed {
 		a.metrics.OAuthRefresh(a.dest, "refreshed")
 	}
-	a.remember(t.Access)
+	a.remember(t.Access, t.Refresh)
 	return t.Access, nil
 }
 
@@ -200,41 +201,22 @@ func (a *OAuth) Exchange(ctx context.Context, redirectURL, code, verifier string
 		return err
 	}
 	a.metrics.OAuthRefresh(a.dest, "connected")
-	a.remember(t.Access)
+	a.remember(t.Access, t.Refresh)
 	return nil
 }
 
 // Grant says which grant this destination uses.
 func (a *OAuth) Grant() string { return a.o.Grant }
 
-// remember keeps the last few tokens handed out, for scrub.
-func (a *OAuth) remember(tok string) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	for _, s := range a.seen {
-		if s == tok {
-			return
-		}
-	}
-	a.seen = append(a.seen, tok)
-	if len(a.seen) > 8 {
-		a.seen = a.seen[1:]
-	}
-}
+// remember adds the tokens of a grant to the secrets scrubbed from any text.
+func (a *OAuth) remember(toks ...string) { a.secrets.Hold(toks...) }
 
-// scrub removes any token handed out lately from s.
+// scrub removes every secret the process holds from s.
 func (a *OAuth) scrub(s string) string {
 	if a == nil {
 		return s
 	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	for _, t := range a.seen {
-		if t != "" {
-			s = strings.ReplaceAll(s, t, ledger.Redacted)
-		}
-	}
-	return s
+	return a.secrets.Scrub(s)
 }
 
 type accessKey struct{}

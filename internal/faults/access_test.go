@@ -303,9 +303,9 @@ func TestSessionRenewedAtLogin(t *testing.T) {
 }
 
 // TestLoginThrottleHoldsUnderBurst sends thirty wrong passwords for one account at
-// once. Every answer is a refusal, no more guesses are checked than the limit
-// allows (five per account), and afterwards even the right password is refused
-// until the window has passed.
+// once from one address. Every answer is a refusal, no more guesses are checked
+// than the limit allows (five per account and address), and afterwards even the
+// right password is refused from that address until the window has passed.
 func TestLoginThrottleHoldsUnderBurst(t *testing.T) {
 	t.Parallel()
 	s := newSite(t, "")

@@ -15,6 +15,7 @@ const (
 	EUNAUTHORIZED = "unauthorized"
 	EFORBIDDEN    = "forbidden"
 	ETOOLARGE     = "too_large"
+	ETIMEOUT      = "timeout" // the request arrived too slowly
 	EINTERNAL     = "internal"
 )
 

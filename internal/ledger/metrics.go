@@ -85,8 +85,8 @@ func NewMetrics(pool *pgxpool.Pool) *Metrics {
 }
 
 // Delivery counts one webhook: outcome new, duplicate, conflict, rejected (with
-// the reason: signature, unknown_source, too_large, invalid, unavailable) or
-// handshake (an endpoint validation answered, nothing stored).
+// the reason: signature, unknown_source, too_large, slow_body, invalid, unavailable)
+// or handshake (an endpoint validation answered, nothing stored).
 func (m *Metrics) Delivery(source, outcome, reason string, took time.Duration) {
 	if m == nil {
 		return

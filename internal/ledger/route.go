@@ -287,6 +287,9 @@ func (rt *Router) routeEvent(ctx context.Context, q *db.Queries, ev db.Event) (r
 			continue
 		}
 		matched = true
+		if !whenHolds(rule, doc, &r) {
+			continue
+		}
 		if err := rt.routeRule(ctx, q, ev, doc, rule, occurred, ids, &r); err != nil {
 			return r, err
 		}
@@ -315,6 +318,9 @@ func (rt *Router) routeRun(ctx context.Context, q *db.Queries, run []db.Event) (
 				continue
 			}
 			matched = true
+			if !whenHolds(rule, doc, &routed[i]) {
+				continue
+			}
 			parts, ok := keyParts(doc, rule, &routed[i])
 			if !ok {
 				continue

@@ -33,6 +33,14 @@ func pathsFor(rules []ActionRule) *docPaths {
 			}
 		}
 		root.addParams(rule.Params)
+		for _, c := range rule.When {
+			root.add(c.Pointer)
+		}
+		for _, cs := range rule.CancelWhen {
+			for _, c := range cs {
+				root.add(c.Pointer)
+			}
+		}
 	}
 	return root
 }

@@ -54,6 +54,16 @@ func (rt *Router) independent(ev db.Event) bool {
 	return true
 }
 
+// whenHolds reports whether the event's body meets the rule's when, noting in r
+// when it does not.
+func whenHolds(rule ActionRule, doc any, r *routing) bool {
+	if allHold(rule.When, doc) {
+		return true
+	}
+	r.note("%s: the body does not meet its when", rule.Name)
+	return false
+}
+
 // routeRule creates (or finds) the action one rule asks for.
 func (rt *Router) routeRule(ctx context.Context, q *db.Queries, ev db.Event, doc any, rule ActionRule,
 	eventTime *time.Time, ids map[string]int64, r *routing) error {
@@ -253,6 +263,9 @@ func (rt *Router) applyCancellations(ctx context.Context, q *db.Queries, ev db.E
 	for _, rule := range rules {
 		if rule.Resource == "" || !slices.Contains(rule.CancelledBy, ev.Type) {
 			continue
+		}
+		if !allHold(rule.CancelWhen[ev.Type], doc) {
+			continue // the body does not bear the cancellation out
 		}
 		res, ok := PointerString(doc, rule.Resource)
 		if !ok || res == "" {

@@ -207,3 +207,9 @@ type User struct {
 func userOf(u db.User) User {
 	return User{ID: u.ID, Email: u.Email, Role: u.Role, Disabled: u.Disabled, CreatedAt: u.CreatedAt}
 }
+
+// tokenOf is an API token row without its hash.
+func tokenOf(r db.ApiToken) Token {
+	return Token{ID: r.ID, Name: r.Name, Role: r.Role, CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt,
+		LastUsedAt: r.LastUsedAt, RevokedAt: r.RevokedAt}
+}

@@ -3,6 +3,7 @@ package ledger
 import (
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"slices"
 	"time"
 )
@@ -21,6 +22,23 @@ type Config struct {
 	Notify       Notify
 	Sessions     Sessions
 	SecretKeys   SecretKeys `yaml:"-" json:"-"` // set when a destination uses oauth2
+	// TrustedProxies are the reverse proxies whose X-Forwarded-For names the
+	// client; a request from anywhere else is its peer's.
+	TrustedProxies []netip.Prefix
+	// ConnectionsPerAddress caps the open connections from one address (trusted
+	// proxies excepted); 0 means no cap. Default DefaultConnectionsPerAddress.
+	ConnectionsPerAddress int
+}
+
+// Trusted reports whether ip is one of the trusted proxies.
+func (c *Config) Trusted(ip netip.Addr) bool {
+	ip = ip.Unmap()
+	for _, p := range c.TrustedProxies {
+		if p.Contains(ip) {
+			return true
+		}
+	}
+	return false
 }
 
 // Source is one client + provider + provider account + environment posting to
@@ -286,6 +304,42 @@ type ActionRule struct {
 	OccurredAt  string // optional JSON pointer: the payload's own time (RFC 3339 or unix seconds)
 	CancelledBy []string
 	ActOnStale  bool
+	// When are conditions on the body of an event that starts this action: all
+	// must hold, or the event starts nothing here.
+	When []Condition
+	// CancelWhen are, by cancelling event type, conditions on its body that must
+	// all hold for it to cancel: an event type that is not signed (Shopify's
+	// topic, GitHub's event header) is otherwise only the sender's word.
+	CancelWhen map[string][]Condition
+}
+
+// Condition is a test on an event's body: the value at Pointer exists and is
+// not null, or, with HasEquals, reads as Equals (as PointerString reads it:
+// strings as they are, integers digit for digit, booleans as true or false).
+type Condition struct {
+	Pointer   string
+	Equals    string
+	HasEquals bool
+}
+
+// Holds reports whether c holds for the decoded document doc.
+func (c Condition) Holds(doc any) bool {
+	if !c.HasEquals {
+		v, ok := Pointer(doc, c.Pointer)
+		return ok && v != nil
+	}
+	s, ok := PointerString(doc, c.Pointer)
+	return ok && s == c.Equals
+}
+
+// allHold reports whether every condition holds for doc (true for none).
+func allHold(cs []Condition, doc any) bool {
+	for _, c := range cs {
+		if !c.Holds(doc) {
+			return false
+		}
+	}
+	return true
 }
 
 // RetryPolicy is the budget of automatic attempts: both limits apply.

@@ -66,6 +66,9 @@ const (
 	DefaultUncertainAfter  = 30 * time.Minute
 	DefaultSessionIdle     = 30 * time.Minute
 	DefaultSessionLifetime = 12 * time.Hour
+	// DefaultConnectionsPerAddress is enough for a provider's parallel
+	// deliveries and a person's browser, not for one address to hold the server.
+	DefaultConnectionsPerAddress = 64
 )
 
 type (

@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -16,41 +17,179 @@ import (
 // tokenPrefix marks oncehook API tokens so a leaked one is recognisable in a scan.
 const tokenPrefix = "ohk_"
 
-// CreateToken makes an API token with a role and returns it. Only its SHA-256 is
-// stored, so it is shown once and cannot be recovered.
-func CreateToken(ctx context.Context, pool *pgxpool.Pool, name, role string) (string, error) {
-	if err := checkRole(role); err != nil {
-		return "", err
+// Token states, as the list shows them.
+const (
+	TokenActive  = "active"
+	TokenExpired = "expired"
+	TokenRevoked = "revoked"
+)
+
+// Token is an API token as people see it: never its value, which is shown once.
+type Token struct {
+	ID         int64
+	Name       string
+	Role       string
+	CreatedAt  time.Time
+	ExpiresAt  *time.Time // nil: never
+	LastUsedAt *time.Time // nil: never used
+	RevokedAt  *time.Time
+}
+
+// State is TokenActive, TokenExpired or TokenRevoked at now.
+func (t Token) State(now time.Time) string {
+	switch {
+	case t.RevokedAt != nil:
+		return TokenRevoked
+	case t.ExpiresAt != nil && !t.ExpiresAt.After(now):
+		return TokenExpired
 	}
-	if strings.TrimSpace(name) == "" {
-		return "", Errorf(EINVALID, "A token needs a name (--name).")
+	return TokenActive
+}
+
+// TokenParams are what a new token is made of.
+type TokenParams struct {
+	Name    string
+	Role    string
+	Expires time.Duration // from now; 0 means never
+	Actor   Actor         // who creates it, for the audit
+}
+
+// CreateToken makes an API token with a role that never expires and returns it,
+// audited as made by the command line. See IssueToken.
+func CreateToken(ctx context.Context, pool *pgxpool.Pool, name, role string) (string, error) {
+	tok, _, err := IssueToken(ctx, pool, TokenParams{Name: name, Role: role, Actor: CommandLine})
+	return tok, err
+}
+
+// CommandLine is the actor of the oncehook commands, which only whoever can
+// reach the database runs.
+var CommandLine = Actor{Name: "oncehook (command line)", Role: RoleAdmin}
+
+// IssueToken makes an API token and returns it with its record. Only its SHA-256
+// is stored, so it is shown once and cannot be recovered. The creation is in the
+// token audit. Errors: EFORBIDDEN unless p.Actor is an admin; EINVALID for a
+// missing name, an unknown role or a negative expiry.
+func IssueToken(ctx context.Context, pool *pgxpool.Pool, p TokenParams) (string, Token, error) {
+	if p.Actor.Role != RoleAdmin {
+		return "", Token{}, Errorf(EFORBIDDEN, "Only admins can create API tokens.")
+	}
+	if err := checkRole(p.Role); err != nil {
+		return "", Token{}, err
+	}
+	if strings.TrimSpace(p.Name) == "" {
+		return "", Token{}, Errorf(EINVALID, "A token needs a name.")
+	}
+	if err := checkText("name", p.Name); err != nil {
+		return "", Token{}, err
+	}
+	if p.Expires < 0 {
+		return "", Token{}, Errorf(EINVALID, "A token cannot expire in the past.")
 	}
 	b := make([]byte, 32)
 	if _, err := rand.Read(b); err != nil {
-		return "", fmt.Errorf("generate token: %w", err)
+		return "", Token{}, fmt.Errorf("generate token: %w", err)
 	}
 	token := tokenPrefix + base64.RawURLEncoding.EncodeToString(b)
 	sum := sha256.Sum256([]byte(token))
-	if _, err := db.New(pool).TokenInsert(ctx, db.TokenInsertParams{Name: name, Role: role, TokenSha256: sum[:]}); err != nil {
-		return "", fmt.Errorf("store token: %w", err)
+	var expires *time.Time
+	if p.Expires > 0 {
+		at := time.Now().Add(p.Expires)
+		expires = &at
 	}
-	return token, nil
+	var row db.ApiToken
+	err := db.WithTx(ctx, pool, func(q *db.Queries) error {
+		var err error
+		if row, err = q.TokenInsert(ctx, db.TokenInsertParams{Name: p.Name, Role: p.Role, TokenSha256: sum[:],
+			ExpiresAt: expires}); err != nil {
+			return fmt.Errorf("store token: %w", err)
+		}
+		return q.TokenAuditInsert(ctx, db.TokenAuditInsertParams{TokenID: row.ID, Actor: p.Actor.Name, Act: "create"})
+	})
+	if err != nil {
+		return "", Token{}, err
+	}
+	return token, tokenOf(row), nil
 }
 
-// AuthenticateToken returns the actor an API token stands for, or EUNAUTHORIZED.
+// AuthenticateToken returns the actor an API token stands for, or EUNAUTHORIZED
+// for an unknown, revoked or expired one, and marks it used.
 func AuthenticateToken(ctx context.Context, pool *pgxpool.Pool, token string) (Actor, error) {
 	if !strings.HasPrefix(token, tokenPrefix) {
 		return Actor{}, Errorf(EUNAUTHORIZED, "The API token is not valid.")
 	}
 	sum := sha256.Sum256([]byte(token))
-	t, err := db.New(pool).TokenGetByHash(ctx, sum[:])
+	q := db.New(pool)
+	t, err := q.TokenGetByHash(ctx, sum[:])
 	if db.IsNotFound(err) {
-		return Actor{}, Errorf(EUNAUTHORIZED, "The API token is not valid.")
+		return Actor{}, Errorf(EUNAUTHORIZED, "The API token is not valid, has expired or was revoked.")
 	}
 	if err != nil {
 		return Actor{}, &Error{Code: EUNAVAILABLE, Message: "Storage is unavailable; retry later.", Err: err}
 	}
+	if err := q.TokenTouch(ctx, t.ID); err != nil {
+		return Actor{}, &Error{Code: EUNAVAILABLE, Message: "Storage is unavailable; retry later.", Err: err}
+	}
 	return Actor{Name: "token:" + t.Name, Role: t.Role}, nil
+}
+
+// ListTokens returns every API token, oldest first, revoked and expired ones too.
+func ListTokens(ctx context.Context, pool *pgxpool.Pool) ([]Token, error) {
+	rows, err := db.New(pool).TokenList(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list tokens: %w", err)
+	}
+	out := make([]Token, len(rows))
+	for i, r := range rows {
+		out[i] = tokenOf(r)
+	}
+	return out, nil
+}
+
+// RevokeToken ends token id at once, audited as actor's. Errors: EFORBIDDEN
+// unless actor is an admin; ENOTFOUND for no such token; ECONFLICT when it was
+// revoked already.
+func RevokeToken(ctx context.Context, pool *pgxpool.Pool, actor Actor, id int64) (Token, error) {
+	if actor.Role != RoleAdmin {
+		return Token{}, Errorf(EFORBIDDEN, "Only admins can revoke API tokens.")
+	}
+	var row db.ApiToken
+	err := db.WithTx(ctx, pool, func(q *db.Queries) error {
+		var err error
+		row, err = q.TokenRevoke(ctx, id)
+		if db.IsNotFound(err) {
+			if _, gerr := q.TokenGet(ctx, id); db.IsNotFound(gerr) {
+				return Errorf(ENOTFOUND, "No API token has the id %d.", id)
+			}
+			return Errorf(ECONFLICT, "API token %d was revoked already.", id)
+		}
+		if err != nil {
+			return fmt.Errorf("revoke token: %w", err)
+		}
+		return q.TokenAuditInsert(ctx, db.TokenAuditInsertParams{TokenID: id, Actor: actor.Name, Act: "revoke"})
+	})
+	return tokenOf(row), err
+}
+
+// TokenAuditLine is one creation or revocation of a token.
+type TokenAuditLine struct {
+	Token string // its name
+	ID    int64  // its id
+	Actor string
+	Act   string // create | revoke
+	At    time.Time
+}
+
+// TokenAudit returns the latest n lines of the token audit, newest first.
+func TokenAudit(ctx context.Context, pool *pgxpool.Pool, n int) ([]TokenAuditLine, error) {
+	rows, err := db.New(pool).TokenAuditList(ctx, int32(n))
+	if err != nil {
+		return nil, fmt.Errorf("list token audit: %w", err)
+	}
+	out := make([]TokenAuditLine, len(rows))
+	for i, r := range rows {
+		out[i] = TokenAuditLine{Token: r.TokenName, ID: r.TokenID, Actor: r.Actor, Act: r.Act, At: r.At}
+	}
+	return out, nil
 }
 
 func checkRole(role string) error {

@@ -25,16 +25,39 @@ const MinPasswordLength = 12
 // before it; the web layer maps it to 429.
 const ETHROTTLED = "throttled"
 
-// LoginLimits bounds failed sign-ins. Both counts are kept in Postgres so that
+// LoginLimits bounds failed sign-ins. The counts are kept in Postgres so that
 // every oncehook process shares them and a restart does not reset them.
+//
+// An account is never locked out by what others type: failures lock only the
+// pair of that account and the address they came from (PerAccount), and an
+// address that fails too often on any accounts (PerAddress). Failures on an
+// account from everywhere only slow its sign-ins down: past PerAccount of them
+// within Window, each sign-in to it waits Delay, doubled for each further
+// failure, at most MaxDelay, and then is checked.
 type LoginLimits struct {
-	PerAccount int           // failures per email within Window
+	PerAccount int           // failures per (account, address) within Window
 	PerAddress int           // failures per client address within Window
 	Window     time.Duration // how long failures are remembered
+	Delay      time.Duration // the account's first wait; 0: none
+	MaxDelay   time.Duration // the longest wait
 }
 
 // DefaultLoginLimits are generous to a person mistyping and tight on a guesser.
-var DefaultLoginLimits = LoginLimits{PerAccount: 5, PerAddress: 20, Window: 15 * time.Minute}
+var DefaultLoginLimits = LoginLimits{PerAccount: 5, PerAddress: 20, Window: 15 * time.Minute,
+	Delay: time.Second, MaxDelay: 15 * time.Second}
+
+// delay is how long a sign-in to an account waits after failures before it.
+func (l LoginLimits) delay(failures int) time.Duration {
+	over := failures - l.PerAccount
+	if l.Delay <= 0 || over <= 0 {
+		return 0
+	}
+	d := l.Delay
+	for i := 1; i < over && d < l.MaxDelay; i++ {
+		d *= 2
+	}
+	return min(d, max(l.MaxDelay, l.Delay))
+}
 
 // argon2id parameters: OWASP's 19 MiB, 2 passes, 1 lane. They are written into
 // every hash, so raising them later keeps old hashes verifiable.
@@ -83,28 +106,22 @@ func cleanEmail(email string) (string, error) {
 }
 
 // Authenticate returns the enabled user with this email and password. Every try is
-// counted against the account and the address before the password is checked, so a
-// burst of guesses cannot all pass the limit at once: past it the try is refused
-// (ETHROTTLED) unchecked. A wrong email or password is EUNAUTHORIZED with the same
+// counted against the account, the address and the pair of both before the
+// password is checked, so a burst of guesses cannot all pass the limit at once:
+// past the pair's or the address's limit the try is refused (ETHROTTLED)
+// unchecked; past the account's, it waits (see LoginLimits) and is checked. A wrong email or password is EUNAUTHORIZED with the same
 // words either way, so the reply does not tell which accounts exist.
 func Authenticate(ctx context.Context, pool *pgxpool.Pool, limits LoginLimits, email, password, address string) (User, error) {
 	q := db.New(pool)
-	window := limits.Window.Seconds()
-	accountKey := "account:" + strings.ToLower(strings.TrimSpace(email))
-	addressKey := "address:" + address
-	throttled := false
-	for _, k := range []struct {
-		key   string
-		limit int
-	}{{accountKey, limits.PerAccount}, {addressKey, limits.PerAddress}} {
-		n, err := q.LoginThrottleFail(ctx, db.LoginThrottleFailParams{Key: k.key, WindowSeconds: window})
-		if err != nil {
-			return User{}, &Error{Code: EUNAVAILABLE, Message: "Sign-in is unavailable; try again shortly.", Err: err}
-		}
-		throttled = throttled || int(n) > k.limit
+	account := strings.ToLower(strings.TrimSpace(email))
+	accountKey, addressKey := "account:"+account, "address:"+address
+	pairKey := "pair:" + address + " " + account
+	failures, err := countTry(ctx, q, limits, accountKey, pairKey, addressKey)
+	if err != nil {
+		return User{}, err
 	}
-	if throttled {
-		return User{}, Errorf(ETHROTTLED, "Too many failed sign-ins. Wait %s, then try again.", plainDuration(limits.Window))
+	if err := wait(ctx, limits.delay(failures)); err != nil {
+		return User{}, err
 	}
 	u, err := q.UserGetByEmail(ctx, strings.TrimSpace(email))
 	if err != nil && !db.IsNotFound(err) {
@@ -121,14 +138,51 @@ func Authenticate(ctx context.Context, pool *pgxpool.Pool, limits LoginLimits, e
 	if !ok {
 		return User{}, Errorf(EUNAUTHORIZED, "The email or password is wrong.")
 	}
-	// Success: the account starts over, and the address gets this try back.
-	if err := q.LoginThrottleClear(ctx, accountKey); err != nil {
-		return User{}, fmt.Errorf("clear failed sign-ins: %w", err)
+	// Success: the account and the pair start over, and the address gets this
+	// try back.
+	for _, k := range []string{accountKey, pairKey} {
+		if err := q.LoginThrottleClear(ctx, k); err != nil {
+			return User{}, fmt.Errorf("clear failed sign-ins: %w", err)
+		}
 	}
 	if err := q.LoginThrottleRefund(ctx, addressKey); err != nil {
 		return User{}, fmt.Errorf("refund sign-in try: %w", err)
 	}
 	return userOf(u), nil
+}
+
+// countTry counts a sign-in up front (a success gives it back), so a burst
+// cannot pass the limits all at once. It returns ETHROTTLED when the pair or the
+// address is over its limit, else the account's failures before this try.
+func countTry(ctx context.Context, q *db.Queries, limits LoginLimits, accountKey, pairKey, addressKey string) (int, error) {
+	window := limits.Window.Seconds()
+	var counts [3]int
+	for i, key := range []string{accountKey, pairKey, addressKey} {
+		n, err := q.LoginThrottleFail(ctx, db.LoginThrottleFailParams{Key: key, WindowSeconds: window})
+		if err != nil {
+			return 0, &Error{Code: EUNAVAILABLE, Message: "Sign-in is unavailable; try again shortly.", Err: err}
+		}
+		counts[i] = int(n)
+	}
+	if counts[1] > limits.PerAccount || counts[2] > limits.PerAddress {
+		return 0, Errorf(ETHROTTLED, "Too many failed sign-ins from here. Wait %s, then try again.", plainDuration(limits.Window))
+	}
+	return counts[0] - 1, nil
+}
+
+// wait holds a sign-in for d, or until ctx ends.
+func wait(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return &Error{Code: EUNAVAILABLE, Message: "Sign-in was interrupted; try again.", Err: ctx.Err()}
+	}
 }
 
 func plainDuration(d time.Duration) string {

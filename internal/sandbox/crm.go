@@ -201,7 +201,7 @@ func (c *CRM) create(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusConflict, "a request with this idempotency key is in progress")
 		return
 	}
-	f := c.takeFault(http.MethodPost)
+	f := c.takeFault(http.MethodPost, fields)
 	if !f.AfterCommit {
 		if !f.hold(r.Context()) {
 			c.release(key, replay) // the client left before anything was stored

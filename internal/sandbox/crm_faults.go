@@ -28,6 +28,10 @@ type Fault struct {
 	// Reached, if non-nil, is closed when a request picks up this fault, so a test
 	// knows the request has arrived (and claimed its idempotency key) without sleeping.
 	Reached chan struct{}
+	// Field and Value, when set, aim a create's fault at the create whose body has
+	// Field equal to Value; an aimed fault is taken before the others, so a test
+	// can hold one operation's create whatever was queued before it.
+	Field, Value string
 }
 
 // Fail queues f behind the faults already scheduled.
@@ -40,11 +44,19 @@ func (c *CRM) Fail(f Fault) {
 	c.faults = append(c.faults, f)
 }
 
-// takeFault removes and returns the first fault for method, or the zero Fault.
-func (c *CRM) takeFault(method string) Fault {
+// takeFault removes and returns the first fault aimed at a request of method
+// with body fields, else the first one for method not aimed at all, else the
+// zero Fault.
+func (c *CRM) takeFault(method string, fields map[string]any) Fault {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	i := slices.IndexFunc(c.faults, func(f Fault) bool { return f.Method == method })
+	i := slices.IndexFunc(c.faults, func(f Fault) bool {
+		v, ok := fields[f.Field].(string)
+		return f.Method == method && f.Field != "" && ok && v == f.Value
+	})
+	if i < 0 {
+		i = slices.IndexFunc(c.faults, func(f Fault) bool { return f.Method == method && f.Field == "" })
+	}
 	if i < 0 {
 		return Fault{}
 	}
@@ -59,7 +71,7 @@ func (c *CRM) takeFault(method string) Fault {
 // lookupFaulted plays the next queued GET fault on a lookup: it reports whether the
 // fault answered (or hung up on) the request, so the handler must not.
 func (c *CRM) lookupFaulted(w http.ResponseWriter, r *http.Request) bool {
-	f := c.takeFault(http.MethodGet)
+	f := c.takeFault(http.MethodGet, nil)
 	if !f.hold(r.Context()) {
 		return true
 	}
