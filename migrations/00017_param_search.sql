@@ -8,7 +8,7 @@
 -- insert, so the workers' updates of an action stay HOT.
 -- +goose StatementBegin
 CREATE FUNCTION action_param_values(params jsonb) RETURNS jsonb
-LANGUAGE sql IMMUTABLE PARALLEL SAFE STRICT
+LANGUAGE sql IMMUTABLE PARALLEL SAFE STRICT COST 1000
 RETURN (SELECT coalesce(jsonb_agg(DISTINCT CASE jsonb_typeof(v) WHEN 'string' THEN to_jsonb(lower(v #>> '{}'))
                                                               ELSE to_jsonb(v #>> '{}') END), '[]'::jsonb)
         FROM jsonb_path_query(params, 'strict $.**') AS v
