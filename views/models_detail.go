@@ -163,6 +163,10 @@ type Header struct {
 type ConflictBody struct {
 	Received Stamp
 	Body     string
+	// Changes are the values that differ from the stored body, by JSON pointer;
+	// Same is how many values the two share.
+	Changes []DiffRow
+	Same    int
 }
 
 // SourcesPage is "/sources".

@@ -11,6 +11,7 @@ import (
 
 	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/internal/sandbox"
+	"github.com/oncehook/oncehook/internal/sender"
 )
 
 // failedCheckouts makes n checkouts whose opportunity the CRM refuses (422), and
@@ -71,7 +72,7 @@ func TestBrowserQueueTableFirst(t *testing.T) {
 		const st = getComputedStyle(i); c.font = st.fontSize + ' ' + st.fontFamily;
 		return c.measureText(i.placeholder).width > i.clientWidth - parseFloat(st.paddingLeft) - parseFloat(st.paddingRight); })()`)
 	if cut {
-		t.Errorf("the search placeholder is cut")
+		t.Errorf("the search placeholder is cut: %s", eval[string](b, `(() => { const i = document.querySelector('.nav-search input'); return i.clientWidth + ' px for ' + i.placeholder; })()`))
 	}
 	b.open("/actions", "#queue-table tbody tr")
 	if clipped := eval[bool](b, `(() => { const th = [...document.querySelectorAll('#queue-table th')].pop(); return th.getBoundingClientRect().right > document.querySelector('#queue-table .table-wrap').getBoundingClientRect().right + 1; })()`); clipped {
@@ -186,4 +187,64 @@ func TestBrowserSearchByWhatPeopleKnow(t *testing.T) {
 	if !eval[bool](b, fmt.Sprintf(`!!document.getElementById('open-%d')`, opp.ID)) {
 		t.Errorf("a search by the amount does not find the opportunity: %s", b.text("main"))
 	}
+}
+
+// deliver posts body as a signed Stripe webhook and fails the test unless it is
+// accepted.
+func (d *dashboard) deliver(body string) {
+	d.t.Helper()
+	hdr, err := sender.Headers("stripe", dashStripeSecret, sender.Delivery{Body: []byte(body)})
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	req, _ := http.NewRequest(http.MethodPost, d.url+"/hooks/stripe-live", strings.NewReader(body))
+	req.Header = hdr
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		d.t.Fatalf("deliver: %d", res.StatusCode)
+	}
+}
+
+// TestBrowserConflictFilterFindsChangedPayload: the demo's changed payload (the
+// same event id, amount 1200 then 9999) is found by the conflict filter, though
+// its event was routed, and its page marks the changed value.
+func TestBrowserConflictFilterFindsChangedPayload(t *testing.T) {
+	t.Parallel()
+	d := newDashboard(t)
+	body := func(amount int) string {
+		return fmt.Sprintf(`{"id":"evt_changed","type":"checkout.session.completed","created":1700000000,`+
+			`"data":{"object":{"id":"cs_changed","amount_total":%d,"customer_details":{"email":"ada@example.com"},`+
+			`"metadata":{"enquiry_id":"enq-changed"}}}}`, amount)
+	}
+	d.deliver(body(1200))
+	d.waitAction("open_opportunity", "enq-changed", ledger.StateConfirmed)
+	d.deliver(body(9999))
+	page, err := d.review.ListEvents(t.Context(), ledger.EventFilter{Q: "evt_changed"})
+	if err != nil || len(page.Events) != 1 || !page.Events[0].Conflict {
+		t.Fatalf("the changed payload is not flagged: %v %+v", err, page.Events)
+	}
+	ev := page.Events[0]
+
+	b := newBrowser(t, d.url)
+	b.login(adminEmail, password)
+	b.open("/events?status=conflict", "main")
+	if !eval[bool](b, fmt.Sprintf(`!!document.querySelector('a[href="/events/%d"]')`, ev.ID)) {
+		t.Errorf("/events?status=conflict does not list event %d (status %s, conflict flag set): %s", ev.ID, ev.Status, b.text("main"))
+	}
+	b.open(fmt.Sprintf("/events/%d", ev.ID), "#conflict-diff-0")
+	diff := b.text("#conflict-diff-0 tbody")
+	if !strings.Contains(diff, "/data/object/amount_total") || !strings.Contains(diff, "1200") || !strings.Contains(diff, "9999") {
+		t.Errorf("the diff reads %q, want amount_total 1200 against 9999", diff)
+	}
+	if n := eval[int](b, `document.querySelectorAll('#conflict-diff-0 tbody tr').length`); n != 1 {
+		t.Errorf("the diff lists %d values, want the one that changed", n)
+	}
+	if !eval[bool](b, `[...document.querySelectorAll('#conflict-diff-0 td.differs')].some(td => td.textContent.includes('9999'))`) {
+		t.Errorf("the changed value is not marked")
+	}
+	b.screenshot("event-conflict")
 }

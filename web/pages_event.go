@@ -49,7 +49,9 @@ func (s *Server) eventPage(c echo.Context) error {
 			Detail: compactJSON(au.Detail)})
 	}
 	for _, cf := range d.Conflicts {
-		m.Conflicts = append(m.Conflicts, views.ConflictBody{Received: stamp(cf.ReceivedAt), Body: prettyJSON(cf.Body)})
+		changes, same := diffBodies(e.Body, cf.Body)
+		m.Conflicts = append(m.Conflicts, views.ConflictBody{Received: stamp(cf.ReceivedAt), Body: prettyJSON(cf.Body),
+			Changes: changes, Same: same})
 	}
 	return s.render(c, http.StatusOK, views.Event(s.layout(c, fmt.Sprintf("Event %d", e.ID), ""), m))
 }
