@@ -41,11 +41,11 @@ func about(estimate bool) string {
 func bucketName(window string) string {
 	switch window {
 	case "hour":
-		return "5 minutes"
+		return "five minutes"
 	case "day":
-		return "hour"
+		return "one hour"
 	}
-	return "day"
+	return "one day"
 }
 
 // Active reports whether f narrows the list beyond its page and order.

@@ -235,6 +235,8 @@ type Chart struct {
 	Max     int64
 	Oldest  string // the left end, "1 week ago"
 	Worse   bool   // the newest failures exceed the window's average
+	// Recovered: the window had failures, and the newest buckets have none.
+	Recovered bool
 }
 
 // Bar is one bar of a chart.

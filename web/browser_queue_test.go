@@ -248,3 +248,29 @@ func TestBrowserConflictFilterFindsChangedPayload(t *testing.T) {
 	}
 	b.screenshot("event-conflict")
 }
+
+// TestBrowserPlainWords: a reason reads as a sentence, the stored text behind a
+// disclosure; the trends say what they count.
+func TestBrowserPlainWords(t *testing.T) {
+	t.Parallel()
+	d := newDashboard(t)
+	a := d.failedCheckouts("enq-words", 1)
+	b := newBrowser(t, d.url)
+	b.login(adminEmail, password)
+	b.open("/queue/failed", fmt.Sprintf("#open-%d", a.ID))
+	reason := eval[string](b, `document.querySelector('#queue-table td.reason').firstChild.textContent.trim()`)
+	if !strings.HasPrefix(reason, "crm refused the request") || !strings.Contains(reason, "amount must be approved") {
+		t.Errorf("the reason reads %q, want a sentence naming crm and its words", reason)
+	}
+	if eval[bool](b, `[...document.querySelectorAll('#queue-table td.reason')].some(td => td.innerText.includes('(4xx)'))`) {
+		t.Errorf("the stored reason shows before it is asked for")
+	}
+	if got := eval[string](b, `document.querySelector('#queue-table td.reason details code').textContent`); !strings.Contains(got, string(ledger.ObsRejected)) {
+		t.Errorf("the disclosure holds %q, want the stored reason", got)
+	}
+	b.open("/trends?window=hour", "#trend-dest-note")
+	if got := b.text("main"); strings.Contains(got, "one 5 minutes") || !strings.Contains(got, "Each bar is five minutes") ||
+		!strings.Contains(got, "failed calls") || !strings.Contains(b.text("#trend-dest-note"), "not the Failed queue") {
+		t.Errorf("the trends read %q", got)
+	}
+}

@@ -46,7 +46,7 @@ func (s *Server) eventPage(c echo.Context) error {
 	slices.SortFunc(m.Headers, func(a, b views.Header) int { return strings.Compare(a.Name, b.Name) })
 	for _, au := range d.Audit {
 		m.Audit = append(m.Audit, views.AuditLine{At: stamp(au.At), Actor: au.Actor, Act: au.Act, Note: au.Note,
-			Detail: compactJSON(au.Detail)})
+			Detail: detailWords(au.Detail)})
 	}
 	for _, cf := range d.Conflicts {
 		changes, same := diffBodies(e.Body, cf.Body)
