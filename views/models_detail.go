@@ -45,7 +45,8 @@ type ActionInfo struct {
 	URL          string
 	Name         string
 	State        string
-	Reason       string
+	Reason       string // in plain words
+	ReasonDetail string // the stored reason behind Reason; "" when Reason is it
 	NextStep     string
 	BusinessKey  string
 	OperationKey string

@@ -110,8 +110,9 @@ func auditLines(audit []ledger.AuditEntry) []views.AuditLine {
 }
 
 func (s *Server) actionInfo(a ledger.Action) views.ActionInfo {
+	reason, detail := ledger.PlainReason(a)
 	info := views.ActionInfo{
-		ID: a.ID, URL: actionURL(a.ID), Name: a.Name, State: a.State, Reason: a.Reason,
+		ID: a.ID, URL: actionURL(a.ID), Name: a.Name, State: a.State, Reason: reason, ReasonDetail: detail,
 		NextStep: ledger.NextStep(a.State), BusinessKey: a.BusinessKey, OperationKey: a.OperationKey,
 		Source: a.Source, Client: a.Client, Environment: a.Environment, Destination: a.Destination,
 		Owner: a.Owner, Attempts: a.Attempts, ExternalRef: a.ExternalRef, Params: prettyJSON(a.Params),

@@ -3,6 +3,7 @@ package ledger
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/oncehook/oncehook/db"
@@ -37,6 +38,17 @@ func (r *Review) Causes(ctx context.Context) ([]Cause, error) {
 			}
 			c := Cause{Queue: q, State: row.State, Destination: row.Destination, Count: row.N,
 				Oldest: row.Oldest, Reason: row.Cause, Blocked: row.Blocked}
+			// Held is one cause whatever the reason says: the destination is disconnected.
+			if c.State == StateHeld {
+				c.Reason = ""
+				if i := slices.IndexFunc(out, func(o Cause) bool { return o.State == StateHeld && o.Destination == c.Destination }); i >= 0 {
+					out[i].Count += c.Count
+					if c.Oldest.Before(out[i].Oldest) {
+						out[i].Oldest = c.Oldest
+					}
+					continue
+				}
+			}
 			c.Label, c.Fix = r.causeWords(c)
 			out = append(out, c)
 		}
@@ -49,7 +61,7 @@ func (r *Review) causeWords(c Cause) (label, fix string) {
 	d := c.Destination
 	switch c.State {
 	case StateHeld:
-		return d + " disconnected: held", "Reconnect " + d
+		return d + " disconnected", "Reconnect " + d
 	case StateUncertain:
 		if c.Reason == string(ObsLookupFailed) {
 			return d + ": its lookup failed, looked up again later", "Wait, or Reconcile"
