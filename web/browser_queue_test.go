@@ -167,7 +167,7 @@ func TestBrowserLiveAfterTickUntick(t *testing.T) {
 }
 
 // TestBrowserSearchByWhatPeopleKnow: the search box finds an action by the
-// customer's email and by an amount.
+// customer's email, by an amount and by words of its reason.
 func TestBrowserSearchByWhatPeopleKnow(t *testing.T) {
 	t.Parallel()
 	d := newDashboard(t)
@@ -186,6 +186,11 @@ func TestBrowserSearchByWhatPeopleKnow(t *testing.T) {
 	b.open("/actions?q=4200", "main")
 	if !eval[bool](b, fmt.Sprintf(`!!document.getElementById('open-%d')`, opp.ID)) {
 		t.Errorf("a search by the amount does not find the opportunity: %s", b.text("main"))
+	}
+	failed := d.failedCheckouts("enq-reason", 1)
+	b.open("/actions?q=Must+Be+Approved", "main")
+	if !eval[bool](b, fmt.Sprintf(`!!document.getElementById('open-%d')`, failed.ID)) {
+		t.Errorf("a search by words of the reason does not find the failed action: %s", b.text("main"))
 	}
 }
 
