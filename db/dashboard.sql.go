@@ -10,6 +10,61 @@ import (
 	"time"
 )
 
+const dashboardCauses = `-- name: DashboardCauses :many
+SELECT a.state::text AS state, a.destination::text AS destination,
+       coalesce((SELECT c FROM unnest($1::text[]) AS c
+                 WHERE a.reason LIKE replace(replace(c, '%', '\%'), '_', '\_') || '%'
+                 ORDER BY length(c) DESC LIMIT 1), '')::text AS cause,
+       (a.state = 'pending' AND a.after_id IS NOT NULL
+        AND a.next_attempt_at = '9999-12-31 00:00:00+00'::timestamptz)::boolean AS blocked,
+       count(*)::bigint AS n, min(a.state_since)::timestamptz AS oldest
+FROM actions a
+WHERE a.state IN ('pending', 'processing', 'retrying', 'held', 'uncertain', 'failed')
+GROUP BY 1, 2, 3, 4
+ORDER BY 1, 5 DESC
+`
+
+type DashboardCausesRow struct {
+	State       string
+	Destination string
+	Cause       string
+	Blocked     bool
+	N           int64
+	Oldest      time.Time
+}
+
+// The actions that wait, grouped by what holds them: state, destination, the
+// longest of @causes (the decision table's observations and the other ways a
+// reason starts) that the reason starts with, and, for a pending action, whether
+// it waits for its predecessor. Read on each overview and queue page: the open
+// actions are the few a healthy flow has, so they are read whole.
+func (q *Queries) DashboardCauses(ctx context.Context, causes []string) ([]DashboardCausesRow, error) {
+	rows, err := q.db.Query(ctx, dashboardCauses, causes)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []DashboardCausesRow{}
+	for rows.Next() {
+		var i DashboardCausesRow
+		if err := rows.Scan(
+			&i.State,
+			&i.Destination,
+			&i.Cause,
+			&i.Blocked,
+			&i.N,
+			&i.Oldest,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const dashboardQueueAges = `-- name: DashboardQueueAges :many
 SELECT state, count(*)::bigint AS n, min(state_since)::timestamptz AS oldest
 FROM actions

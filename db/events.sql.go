@@ -347,7 +347,7 @@ SELECT id, client, environment, source, source_event_id, type, status, reason, d
      FROM events
      WHERE $1::text <> 'received' AND $2::text = ''
        AND ($3::text = '' OR source = $3)
-       AND ($1::text = '' OR status = $1)
+       AND ($1::text = '' OR status = $1 OR ($1 = 'conflict' AND conflict))
        AND ($4::text = '' OR type = $4)
        AND ($5::text = '' OR via = $5)
        AND received_at >= coalesce($6::timestamptz, '-infinity')
@@ -380,7 +380,7 @@ SELECT id, client, environment, source, source_event_id, type, status, reason, d
      JOIN events e ON e.client = s.client AND e.source = s.source AND e.source_event_id = $2
      WHERE $2::text <> ''
        AND ($3::text = '' OR e.source = $3)
-       AND ($1::text = '' OR e.status = $1)
+       AND ($1::text = '' OR e.status = $1 OR ($1 = 'conflict' AND e.conflict))
        AND ($4::text = '' OR e.type = $4)
        AND ($5::text = '' OR e.via = $5)
        AND e.received_at >= coalesce($6::timestamptz, '-infinity')
@@ -428,7 +428,9 @@ type EventListRow struct {
 // index on events covers their status, so they are found through event_queue, which
 // holds exactly the received ones (routing deletes the queue row and sets the status
 // in one transaction); a search by the provider's event id probes the unique index
-// once per configured (client, source); every other filter walks events by id. Each
+// once per configured (client, source); every other filter walks events by id.
+// Status conflict finds every conflict: a repeat with a different body keeps its
+// event's status (routed, most often) and sets its conflict flag. Each
 // branch runs only for its own filter, and each has its own ORDER BY and LIMIT so
 // that Postgres walks its index instead of sorting the inbox.
 func (q *Queries) EventList(ctx context.Context, arg EventListParams) ([]EventListRow, error) {

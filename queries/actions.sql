@@ -352,8 +352,12 @@ RETURNING *;
 -- the last two). Empty filters match everything. It is the one place a filter
 -- becomes SQL: the pages, the API, CSV export and "all that match" bulk acts all
 -- read it. q matches a business key or its beginning (in any case, LIKE's
--- wildcards taken literally), an operation key, an external ref, an owner or an
--- event id; each is an index probe (clients and sources are the configured ones,
+-- wildcards taken literally), an operation key, an external ref, an owner, a
+-- value of the params (a customer's email, an amount: action_param_values, in any
+-- case, probed once in actions_param_values_idx, at most 5,000 of them), an
+-- event id, or words of the reason of an action that waits for a person (those
+-- are few: their reasons are read, no index serves a part of a reason); the rest
+-- is an index probe (clients and sources are the configured ones,
 -- which lead the keys of operation keys and event ids). reason is a part of the
 -- reason; since/until bound the creation time; http_status matches an attempt's
 -- reply. Each state is walked on its own down actions_state_idx (state, id DESC)
@@ -385,6 +389,11 @@ WHERE (a.client, a.id) IN (
                    LIKE replace(replace(replace(lower(@q), '\', '\\'), '%', '\%'), '_', '\_') || '%'
                OR (b.client = ANY(@clients::text[]) AND b.operation_key = @q)
                OR (b.external_ref = @q AND b.external_ref <> '') OR b.owner = @q
+               OR b.id = ANY(ARRAY(SELECT x.id FROM actions x
+                                   WHERE action_param_values(x.params) @> jsonb_build_array(lower(@q))
+                                   LIMIT 5000))
+               OR (b.state IN ('held', 'uncertain', 'failed')
+                   AND b.reason ILIKE '%' || replace(replace(replace(@q, '\', '\\'), '%', '\%'), '_', '\_') || '%')
                OR b.id = ANY(ARRAY(SELECT ae.action_id FROM events e
                                    JOIN action_events ae ON ae.client = e.client AND ae.event_id = e.id
                                    WHERE e.client = ANY(@clients::text[]) AND e.source = ANY(@sources::text[])

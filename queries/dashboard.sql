@@ -123,3 +123,21 @@ JOIN actions a ON a.state IN ('pending', 'processing', 'retrying')
     AND a.state_since >= b.start_at
     AND a.state_since < b.start_at + make_interval(secs => @bucket_seconds::double precision)
 GROUP BY 1, 2;
+
+-- name: DashboardCauses :many
+-- The actions that wait, grouped by what holds them: state, destination, the
+-- longest of @causes (the decision table's observations and the other ways a
+-- reason starts) that the reason starts with, and, for a pending action, whether
+-- it waits for its predecessor. Read on each overview and queue page: the open
+-- actions are the few a healthy flow has, so they are read whole.
+SELECT a.state::text AS state, a.destination::text AS destination,
+       coalesce((SELECT c FROM unnest(@causes::text[]) AS c
+                 WHERE a.reason LIKE replace(replace(c, '%', '\%'), '_', '\_') || '%'
+                 ORDER BY length(c) DESC LIMIT 1), '')::text AS cause,
+       (a.state = 'pending' AND a.after_id IS NOT NULL
+        AND a.next_attempt_at = '9999-12-31 00:00:00+00'::timestamptz)::boolean AS blocked,
+       count(*)::bigint AS n, min(a.state_since)::timestamptz AS oldest
+FROM actions a
+WHERE a.state IN ('pending', 'processing', 'retrying', 'held', 'uncertain', 'failed')
+GROUP BY 1, 2, 3, 4
+ORDER BY 1, 5 DESC;

@@ -80,7 +80,9 @@ WHERE e.client = r.client AND e.id = r.id;
 -- index on events covers their status, so they are found through event_queue, which
 -- holds exactly the received ones (routing deletes the queue row and sets the status
 -- in one transaction); a search by the provider's event id probes the unique index
--- once per configured (client, source); every other filter walks events by id. Each
+-- once per configured (client, source); every other filter walks events by id.
+-- Status conflict finds every conflict: a repeat with a different body keeps its
+-- event's status (routed, most often) and sets its conflict flag. Each
 -- branch runs only for its own filter, and each has its own ORDER BY and LIMIT so
 -- that Postgres walks its index instead of sorting the inbox.
 SELECT * FROM (
@@ -89,7 +91,7 @@ SELECT * FROM (
      FROM events
      WHERE @status::text <> 'received' AND @q::text = ''
        AND (@source::text = '' OR source = @source)
-       AND (@status::text = '' OR status = @status)
+       AND (@status::text = '' OR status = @status OR (@status = 'conflict' AND conflict))
        AND (@type::text = '' OR type = @type)
        AND (@via::text = '' OR via = @via)
        AND received_at >= coalesce(sqlc.narg(received_from)::timestamptz, '-infinity')
@@ -122,7 +124,7 @@ SELECT * FROM (
      JOIN events e ON e.client = s.client AND e.source = s.source AND e.source_event_id = @q
      WHERE @q::text <> ''
        AND (@source::text = '' OR e.source = @source)
-       AND (@status::text = '' OR e.status = @status)
+       AND (@status::text = '' OR e.status = @status OR (@status = 'conflict' AND e.conflict))
        AND (@type::text = '' OR e.type = @type)
        AND (@via::text = '' OR e.via = @via)
        AND e.received_at >= coalesce(sqlc.narg(received_from)::timestamptz, '-infinity')

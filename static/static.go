@@ -16,7 +16,7 @@ import (
 	"time"
 )
 
-//go:embed css js
+//go:embed css js img
 var files embed.FS
 
 // Prefix is where the assets are served.
@@ -62,6 +62,17 @@ func URL(name string) string {
 		panic("static: no embedded file " + name)
 	}
 	return u
+}
+
+// Favicon serves the icon at /favicon.ico, where browsers ask for it on every
+// page whatever the page links: an SVG, which they all read there.
+func Favicon() http.Handler {
+	a := byURL[URL("img/favicon.svg")]
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "public, max-age=86400")
+		w.Header().Set("Content-Type", a.ctype)
+		http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(a.body))
+	})
 }
 
 // Handler serves the embedded files at their hashed URLs with a year-long,

@@ -1,9 +1,12 @@
 package views
 
 import (
+	"fmt"
 	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/a-h/templ"
 )
 
 func urlQuery(s string) string { return url.QueryEscape(s) }
@@ -38,9 +41,67 @@ func about(estimate bool) string {
 func bucketName(window string) string {
 	switch window {
 	case "hour":
-		return "5 minutes"
+		return "five minutes"
 	case "day":
-		return "hour"
+		return "one hour"
 	}
-	return "day"
+	return "one day"
+}
+
+// Active reports whether f narrows the list beyond its page and order.
+func (f Filter) Active() bool {
+	return f.set() > 0
+}
+
+// set is how many of f's fields narrow the list.
+func (f Filter) set() int {
+	n := 0
+	for _, v := range []string{f.State, f.Source, f.Action, f.Destination, f.Owner, f.Client, f.Q, f.Reason,
+		f.Since, f.Until, f.HTTPStatus} {
+		if v != "" {
+			n++
+		}
+	}
+	return n
+}
+
+// filterSummary says on the folded filter what it holds: the search, and how
+// many other fields are set.
+func filterSummary(f Filter) string {
+	n := f.set()
+	switch {
+	case f.Q != "" && n > 1:
+		return fmt.Sprintf(": \u201c%s\u201d and %d more", f.Q, n-1)
+	case f.Q != "":
+		return fmt.Sprintf(": \u201c%s\u201d", f.Q)
+	case n == 1:
+		return ": 1 field set"
+	case n > 1:
+		return fmt.Sprintf(": %d fields set", n)
+	}
+	return ""
+}
+
+// matchWord ends a total: all of a queue, or what a filter matched.
+func matchWord(f Filter) string {
+	if f.Active() {
+		return "match"
+	}
+	return "in all"
+}
+
+// plus marks a count that stopped: there are more.
+func plus(more bool) string {
+	if more {
+		return "+"
+	}
+	return ""
+}
+
+// current marks the navigation link of the page shown.
+func current(is bool) templ.Attributes {
+	if is {
+		return templ.Attributes{"aria-current": "page"}
+	}
+	return templ.Attributes{}
 }

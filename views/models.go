@@ -20,6 +20,10 @@ type Layout struct {
 	Live    bool
 	LiveURL string
 	LiveAt  Stamp // when the page was rendered
+	// Icon is the page icon's URL; NavCounts the open actions of each queue, by
+	// queue name, shown beside its link (absent when they could not be read).
+	Icon      string
+	NavCounts map[string]int64
 }
 
 // KeptForm is what a person typed into a form that arrived after their session
@@ -69,10 +73,13 @@ type ActionRow struct {
 	Owner       string
 	NoAccount   bool // the owner has no account: nobody sees it under /mine
 	Attempts    int32
-	Created     Age // since it was created
-	Age         Age // in its state
-	Reason      string
-	NextStep    string
+	Created     Age    // since it was created
+	Age         Age    // in its state
+	Reason      string // in plain words
+	// ReasonDetail is the stored reason behind Reason, shown on request; "" when
+	// Reason is it.
+	ReasonDetail string
+	NextStep     string
 }
 
 // QueueCard is one queue on the overview.
@@ -81,6 +88,7 @@ type QueueCard struct {
 	URL    string
 	Count  int64
 	Oldest Age // zero when empty
+	Causes []CauseRow
 }
 
 // SourceRow is one source with its delivery counts.
@@ -156,9 +164,6 @@ type QueuePage struct {
 	Clients      []Option
 	Owners       []Option
 	States       []Option // the queue's states, for a queue of more than one
-	Counts       []StateTotal
-	Total        int64
-	TotalAbout   bool // Total holds an estimate
 	Table        QueueTable
 	CanAssign    bool
 	Assignees    []Option
@@ -173,6 +178,24 @@ type QueueTable struct {
 	FirstURL   string // "" on the first page
 	CSVURL     string // every action the filter selects, as CSV
 	Sorts      TableSorts
+	// Counts are the page's states with how many actions the filter selects in
+	// each; they are refreshed with the rows.
+	Counts     []StateTotal
+	Total      int64
+	TotalAbout bool // Total is an estimate
+	TotalMore  bool // Total is a lower bound: a count stopped
+	Causes     []CauseRow
+}
+
+// CauseRow is a group of open actions held by the same thing, with its fix.
+type CauseRow struct {
+	Label  string
+	Count  int64
+	State  string
+	Fix    string
+	URL    string // the queue filtered to these actions
+	FixURL string // where the fix is done; "" when it is done on the actions themselves
+	Oldest Age
 }
 
 // TableSorts are the headings a table of actions sorts by; zero ones do not sort.
@@ -192,6 +215,7 @@ type StateTotal struct {
 	State string
 	Count int64
 	About bool // an estimate: past 1,000 the figure is the planner's
+	More  bool // a lower bound: the count stopped there
 	URL   string
 }
 

@@ -81,7 +81,8 @@ type ActionInfo struct {
 	URL          string
 	Name         string
 	State        string
-	Reason       string
+	Reason       string // in plain words
+	ReasonDetail string // the stored reason behind Reason; "" when Reason is it
 	NextStep     string
 	BusinessKey  string
 	OperationKey string
@@ -211,6 +212,10 @@ type Header struct {
 type ConflictBody struct {
 	Received Stamp
 	Body     string
+	// Changes are the values that differ from the stored body, by JSON pointer;
+	// Same is how many values the two share.
+	Changes []DiffRow
+	Same    int
 }
 
 // SourcesPage is "/sources".
@@ -279,6 +284,8 @@ type Chart struct {
 	Max     int64
 	Oldest  string // the left end, "1 week ago"
 	Worse   bool   // the newest failures exceed the window's average
+	// Recovered: the window had failures, and the newest buckets have none.
+	Recovered bool
 }
 
 // Bar is one bar of a chart.

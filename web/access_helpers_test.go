@@ -27,7 +27,7 @@ const accessMetricsToken = "metrics-token-access-4c2e"
 // sign-in and the static files. /metrics needs its token here.
 var publicRoutes = map[string]bool{
 	"POST /hooks/:source": true, "GET /healthz": true, "GET /readyz": true,
-	"GET /login": true, "POST /login": true, "GET /static/*": true,
+	"GET /login": true, "POST /login": true, "GET /static/*": true, "GET /favicon.ico": true,
 }
 
 // adminRoutes are the routes only admins may use. The acts of POST

@@ -41,7 +41,8 @@ func TestBrowserBulkActsOnWhatIsShown(t *testing.T) {
 
 	b := newBrowser(t, d.url)
 	b.login(adminEmail, password)
-	b.open("/queue/failed", "#bulk")
+	b.open("/queue/failed", "#queue-table")
+	b.unfold()
 	rows := func() int { return eval[int](b, `document.querySelectorAll('#queue-table tbody tr').length`) }
 	if n := rows(); n != 4 {
 		t.Fatalf("the failed queue shows %d rows, want 4", n)

@@ -117,12 +117,12 @@ func TestBrowserEventsListAndReplay(t *testing.T) {
 	// Replay all that match: the count first, then the confirmation.
 	b.open("/events?status=ignored&type=invoice.paid", "#replay-all")
 	b.submit("#replay-all")
-	if n := b.text("#replay-count"); !strings.HasPrefix(n, "2 event(s) match") {
+	if n := b.text("#replay-count"); !strings.HasPrefix(n, "2 events match") {
 		t.Fatalf("confirmation says %q", n)
 	}
 	b.do("say why", chromedp.SendKeys(chromedp.ID("replay-note"), "all of them"))
 	b.submit("#confirm-replay")
-	if flash := b.text(".flash"); !strings.HasPrefix(flash, "2 event(s) replayed") {
+	if flash := b.text(".flash"); !strings.HasPrefix(flash, "2 events replayed") {
 		t.Errorf("flash after replay all = %q", flash)
 	}
 	if n := countRows(t, d, `SELECT count(*) FROM event_audit WHERE note = 'all of them'`); n != 2 {

@@ -179,6 +179,7 @@ func (b *browser) login(email, pass string) {
 
 func (b *browser) logout() {
 	b.t.Helper()
+	_ = eval[bool](b, `document.querySelector('details.nav-user').open = true`)
 	b.submit(`form[action="/logout"] button`)
 }
 
@@ -213,4 +214,10 @@ func (b *browser) cspViolations() []string {
 		}
 	}
 	return out
+}
+
+// unfold opens a queue's folded filter and bulk acts.
+func (b *browser) unfold() {
+	b.t.Helper()
+	_ = eval[bool](b, `(document.querySelectorAll('details.tool').forEach(d => d.open = true), true)`)
 }

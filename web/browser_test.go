@@ -60,6 +60,7 @@ func TestBrowserReviewWorkflow(t *testing.T) {
 	}
 
 	// The filter works through htmx without a page load, and the URL keeps it.
+	b.unfold()
 	b.do("filter", chromedp.SendKeys(chromedp.ID("f-q"), "enq-other"), chromedp.Click(chromedp.CSS(`form[role=search] button`)))
 	waitUntil(t, "the filter to apply", func() bool {
 		return strings.Contains(b.location(), "q=enq-other") && eval[int](b, `document.querySelectorAll('`+actionLink+`').length`) == 0

@@ -24,8 +24,8 @@ func TestBrowserTrends(t *testing.T) {
 	b.login(adminEmail, password)
 	b.open("/trends?window=hour", "#trend-dest-crm svg")
 	for sel, want := range map[string]string{
-		"#trend-dest-crm .chart-summary small":     "2 new, 2 failed over the last hour",
-		"#trend-dest-mail .chart-summary small":    "2 new, 0 failed over the last hour",
+		"#trend-dest-crm .chart-summary small":     "2 new actions, 2 failed calls over the last hour",
+		"#trend-dest-mail .chart-summary small":    "2 new actions, 0 failed calls over the last hour",
 		"#trend-queue-failed .chart-summary small": "2 arrived over the last hour",
 	} {
 		if got := b.text(sel); got != want {
@@ -45,7 +45,7 @@ func TestBrowserTrends(t *testing.T) {
 	}
 	for _, w := range []string{"day", "week"} {
 		b.open("/trends?window="+w, "#trend-dest-crm svg")
-		if got := b.text("#trend-dest-crm .chart-summary small"); got != "2 new, 2 failed over the last "+w {
+		if got := b.text("#trend-dest-crm .chart-summary small"); got != "2 new actions, 2 failed calls over the last "+w {
 			t.Errorf("%s: crm reads %q", w, got)
 		}
 	}

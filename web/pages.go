@@ -31,6 +31,7 @@ func baseLayout(title, section string) views.Layout {
 		Title: title, Section: section,
 		CSS:     []string{static.URL("css/pico.min.css"), static.URL("css/app.css")},
 		Scripts: []string{static.URL("js/htmx.min.js"), static.URL("js/dashboard.js")},
+		Icon:    static.URL("img/favicon.svg"),
 	}
 }
 
@@ -46,6 +47,7 @@ func (s *Server) layout(c echo.Context, title, section string) views.Layout {
 	l.LiveAt = stamp(s.now())
 	if u := userOf(c); u.ID != 0 {
 		l.User = &views.User{ID: u.ID, Email: u.Email, Role: u.Role, Admin: u.Role == ledger.RoleAdmin}
+		l.NavCounts = s.navCounts(c)
 	}
 	return l
 }
@@ -101,10 +103,12 @@ func (s *Server) actionRows(c echo.Context, as []ledger.Action) ([]views.ActionR
 	now := s.now()
 	rows := make([]views.ActionRow, 0, len(as))
 	for _, a := range as {
+		reason, detail := ledger.PlainReason(a)
 		rows = append(rows, views.ActionRow{
 			ID: a.ID, URL: actionURL(a.ID), State: a.State, Name: a.Name, BusinessKey: a.BusinessKey,
 			Source: a.Source, Destination: a.Destination, Owner: a.Owner, Attempts: a.Attempts,
-			Created: ageOf(now, a.CreatedAt), Age: ageOf(now, a.StateSince), Reason: a.Reason, NextStep: steps[a.ID].Text,
+			Created: ageOf(now, a.CreatedAt), Age: ageOf(now, a.StateSince), Reason: reason, ReasonDetail: detail,
+			NextStep: steps[a.ID].Text,
 		})
 	}
 	return rows, nil
@@ -139,4 +143,19 @@ func (s *Server) flagOwners(c echo.Context, rows []views.ActionRow) error {
 func live(c echo.Context, l views.Layout) views.Layout {
 	l.Live, l.LiveURL = true, c.Request().URL.RequestURI()
 	return l
+}
+
+// navCounts are the open actions of each queue, for the navigation; nil (no
+// counts shown) when they cannot be read: the page itself still renders.
+func (s *Server) navCounts(c echo.Context) map[string]int64 {
+	qs, err := s.review.QueueSummaries(c.Request().Context())
+	if err != nil {
+		s.logger.WarnContext(c.Request().Context(), "count queues for the navigation", "err", err)
+		return nil
+	}
+	out := make(map[string]int64, len(qs))
+	for _, q := range qs {
+		out[q.Name] = q.Count
+	}
+	return out
 }

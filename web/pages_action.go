@@ -133,9 +133,10 @@ func auditLines(audit []ledger.AuditEntry) []views.AuditLine {
 // actionInfo is the action itself, with its step: the next attempt is shown only
 // when a worker will act on it by itself.
 func (s *Server) actionInfo(a ledger.Action, step ledger.Step) views.ActionInfo {
+	reason, detail := ledger.PlainReason(a)
 	info := views.ActionInfo{
-		ID: a.ID, URL: actionURL(a.ID), Name: a.Name, State: a.State, Reason: a.Reason, AttemptKey: a.AttemptKey,
-		NextStep: step.Text, BusinessKey: a.BusinessKey, OperationKey: a.OperationKey,
+		ID: a.ID, URL: actionURL(a.ID), Name: a.Name, State: a.State, Reason: reason, ReasonDetail: detail,
+		AttemptKey: a.AttemptKey, NextStep: step.Text, BusinessKey: a.BusinessKey, OperationKey: a.OperationKey,
 		Source: a.Source, Client: a.Client, Environment: a.Environment, Destination: a.Destination,
 		Owner: a.Owner, Attempts: a.Attempts, ExternalRef: a.ExternalRef, Params: prettyJSON(a.Params),
 		Created: stamp(a.CreatedAt), Updated: stamp(a.UpdatedAt), StateSince: stamp(a.StateSince),

@@ -193,11 +193,16 @@ func (s *Server) bulkDone(c echo.Context) error {
 }
 
 // filterText says in words what a filter selects, for the confirmation step.
+// filterNames are the filter's fields as people name them.
+var filterNames = map[string]string{"state": "state", "source": "source", "action": "action",
+	"destination": "destination", "client": "client", "owner": "owner", "q": "search", "reason": "reason containing",
+	"since": "created from", "until": "created before", "http_status": "HTTP status"}
+
 func filterText(f views.Filter) string {
 	var parts []string
 	for _, p := range f.Pairs() {
 		if p[1] != "" && p[0] != "sort" { // the order selects nothing
-			parts = append(parts, strings.ReplaceAll(p[0], "_", " ")+" "+strconv.Quote(p[1]))
+			parts = append(parts, filterNames[p[0]]+" \u201c"+p[1]+"\u201d")
 		}
 	}
 	if len(parts) == 0 {

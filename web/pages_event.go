@@ -49,10 +49,12 @@ func (s *Server) eventPage(c echo.Context) error {
 	slices.SortFunc(m.Headers, func(a, b views.Header) int { return strings.Compare(a.Name, b.Name) })
 	for _, au := range d.Audit {
 		m.Audit = append(m.Audit, views.AuditLine{At: stamp(au.At), Actor: au.Actor, Act: au.Act, Note: au.Note,
-			Detail: compactJSON(au.Detail)})
+			Detail: detailWords(au.Detail)})
 	}
 	for _, cf := range d.Conflicts {
-		m.Conflicts = append(m.Conflicts, views.ConflictBody{Received: stamp(cf.ReceivedAt), Body: prettyJSON(cf.Body)})
+		changes, same := diffBodies(e.Body, cf.Body)
+		m.Conflicts = append(m.Conflicts, views.ConflictBody{Received: stamp(cf.ReceivedAt), Body: prettyJSON(cf.Body),
+			Changes: changes, Same: same})
 	}
 	return s.render(c, http.StatusOK, views.Event(s.layout(c, fmt.Sprintf("Event %d", e.ID), ""), m))
 }

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -143,7 +144,8 @@ func (s *Server) replayAll(c echo.Context) error {
 		}
 		return err
 	}
-	msg := strconv.Itoa(len(res.Replayed)) + " event(s) replayed: the router routes them again with today's rules shortly."
+	msg := fmt.Sprintf("%d %s replayed: the router routes %s again with today's rules shortly.", len(res.Replayed),
+		map[bool]string{true: "event", false: "events"}[len(res.Replayed) == 1], map[bool]string{true: "it", false: "them"}[len(res.Replayed) == 1])
 	if res.Skipped > 0 {
 		msg += " " + strconv.Itoa(res.Skipped) + " skipped (still waiting, or body dropped by retention)."
 	}

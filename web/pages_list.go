@@ -47,16 +47,25 @@ func (s *Server) showQueue(c echo.Context, showFilter bool) error {
 	if err != nil {
 		return err
 	}
+	m := views.QueuePage{Path: path, Filter: f, ShowFilter: showFilter,
+		CanAssign: actorOf(c).Role == ledger.RoleAdmin}
+	section, all := queueHeading(&m, path, c.Param("queue"))
 	table, err := s.queueTable(c, path, f, states, cursor, page)
 	if err != nil {
 		return err
 	}
+	if err := s.stateCounts(c, &table, path, af, all); err != nil {
+		return err
+	}
+	if q := c.Param("queue"); q != "" {
+		if table.Causes, err = s.causeRows(c, q, path); err != nil {
+			return err
+		}
+	}
 	if isFragment(c) {
 		return s.render(c, http.StatusOK, views.QueueRows(table, path))
 	}
-	m := views.QueuePage{Path: path, Filter: f, ShowFilter: showFilter, Table: table,
-		CanAssign: actorOf(c).Role == ledger.RoleAdmin}
-	section, all := queueHeading(&m, path, c.Param("queue"))
+	m.Table = table
 	if len(all) > 1 {
 		for _, x := range all {
 			m.States = append(m.States, views.Option{Value: x, Label: x})
@@ -66,9 +75,6 @@ func (s *Server) showQueue(c echo.Context, showFilter bool) error {
 		if m.Intro, err = s.review.OutstandingWords(c.Request().Context()); err != nil {
 			return err
 		}
-	}
-	if err := s.stateCounts(c, &m, path, f, all); err != nil {
-		return err
 	}
 	if err := s.filterOptions(c, &m); err != nil {
 		return err
@@ -122,29 +128,41 @@ func queueHeading(m *views.QueuePage, path, queue string) (section string, all [
 	return section, all
 }
 
-// stateCounts fills the page's totals: how many actions each of its states
-// holds (past 1,000, the planner's estimate, marked "about"), each a link to that
-// state with the rest of the filter kept.
-func (s *Server) stateCounts(c echo.Context, m *views.QueuePage, path string, f views.Filter, states []string) error {
-	if path == "/mine" {
-		return nil // the totals are the queues', not one person's
+// stateCounts fills the table's totals: how many actions each of the page's
+// states holds, under its filter and search. Without one, the states' own counts
+// (past 1,000 the planner's estimate, marked "about"); with one, counted along
+// the list's query up to ledger.CountCap ("1000+"). Each is a link to that state
+// with the rest of the filter kept.
+func (s *Server) stateCounts(c echo.Context, t *views.QueueTable, path string, af ledger.ActionFilter, states []string) error {
+	af.States = nil
+	var counts []ledger.FilterCount
+	if af.Filtered() {
+		var err error
+		if counts, err = s.review.CountMatching(c.Request().Context(), af, states); err != nil {
+			return err
+		}
+	} else {
+		summary, err := s.review.Summary(c.Request().Context())
+		if err != nil {
+			return err
+		}
+		byState := map[string]int64{}
+		for _, sc := range summary {
+			byState[sc.State] = sc.Count
+		}
+		for _, st := range states {
+			counts = append(counts, ledger.FilterCount{State: st, Count: byState[st]})
+		}
 	}
-	counts, err := s.review.Summary(c.Request().Context())
-	if err != nil {
-		return err
+	for _, n := range counts {
+		g := t.Filter
+		g.State = n.State
+		about := !af.Filtered() && n.Count > ledger.CountCap
+		t.Total += n.Count
+		t.TotalAbout, t.TotalMore = t.TotalAbout || about, t.TotalMore || n.More
+		t.Counts = append(t.Counts, views.StateTotal{State: n.State, Count: n.Count, About: about, More: n.More,
+			URL: queueURL(path, g, "")})
 	}
-	byState := map[string]int64{}
-	for _, sc := range counts {
-		byState[sc.State] = sc.Count
-	}
-	for _, st := range states {
-		n := byState[st]
-		m.Total += n
-		g := f
-		g.State = st
-		m.Counts = append(m.Counts, views.StateTotal{State: st, Count: n, About: n > 1000, URL: queueURL(path, g, "")})
-	}
-	m.TotalAbout = m.Total > 1000
 	return nil
 }
 

@@ -37,9 +37,18 @@ func (s *Server) overviewPage(c echo.Context) error {
 	if err := s.flagOwners(c, m.Mine); err != nil {
 		return err
 	}
+	causes, err := s.causeRows(c, "", "")
+	if err != nil {
+		return err
+	}
 	now := s.now()
 	for _, q := range queues {
 		card := views.QueueCard{Name: q.Name, URL: "/queue/" + q.Name, Count: q.Count}
+		for _, k := range causes {
+			if ledger.QueueOf(k.State) == q.Name {
+				card.Causes = append(card.Causes, k)
+			}
+		}
 		if q.Count > 0 {
 			card.Oldest = ageOf(now, q.Oldest)
 		}

@@ -11,6 +11,7 @@ import (
 // middleware claims every unmatched path under its prefix (here: all of them).
 func (s *Server) pageRoutes(e *echo.Echo) {
 	e.GET(static.Prefix+"*", echo.WrapHandler(static.Handler()))
+	e.GET("/favicon.ico", echo.WrapHandler(static.Favicon()))
 
 	open := []echo.MiddlewareFunc{markPage, noStore, s.withSession, s.checkCSRF}
 	e.GET("/login", s.loginForm, open...)

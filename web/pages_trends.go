@@ -33,11 +33,11 @@ func (s *Server) trendsPage(c echo.Context) error {
 		m.Windows = append(m.Windows, views.Option{Value: "/trends?window=" + w.Name, Label: w.Name})
 	}
 	for _, q := range tr.Queues {
-		m.Queues = append(m.Queues, trendChart("trend-queue-"+q.Queue, q.Queue, tr, []series{{"arrived", "new", q.Arrived}}))
+		m.Queues = append(m.Queues, trendChart("trend-queue-"+q.Queue, q.Queue, tr, []series{{"arrived", "new", q.Arrived}}, s.now()))
 	}
 	for _, d := range tr.Destinations {
 		m.Dests = append(m.Dests, trendChart("trend-dest-"+d.Destination, d.Destination, tr,
-			[]series{{"new", "new", d.New}, {"failed", "failed", d.Failed}}))
+			[]series{{"new actions", "new", d.New}, {"failed calls", "failed", d.Failed}}, s.now()))
 	}
 	return s.render(c, http.StatusOK, views.Trends(live(c, s.layout(c, "Trends", "trends")), m))
 }
@@ -50,7 +50,7 @@ type series struct {
 // trendChart lays out one chart: per bucket, one bar per series side by side,
 // scaled to the largest count. Its summary says the totals in words, and whether
 // the newest bucket's failures (or arrivals) are above the window's average.
-func trendChart(id, title string, tr ledger.Trends, ss []series) views.Chart {
+func trendChart(id, title string, tr ledger.Trends, ss []series, now time.Time) views.Chart {
 	c := views.Chart{ID: id, Title: title, Width: chartWidth, Height: chartHeight,
 		Oldest: "1 " + tr.Window.Name + " ago"}
 	n := len(ss[0].counts)
@@ -83,6 +83,12 @@ func trendChart(id, title string, tr ledger.Trends, ss []series) views.Chart {
 		if si == len(ss)-1 && total > 0 && n >= 2 {
 			recent := s.counts[n-1] + s.counts[n-2]
 			c.Worse = recent > 0 && float64(recent) > 2*2*float64(total)/float64(n)
+			// Once the newest bucket is a quarter through without a failure,
+			// the failures have stopped: recovered, not worse.
+			newest := tr.Since.Add(time.Duration(n-1) * tr.Window.Bucket)
+			if s.class == "failed" && s.counts[n-1] == 0 && now.Sub(newest) >= tr.Window.Bucket/4 {
+				c.Worse, c.Recovered = false, true
+			}
 		}
 	}
 	c.Summary = fmt.Sprintf("%s over the last %s", strings.Join(parts, ", "), tr.Window.Name)

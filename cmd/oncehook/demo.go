@@ -92,7 +92,8 @@ func runDemo(ctx context.Context, env *environment, args []string) error {
 			data: d.embedded.Dir(), log: logPath, owners: cfg.Owners()}
 		screen.show(b.text(false), phaseProgress)
 		traffic := &demo.Traffic{BaseURL: "http://" + addr, Config: cfg, Secrets: secrets, CRM: sb.crm, Mail: sb.mail,
-			Logger: trafficLogger, Pace: o.pace, Played: func() { screen.show(b.text(true), phaseQuiet) }}
+			Logger: trafficLogger, Pace: o.pace, Played: func() { screen.show(b.text(true), phaseQuiet) },
+			Review: ledger.NewReview(d.Pool, cfg, nil), Admin: demoAdmin}
 		go traffic.Run(ctx)
 	}})
 }
@@ -149,13 +150,17 @@ func startSandboxes(crmToken, crmAddr, mailAddr string) (*demoSandboxes, error) 
 	if err != nil {
 		return nil, fmt.Errorf("start the sandbox CRM on %s (is something else there? try --crm 127.0.0.1:0): %w", crmAddr, err)
 	}
-	crmSrv := &http.Server{Handler: crm.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	go crmSrv.Serve(crmLn) //nolint:errcheck // closed by Close
 	mail, err := sandbox.StartMail(mailAddr)
 	if err != nil {
-		crmSrv.Close()
+		crmLn.Close()
 		return nil, fmt.Errorf("start the sandbox mail sink on %s (try --mail 127.0.0.1:0): %w", mailAddr, err)
 	}
+	// The mail sink's viewer is served beside the CRM's records, on the same port.
+	mux := http.NewServeMux()
+	mux.Handle(sandbox.MailInspectPath, mail.Handler())
+	mux.Handle("/", crm.Handler())
+	crmSrv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go crmSrv.Serve(crmLn) //nolint:errcheck // closed by Close
 	return &demoSandboxes{crm: crm, crmLn: crmLn, crmSrv: crmSrv, mail: mail}, nil
 }
 
@@ -204,19 +209,23 @@ func (b demoBanner) text(played bool) string {
   Login:      %[3]s  /  %[4]s
               (the owners in the config sign in with the same password: %[10]s)
 
-  Sandbox CRM records: http://%[5]s%[6]s    Mail sink: smtp://%[7]s
+  Sandbox CRM records: http://%[5]s%[6]s
+  Mail sink messages:  http://%[5]s%[11]s    (SMTP at %[7]s)
   Postgres data:       %[8]s
   Log:                 %[9]s
 
 Look first at the queues on the overview: Failed (a CRM 422 and an email whose
 outcome nobody can know), Uncertain (a CRM timeout waiting for its lookup),
 Outstanding (actions held after the CRM token was rotated: once the demo says the
-CRM accepts it again, Reconnect it on Destinations). Open an action to see its
-events, attempts and audit trail, and try Retry, Resolve or Assign.
+CRM accepts it again, Reconnect it on Destinations). Some of them are assigned to
+you: see Mine. Open an action to see its events, attempts and audit trail, and try
+Retry, Resolve or Assign. The trouble comes back every few minutes, so there is
+always something to practise on.
 
 Ctrl-C stops everything. 'oncehook demo --reset' starts clean.
 
-`, head, b.addr, demoAdmin, b.password, b.crm, sandbox.InspectPath, b.mail, b.data, b.log, strings.Join(b.owners, ", "))
+`, head, b.addr, demoAdmin, b.password, b.crm, sandbox.InspectPath, b.mail, b.data, b.log, strings.Join(b.owners, ", "),
+		sandbox.MailInspectPath)
 }
 
 // demoSecrets are the signing secrets and CRM token of this run: fresh random values

@@ -38,6 +38,8 @@ func TestDemo(t *testing.T) {
 		t.Errorf("login line %q; want the admin's email and a random password", login)
 	}
 	crmURL := strings.TrimPrefix(p.waitOutput(t, `Sandbox CRM records: http://\S+`), "Sandbox CRM records: ")
+	mailURL := strings.TrimPrefix(p.waitOutput(t, `Mail sink messages:\s+http://\S+`), "Mail sink messages:")
+	mailURL = strings.TrimSpace(mailURL)
 
 	tok := start(t, env, "token", "create", "--name", "demo-test", "--role", "admin", "--data-dir", dataDir)
 	if err := tok.cmd.Wait(); err != nil {
@@ -75,6 +77,44 @@ func TestDemo(t *testing.T) {
 			t.Fatalf("queues never all filled: %v\n%s", q, tail(p.out.String(), 3000))
 		}
 		time.Sleep(500 * time.Millisecond) // poll interval
+	}
+
+	// The demo's trouble leaves what a person practises on: a CRM 422 failed for
+	// someone to correct, and work assigned to the admin who signs in.
+	var open struct {
+		Actions []struct {
+			Name   string `json:"name"`
+			Reason string `json:"reason"`
+			Owner  string `json:"owner"`
+			State  string `json:"state"`
+		} `json:"actions"`
+	}
+	deadline = time.Now().Add(60 * time.Second)
+	for {
+		get(base+"/api/v1/actions?state=failed,uncertain&limit=500", token, &open)
+		rejected, mine := false, 0
+		for _, a := range open.Actions {
+			rejected = rejected || a.Name == "open_opportunity" && a.State == "failed" && strings.Contains(a.Reason, "HTTP 422")
+			if a.Owner == "admin@example.com" {
+				mine++
+			}
+		}
+		if rejected && mine > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no CRM 422 failed action (%v) or nothing assigned to the admin (%d): %+v", rejected, mine, open.Actions)
+		}
+		time.Sleep(500 * time.Millisecond) // poll interval
+	}
+	// The mail sink has a viewer beside the CRM's records.
+	var messages []struct {
+		To      []string `json:"to"`
+		Subject string   `json:"subject"`
+	}
+	get(mailURL, "", &messages)
+	if len(messages) == 0 {
+		t.Errorf("the mail viewer at %s lists no message", mailURL)
 	}
 
 	// Every owner the example config names has an account, so /mine works at once;

@@ -31,6 +31,13 @@ type Traffic struct {
 	// included (the CRM taking its token back, 40s after the last step); what
 	// follows is a steady stream that logs only its failures.
 	Played func()
+	// Trouble is how often, once the script has played, one of its destination
+	// faults comes back (in turn), so the queues never run dry; default 3 minutes.
+	Trouble time.Duration
+	// Review and Admin, if set: a few of the actions that wait for a person are
+	// assigned to Admin, so that person finds work under Mine from the start.
+	Review *ledger.Review
+	Admin  string
 
 	client *http.Client
 	seq    int
@@ -59,6 +66,7 @@ func (t *Traffic) Run(ctx context.Context) {
 		}
 		t.Logger.Info("demo: " + s.say)
 		s.do(ctx)
+		t.assignSome(ctx)
 		if !sleep(ctx, t.Pace) {
 			return
 		}
@@ -70,6 +78,10 @@ func (t *Traffic) Run(ctx context.Context) {
 			t.Played()
 		}
 	}()
+	if t.Trouble <= 0 {
+		t.Trouble = 3 * time.Minute
+	}
+	lastTrouble, turn := time.Now(), 0
 	for i := 0; ; i++ {
 		if !sleep(ctx, 4*t.Pace) {
 			return
@@ -79,6 +91,53 @@ func (t *Traffic) Run(ctx context.Context) {
 		if i%3 == 0 { // providers repeat themselves: so does the demo
 			t.checkout(ctx, n, "completed", created, 1000+n%5000)
 		}
+		if time.Since(lastTrouble) >= t.Trouble {
+			faults := t.faultSteps(time.Now())
+			f := faults[turn%len(faults)]
+			t.Logger.Info("demo: the trouble comes back: " + f.say)
+			f.do(ctx)
+			lastTrouble, turn = time.Now(), turn+1
+		}
+		if i%5 == 0 {
+			t.assignSome(ctx)
+		}
+	}
+}
+
+// adminShare is how many open actions that wait for a person the demo keeps
+// assigned to its admin.
+const adminShare = 2
+
+// assignSome assigns failed or uncertain actions to t.Admin until that person
+// has adminShare of them; a failure is logged, the demo goes on.
+func (t *Traffic) assignSome(ctx context.Context) {
+	if t.Review == nil || t.Admin == "" {
+		return
+	}
+	mine, err := t.Review.ListActions(ctx, ledger.ActionFilter{States: ledger.PersonStates, Owner: t.Admin, Limit: adminShare})
+	if err != nil || len(mine.Actions) >= adminShare {
+		return
+	}
+	open, err := t.Review.ListActions(ctx, ledger.ActionFilter{States: []string{ledger.StateFailed, ledger.StateUncertain}, Limit: 20})
+	if err != nil {
+		t.Logger.Warn("demo: list actions to assign", "err", err)
+		return
+	}
+	need := adminShare - len(mine.Actions)
+	for _, a := range open.Actions {
+		if need == 0 {
+			return
+		}
+		if a.Owner == t.Admin {
+			continue
+		}
+		_, err := t.Review.Do(ctx, ledger.Actor{Name: "demo", Role: ledger.RoleAdmin}, ledger.ActAssign, a.ID,
+			ledger.ActParams{Owner: t.Admin, Note: "assigned by the demo, to practise on"})
+		if err != nil {
+			t.Logger.Warn("demo: assign", "action", a.ID, "err", err)
+			continue
+		}
+		need--
 	}
 }
 

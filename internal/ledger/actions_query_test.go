@@ -56,7 +56,8 @@ SELECT a.id FROM actions a
 WHERE (cardinality($1::text[]) = 0 OR a.state = ANY($1::text[]))
   AND ($2 = '' OR a.source = $2) AND ($3 = '' OR a.owner = $3)
   AND ($4 = '' OR starts_with(lower(a.business_key), lower($4)) OR a.operation_key = $4
-       OR a.external_ref = $4 OR a.owner = $4
+       OR a.external_ref = $4 OR a.owner = $4 OR action_param_values(a.params) @> jsonb_build_array(lower($4))
+       OR (a.state IN ('held', 'uncertain', 'failed') AND strpos(lower(a.reason), lower($4)) > 0)
        OR EXISTS (SELECT 1 FROM action_events ae JOIN events e ON e.client = ae.client AND e.id = ae.event_id
                   WHERE ae.client = a.client AND ae.action_id = a.id AND e.source_event_id = $4))
   AND %s LIMIT $5`

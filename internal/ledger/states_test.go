@@ -35,7 +35,8 @@ var stateSetOf = map[string][]string{
 var stateSetLiterals = map[string][]string{
 	"ActionInsert":                {"predecessor-done"},
 	"ActionClaim":                 {"due"},
-	"ActionList":                  {"all", "person", "open"},
+	"ActionList":                  {"all", "person", "person", "open"},
+	"DashboardCauses":             {"open"},
 	"ActionCountByState":          {"all"},
 	"DashboardQueueAges":          {"person", "worker"},
 	"DashboardTrendQueues":        {"person", "person", "worker"},

@@ -42,17 +42,23 @@
       return;
     }
     update();
+    liveStatus();
   });
 
   // Live parts ([data-live]) poll their own URL. A poll waits while updates are
-  // paused, while rows are selected (replacing them would move them under the
-  // person's pointer) and while the person is typing into a form inside.
-  var paused = false, updated = Date.now();
+  // paused, while rows are ticked (replacing them would move them under the
+  // person's pointer) and while the person is typing into a form inside; the
+  // status line says which, and the polls go on by themselves once it is over.
+  var paused = false, updated = Date.now(), held = "";
   function busy(region) {
-    if (picks().some(function (b) { return b.checked; })) return true;
+    var n = picks().filter(function (b) { return b.checked; }).length;
+    if (n > 0) return n === 1 ? "1 row is ticked" : n + " rows are ticked";
     var f = document.activeElement;
-    if (f && region.contains(f) && /^(INPUT|TEXTAREA|SELECT)$/.test(f.tagName)) return true;
-    return Array.prototype.some.call(region.querySelectorAll("textarea, input, select"), function (x) {
+    if (f && region.contains(f) && (/^(TEXTAREA|SELECT)$/.test(f.tagName) ||
+        (f.tagName === "INPUT" && !/^(checkbox|radio|hidden|submit|button)$/.test(f.type)))) {
+      return "you are typing";
+    }
+    var edited = Array.prototype.some.call(region.querySelectorAll("textarea, input, select"), function (x) {
       if (x.tagName === "SELECT") {
         return Array.prototype.some.call(x.options, function (o) { return o.selected !== o.defaultSelected; });
       }
@@ -60,12 +66,16 @@
       if (x.type === "hidden" || x.type === "submit" || x.type === "button") return false;
       return x.value !== x.defaultValue;
     });
+    return edited ? "a form here has changes not sent" : "";
   }
   document.addEventListener("htmx:beforeRequest", function (e) {
     var elt = e.detail && e.detail.elt;
-    if (elt && elt.hasAttribute && elt.hasAttribute("data-live") && (paused || busy(elt))) {
+    if (!elt || !elt.hasAttribute || !elt.hasAttribute("data-live")) return;
+    held = paused ? "" : busy(elt);
+    if (paused || held) {
       e.preventDefault();
     }
+    liveStatus();
   });
   document.addEventListener("htmx:afterSettle", function (e) {
     var t = e.detail && e.detail.elt;
@@ -74,8 +84,13 @@
   function liveStatus() {
     var age = document.getElementById("live-age");
     if (!age) return;
+    // The reason shows (and goes) at once, not only at the next poll.
+    var region = document.querySelector("[data-live]");
+    held = region && !paused ? busy(region) : "";
     var s = Math.max(0, Math.round((Date.now() - updated) / 1000));
-    age.textContent = paused ? "updates paused" : "updated " + s + " s ago";
+    age.textContent = paused ? "updates paused: press Resume updates to go on"
+      : held ? "updates paused while " + held + "; they go on by themselves after"
+      : "updated " + s + " s ago";
   }
   document.addEventListener("DOMContentLoaded", function () {
     var btn = document.getElementById("live-pause");
@@ -91,6 +106,7 @@
     setInterval(liveStatus, 1000);
   });
   document.addEventListener("htmx:afterSettle", update);
+  document.addEventListener("change", function () { liveStatus(); });
   document.addEventListener("htmx:afterSettle", function () { times(document); });
   document.addEventListener("DOMContentLoaded", function () { times(document); setInterval(ages, 5000); });
 

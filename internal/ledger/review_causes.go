@@ -1,0 +1,100 @@
+package ledger
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/oncehook/oncehook/db"
+)
+
+// Cause is a group of open actions held by the same thing, with what fixes it:
+// "crm disconnected: 52 held -> Reconnect".
+type Cause struct {
+	Queue       string
+	State       string
+	Destination string
+	Label       string // what holds them, in words
+	Fix         string // what a person does about it, in a few words
+	Count       int64
+	Oldest      time.Time // when the one waiting longest entered its state
+	Reason      string    // the start of their reasons, to filter the queue by; "" for none
+	Blocked     bool      // pending behind a predecessor that is not confirmed
+}
+
+// Causes groups every open action by state, destination and the cause its reason
+// names, the queues' order first, the largest group first within a queue.
+func (r *Review) Causes(ctx context.Context) ([]Cause, error) {
+	rows, err := db.New(r.pool).DashboardCauses(ctx, causePrefixes())
+	if err != nil {
+		return nil, fmt.Errorf("group actions by cause: %w", err)
+	}
+	var out []Cause
+	for _, q := range Queues {
+		for _, row := range rows {
+			if QueueOf(row.State) != q {
+				continue
+			}
+			c := Cause{Queue: q, State: row.State, Destination: row.Destination, Count: row.N,
+				Oldest: row.Oldest, Reason: row.Cause, Blocked: row.Blocked}
+			// Held is one cause whatever the reason says: the destination is disconnected.
+			if c.State == StateHeld {
+				c.Reason = ""
+				if i := slices.IndexFunc(out, func(o Cause) bool { return o.State == StateHeld && o.Destination == c.Destination }); i >= 0 {
+					out[i].Count += c.Count
+					if c.Oldest.Before(out[i].Oldest) {
+						out[i].Oldest = c.Oldest
+					}
+					continue
+				}
+			}
+			c.Label, c.Fix = r.causeWords(c)
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+// causeWords names c and its fix as a person at the queue says them.
+func (r *Review) causeWords(c Cause) (label, fix string) {
+	d := c.Destination
+	switch c.State {
+	case StateHeld:
+		return d + " disconnected", "Reconnect " + d
+	case StateUncertain:
+		if c.Reason == string(ObsLookupFailed) {
+			return d + ": its lookup failed, looked up again later", "Wait, or Reconcile"
+		}
+		if dest, ok := r.clients[d]; ok && !dest.Capabilities().Lookup {
+			return d + ": outcome unknown", "Check " + d + " by hand, then Resolve"
+		}
+		return d + ": outcome unknown", "Reconcile"
+	case StateFailed:
+		return failedCauseWords(d, c.Reason)
+	case StatePending:
+		if c.Blocked {
+			return d + ": waiting for an earlier action", "Deal with the earlier action first"
+		}
+		return d + ": waiting for a worker", "Nothing: the workers have it"
+	case StateRetrying:
+		return d + ": tried again later", "Nothing: retried with the same key"
+	}
+	return d + ": being performed", "Nothing: a worker has it"
+}
+
+func failedCauseWords(d, cause string) (label, fix string) {
+	switch cause {
+	case string(ObsRejected):
+		return d + " refused the request", "Correct it, then Retry"
+	case causeGaveUp:
+		return d + ": gave up after retries", "Check " + d + ", then Retry"
+	case causeOutcomeUnknown, string(ObsUnknowable):
+		return d + ": outcome unknown", "Check " + d + " by hand, then Resolve or Retry"
+	case string(ObsConflict):
+		return "changed payload for the same operation", "Compare the events, then Resolve or Cancel"
+	case string(ObsExistsNoLookup):
+		return d + " says it already exists", "Check " + d + ", then Resolve"
+	}
+	return d + ": failed", "Read the reason, then Retry, Resolve or Cancel"
+}

@@ -1,0 +1,38 @@
+package ledger
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestPlainReasonSaysItInWords: each stored reason reads as a sentence naming
+// the destination, without the decision table's wording or a Go error's.
+func TestPlainReasonSaysItInWords(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name, reason, want string
+	}{
+		{"Unsure", string(ObsUnsure) + `: Post "http://127.0.0.1:9090/opportunities": context deadline exceeded`,
+			"Nobody knows yet whether crm acted"},
+		{"Success", string(ObsSuccess) + ": HTTP 201", "crm confirmed it."},
+		{"Rejected", string(ObsRejected) + `: HTTP 422: {"error":"amount_total must be at least 50 cents"}`,
+			"crm refused the request as it was sent: it needs correcting before it can succeed. It said: \u201camount_total must be at least 50 cents\u201d"},
+		{"GaveUp", "gave up after 8 attempts (first 2026-01-01T00:00:00Z, last 2026-01-02T00:00:00Z): " +
+			string(ObsThrottled) + ": HTTP 429; owner ops@example.com", "oncehook gave up after 8 attempts. Last time: crm asked"},
+		{"OutcomeUnknown", "outcome unknown: no lookup", "Nobody can tell from here whether crm acted"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, detail := PlainReason(Action{Reason: c.reason, Destination: "crm", Attempts: 8})
+			if !strings.HasPrefix(got, c.want) {
+				t.Errorf("PlainReason(%q) = %q, want it to start with %q", c.reason, got, c.want)
+			}
+			if strings.Contains(got, "(") && strings.Contains(got, "xx") || strings.Contains(got, "http://") {
+				t.Errorf("PlainReason(%q) = %q shows internals", c.reason, got)
+			}
+			if detail != c.reason {
+				t.Errorf("the detail is %q, want the stored reason", detail)
+			}
+		})
+	}
+}

@@ -1,0 +1,39 @@
+package web
+
+import (
+	"github.com/labstack/echo/v4"
+
+	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/views"
+)
+
+// causeRows are queue's open actions grouped by what holds them, each a link to
+// the queue at path filtered to them and with its fix; every queue's for "".
+func (s *Server) causeRows(c echo.Context, queue, path string) ([]views.CauseRow, error) {
+	causes, err := s.review.Causes(c.Request().Context())
+	if err != nil {
+		return nil, err
+	}
+	now := s.now()
+	var out []views.CauseRow
+	for _, k := range causes {
+		if queue != "" && k.Queue != queue {
+			continue
+		}
+		p := path
+		if p == "" {
+			p = "/queue/" + k.Queue
+		}
+		f := views.Filter{State: k.State, Destination: k.Destination, Reason: k.Reason}
+		if len(ledger.QueueStates[k.Queue]) == 1 {
+			f.State = ""
+		}
+		r := views.CauseRow{Label: k.Label, Count: k.Count, State: k.State, Fix: k.Fix, URL: queueURL(p, f, ""),
+			Oldest: ageOf(now, k.Oldest)}
+		if k.State == ledger.StateHeld {
+			r.FixURL = "/destinations"
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
