@@ -68,7 +68,7 @@ const (
 	DefaultSessionLifetime = 12 * time.Hour
 	// DefaultConnectionsPerAddress is enough for a provider's parallel
 	// deliveries and a person's browser, not for one address to hold the server.
-	DefaultConnectionsPerAddress = 64
+	DefaultConnectionsPerAddress = 256
 )
 
 type (
