@@ -56,7 +56,8 @@ func TestBrowserBulkRetryOfTickedRowsAsksFirst(t *testing.T) {
 
 	b := newBrowser(t, d.url)
 	b.login(adminEmail, password)
-	b.open("/queue/failed", "#bulk")
+	b.open("/queue/failed", "#queue-table")
+	b.unfold()
 	for _, id := range []int64{crmFailed.ID, mailFailed.ID} {
 		b.do("tick a row", chromedp.Click(chromedp.CSS(fmt.Sprintf(`#queue-table input[name=id][value="%d"]`, id))))
 	}
@@ -172,7 +173,8 @@ func TestBrowserNextStepsTellTheTruth(t *testing.T) {
 		t.Errorf("after Reconcile on a disconnected crm the page says %q", flash)
 	}
 	reason := b.text("#reason")
-	if !strings.Contains(reason, "reconcile requested by "+adminEmail) || !strings.Contains(reason, original) {
+	// The page words the reason as a sentence, so its first letter is a capital.
+	if !strings.Contains(strings.ToLower(reason), "reconcile requested by "+adminEmail) || !strings.Contains(reason, original) {
 		t.Errorf("after Reconcile the reason reads %q; want the request beside the original %q", reason, original)
 	}
 	if got := d.state(unsure.ID); !strings.Contains(got.Reason, original) {
