@@ -149,21 +149,21 @@ WITH due AS (
            a.state <> 'uncertain' AND a.destination = ANY($1::text[])
                AND (a.after_id IS NULL OR NOT a.name = ANY($2::text[])) AS starts
     FROM actions a
-    WHERE a.state IN ('pending', 'retrying', 'uncertain')
+    WHERE a.client = $3 AND a.state IN ('pending', 'retrying', 'uncertain')
       AND a.next_attempt_at <= now()
       AND NOT EXISTS (SELECT 1 FROM destinations d
                       WHERE d.name = a.destination AND d.status = 'disconnected')
       -- A destination with limits is claimed on its own, for its free room only.
-      AND (coalesce(cardinality($3::text[]), 0) = 0 OR a.destination = ANY($3::text[]))
-      AND a.destination <> ALL(coalesce($4::text[], '{}'))
+      AND (coalesce(cardinality($4::text[]), 0) = 0 OR a.destination = ANY($4::text[]))
+      AND a.destination <> ALL(coalesce($5::text[], '{}'))
     ORDER BY a.next_attempt_at, a.id
-    LIMIT $5
+    LIMIT $6
     FOR UPDATE OF a SKIP LOCKED
 ), claimed AS (
     UPDATE actions a
-    SET state = 'processing', claimed_from = due.state, lease_owner = $6::text,
+    SET state = 'processing', claimed_from = due.state, lease_owner = $7::text,
         lease_token = a.lease_token + 1,
-        lease_expires_at = now() + make_interval(secs => $7::double precision),
+        lease_expires_at = now() + make_interval(secs => $8::double precision),
         attempts = a.attempts + CASE WHEN due.starts THEN 1 ELSE 0 END,
         first_attempt_at = CASE WHEN due.starts THEN coalesce(a.first_attempt_at, now()) ELSE a.first_attempt_at END,
         last_attempt_at = CASE WHEN due.starts THEN now() ELSE a.last_attempt_at END,
@@ -173,7 +173,7 @@ WITH due AS (
     RETURNING a.id, a.client, a.environment, a.source, a.name, a.business_key, a.key_parts, a.operation_key, a.destination, a.params, a.params_sha256, a.state, a.reason, a.owner, a.after_id, a.resource, a.occurred_at, a.attempts, a.max_attempts, a.give_up_at, a.next_attempt_at, a.first_attempt_at, a.last_attempt_at, a.lease_owner, a.claimed_from, a.lease_expires_at, a.external_ref, a.result, a.created_at, a.updated_at, a.lease_token, a.state_since, due.starts
 ), attempt AS (
     INSERT INTO attempts (client, action_id, kind, operation_key, worker)
-    SELECT c.client, c.id, 'call', c.operation_key, $6::text FROM claimed c WHERE c.starts
+    SELECT c.client, c.id, 'call', c.operation_key, $7::text FROM claimed c WHERE c.starts
     RETURNING client, id, action_id
 )
 SELECT c.id, c.client, c.environment, c.source, c.name, c.business_key, c.key_parts, c.operation_key, c.destination, c.params, c.params_sha256, c.state, c.reason, c.owner, c.after_id, c.resource, c.occurred_at, c.attempts, c.max_attempts, c.give_up_at, c.next_attempt_at, c.first_attempt_at, c.last_attempt_at, c.lease_owner, c.claimed_from, c.lease_expires_at, c.external_ref, c.result, c.created_at, c.updated_at, c.lease_token, c.state_since, c.starts, coalesce(t.id, 0)::bigint AS attempt_id
@@ -183,6 +183,7 @@ FROM claimed c LEFT JOIN attempt t ON t.client = c.client AND t.action_id = c.id
 type ActionClaimParams struct {
 	Callable         []string
 	FillNames        []string
+	Client           string
 	OnlyDestinations []string
 	SkipDestinations []string
 	MaxActions       int32
@@ -233,11 +234,13 @@ type ActionClaimRow struct {
 // that need no predecessor's result): it counts the attempt on the action and
 // writes the attempt as started, and the caller commits before calling anyone.
 // attempt_id is 0 for the claims it did not start. only_destinations (when not
-// empty or null) and skip_destinations narrow it to some destinations.
+// empty or null) and skip_destinations narrow it to some destinations. A claim
+// takes one client's work (the performer goes round the clients, see lanes.go).
 func (q *Queries) ActionClaim(ctx context.Context, arg ActionClaimParams) ([]ActionClaimRow, error) {
 	rows, err := q.db.Query(ctx, actionClaim,
 		arg.Callable,
 		arg.FillNames,
+		arg.Client,
 		arg.OnlyDestinations,
 		arg.SkipDestinations,
 		arg.MaxActions,
@@ -290,6 +293,32 @@ func (q *Queries) ActionClaim(ctx context.Context, arg ActionClaimParams) ([]Act
 			return nil, err
 		}
 		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const actionClientsWithWork = `-- name: ActionClientsWithWork :many
+SELECT DISTINCT client FROM actions WHERE state IN ('pending', 'retrying', 'uncertain', 'processing')
+`
+
+// The clients with actions to claim or leases to recover: the lanes the performer
+// goes round beside the config's clients.
+func (q *Queries) ActionClientsWithWork(ctx context.Context) ([]string, error) {
+	rows, err := q.db.Query(ctx, actionClientsWithWork)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []string{}
+	for rows.Next() {
+		var client string
+		if err := rows.Scan(&client); err != nil {
+			return nil, err
+		}
+		items = append(items, client)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err

@@ -95,13 +95,14 @@ RETURNING id;
 -- that need no predecessor's result): it counts the attempt on the action and
 -- writes the attempt as started, and the caller commits before calling anyone.
 -- attempt_id is 0 for the claims it did not start. only_destinations (when not
--- empty or null) and skip_destinations narrow it to some destinations.
+-- empty or null) and skip_destinations narrow it to some destinations. A claim
+-- takes one client's work (the performer goes round the clients, see lanes.go).
 WITH due AS (
     SELECT a.client, a.id, a.state,
            a.state <> 'uncertain' AND a.destination = ANY(@callable::text[])
                AND (a.after_id IS NULL OR NOT a.name = ANY(@fill_names::text[])) AS starts
     FROM actions a
-    WHERE a.state IN ('pending', 'retrying', 'uncertain')
+    WHERE a.client = @client AND a.state IN ('pending', 'retrying', 'uncertain')
       AND a.next_attempt_at <= now()
       AND NOT EXISTS (SELECT 1 FROM destinations d
                       WHERE d.name = a.destination AND d.status = 'disconnected')
@@ -130,6 +131,11 @@ WITH due AS (
 )
 SELECT c.*, coalesce(t.id, 0)::bigint AS attempt_id
 FROM claimed c LEFT JOIN attempt t ON t.client = c.client AND t.action_id = c.id;
+
+-- name: ActionClientsWithWork :many
+-- The clients with actions to claim or leases to recover: the lanes the performer
+-- goes round beside the config's clients.
+SELECT DISTINCT client FROM actions WHERE state IN ('pending', 'retrying', 'uncertain', 'processing');
 
 -- name: ActionRenewLease :execrows
 UPDATE actions

@@ -50,22 +50,29 @@ SELECT * FROM event_conflicts WHERE client = @client AND event_id = @event_id OR
 -- are locked and their status checked as well: a router of the release before
 -- event_queue (during a rolling deploy) claims by status, and an event it routed
 -- meanwhile is not routed again.
--- The claimed rows leave the queue by their ids (an event's id is unique across
--- clients), looked up in event_queue_id_idx: the queue is emptied as fast as it
--- fills, and analyzed while empty it is taken to hold one row, for which a join of
--- the queue to the claimed rows was planned to read the whole queue once per
--- claimed row (the router prices sequential scans out, see db.BeginScanFree).
+-- A claim takes one client's events (the router goes round the clients, see
+-- lanes.go), read from the head of the queue's key.
+-- The claimed rows leave the queue by their keys, looked up in the queue's key:
+-- the queue is emptied as fast as it fills, and analyzed while empty it is taken to
+-- hold one row, for which a join of the queue to the claimed rows was planned to
+-- read the whole queue once per claimed row (the router prices sequential scans
+-- out, see db.BeginScanFree).
 WITH next AS (
-    SELECT id FROM event_queue ORDER BY id LIMIT @max_events FOR UPDATE SKIP LOCKED
+    SELECT id FROM event_queue WHERE client = @client ORDER BY id LIMIT @max_events FOR UPDATE SKIP LOCKED
 ), claimed AS (
     DELETE FROM event_queue q
-    WHERE q.id = ANY (ARRAY(SELECT id FROM next))
+    WHERE q.client = @client AND q.id = ANY (ARRAY(SELECT id FROM next))
     RETURNING q.client, q.id
 )
 SELECT sqlc.embed(e) FROM events e JOIN claimed c ON e.client = c.client AND e.id = c.id
-WHERE e.status = 'received'
+WHERE e.client = @client AND e.status = 'received'
 ORDER BY e.id
 FOR UPDATE OF e;
+
+-- name: EventQueueClients :many
+-- The clients with events waiting for the router: the lanes it goes round beside
+-- the config's clients.
+SELECT DISTINCT client FROM event_queue;
 
 -- name: EventSetStatuses :exec
 -- What became of a routed batch of events, in one statement.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/oncehook/oncehook/db"
 	"github.com/oncehook/oncehook/internal/batch"
 )
 
@@ -58,6 +59,7 @@ type Router struct {
 	poll       time.Duration
 	wake       batch.Signal
 	performers *batch.Wakeup           // woken once a batch created actions
+	lanes      *lanes                  // the clients it claims events for in turn
 	routes     map[string][]ActionRule // each source's rules, predecessors first; the config does not change while it runs
 	paths      map[string]*docPaths    // what each source's rules read of an event's document
 }
@@ -78,6 +80,7 @@ type Performer struct {
 	unrecorded *batch.Slots  // one per claimed action whose outcome is not yet recorded
 	inflight   sync.WaitGroup
 	decisions  *batch.Writer[pendingDecision, struct{}] // outcomes recorded together (newRecorder)
+	lanes      *lanes                                   // the clients it claims actions for in turn
 
 	// Derived from the config once: the config does not change while it runs.
 	callable     []string              // destinations this process calls
@@ -137,6 +140,12 @@ func NewEngine(p EngineParams) *Engine {
 		},
 	}
 	e.performer.decisions = e.performer.newRecorder()
+	e.router.lanes = newLanes(p.Config, p.Logger, func(ctx context.Context) ([]string, error) {
+		return db.New(p.Pool).EventQueueClients(ctx)
+	})
+	e.performer.lanes = newLanes(p.Config, p.Logger, func(ctx context.Context) ([]string, error) {
+		return db.New(p.Pool).ActionClientsWithWork(ctx)
+	})
 	return e
 }
 

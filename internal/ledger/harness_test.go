@@ -129,6 +129,7 @@ type worldOptions struct {
 	lease     time.Duration
 	crmTokens string                          // the token the CRM accepts; default crmToken
 	crmWrap   func(http.Handler) http.Handler // stands between oncehook and the CRM
+	yaml      func(string) string             // changes the config before it is loaded
 }
 
 func newWorld(t *testing.T, o worldOptions) *world {
@@ -163,6 +164,9 @@ func newWorld(t *testing.T, o worldOptions) *world {
 		extra = fmt.Sprintf(eventualLookup, w.crmURL)
 	}
 	w.yaml = fmt.Sprintf(ledgerConfig, w.crmURL, mail.Addr(), extra)
+	if o.yaml != nil {
+		w.yaml = o.yaml(w.yaml)
+	}
 	w.cfg = w.loadConfig()
 	logger := slog.New(slog.NewTextHandler(w.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	clients := destination.NewClients(w.cfg)
