@@ -670,8 +670,8 @@ INSERT INTO actions (client, environment, source, name, business_key, key_parts,
                      occurred_at, max_attempts, give_up_at, next_attempt_at)
 SELECT r.client, r.environment, r.source, r.name, r.business_key, r.key_parts, r.operation_key,
        r.destination, r.params, r.params_sha256,
-       CASE WHEN d.disconnected THEN 'held' ELSE 'pending' END,
-       CASE WHEN d.disconnected THEN 'destination ' || r.destination || ' is disconnected'
+       CASE WHEN d.disconnected IS TRUE THEN 'held' ELSE 'pending' END,
+       CASE WHEN d.disconnected IS TRUE THEN 'destination ' || r.destination || ' is disconnected'
             WHEN r.after_id <> 0 AND p.state IS DISTINCT FROM 'confirmed'
                  THEN 'waiting for ' || coalesce(p.name, 'its predecessor')
             ELSE '' END,
@@ -691,11 +691,11 @@ FROM (SELECT unnest($1::text[]) AS client, unnest($2::text[]) AS environment,
              unnest($16::integer[]) AS max_attempts,
              unnest($17::double precision[]) AS within_seconds,
              generate_subscripts($1::text[], 1) AS ord) r
-CROSS JOIN LATERAL (SELECT EXISTS (SELECT 1 FROM destinations x
-                                   WHERE x.name = r.destination AND x.status = 'disconnected')
-                    AS disconnected) d
-LEFT JOIN LATERAL (SELECT x.state, x.name FROM actions x
-                   WHERE x.client = r.client AND x.id = r.after_id OFFSET 0) p ON true
+LEFT JOIN (SELECT x.name, true AS disconnected FROM destinations x WHERE x.status = 'disconnected' OFFSET 0) d
+       ON d.name = r.destination
+LEFT JOIN (SELECT x.client, x.id, x.state, x.name FROM actions x
+           WHERE x.client = ANY($1::text[]) AND x.id = ANY($12::bigint[]) OFFSET 0) p
+       ON p.client = r.client AND p.id = r.after_id
 ORDER BY r.ord
 ON CONFLICT (client, operation_key) DO NOTHING
 RETURNING client, operation_key, id
@@ -734,8 +734,9 @@ type ActionInsertRow struct {
 // future) until its predecessor is confirmed; an action for a disconnected
 // destination starts held. It returns the operations it created; an operation that
 // already existed, or that an earlier row created, returns nothing.
-// OFFSET 0 keeps the predecessor a lookup by key per row: as a plain join, a plan
-// made while actions was small scans the whole table for it.
+// The predecessors and the disconnected destinations are read first, each by
+// itself (the predecessors by key: client and id), then joined to the rows: a
+// lateral lookup per row is a join Citus cannot plan on a distributed table.
 func (q *Queries) ActionInsert(ctx context.Context, arg ActionInsertParams) ([]ActionInsertRow, error) {
 	rows, err := q.db.Query(ctx, actionInsert,
 		arg.Clients,

@@ -258,7 +258,7 @@ FROM (SELECT unnest($1::text[]) AS client, unnest($2::text[]) AS environment,
              unnest($13::text[]) AS via) r
 ON CONFLICT (client, source, source_event_id) DO UPDATE
 SET deliveries       = events.deliveries + CASE WHEN EXCLUDED.via = 'backfill' THEN 0 ELSE EXCLUDED.deliveries END,
-    last_received_at = CASE WHEN EXCLUDED.via = 'backfill' THEN events.last_received_at ELSE now() END,
+    last_received_at = CASE WHEN EXCLUDED.via = 'backfill' THEN events.last_received_at ELSE EXCLUDED.last_received_at END,
     conflict         = events.conflict OR EXCLUDED.conflict
                        OR (events.via = EXCLUDED.via AND events.body_sha256 <> EXCLUDED.body_sha256)
 RETURNING id, client, source, source_event_id, (xmax = 0)::boolean AS inserted, body_sha256, via
@@ -301,6 +301,8 @@ type EventInsertBatchRow struct {
 // New events join the router's queue (a trigger on events, see migration 00007) in
 // the same statement, which commits on its own; the routers are woken after the
 // commit (see wakeup.go).
+// A repeat's time is the new row's default (EXCLUDED.last_received_at, now()):
+// Citus allows only immutable functions in an upsert's SET.
 // A backfilled delivery (via 'backfill', listed from the provider's API) never
 // touches a row that is already there; a webhook that follows a backfilled one is
 // counted as its repeat, and the two bodies are not compared: the API's copy of an

@@ -11,8 +11,8 @@ INSERT INTO actions (client, environment, source, name, business_key, key_parts,
                      occurred_at, max_attempts, give_up_at, next_attempt_at)
 SELECT r.client, r.environment, r.source, r.name, r.business_key, r.key_parts, r.operation_key,
        r.destination, r.params, r.params_sha256,
-       CASE WHEN d.disconnected THEN 'held' ELSE 'pending' END,
-       CASE WHEN d.disconnected THEN 'destination ' || r.destination || ' is disconnected'
+       CASE WHEN d.disconnected IS TRUE THEN 'held' ELSE 'pending' END,
+       CASE WHEN d.disconnected IS TRUE THEN 'destination ' || r.destination || ' is disconnected'
             WHEN r.after_id <> 0 AND p.state IS DISTINCT FROM 'confirmed'
                  THEN 'waiting for ' || coalesce(p.name, 'its predecessor')
             ELSE '' END,
@@ -20,6 +20,9 @@ SELECT r.client, r.environment, r.source, r.name, r.business_key, r.key_parts, r
        r.max_attempts, now() + make_interval(secs => r.within_seconds),
        CASE WHEN r.after_id = 0 OR p.state IN ('confirmed', 'resolved') THEN now()
             ELSE '9999-12-31 00:00:00+00'::timestamptz END
+-- The predecessors and the disconnected destinations are read first, each by
+-- itself (the predecessors by key: client and id), then joined to the rows: a
+-- lateral lookup per row is a join Citus cannot plan on a distributed table.
 FROM (SELECT unnest(@clients::text[]) AS client, unnest(@environments::text[]) AS environment,
              unnest(@sources::text[]) AS source, unnest(@names::text[]) AS name,
              unnest(@business_keys::text[]) AS business_key, unnest(@key_parts::jsonb[]) AS key_parts,
@@ -32,13 +35,11 @@ FROM (SELECT unnest(@clients::text[]) AS client, unnest(@environments::text[]) A
              unnest(@max_attempts::integer[]) AS max_attempts,
              unnest(@within_seconds::double precision[]) AS within_seconds,
              generate_subscripts(@clients::text[], 1) AS ord) r
-CROSS JOIN LATERAL (SELECT EXISTS (SELECT 1 FROM destinations x
-                                   WHERE x.name = r.destination AND x.status = 'disconnected')
-                    AS disconnected) d
--- OFFSET 0 keeps the predecessor a lookup by key per row: as a plain join, a plan
--- made while actions was small scans the whole table for it.
-LEFT JOIN LATERAL (SELECT x.state, x.name FROM actions x
-                   WHERE x.client = r.client AND x.id = r.after_id OFFSET 0) p ON true
+LEFT JOIN (SELECT x.name, true AS disconnected FROM destinations x WHERE x.status = 'disconnected' OFFSET 0) d
+       ON d.name = r.destination
+LEFT JOIN (SELECT x.client, x.id, x.state, x.name FROM actions x
+           WHERE x.client = ANY(@clients::text[]) AND x.id = ANY(@after_ids::bigint[]) OFFSET 0) p
+       ON p.client = r.client AND p.id = r.after_id
 ORDER BY r.ord
 ON CONFLICT (client, operation_key) DO NOTHING
 RETURNING client, operation_key, id;
