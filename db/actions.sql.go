@@ -145,7 +145,7 @@ func (q *Queries) ActionCancelSuccessors(ctx context.Context, arg ActionCancelSu
 
 const actionClaim = `-- name: ActionClaim :many
 WITH due AS (
-    SELECT a.client, a.id, a.state,
+    SELECT a.client, a.id, a.state, now() AS at,
            a.state <> 'uncertain' AND a.destination = ANY($1::text[])
                AND (a.after_id IS NULL OR NOT a.name = ANY($2::text[])) AS starts
     FROM actions a
@@ -165,15 +165,17 @@ WITH due AS (
         lease_token = a.lease_token + 1,
         lease_expires_at = now() + make_interval(secs => $8::double precision),
         attempts = a.attempts + CASE WHEN due.starts THEN 1 ELSE 0 END,
-        first_attempt_at = CASE WHEN due.starts THEN coalesce(a.first_attempt_at, now()) ELSE a.first_attempt_at END,
-        last_attempt_at = CASE WHEN due.starts THEN now() ELSE a.last_attempt_at END,
+        -- The time is a column (due.at): Citus allows no function that is not
+        -- immutable inside a CASE or coalesce.
+        first_attempt_at = CASE WHEN due.starts THEN coalesce(a.first_attempt_at, due.at) ELSE a.first_attempt_at END,
+        last_attempt_at = CASE WHEN due.starts THEN due.at ELSE a.last_attempt_at END,
         updated_at = now()
     FROM due
-    WHERE a.client = due.client AND a.id = due.id
+    WHERE a.client = $3 AND a.id = due.id
     RETURNING a.id, a.client, a.environment, a.source, a.name, a.business_key, a.key_parts, a.operation_key, a.destination, a.params, a.params_sha256, a.state, a.reason, a.owner, a.after_id, a.resource, a.occurred_at, a.attempts, a.max_attempts, a.give_up_at, a.next_attempt_at, a.first_attempt_at, a.last_attempt_at, a.lease_owner, a.claimed_from, a.lease_expires_at, a.external_ref, a.result, a.created_at, a.updated_at, a.lease_token, a.state_since, due.starts
 ), attempt AS (
     INSERT INTO attempts (client, action_id, kind, operation_key, worker)
-    SELECT c.client, c.id, 'call', c.operation_key, $7::text FROM claimed c WHERE c.starts
+    SELECT $3, c.id, 'call', c.operation_key, $7::text FROM claimed c WHERE c.starts
     RETURNING client, id, action_id
 )
 SELECT c.id, c.client, c.environment, c.source, c.name, c.business_key, c.key_parts, c.operation_key, c.destination, c.params, c.params_sha256, c.state, c.reason, c.owner, c.after_id, c.resource, c.occurred_at, c.attempts, c.max_attempts, c.give_up_at, c.next_attempt_at, c.first_attempt_at, c.last_attempt_at, c.lease_owner, c.claimed_from, c.lease_expires_at, c.external_ref, c.result, c.created_at, c.updated_at, c.lease_token, c.state_since, c.starts, coalesce(t.id, 0)::bigint AS attempt_id
@@ -670,8 +672,8 @@ INSERT INTO actions (client, environment, source, name, business_key, key_parts,
                      occurred_at, max_attempts, give_up_at, next_attempt_at)
 SELECT r.client, r.environment, r.source, r.name, r.business_key, r.key_parts, r.operation_key,
        r.destination, r.params, r.params_sha256,
-       CASE WHEN d.disconnected IS TRUE THEN 'held' ELSE 'pending' END,
-       CASE WHEN d.disconnected IS TRUE THEN 'destination ' || r.destination || ' is disconnected'
+       CASE WHEN d.disconnected THEN 'held' ELSE 'pending' END,
+       CASE WHEN d.disconnected THEN 'destination ' || r.destination || ' is disconnected'
             WHEN r.after_id <> 0 AND p.state IS DISTINCT FROM 'confirmed'
                  THEN 'waiting for ' || coalesce(p.name, 'its predecessor')
             ELSE '' END,
@@ -691,8 +693,9 @@ FROM (SELECT unnest($1::text[]) AS client, unnest($2::text[]) AS environment,
              unnest($16::integer[]) AS max_attempts,
              unnest($17::double precision[]) AS within_seconds,
              generate_subscripts($1::text[], 1) AS ord) r
-LEFT JOIN (SELECT x.name, true AS disconnected FROM destinations x WHERE x.status = 'disconnected' OFFSET 0) d
-       ON d.name = r.destination
+CROSS JOIN LATERAL (SELECT EXISTS (SELECT 1 FROM destinations x
+                                   WHERE x.name = r.destination AND x.status = 'disconnected')
+                    AS disconnected) d
 LEFT JOIN (SELECT x.client, x.id, x.state, x.name FROM actions x
            WHERE x.client = ANY($1::text[]) AND x.id = ANY($12::bigint[]) OFFSET 0) p
        ON p.client = r.client AND p.id = r.after_id
@@ -734,9 +737,9 @@ type ActionInsertRow struct {
 // future) until its predecessor is confirmed; an action for a disconnected
 // destination starts held. It returns the operations it created; an operation that
 // already existed, or that an earlier row created, returns nothing.
-// The predecessors and the disconnected destinations are read first, each by
-// itself (the predecessors by key: client and id), then joined to the rows: a
-// lateral lookup per row is a join Citus cannot plan on a distributed table.
+// The predecessors are read first, by key (client and id), then joined to the
+// rows: a lateral lookup per row in a distributed table is a join Citus cannot
+// plan (the reference table of destinations it can).
 func (q *Queries) ActionInsert(ctx context.Context, arg ActionInsertParams) ([]ActionInsertRow, error) {
 	rows, err := q.db.Query(ctx, actionInsert,
 		arg.Clients,
@@ -1014,10 +1017,10 @@ func (q *Queries) ActionListByEvent(ctx context.Context, arg ActionListByEventPa
 const actionLockExpiredLeases = `-- name: ActionLockExpiredLeases :many
 SELECT a.id, a.client, a.environment, a.source, a.name, a.business_key, a.key_parts, a.operation_key, a.destination, a.params, a.params_sha256, a.state, a.reason, a.owner, a.after_id, a.resource, a.occurred_at, a.attempts, a.max_attempts, a.give_up_at, a.next_attempt_at, a.first_attempt_at, a.last_attempt_at, a.lease_owner, a.claimed_from, a.lease_expires_at, a.external_ref, a.result, a.created_at, a.updated_at, a.lease_token, a.state_since,
        EXISTS (SELECT 1 FROM attempts t
-               WHERE t.client = a.client AND t.action_id = a.id
+               WHERE t.client = $1 AND t.action_id = a.id
                  AND t.status = 'started' AND t.kind = 'call') AS call_started
 FROM actions a
-WHERE a.state = 'processing' AND a.lease_expires_at < now()
+WHERE a.client = $1 AND a.state = 'processing' AND a.lease_expires_at < now()
 ORDER BY a.lease_expires_at
 LIMIT 100
 FOR UPDATE OF a SKIP LOCKED
@@ -1028,12 +1031,12 @@ type ActionLockExpiredLeasesRow struct {
 	CallStarted bool
 }
 
-// Locks up to 100 actions whose lease expired, with what the decision table needs
+// Locks up to 100 of a client's actions whose lease expired, with what the decision table needs
 // to know of each: whether a call was started under the lease (it may have reached
 // the destination) and what the claim was for (claimed_from). The caller decides
 // and writes the outcome with ActionRecoverLeases in the same transaction.
-func (q *Queries) ActionLockExpiredLeases(ctx context.Context) ([]ActionLockExpiredLeasesRow, error) {
-	rows, err := q.db.Query(ctx, actionLockExpiredLeases)
+func (q *Queries) ActionLockExpiredLeases(ctx context.Context, client string) ([]ActionLockExpiredLeasesRow, error) {
+	rows, err := q.db.Query(ctx, actionLockExpiredLeases, client)
 	if err != nil {
 		return nil, err
 	}
@@ -1579,9 +1582,9 @@ func (q *Queries) ActionRenewLease(ctx context.Context, arg ActionRenewLeasePara
 const actionStartCalls = `-- name: ActionStartCalls :many
 WITH started AS (
     UPDATE actions a
-    SET attempts = a.attempts + 1, first_attempt_at = coalesce(a.first_attempt_at, now()),
+    SET attempts = a.attempts + 1, first_attempt_at = coalesce(a.first_attempt_at, r.at),
         last_attempt_at = now(), updated_at = now()
-    FROM (SELECT unnest($2::text[]) AS client, unnest($3::bigint[]) AS id) r
+    FROM (SELECT unnest($2::text[]) AS client, unnest($3::bigint[]) AS id, now() AS at) r
     WHERE a.client = r.client AND a.id = r.id AND (a.state = 'processing') IS TRUE AND a.lease_owner = $1::text
     RETURNING a.client, a.id, a.operation_key, a.attempts, a.first_attempt_at
 ), attempt AS (

@@ -22,7 +22,8 @@ $$;
 -- +goose StatementBegin
 CREATE FUNCTION oncehook_distribute() RETURNS text LANGUAGE plpgsql AS $$
 DECLARE
-    t text;
+    t     text;
+    first boolean;
 BEGIN
     IF NOT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus') THEN
         RETURN 'single';
@@ -30,10 +31,12 @@ BEGIN
     -- The state_since and enqueue triggers run on each shard, within its node:
     -- they touch their own row, or the co-located queue's shard.
     PERFORM set_config('citus.enable_unsafe_triggers', 'on', true);
-    IF NOT EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = 'events'::regclass) THEN
+    -- The statement trigger goes before events is distributed, and the row trigger
+    -- comes once the queue is too: copying rows into the shards runs no trigger
+    -- then, and every row in the queue stays where it was.
+    SELECT NOT EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = 'events'::regclass) INTO first;
+    IF first THEN
         DROP TRIGGER IF EXISTS events_enqueue ON events;
-        CREATE TRIGGER events_enqueue AFTER INSERT ON events
-            FOR EACH ROW EXECUTE FUNCTION events_enqueue_row();
     END IF;
     -- Referenced tables first: the foreign keys lead with client.
     FOREACH t IN ARRAY ARRAY['events', 'actions', 'event_queue', 'event_conflicts', 'event_audit',
@@ -42,6 +45,10 @@ BEGIN
             PERFORM create_distributed_table(t, 'client', colocate_with => CASE WHEN t = 'events' THEN 'default' ELSE 'events' END);
         END IF;
     END LOOP;
+    IF first THEN
+        CREATE TRIGGER events_enqueue AFTER INSERT ON events
+            FOR EACH ROW EXECUTE FUNCTION events_enqueue_row();
+    END IF;
     FOREACH t IN ARRAY ARRAY['destinations', 'users', 'api_tokens', 'sessions', 'login_throttle',
                              'owner_digests', 'backfill_state', 'oauth_tokens', 'trend_counts',
                              'trend_horizon'] LOOP

@@ -11,8 +11,8 @@ INSERT INTO actions (client, environment, source, name, business_key, key_parts,
                      occurred_at, max_attempts, give_up_at, next_attempt_at)
 SELECT r.client, r.environment, r.source, r.name, r.business_key, r.key_parts, r.operation_key,
        r.destination, r.params, r.params_sha256,
-       CASE WHEN d.disconnected IS TRUE THEN 'held' ELSE 'pending' END,
-       CASE WHEN d.disconnected IS TRUE THEN 'destination ' || r.destination || ' is disconnected'
+       CASE WHEN d.disconnected THEN 'held' ELSE 'pending' END,
+       CASE WHEN d.disconnected THEN 'destination ' || r.destination || ' is disconnected'
             WHEN r.after_id <> 0 AND p.state IS DISTINCT FROM 'confirmed'
                  THEN 'waiting for ' || coalesce(p.name, 'its predecessor')
             ELSE '' END,
@@ -20,9 +20,9 @@ SELECT r.client, r.environment, r.source, r.name, r.business_key, r.key_parts, r
        r.max_attempts, now() + make_interval(secs => r.within_seconds),
        CASE WHEN r.after_id = 0 OR p.state IN ('confirmed', 'resolved') THEN now()
             ELSE '9999-12-31 00:00:00+00'::timestamptz END
--- The predecessors and the disconnected destinations are read first, each by
--- itself (the predecessors by key: client and id), then joined to the rows: a
--- lateral lookup per row is a join Citus cannot plan on a distributed table.
+-- The predecessors are read first, by key (client and id), then joined to the
+-- rows: a lateral lookup per row in a distributed table is a join Citus cannot
+-- plan (the reference table of destinations it can).
 FROM (SELECT unnest(@clients::text[]) AS client, unnest(@environments::text[]) AS environment,
              unnest(@sources::text[]) AS source, unnest(@names::text[]) AS name,
              unnest(@business_keys::text[]) AS business_key, unnest(@key_parts::jsonb[]) AS key_parts,
@@ -35,8 +35,9 @@ FROM (SELECT unnest(@clients::text[]) AS client, unnest(@environments::text[]) A
              unnest(@max_attempts::integer[]) AS max_attempts,
              unnest(@within_seconds::double precision[]) AS within_seconds,
              generate_subscripts(@clients::text[], 1) AS ord) r
-LEFT JOIN (SELECT x.name, true AS disconnected FROM destinations x WHERE x.status = 'disconnected' OFFSET 0) d
-       ON d.name = r.destination
+CROSS JOIN LATERAL (SELECT EXISTS (SELECT 1 FROM destinations x
+                                   WHERE x.name = r.destination AND x.status = 'disconnected')
+                    AS disconnected) d
 LEFT JOIN (SELECT x.client, x.id, x.state, x.name FROM actions x
            WHERE x.client = ANY(@clients::text[]) AND x.id = ANY(@after_ids::bigint[]) OFFSET 0) p
        ON p.client = r.client AND p.id = r.after_id
@@ -99,7 +100,7 @@ RETURNING id;
 -- empty or null) and skip_destinations narrow it to some destinations. A claim
 -- takes one client's work (the performer goes round the clients, see lanes.go).
 WITH due AS (
-    SELECT a.client, a.id, a.state,
+    SELECT a.client, a.id, a.state, now() AS at,
            a.state <> 'uncertain' AND a.destination = ANY(@callable::text[])
                AND (a.after_id IS NULL OR NOT a.name = ANY(@fill_names::text[])) AS starts
     FROM actions a
@@ -119,15 +120,17 @@ WITH due AS (
         lease_token = a.lease_token + 1,
         lease_expires_at = now() + make_interval(secs => @lease_seconds::double precision),
         attempts = a.attempts + CASE WHEN due.starts THEN 1 ELSE 0 END,
-        first_attempt_at = CASE WHEN due.starts THEN coalesce(a.first_attempt_at, now()) ELSE a.first_attempt_at END,
-        last_attempt_at = CASE WHEN due.starts THEN now() ELSE a.last_attempt_at END,
+        -- The time is a column (due.at): Citus allows no function that is not
+        -- immutable inside a CASE or coalesce.
+        first_attempt_at = CASE WHEN due.starts THEN coalesce(a.first_attempt_at, due.at) ELSE a.first_attempt_at END,
+        last_attempt_at = CASE WHEN due.starts THEN due.at ELSE a.last_attempt_at END,
         updated_at = now()
     FROM due
-    WHERE a.client = due.client AND a.id = due.id
+    WHERE a.client = @client AND a.id = due.id
     RETURNING a.*, due.starts
 ), attempt AS (
     INSERT INTO attempts (client, action_id, kind, operation_key, worker)
-    SELECT c.client, c.id, 'call', c.operation_key, @worker::text FROM claimed c WHERE c.starts
+    SELECT @client, c.id, 'call', c.operation_key, @worker::text FROM claimed c WHERE c.starts
     RETURNING client, id, action_id
 )
 SELECT c.*, coalesce(t.id, 0)::bigint AS attempt_id
@@ -154,9 +157,9 @@ WHERE client = @client AND id = @id AND state = 'processing' AND lease_owner = @
 -- states (see ActionRecordBatch).
 WITH started AS (
     UPDATE actions a
-    SET attempts = a.attempts + 1, first_attempt_at = coalesce(a.first_attempt_at, now()),
+    SET attempts = a.attempts + 1, first_attempt_at = coalesce(a.first_attempt_at, r.at),
         last_attempt_at = now(), updated_at = now()
-    FROM (SELECT unnest(@clients::text[]) AS client, unnest(@ids::bigint[]) AS id) r
+    FROM (SELECT unnest(@clients::text[]) AS client, unnest(@ids::bigint[]) AS id, now() AS at) r
     WHERE a.client = r.client AND a.id = r.id AND (a.state = 'processing') IS TRUE AND a.lease_owner = @worker::text
     RETURNING a.client, a.id, a.operation_key, a.attempts, a.first_attempt_at
 ), attempt AS (
@@ -238,16 +241,16 @@ WHERE client = @client AND after_id = @after_id AND state = 'pending'
   AND next_attempt_at = '9999-12-31 00:00:00+00'::timestamptz;
 
 -- name: ActionLockExpiredLeases :many
--- Locks up to 100 actions whose lease expired, with what the decision table needs
+-- Locks up to 100 of a client's actions whose lease expired, with what the decision table needs
 -- to know of each: whether a call was started under the lease (it may have reached
 -- the destination) and what the claim was for (claimed_from). The caller decides
 -- and writes the outcome with ActionRecoverLeases in the same transaction.
 SELECT sqlc.embed(a),
        EXISTS (SELECT 1 FROM attempts t
-               WHERE t.client = a.client AND t.action_id = a.id
+               WHERE t.client = @client AND t.action_id = a.id
                  AND t.status = 'started' AND t.kind = 'call') AS call_started
 FROM actions a
-WHERE a.state = 'processing' AND a.lease_expires_at < now()
+WHERE a.client = @client AND a.state = 'processing' AND a.lease_expires_at < now()
 ORDER BY a.lease_expires_at
 LIMIT 100
 FOR UPDATE OF a SKIP LOCKED;

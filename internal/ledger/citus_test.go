@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/jackc/pgx/v5"
@@ -50,7 +51,9 @@ func TestDatabaseIsShardedByClientOnCitus(t *testing.T) {
 	}
 	checkCitusTables(t, w.pool)
 	w.deliver(checkout{eventID: "evt_citus", enquiry: "enq_citus", amount: 4200})
-	w.waitFor("open_opportunity", "", "confirmed")
+	waitUntil(t, 20*time.Second, "the checkout's opportunity confirmed", func() bool {
+		return w.count(`SELECT count(*) FROM actions WHERE client = 'acme' AND name = 'open_opportunity' AND state = 'confirmed'`) == 1
+	})
 	w.exec(`INSERT INTO events (client, environment, source, source_event_id, type, body, body_sha256)
 SELECT 'client_' || (i % 12), 'live', 'stripe-live', 'evt_spread_' || i, 'ping', '{}', '\x00'
 FROM generate_series(1, 120) AS i`)

@@ -81,6 +81,8 @@ type Performer struct {
 	inflight   sync.WaitGroup
 	decisions  *batch.Writer[pendingDecision, struct{}] // outcomes recorded together (newRecorder)
 	lanes      *lanes                                   // the clients it claims actions for in turn
+	modeMu     sync.Mutex
+	mode       string // the database's mode once known (onCitus)
 
 	// Derived from the config once: the config does not change while it runs.
 	callable     []string              // destinations this process calls

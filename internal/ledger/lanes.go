@@ -54,6 +54,16 @@ func (l *lanes) round(ctx context.Context) []string {
 	return append(slices.Clone(l.clients[start:]), l.clients[:start]...)
 }
 
+// all returns every client, without moving the round on.
+func (l *lanes) all(ctx context.Context) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if time.Since(l.foundAt) >= laneRefresh {
+		l.refresh(ctx)
+	}
+	return slices.Clone(l.clients)
+}
+
 // refresh adds the clients found with work to the configured ones. A failed look
 // keeps the lanes as they were and is tried again at the next refresh.
 func (l *lanes) refresh(ctx context.Context) {

@@ -1,6 +1,7 @@
 package ledger_test
 
 import (
+	"context"
 	"net/http"
 	"strings"
 	"testing"
@@ -50,9 +51,16 @@ FROM generate_series(1, $1::int) AS i`, burst)
 		t.Fatalf("deliver beta's event: status %d %v", status, out)
 	}
 	acked := time.Now()
-	waitUntil(t, 2*time.Second, "beta's action confirmed", func() bool {
-		return w.count(`SELECT count(*) FROM actions WHERE client = 'beta' AND state = 'confirmed'`) == 1
-	})
+	for w.count(`SELECT count(*) FROM actions WHERE client = 'beta' AND state = 'confirmed'`) != 1 {
+		if time.Since(acked) > 2*time.Second {
+			var status, state string
+			_ = w.pool.QueryRow(context.Background(), `SELECT e.status, coalesce(a.state, 'no action')
+				FROM events e LEFT JOIN actions a ON a.client = e.client
+				WHERE e.client = 'beta'`).Scan(&status, &state)
+			t.Fatalf("beta's action not confirmed within 2 s of its delivery: its event is %s, its action %s", status, state)
+		}
+		time.Sleep(10 * time.Millisecond) // poll interval
+	}
 	took := time.Since(acked)
 	// The burst was still being worked when beta's action was confirmed.
 	left := w.count(`SELECT (SELECT count(*) FROM event_queue WHERE client = 'acme')

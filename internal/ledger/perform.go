@@ -50,7 +50,7 @@ func (pf *Performer) performBatch(ctx context.Context) (int, error) {
 		// Index planned, as the router's statements are: a generic plan made
 		// while a new database's actions table was empty must not walk the whole
 		// table once a burst has filled it (see db.WithTxIndexPlanned).
-		err := db.WithTxIndexPlanned(ctx, pf.pool, func(q *db.Queries) error {
+		err := pf.planned(ctx, db.WithTxIndexPlanned)(ctx, pf.pool, func(q *db.Queries) error {
 			var err error
 			batch, err = pf.claimRound(ctx, q, clients, spec)
 			return err
@@ -294,8 +294,10 @@ func (pf *Performer) startCalls(ctx context.Context, q *db.Queries, rows []db.Ac
 		return batch, nil
 	}
 	p.Worker = pf.p.Worker
-	if err := db.PlanByKey(ctx, q); err != nil { // its plan, unlike the claim's, is of lookups by key
-		return nil, err
+	if !pf.onCitus(ctx) { // its plan, unlike the claim's, is of lookups by key (see planned)
+		if err := db.PlanByKey(ctx, q); err != nil {
+			return nil, err
+		}
 	}
 	started, err := q.ActionStartCalls(ctx, p)
 	if err != nil {
