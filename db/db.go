@@ -9,6 +9,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/oncehook/oncehook/internal/telemetry"
 )
 
 // Open returns a small pool on dsn and checks that the server answers. A 2-core
@@ -22,6 +24,7 @@ func Open(ctx context.Context, dsn string, maxConns int32) (*pgxpool.Pool, error
 		cfg.MaxConns = maxConns
 	}
 	cfg.ConnConfig.ConnectTimeout = 5 * time.Second
+	cfg.ConnConfig.Tracer = telemetry.QueryTracer{} // spans for statements of a traced request
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("open database: %w", err)
