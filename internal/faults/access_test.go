@@ -97,11 +97,12 @@ func concrete(path string, actionID int64) string {
 }
 
 // public are the routes anyone may reach: webhooks (signed instead), health,
-// sign-in and static assets. /metrics joins them only without a metrics token.
+// sign-in, static assets and the favicon browsers ask for. /metrics joins them only
+// without a metrics token.
 func public(method, path string, metricsOpen bool) bool {
 	switch {
 	case strings.HasPrefix(path, "/hooks/"), path == "/healthz", path == "/readyz", path == "/login",
-		strings.HasPrefix(path, "/static/"):
+		strings.HasPrefix(path, "/static/"), path == "/favicon.ico":
 		return true
 	case path == "/metrics":
 		return metricsOpen
