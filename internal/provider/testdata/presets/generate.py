@@ -91,6 +91,13 @@ add("paddle", "documented: paddle-go-sdk (official Go SDK) example_webhook_verif
     paddle_body, "evt_01hsdn97563968dy0szkmgjwh3", now=1710929255, want_type="price.created",
     sig_header="Paddle-Signature", timestamped=True)
 
+# Typeform's SDK signs {"foo":"bar"}, which carries no event_id: the test reads its
+# identity as the body's hash, and the computed vector below checks a real delivery.
+add("typeform", "documented: Typeform's official JS SDK (Typeform/js-api-client) tests/unit/verify-signature.test.ts "
+    "(secret my-webook-secret, payload JSON.stringify({foo: 'bar'}), its sha256= signature)",
+    "my-webook-secret", {"Typeform-Signature": "sha256=X2b3nUhiGjaWHxmPO/YQzUvHXBNac4gPjZ5/bjXrhQY="},
+    '{"foo":"bar"}', "body_hash", sig_header="Typeform-Signature")
+
 # ---- computed from the documented algorithm ----
 ts = str(T)
 body = ('{"event_id":"01GW0X8BCCDKKCPV0AMXX3PBR0","event_type":"form_response","form_response":'
