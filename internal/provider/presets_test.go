@@ -39,6 +39,8 @@ type presetVector struct {
 	// SignatureOnly marks an SDK's vector whose body is no delivery the provider
 	// sends (not even JSON): the signature must pass, and only the body be refused.
 	SignatureOnly bool `json:"signature_only"`
+	// OtherSecrets come before Secret in the configured list and did not sign.
+	OtherSecrets []string `json:"other_secrets"`
 }
 
 func loadPresetVectors(t *testing.T) []presetVector {
@@ -73,7 +75,7 @@ func (v presetVector) params(t *testing.T) provider.VerifyParams {
 	for k, val := range v.Headers {
 		h.Set(k, val)
 	}
-	return provider.VerifyParams{Provider: v.Provider, Spec: spec, Secrets: []string{v.Secret}, Tolerance: 5 * time.Minute,
+	return provider.VerifyParams{Provider: v.Provider, Spec: spec, Secrets: append(slices.Clone(v.OtherSecrets), v.Secret), Tolerance: 5 * time.Minute,
 		Now: time.Unix(v.Now, 0), Header: h, Body: []byte(v.Body), Method: v.Method, Query: v.Query}
 }
 

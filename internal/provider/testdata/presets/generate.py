@@ -33,12 +33,15 @@ vectors = []
 
 
 def add(provider, source, secret, headers, body, want_id, now=T + 10, url="", query="", method="POST",
-        sig_header="", timestamped=False, body_signed=True, want_type="", answer=None, signature_only=False):
+        sig_header="", timestamped=False, body_signed=True, want_type="", answer=None, signature_only=False,
+        other_secrets=None):
     v = dict(provider=provider, source=source, secret=secret, headers=headers, body=body,
              url=url, query=query, method=method, now=now, want_id=want_id, want_type=want_type,
              sig_header=sig_header, timestamped=timestamped, body_signed=body_signed)
     if signature_only:
         v["signature_only"] = True
+    if other_secrets:
+        v["other_secrets"] = other_secrets
     vectors.append(v)
 
 
@@ -97,6 +100,16 @@ add("typeform", "documented: Typeform's official JS SDK (Typeform/js-api-client)
     "(secret my-webook-secret, payload JSON.stringify({foo: 'bar'}), its sha256= signature)",
     "my-webook-secret", {"Typeform-Signature": "sha256=X2b3nUhiGjaWHxmPO/YQzUvHXBNac4gPjZ5/bjXrhQY="},
     '{"foo":"bar"}', "body_hash", sig_header="Typeform-Signature")
+
+# Paddle's PHP SDK checks rotation: two h1 values (one not a signature) and three
+# secrets, the last of which signed. Its body is not JSON.
+add("paddle", "documented: paddle-php-sdk (official PHP SDK) tests/Unit/Notifications/VerifierTest.php "
+    "it_verifies_a_signature (three secrets, the third signed; Paddle-Signature with a dummy h1 and the real one)",
+    "pdl_ntf_01hbpjmytsa32fhr36nqgc3kgb_WvRO0eL4Bj9rgYYIBZY6wZhG4EHy9jzh",
+    {"Paddle-Signature": "ts=1696195954;h1=dummy;h1=d96299976a6eb066f484d7fde011ac56fc32b38fc9940bc419d6e537fdc6ef02"},
+    "hello-world", "", now=1696195954, sig_header="Paddle-Signature", timestamped=True, signature_only=True,
+    other_secrets=["pdl_ntf_01hbpjmytsa32fhr36nqgc3kgb_TjIG2BXbm83HPXqNfziwe506sBEdqL/4",
+                   "pdl_ntf_01hbpjmytsa32fhr36nqgc3kgb_vB/yIOnTOCWIvpBadM5jzBZPHc7OmdSo"])
 
 # ---- computed from the documented algorithm ----
 ts = str(T)
