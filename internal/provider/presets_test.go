@@ -75,7 +75,8 @@ func (v presetVector) params(t *testing.T) provider.VerifyParams {
 	for k, val := range v.Headers {
 		h.Set(k, val)
 	}
-	return provider.VerifyParams{Provider: v.Provider, Spec: spec, Secrets: append(slices.Clone(v.OtherSecrets), v.Secret), Tolerance: 5 * time.Minute,
+	secrets := append(slices.Clone(v.OtherSecrets), v.Secret)
+	return provider.VerifyParams{Provider: v.Provider, Spec: spec, Secrets: secrets, Tolerance: 5 * time.Minute,
 		Now: time.Unix(v.Now, 0), Header: h, Body: []byte(v.Body), Method: v.Method, Query: v.Query}
 }
 
