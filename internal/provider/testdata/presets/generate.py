@@ -33,10 +33,16 @@ vectors = []
 
 
 def add(provider, source, secret, headers, body, want_id, now=T + 10, url="", query="", method="POST",
-        sig_header="", timestamped=False, body_signed=True, want_type="", answer=None):
-    vectors.append(dict(provider=provider, source=source, secret=secret, headers=headers, body=body,
-                        url=url, query=query, method=method, now=now, want_id=want_id, want_type=want_type,
-                        sig_header=sig_header, timestamped=timestamped, body_signed=body_signed))
+        sig_header="", timestamped=False, body_signed=True, want_type="", answer=None, signature_only=False,
+        other_secrets=None):
+    v = dict(provider=provider, source=source, secret=secret, headers=headers, body=body,
+             url=url, query=query, method=method, now=now, want_id=want_id, want_type=want_type,
+             sig_header=sig_header, timestamped=timestamped, body_signed=body_signed)
+    if signature_only:
+        v["signature_only"] = True
+    if other_secrets:
+        v["other_secrets"] = other_secrets
+    vectors.append(v)
 
 
 # ---- documented vectors ----
@@ -75,16 +81,38 @@ add("sendgrid", "documented: sendgrid-go (official Go SDK) helpers/eventwebhook/
     '{"category":"example_payload","event":"test_event","message_id":"message_id"}', "message_id", now=1588788367,
     sig_header="X-Twilio-Email-Event-Webhook-Signature", timestamped=True)
 
+paddle_body = ('{"data":{"id":"pri_01hsdn96k2hxjzsq5yerecdj9j","name":null,"status":"active","quantity":{"maximum":999999,'
+               '"minimum":1},"tax_mode":"account_setting","product_id":"pro_01hsdn8qp7yydry3x1yeg6a9rv","unit_price":'
+               '{"amount":"1000","currency_code":"USD"},"custom_data":null,"description":"testing","import_meta":null,'
+               '"trial_period":null,"billing_cycle":{"interval":"month","frequency":1},"unit_price_overrides":[]},'
+               '"event_id":"evt_01hsdn97563968dy0szkmgjwh3","event_type":"price.created",'
+               '"occurred_at":"2024-03-20T10:07:35.590857Z","notification_id":"ntf_01hsdn977e920kbgzt6r6c9rqc"}')
+add("paddle", "documented: paddle-go-sdk (official Go SDK) example_webhook_verifier_test.go (exampleSecretKey, "
+    "exampleSignature, examplePayload: a price.created notification)",
+    "pdl_ntfset_01hsdn8d43dt7mezr1ef2jtbaw_hKkRiCGyyRhbFwIUuqiTBgI7gnWoV0Gr",
+    {"Paddle-Signature": "ts=1710929255;h1=6c05ef8fa83c44d751be6d259ec955ce5638e2c54095bf128e408e2fce1589c8"},
+    paddle_body, "evt_01hsdn97563968dy0szkmgjwh3", now=1710929255, want_type="price.created",
+    sig_header="Paddle-Signature", timestamped=True)
+
+# Typeform's SDK signs {"foo":"bar"}, which carries no event_id: the test reads its
+# identity as the body's hash, and the computed vector below checks a real delivery.
+add("typeform", "documented: Typeform's official JS SDK (Typeform/js-api-client) tests/unit/verify-signature.test.ts "
+    "(secret my-webook-secret, payload JSON.stringify({foo: 'bar'}), its sha256= signature)",
+    "my-webook-secret", {"Typeform-Signature": "sha256=X2b3nUhiGjaWHxmPO/YQzUvHXBNac4gPjZ5/bjXrhQY="},
+    '{"foo":"bar"}', "body_hash", sig_header="Typeform-Signature")
+
+# Paddle's PHP SDK checks rotation: two h1 values (one not a signature) and three
+# secrets, the last of which signed. Its body is not JSON.
+add("paddle", "documented: paddle-php-sdk (official PHP SDK) tests/Unit/Notifications/VerifierTest.php "
+    "it_verifies_a_signature (three secrets, the third signed; Paddle-Signature with a dummy h1 and the real one)",
+    "pdl_ntf_01hbpjmytsa32fhr36nqgc3kgb_WvRO0eL4Bj9rgYYIBZY6wZhG4EHy9jzh",
+    {"Paddle-Signature": "ts=1696195954;h1=dummy;h1=d96299976a6eb066f484d7fde011ac56fc32b38fc9940bc419d6e537fdc6ef02"},
+    "hello-world", "", now=1696195954, sig_header="Paddle-Signature", timestamped=True, signature_only=True,
+    other_secrets=["pdl_ntf_01hbpjmytsa32fhr36nqgc3kgb_TjIG2BXbm83HPXqNfziwe506sBEdqL/4",
+                   "pdl_ntf_01hbpjmytsa32fhr36nqgc3kgb_vB/yIOnTOCWIvpBadM5jzBZPHc7OmdSo"])
+
 # ---- computed from the documented algorithm ----
 ts = str(T)
-body = ('{"event_id":"evt_01h8441jx8x6q9ksvbe1nj2q2b","event_type":"transaction.completed",'
-        '"occurred_at":"2023-03-22T10:07:33.390028Z","notification_id":"ntf_01h8441k4sm7bqv7rbwm4bpd2k",'
-        '"data":{"id":"txn_01h8441jt0c7g3mfm6pn4grhss"}}')
-sec = "pdl_ntfset_01h8441k8gmz2g2jz9ss2fh5xq_6Vzr0sDk"
-add("paddle", "computed: Paddle Billing, Verify webhook signatures: ts=..;h1=hex HMAC-SHA256 of ts:body", sec,
-    {"Paddle-Signature": f"ts={ts};h1={hexmac('sha256', sec, ts + ':' + body)}"}, body,
-    "evt_01h8441jx8x6q9ksvbe1nj2q2b", want_type="transaction.completed", sig_header="Paddle-Signature", timestamped=True)
-
 body = ('{"event_id":"01GW0X8BCCDKKCPV0AMXX3PBR0","event_type":"form_response","form_response":'
         '{"form_id":"lT4Z3j","token":"a3a12ec67a1365927098a606107fac15","submitted_at":"2023-03-22T10:07:33Z"}}')
 sec = "typeform-webhook-secret"
@@ -126,14 +154,26 @@ add("hubspot", "computed: HubSpot, Validating requests, signature v3: base64 HMA
     {"X-HubSpot-Request-Timestamp": ms, "X-HubSpot-Signature-v3": b64mac("sha256", sec, "POST" + url + body + ms)},
     body, "1793913213", url=url, want_type="contact.creation", sig_header="X-HubSpot-Signature-v3", timestamped=True)
 
-sec = "key-3ax6xnjp29jd6fds4gc373sgvjxteol0"
-token = "a8ce0edb2dd8301dcc5e5d8ea57f4a1b98e7e31b2a2d1e02c3"
-sig = hexmac("sha256", sec, ts + token)
-body = ('{"signature":{"timestamp":"%s","token":"%s","signature":"%s"},'
-        '"event-data":{"id":"CPgfbmQMTCKtHW6uIWtuVe","event":"delivered","timestamp":1679479653.1234}}' % (ts, token, sig))
-add("mailgun", "computed: Mailgun, Securing webhooks: hex HMAC-SHA256 of timestamp + token under the webhook "
-    "signing key; the signature object is in the body, and the event data is not signed", sec, {}, body,
-    "CPgfbmQMTCKtHW6uIWtuVe", want_type="delivered", sig_header="", timestamped=True, body_signed=False)
+# HubSpot's SDK vector: its body is not a HubSpot delivery (nor JSON), so the test checks
+# that the signature is accepted and only the body then refused; the computed vector
+# above checks the identity of a real-shaped batch.
+add("hubspot", "documented: hubspot-api-python (official Python SDK) tests/spec/utils/test_signature.py "
+    "test_get_signature__v3 (client secret, body, URL, POST, timestamp 15000000 ms)",
+    "yyyyyyyy-yyyy-yyyy-yyyy-yyyyyyyyyyyy",
+    {"X-HubSpot-Request-Timestamp": "15000000", "X-HubSpot-Signature-v3": "HPW73RUtKmcYoEDADG0s6MmGFWUzWJKAW07r8RDgcQw="},
+    "{'example_field':'example_value'}", "", now=15000, url="https://www.example.com/webhook_uri",
+    sig_header="X-HubSpot-Signature-v3", timestamped=True, signature_only=True)
+
+# The signature object is mailgun-php's; Mailgun signs nothing else, so the event data
+# around it is ours (the shape of the docs' sample).
+body = ('{"signature":{"timestamp":"1403645220","token":"5egbgr1vjgqxtrnp65xfznchgdccwh5d6i09vijqi3whgowmn6",'
+        '"signature":"9cfc5c41582e51246e73c88d34db3af0a3a2692a76fbab81492842f000256d33"},'
+        '"event-data":{"id":"CPgfbmQMTCKtHW6uIWtuVe","event":"delivered","timestamp":1403645220.1234}}')
+add("mailgun", "documented: mailgun-php (official PHP SDK) tests/Api/WebhookTest.php testVerifyWebhookGood (signing key "
+    "key-3ax6xnjp29jd6fds4gc373sgvjxteol0, timestamp, token, signature: hex HMAC-SHA256 of timestamp + token). "
+    "Mailgun signs only that object, so the event-data around it is ours", "key-3ax6xnjp29jd6fds4gc373sgvjxteol0",
+    {}, body, "CPgfbmQMTCKtHW6uIWtuVe", now=1403645220, want_type="delivered", sig_header="", timestamped=True,
+    body_signed=False)
 
 body = '{"RecordType":"Delivery","MessageID":"883953f4-6105-42a2-a16a-77a8eac79483","DeliveredAt":"2023-03-22T10:07:33Z","Recipient":"john@example.com"}'
 add("postmark", "computed: Postmark, Webhooks overview: HTTP basic credentials set on the webhook URL; nothing "
