@@ -101,14 +101,9 @@ func StartEmbedded(ctx context.Context, p EmbeddedParams) (*Embedded, error) {
 			dir, dataMajor, bin.major, dataMajor)
 	}
 	if dir != requested {
-		if err := prepareSpareDir(dir, requested); err != nil {
+		if err := useSpareDir(logger, dir, requested, user, closed); err != nil {
 			return nil, err
 		}
-		why := "where it was made"
-		if closed != "" {
-			why = fmt.Sprintf("because user %s cannot enter %s", user.name, closed)
-		}
-		logger.Info("embedded postgres data kept under "+spareRoot+", "+why, "data_dir", requested, "dir", dir)
 	}
 	if err := prepareDataDir(dir, user); err != nil {
 		return nil, err
@@ -125,6 +120,21 @@ func StartEmbedded(ctx context.Context, p EmbeddedParams) (*Embedded, error) {
 		return nil, err
 	}
 	return e, nil
+}
+
+// useSpareDir prepares dir, under spareRoot, for a cluster asked for at requested,
+// and says why it lives there: the server's user cannot enter closed, or it was made
+// there.
+func useSpareDir(logger *slog.Logger, dir, requested string, user *runAs, closed string) error {
+	if err := prepareSpareDir(dir, requested); err != nil {
+		return err
+	}
+	why := "where it was made"
+	if closed != "" {
+		why = fmt.Sprintf("because user %s cannot enter %s", user.name, closed)
+	}
+	logger.Info("embedded postgres data kept under "+spareRoot+", "+why, "data_dir", requested, "dir", dir)
+	return nil
 }
 
 // Dir returns the directory the cluster lives in: EmbeddedParams.Dir made

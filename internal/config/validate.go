@@ -95,38 +95,10 @@ func (l *loader) err() error {
 
 // load parses data into a Config, recording every problem found.
 func (l *loader) load(data []byte) *ledger.Config {
-	f, err := parser.ParseBytes(data, 0)
-	if err != nil {
-		var ye yaml.Error
-		if errors.As(err, &ye) && ye.GetToken() != nil {
-			l.errorAt(ye.GetToken().Position, "", "invalid YAML: %s", ye.GetMessage())
-		} else {
-			l.errorf("", "invalid YAML: %s", strings.SplitN(err.Error(), "\n", 2)[0])
-		}
+	body, ok := l.document(data)
+	if !ok {
 		return nil
 	}
-	var body ast.Node
-	if len(f.Docs) > 0 {
-		body = f.Docs[0].Body
-	}
-	for _, doc := range f.Docs[min(1, len(f.Docs)):] {
-		if doc.Body != nil {
-			l.errorAt(posOf(doc.Body), "", "the config is one YAML document; this is a second one")
-			break
-		}
-	}
-	ast.Walk(anchorCollector{l}, body)
-	for _, same := range l.anchors {
-		sort.SliceStable(same, func(i, j int) bool { return posOf(same[i]).Offset < posOf(same[j]).Offset })
-	}
-	l.record("", body)
-	if n := l.resolve("", body); n != nil {
-		if _, ok := n.(ast.MapNode); !ok {
-			l.errorAt(posOf(n), "", "the config must be a mapping of listen, sources, destinations and actions, not %s", kindOf(n))
-			return nil
-		}
-	}
-
 	m := l.mapping("", body, "listen", "base_url", "sources", "destinations", "actions", "retention", "notify", "sessions",
 		"trusted_proxies", "connections_per_address")
 	c := &ledger.Config{Path: l.file, Listen: m.hostPort("listen", ledger.DefaultListen, false)}
@@ -156,6 +128,42 @@ func (l *loader) load(data []byte) *ledger.Config {
 	l.check(c)
 	l.secretKeys(c)
 	return c
+}
+
+// document parses data as one YAML document and records its anchors; ok is false
+// (with the error recorded) when it is not YAML or its top is not a mapping.
+func (l *loader) document(data []byte) (body ast.Node, ok bool) {
+	f, err := parser.ParseBytes(data, 0)
+	if err != nil {
+		var ye yaml.Error
+		if errors.As(err, &ye) && ye.GetToken() != nil {
+			l.errorAt(ye.GetToken().Position, "", "invalid YAML: %s", ye.GetMessage())
+		} else {
+			l.errorf("", "invalid YAML: %s", strings.SplitN(err.Error(), "\n", 2)[0])
+		}
+		return nil, false
+	}
+	if len(f.Docs) > 0 {
+		body = f.Docs[0].Body
+	}
+	for _, doc := range f.Docs[min(1, len(f.Docs)):] {
+		if doc.Body != nil {
+			l.errorAt(posOf(doc.Body), "", "the config is one YAML document; this is a second one")
+			break
+		}
+	}
+	ast.Walk(anchorCollector{l}, body)
+	for _, same := range l.anchors {
+		sort.SliceStable(same, func(i, j int) bool { return posOf(same[i]).Offset < posOf(same[j]).Offset })
+	}
+	l.record("", body)
+	if n := l.resolve("", body); n != nil {
+		if _, ok := n.(ast.MapNode); !ok {
+			l.errorAt(posOf(n), "", "the config must be a mapping of listen, sources, destinations and actions, not %s", kindOf(n))
+			return nil, false
+		}
+	}
+	return body, true
 }
 
 // defaultBaseURL makes links work from the machine itself when listen binds every
