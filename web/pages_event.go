@@ -127,16 +127,7 @@ func diffParams(original, other []byte) []views.DiffRow {
 	var a, b map[string]json.RawMessage
 	_ = json.Unmarshal(original, &a) // params are objects we rendered ourselves
 	_ = json.Unmarshal(other, &b)
-	var names []string
-	for k := range a {
-		names = append(names, k)
-	}
-	for k := range b {
-		if _, ok := a[k]; !ok {
-			names = append(names, k)
-		}
-	}
-	slices.Sort(names)
+	names := keysOfBoth(a, b)
 	rows := make([]views.DiffRow, 0, len(names))
 	for _, n := range names {
 		x, y := valueText(a, n), valueText(b, n)

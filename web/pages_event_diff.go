@@ -3,6 +3,7 @@ package web
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,17 +18,7 @@ func diffBodies(stored, other []byte) (changes []views.DiffRow, same int) {
 	a, b := map[string]string{}, map[string]string{}
 	flattenJSON(stored, a)
 	flattenJSON(other, b)
-	var paths []string
-	for p := range a {
-		paths = append(paths, p)
-	}
-	for p := range b {
-		if _, ok := a[p]; !ok {
-			paths = append(paths, p)
-		}
-	}
-	slices.Sort(paths)
-	for _, p := range paths {
+	for _, p := range keysOfBoth(a, b) {
 		x, okA := a[p]
 		y, okB := b[p]
 		if okA && okB && x == y {
@@ -71,4 +62,16 @@ func flattenValue(path string, v any, out map[string]string) {
 		b, _ := json.Marshal(x)
 		out[path] = string(b)
 	}
+}
+
+// keysOfBoth returns the keys of a and b, each once, sorted: the rows of a diff.
+func keysOfBoth[A, B any](a map[string]A, b map[string]B) []string {
+	keys := slices.Collect(maps.Keys(a))
+	for k := range b {
+		if _, ok := a[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	return keys
 }
