@@ -64,6 +64,7 @@ type ApiToken struct {
 	RevokedAt   *time.Time
 	ExpiresAt   *time.Time
 	LastUsedAt  *time.Time
+	Clients     []string
 }
 
 type Attempt struct {
@@ -254,4 +255,8 @@ type User struct {
 	PasswordHash string
 	Disabled     bool
 	CreatedAt    time.Time
+	Clients      []string
+	OidcIssuer   *string
+	OidcSubject  *string
+	SignedInAt   *time.Time
 }

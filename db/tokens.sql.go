@@ -67,7 +67,7 @@ func (q *Queries) TokenAuditList(ctx context.Context, maxLines int32) ([]TokenAu
 }
 
 const tokenGet = `-- name: TokenGet :one
-SELECT id, name, role, token_sha256, created_at, revoked_at, expires_at, last_used_at FROM api_tokens WHERE id = $1
+SELECT id, name, role, token_sha256, created_at, revoked_at, expires_at, last_used_at, clients FROM api_tokens WHERE id = $1
 `
 
 func (q *Queries) TokenGet(ctx context.Context, id int64) (ApiToken, error) {
@@ -82,12 +82,13 @@ func (q *Queries) TokenGet(ctx context.Context, id int64) (ApiToken, error) {
 		&i.RevokedAt,
 		&i.ExpiresAt,
 		&i.LastUsedAt,
+		&i.Clients,
 	)
 	return i, err
 }
 
 const tokenGetByHash = `-- name: TokenGetByHash :one
-SELECT id, name, role, token_sha256, created_at, revoked_at, expires_at, last_used_at FROM api_tokens WHERE token_sha256 = $1 AND revoked_at IS NULL
+SELECT id, name, role, token_sha256, created_at, revoked_at, expires_at, last_used_at, clients FROM api_tokens WHERE token_sha256 = $1 AND revoked_at IS NULL
   AND (expires_at IS NULL OR expires_at > now())
 `
 
@@ -104,13 +105,14 @@ func (q *Queries) TokenGetByHash(ctx context.Context, tokenSha256 []byte) (ApiTo
 		&i.RevokedAt,
 		&i.ExpiresAt,
 		&i.LastUsedAt,
+		&i.Clients,
 	)
 	return i, err
 }
 
 const tokenInsert = `-- name: TokenInsert :one
 INSERT INTO api_tokens (name, role, token_sha256, expires_at) VALUES ($1, $2, $3, $4)
-RETURNING id, name, role, token_sha256, created_at, revoked_at, expires_at, last_used_at
+RETURNING id, name, role, token_sha256, created_at, revoked_at, expires_at, last_used_at, clients
 `
 
 type TokenInsertParams struct {
@@ -137,12 +139,13 @@ func (q *Queries) TokenInsert(ctx context.Context, arg TokenInsertParams) (ApiTo
 		&i.RevokedAt,
 		&i.ExpiresAt,
 		&i.LastUsedAt,
+		&i.Clients,
 	)
 	return i, err
 }
 
 const tokenList = `-- name: TokenList :many
-SELECT id, name, role, token_sha256, created_at, revoked_at, expires_at, last_used_at FROM api_tokens ORDER BY id
+SELECT id, name, role, token_sha256, created_at, revoked_at, expires_at, last_used_at, clients FROM api_tokens ORDER BY id
 `
 
 func (q *Queries) TokenList(ctx context.Context) ([]ApiToken, error) {
@@ -163,6 +166,7 @@ func (q *Queries) TokenList(ctx context.Context) ([]ApiToken, error) {
 			&i.RevokedAt,
 			&i.ExpiresAt,
 			&i.LastUsedAt,
+			&i.Clients,
 		); err != nil {
 			return nil, err
 		}
@@ -176,7 +180,7 @@ func (q *Queries) TokenList(ctx context.Context) ([]ApiToken, error) {
 
 const tokenRevoke = `-- name: TokenRevoke :one
 UPDATE api_tokens SET revoked_at = now() WHERE id = $1 AND revoked_at IS NULL
-RETURNING id, name, role, token_sha256, created_at, revoked_at, expires_at, last_used_at
+RETURNING id, name, role, token_sha256, created_at, revoked_at, expires_at, last_used_at, clients
 `
 
 func (q *Queries) TokenRevoke(ctx context.Context, id int64) (ApiToken, error) {
@@ -191,6 +195,7 @@ func (q *Queries) TokenRevoke(ctx context.Context, id int64) (ApiToken, error) {
 		&i.RevokedAt,
 		&i.ExpiresAt,
 		&i.LastUsedAt,
+		&i.Clients,
 	)
 	return i, err
 }

@@ -12,7 +12,7 @@ import (
 const userEnsure = `-- name: UserEnsure :one
 INSERT INTO users (email, role, password_hash) VALUES ($1, $2, $3)
 ON CONFLICT ((lower(email))) DO UPDATE SET password_hash = excluded.password_hash, disabled = false
-RETURNING id, email, role, password_hash, disabled, created_at
+RETURNING id, email, role, password_hash, disabled, created_at, clients, oidc_issuer, oidc_subject, signed_in_at
 `
 
 type UserEnsureParams struct {
@@ -33,12 +33,16 @@ func (q *Queries) UserEnsure(ctx context.Context, arg UserEnsureParams) (User, e
 		&i.PasswordHash,
 		&i.Disabled,
 		&i.CreatedAt,
+		&i.Clients,
+		&i.OidcIssuer,
+		&i.OidcSubject,
+		&i.SignedInAt,
 	)
 	return i, err
 }
 
 const userGet = `-- name: UserGet :one
-SELECT id, email, role, password_hash, disabled, created_at FROM users WHERE id = $1
+SELECT id, email, role, password_hash, disabled, created_at, clients, oidc_issuer, oidc_subject, signed_in_at FROM users WHERE id = $1
 `
 
 func (q *Queries) UserGet(ctx context.Context, id int64) (User, error) {
@@ -51,12 +55,16 @@ func (q *Queries) UserGet(ctx context.Context, id int64) (User, error) {
 		&i.PasswordHash,
 		&i.Disabled,
 		&i.CreatedAt,
+		&i.Clients,
+		&i.OidcIssuer,
+		&i.OidcSubject,
+		&i.SignedInAt,
 	)
 	return i, err
 }
 
 const userGetByEmail = `-- name: UserGetByEmail :one
-SELECT id, email, role, password_hash, disabled, created_at FROM users WHERE lower(email) = lower($1)
+SELECT id, email, role, password_hash, disabled, created_at, clients, oidc_issuer, oidc_subject, signed_in_at FROM users WHERE lower(email) = lower($1)
 `
 
 func (q *Queries) UserGetByEmail(ctx context.Context, email string) (User, error) {
@@ -69,13 +77,17 @@ func (q *Queries) UserGetByEmail(ctx context.Context, email string) (User, error
 		&i.PasswordHash,
 		&i.Disabled,
 		&i.CreatedAt,
+		&i.Clients,
+		&i.OidcIssuer,
+		&i.OidcSubject,
+		&i.SignedInAt,
 	)
 	return i, err
 }
 
 const userInsert = `-- name: UserInsert :one
 INSERT INTO users (email, role, password_hash) VALUES ($1, $2, $3)
-RETURNING id, email, role, password_hash, disabled, created_at
+RETURNING id, email, role, password_hash, disabled, created_at, clients, oidc_issuer, oidc_subject, signed_in_at
 `
 
 type UserInsertParams struct {
@@ -94,12 +106,16 @@ func (q *Queries) UserInsert(ctx context.Context, arg UserInsertParams) (User, e
 		&i.PasswordHash,
 		&i.Disabled,
 		&i.CreatedAt,
+		&i.Clients,
+		&i.OidcIssuer,
+		&i.OidcSubject,
+		&i.SignedInAt,
 	)
 	return i, err
 }
 
 const userList = `-- name: UserList :many
-SELECT id, email, role, password_hash, disabled, created_at FROM users ORDER BY email
+SELECT id, email, role, password_hash, disabled, created_at, clients, oidc_issuer, oidc_subject, signed_in_at FROM users ORDER BY email
 `
 
 func (q *Queries) UserList(ctx context.Context) ([]User, error) {
@@ -118,6 +134,10 @@ func (q *Queries) UserList(ctx context.Context) ([]User, error) {
 			&i.PasswordHash,
 			&i.Disabled,
 			&i.CreatedAt,
+			&i.Clients,
+			&i.OidcIssuer,
+			&i.OidcSubject,
+			&i.SignedInAt,
 		); err != nil {
 			return nil, err
 		}
@@ -130,7 +150,7 @@ func (q *Queries) UserList(ctx context.Context) ([]User, error) {
 }
 
 const userListEnabled = `-- name: UserListEnabled :many
-SELECT id, email, role, password_hash, disabled, created_at FROM users WHERE NOT disabled ORDER BY email
+SELECT id, email, role, password_hash, disabled, created_at, clients, oidc_issuer, oidc_subject, signed_in_at FROM users WHERE NOT disabled ORDER BY email
 `
 
 // The people an action can be assigned to.
@@ -150,6 +170,10 @@ func (q *Queries) UserListEnabled(ctx context.Context) ([]User, error) {
 			&i.PasswordHash,
 			&i.Disabled,
 			&i.CreatedAt,
+			&i.Clients,
+			&i.OidcIssuer,
+			&i.OidcSubject,
+			&i.SignedInAt,
 		); err != nil {
 			return nil, err
 		}

@@ -16,6 +16,7 @@ import (
 const (
 	RoleAdmin    = "admin"
 	RoleOperator = "operator"
+	RoleViewer   = "viewer" // reads the clients in scope, acts on nothing
 )
 
 // Actor is who asks for a manual act: a signed-in person or an API token.

@@ -200,12 +200,28 @@ type User struct {
 	ID        int64
 	Email     string
 	Role      string
+	Clients   []string // the clients an operator or a viewer sees; an admin sees all
 	Disabled  bool
 	CreatedAt time.Time
+	// OIDCIssuer and OIDCSubject name a person who signs in through an identity
+	// provider; both are empty for a local account.
+	OIDCIssuer  string
+	OIDCSubject string
+	SignedInAt  *time.Time
 }
 
 func userOf(u db.User) User {
-	return User{ID: u.ID, Email: u.Email, Role: u.Role, Disabled: u.Disabled, CreatedAt: u.CreatedAt}
+	return User{ID: u.ID, Email: u.Email, Role: u.Role, Clients: u.Clients, Disabled: u.Disabled,
+		CreatedAt: u.CreatedAt, OIDCIssuer: deref(u.OidcIssuer), OIDCSubject: deref(u.OidcSubject),
+		SignedInAt: u.SignedInAt}
+}
+
+// deref is a nullable text column's value, '' for null.
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
 
 // tokenOf is an API token row without its hash.
