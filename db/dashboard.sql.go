@@ -11,35 +11,38 @@ import (
 )
 
 const dashboardCauses = `-- name: DashboardCauses :many
-SELECT a.state::text AS state, a.destination::text AS destination,
-       coalesce((SELECT c FROM unnest($1::text[]) AS c
-                 WHERE a.reason LIKE replace(replace(c, '%', '\%'), '_', '\_') || '%'
-                 ORDER BY length(c) DESC LIMIT 1), '')::text AS cause,
-       (a.state = 'pending' AND a.after_id IS NOT NULL
-        AND a.next_attempt_at = '9999-12-31 00:00:00+00'::timestamptz)::boolean AS blocked,
-       count(*)::bigint AS n, min(a.state_since)::timestamptz AS oldest
-FROM actions a
-WHERE a.state IN ('pending', 'processing', 'retrying', 'held', 'uncertain', 'failed')
+SELECT state, destination, coalesce(reason_start, '')::text AS reason_start, false AS blocked,
+       count(*)::bigint AS n, min(state_since)::timestamptz AS oldest
+FROM actions
+WHERE state IN ('held', 'uncertain', 'failed')
+GROUP BY 1, 2, 3
+UNION ALL
+SELECT state, destination, left(reason, $1::integer)::text,
+       (state = 'pending' AND after_id IS NOT NULL
+        AND next_attempt_at = '9999-12-31 00:00:00+00'::timestamptz)::boolean,
+       count(*)::bigint, min(state_since)::timestamptz
+FROM actions
+WHERE state IN ('pending', 'processing', 'retrying')
 GROUP BY 1, 2, 3, 4
-ORDER BY 1, 5 DESC
 `
 
 type DashboardCausesRow struct {
 	State       string
 	Destination string
-	Cause       string
+	ReasonStart string
 	Blocked     bool
 	N           int64
 	Oldest      time.Time
 }
 
-// The actions that wait, grouped by what holds them: state, destination, the
-// longest of @causes (the decision table's observations and the other ways a
-// reason starts) that the reason starts with, and, for a pending action, whether
-// it waits for its predecessor. Read on each overview and queue page: the open
-// actions are the few a healthy flow has, so they are read whole.
-func (q *Queries) DashboardCauses(ctx context.Context, causes []string) ([]DashboardCausesRow, error) {
-	rows, err := q.db.Query(ctx, dashboardCauses, causes)
+// The open actions grouped by state, destination and the start of their reason
+// (which decides their cause, see causeOf), with, for a pending action, whether
+// it waits for its predecessor: the queues' counts and the overview's causes, in
+// one read per page. The actions that wait for a person are counted from
+// actions_cause_idx alone (reason_start is their reason's first @reason_bytes
+// bytes, see migration 00030); the workers' states are few and brief, read whole.
+func (q *Queries) DashboardCauses(ctx context.Context, reasonBytes int32) ([]DashboardCausesRow, error) {
+	rows, err := q.db.Query(ctx, dashboardCauses, reasonBytes)
 	if err != nil {
 		return nil, err
 	}
@@ -50,52 +53,11 @@ func (q *Queries) DashboardCauses(ctx context.Context, causes []string) ([]Dashb
 		if err := rows.Scan(
 			&i.State,
 			&i.Destination,
-			&i.Cause,
+			&i.ReasonStart,
 			&i.Blocked,
 			&i.N,
 			&i.Oldest,
 		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const dashboardQueueAges = `-- name: DashboardQueueAges :many
-SELECT state, count(*)::bigint AS n, min(state_since)::timestamptz AS oldest
-FROM actions
-WHERE state IN ('held', 'uncertain', 'failed')
-GROUP BY state
-UNION ALL
-SELECT state, count(*)::bigint AS n, min(state_since)::timestamptz AS oldest
-FROM actions
-WHERE state IN ('pending', 'processing', 'retrying')
-GROUP BY state
-`
-
-type DashboardQueueAgesRow struct {
-	State  string
-	N      int64
-	Oldest time.Time
-}
-
-// Per open state: how many and since when the oldest has waited in it (entered it).
-// The states that wait for a person are read from actions_waiting_idx alone; the
-// workers' states are few and brief.
-func (q *Queries) DashboardQueueAges(ctx context.Context) ([]DashboardQueueAgesRow, error) {
-	rows, err := q.db.Query(ctx, dashboardQueueAges)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []DashboardQueueAgesRow{}
-	for rows.Next() {
-		var i DashboardQueueAgesRow
-		if err := rows.Scan(&i.State, &i.N, &i.Oldest); err != nil {
 			return nil, err
 		}
 		items = append(items, i)

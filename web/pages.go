@@ -145,16 +145,32 @@ func live(c echo.Context, l views.Layout) views.Layout {
 	return l
 }
 
+const waitingKey = "waiting"
+
+// waiting is what the open actions wait for, read once a request: the
+// navigation's counts, the overview and a queue's causes come from one read.
+func (s *Server) waiting(c echo.Context) (ledger.Waiting, error) {
+	if w, ok := c.Get(waitingKey).(ledger.Waiting); ok {
+		return w, nil
+	}
+	w, err := s.review.Waiting(c.Request().Context())
+	if err != nil {
+		return ledger.Waiting{}, err
+	}
+	c.Set(waitingKey, w)
+	return w, nil
+}
+
 // navCounts are the open actions of each queue, for the navigation; nil (no
 // counts shown) when they cannot be read: the page itself still renders.
 func (s *Server) navCounts(c echo.Context) map[string]int64 {
-	qs, err := s.review.QueueSummaries(c.Request().Context())
+	w, err := s.waiting(c)
 	if err != nil {
 		s.logger.WarnContext(c.Request().Context(), "count queues for the navigation", "err", err)
 		return nil
 	}
-	out := make(map[string]int64, len(qs))
-	for _, q := range qs {
+	out := make(map[string]int64, len(w.Queues))
+	for _, q := range w.Queues {
 		out[q.Name] = q.Count
 	}
 	return out

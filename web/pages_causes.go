@@ -10,13 +10,13 @@ import (
 // causeRows are queue's open actions grouped by what holds them, each a link to
 // the queue at path filtered to them and with its fix; every queue's for "".
 func (s *Server) causeRows(c echo.Context, queue, path string) ([]views.CauseRow, error) {
-	causes, err := s.review.Causes(c.Request().Context())
+	w, err := s.waiting(c)
 	if err != nil {
 		return nil, err
 	}
 	now := s.now()
 	var out []views.CauseRow
-	for _, k := range causes {
+	for _, k := range w.Causes {
 		if queue != "" && k.Queue != queue {
 			continue
 		}

@@ -14,7 +14,7 @@ import (
 // overviewPage serves "/".
 func (s *Server) overviewPage(c echo.Context) error {
 	ctx := c.Request().Context()
-	queues, err := s.review.QueueSummaries(ctx)
+	w, err := s.waiting(c)
 	if err != nil {
 		return err
 	}
@@ -42,7 +42,7 @@ func (s *Server) overviewPage(c echo.Context) error {
 		return err
 	}
 	now := s.now()
-	for _, q := range queues {
+	for _, q := range w.Queues {
 		card := views.QueueCard{Name: q.Name, URL: "/queue/" + q.Name, Count: q.Count}
 		for _, k := range causes {
 			if ledger.QueueOf(k.State) == q.Name {

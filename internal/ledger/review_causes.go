@@ -1,9 +1,11 @@
 package ledger
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/oncehook/oncehook/db"
@@ -23,37 +25,67 @@ type Cause struct {
 	Blocked     bool      // pending behind a predecessor that is not confirmed
 }
 
-// Causes groups every open action by state, destination and the cause its reason
-// names, the queues' order first, the largest group first within a queue.
-func (r *Review) Causes(ctx context.Context) ([]Cause, error) {
-	rows, err := db.New(r.pool).DashboardCauses(ctx, causePrefixes())
+// reasonStartBytes is how much of a reason decides its cause: every cause
+// prefix fits in it (TestCausePrefixesFitReasonStart), and migration 00030 keeps
+// that much of each waiting action's reason in reason_start.
+const reasonStartBytes = 80
+
+// Waiting is what the open actions wait for, read once: the queues with their
+// counts, and the causes that hold them.
+type Waiting struct {
+	Queues []QueueSummary // every queue, empty ones included, in Queues' order
+	Causes []Cause        // the queues' order first, the largest group first within a queue
+}
+
+// Waiting groups every open action by state, destination and the cause its
+// reason names, and counts the queues from the same groups.
+func (r *Review) Waiting(ctx context.Context) (Waiting, error) {
+	rows, err := db.New(r.pool).DashboardCauses(ctx, reasonStartBytes)
 	if err != nil {
-		return nil, fmt.Errorf("group actions by cause: %w", err)
+		return Waiting{}, fmt.Errorf("group actions by cause: %w", err)
 	}
+	return Waiting{Queues: queueSummaries(rows), Causes: r.causes(rows)}, nil
+}
+
+// causes merges the rows that share a cause, then names each group and its fix.
+func (r *Review) causes(rows []db.DashboardCausesRow) []Cause {
 	var out []Cause
 	for _, q := range Queues {
+		var group []Cause
 		for _, row := range rows {
 			if QueueOf(row.State) != q {
 				continue
 			}
 			c := Cause{Queue: q, State: row.State, Destination: row.Destination, Count: row.N,
-				Oldest: row.Oldest, Reason: row.Cause, Blocked: row.Blocked}
+				Oldest: row.Oldest, Reason: causeOf(row.ReasonStart), Blocked: row.Blocked}
 			// Held is one cause whatever the reason says: the destination is disconnected.
 			if c.State == StateHeld {
 				c.Reason = ""
-				if i := slices.IndexFunc(out, func(o Cause) bool { return o.State == StateHeld && o.Destination == c.Destination }); i >= 0 {
-					out[i].Count += c.Count
-					if c.Oldest.Before(out[i].Oldest) {
-						out[i].Oldest = c.Oldest
-					}
-					continue
-				}
 			}
-			c.Label, c.Fix = r.causeWords(c)
-			out = append(out, c)
+			i := slices.IndexFunc(group, func(o Cause) bool {
+				return o.State == c.State && o.Destination == c.Destination && o.Reason == c.Reason && o.Blocked == c.Blocked
+			})
+			if i < 0 {
+				group = append(group, c)
+				continue
+			}
+			group[i].Count += c.Count
+			if c.Oldest.Before(group[i].Oldest) {
+				group[i].Oldest = c.Oldest
+			}
 		}
+		slices.SortStableFunc(group, func(a, b Cause) int {
+			if a.State != b.State {
+				return strings.Compare(a.State, b.State)
+			}
+			return cmp.Compare(b.Count, a.Count)
+		})
+		for i := range group {
+			group[i].Label, group[i].Fix = r.causeWords(group[i])
+		}
+		out = append(out, group...)
 	}
-	return out, nil
+	return out
 }
 
 // causeWords names c and its fix as a person at the queue says them.

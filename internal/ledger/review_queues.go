@@ -23,12 +23,8 @@ type QueueSummary struct {
 // Queues lists the three review queues in the order people work them.
 var Queues = []string{QueueFailed, QueueUncertain, QueueOutstanding}
 
-// QueueSummaries counts the open actions of every queue, empty ones included.
-func (r *Review) QueueSummaries(ctx context.Context) ([]QueueSummary, error) {
-	rows, err := db.New(r.pool).DashboardQueueAges(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("count queues: %w", err)
-	}
+// queueSummaries counts the open actions of every queue from their groups.
+func queueSummaries(rows []db.DashboardCausesRow) []QueueSummary {
 	byQueue := map[string]*QueueSummary{}
 	out := make([]QueueSummary, len(Queues))
 	for i, q := range Queues {
@@ -45,7 +41,7 @@ func (r *Review) QueueSummaries(ctx context.Context) ([]QueueSummary, error) {
 			s.Oldest = row.Oldest
 		}
 	}
-	return out, nil
+	return out
 }
 
 // SourceSummary is a configured source with what it has delivered.

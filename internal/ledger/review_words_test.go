@@ -1,8 +1,12 @@
 package ledger
 
 import (
+	"fmt"
+	"io/fs"
 	"strings"
 	"testing"
+
+	"github.com/oncehook/oncehook/migrations"
 )
 
 // TestPlainReasonSaysItInWords: each stored reason reads as a sentence naming
@@ -34,5 +38,23 @@ func TestPlainReasonSaysItInWords(t *testing.T) {
 				t.Errorf("the detail is %q, want the stored reason", detail)
 			}
 		})
+	}
+}
+
+// The start of a reason that migration 00030 keeps for the causes' index holds
+// every cause prefix, so a cause read from it is the cause of the whole reason.
+func TestCausePrefixesFitReasonStart(t *testing.T) {
+	t.Parallel()
+	for _, p := range causePrefixes() {
+		if len(p) > reasonStartBytes {
+			t.Errorf("cause prefix %q is %d bytes, more than the %d of reason_start", p, len(p), reasonStartBytes)
+		}
+	}
+	sql, err := fs.ReadFile(migrations.FS, "00030_waiting_causes.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("left(reason, %d)", reasonStartBytes); !strings.Contains(string(sql), want) {
+		t.Errorf("migration 00030 does not keep %s: reasonStartBytes and reason_start differ", want)
 	}
 }

@@ -216,7 +216,7 @@ func userOf(u db.User) User {
 		SignedInAt: u.SignedInAt}
 }
 
-// deref is a nullable text column's value, '' for null.
+// deref is a nullable text column's value, the empty string for null.
 func deref(s *string) string {
 	if s == nil {
 		return ""

@@ -36,9 +36,8 @@ var stateSetLiterals = map[string][]string{
 	"ActionInsert":                {"predecessor-done"},
 	"ActionClaim":                 {"due"},
 	"ActionList":                  {"all", "person", "person", "open"},
-	"DashboardCauses":             {"open"},
+	"DashboardCauses":             {"person", "worker"},
 	"ActionCountByState":          {"all"},
-	"DashboardQueueAges":          {"person", "worker"},
 	"DashboardTrendQueues":        {"person", "person", "worker"},
 	"MetricsOpenActions":          {"open"},
 	"NotifyCandidates":            {"notify-at-once"},
@@ -46,6 +45,7 @@ var stateSetLiterals = map[string][]string{
 	"00002_ledger.sql":            {"all", "due"},
 	"00005_operations.sql":        {"person", "closed"},
 	"00014_search_and_trends.sql": {"person"},
+	"00030_waiting_causes.sql":    {"person", "person", "person", "person", "person", "person"},
 }
 
 var (

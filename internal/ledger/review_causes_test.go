@@ -1,0 +1,99 @@
+package ledger_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/oncehook/oncehook/db/dbtest"
+	"github.com/oncehook/oncehook/internal/ledger"
+)
+
+// TestWaitingGroupsByCause: the queues' counts and the causes come from one read
+// of the open actions. Reasons that differ after their cause's beginning (a long
+// provider detail, past the part reason_start keeps) are one cause; held actions
+// are one cause per destination whatever their reasons; a pending action behind
+// its predecessor is a cause of its own; closed actions count nowhere.
+func TestWaitingGroupsByCause(t *testing.T) {
+	t.Parallel()
+	pool := dbtest.New(t)
+	ctx := context.Background()
+	long := strings.Repeat("x", 300)
+	rejected := string(ledger.ObsRejected)
+	rows := []struct {
+		state, destination, reason string
+		n                          int
+		blocked                    bool
+	}{
+		{"failed", "crm", rejected + ": HTTP 422: amount must be positive", 3, false},
+		{"failed", "crm", rejected + ": HTTP 422: " + long, 2, false},
+		{"failed", "crm", "gave up after 8 attempts: HTTP 503", 1, false},
+		{"failed", "mail", rejected + ": 550 no such mailbox", 1, false},
+		{"held", "crm", "crm is disconnected", 2, false},
+		{"held", "crm", "reconnect requested by ann@example.com", 1, false},
+		{"uncertain", "crm", string(ledger.ObsUnsure) + ": timeout " + long, 4, false},
+		{"pending", "crm", "", 2, false},
+		{"pending", "mail", "", 3, true},
+		{"confirmed", "crm", "2xx from destination: HTTP 201", 5, false},
+		{"cancelled", "crm", "cancelled by ann@example.com", 1, false},
+	}
+	i := 0
+	for _, r := range rows {
+		for range r.n {
+			i++
+			next := "now()"
+			var after any
+			if r.blocked {
+				next, after = "'9999-12-31 00:00:00+00'", int64(1)
+			}
+			if _, err := pool.Exec(ctx, `
+INSERT INTO actions (client, environment, source, name, business_key, key_parts, operation_key,
+    destination, params, params_sha256, state, reason, max_attempts, give_up_at, next_attempt_at, after_id)
+VALUES ('acme', 'live', 's', 'n', 'k'||$1::int, '[]', 'op'||$1::int, $2, '{}', '\x00', $3, $4, 3,
+        now() + interval '1 hour', `+next+`, $5)`, i, r.destination, r.state, r.reason, after); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	w, err := ledger.NewReview(pool, &ledger.Config{}, nil).Waiting(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantQueues := map[string]int64{ledger.QueueFailed: 7, ledger.QueueUncertain: 4, ledger.QueueOutstanding: 8}
+	for _, q := range w.Queues {
+		if q.Count != wantQueues[q.Name] {
+			t.Errorf("queue %s counts %d, want %d", q.Name, q.Count, wantQueues[q.Name])
+		}
+		if q.Oldest.IsZero() {
+			t.Errorf("queue %s has no oldest time", q.Name)
+		}
+	}
+	got := map[string]int64{}
+	for _, c := range w.Causes {
+		got[c.Queue+" | "+c.Label] += c.Count
+	}
+	want := map[string]int64{
+		"failed | crm refused the request":                  5,
+		"failed | crm: gave up after retries":               1,
+		"failed | mail refused the request":                 1,
+		"uncertain | crm: outcome unknown":                  4,
+		"outstanding | crm disconnected":                    3,
+		"outstanding | crm: waiting for a worker":           2,
+		"outstanding | mail: waiting for an earlier action": 3,
+	}
+	for k, n := range want {
+		if got[k] != n {
+			t.Errorf("cause %q counts %d, want %d (all: %v)", k, got[k], n, got)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("causes %v, want exactly %v", got, want)
+	}
+	if len(w.Causes) != len(want) {
+		t.Errorf("%d cause rows, want one per cause: %+v", len(w.Causes), w.Causes)
+	}
+	// The largest group first within a queue.
+	if w.Causes[0].Label != "crm refused the request" {
+		t.Errorf("the first cause is %q, want the largest failed group", w.Causes[0].Label)
+	}
+}
