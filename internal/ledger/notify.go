@@ -169,18 +169,26 @@ func (n *Notifier) claim(ctx context.Context, owner string, actions []db.Action,
 	return items, err
 }
 
+// needYou says how many actions wait for the digest's reader.
+func needYou(n int) string {
+	if n == 1 {
+		return "1 action needs you"
+	}
+	return fmt.Sprintf("%d actions need you", n)
+}
+
 // send delivers one digest on every configured channel; delivered is true when at
 // least one of them took it.
 func (n *Notifier) send(ctx context.Context, owner string, items []DigestItem, now time.Time) (delivered bool, err error) {
 	var errs []string
 	if n.mail != nil {
 		var b strings.Builder
-		fmt.Fprintf(&b, "%d action(s) need you in oncehook:\n\n", len(items))
+		fmt.Fprintf(&b, "%s in oncehook:\n\n", needYou(len(items)))
 		for _, it := range items {
 			fmt.Fprintf(&b, "- [%s] %s %s: %s\n  %s\n", it.State, it.Name, it.BusinessKey, it.Reason, it.URL)
 		}
 		params, _ := json.Marshal(map[string]string{"to": owner,
-			"subject": fmt.Sprintf("oncehook: %d action(s) need you", len(items)), "text": b.String()})
+			"subject": "oncehook: " + needYou(len(items)), "text": b.String()})
 		out := n.mail.Perform(ctx, Call{OperationKey: digestKey(owner, now), Params: params})
 		if out.Observed == ObsSuccess {
 			delivered = true

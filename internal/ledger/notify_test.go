@@ -90,6 +90,9 @@ notify:
 		!strings.Contains(msgs[0].Body, "https://oncehook.example.com/actions/"+failed.ID) || !strings.Contains(msgs[0].Body, "bad amount") {
 		t.Fatalf("owner mail %+v; want one digest to the rule's owner linking the action", msgs)
 	}
+	if !strings.Contains(msgs[0].Body, "1 action needs you in oncehook") || msgs[0].Subject != "oncehook: 1 action needs you" {
+		t.Errorf("the digest %q says %q; want it to count its one action in words", msgs[0].Subject, msgs[0].Body)
+	}
 	if d := sink.all(); len(d) != 1 || d[0]["owner"] != "sales-ops@example.com" || sink.bad != 0 {
 		t.Fatalf("webhook digests %v (bad signatures %d)", d, sink.bad)
 	}

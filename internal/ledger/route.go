@@ -272,13 +272,20 @@ func (rt *Router) routeEvent(ctx context.Context, q *db.Queries, ev db.Event) (r
 		return r, nil
 	}
 	occurred := ev.OccurredAt
-	cancelled, err := rt.applyCancellations(ctx, q, ev, doc, rules)
+	cancelled, err := rt.applyCancellations(ctx, q, ev, doc, rules, &r)
 	if err != nil {
 		return r, err
 	}
-	if cancelled > 0 {
+	cancels := slices.ContainsFunc(rules, func(rule ActionRule) bool { return slices.Contains(rule.CancelledBy, ev.Type) })
+	switch {
+	case cancelled == 1:
 		r.status = EventRouted
-		r.note("cancelled %d pending action(s)", cancelled)
+		r.note("cancelled 1 action not yet performed")
+	case cancelled > 1:
+		r.status = EventRouted
+		r.note("cancelled %d actions not yet performed", cancelled)
+	case cancels && len(r.reasons) == 0:
+		r.note("no action of its resource was left to cancel")
 	}
 	ids := map[string]int64{} // rule name -> action id, for successors
 	matched := false
@@ -294,7 +301,7 @@ func (rt *Router) routeEvent(ctx context.Context, q *db.Queries, ev db.Event) (r
 			return r, err
 		}
 	}
-	if !matched && cancelled == 0 {
+	if !matched && !cancels {
 		r.note("no action rule for event type %q", ev.Type)
 	}
 	return r, nil

@@ -257,18 +257,21 @@ func (rt *Router) checkStale(ctx context.Context, q *db.Queries, ev db.Event, re
 }
 
 // applyCancellations cancels the not-yet-performed actions of the event's resource
-// for every rule that names this event type in cancelled_by.
-func (rt *Router) applyCancellations(ctx context.Context, q *db.Queries, ev db.Event, doc any, rules []ActionRule) (int, error) {
+// for every rule that names this event type in cancelled_by, noting in r why a rule
+// cancelled nothing.
+func (rt *Router) applyCancellations(ctx context.Context, q *db.Queries, ev db.Event, doc any, rules []ActionRule, r *routing) (int, error) {
 	byResource := map[string][]string{} // resource pointer value -> rule names
 	for _, rule := range rules {
 		if rule.Resource == "" || !slices.Contains(rule.CancelledBy, ev.Type) {
 			continue
 		}
 		if !allHold(rule.CancelWhen[ev.Type], doc) {
-			continue // the body does not bear the cancellation out
+			r.note("%s: the body does not meet the when of its cancellation by %s", rule.Name, ev.Type)
+			continue
 		}
 		res, ok := PointerString(doc, rule.Resource)
 		if !ok || res == "" {
+			r.note("%s: the body names no resource at %s to cancel", rule.Name, rule.Resource)
 			continue
 		}
 		byResource[res] = append(byResource[res], rule.Name)

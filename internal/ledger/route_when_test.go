@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/oncehook/oncehook/db/dbtest"
 	"github.com/oncehook/oncehook/internal/config"
 	"github.com/oncehook/oncehook/internal/ledger"
@@ -55,10 +57,13 @@ func TestCancellationNeedsItsWhen(t *testing.T) {
 	for _, c := range []struct {
 		name, cancelledBy string
 		forged, real      string // the order's state after the forged, then the real cancellation
+		forgedWhy         string // what the forged delivery's event says became of it
 	}{
-		{"TypeAloneCancelsOnTheSendersWord", "[orders/cancelled]", ledger.StateCancelled, ledger.StateCancelled},
+		{"TypeAloneCancelsOnTheSendersWord", "[orders/cancelled]", ledger.StateCancelled, ledger.StateCancelled,
+			"cancelled 1 action not yet performed"},
 		{"WhenRefusesTheForgedTopic", "[{type: orders/cancelled, when: [{pointer: /cancelled_at}]}]",
-			ledger.StatePending, ledger.StateCancelled},
+			ledger.StatePending, ledger.StateCancelled,
+			"record_order: the body does not meet the when of its cancellation by orders/cancelled"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -70,6 +75,9 @@ func TestCancellationNeedsItsWhen(t *testing.T) {
 			s.deliver("wh-forged", "orders/cancelled", created) // the same signed body, another topic
 			if got := s.orderState(); got != c.forged {
 				t.Errorf("after the re-sent orders/create body as orders/cancelled: %q, want %q", got, c.forged)
+			}
+			if got := s.eventReason("wh-forged"); got != c.forgedWhy {
+				t.Errorf("the forged cancellation's event says %q, want %q", got, c.forgedWhy)
 			}
 			s.deliver("wh-cancel", "orders/cancelled", cancelled)
 			if got := s.orderState(); got != c.real {
@@ -84,6 +92,17 @@ type shop struct {
 	url   string
 	eng   *ledger.Engine
 	state func() string // the order's action's state
+	pool  *pgxpool.Pool
+}
+
+// eventReason is what routing noted of the delivery with this webhook id.
+func (s *shop) eventReason(webhookID string) string {
+	s.t.Helper()
+	var why string
+	if err := s.pool.QueryRow(context.Background(), `SELECT reason FROM events WHERE source_event_id = $1`, webhookID).Scan(&why); err != nil {
+		s.t.Fatal(err)
+	}
+	return why
 }
 
 func newShop(t *testing.T, cancelledBy string) *shop {
@@ -98,7 +117,7 @@ func newShop(t *testing.T, cancelledBy string) *shop {
 	srv := httptest.NewServer(web.New(web.Params{Config: cfg, Pool: pool, Inbox: ledger.NewInbox(pool, logger, nil),
 		Review: ledger.NewReview(pool, cfg, nil), Logger: logger}))
 	t.Cleanup(srv.Close)
-	s := &shop{t: t, url: srv.URL, eng: ledger.NewEngine(ledger.EngineParams{Pool: pool, Config: cfg, Logger: logger})}
+	s := &shop{t: t, url: srv.URL, pool: pool, eng: ledger.NewEngine(ledger.EngineParams{Pool: pool, Config: cfg, Logger: logger})}
 	s.state = func() string {
 		var st string
 		if err := pool.QueryRow(context.Background(), `SELECT state FROM actions WHERE name = 'record_order'`).Scan(&st); err != nil {
