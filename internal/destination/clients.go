@@ -29,7 +29,9 @@ func NewClients(cfg *ledger.Config) map[string]ledger.DestinationClient {
 			h.secrets = secrets
 			out[d.Name] = h
 		case ledger.DestinationSMTP:
-			out[d.Name] = NewSMTP(d)
+			m := NewSMTP(d)
+			m.secrets = secrets
+			out[d.Name] = m
 		}
 	}
 	return out

@@ -29,7 +29,8 @@ import (
 // smtp"). SMTP has no lookup and no idempotency key, so the derived Message-ID is the
 // only evidence, and an unsure send goes to a person.
 type SMTP struct {
-	d ledger.Destination
+	d       ledger.Destination
+	secrets *ledger.Secrets // every secret the process holds: a server's reply may quote one
 	// tlsOffered remembers that the server offers STARTTLS, so that later sends
 	// upgrade on their first connection instead of probing again.
 	tlsOffered atomic.Bool
@@ -38,7 +39,9 @@ type SMTP struct {
 // NewSMTP returns the client for the smtp destination d, used as the config
 // loader made it, defaults applied.
 func NewSMTP(d ledger.Destination) *SMTP {
-	return &SMTP{d: d}
+	secrets := ledger.NewSecrets(nil)
+	secrets.Add(d.Password)
+	return &SMTP{d: d, secrets: secrets}
 }
 
 // Capabilities reports neither a lookup nor a key memory: only a person can tell
@@ -55,6 +58,12 @@ func (s *SMTP) Lookup(context.Context, string) ledger.LookupResult {
 // to send it whole, means nothing was accepted (throttled, rejected or unauthorized by
 // the reply code); silence after the whole message went out means it may have been.
 func (s *SMTP) Perform(ctx context.Context, c ledger.Call) ledger.Outcome {
+	out := s.perform(ctx, c)
+	out.Detail = s.secrets.Scrub(out.Detail)
+	return out
+}
+
+func (s *SMTP) perform(ctx context.Context, c ledger.Call) ledger.Outcome {
 	m, err := composeMail(c, s.d.From, time.Now())
 	if err != nil {
 		return ledger.Outcome{Observed: ledger.ObsRejected, Detail: err.Error()}
@@ -90,11 +99,11 @@ func (s *SMTP) Check(ctx context.Context) error {
 		if errors.Is(err, errSMTPAuth) && errors.As(err, &se) && se.Code >= 500 {
 			return fmt.Errorf("the destination refused the credentials (SMTP %d)", se.Code)
 		}
-		return fmt.Errorf("the destination could not be reached: %w", err)
+		return fmt.Errorf("the destination could not be reached: %s", s.secrets.Scrub(err.Error()))
 	}
 	defer conn.close()
 	if err := conn.Quit(); err != nil {
-		return fmt.Errorf("the destination could not be reached: %w", err)
+		return fmt.Errorf("the destination could not be reached: %s", s.secrets.Scrub(err.Error()))
 	}
 	return nil
 }

@@ -61,6 +61,14 @@ func TestSMTPDestinationPerform(t *testing.T) {
 		{name: "PermanentFailureIsRejected",
 			setup: func(t *testing.T, m *sandbox.Mail, d *ledger.Destination) { m.FailNext(554, "message refused") },
 			want:  ledger.Outcome{Observed: ledger.ObsRejected, HTTPStatus: 554, Detail: "SMTP 554: message refused"}},
+		{name: "ReplyQuotingThePasswordIsScrubbed",
+			setup: func(t *testing.T, m *sandbox.Mail, d *ledger.Destination) {
+				m.RequireAuth("sender", "s3cret")
+				d.Username, d.Password = "sender", "s3cret"
+				m.FailNext(554, "refused: account sender/s3cret is over its quota")
+			},
+			want: ledger.Outcome{Observed: ledger.ObsRejected, HTTPStatus: 554,
+				Detail: "SMTP 554: refused: account sender/" + ledger.Redacted + " is over its quota"}},
 		{name: "SilenceAfterDataIsUnsure",
 			setup: func(t *testing.T, m *sandbox.Mail, d *ledger.Destination) {
 				release := make(chan struct{})
