@@ -16,6 +16,8 @@ func (s *Server) pageRoutes(e *echo.Echo) {
 	open := []echo.MiddlewareFunc{markPage, noStore, s.withSession, s.checkCSRF}
 	e.GET("/login", s.loginForm, open...)
 	e.POST("/login", s.login, open...)
+	e.GET("/login/oidc", s.oidcStart, open...)
+	e.GET(OIDCCallbackPath, s.oidcCallback, open...)
 
 	// Signed-in routes keep a form that arrives after its session expired (before
 	// the CSRF check, which would refuse it) and send the person to sign in.
