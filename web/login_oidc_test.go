@@ -232,3 +232,182 @@ func TestBrowserOIDCSignIn(t *testing.T) {
 		t.Errorf("after the refused password, the session is %q's, want unchanged", who)
 	}
 }
+
+// TestOIDCRefusals: each bad answer is refused in plain words, and stores no
+// user and starts no session.
+func TestOIDCRefusals(t *testing.T) {
+	t.Parallel()
+	d, o := newOIDCDashboard(t, true)
+	o.setGroups(annSubject, "acme-ops")
+	cases := []struct {
+		name   string
+		bad    func(claims map[string]any)
+		edit   func(*url.URL)
+		status int
+		words  string
+	}{
+		{"ForgedState", nil, func(u *url.URL) {
+			q := u.Query()
+			q.Set("state", "forged-state")
+			u.RawQuery = q.Encode()
+		}, http.StatusBadRequest, "This sign-in was not started here"},
+		{"WrongNonce", func(c map[string]any) { c["nonce"] = "another-sign-ins-nonce" }, nil,
+			http.StatusUnauthorized, "its nonce differs"},
+		{"WrongAudience", func(c map[string]any) { c["aud"] = []string{"another-app"}; c["azp"] = "another-app" }, nil,
+			http.StatusUnauthorized, "did not pass the checks (issuer, audience, signature)"},
+		{"WrongIssuer", func(c map[string]any) { c["iss"] = "https://idp.example.net" }, nil,
+			http.StatusUnauthorized, "did not pass the checks"},
+		{"Expired", func(c map[string]any) {
+			c["iat"], c["exp"] = time.Now().Add(-time.Hour).Unix(), time.Now().Add(-30*time.Minute).Unix()
+		}, nil, http.StatusUnauthorized, "had expired before it arrived"},
+		{"UnverifiedEmail", func(c map[string]any) { c["email_verified"] = false }, nil,
+			http.StatusUnauthorized, "has not verified the email"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			o.issueBad(c.bad)
+			defer o.issueBad(nil)
+			p := d.person()
+			r := p.oidcSignIn(o, "ann", c.edit)
+			if r.status != c.status || !strings.Contains(r.body, c.words) {
+				t.Errorf("callback: %d, want %d with %q: %s", r.status, c.status, c.words, tailOf(r.body, 600))
+			}
+			if u, ok := d.oidcUser(annSubject); ok {
+				t.Errorf("a refused sign-in stored %+v", u)
+			}
+			if who := p.signedIn(); who != "" {
+				t.Errorf("a refused sign-in left a session of %s", who)
+			}
+		})
+	}
+	t.Run("ReplayedCallback", func(t *testing.T) {
+		p := d.person()
+		var cb *url.URL
+		if r := p.oidcSignIn(o, "ann", func(u *url.URL) { cb = u }); r.status != http.StatusSeeOther {
+			t.Fatalf("sign-in: %d %s", r.status, tailOf(r.body, 500))
+		}
+		// The same answer again, in another browser or the same: its state is spent.
+		for _, q := range []*person{p, d.person()} {
+			if r := q.get(cb.RequestURI()); r.status != http.StatusBadRequest {
+				t.Errorf("a replayed callback: %d, want 400", r.status)
+			}
+		}
+	})
+}
+
+// TestOIDCGroupChange: the provider's groups decide the access at each
+// sign-in; a removed group takes it away.
+func TestOIDCGroupChange(t *testing.T) {
+	t.Parallel()
+	d, o := newOIDCDashboard(t, true)
+	steps := []struct {
+		groups  []string
+		role    string
+		clients string
+	}{
+		{[]string{"acme-ops"}, ledger.RoleOperator, "acme"},
+		{[]string{"acme-view", "admins"}, ledger.RoleAdmin, ""},
+		{[]string{"acme-view"}, ledger.RoleViewer, "acme"},
+	}
+	var first ledger.User
+	for i, s := range steps {
+		o.setGroups(annSubject, s.groups...)
+		p := d.person()
+		if r := p.oidcSignIn(o, "ann", nil); r.status != http.StatusSeeOther || r.location != "/" {
+			t.Fatalf("sign-in %d: %d %s", i, r.status, tailOf(r.body, 500))
+		}
+		u, _ := d.oidcUser(annSubject)
+		if i == 0 {
+			first = u
+		}
+		if u.ID != first.ID || u.Role != s.role || strings.Join(u.Clients, ",") != s.clients {
+			t.Errorf("after signing in with %v: user %d %s of %v, want user %d %s of %q", s.groups, u.ID, u.Role, u.Clients,
+				first.ID, s.role, s.clients)
+		}
+	}
+	o.setGroups(annSubject, "sales")
+	p := d.person()
+	r := p.oidcSignIn(o, "ann", nil)
+	if r.status != http.StatusForbidden || !strings.Contains(r.body, "Your TestIdP account is in no group with access to oncehook") {
+		t.Errorf("sign-in with no group of the rules: %d %s", r.status, tailOf(r.body, 600))
+	}
+	if u, _ := d.oidcUser(annSubject); u.Role != ledger.RoleViewer || len(u.Clients) != 0 {
+		t.Errorf("after the groups were removed: %s of %v, want no client left", u.Role, u.Clients)
+	}
+	if who := p.signedIn(); who != "" {
+		t.Errorf("a refused sign-in left a session of %s", who)
+	}
+}
+
+// TestOIDCDisabledSessionEnds: a live session of a user an admin disables ends
+// at its next request, and stays ended; the provider cannot sign them in again.
+func TestOIDCDisabledSessionEnds(t *testing.T) {
+	t.Parallel()
+	d, o := newOIDCDashboard(t, true)
+	o.setGroups(annSubject, "acme-ops")
+	ann := d.person()
+	if r := ann.oidcSignIn(o, "ann", nil); r.status != http.StatusSeeOther {
+		t.Fatalf("sign-in: %d %s", r.status, tailOf(r.body, 500))
+	}
+	if who := ann.signedIn(); who != annEmail {
+		t.Fatalf("signed in as %q", who)
+	}
+	u, _ := d.oidcUser(annSubject)
+	boss := ledger.Actor{Name: adminEmail, Role: ledger.RoleAdmin}
+	if err := ledger.SetUserDisabled(t.Context(), d.pool, boss, u.ID, true); err != nil {
+		t.Fatal(err)
+	}
+	if r := ann.get("/"); r.status != http.StatusSeeOther || r.location != "/login" {
+		t.Errorf("the disabled user's session: %d to %q, want sent to sign in", r.status, r.location)
+	}
+	r := d.person().oidcSignIn(o, "ann", nil)
+	if r.status != http.StatusForbidden || !strings.Contains(r.body, "This account is disabled") {
+		t.Errorf("a disabled user signing in through the provider: %d %s", r.status, tailOf(r.body, 500))
+	}
+	if err := ledger.SetUserDisabled(t.Context(), d.pool, boss, u.ID, false); err != nil {
+		t.Fatal(err)
+	}
+	if who := ann.signedIn(); who != "" {
+		t.Errorf("the ended session came back as %s's when the user was enabled again", who)
+	}
+}
+
+// TestOIDCAuditNamesSubject: an act by a person the provider signed in is in
+// the audit as their email with their subject, on the page too; owners are
+// still matched by email.
+func TestOIDCAuditNamesSubject(t *testing.T) {
+	t.Parallel()
+	d, o := newOIDCDashboard(t, true)
+	d.crm.Fail(sandbox.Fault{Status: 422, Message: "amount must be approved"})
+	d.checkout("evt_oidc", "enq-oidc", "")
+	a := d.waitAction("open_opportunity", "enq-oidc", ledger.StateFailed)
+	path := "/actions/" + id64(a.ID)
+	o.setGroups(annSubject, "acme-ops")
+	ann := d.person()
+	if r := ann.oidcSignIn(o, "ann", nil); r.status != http.StatusSeeOther {
+		t.Fatalf("sign-in: %d %s", r.status, tailOf(r.body, 500))
+	}
+	admin := d.person()
+	admin.login(adminEmail)
+	if r := admin.post(path, path+"/assign", url.Values{"owner": {annEmail}}); r.status != http.StatusSeeOther {
+		t.Fatalf("assign to ann: %d %s", r.status, tailOf(r.body, 500))
+	}
+	if mine := ann.get("/mine"); !strings.Contains(mine.body, "enq-oidc") {
+		t.Errorf("ann's own queue lacks the action assigned to her email")
+	}
+	if r := ann.post(path, path+"/resolve", url.Values{"note": {"settled by phone"}, "external_ref": {"OPP-9"}}); r.status != http.StatusSeeOther {
+		t.Fatalf("resolve: %d %s", r.status, tailOf(r.body, 500))
+	}
+	detail, err := d.review.GetAction(t.Context(), a.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = annEmail + " (sub " + annSubject + ")"
+	last := detail.Audit[len(detail.Audit)-1]
+	if last.Act != ledger.ActResolve || last.Actor != want {
+		t.Errorf("audit's last line: %s by %q, want resolve by %q", last.Act, last.Actor, want)
+	}
+	if page := ann.get(path); !strings.Contains(page.body, "<td>"+want+"</td>") {
+		t.Errorf("the action's audit on its page does not name %q", want)
+	}
+}
