@@ -18,10 +18,6 @@ import (
 	"github.com/oncehook/oncehook/views"
 )
 
-// OIDCCallbackPath is where the identity provider sends people back; register
-// base_url + OIDCCallbackPath with it.
-const OIDCCallbackPath = "/login/oidc/callback"
-
 // Session keys of a sign-in through the identity provider in progress, taken
 // (and so spent) by the first callback that arrives.
 const (
@@ -51,7 +47,7 @@ func newOIDCClient(cfg *ledger.OIDC, baseURL string) *oidcClient {
 	if cfg == nil {
 		return nil
 	}
-	return &oidcClient{cfg: cfg, redirect: baseURL + OIDCCallbackPath, http: &http.Client{Timeout: oidcTimeout}}
+	return &oidcClient{cfg: cfg, redirect: baseURL + ledger.OIDCCallbackPath, http: &http.Client{Timeout: oidcTimeout}}
 }
 
 // context carries the client with a timeout to go-oidc and x/oauth2.

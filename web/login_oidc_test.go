@@ -54,7 +54,7 @@ func newOIDCDashboard(t *testing.T, passwords bool) (*dashboard, *testOP) {
 		t.Fatal(err)
 	}
 	base := "http://" + ln.Addr().String()
-	o := startOP(t, "oncehook-test", base+web.OIDCCallbackPath)
+	o := startOP(t, "oncehook-test", base+ledger.OIDCCallbackPath)
 	d := &dashboard{t: t, logs: &lockedWriter{w: &strings.Builder{}}, url: base}
 	d.pool = dbtest.New(t)
 	d.crm = sandbox.NewCRM(sandbox.CRMParams{Token: dashCRMToken})
@@ -116,7 +116,7 @@ func (p *person) oidcSignIn(o *testOP, user string, edit func(*url.URL)) reply {
 		p.d.t.Fatal(err)
 	}
 	cb := p.follow(back.String(), func(u *url.URL) bool {
-		return strings.HasPrefix(u.String(), p.d.url+web.OIDCCallbackPath)
+		return strings.HasPrefix(u.String(), p.d.url+ledger.OIDCCallbackPath)
 	})
 	if edit != nil {
 		edit(cb)

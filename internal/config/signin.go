@@ -21,7 +21,7 @@ func (l *loader) signIn(m fields, c *ledger.Config) ledger.SignIn {
 		l.errorf(s.at("passwords"), "false leaves nobody a way to sign in: add sign_in.oidc")
 	}
 	if out.OIDC != nil && !l.baseURLSet {
-		l.errorf(s.at("oidc"), "needs base_url: the identity provider sends people back to base_url/login/oidc/callback")
+		l.errorf(s.at("oidc"), "needs base_url: the identity provider sends people back to base_url%s", ledger.OIDCCallbackPath)
 	}
 	return out
 }

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -37,6 +38,17 @@ func TestParseSignIn(t *testing.T) {
 			{Value: "acme-ops", Role: "operator", Clients: []string{"acme"}}}}}
 	if diff := cmp.Diff(want, c.SignIn); diff != "" {
 		t.Errorf("sign_in (-want +got):\n%s", diff)
+	}
+	var b strings.Builder
+	Describe(&b, c)
+	const described = `
+Sign-in: Okta (https://example.okta.com/oauth2/default; client id from OIDC_ID, secret from OIDC_SECRET), local passwords off
+  redirect URL to register: https://oncehook.example.com/login/oidc/callback
+  groups "ops": admin of every client
+  groups "acme-ops": operator of clients acme
+`
+	if !strings.HasSuffix(b.String(), described) || strings.Contains(b.String(), "oidc-secret-7") {
+		t.Errorf("oncehook check says:\n%s\nwant it to end with:%s", b.String(), described)
 	}
 	plain, err := Parse("t.yaml", lines("sources: [{name: s, client: c, provider: stripe, environment: test, secret_env: S}]"), env)
 	if err != nil {

@@ -25,6 +25,10 @@ type OIDC struct {
 	Rules           []AccessRule
 }
 
+// OIDCCallbackPath is where the identity provider sends people back: the
+// redirect URL to register with it is base_url + OIDCCallbackPath.
+const OIDCCallbackPath = "/login/oidc/callback"
+
 // DefaultOIDCClaim is the claim the rules match when the config names none.
 const DefaultOIDCClaim = "groups"
 
