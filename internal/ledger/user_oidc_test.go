@@ -99,6 +99,19 @@ func TestSignInOIDC(t *testing.T) {
 			t.Errorf("after the group was removed: role %s clients %v, want a viewer of nothing", stored.Role, stored.Clients)
 		}
 	})
+}
+
+// TestSignInOIDCRefused: nobody is created for a person no rule lets in; a
+// disabled user stays out; an identity cannot take a local account's email.
+func TestSignInOIDCRefused(t *testing.T) {
+	t.Parallel()
+	pool := dbtest.New(t)
+	ctx := context.Background()
+	ann := ledger.Identity{Issuer: testOIDC.Issuer, Subject: "248289761001", Email: "ann@example.com", Values: []string{"acme-ops"}}
+	first, err := ledger.SignInOIDC(ctx, pool, testOIDC, ann)
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Run("UnknownWithNoGroupIsNotCreated", func(t *testing.T) {
 		bob := ledger.Identity{Issuer: testOIDC.Issuer, Subject: "bob", Email: "bob@example.com", Values: []string{"sales"}}
 		if _, err := ledger.SignInOIDC(ctx, pool, testOIDC, bob); ledger.ErrorCode(err) != ledger.EFORBIDDEN {
