@@ -233,37 +233,40 @@ func TestBrowserOIDCSignIn(t *testing.T) {
 	}
 }
 
+// badAnswers are the provider's answers oncehook must refuse: bad changes
+// the ID token's claims (signed again with the provider's key), edit the callback.
+var badAnswers = []struct {
+	name   string
+	bad    func(claims map[string]any)
+	edit   func(*url.URL)
+	status int
+	words  string
+}{
+	{"ForgedState", nil, func(u *url.URL) {
+		q := u.Query()
+		q.Set("state", "forged-state")
+		u.RawQuery = q.Encode()
+	}, http.StatusBadRequest, "This sign-in was not started here"},
+	{"WrongNonce", func(c map[string]any) { c["nonce"] = "another-sign-ins-nonce" }, nil,
+		http.StatusUnauthorized, "its nonce differs"},
+	{"WrongAudience", func(c map[string]any) { c["aud"] = []string{"another-app"}; c["azp"] = "another-app" }, nil,
+		http.StatusUnauthorized, "did not pass the checks (issuer, audience, signature)"},
+	{"WrongIssuer", func(c map[string]any) { c["iss"] = "https://idp.example.net" }, nil,
+		http.StatusUnauthorized, "did not pass the checks"},
+	{"Expired", func(c map[string]any) {
+		c["iat"], c["exp"] = time.Now().Add(-time.Hour).Unix(), time.Now().Add(-30*time.Minute).Unix()
+	}, nil, http.StatusUnauthorized, "had expired before it arrived"},
+	{"UnverifiedEmail", func(c map[string]any) { c["email_verified"] = false }, nil,
+		http.StatusUnauthorized, "has not verified the email"},
+}
+
 // TestOIDCRefusals: each bad answer is refused in plain words, and stores no
 // user and starts no session.
 func TestOIDCRefusals(t *testing.T) {
 	t.Parallel()
 	d, o := newOIDCDashboard(t, true)
 	o.setGroups(annSubject, "acme-ops")
-	cases := []struct {
-		name   string
-		bad    func(claims map[string]any)
-		edit   func(*url.URL)
-		status int
-		words  string
-	}{
-		{"ForgedState", nil, func(u *url.URL) {
-			q := u.Query()
-			q.Set("state", "forged-state")
-			u.RawQuery = q.Encode()
-		}, http.StatusBadRequest, "This sign-in was not started here"},
-		{"WrongNonce", func(c map[string]any) { c["nonce"] = "another-sign-ins-nonce" }, nil,
-			http.StatusUnauthorized, "its nonce differs"},
-		{"WrongAudience", func(c map[string]any) { c["aud"] = []string{"another-app"}; c["azp"] = "another-app" }, nil,
-			http.StatusUnauthorized, "did not pass the checks (issuer, audience, signature)"},
-		{"WrongIssuer", func(c map[string]any) { c["iss"] = "https://idp.example.net" }, nil,
-			http.StatusUnauthorized, "did not pass the checks"},
-		{"Expired", func(c map[string]any) {
-			c["iat"], c["exp"] = time.Now().Add(-time.Hour).Unix(), time.Now().Add(-30*time.Minute).Unix()
-		}, nil, http.StatusUnauthorized, "had expired before it arrived"},
-		{"UnverifiedEmail", func(c map[string]any) { c["email_verified"] = false }, nil,
-			http.StatusUnauthorized, "has not verified the email"},
-	}
-	for _, c := range cases {
+	for _, c := range badAnswers {
 		t.Run(c.name, func(t *testing.T) {
 			o.issueBad(c.bad)
 			defer o.issueBad(nil)
@@ -279,6 +282,9 @@ func TestOIDCRefusals(t *testing.T) {
 				t.Errorf("a refused sign-in left a session of %s", who)
 			}
 		})
+	}
+	if logs := d.logs.String(); strings.Contains(logs, o.secret) || !strings.Contains(logs, "nonce mismatch") {
+		t.Errorf("the logs hold the client secret, or not why a sign-in was refused:\n%s", tailOf(logs, 2000))
 	}
 	t.Run("ReplayedCallback", func(t *testing.T) {
 		p := d.person()
