@@ -16,8 +16,9 @@ import (
 const userKey = "user"
 
 // requireUser lets signed-in, enabled people through and sends everyone else to
-// /login. The user is read on every request, so a disabled account or a changed
-// role takes effect at once rather than when the session ends.
+// /login. The user is read on every request, so a disabled account, access the
+// identity provider took away or a changed role takes effect at once rather than
+// when the session ends.
 func (s *Server) requireUser(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		ctx := c.Request().Context()
@@ -26,7 +27,7 @@ func (s *Server) requireUser(next echo.HandlerFunc) echo.HandlerFunc {
 			return s.toLogin(c)
 		}
 		u, err := ledger.GetUser(ctx, s.pool, id)
-		if ledger.ErrorCode(err) == ledger.ENOTFOUND || (err == nil && u.Disabled) {
+		if ledger.ErrorCode(err) == ledger.ENOTFOUND || (err == nil && (u.Disabled || u.AccessRevoked())) {
 			if err := s.sessions.Destroy(ctx); err != nil {
 				return err
 			}

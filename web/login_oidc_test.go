@@ -331,6 +331,11 @@ func TestOIDCGroupChange(t *testing.T) {
 				first.ID, s.role, s.clients)
 		}
 	}
+	// The last step's session is live when the groups go; signing in again ends it.
+	viewer := d.person()
+	if r := viewer.oidcSignIn(o, "ann", nil); r.status != http.StatusSeeOther {
+		t.Fatalf("sign-in: %d %s", r.status, tailOf(r.body, 500))
+	}
 	o.setGroups(annSubject, "sales")
 	p := d.person()
 	r := p.oidcSignIn(o, "ann", nil)
@@ -342,6 +347,9 @@ func TestOIDCGroupChange(t *testing.T) {
 	}
 	if who := p.signedIn(); who != "" {
 		t.Errorf("a refused sign-in left a session of %s", who)
+	}
+	if who := viewer.signedIn(); who != "" {
+		t.Errorf("the session from before the groups were removed is still %s's", who)
 	}
 }
 
