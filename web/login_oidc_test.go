@@ -319,8 +319,12 @@ func TestOIDCGroupChange(t *testing.T) {
 	for i, s := range steps {
 		o.setGroups(annSubject, s.groups...)
 		p := d.person()
-		if r := p.oidcSignIn(o, "ann", nil); r.status != http.StatusSeeOther || r.location != "/" {
+		var before string // the session token that carried the sign-in's state
+		if r := p.oidcSignIn(o, "ann", func(*url.URL) { before = p.sessionCookie() }); r.status != http.StatusSeeOther || r.location != "/" {
 			t.Fatalf("sign-in %d: %d %s", i, r.status, tailOf(r.body, 500))
+		}
+		if after := p.sessionCookie(); before == "" || after == "" || after == before {
+			t.Errorf("the session token was %q before signing in and %q after, want a new one", before, after)
 		}
 		u, _ := d.oidcUser(annSubject)
 		if i == 0 {
