@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"net/url"
 	"slices"
 	"strings"
 
@@ -15,7 +16,7 @@ func (l *loader) signIn(m fields, c *ledger.Config) ledger.SignIn {
 	s := m.sub("sign_in", "passwords", "oidc")
 	out := ledger.SignIn{PasswordsOff: s.has("passwords") && !s.boolean("passwords")}
 	if s.has("oidc") {
-		out.OIDC = l.oidc(s.sub("oidc", "name", "issuer", "client_id_env", "client_secret_env", "scopes", "claim", "rules"), c)
+		out.OIDC = l.oidc(s.sub("oidc", "name", "issuer", "issuer_env", "client_id_env", "client_secret_env", "scopes", "claim", "rules"), c)
 	}
 	if out.PasswordsOff && out.OIDC == nil {
 		l.errorf(s.at("passwords"), "false leaves nobody a way to sign in: add sign_in.oidc")
@@ -27,8 +28,7 @@ func (l *loader) signIn(m fields, c *ledger.Config) ledger.SignIn {
 }
 
 func (l *loader) oidc(m fields, c *ledger.Config) *ledger.OIDC {
-	o := &ledger.OIDC{Name: m.required("name"), Issuer: strings.TrimRight(m.url("issuer", true, false), "/"),
-		Scopes: m.strs("scopes", false), Claim: m.str("claim")}
+	o := &ledger.OIDC{Name: m.required("name"), Issuer: l.issuer(m), Scopes: m.strs("scopes", false), Claim: m.str("claim")}
 	if o.Claim == "" {
 		o.Claim = ledger.DefaultOIDCClaim
 	}
@@ -45,6 +45,23 @@ func (l *loader) oidc(m fields, c *ledger.Config) *ledger.OIDC {
 		l.errorf(m.at("rules"), "at least one rule is required, or nobody gets in: {group: NAME, role: admin|operator|viewer, clients: [...]}")
 	}
 	return o
+}
+
+// issuer reads the issuer URL from the file (issuer) or from the environment
+// (issuer_env), one of them.
+func (l *loader) issuer(m fields) string {
+	if m.has("issuer") == m.has("issuer_env") {
+		l.errorf(m.path, "set one of issuer and issuer_env")
+		return ""
+	}
+	if m.has("issuer") {
+		return strings.TrimRight(m.url("issuer", true, false), "/")
+	}
+	name, value := m.env("issuer_env", true, false)
+	if u, err := url.Parse(value); value != "" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "") {
+		l.errorf(m.at("issuer_env"), "%s holds %q, not an absolute http or https URL", name, value)
+	}
+	return strings.TrimRight(value, "/")
 }
 
 // accessRule reads one rule; an admin sees every client, so names none, and an

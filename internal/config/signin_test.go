@@ -50,6 +50,11 @@ Sign-in: Okta (https://example.okta.com/oauth2/default; client id from OIDC_ID, 
 	if !strings.HasSuffix(b.String(), described) || strings.Contains(b.String(), "oidc-secret-7") {
 		t.Errorf("oncehook check says:\n%s\nwant it to end with:%s", b.String(), described)
 	}
+	fromEnv := strings.Replace(string(src), "issuer: https://example.okta.com/oauth2/default/", "issuer_env: OIDC_ISSUER", 1)
+	env2 := envFrom(map[string]string{"S": "whsec_x", "OIDC_ID": "i", "OIDC_SECRET": "s", "OIDC_ISSUER": "https://kc.example.com/realms/ops/"})
+	if c, err := Parse("t.yaml", []byte(fromEnv), env2); err != nil || c.SignIn.OIDC.Issuer != "https://kc.example.com/realms/ops" {
+		t.Errorf("issuer_env: %v", err)
+	}
 	plain, err := Parse("t.yaml", lines("sources: [{name: s, client: c, provider: stripe, environment: test, secret_env: S}]"), env)
 	if err != nil {
 		t.Fatal(err)
@@ -96,6 +101,20 @@ func TestParseSignInErrors(t *testing.T) {
 			"t.yaml:10:10: sign_in.oidc.rules[1]: an operator sees only the clients listed: clients is required",
 			`t.yaml:11:50: sign_in.oidc.rules[2].clients[1]: no source has the client "acne" (clients: acme)`,
 			`t.yaml:12:20: sign_in.oidc.rules[3].role: "owner" is not one of admin, operator, viewer`,
+		}},
+		{"IssuerFromTheEnvironment", lines(src,
+			"base_url: https://o.example.com",
+			"sign_in:",
+			"  oidc: {name: K, issuer_env: ID, client_id_env: ID, client_secret_env: SECRET, rules: [{group: g, role: admin}]}",
+			"  passwords: false",
+		), []string{
+			`t.yaml:4:19: sign_in.oidc.issuer_env: ID holds "id", not an absolute http or https URL`,
+		}},
+		{"NoIssuer", lines(src,
+			"base_url: https://o.example.com",
+			"sign_in: {oidc: {name: K, client_id_env: ID, client_secret_env: SECRET, rules: [{group: g, role: admin}]}}",
+		), []string{
+			"t.yaml:3:11: sign_in.oidc: set one of issuer and issuer_env",
 		}},
 		{"NoRules", lines(src,
 			"base_url: https://o.example.com",

@@ -15,7 +15,7 @@ type SignIn struct {
 // OIDC is an OpenID Connect identity provider people sign in through.
 type OIDC struct {
 	Name            string // the button reads "Sign in with <Name>"
-	Issuer          string // the issuer URL, discovery at Issuer + /.well-known/openid-configuration
+	Issuer          string // the issuer URL (yaml issuer, or issuer_env), discovery at Issuer + /.well-known/openid-configuration
 	ClientIDEnv     string
 	ClientID        string `yaml:"-" json:"-"`
 	ClientSecretEnv string
