@@ -256,6 +256,8 @@ var badAnswers = []struct {
 	{"Expired", func(c map[string]any) {
 		c["iat"], c["exp"] = time.Now().Add(-time.Hour).Unix(), time.Now().Add(-30*time.Minute).Unix()
 	}, nil, http.StatusUnauthorized, "had expired before it arrived"},
+	{"ForgedSignature", func(c map[string]any) { c[forgeClaim] = true }, nil,
+		http.StatusUnauthorized, "did not pass the checks"},
 	{"UnverifiedEmail", func(c map[string]any) { c["email_verified"] = false }, nil,
 		http.StatusUnauthorized, "has not verified the email"},
 }
@@ -364,6 +366,9 @@ func TestOIDCDisabledSessionEnds(t *testing.T) {
 	d, o := newOIDCDashboard(t, true)
 	o.setGroups(annSubject, "acme-ops")
 	ann := d.person()
+	if form := ann.get("/login"); !strings.Contains(form.body, `id="sign-in-oidc"`) || !strings.Contains(form.body, `id="password"`) {
+		t.Errorf("with passwords on, the sign-in page lacks the button or the form")
+	}
 	if r := ann.oidcSignIn(o, "ann", nil); r.status != http.StatusSeeOther {
 		t.Fatalf("sign-in: %d %s", r.status, tailOf(r.body, 500))
 	}

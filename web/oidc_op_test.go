@@ -36,8 +36,8 @@ type testOP struct {
 	keyID    string
 
 	mu     sync.Mutex
-	groups map[string][]string                // by user id (the subject)
-	tamper func(claims map[string]any) []byte // nil: the ID tokens are left as issued
+	groups map[string][]string         // by user id (the subject)
+	tamper func(claims map[string]any) // nil: the ID tokens are left as issued
 }
 
 // opUsers are the provider's people: id (the subject), username = password.
@@ -128,15 +128,7 @@ func (o *testOP) setGroups(userID string, groups ...string) {
 func (o *testOP) issueBad(f func(claims map[string]any)) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if f == nil {
-		o.tamper = nil
-		return
-	}
-	o.tamper = func(claims map[string]any) []byte {
-		f(claims)
-		b, _ := json.Marshal(claims)
-		return b
-	}
+	o.tamper = f
 }
 
 // SetUserinfoFromRequest puts the email and the groups in the ID token, as the
@@ -199,7 +191,11 @@ func (o *testOP) tampering(next http.Handler) http.Handler {
 	})
 }
 
-func (o *testOP) resign(idToken string, tamper func(map[string]any) []byte) string {
+// forgeClaim, set by an issueBad function, has the ID token signed with a key
+// that is not the provider's.
+const forgeClaim = "test-forge-signature"
+
+func (o *testOP) resign(idToken string, tamper func(map[string]any)) string {
 	parts := strings.Split(idToken, ".")
 	raw, err := base64.RawURLEncoding.DecodeString(parts[1])
 	if err != nil {
@@ -211,12 +207,25 @@ func (o *testOP) resign(idToken string, tamper func(map[string]any) []byte) stri
 	if err := d.Decode(&claims); err != nil {
 		panic(fmt.Sprintf("id token claims: %v", err))
 	}
-	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.RS256, Key: jose.JSONWebKey{Key: o.key, KeyID: o.keyID}},
+	tamper(claims)
+	key := o.key
+	if _, forged := claims[forgeClaim]; forged {
+		// Signed by someone else under the provider's key id: the signature fails.
+		delete(claims, forgeClaim)
+		if key, err = rsa.GenerateKey(rand.Reader, 2048); err != nil {
+			panic(err)
+		}
+	}
+	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.RS256, Key: jose.JSONWebKey{Key: key, KeyID: o.keyID}},
 		(&jose.SignerOptions{}).WithType("JWT"))
 	if err != nil {
 		panic(err)
 	}
-	jws, err := signer.Sign(tamper(claims))
+	payload, err := json.Marshal(claims)
+	if err != nil {
+		panic(err)
+	}
+	jws, err := signer.Sign(payload)
 	if err != nil {
 		panic(err)
 	}
