@@ -133,12 +133,9 @@ func (s *Server) startSession(c echo.Context, u ledger.User, next string) error 
 	return c.Redirect(http.StatusSeeOther, safeNext(next))
 }
 
-// errExpired is what go-oidc returns for an ID token past its expiry.
-var errExpired *oidc.TokenExpiredError
-
 // tokenRefusal words a refused ID token for the person; the log gets the detail.
 func tokenRefusal(name string, err error) string {
-	if errors.As(err, &errExpired) {
+	if expired := (*oidc.TokenExpiredError)(nil); errors.As(err, &expired) {
 		return fmt.Sprintf("%s's answer had expired before it arrived. Sign in again.", name)
 	}
 	return fmt.Sprintf("%s's answer did not pass the checks (issuer, audience, signature), so nobody was signed in. Sign in again, or ask an admin to check the sign-in settings.", name)
