@@ -48,20 +48,21 @@ func (l *loader) oidc(m fields, c *ledger.Config) *ledger.OIDC {
 }
 
 // issuer reads the issuer URL from the file (issuer) or from the environment
-// (issuer_env), one of them.
+// (issuer_env), one of them. It is kept as written, a trailing slash too: the
+// ID tokens' iss must equal it exactly (Auth0's ends with one, Okta's does not).
 func (l *loader) issuer(m fields) string {
 	if m.has("issuer") == m.has("issuer_env") {
 		l.errorf(m.path, "set one of issuer and issuer_env")
 		return ""
 	}
 	if m.has("issuer") {
-		return strings.TrimRight(m.url("issuer", true, false), "/")
+		return m.url("issuer", true, false)
 	}
 	name, value := m.env("issuer_env", true, false)
 	if u, err := url.Parse(value); value != "" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "") {
 		l.errorf(m.at("issuer_env"), "%s holds %q, not an absolute http or https URL", name, value)
 	}
-	return strings.TrimRight(value, "/")
+	return value
 }
 
 // accessRule reads one rule; an admin sees every client, so names none, and an

@@ -21,7 +21,7 @@ func TestParseSignIn(t *testing.T) {
 		"  passwords: false",
 		"  oidc:",
 		"    name: Okta",
-		"    issuer: https://example.okta.com/oauth2/default/",
+		"    issuer: https://example.okta.com/oauth2/default",
 		"    client_id_env: OIDC_ID",
 		"    client_secret_env: OIDC_SECRET",
 		"    rules:",
@@ -50,9 +50,9 @@ Sign-in: Okta (https://example.okta.com/oauth2/default; client id from OIDC_ID, 
 	if !strings.HasSuffix(b.String(), described) || strings.Contains(b.String(), "oidc-secret-7") {
 		t.Errorf("oncehook check says:\n%s\nwant it to end with:%s", b.String(), described)
 	}
-	fromEnv := strings.Replace(string(src), "issuer: https://example.okta.com/oauth2/default/", "issuer_env: OIDC_ISSUER", 1)
+	fromEnv := strings.Replace(string(src), "issuer: https://example.okta.com/oauth2/default", "issuer_env: OIDC_ISSUER", 1)
 	env2 := envFrom(map[string]string{"S": "whsec_x", "OIDC_ID": "i", "OIDC_SECRET": "s", "OIDC_ISSUER": "https://kc.example.com/realms/ops/"})
-	if c, err := Parse("t.yaml", []byte(fromEnv), env2); err != nil || c.SignIn.OIDC.Issuer != "https://kc.example.com/realms/ops" {
+	if c, err := Parse("t.yaml", []byte(fromEnv), env2); err != nil || c.SignIn.OIDC.Issuer != "https://kc.example.com/realms/ops/" {
 		t.Errorf("issuer_env: %v", err)
 	}
 	plain, err := Parse("t.yaml", lines("sources: [{name: s, client: c, provider: stripe, environment: test, secret_env: S}]"), env)
