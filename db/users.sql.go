@@ -211,6 +211,24 @@ func (q *Queries) UserLockAdmins(ctx context.Context) ([]int64, error) {
 	return items, nil
 }
 
+const userRevokeAccess = `-- name: UserRevokeAccess :exec
+UPDATE users SET role = $1, clients = '{}'
+WHERE oidc_issuer = $2::text AND oidc_subject = $3::text
+`
+
+type UserRevokeAccessParams struct {
+	Role        string
+	OidcIssuer  string
+	OidcSubject string
+}
+
+// Takes every client away from the identity provider's user that no rule gives
+// access any more; role is the least one.
+func (q *Queries) UserRevokeAccess(ctx context.Context, arg UserRevokeAccessParams) error {
+	_, err := q.db.Exec(ctx, userRevokeAccess, arg.Role, arg.OidcIssuer, arg.OidcSubject)
+	return err
+}
+
 const userSetDisabled = `-- name: UserSetDisabled :exec
 UPDATE users SET disabled = $1 WHERE id = $2
 `
@@ -237,4 +255,49 @@ type UserSetRoleParams struct {
 func (q *Queries) UserSetRole(ctx context.Context, arg UserSetRoleParams) error {
 	_, err := q.db.Exec(ctx, userSetRole, arg.Role, arg.ID)
 	return err
+}
+
+const userSignIn = `-- name: UserSignIn :one
+INSERT INTO users (email, role, clients, password_hash, oidc_issuer, oidc_subject, signed_in_at)
+VALUES ($1, $2, $3::text[], '', $4::text, $5::text, now())
+ON CONFLICT (oidc_issuer, oidc_subject) WHERE oidc_subject IS NOT NULL DO UPDATE
+SET email = excluded.email, role = excluded.role, clients = excluded.clients,
+    signed_in_at = CASE WHEN users.disabled THEN users.signed_in_at ELSE excluded.signed_in_at END
+RETURNING id, email, role, password_hash, disabled, created_at, clients, oidc_issuer, oidc_subject, signed_in_at
+`
+
+type UserSignInParams struct {
+	Email       string
+	Role        string
+	Clients     []string
+	OidcIssuer  string
+	OidcSubject string
+}
+
+// Creates the person signing in through the identity provider, or brings their
+// email, role and clients up to the provider's word: keyed by (issuer, subject), in
+// one statement, so two sign-ins at once cannot make two users. A disabled user is
+// updated too (their access follows the provider) but is not signed in.
+func (q *Queries) UserSignIn(ctx context.Context, arg UserSignInParams) (User, error) {
+	row := q.db.QueryRow(ctx, userSignIn,
+		arg.Email,
+		arg.Role,
+		arg.Clients,
+		arg.OidcIssuer,
+		arg.OidcSubject,
+	)
+	var i User
+	err := row.Scan(
+		&i.ID,
+		&i.Email,
+		&i.Role,
+		&i.PasswordHash,
+		&i.Disabled,
+		&i.CreatedAt,
+		&i.Clients,
+		&i.OidcIssuer,
+		&i.OidcSubject,
+		&i.SignedInAt,
+	)
+	return i, err
 }

@@ -32,3 +32,21 @@ SELECT id FROM users WHERE role = 'admin' AND NOT disabled ORDER BY id FOR UPDAT
 INSERT INTO users (email, role, password_hash) VALUES (@email, @role, @password_hash)
 ON CONFLICT ((lower(email))) DO UPDATE SET password_hash = excluded.password_hash, disabled = false
 RETURNING *;
+
+-- name: UserSignIn :one
+-- Creates the person signing in through the identity provider, or brings their
+-- email, role and clients up to the provider's word: keyed by (issuer, subject), in
+-- one statement, so two sign-ins at once cannot make two users. A disabled user is
+-- updated too (their access follows the provider) but is not signed in.
+INSERT INTO users (email, role, clients, password_hash, oidc_issuer, oidc_subject, signed_in_at)
+VALUES (@email, @role, @clients::text[], '', @oidc_issuer::text, @oidc_subject::text, now())
+ON CONFLICT (oidc_issuer, oidc_subject) WHERE oidc_subject IS NOT NULL DO UPDATE
+SET email = excluded.email, role = excluded.role, clients = excluded.clients,
+    signed_in_at = CASE WHEN users.disabled THEN users.signed_in_at ELSE excluded.signed_in_at END
+RETURNING *;
+
+-- name: UserRevokeAccess :exec
+-- Takes every client away from the identity provider's user that no rule gives
+-- access any more; role is the least one.
+UPDATE users SET role = @role, clients = '{}'
+WHERE oidc_issuer = @oidc_issuer::text AND oidc_subject = @oidc_subject::text;

@@ -48,9 +48,11 @@ type User struct {
 
 // LoginPage is the sign-in form.
 type LoginPage struct {
-	Email string
-	Error string
-	Next  string // where to go after signing in
+	Email       string
+	Error       string
+	Next        string // where to go after signing in
+	Provider    string // the identity provider's name; "" when there is none
+	NoPasswords bool   // the password form is gone
 }
 
 // ErrorPage is a refusal or failure in plain words.

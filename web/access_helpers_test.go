@@ -24,10 +24,11 @@ import (
 const accessMetricsToken = "metrics-token-access-4c2e"
 
 // publicRoutes are the routes anyone may use: webhooks (signed instead), health,
-// sign-in and the static files. /metrics needs its token here.
+// sign-in (with a password or through the identity provider) and the static files. /metrics needs its token here.
 var publicRoutes = map[string]bool{
 	"POST /hooks/:source": true, "GET /healthz": true, "GET /readyz": true,
 	"GET /login": true, "POST /login": true, "GET /static/*": true, "GET /favicon.ico": true,
+	"GET /login/oidc": true, "GET /login/oidc/callback": true, // the identity provider's sign-in
 }
 
 // adminRoutes are the routes only admins may use. The acts of POST

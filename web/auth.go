@@ -16,8 +16,9 @@ import (
 const userKey = "user"
 
 // requireUser lets signed-in, enabled people through and sends everyone else to
-// /login. The user is read on every request, so a disabled account or a changed
-// role takes effect at once rather than when the session ends.
+// /login. The user is read on every request, so a disabled account, access the
+// identity provider took away or a changed role takes effect at once rather than
+// when the session ends.
 func (s *Server) requireUser(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		ctx := c.Request().Context()
@@ -26,7 +27,7 @@ func (s *Server) requireUser(next echo.HandlerFunc) echo.HandlerFunc {
 			return s.toLogin(c)
 		}
 		u, err := ledger.GetUser(ctx, s.pool, id)
-		if ledger.ErrorCode(err) == ledger.ENOTFOUND || (err == nil && u.Disabled) {
+		if ledger.ErrorCode(err) == ledger.ENOTFOUND || (err == nil && (u.Disabled || u.AccessRevoked())) {
 			if err := s.sessions.Destroy(ctx); err != nil {
 				return err
 			}
@@ -36,7 +37,7 @@ func (s *Server) requireUser(next echo.HandlerFunc) echo.HandlerFunc {
 			return err
 		}
 		c.Set(userKey, u)
-		c.Set(actorKey, ledger.Actor{Name: u.Email, Role: u.Role})
+		c.Set(actorKey, ledger.Actor{Name: u.Email, Role: u.Role, Subject: u.OIDCSubject})
 		return next(c)
 	}
 }
@@ -75,32 +76,26 @@ func (s *Server) loginForm(c echo.Context) error {
 	if s.sessions.GetInt64(c.Request().Context(), sessUserID) != 0 {
 		return c.Redirect(http.StatusSeeOther, safeNext(c.QueryParam("next")))
 	}
-	return s.render(c, http.StatusOK, views.Login(s.layout(c, "Sign in", ""), views.LoginPage{Next: c.QueryParam("next")}))
+	return s.render(c, http.StatusOK, views.Login(s.layout(c, "Sign in", ""), s.loginPage(views.LoginPage{Next: c.QueryParam("next")})))
 }
 
-// login signs a person in. The session token is renewed, so a token planted or
-// seen before signing in is worth nothing after it, and so is the CSRF token.
+// login signs a person in with their password, unless the config turned
+// passwords off: then the identity provider is the only way in.
 func (s *Server) login(c echo.Context) error {
 	ctx := c.Request().Context()
 	email, next := c.FormValue("email"), c.FormValue("next")
+	if s.cfg.SignIn.PasswordsOff {
+		return s.refuseSignIn(c, http.StatusForbidden, "Passwords are turned off here: use the button to sign in.")
+	}
 	u, err := ledger.Authenticate(ctx, s.pool, s.limits, email, c.FormValue("password"), c.RealIP())
+	if status, msg, ok := signInError(err); ok && ledger.ErrorCode(err) != ledger.ECONFLICT {
+		return s.render(c, status, views.Login(s.layout(c, "Sign in", ""),
+			s.loginPage(views.LoginPage{Email: email, Next: next, Error: msg})))
+	}
 	if err != nil {
-		switch code := ledger.ErrorCode(err); code {
-		case ledger.EUNAUTHORIZED, ledger.EFORBIDDEN, ledger.ETHROTTLED:
-			return s.render(c, statusOf[code], views.Login(s.layout(c, "Sign in", ""),
-				views.LoginPage{Email: email, Next: next, Error: ledger.ErrorMessage(err)}))
-		}
 		return err
 	}
-	if err := s.sessions.RenewToken(ctx); err != nil {
-		return err
-	}
-	s.sessions.Put(ctx, sessUserID, u.ID)
-	s.sessions.Put(ctx, sessCSRF, newCSRFToken())
-	if _, err := ledger.DeleteExpiredSessions(ctx, s.pool); err != nil {
-		s.logger.WarnContext(ctx, "sweep sessions", "err", err) // housekeeping only
-	}
-	return c.Redirect(http.StatusSeeOther, safeNext(next))
+	return s.startSession(c, u, next)
 }
 
 // logout destroys the session in the store, not only the cookie: a copied

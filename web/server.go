@@ -48,6 +48,7 @@ type Server struct {
 	secure   bool                        // served over HTTPS (base_url): Secure, __Host- cookies
 	origins  *http.CrossOriginProtection // see checkCSRF
 	limits   ledger.LoginLimits
+	oidc     *oidcClient // nil when no identity provider is configured
 }
 
 // New returns the Echo instance serving every route of oncehook.
@@ -57,6 +58,7 @@ func New(p Params) *echo.Echo {
 	s.secure = strings.HasPrefix(p.Config.BaseURL, "https://")
 	s.sessions = newSessions(p.Pool, p.Config.Sessions, p.Config.BaseURL)
 	s.limits = p.LoginLimits
+	s.oidc = newOIDCClient(p.Config.SignIn.OIDC, p.Config.BaseURL)
 	if s.limits == (ledger.LoginLimits{}) {
 		s.limits = ledger.DefaultLoginLimits
 	}

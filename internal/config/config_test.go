@@ -654,7 +654,7 @@ func TestParseConfigErrors(t *testing.T) {
 		), []string{
 			"t.yaml:5:35: destinations[0].create.verb: unknown field (known: method, url, encoding, result_id)",
 			"t.yaml:6:5: destinations[0].retries: unknown field (known: name, type, timeout, owner, corrections, create, auth, idempotency, reference_field, lookup, result_id, check, errors, rate_limit_reset, limits, addr, from, username_env, password_env)",
-			"t.yaml:7:1: lisen: unknown field (known: listen, base_url, sources, destinations, actions, retention, notify, sessions, trusted_proxies, connections_per_address)",
+			"t.yaml:7:1: lisen: unknown field (known: listen, base_url, sources, destinations, actions, retention, notify, sessions, trusted_proxies, connections_per_address, sign_in)",
 		}},
 		{"RequiredFieldsAtTheirMapping", lines(
 			"sources:",

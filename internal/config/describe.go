@@ -50,6 +50,30 @@ func Describe(w io.Writer, cfg *ledger.Config) {
 		}
 		fmt.Fprintf(w, "%s, owner %s\n", line, a.Owner)
 	}
+	describeSignIn(w, cfg)
+}
+
+// describeSignIn says how people sign in to the dashboard and, for an identity
+// provider, the redirect URL to register with it and what each rule gives.
+func describeSignIn(w io.Writer, cfg *ledger.Config) {
+	s := cfg.SignIn
+	if s.OIDC == nil {
+		return
+	}
+	o := s.OIDC
+	passwords := "local passwords too"
+	if s.PasswordsOff {
+		passwords = "local passwords off"
+	}
+	fmt.Fprintf(w, "\nSign-in: %s (%s; client id from %s, secret from %s), %s\n", o.Name, o.Issuer, o.ClientIDEnv, o.ClientSecretEnv, passwords)
+	fmt.Fprintf(w, "  redirect URL to register: %s%s\n", cfg.BaseURL, ledger.OIDCCallbackPath)
+	for _, r := range o.Rules {
+		clients := "every client"
+		if len(r.Clients) > 0 {
+			clients = "clients " + strings.Join(r.Clients, ", ")
+		}
+		fmt.Fprintf(w, "  %s %q: %s of %s\n", o.Claim, r.Value, r.Role, clients)
+	}
 }
 
 // Protection says in one line what keeps destination d from acting twice when a

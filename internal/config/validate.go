@@ -100,7 +100,7 @@ func (l *loader) load(data []byte) *ledger.Config {
 		return nil
 	}
 	m := l.mapping("", body, "listen", "base_url", "sources", "destinations", "actions", "retention", "notify", "sessions",
-		"trusted_proxies", "connections_per_address")
+		"trusted_proxies", "connections_per_address", "sign_in")
 	c := &ledger.Config{Path: l.file, Listen: m.hostPort("listen", ledger.DefaultListen, false)}
 	c.BaseURL = m.url("base_url", false, false)
 	if c.BaseURL == "" && c.Listen != "" {
@@ -125,6 +125,7 @@ func (l *loader) load(data []byte) *ledger.Config {
 	for i, n := range l.list("actions", m.vals["actions"]) {
 		c.Actions = append(c.Actions, l.action(fmt.Sprintf("actions[%d]", i), n))
 	}
+	c.SignIn = l.signIn(m, c)
 	l.check(c)
 	l.secretKeys(c)
 	return c

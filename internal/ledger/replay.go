@@ -143,7 +143,7 @@ func (r *Review) replay(ctx context.Context, actor Actor, evs []db.Event, note s
 		if len(rows) == 0 {
 			return nil
 		}
-		a := db.EventAuditInsertParams{Actor: actor.Name, Act: ActReplay, Note: note}
+		a := db.EventAuditInsertParams{Actor: actor.Label(), Act: ActReplay, Note: note}
 		for _, row := range rows {
 			detail, err := json.Marshal(map[string]any{"previous_status": row.PreviousStatus, "previous_reason": row.PreviousReason})
 			if err != nil {

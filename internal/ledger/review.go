@@ -23,6 +23,20 @@ const (
 type Actor struct {
 	Name string // an email, or "token:<name>"
 	Role string
+	// Subject is the identity provider's subject of a person who signed in
+	// through it, "" otherwise. Owners and proposers are matched by Name.
+	Subject string
+}
+
+// Label names the actor in an audit trail: the email, and for a person who
+// signed in through the identity provider, their subject there beside it, as in
+// "ann@example.com (sub 248289761001)". Emails can move between people; the
+// subject is the provider's lasting name for one.
+func (a Actor) Label() string {
+	if a.Subject == "" {
+		return a.Name
+	}
+	return a.Name + " (sub " + a.Subject + ")"
 }
 
 // Review is the service behind the dashboard and the JSON API: the manual acts on
@@ -119,7 +133,7 @@ var acts = []Act{
 			if err != nil {
 				return b, err
 			}
-			return b, cancelSuccessors(ctx, q, a.Client, a.ID, actor.Name)
+			return b, cancelSuccessors(ctx, q, a.Client, a.ID, actor.Label())
 		}},
 	{Name: ActAssign, AdminOnly: true, Bulk: true,
 		check: func(p ActParams) error {
@@ -205,7 +219,7 @@ func (r *Review) Do(ctx context.Context, actor Actor, name string, id int64, p A
 		if err != nil {
 			return err
 		}
-		if err := audit(ctx, q, a.Client, a.ID, actor.Name, x.Name, p.Note, detail); err != nil {
+		if err := audit(ctx, q, a.Client, a.ID, actor.Label(), x.Name, p.Note, detail); err != nil {
 			return err
 		}
 		if a.State == StateFailed && out.State != StateFailed {
@@ -388,7 +402,7 @@ func (r *Review) release(ctx context.Context, actor Actor, name string) (int, er
 			if err != nil {
 				return fmt.Errorf("read released action: %w", err)
 			}
-			if err := audit(ctx, q, a.Client, id, actor.Name, "reconnect", "destination "+name+" reconnected", nil); err != nil {
+			if err := audit(ctx, q, a.Client, id, actor.Label(), "reconnect", "destination "+name+" reconnected", nil); err != nil {
 				return err
 			}
 		}

@@ -123,7 +123,7 @@ func (r *Review) Correct(ctx context.Context, actor Actor, id int64, params json
 		if err != nil {
 			return fmt.Errorf("insert correction: %w", err)
 		}
-		if err := audit(ctx, q, a.Client, a.ID, actor.Name, "correct", note, map[string]any{
+		if err := audit(ctx, q, a.Client, a.ID, actor.Label(), "correct", note, map[string]any{
 			"correction": out.ID, "original": json.RawMessage(a.Params), "corrected": params,
 			"provider_reason": a.Reason}); err != nil {
 			return err
@@ -224,7 +224,7 @@ func (r *Review) applyDecision(ctx context.Context, q *db.Queries, actor Actor, 
 		detail["attempt_key"] = key
 		detail["operation_key"] = a.OperationKey
 	}
-	if err := audit(ctx, q, a.Client, a.ID, actor.Name, act, note, detail); err != nil {
+	if err := audit(ctx, q, a.Client, a.ID, actor.Label(), act, note, detail); err != nil {
 		return a, err
 	}
 	return out, q.Notify(ctx, channelActions)

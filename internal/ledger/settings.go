@@ -21,6 +21,7 @@ type Config struct {
 	Retention    Retention
 	Notify       Notify
 	Sessions     Sessions
+	SignIn       SignIn
 	SecretKeys   SecretKeys `yaml:"-" json:"-"` // set when a destination uses oauth2
 	// TrustedProxies are the reverse proxies whose X-Forwarded-For names the
 	// client; a request from anywhere else is its peer's.

@@ -103,7 +103,7 @@ func IssueToken(ctx context.Context, pool *pgxpool.Pool, p TokenParams) (string,
 			ExpiresAt: expires}); err != nil {
 			return fmt.Errorf("store token: %w", err)
 		}
-		return q.TokenAuditInsert(ctx, db.TokenAuditInsertParams{TokenID: row.ID, Actor: p.Actor.Name, Act: "create"})
+		return q.TokenAuditInsert(ctx, db.TokenAuditInsertParams{TokenID: row.ID, Actor: p.Actor.Label(), Act: "create"})
 	})
 	if err != nil {
 		return "", Token{}, err
@@ -165,7 +165,7 @@ func RevokeToken(ctx context.Context, pool *pgxpool.Pool, actor Actor, id int64)
 		if err != nil {
 			return fmt.Errorf("revoke token: %w", err)
 		}
-		return q.TokenAuditInsert(ctx, db.TokenAuditInsertParams{TokenID: id, Actor: actor.Name, Act: "revoke"})
+		return q.TokenAuditInsert(ctx, db.TokenAuditInsertParams{TokenID: id, Actor: actor.Label(), Act: "revoke"})
 	})
 	return tokenOf(row), err
 }

@@ -131,7 +131,9 @@ func Authenticate(ctx context.Context, pool *pgxpool.Pool, limits LoginLimits, e
 	if hash == "" {
 		hash = decoyHash() // spend the same time as for a real account
 	}
-	ok := verifyPassword(hash, password) && u.ID != 0
+	// An identity provider's user has no password (hash ''): the decoy's own
+	// password must not open their account.
+	ok := verifyPassword(hash, password) && u.ID != 0 && u.PasswordHash != ""
 	if ok && u.Disabled {
 		return User{}, Errorf(EFORBIDDEN, "This account is disabled. Ask an admin to enable it.")
 	}

@@ -1,0 +1,58 @@
+package ledger
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/oncehook/oncehook/db"
+)
+
+// Identity is what a verified ID token says about the person signing in.
+type Identity struct {
+	Issuer, Subject, Email string
+	Values                 []string // the values of the configured claim (groups)
+}
+
+// AccessRevoked reports whether u is an identity provider's user whom no rule
+// gave access at their last sign-in: their sessions end like a disabled user's.
+// The rules give every operator and viewer at least one client, so no clients
+// means none matched.
+func (u User) AccessRevoked() bool {
+	return u.OIDCSubject != "" && u.Role != RoleAdmin && len(u.Clients) == 0
+}
+
+// SignInOIDC signs in the person an identity provider vouched for: it creates
+// their user on the first sign-in and, on every one, sets their email, role and
+// clients as the rules give them. Errors: EFORBIDDEN when no rule gives them
+// access (any access they had is taken away) or their account is disabled;
+// EUNAUTHORIZED when the token carries no usable email; ECONFLICT when another
+// account here already has their email.
+func SignInOIDC(ctx context.Context, pool *pgxpool.Pool, o *OIDC, id Identity) (User, error) {
+	q := db.New(pool)
+	role, clients, ok := o.Access(id.Values)
+	if !ok {
+		if err := q.UserRevokeAccess(ctx, db.UserRevokeAccessParams{Role: RoleViewer,
+			OidcIssuer: id.Issuer, OidcSubject: id.Subject}); err != nil {
+			return User{}, fmt.Errorf("revoke access: %w", err)
+		}
+		return User{}, Errorf(EFORBIDDEN, "Your %s account is in no group with access to oncehook. Ask an admin to add you to one.", o.Name)
+	}
+	email, err := cleanEmail(id.Email)
+	if err != nil {
+		return User{}, Errorf(EUNAUTHORIZED, "%s gave no email address for your account, so oncehook cannot name you. Ask an admin to check the sign-in settings.", o.Name)
+	}
+	u, err := q.UserSignIn(ctx, db.UserSignInParams{Email: email, Role: role, Clients: clients,
+		OidcIssuer: id.Issuer, OidcSubject: id.Subject})
+	if db.IsUniqueViolation(err) {
+		return User{}, Errorf(ECONFLICT, "Another account here already has the email %s. Ask an admin.", email)
+	}
+	if err != nil {
+		return User{}, fmt.Errorf("store user: %w", err)
+	}
+	if u.Disabled {
+		return User{}, Errorf(EFORBIDDEN, "This account is disabled. Ask an admin to enable it.")
+	}
+	return userOf(u), nil
+}
