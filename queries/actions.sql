@@ -360,7 +360,8 @@ RETURNING *;
 -- is an index probe (clients and sources are the configured ones,
 -- which lead the keys of operation keys and event ids). reason is a part of the
 -- reason; since/until bound the creation time; http_status matches an attempt's
--- reply. Each state is walked on its own down actions_state_idx (state, id DESC)
+-- reply. all_clients, else scope_clients, is what the reader may see (see
+-- ledger's scope). Each state is walked on its own down actions_state_idx (state, id DESC)
 -- or actions_owner_idx with an owner, for at most max_rows rows, so a page costs
 -- the same with a thousand actions or a million; sorted by waiting time, the
 -- states that wait for a person walk actions_waiting_idx the same way, and the
@@ -385,6 +386,7 @@ WHERE (a.client, a.id) IN (
           AND (@owner::text = '' OR b.owner = @owner)
           AND (@destination::text = '' OR b.destination = @destination)
           AND (@client::text = '' OR b.client = @client)
+          AND (@all_clients::boolean OR b.client = ANY(@scope_clients::text[]))
           AND (@q::text = '' OR lower(b.business_key)
                    LIKE replace(replace(replace(lower(@q), '\', '\\'), '%', '\%'), '_', '\_') || '%'
                OR (b.client = ANY(@clients::text[]) AND b.operation_key = @q)
@@ -444,17 +446,20 @@ FROM unnest(ARRAY['pending', 'processing', 'retrying', 'held', 'uncertain',
                   'failed', 'confirmed', 'resolved', 'cancelled']) AS s(state)
 CROSS JOIN LATERAL (
     SELECT count(*) AS n FROM (
-        SELECT 1 FROM actions a WHERE a.state >= s.state AND a.state <= s.state LIMIT 1001) capped) c
+        SELECT 1 FROM actions a WHERE a.state >= s.state AND a.state <= s.state
+          AND (@all_clients::boolean OR a.client = ANY(@scope_clients::text[])) LIMIT 1001) capped) c
 CROSS JOIN LATERAL (
     SELECT a.created_at FROM actions a
     WHERE a.state >= s.state AND a.state <= s.state
+      AND (@all_clients::boolean OR a.client = ANY(@scope_clients::text[]))
     ORDER BY a.state DESC, a.id
     LIMIT 1) o
 LEFT JOIN LATERAL (
+    -- A scoped reader's count stops at 1,001: the statistics are every client's.
     SELECT (t.reltuples * st.most_common_freqs[array_position(st.most_common_vals::text::text[], s.state)])::bigint AS n
     FROM pg_catalog.pg_class t
     JOIN pg_catalog.pg_stats st ON st.schemaname = current_schema() AND st.tablename = t.relname AND st.attname = 'state'
-    WHERE t.oid = 'actions'::regclass) est ON true
+    WHERE t.oid = 'actions'::regclass AND @all_clients::boolean) est ON true
 ORDER BY s.state;
 
 -- name: ActionCancelSuccessors :many

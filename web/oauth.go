@@ -24,7 +24,7 @@ const (
 // startConnect sends an admin's browser to the destination's authorize page,
 // keeping the state and PKCE verifier in the session for the callback.
 func (s *Server) startConnect(c echo.Context, name string) error {
-	st, err := s.review.StartConnect(actorOf(c), name)
+	st, err := s.review(c).StartConnect(actorOf(c), name)
 	if err != nil {
 		return err
 	}
@@ -53,7 +53,7 @@ func (s *Server) oauthCallback(c echo.Context) error {
 	if e := c.QueryParam("error"); e != "" {
 		return ledger.Errorf(ledger.ECONFLICT, "The provider did not grant access (%s); nothing was changed.", firstWords(e))
 	}
-	n, err := s.review.FinishConnect(ctx, actorOf(c), name, c.QueryParam("code"), verifier)
+	n, err := s.review(c).FinishConnect(ctx, actorOf(c), name, c.QueryParam("code"), verifier)
 	if err != nil {
 		return err
 	}

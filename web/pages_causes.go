@@ -10,7 +10,7 @@ import (
 // causeRows are queue's open actions grouped by what holds them, each a link to
 // the queue at path filtered to them and with its fix; every queue's for "".
 func (s *Server) causeRows(c echo.Context, queue, path string) ([]views.CauseRow, error) {
-	causes, err := s.review.Causes(c.Request().Context())
+	causes, err := s.review(c).Causes(c.Request().Context())
 	if err != nil {
 		return nil, err
 	}

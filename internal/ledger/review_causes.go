@@ -26,7 +26,8 @@ type Cause struct {
 // Causes groups every open action by state, destination and the cause its reason
 // names, the queues' order first, the largest group first within a queue.
 func (r *Review) Causes(ctx context.Context) ([]Cause, error) {
-	rows, err := db.New(r.pool).DashboardCauses(ctx, causePrefixes())
+	rows, err := db.New(r.pool).DashboardCauses(ctx, db.DashboardCausesParams{Causes: causePrefixes(),
+		AllClients: r.scope.all, ScopeClients: r.scope.clients})
 	if err != nil {
 		return nil, fmt.Errorf("group actions by cause: %w", err)
 	}

@@ -20,8 +20,8 @@ func EnsureUser(ctx context.Context, pool *pgxpool.Pool, email, role, password s
 	if err != nil {
 		return err
 	}
-	if err := checkRole(role); err != nil {
-		return err
+	if _, err := scopeShape(role, nil); err != nil {
+		return err // the demo's admin: no clients
 	}
 	if utf8.RuneCountInString(password) < MinPasswordLength {
 		return Errorf(EINVALID, "The password must be at least %d characters long.", MinPasswordLength)
@@ -31,7 +31,7 @@ func EnsureUser(ctx context.Context, pool *pgxpool.Pool, email, role, password s
 		return err
 	}
 	q := db.New(pool)
-	if _, err := q.UserEnsure(ctx, db.UserEnsureParams{Email: email, Role: role, PasswordHash: hash}); err != nil {
+	if _, err := q.UserEnsure(ctx, db.UserEnsureParams{Email: email, Role: role, Clients: []string{}, PasswordHash: hash}); err != nil {
 		return fmt.Errorf("store user: %w", err)
 	}
 	// A fresh login starts with a clean slate of failed sign-ins.
