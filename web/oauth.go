@@ -65,6 +65,9 @@ func (s *Server) oauthCallback(c echo.Context) error {
 // destinations connected through the browser: Reconnect posts here and is
 // redirected there, and a browser applies form-action to that redirect too.
 func (s *Server) allowAuthorizeForms(c echo.Context) {
+	if actorOf(c).Role != ledger.RoleAdmin {
+		return // only admins reconnect
+	}
 	var origins []string
 	for _, d := range s.cfg.Destinations {
 		if d.Auth.OAuth2 == nil || d.Auth.OAuth2.Grant != ledger.GrantAuthorizationCode {

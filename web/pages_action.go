@@ -155,6 +155,9 @@ func (s *Server) retryPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := mayAct(c); err != nil {
+		return err
+	}
 	m, err := s.retryModel(c, d.Action, "", "")
 	if err != nil {
 		return err
@@ -176,6 +179,9 @@ func (s *Server) retryModel(c echo.Context, a ledger.Action, errMsg, note string
 func (s *Server) reconcilePage(c echo.Context) error {
 	d, err := s.pathAction(c)
 	if err != nil {
+		return err
+	}
+	if err := mayAct(c); err != nil {
 		return err
 	}
 	a := d.Action

@@ -156,8 +156,8 @@ func mayBulk(c echo.Context, act string) error {
 	if !ok || !x.Bulk {
 		return ledger.Errorf(ledger.EINVALID, "Several actions at once can be retried, reconciled or assigned, not %q.", act)
 	}
-	if !actorOf(c).MayAct() {
-		return ledger.Errorf(ledger.EFORBIDDEN, "Viewers can read but not change anything.")
+	if err := mayAct(c); err != nil {
+		return err
 	}
 	if x.AdminOnly && actorOf(c).Role != ledger.RoleAdmin {
 		return ledger.Errorf(ledger.EFORBIDDEN, "Only admins can %s actions.", act)
@@ -185,7 +185,10 @@ func (s *Server) bulkDone(c echo.Context) error {
 		m.Back = path
 	}
 	for _, res := range r.Results {
-		row := views.BulkRow{ID: res.ID, URL: actionURL(res.ID), Name: res.Name, BusinessKey: res.BusinessKey, Message: res.Message}
+		row := views.BulkRow{ID: res.ID, Name: res.Name, BusinessKey: res.BusinessKey, Message: res.Message}
+		if res.Name != "" { // named only when it exists for the person: no link to an id they made up
+			row.URL = actionURL(res.ID)
+		}
 		if res.Done {
 			m.Done = append(m.Done, row)
 		} else {
@@ -212,4 +215,13 @@ func filterText(f views.Filter) string {
 		return "no filter: every action here"
 	}
 	return strings.Join(parts, ", ")
+}
+
+// mayAct refuses a viewer the confirmation steps of acts, as the ledger refuses
+// the acts themselves.
+func mayAct(c echo.Context) error {
+	if !actorOf(c).MayAct() {
+		return ledger.Errorf(ledger.EFORBIDDEN, "Viewers can read but not change anything.")
+	}
+	return nil
 }

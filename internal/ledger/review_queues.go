@@ -154,9 +154,12 @@ func (r *Review) Bulk(ctx context.Context, actor Actor, act string, ids []int64,
 			}
 			res.Message = ErrorMessage(err)
 			// A refusal returns no action: name it for the report all the same.
-			if row, err := db.New(r.pool).ActionGet(ctx, id); err == nil && actor.Sees(row.Client) {
+			// (Another client's is not named: it does not exist for actor.)
+			row, err := db.New(r.pool).ActionGet(ctx, id)
+			switch {
+			case err == nil && actor.Sees(row.Client):
 				res.Name, res.BusinessKey = row.Name, row.BusinessKey
-			} else if !db.IsNotFound(err) {
+			case err != nil && !db.IsNotFound(err):
 				return out, fmt.Errorf("read refused action: %w", err)
 			}
 		}
