@@ -45,6 +45,9 @@ func (s *Server) addUser(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if role == ledger.RoleAdmin {
+		clients = nil // an admin sees every client, whatever is ticked
+	}
 	clients, err = ledger.CheckScope(role, clients, s.cfg.Clients())
 	var u ledger.User
 	if err == nil {
@@ -73,6 +76,9 @@ func (s *Server) setUserRole(c echo.Context) error {
 		return err
 	}
 	role := c.FormValue("role")
+	if role == ledger.RoleAdmin {
+		clients = nil // an admin sees every client, whatever is ticked
+	}
 	if clients, err = ledger.CheckScope(role, clients, s.cfg.Clients()); err != nil {
 		return err
 	}
