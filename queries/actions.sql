@@ -446,21 +446,31 @@ FROM unnest(ARRAY['pending', 'processing', 'retrying', 'held', 'uncertain',
                   'failed', 'confirmed', 'resolved', 'cancelled']) AS s(state)
 CROSS JOIN LATERAL (
     SELECT count(*) AS n FROM (
-        SELECT 1 FROM actions a WHERE a.state >= s.state AND a.state <= s.state
-          AND (@all_clients::boolean OR a.client = ANY(@scope_clients::text[])) LIMIT 1001) capped) c
+        SELECT 1 FROM actions a WHERE a.state >= s.state AND a.state <= s.state LIMIT 1001) capped) c
 CROSS JOIN LATERAL (
     SELECT a.created_at FROM actions a
     WHERE a.state >= s.state AND a.state <= s.state
-      AND (@all_clients::boolean OR a.client = ANY(@scope_clients::text[]))
     ORDER BY a.state DESC, a.id
     LIMIT 1) o
 LEFT JOIN LATERAL (
-    -- A scoped reader's count stops at 1,001: the statistics are every client's.
     SELECT (t.reltuples * st.most_common_freqs[array_position(st.most_common_vals::text::text[], s.state)])::bigint AS n
     FROM pg_catalog.pg_class t
     JOIN pg_catalog.pg_stats st ON st.schemaname = current_schema() AND st.tablename = t.relname AND st.attname = 'state'
-    WHERE t.oid = 'actions'::regclass AND @all_clients::boolean) est ON true
+    WHERE t.oid = 'actions'::regclass) est ON true
 ORDER BY s.state;
+
+-- name: ActionCountInScope :one
+-- ActionCountByState's figures for one state and the clients of a person who sees
+-- some: up to 1,001 actions, and the creation time of the lowest id. Planned per
+-- call (db.PlannedPerCall) with the state and the clients known, Postgres walks
+-- the primary key (client, id) for a client with few actions and
+-- actions_state_idx for a state a large client has many of. oldest is the epoch
+-- when n is 0.
+SELECT (SELECT count(*) FROM (
+            SELECT 1 FROM actions a WHERE a.state = @state AND a.client = ANY(@scope_clients::text[])
+            LIMIT 1001) capped)::bigint AS n,
+       coalesce((SELECT a.created_at FROM actions a WHERE a.state = @state AND a.client = ANY(@scope_clients::text[])
+                 ORDER BY a.id LIMIT 1), 'epoch')::timestamptz AS oldest;
 
 -- name: ActionCancelSuccessors :many
 -- The predecessor will never be performed: successors waiting for it will not be either.

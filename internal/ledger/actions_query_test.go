@@ -148,7 +148,7 @@ func TestActionCountByState(t *testing.T) {
 	}
 	counts := func() []count {
 		t.Helper()
-		rows, err := db.New(pool).ActionCountByState(ctx, db.ActionCountByStateParams{AllClients: true})
+		rows, err := db.New(pool).ActionCountByState(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -44,14 +44,14 @@ func TestPlannedPerCallPreparesNothing(t *testing.T) {
 	planned := db.New(db.PlannedPerCall(conn))
 	var got []db.ActionCountByStateRow
 	for range 6 { // past the fifth call, after which Postgres would consider a generic plan
-		if got, err = planned.ActionCountByState(ctx, db.ActionCountByStateParams{AllClients: true}); err != nil {
+		if got, err = planned.ActionCountByState(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if n := prepared(); n != 0 {
 		t.Errorf("after calls planned per call: %d prepared statements, want 0", n)
 	}
-	want, err := db.New(conn).ActionCountByState(ctx, db.ActionCountByStateParams{AllClients: true})
+	want, err := db.New(conn).ActionCountByState(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -244,15 +244,36 @@ type StateCount struct {
 	Oldest time.Time
 }
 
-// Summary counts actions by state.
+// Summary counts actions by state: every client's for a reader of all, else
+// state by state in the reader's clients (see ActionCountInScope).
 func (r *Review) Summary(ctx context.Context) ([]StateCount, error) {
-	rows, err := db.New(r.pool).ActionCountByState(ctx, db.ActionCountByStateParams{AllClients: r.scope.all, ScopeClients: r.scope.clients})
+	if !r.scope.all {
+		return r.summaryInScope(ctx)
+	}
+	rows, err := db.New(r.pool).ActionCountByState(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("count actions: %w", err)
 	}
 	out := make([]StateCount, 0, len(rows))
 	for _, row := range rows {
 		out = append(out, StateCount{State: row.State, Count: row.N, Oldest: row.Oldest})
+	}
+	return out, nil
+}
+
+// summaryInScope is Summary for a reader of some clients; states without actions
+// are left out, as ActionCountByState leaves them.
+func (r *Review) summaryInScope(ctx context.Context) ([]StateCount, error) {
+	q := db.New(db.PlannedPerCall(r.pool))
+	var out []StateCount
+	for _, st := range AllStates {
+		row, err := q.ActionCountInScope(ctx, db.ActionCountInScopeParams{State: st, ScopeClients: r.scope.clients})
+		if err != nil {
+			return nil, fmt.Errorf("count actions: %w", err)
+		}
+		if row.N > 0 {
+			out = append(out, StateCount{State: st, Count: row.N, Oldest: row.Oldest})
+		}
 	}
 	return out, nil
 }
