@@ -2,8 +2,10 @@ package web_test
 
 import (
 	"encoding/json"
+	"maps"
 	"net/http"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -50,7 +52,8 @@ func TestScopesWalkEveryRoute(t *testing.T) {
 			t.Errorf("%s was not walked", key)
 		}
 	}
-	t.Logf("walked %d routes", len(walked))
+	keys := slices.Sorted(maps.Keys(walked))
+	t.Logf("walked %d routes:\n%s", len(keys), strings.Join(keys, "\n"))
 }
 
 // walkScoped sends every route as p, first filled with the other client's ids,
