@@ -79,3 +79,22 @@ func TestAdminsSetScopes(t *testing.T) {
 		t.Errorf("the viewer's token lists: %d %s", status, tailOf(body, 300))
 	}
 }
+
+// TestUsersPageFlagsOperatorsWithoutClients: an operator left without clients (as
+// an upgrade leaves them) is flagged on /users, where the admin gives them some.
+func TestUsersPageFlagsOperatorsWithoutClients(t *testing.T) {
+	t.Parallel()
+	s := newScopeSite(t)
+	var id int64
+	if err := s.pool.QueryRow(context.Background(),
+		`INSERT INTO users (email, role, password_hash) VALUES ('old-op@example.com', 'operator', '') RETURNING id`).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	page := s.personas[0].p.get("/users")
+	if !strings.Contains(page.body, fmt.Sprintf(`id="no-clients-%d"`, id)) {
+		t.Errorf("/users does not flag an operator without clients")
+	}
+	if strings.Contains(page.body, fmt.Sprintf(`id="no-clients-%d"`, s.user)) {
+		t.Errorf("/users flags a viewer who has a client")
+	}
+}
