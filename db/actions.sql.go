@@ -506,6 +506,37 @@ func (q *Queries) ActionCountByState(ctx context.Context) ([]ActionCountByStateR
 	return items, nil
 }
 
+const actionCountInScope = `-- name: ActionCountInScope :one
+SELECT (SELECT count(*) FROM (
+            SELECT 1 FROM actions a WHERE a.state = $1 AND a.client = ANY($2::text[])
+            LIMIT 1001) capped)::bigint AS n,
+       coalesce((SELECT a.created_at FROM actions a WHERE a.state = $1 AND a.client = ANY($2::text[])
+                 ORDER BY a.id LIMIT 1), 'epoch')::timestamptz AS oldest
+`
+
+type ActionCountInScopeParams struct {
+	State        string
+	ScopeClients []string
+}
+
+type ActionCountInScopeRow struct {
+	N      int64
+	Oldest time.Time
+}
+
+// ActionCountByState's figures for one state and the clients of a person who sees
+// some: up to 1,001 actions, and the creation time of the lowest id. Planned per
+// call (db.PlannedPerCall) with the state and the clients known, Postgres walks
+// the primary key (client, id) for a client with few actions and
+// actions_state_idx for a state a large client has many of. oldest is the epoch
+// when n is 0.
+func (q *Queries) ActionCountInScope(ctx context.Context, arg ActionCountInScopeParams) (ActionCountInScopeRow, error) {
+	row := q.db.QueryRow(ctx, actionCountInScope, arg.State, arg.ScopeClients)
+	var i ActionCountInScopeRow
+	err := row.Scan(&i.N, &i.Oldest)
+	return i, err
+}
+
 const actionEventLinks = `-- name: ActionEventLinks :exec
 INSERT INTO action_events (client, action_id, event_id, params, params_sha256, conflict)
 SELECT r.client, r.action_id, r.event_id, r.params, r.params_sha256, r.conflict
@@ -859,51 +890,52 @@ WHERE (a.client, a.id) IN (
           AND ($4::text = '' OR b.owner = $4)
           AND ($5::text = '' OR b.destination = $5)
           AND ($6::text = '' OR b.client = $6)
-          AND ($7::text = '' OR lower(b.business_key)
-                   LIKE replace(replace(replace(lower($7), '\', '\\'), '%', '\%'), '_', '\_') || '%'
-               OR (b.client = ANY($8::text[]) AND b.operation_key = $7)
-               OR (b.external_ref = $7 AND b.external_ref <> '') OR b.owner = $7
+          AND ($7::boolean OR b.client = ANY($8::text[]))
+          AND ($9::text = '' OR lower(b.business_key)
+                   LIKE replace(replace(replace(lower($9), '\', '\\'), '%', '\%'), '_', '\_') || '%'
+               OR (b.client = ANY($10::text[]) AND b.operation_key = $9)
+               OR (b.external_ref = $9 AND b.external_ref <> '') OR b.owner = $9
                OR b.id = ANY(ARRAY(SELECT x.id FROM actions x
-                                   WHERE action_param_values(x.params) @> jsonb_build_array(lower($7))
+                                   WHERE action_param_values(x.params) @> jsonb_build_array(lower($9))
                                    LIMIT 5000))
                OR (b.state IN ('held', 'uncertain', 'failed')
-                   AND b.reason ILIKE '%' || replace(replace(replace($7, '\', '\\'), '%', '\%'), '_', '\_') || '%')
+                   AND b.reason ILIKE '%' || replace(replace(replace($9, '\', '\\'), '%', '\%'), '_', '\_') || '%')
                OR b.id = ANY(ARRAY(SELECT ae.action_id FROM events e
                                    JOIN action_events ae ON ae.client = e.client AND ae.event_id = e.id
-                                   WHERE e.client = ANY($8::text[]) AND e.source = ANY($9::text[])
-                                     AND e.source_event_id = $7)))
-          AND ($10::text = '' OR b.reason ILIKE '%' || $10 || '%')
-          AND ($11::timestamptz IS NULL OR b.created_at >= $11)
-          AND ($12::timestamptz IS NULL OR b.created_at < $12)
-          AND ($13::integer = 0
+                                   WHERE e.client = ANY($10::text[]) AND e.source = ANY($11::text[])
+                                     AND e.source_event_id = $9)))
+          AND ($12::text = '' OR b.reason ILIKE '%' || $12 || '%')
+          AND ($13::timestamptz IS NULL OR b.created_at >= $13)
+          AND ($14::timestamptz IS NULL OR b.created_at < $14)
+          AND ($15::integer = 0
                OR EXISTS (SELECT 1 FROM attempts t WHERE t.client = b.client AND t.action_id = b.id
-                          AND t.http_status = $13))
+                          AND t.http_status = $15))
           -- Sorted by waiting time, only open actions. When the caller lists only
           -- states that wait for a person (person_states), the condition is
           -- actions_waiting_idx's own, and Postgres walks it.
-          AND ($14::text NOT IN ('state_since', '-state_since')
-               OR b.state = ANY(CASE WHEN $15::boolean THEN ARRAY['held', 'uncertain', 'failed']
+          AND ($16::text NOT IN ('state_since', '-state_since')
+               OR b.state = ANY(CASE WHEN $17::boolean THEN ARRAY['held', 'uncertain', 'failed']
                                      ELSE ARRAY['pending', 'processing', 'retrying', 'held', 'uncertain', 'failed'] END))
-          AND CASE $14::text
-                  WHEN 'created' THEN b.id > coalesce($16::bigint, 0)
+          AND CASE $16::text
+                  WHEN 'created' THEN b.id > coalesce($18::bigint, 0)
                   WHEN 'state_since' THEN (b.state_since, b.id) >
-                      (coalesce($17::timestamptz, '-infinity'), coalesce($16::bigint, 0))
+                      (coalesce($19::timestamptz, '-infinity'), coalesce($18::bigint, 0))
                   WHEN '-state_since' THEN (b.state_since, b.id) <
-                      (coalesce($17::timestamptz, 'infinity'), coalesce($16::bigint, 9223372036854775807))
-                  ELSE b.id < coalesce($16::bigint, 9223372036854775807) END
+                      (coalesce($19::timestamptz, 'infinity'), coalesce($18::bigint, 9223372036854775807))
+                  ELSE b.id < coalesce($18::bigint, 9223372036854775807) END
         -- A walk backwards down an index goes down every column of it backwards.
-        ORDER BY CASE WHEN $14 IN ('created', '-state_since') THEN b.state END DESC,
-                 CASE WHEN $14 NOT IN ('created', '-state_since') THEN b.state END,
-                 CASE WHEN $14 = 'state_since' THEN b.state_since END,
-                 CASE WHEN $14 = '-state_since' THEN b.state_since END DESC,
-                 CASE WHEN $14 = 'created' OR $14 = 'state_since' THEN b.id END,
-                 CASE WHEN $14 NOT IN ('created', 'state_since') THEN b.id END DESC
-        LIMIT $18) p)
-ORDER BY CASE WHEN $14 = 'state_since' THEN a.state_since END,
-         CASE WHEN $14 = '-state_since' THEN a.state_since END DESC,
-         CASE WHEN $14 = 'created' OR $14 = 'state_since' THEN a.id END,
-         CASE WHEN $14 NOT IN ('created', 'state_since') THEN a.id END DESC
-LIMIT $18
+        ORDER BY CASE WHEN $16 IN ('created', '-state_since') THEN b.state END DESC,
+                 CASE WHEN $16 NOT IN ('created', '-state_since') THEN b.state END,
+                 CASE WHEN $16 = 'state_since' THEN b.state_since END,
+                 CASE WHEN $16 = '-state_since' THEN b.state_since END DESC,
+                 CASE WHEN $16 = 'created' OR $16 = 'state_since' THEN b.id END,
+                 CASE WHEN $16 NOT IN ('created', 'state_since') THEN b.id END DESC
+        LIMIT $20) p)
+ORDER BY CASE WHEN $16 = 'state_since' THEN a.state_since END,
+         CASE WHEN $16 = '-state_since' THEN a.state_since END DESC,
+         CASE WHEN $16 = 'created' OR $16 = 'state_since' THEN a.id END,
+         CASE WHEN $16 NOT IN ('created', 'state_since') THEN a.id END DESC
+LIMIT $20
 `
 
 type ActionListParams struct {
@@ -913,6 +945,8 @@ type ActionListParams struct {
 	Owner        string
 	Destination  string
 	Client       string
+	AllClients   bool
+	ScopeClients []string
 	Q            string
 	Clients      []string
 	Sources      []string
@@ -941,7 +975,8 @@ type ActionListParams struct {
 // is an index probe (clients and sources are the configured ones,
 // which lead the keys of operation keys and event ids). reason is a part of the
 // reason; since/until bound the creation time; http_status matches an attempt's
-// reply. Each state is walked on its own down actions_state_idx (state, id DESC)
+// reply. all_clients, else scope_clients, is what the reader may see (see
+// ledger's scope). Each state is walked on its own down actions_state_idx (state, id DESC)
 // or actions_owner_idx with an owner, for at most max_rows rows, so a page costs
 // the same with a thousand actions or a million; sorted by waiting time, the
 // states that wait for a person walk actions_waiting_idx the same way, and the
@@ -959,6 +994,8 @@ func (q *Queries) ActionList(ctx context.Context, arg ActionListParams) ([]Actio
 		arg.Owner,
 		arg.Destination,
 		arg.Client,
+		arg.AllClients,
+		arg.ScopeClients,
 		arg.Q,
 		arg.Clients,
 		arg.Sources,

@@ -15,16 +15,24 @@ SELECT state, destination, coalesce(reason_start, '')::text AS reason_start, fal
        count(*)::bigint AS n, min(state_since)::timestamptz AS oldest
 FROM actions
 WHERE state IN ('held', 'uncertain', 'failed')
+  AND ($1::boolean OR client = ANY($2::text[]))
 GROUP BY 1, 2, 3
 UNION ALL
-SELECT state, destination, left(reason, $1::integer)::text,
+SELECT state, destination, left(reason, $3::integer)::text,
        (state = 'pending' AND after_id IS NOT NULL
         AND next_attempt_at = '9999-12-31 00:00:00+00'::timestamptz)::boolean,
        count(*)::bigint, min(state_since)::timestamptz
 FROM actions
 WHERE state IN ('pending', 'processing', 'retrying')
+  AND ($1::boolean OR client = ANY($2::text[]))
 GROUP BY 1, 2, 3, 4
 `
+
+type DashboardCausesParams struct {
+	AllClients   bool
+	ScopeClients []string
+	ReasonBytes  int32
+}
 
 type DashboardCausesRow struct {
 	State       string
@@ -38,11 +46,12 @@ type DashboardCausesRow struct {
 // The open actions grouped by state, destination and the start of their reason
 // (which decides their cause, see causeOf), with, for a pending action, whether
 // it waits for its predecessor: the queues' counts and the overview's causes, in
-// one read per page. The actions that wait for a person are counted from
-// actions_cause_idx alone (reason_start is their reason's first @reason_bytes
-// bytes, see migration 00030); the workers' states are few and brief, read whole.
-func (q *Queries) DashboardCauses(ctx context.Context, reasonBytes int32) ([]DashboardCausesRow, error) {
-	rows, err := q.db.Query(ctx, dashboardCauses, reasonBytes)
+// one read per page, of the clients in the reader's scope. The actions that wait
+// for a person are counted from actions_cause_idx alone (reason_start is their
+// reason's first @reason_bytes bytes, see migration 00030; the index includes the
+// client); the workers' states are few and brief, read whole.
+func (q *Queries) DashboardCauses(ctx context.Context, arg DashboardCausesParams) ([]DashboardCausesRow, error) {
+	rows, err := q.db.Query(ctx, dashboardCauses, arg.AllClients, arg.ScopeClients, arg.ReasonBytes)
 	if err != nil {
 		return nil, err
 	}
@@ -136,6 +145,7 @@ SELECT a.destination,
 FROM attempts t
 JOIN actions a ON a.client = t.client AND a.id = t.action_id
 WHERE t.finished_at >= $3::timestamptz AND t.kind = 'call' AND t.observed = ANY($4::text[])
+  AND ($5::boolean OR t.client = ANY($6::text[]))
 GROUP BY 1, 2
 `
 
@@ -144,6 +154,8 @@ type DashboardTrendFailuresParams struct {
 	BucketSeconds float64
 	StartAt       time.Time
 	Observed      []string
+	AllClients    bool
+	ScopeClients  []string
 }
 
 type DashboardTrendFailuresRow struct {
@@ -160,6 +172,8 @@ func (q *Queries) DashboardTrendFailures(ctx context.Context, arg DashboardTrend
 		arg.BucketSeconds,
 		arg.StartAt,
 		arg.Observed,
+		arg.AllClients,
+		arg.ScopeClients,
 	)
 	if err != nil {
 		return nil, err
@@ -185,6 +199,7 @@ SELECT destination,
        count(*)::bigint AS n
 FROM actions
 WHERE created_at >= $3::timestamptz
+  AND ($4::boolean OR client = ANY($5::text[]))
 GROUP BY 1, 2
 `
 
@@ -192,6 +207,8 @@ type DashboardTrendNewParams struct {
 	Since         time.Time
 	BucketSeconds float64
 	StartAt       time.Time
+	AllClients    bool
+	ScopeClients  []string
 }
 
 type DashboardTrendNewRow struct {
@@ -203,7 +220,13 @@ type DashboardTrendNewRow struct {
 // Actions created from @start_at on, per destination and bucket of @bucket_seconds
 // counted from @since: what trend_counts does not hold yet.
 func (q *Queries) DashboardTrendNew(ctx context.Context, arg DashboardTrendNewParams) ([]DashboardTrendNewRow, error) {
-	rows, err := q.db.Query(ctx, dashboardTrendNew, arg.Since, arg.BucketSeconds, arg.StartAt)
+	rows, err := q.db.Query(ctx, dashboardTrendNew,
+		arg.Since,
+		arg.BucketSeconds,
+		arg.StartAt,
+		arg.AllClients,
+		arg.ScopeClients,
+	)
 	if err != nil {
 		return nil, err
 	}
@@ -229,20 +252,24 @@ CROSS JOIN unnest($1::timestamptz[]) AS b(start_at)
 CROSS JOIN LATERAL (
     SELECT count(*) AS n FROM actions a
     WHERE a.state = s.state AND a.state IN ('held', 'uncertain', 'failed')
+      AND ($2::boolean OR a.client = ANY($3::text[]))
       AND a.state_since >= b.start_at
-      AND a.state_since < b.start_at + make_interval(secs => $2::double precision)) c
+      AND a.state_since < b.start_at + make_interval(secs => $4::double precision)) c
 WHERE c.n > 0
 UNION ALL
 SELECT a.state::text AS state, b.start_at::timestamptz AS start_at, count(*)::bigint AS n
 FROM unnest($1::timestamptz[]) AS b(start_at)
 JOIN actions a ON a.state IN ('pending', 'processing', 'retrying')
+    AND ($2::boolean OR a.client = ANY($3::text[]))
     AND a.state_since >= b.start_at
-    AND a.state_since < b.start_at + make_interval(secs => $2::double precision)
+    AND a.state_since < b.start_at + make_interval(secs => $4::double precision)
 GROUP BY 1, 2
 `
 
 type DashboardTrendQueuesParams struct {
 	Starts        []time.Time
+	AllClients    bool
+	ScopeClients  []string
 	BucketSeconds float64
 }
 
@@ -257,7 +284,12 @@ type DashboardTrendQueuesRow struct {
 // person, a count along actions_waiting_idx per state and bucket, reading no row;
 // the workers' states (few and brief) are read and grouped.
 func (q *Queries) DashboardTrendQueues(ctx context.Context, arg DashboardTrendQueuesParams) ([]DashboardTrendQueuesRow, error) {
-	rows, err := q.db.Query(ctx, dashboardTrendQueues, arg.Starts, arg.BucketSeconds)
+	rows, err := q.db.Query(ctx, dashboardTrendQueues,
+		arg.Starts,
+		arg.AllClients,
+		arg.ScopeClients,
+		arg.BucketSeconds,
+	)
 	if err != nil {
 		return nil, err
 	}
@@ -286,14 +318,14 @@ func (q *Queries) TrendAdvance(ctx context.Context, countedUntil time.Time) erro
 }
 
 const trendCountFailures = `-- name: TrendCountFailures :exec
-INSERT INTO trend_counts (kind, destination, bucket, n)
-SELECT 'failed', a.destination, date_bin('5 minutes', t.finished_at, timestamptz 'epoch'), count(*)
+INSERT INTO trend_counts (kind, client, destination, bucket, n)
+SELECT 'failed', a.client, a.destination, date_bin('5 minutes', t.finished_at, timestamptz 'epoch'), count(*)
 FROM attempts t
 JOIN actions a ON a.client = t.client AND a.id = t.action_id
 WHERE t.finished_at >= $1::timestamptz AND t.finished_at < $2::timestamptz
   AND t.kind = 'call' AND t.observed = ANY($3::text[])
-GROUP BY 2, 3
-ON CONFLICT (kind, bucket, destination) DO UPDATE SET n = trend_counts.n + excluded.n
+GROUP BY 2, 3, 4
+ON CONFLICT (kind, bucket, client, destination) DO UPDATE SET n = trend_counts.n + excluded.n
 `
 
 type TrendCountFailuresParams struct {
@@ -309,12 +341,12 @@ func (q *Queries) TrendCountFailures(ctx context.Context, arg TrendCountFailures
 }
 
 const trendCountNew = `-- name: TrendCountNew :exec
-INSERT INTO trend_counts (kind, destination, bucket, n)
-SELECT 'new', destination, date_bin('5 minutes', created_at, timestamptz 'epoch'), count(*)
+INSERT INTO trend_counts (kind, client, destination, bucket, n)
+SELECT 'new', client, destination, date_bin('5 minutes', created_at, timestamptz 'epoch'), count(*)
 FROM actions
 WHERE created_at >= $1::timestamptz AND created_at < $2::timestamptz
-GROUP BY 2, 3
-ON CONFLICT (kind, bucket, destination) DO UPDATE SET n = trend_counts.n + excluded.n
+GROUP BY 2, 3, 4
+ON CONFLICT (kind, bucket, client, destination) DO UPDATE SET n = trend_counts.n + excluded.n
 `
 
 type TrendCountNewParams struct {
@@ -334,6 +366,7 @@ SELECT kind, destination,
        sum(n)::bigint AS n
 FROM trend_counts
 WHERE bucket >= $1::timestamptz AND bucket < $3::timestamptz
+  AND ($4::boolean OR client = ANY($5::text[]))
 GROUP BY 1, 2, 3
 `
 
@@ -341,6 +374,8 @@ type TrendCountedParams struct {
 	Since         time.Time
 	BucketSeconds float64
 	Until         time.Time
+	AllClients    bool
+	ScopeClients  []string
 }
 
 type TrendCountedRow struct {
@@ -353,7 +388,13 @@ type TrendCountedRow struct {
 // The counted buckets in [@since, @until), per kind and destination, as buckets of
 // @bucket_seconds counted from @since.
 func (q *Queries) TrendCounted(ctx context.Context, arg TrendCountedParams) ([]TrendCountedRow, error) {
-	rows, err := q.db.Query(ctx, trendCounted, arg.Since, arg.BucketSeconds, arg.Until)
+	rows, err := q.db.Query(ctx, trendCounted,
+		arg.Since,
+		arg.BucketSeconds,
+		arg.Until,
+		arg.AllClients,
+		arg.ScopeClients,
+	)
 	if err != nil {
 		return nil, err
 	}

@@ -12,9 +12,15 @@ import (
 
 const destinationList = `-- name: DestinationList :many
 SELECT d.name, d.status, d.reason, d.changed_at,
-       (SELECT count(*) FROM actions a WHERE a.destination = d.name AND a.state = 'held')::bigint AS held
+       (SELECT count(*) FROM actions a WHERE a.destination = d.name AND a.state = 'held'
+          AND ($1::boolean OR a.client = ANY($2::text[])))::bigint AS held
 FROM destinations d ORDER BY d.name
 `
+
+type DestinationListParams struct {
+	AllClients   bool
+	ScopeClients []string
+}
 
 type DestinationListRow struct {
 	Name      string
@@ -24,8 +30,9 @@ type DestinationListRow struct {
 	Held      int64
 }
 
-func (q *Queries) DestinationList(ctx context.Context) ([]DestinationListRow, error) {
-	rows, err := q.db.Query(ctx, destinationList)
+// held counts the actions of the clients the reader sees.
+func (q *Queries) DestinationList(ctx context.Context, arg DestinationListParams) ([]DestinationListRow, error) {
+	rows, err := q.db.Query(ctx, destinationList, arg.AllClients, arg.ScopeClients)
 	if err != nil {
 		return nil, err
 	}

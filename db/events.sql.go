@@ -346,15 +346,16 @@ SELECT id, client, environment, source, source_event_id, type, status, reason, d
             conflict, occurred_at, received_at, last_received_at, via
      FROM events
      WHERE $1::text <> 'received' AND $2::text = ''
-       AND ($3::text = '' OR source = $3)
+       AND ($3::boolean OR client = ANY($4::text[]))
+       AND ($5::text = '' OR source = $5)
        AND ($1::text = '' OR status = $1 OR ($1 = 'conflict' AND conflict))
-       AND ($4::text = '' OR type = $4)
-       AND ($5::text = '' OR via = $5)
-       AND received_at >= coalesce($6::timestamptz, '-infinity')
-       AND received_at < coalesce($7::timestamptz, 'infinity')
-       AND id < coalesce($8::bigint, 9223372036854775807)
+       AND ($6::text = '' OR type = $6)
+       AND ($7::text = '' OR via = $7)
+       AND received_at >= coalesce($8::timestamptz, '-infinity')
+       AND received_at < coalesce($9::timestamptz, 'infinity')
+       AND id < coalesce($10::bigint, 9223372036854775807)
      ORDER BY id DESC
-     LIMIT $9)
+     LIMIT $11)
     UNION ALL
     (SELECT e.id, e.client, e.environment, e.source, e.source_event_id, e.type, e.status, e.reason,
             e.deliveries, e.conflict, e.occurred_at, e.received_at, e.last_received_at, e.via
@@ -365,37 +366,40 @@ SELECT id, client, environment, source, source_event_id, type, status, reason, d
                          WHERE x.client = q.client AND x.id = q.id AND x.status = 'received'
                          OFFSET 0) e
      WHERE $1::text = 'received' AND $2::text = ''
-       AND ($3::text = '' OR e.source = $3)
-       AND ($4::text = '' OR e.type = $4)
-       AND ($5::text = '' OR e.via = $5)
-       AND e.received_at >= coalesce($6::timestamptz, '-infinity')
-       AND e.received_at < coalesce($7::timestamptz, 'infinity')
-       AND q.id < coalesce($8::bigint, 9223372036854775807)
+       AND ($3::boolean OR q.client = ANY($4::text[]))
+       AND ($5::text = '' OR e.source = $5)
+       AND ($6::text = '' OR e.type = $6)
+       AND ($7::text = '' OR e.via = $7)
+       AND e.received_at >= coalesce($8::timestamptz, '-infinity')
+       AND e.received_at < coalesce($9::timestamptz, 'infinity')
+       AND q.id < coalesce($10::bigint, 9223372036854775807)
      ORDER BY q.id DESC
-     LIMIT $9)
+     LIMIT $11)
     UNION ALL
     (SELECT e.id, e.client, e.environment, e.source, e.source_event_id, e.type, e.status, e.reason,
             e.deliveries, e.conflict, e.occurred_at, e.received_at, e.last_received_at, e.via
-     FROM (SELECT unnest($10::text[]) AS client, unnest($11::text[]) AS source) s
+     FROM (SELECT unnest($12::text[]) AS client, unnest($13::text[]) AS source) s
      JOIN events e ON e.client = s.client AND e.source = s.source AND e.source_event_id = $2
      WHERE $2::text <> ''
-       AND ($3::text = '' OR e.source = $3)
+       AND ($5::text = '' OR e.source = $5)
        AND ($1::text = '' OR e.status = $1 OR ($1 = 'conflict' AND e.conflict))
-       AND ($4::text = '' OR e.type = $4)
-       AND ($5::text = '' OR e.via = $5)
-       AND e.received_at >= coalesce($6::timestamptz, '-infinity')
-       AND e.received_at < coalesce($7::timestamptz, 'infinity')
-       AND e.id < coalesce($8::bigint, 9223372036854775807)
+       AND ($6::text = '' OR e.type = $6)
+       AND ($7::text = '' OR e.via = $7)
+       AND e.received_at >= coalesce($8::timestamptz, '-infinity')
+       AND e.received_at < coalesce($9::timestamptz, 'infinity')
+       AND e.id < coalesce($10::bigint, 9223372036854775807)
      ORDER BY e.id DESC
-     LIMIT $9)
+     LIMIT $11)
 ) page
 ORDER BY id DESC
-LIMIT $9
+LIMIT $11
 `
 
 type EventListParams struct {
 	Status        string
 	Q             string
+	AllClients    bool
+	ScopeClients  []string
 	Source        string
 	Type          string
 	Via           string
@@ -437,6 +441,8 @@ func (q *Queries) EventList(ctx context.Context, arg EventListParams) ([]EventLi
 	rows, err := q.db.Query(ctx, eventList,
 		arg.Status,
 		arg.Q,
+		arg.AllClients,
+		arg.ScopeClients,
 		arg.Source,
 		arg.Type,
 		arg.Via,

@@ -242,6 +242,7 @@ type TrendCount struct {
 	Destination string
 	Bucket      time.Time
 	N           int64
+	Client      string
 }
 
 type TrendHorizon struct {

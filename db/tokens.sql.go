@@ -111,13 +111,15 @@ func (q *Queries) TokenGetByHash(ctx context.Context, tokenSha256 []byte) (ApiTo
 }
 
 const tokenInsert = `-- name: TokenInsert :one
-INSERT INTO api_tokens (name, role, token_sha256, expires_at) VALUES ($1, $2, $3, $4)
+INSERT INTO api_tokens (name, role, clients, token_sha256, expires_at)
+VALUES ($1, $2, $3, $4, $5)
 RETURNING id, name, role, token_sha256, created_at, revoked_at, expires_at, last_used_at, clients
 `
 
 type TokenInsertParams struct {
 	Name        string
 	Role        string
+	Clients     []string
 	TokenSha256 []byte
 	ExpiresAt   *time.Time
 }
@@ -126,6 +128,7 @@ func (q *Queries) TokenInsert(ctx context.Context, arg TokenInsertParams) (ApiTo
 	row := q.db.QueryRow(ctx, tokenInsert,
 		arg.Name,
 		arg.Role,
+		arg.Clients,
 		arg.TokenSha256,
 		arg.ExpiresAt,
 	)

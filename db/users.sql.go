@@ -10,7 +10,7 @@ import (
 )
 
 const userEnsure = `-- name: UserEnsure :one
-INSERT INTO users (email, role, password_hash) VALUES ($1, $2, $3)
+INSERT INTO users (email, role, clients, password_hash) VALUES ($1, $2, $3, $4)
 ON CONFLICT ((lower(email))) DO UPDATE SET password_hash = excluded.password_hash, disabled = false
 RETURNING id, email, role, password_hash, disabled, created_at, clients, oidc_issuer, oidc_subject, signed_in_at
 `
@@ -18,13 +18,19 @@ RETURNING id, email, role, password_hash, disabled, created_at, clients, oidc_is
 type UserEnsureParams struct {
 	Email        string
 	Role         string
+	Clients      []string
 	PasswordHash string
 }
 
 // Creates the user, or gives the existing one (any case of its email) this password
 // and enables it, keeping its role: one statement, so two at once cannot collide.
 func (q *Queries) UserEnsure(ctx context.Context, arg UserEnsureParams) (User, error) {
-	row := q.db.QueryRow(ctx, userEnsure, arg.Email, arg.Role, arg.PasswordHash)
+	row := q.db.QueryRow(ctx, userEnsure,
+		arg.Email,
+		arg.Role,
+		arg.Clients,
+		arg.PasswordHash,
+	)
 	var i User
 	err := row.Scan(
 		&i.ID,
@@ -86,18 +92,24 @@ func (q *Queries) UserGetByEmail(ctx context.Context, email string) (User, error
 }
 
 const userInsert = `-- name: UserInsert :one
-INSERT INTO users (email, role, password_hash) VALUES ($1, $2, $3)
+INSERT INTO users (email, role, clients, password_hash) VALUES ($1, $2, $3, $4)
 RETURNING id, email, role, password_hash, disabled, created_at, clients, oidc_issuer, oidc_subject, signed_in_at
 `
 
 type UserInsertParams struct {
 	Email        string
 	Role         string
+	Clients      []string
 	PasswordHash string
 }
 
 func (q *Queries) UserInsert(ctx context.Context, arg UserInsertParams) (User, error) {
-	row := q.db.QueryRow(ctx, userInsert, arg.Email, arg.Role, arg.PasswordHash)
+	row := q.db.QueryRow(ctx, userInsert,
+		arg.Email,
+		arg.Role,
+		arg.Clients,
+		arg.PasswordHash,
+	)
 	var i User
 	err := row.Scan(
 		&i.ID,
@@ -244,16 +256,17 @@ func (q *Queries) UserSetDisabled(ctx context.Context, arg UserSetDisabledParams
 }
 
 const userSetRole = `-- name: UserSetRole :exec
-UPDATE users SET role = $1 WHERE id = $2
+UPDATE users SET role = $1, clients = $2 WHERE id = $3
 `
 
 type UserSetRoleParams struct {
-	Role string
-	ID   int64
+	Role    string
+	Clients []string
+	ID      int64
 }
 
 func (q *Queries) UserSetRole(ctx context.Context, arg UserSetRoleParams) error {
-	_, err := q.db.Exec(ctx, userSetRole, arg.Role, arg.ID)
+	_, err := q.db.Exec(ctx, userSetRole, arg.Role, arg.Clients, arg.ID)
 	return err
 }
 

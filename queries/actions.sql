@@ -360,7 +360,8 @@ RETURNING *;
 -- is an index probe (clients and sources are the configured ones,
 -- which lead the keys of operation keys and event ids). reason is a part of the
 -- reason; since/until bound the creation time; http_status matches an attempt's
--- reply. Each state is walked on its own down actions_state_idx (state, id DESC)
+-- reply. all_clients, else scope_clients, is what the reader may see (see
+-- ledger's scope). Each state is walked on its own down actions_state_idx (state, id DESC)
 -- or actions_owner_idx with an owner, for at most max_rows rows, so a page costs
 -- the same with a thousand actions or a million; sorted by waiting time, the
 -- states that wait for a person walk actions_waiting_idx the same way, and the
@@ -385,6 +386,7 @@ WHERE (a.client, a.id) IN (
           AND (@owner::text = '' OR b.owner = @owner)
           AND (@destination::text = '' OR b.destination = @destination)
           AND (@client::text = '' OR b.client = @client)
+          AND (@all_clients::boolean OR b.client = ANY(@scope_clients::text[]))
           AND (@q::text = '' OR lower(b.business_key)
                    LIKE replace(replace(replace(lower(@q), '\', '\\'), '%', '\%'), '_', '\_') || '%'
                OR (b.client = ANY(@clients::text[]) AND b.operation_key = @q)
@@ -456,6 +458,19 @@ LEFT JOIN LATERAL (
     JOIN pg_catalog.pg_stats st ON st.schemaname = current_schema() AND st.tablename = t.relname AND st.attname = 'state'
     WHERE t.oid = 'actions'::regclass) est ON true
 ORDER BY s.state;
+
+-- name: ActionCountInScope :one
+-- ActionCountByState's figures for one state and the clients of a person who sees
+-- some: up to 1,001 actions, and the creation time of the lowest id. Planned per
+-- call (db.PlannedPerCall) with the state and the clients known, Postgres walks
+-- the primary key (client, id) for a client with few actions and
+-- actions_state_idx for a state a large client has many of. oldest is the epoch
+-- when n is 0.
+SELECT (SELECT count(*) FROM (
+            SELECT 1 FROM actions a WHERE a.state = @state AND a.client = ANY(@scope_clients::text[])
+            LIMIT 1001) capped)::bigint AS n,
+       coalesce((SELECT a.created_at FROM actions a WHERE a.state = @state AND a.client = ANY(@scope_clients::text[])
+                 ORDER BY a.id LIMIT 1), 'epoch')::timestamptz AS oldest;
 
 -- name: ActionCancelSuccessors :many
 -- The predecessor will never be performed: successors waiting for it will not be either.

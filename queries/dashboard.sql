@@ -30,6 +30,7 @@ SELECT destination,
        count(*)::bigint AS n
 FROM actions
 WHERE created_at >= @start_at::timestamptz
+  AND (@all_clients::boolean OR client = ANY(@scope_clients::text[]))
 GROUP BY 1, 2;
 
 -- name: DashboardTrendFailures :many
@@ -41,6 +42,7 @@ SELECT a.destination,
 FROM attempts t
 JOIN actions a ON a.client = t.client AND a.id = t.action_id
 WHERE t.finished_at >= @start_at::timestamptz AND t.kind = 'call' AND t.observed = ANY(@observed::text[])
+  AND (@all_clients::boolean OR t.client = ANY(@scope_clients::text[]))
 GROUP BY 1, 2;
 
 -- name: TrendHorizonLock :one
@@ -53,23 +55,23 @@ SELECT counted_until FROM trend_horizon;
 
 -- name: TrendCountNew :exec
 -- Counts the actions created in [@start_at, @until), both on five-minute boundaries.
-INSERT INTO trend_counts (kind, destination, bucket, n)
-SELECT 'new', destination, date_bin('5 minutes', created_at, timestamptz 'epoch'), count(*)
+INSERT INTO trend_counts (kind, client, destination, bucket, n)
+SELECT 'new', client, destination, date_bin('5 minutes', created_at, timestamptz 'epoch'), count(*)
 FROM actions
 WHERE created_at >= @start_at::timestamptz AND created_at < @until::timestamptz
-GROUP BY 2, 3
-ON CONFLICT (kind, bucket, destination) DO UPDATE SET n = trend_counts.n + excluded.n;
+GROUP BY 2, 3, 4
+ON CONFLICT (kind, bucket, client, destination) DO UPDATE SET n = trend_counts.n + excluded.n;
 
 -- name: TrendCountFailures :exec
 -- Counts the calls that failed (observed one of @observed) in [@start_at, @until).
-INSERT INTO trend_counts (kind, destination, bucket, n)
-SELECT 'failed', a.destination, date_bin('5 minutes', t.finished_at, timestamptz 'epoch'), count(*)
+INSERT INTO trend_counts (kind, client, destination, bucket, n)
+SELECT 'failed', a.client, a.destination, date_bin('5 minutes', t.finished_at, timestamptz 'epoch'), count(*)
 FROM attempts t
 JOIN actions a ON a.client = t.client AND a.id = t.action_id
 WHERE t.finished_at >= @start_at::timestamptz AND t.finished_at < @until::timestamptz
   AND t.kind = 'call' AND t.observed = ANY(@observed::text[])
-GROUP BY 2, 3
-ON CONFLICT (kind, bucket, destination) DO UPDATE SET n = trend_counts.n + excluded.n;
+GROUP BY 2, 3, 4
+ON CONFLICT (kind, bucket, client, destination) DO UPDATE SET n = trend_counts.n + excluded.n;
 
 -- name: TrendAdvance :exec
 UPDATE trend_horizon SET counted_until = @counted_until;
@@ -86,6 +88,7 @@ SELECT kind, destination,
        sum(n)::bigint AS n
 FROM trend_counts
 WHERE bucket >= @since::timestamptz AND bucket < @until::timestamptz
+  AND (@all_clients::boolean OR client = ANY(@scope_clients::text[]))
 GROUP BY 1, 2, 3;
 
 -- name: DashboardTrendQueues :many
@@ -99,6 +102,7 @@ CROSS JOIN unnest(@starts::timestamptz[]) AS b(start_at)
 CROSS JOIN LATERAL (
     SELECT count(*) AS n FROM actions a
     WHERE a.state = s.state AND a.state IN ('held', 'uncertain', 'failed')
+      AND (@all_clients::boolean OR a.client = ANY(@scope_clients::text[]))
       AND a.state_since >= b.start_at
       AND a.state_since < b.start_at + make_interval(secs => @bucket_seconds::double precision)) c
 WHERE c.n > 0
@@ -106,6 +110,7 @@ UNION ALL
 SELECT a.state::text AS state, b.start_at::timestamptz AS start_at, count(*)::bigint AS n
 FROM unnest(@starts::timestamptz[]) AS b(start_at)
 JOIN actions a ON a.state IN ('pending', 'processing', 'retrying')
+    AND (@all_clients::boolean OR a.client = ANY(@scope_clients::text[]))
     AND a.state_since >= b.start_at
     AND a.state_since < b.start_at + make_interval(secs => @bucket_seconds::double precision)
 GROUP BY 1, 2;
@@ -114,13 +119,15 @@ GROUP BY 1, 2;
 -- The open actions grouped by state, destination and the start of their reason
 -- (which decides their cause, see causeOf), with, for a pending action, whether
 -- it waits for its predecessor: the queues' counts and the overview's causes, in
--- one read per page. The actions that wait for a person are counted from
--- actions_cause_idx alone (reason_start is their reason's first @reason_bytes
--- bytes, see migration 00030); the workers' states are few and brief, read whole.
+-- one read per page, of the clients in the reader's scope. The actions that wait
+-- for a person are counted from actions_cause_idx alone (reason_start is their
+-- reason's first @reason_bytes bytes, see migration 00030; the index includes the
+-- client); the workers' states are few and brief, read whole.
 SELECT state, destination, coalesce(reason_start, '')::text AS reason_start, false AS blocked,
        count(*)::bigint AS n, min(state_since)::timestamptz AS oldest
 FROM actions
 WHERE state IN ('held', 'uncertain', 'failed')
+  AND (@all_clients::boolean OR client = ANY(@scope_clients::text[]))
 GROUP BY 1, 2, 3
 UNION ALL
 SELECT state, destination, left(reason, @reason_bytes::integer)::text,
@@ -129,4 +136,5 @@ SELECT state, destination, left(reason, @reason_bytes::integer)::text,
        count(*)::bigint, min(state_since)::timestamptz
 FROM actions
 WHERE state IN ('pending', 'processing', 'retrying')
+  AND (@all_clients::boolean OR client = ANY(@scope_clients::text[]))
 GROUP BY 1, 2, 3, 4;

@@ -3,6 +3,8 @@ INSERT INTO destinations (name, status, reason, changed_at) VALUES (@name, @stat
 ON CONFLICT (name) DO UPDATE SET status = EXCLUDED.status, reason = EXCLUDED.reason, changed_at = now();
 
 -- name: DestinationList :many
+-- held counts the actions of the clients the reader sees.
 SELECT d.name, d.status, d.reason, d.changed_at,
-       (SELECT count(*) FROM actions a WHERE a.destination = d.name AND a.state = 'held')::bigint AS held
+       (SELECT count(*) FROM actions a WHERE a.destination = d.name AND a.state = 'held'
+          AND (@all_clients::boolean OR a.client = ANY(@scope_clients::text[])))::bigint AS held
 FROM destinations d ORDER BY d.name;

@@ -90,6 +90,7 @@ SELECT * FROM (
             conflict, occurred_at, received_at, last_received_at, via
      FROM events
      WHERE @status::text <> 'received' AND @q::text = ''
+       AND (@all_clients::boolean OR client = ANY(@scope_clients::text[]))
        AND (@source::text = '' OR source = @source)
        AND (@status::text = '' OR status = @status OR (@status = 'conflict' AND conflict))
        AND (@type::text = '' OR type = @type)
@@ -109,6 +110,7 @@ SELECT * FROM (
                          WHERE x.client = q.client AND x.id = q.id AND x.status = 'received'
                          OFFSET 0) e
      WHERE @status::text = 'received' AND @q::text = ''
+       AND (@all_clients::boolean OR q.client = ANY(@scope_clients::text[]))
        AND (@source::text = '' OR e.source = @source)
        AND (@type::text = '' OR e.type = @type)
        AND (@via::text = '' OR e.via = @via)

@@ -1,5 +1,6 @@
 -- name: TokenInsert :one
-INSERT INTO api_tokens (name, role, token_sha256, expires_at) VALUES (@name, @role, @token_sha256, @expires_at)
+INSERT INTO api_tokens (name, role, clients, token_sha256, expires_at)
+VALUES (@name, @role, @clients, @token_sha256, @expires_at)
 RETURNING *;
 
 -- name: TokenGetByHash :one

@@ -1,5 +1,5 @@
 -- name: UserInsert :one
-INSERT INTO users (email, role, password_hash) VALUES (@email, @role, @password_hash)
+INSERT INTO users (email, role, clients, password_hash) VALUES (@email, @role, @clients, @password_hash)
 RETURNING *;
 
 -- name: UserGetByEmail :one
@@ -12,7 +12,7 @@ SELECT * FROM users WHERE id = @id;
 SELECT * FROM users ORDER BY email;
 
 -- name: UserSetRole :exec
-UPDATE users SET role = @role WHERE id = @id;
+UPDATE users SET role = @role, clients = @clients WHERE id = @id;
 
 -- name: UserSetDisabled :exec
 UPDATE users SET disabled = @disabled WHERE id = @id;
@@ -29,7 +29,7 @@ SELECT id FROM users WHERE role = 'admin' AND NOT disabled ORDER BY id FOR UPDAT
 -- name: UserEnsure :one
 -- Creates the user, or gives the existing one (any case of its email) this password
 -- and enables it, keeping its role: one statement, so two at once cannot collide.
-INSERT INTO users (email, role, password_hash) VALUES (@email, @role, @password_hash)
+INSERT INTO users (email, role, clients, password_hash) VALUES (@email, @role, @clients, @password_hash)
 ON CONFLICT ((lower(email))) DO UPDATE SET password_hash = excluded.password_hash, disabled = false
 RETURNING *;
 

@@ -3,6 +3,7 @@ package views
 import (
 	"fmt"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -105,3 +106,9 @@ func current(is bool) templ.Attributes {
 	}
 	return templ.Attributes{}
 }
+
+// contains reports whether list holds s.
+func contains(list []string, s string) bool { return slices.Contains(list, s) }
+
+// join lists names comma-separated.
+func join(names []string) string { return strings.Join(names, ", ") }

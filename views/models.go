@@ -173,6 +173,7 @@ type QueuePage struct {
 
 // QueueTable is the htmx-refreshable part of a queue page.
 type QueueTable struct {
+	CanAct     bool   // the reader may act (not a viewer): the rows can be ticked for bulk acts
 	Filter     Filter // what the rows were selected by; the bulk form carries it
 	Rows       []ActionRow
 	RefreshURL string // this page, filter and cursor included

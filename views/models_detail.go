@@ -249,6 +249,9 @@ type UsersPage struct {
 	NewEmail string
 	NewRole  string
 	MinChars int
+	// Clients are the config's clients, to choose an operator's or viewer's from.
+	Clients    []string
+	NewClients []string
 	// OwnersWithout are owners the config names that nobody signs in as.
 	OwnersWithout []string
 }
@@ -258,6 +261,7 @@ type UserRow struct {
 	ID       int64
 	Email    string
 	Role     string
+	Clients  []string
 	Disabled bool
 	Created  Stamp
 	IsMe     bool
@@ -299,6 +303,7 @@ type Bar struct {
 type TokensPage struct {
 	Rows        []TokenRow
 	Roles       []string
+	Clients     []string // the config's, to choose a token's from
 	DefaultDays int
 	Audit       []TokenAuditRow
 	// NewToken and NewName are a token just created, shown this once.
@@ -309,7 +314,8 @@ type TokensPage struct {
 type TokenRow struct {
 	ID                         int64
 	Name, Role, State          string
-	Created, Expires, LastUsed Stamp // Expires and LastUsed zero: never
+	Clients                    []string // none: every client (an admin's)
+	Created, Expires, LastUsed Stamp    // Expires and LastUsed zero: never
 }
 
 // TokenAuditRow is one creation or revocation of a token.

@@ -72,18 +72,18 @@ func newAccessSite(t *testing.T) *accessSite {
 	s := &accessSite{dashboard: d, routes: e.Routes(), tokens: map[string]string{}}
 	ctx := context.Background()
 	for email, role := range map[string]string{adminEmail: ledger.RoleAdmin, opsEmail: ledger.RoleOperator} {
-		u, err := ledger.CreateUser(ctx, d.pool, email, role, password)
+		u, err := ledger.CreateUser(ctx, d.pool, email, role, password, scopeOf(cfg, role)...)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if role == ledger.RoleOperator {
 			s.operator = u.ID
 		}
-		if s.tokens[role], err = ledger.CreateToken(ctx, d.pool, "access-"+role, role); err != nil {
+		if s.tokens[role], err = ledger.CreateToken(ctx, d.pool, "access-"+role, role, scopeOf(cfg, role)...); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := ledger.CreateToken(ctx, d.pool, "access-spare", ledger.RoleOperator); err != nil {
+	if _, err := ledger.CreateToken(ctx, d.pool, "access-spare", ledger.RoleOperator, cfg.Clients()...); err != nil {
 		t.Fatal(err)
 	}
 	if err := d.pool.QueryRow(ctx, `SELECT id FROM api_tokens WHERE name = 'access-spare'`).Scan(&s.spare); err != nil {
@@ -232,7 +232,7 @@ func (s *accessSite) fill(pattern string) string {
 // route's own check.
 func (s *accessSite) form(csrf string) url.Values {
 	return url.Values{"csrf_token": {csrf}, "owner": {opsEmail}, "assign_owner": {opsEmail},
-		"email": {"new@example.com"}, "role": {ledger.RoleOperator}, "password": {"a new password 123"},
+		"email": {"new@example.com"}, "role": {ledger.RoleOperator}, "clients": s.cfg.Clients(), "password": {"a new password 123"},
 		"note": {"access test"}, "id": {fmt.Sprint(s.action)}, "expected": {"0"}, "disabled": {"false"},
 		"name": {"access test token"}, "expires_days": {"1"}}
 }

@@ -51,7 +51,7 @@ func (s *Server) pathAction(c echo.Context) (ledger.ActionDetail, error) {
 	if err != nil {
 		return ledger.ActionDetail{}, err
 	}
-	return s.review.GetAction(c.Request().Context(), n)
+	return s.review(c).GetAction(c.Request().Context(), n)
 }
 
 func queryInt(c echo.Context, name string) (int, error) {
@@ -86,7 +86,7 @@ func (s *Server) apiListActions(c echo.Context) error {
 			f.States = append(f.States, one)
 		}
 	}
-	page, err := s.review.ListActions(c.Request().Context(), f)
+	page, err := s.review(c).ListActions(c.Request().Context(), f)
 	if err != nil {
 		return err
 	}
@@ -102,7 +102,7 @@ func (s *Server) apiListActions(c echo.Context) error {
 
 // actionsJSON are as with their steps, computed together.
 func (s *Server) actionsJSON(c echo.Context, as []ledger.Action) ([]actionJSON, error) {
-	steps, err := s.review.NextSteps(c.Request().Context(), as)
+	steps, err := s.review(c).NextSteps(c.Request().Context(), as)
 	if err != nil {
 		return nil, err
 	}
@@ -124,15 +124,15 @@ func (s *Server) apiGetAction(c echo.Context) error {
 // apiActionDetail answers with the action, its step and its corrections.
 func (s *Server) apiActionDetail(c echo.Context, d ledger.ActionDetail) error {
 	ctx := c.Request().Context()
-	step, err := s.review.NextStep(ctx, d.Action)
+	step, err := s.review(c).NextStep(ctx, d.Action)
 	if err != nil {
 		return err
 	}
-	corrections, err := s.review.Corrections(ctx, d.Action)
+	corrections, err := s.review(c).Corrections(ctx, d.Action)
 	if err != nil {
 		return err
 	}
-	followOns, err := s.review.FollowOns(ctx, d.Action)
+	followOns, err := s.review(c).FollowOns(ctx, d.Action)
 	if err != nil {
 		return err
 	}
@@ -156,10 +156,10 @@ func (s *Server) apiCorrect(c echo.Context) error {
 	if err := c.Bind(&body); err != nil || len(body.Params) == 0 {
 		return ledger.Errorf(ledger.EINVALID, "The body must be a JSON object with params (the corrected parameters) and an optional note.")
 	}
-	if _, err := s.review.Correct(c.Request().Context(), actorOf(c), n, body.Params, body.Note); err != nil {
+	if _, err := s.review(c).Correct(c.Request().Context(), actorOf(c), n, body.Params, body.Note); err != nil {
 		return err
 	}
-	d, err := s.review.GetAction(c.Request().Context(), n)
+	d, err := s.review(c).GetAction(c.Request().Context(), n)
 	if err != nil {
 		return err
 	}
@@ -180,10 +180,10 @@ func (s *Server) apiDecideCorrection(approve bool) echo.HandlerFunc {
 				return ledger.Errorf(ledger.EINVALID, "The body must be a JSON object with an optional note.")
 			}
 		}
-		if _, err := s.review.DecideCorrection(c.Request().Context(), actorOf(c), n, approve, body.Note); err != nil {
+		if _, err := s.review(c).DecideCorrection(c.Request().Context(), actorOf(c), n, approve, body.Note); err != nil {
 			return err
 		}
-		d, err := s.review.GetAction(c.Request().Context(), n)
+		d, err := s.review(c).GetAction(c.Request().Context(), n)
 		if err != nil {
 			return err
 		}
@@ -212,11 +212,11 @@ func (s *Server) apiAct(c echo.Context) error {
 		}
 	}
 	p := ledger.ActParams{Note: body.Note, ExternalRef: body.ExternalRef, Owner: body.Owner, CheckedDestination: body.CheckedDestination}
-	a, err := s.review.Do(c.Request().Context(), actorOf(c), c.Param("act"), n, p)
+	a, err := s.review(c).Do(c.Request().Context(), actorOf(c), c.Param("act"), n, p)
 	if err != nil {
 		return err
 	}
-	step, err := s.review.NextStep(c.Request().Context(), a)
+	step, err := s.review(c).NextStep(c.Request().Context(), a)
 	if err != nil {
 		return err
 	}
@@ -224,7 +224,7 @@ func (s *Server) apiAct(c echo.Context) error {
 }
 
 func (s *Server) apiSummary(c echo.Context) error {
-	counts, err := s.review.Summary(c.Request().Context())
+	counts, err := s.review(c).Summary(c.Request().Context())
 	if err != nil {
 		return err
 	}
@@ -244,7 +244,7 @@ func (s *Server) apiSummary(c echo.Context) error {
 }
 
 func (s *Server) apiDestinations(c echo.Context) error {
-	ds, err := s.review.Destinations(c.Request().Context())
+	ds, err := s.review(c).Destinations(c.Request().Context())
 	if err != nil {
 		return err
 	}
@@ -265,7 +265,7 @@ func (s *Server) apiDestinations(c echo.Context) error {
 }
 
 func (s *Server) apiReconnect(c echo.Context) error {
-	n, err := s.review.Reconnect(c.Request().Context(), actorOf(c), c.Param("name"))
+	n, err := s.review(c).Reconnect(c.Request().Context(), actorOf(c), c.Param("name"))
 	if err != nil {
 		return err
 	}

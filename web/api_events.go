@@ -46,7 +46,7 @@ func (s *Server) apiListEvents(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	page, err := s.review.ListEvents(c.Request().Context(), f)
+	page, err := s.review(c).ListEvents(c.Request().Context(), f)
 	if err != nil {
 		return err
 	}
@@ -65,7 +65,7 @@ func (s *Server) apiGetEvent(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	d, err := s.review.GetEvent(c.Request().Context(), n)
+	d, err := s.review(c).GetEvent(c.Request().Context(), n)
 	if err != nil {
 		return err
 	}
@@ -104,7 +104,7 @@ func (s *Server) apiReplayEvent(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if _, err := s.review.ReplayEvent(c.Request().Context(), actorOf(c), n, body.Note); err != nil {
+	if _, err := s.review(c).ReplayEvent(c.Request().Context(), actorOf(c), n, body.Note); err != nil {
 		return err
 	}
 	return c.JSON(http.StatusAccepted, map[string]any{"event_id": id(n), "replayed": true})
@@ -121,7 +121,7 @@ func (s *Server) apiReplayMatching(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	res, err := s.review.ReplayMatching(c.Request().Context(), actorOf(c), f, body.Expected, body.Note)
+	res, err := s.review(c).ReplayMatching(c.Request().Context(), actorOf(c), f, body.Expected, body.Note)
 	if err != nil {
 		return err
 	}

@@ -37,7 +37,7 @@ func (s *Server) requireUser(next echo.HandlerFunc) echo.HandlerFunc {
 			return err
 		}
 		c.Set(userKey, u)
-		c.Set(actorKey, ledger.Actor{Name: u.Email, Role: u.Role, Subject: u.OIDCSubject})
+		c.Set(actorKey, u.Actor())
 		return next(c)
 	}
 }

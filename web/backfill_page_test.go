@@ -54,7 +54,7 @@ actions:
 	srv := httptest.NewServer(web.New(web.Params{Config: cfg, Pool: pool, Inbox: inbox,
 		Review: ledger.NewReview(pool, cfg, nil), Logger: logger}))
 	t.Cleanup(srv.Close)
-	if _, err := ledger.CreateUser(context.Background(), pool, opsEmail, ledger.RoleOperator, password); err != nil {
+	if _, err := ledger.CreateUser(context.Background(), pool, opsEmail, ledger.RoleOperator, password, cfg.Clients()...); err != nil {
 		t.Fatal(err)
 	}
 	p := (&dashboard{t: t, url: srv.URL}).person()

@@ -234,7 +234,7 @@ func TestBrowserCorrectionApprovedAndPerformed(t *testing.T) {
 	t.Parallel()
 	d := newDashboard(t)
 	const ownerEmail = "sales-ops@example.com" // the action rule's owner
-	if _, err := ledger.CreateUser(context.Background(), d.pool, ownerEmail, ledger.RoleOperator, password); err != nil {
+	if _, err := ledger.CreateUser(context.Background(), d.pool, ownerEmail, ledger.RoleOperator, password, d.cfg.Clients()...); err != nil {
 		t.Fatal(err)
 	}
 	d.crm.Fail(sandbox.Fault{Status: 422, Message: "amount must be approved"})

@@ -140,7 +140,7 @@ func newDashboardConfig(t *testing.T, cfgText string) *dashboard {
 	t.Cleanup(func() { cancel(); <-done })
 
 	for email, role := range map[string]string{adminEmail: ledger.RoleAdmin, opsEmail: ledger.RoleOperator} {
-		if _, err := ledger.CreateUser(context.Background(), d.pool, email, role, password); err != nil {
+		if _, err := ledger.CreateUser(context.Background(), d.pool, email, role, password, scopeOf(d.cfg, role)...); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -294,4 +294,13 @@ func (p *person) sessionCookie() string {
 		}
 	}
 	return ""
+}
+
+// scopeOf is the clients a test gives a person or token of role: every client of
+// cfg for an operator or a viewer, none (every one, implied) for an admin.
+func scopeOf(cfg *ledger.Config, role string) []string {
+	if role == ledger.RoleAdmin {
+		return nil
+	}
+	return cfg.Clients()
 }

@@ -24,7 +24,7 @@ const (
 // startConnect sends an admin's browser to the destination's authorize page,
 // keeping the state and PKCE verifier in the session for the callback.
 func (s *Server) startConnect(c echo.Context, name string) error {
-	st, err := s.review.StartConnect(actorOf(c), name)
+	st, err := s.review(c).StartConnect(actorOf(c), name)
 	if err != nil {
 		return err
 	}
@@ -53,7 +53,7 @@ func (s *Server) oauthCallback(c echo.Context) error {
 	if e := c.QueryParam("error"); e != "" {
 		return ledger.Errorf(ledger.ECONFLICT, "The provider did not grant access (%s); nothing was changed.", firstWords(e))
 	}
-	n, err := s.review.FinishConnect(ctx, actorOf(c), name, c.QueryParam("code"), verifier)
+	n, err := s.review(c).FinishConnect(ctx, actorOf(c), name, c.QueryParam("code"), verifier)
 	if err != nil {
 		return err
 	}
@@ -65,6 +65,9 @@ func (s *Server) oauthCallback(c echo.Context) error {
 // destinations connected through the browser: Reconnect posts here and is
 // redirected there, and a browser applies form-action to that redirect too.
 func (s *Server) allowAuthorizeForms(c echo.Context) {
+	if actorOf(c).Role != ledger.RoleAdmin {
+		return // only admins reconnect
+	}
 	var origins []string
 	for _, d := range s.cfg.Destinations {
 		if d.Auth.OAuth2 == nil || d.Auth.OAuth2.Grant != ledger.GrantAuthorizationCode {

@@ -35,7 +35,7 @@ func TestOwnersWithoutAccountFlagged(t *testing.T) {
 	if n := strings.Count(dests.body, `class="no-account"`); n != 2 {
 		t.Errorf("/destinations flags %d owners, want 2 (crm-admin, mail-admin)", n)
 	}
-	if _, err := ledger.CreateUser(t.Context(), d.pool, "crm-admin@example.com", ledger.RoleOperator, password); err != nil {
+	if _, err := ledger.CreateUser(t.Context(), d.pool, "crm-admin@example.com", ledger.RoleOperator, password, d.cfg.Clients()...); err != nil {
 		t.Fatal(err)
 	}
 	if n := strings.Count(admin.get("/destinations").body, `class="no-account"`); n != 1 {

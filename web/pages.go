@@ -3,6 +3,7 @@ package web
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -96,7 +97,7 @@ func eventURL(id int64) string  { return "/events/" + strconv.FormatInt(id, 10) 
 // actionRows turns actions into table rows, each with its next step as the
 // ledger computes it.
 func (s *Server) actionRows(c echo.Context, as []ledger.Action) ([]views.ActionRow, error) {
-	steps, err := s.review.NextSteps(c.Request().Context(), as)
+	steps, err := s.review(c).NextSteps(c.Request().Context(), as)
 	if err != nil {
 		return nil, err
 	}
@@ -114,22 +115,28 @@ func (s *Server) actionRows(c echo.Context, as []ledger.Action) ([]views.ActionR
 	return rows, nil
 }
 
-// assignees are the people an action can be assigned to.
-func (s *Server) assignees(c echo.Context) ([]views.Option, error) {
-	us, err := ledger.ListUsers(c.Request().Context(), s.pool, true)
-	if err != nil {
-		return nil, err
+// assignees are the people work of any of clients can be assigned to: the
+// enabled users who see one of them.
+func (s *Server) assignees(c echo.Context, clients ...string) ([]views.Option, error) {
+	var out []views.Option
+	for _, cl := range clients {
+		us, err := s.review(c).Assignees(c.Request().Context(), cl)
+		if err != nil {
+			return nil, err
+		}
+		for _, u := range us {
+			if !slices.ContainsFunc(out, func(o views.Option) bool { return o.Value == u.Email }) {
+				out = append(out, views.Option{Value: u.Email, Label: u.Email + " (" + u.Role + ")"})
+			}
+		}
 	}
-	out := make([]views.Option, 0, len(us))
-	for _, u := range us {
-		out = append(out, views.Option{Value: u.Email, Label: u.Email + " (" + u.Role + ")"})
-	}
+	slices.SortFunc(out, func(a, b views.Option) int { return strings.Compare(a.Value, b.Value) })
 	return out, nil
 }
 
 // flagOwners marks the rows whose owner has no account.
 func (s *Server) flagOwners(c echo.Context, rows []views.ActionRow) error {
-	known, err := s.review.AccountHolders(c.Request().Context())
+	known, err := s.review(c).AccountHolders(c.Request().Context())
 	if err != nil {
 		return err
 	}
@@ -153,7 +160,7 @@ func (s *Server) waiting(c echo.Context) (ledger.Waiting, error) {
 	if w, ok := c.Get(waitingKey).(ledger.Waiting); ok {
 		return w, nil
 	}
-	w, err := s.review.Waiting(c.Request().Context())
+	w, err := s.review(c).Waiting(c.Request().Context())
 	if err != nil {
 		return ledger.Waiting{}, err
 	}

@@ -21,7 +21,7 @@ func (s *Server) actionPage(c echo.Context) error {
 	}
 	a := d.Action
 	ctx := c.Request().Context()
-	step, err := s.review.NextStep(ctx, a)
+	step, err := s.review(c).NextStep(ctx, a)
 	if err != nil {
 		return err
 	}
@@ -36,14 +36,14 @@ func (s *Server) actionPage(c echo.Context) error {
 	}
 	if m.CanReconcile {
 		var useful bool
-		m.ReconcilePlan, useful = s.review.ReconcilePlan(a)
+		m.ReconcilePlan, useful = s.review(c).ReconcilePlan(a)
 		m.CanReconcile = useful
 	}
 	if m.Disconnected, err = s.disconnected(c, a); err != nil {
 		return err
 	}
 	m.Queue = ledger.QueueOf(a.State)
-	known, err := s.review.AccountHolders(c.Request().Context())
+	known, err := s.review(c).AccountHolders(c.Request().Context())
 	if err != nil {
 		return err
 	}
@@ -51,7 +51,7 @@ func (s *Server) actionPage(c echo.Context) error {
 	if m.NextInQueue, err = s.nextInQueue(c, a); err != nil {
 		return err
 	}
-	for _, e := range s.review.Evidence(a) {
+	for _, e := range s.review(c).Evidence(a) {
 		m.Evidence = append(m.Evidence, views.Option{Label: e.Label, Value: e.Value})
 	}
 	if m.CanAssign {
@@ -75,7 +75,7 @@ func (s *Server) actionPage(c echo.Context) error {
 // actionAssignees are the people a can be assigned to, its current owner first
 // when that is not one of them.
 func (s *Server) actionAssignees(c echo.Context, a ledger.Action) ([]views.Option, error) {
-	out, err := s.assignees(c)
+	out, err := s.assignees(c, a.Client)
 	if err != nil {
 		return nil, err
 	}
@@ -155,6 +155,9 @@ func (s *Server) retryPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := mayAct(c); err != nil {
+		return err
+	}
 	m, err := s.retryModel(c, d.Action, "", "")
 	if err != nil {
 		return err
@@ -164,7 +167,7 @@ func (s *Server) retryPage(c echo.Context) error {
 
 func (s *Server) retryModel(c echo.Context, a ledger.Action, errMsg, note string) (views.RetryPage, error) {
 	m := views.RetryPage{ID: a.ID, URL: actionURL(a.ID), Name: a.Name, BusinessKey: a.BusinessKey, State: a.State,
-		Destination: a.Destination, OperationKey: a.OperationKey, NeedsCheck: s.review.RetryNeedsCheck(a),
+		Destination: a.Destination, OperationKey: a.OperationKey, NeedsCheck: s.review(c).RetryNeedsCheck(a),
 		Error: errMsg, Note: note}
 	var err error
 	m.Disconnected, err = s.disconnected(c, a)
@@ -178,9 +181,12 @@ func (s *Server) reconcilePage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := mayAct(c); err != nil {
+		return err
+	}
 	a := d.Action
-	plan, _ := s.review.ReconcilePlan(a)
-	if why := s.review.Refusal(actorOf(c), ledger.ActReconcile, a); why != "" {
+	plan, _ := s.review(c).ReconcilePlan(a)
+	if why := s.review(c).Refusal(actorOf(c), ledger.ActReconcile, a); why != "" {
 		plan = why
 	}
 	m := views.ReconcilePage{URL: actionURL(a.ID), Name: a.Name, BusinessKey: a.BusinessKey, State: a.State,
@@ -207,7 +213,7 @@ func reconnectWho(d views.Disconnected) string {
 // disconnected is the action's destination when it is disconnected, with who can
 // reconnect it; nil when it is connected.
 func (s *Server) disconnected(c echo.Context, a ledger.Action) (*views.Disconnected, error) {
-	d, err := s.review.Destination(c.Request().Context(), a.Destination)
+	d, err := s.review(c).Destination(c.Request().Context(), a.Destination)
 	if ledger.ErrorCode(err) == ledger.ENOTFOUND {
 		return nil, nil // no longer configured: nothing to reconnect
 	}
@@ -246,10 +252,10 @@ func (s *Server) actionAct(c echo.Context) error {
 			return err
 		}
 	}
-	a, err := s.review.Do(ctx, actorOf(c), name, id, p)
+	a, err := s.review(c).Do(ctx, actorOf(c), name, id, p)
 	if err != nil {
 		if name == ledger.ActRetry && ledger.ErrorCode(err) == ledger.ECONFLICT {
-			d, gerr := s.review.GetAction(ctx, id)
+			d, gerr := s.review(c).GetAction(ctx, id)
 			if gerr != nil {
 				return gerr
 			}
@@ -269,7 +275,7 @@ func (s *Server) actionAct(c echo.Context) error {
 		msg = "Retry requested: the operation is looked up at the destination first, and called again with the same key only if it is not there."
 	}
 	if name == ledger.ActRetry || name == ledger.ActReconcile {
-		step, err := s.review.NextStep(ctx, a)
+		step, err := s.review(c).NextStep(ctx, a)
 		if err != nil {
 			return err
 		}
@@ -294,12 +300,12 @@ func (s *Server) nextInQueue(c echo.Context, a ledger.Action) (*views.QueueNext,
 	}
 	ctx := c.Request().Context()
 	out := &views.QueueNext{Queue: q, QueueURL: "/queue/" + q}
-	page, err := s.review.ListActions(ctx, ledger.ActionFilter{States: states, Cursor: strconv.FormatInt(a.ID, 10), Limit: 1})
+	page, err := s.review(c).ListActions(ctx, ledger.ActionFilter{States: states, Cursor: strconv.FormatInt(a.ID, 10), Limit: 1})
 	if err != nil {
 		return nil, err
 	}
 	if len(page.Actions) == 0 {
-		if page, err = s.review.ListActions(ctx, ledger.ActionFilter{States: states, Limit: 1}); err != nil {
+		if page, err = s.review(c).ListActions(ctx, ledger.ActionFilter{States: states, Limit: 1}); err != nil {
 			return nil, err
 		}
 	}
@@ -316,7 +322,7 @@ func (s *Server) cancelCascade(c echo.Context, a ledger.Action, m *views.ActionP
 	if !m.CanCancel {
 		return nil
 	}
-	fs, err := s.review.FollowOns(c.Request().Context(), a)
+	fs, err := s.review(c).FollowOns(c.Request().Context(), a)
 	if err != nil {
 		return err
 	}
@@ -336,11 +342,11 @@ func (s *Server) cancelConfirmed(c echo.Context, id int64) error {
 	if c.FormValue("confirm") != "1" {
 		return ledger.Errorf(ledger.EINVALID, "Nothing was cancelled: tick \"I understand this cannot be undone\" to cancel.")
 	}
-	d, err := s.review.GetAction(c.Request().Context(), id)
+	d, err := s.review(c).GetAction(c.Request().Context(), id)
 	if err != nil {
 		return err
 	}
-	fs, err := s.review.FollowOns(c.Request().Context(), d.Action)
+	fs, err := s.review(c).FollowOns(c.Request().Context(), d.Action)
 	if err != nil {
 		return err
 	}

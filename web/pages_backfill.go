@@ -12,7 +12,7 @@ import (
 
 // backfillRows are the sources page's backfill table: what each pass found.
 func (s *Server) backfillRows(c echo.Context) ([]views.BackfillRow, error) {
-	sts, err := s.review.BackfillStatuses(c.Request().Context())
+	sts, err := s.review(c).BackfillStatuses(c.Request().Context())
 	if err != nil {
 		return nil, err
 	}

@@ -91,7 +91,7 @@ func (s *Server) queueBulk(c echo.Context) error {
 		}
 		return c.Redirect(http.StatusSeeOther, bulkURL(path, f, act, c.FormValue("assign_owner"), ids))
 	}
-	results, err := s.review.Bulk(c.Request().Context(), actorOf(c), act, ids, ledger.ActParams{Owner: c.FormValue("assign_owner")})
+	results, err := s.review(c).Bulk(c.Request().Context(), actorOf(c), act, ids, ledger.ActParams{Owner: c.FormValue("assign_owner")})
 	if err != nil {
 		return err
 	}
@@ -122,11 +122,11 @@ func (s *Server) bulkConfirm(c echo.Context) error {
 	}
 	var chosen []ledger.Action
 	if len(ids) > 0 {
-		chosen, err = s.review.ActionsByID(c.Request().Context(), ids)
+		chosen, err = s.review(c).ActionsByID(c.Request().Context(), ids)
 	} else {
 		var af ledger.ActionFilter
 		if af, err = actionFilter(states, f); err == nil {
-			chosen, err = s.review.MatchingActions(c.Request().Context(), af)
+			chosen, err = s.review(c).MatchingActions(c.Request().Context(), af)
 		}
 	}
 	if err != nil {
@@ -137,7 +137,7 @@ func (s *Server) bulkConfirm(c echo.Context) error {
 		Max: ledger.MaxBulk}
 	if !m.TooMany {
 		for _, a := range chosen {
-			why := s.review.Refusal(actorOf(c), act, a)
+			why := s.review(c).Refusal(actorOf(c), act, a)
 			if why == "" {
 				m.WillDo++
 			}
@@ -155,6 +155,9 @@ func mayBulk(c echo.Context, act string) error {
 	x, ok := ledger.LookupAct(act)
 	if !ok || !x.Bulk {
 		return ledger.Errorf(ledger.EINVALID, "Several actions at once can be retried, reconciled or assigned, not %q.", act)
+	}
+	if err := mayAct(c); err != nil {
+		return err
 	}
 	if x.AdminOnly && actorOf(c).Role != ledger.RoleAdmin {
 		return ledger.Errorf(ledger.EFORBIDDEN, "Only admins can %s actions.", act)
@@ -182,7 +185,10 @@ func (s *Server) bulkDone(c echo.Context) error {
 		m.Back = path
 	}
 	for _, res := range r.Results {
-		row := views.BulkRow{ID: res.ID, URL: actionURL(res.ID), Name: res.Name, BusinessKey: res.BusinessKey, Message: res.Message}
+		row := views.BulkRow{ID: res.ID, Name: res.Name, BusinessKey: res.BusinessKey, Message: res.Message}
+		if res.Name != "" { // named only when it exists for the person: no link to an id they made up
+			row.URL = actionURL(res.ID)
+		}
 		if res.Done {
 			m.Done = append(m.Done, row)
 		} else {
@@ -209,4 +215,13 @@ func filterText(f views.Filter) string {
 		return "no filter: every action here"
 	}
 	return strings.Join(parts, ", ")
+}
+
+// mayAct refuses a viewer the confirmation steps of acts, as the ledger refuses
+// the acts themselves.
+func mayAct(c echo.Context) error {
+	if !actorOf(c).MayAct() {
+		return ledger.Errorf(ledger.EFORBIDDEN, "Viewers can read but not change anything.")
+	}
+	return nil
 }

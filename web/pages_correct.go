@@ -18,7 +18,7 @@ func (s *Server) correctionModel(c echo.Context, a ledger.Action, m *views.Actio
 	if a.State != ledger.StateFailed {
 		return nil
 	}
-	cs, err := s.review.Corrections(c.Request().Context(), a)
+	cs, err := s.review(c).Corrections(c.Request().Context(), a)
 	if err != nil {
 		return err
 	}
@@ -26,9 +26,9 @@ func (s *Server) correctionModel(c echo.Context, a ledger.Action, m *views.Actio
 	if i := slices.IndexFunc(cs, func(x ledger.Correction) bool { return x.State == "proposed" }); i >= 0 {
 		x := cs[i]
 		oc := &views.OpenCorrection{ProposedBy: x.ProposedBy, ProposedAt: stamp(x.ProposedAt), Note: x.Note,
-			Rows: diffParams(x.Original, x.Params), NewIdentity: s.review.CorrectionNeedsNewKey(a),
-			CanRefuse: s.review.MayDecide(actor, a, x.ProposedBy, false) == nil}
-		if err := s.review.MayDecide(actor, a, x.ProposedBy, true); err != nil {
+			Rows: diffParams(x.Original, x.Params), NewIdentity: s.review(c).CorrectionNeedsNewKey(a),
+			CanRefuse: s.review(c).MayDecide(actor, a, x.ProposedBy, false) == nil}
+		if err := s.review(c).MayDecide(actor, a, x.ProposedBy, true); err != nil {
 			oc.WhyNot = ledger.ErrorMessage(err)
 		} else {
 			oc.CanApprove = true
@@ -36,12 +36,12 @@ func (s *Server) correctionModel(c echo.Context, a ledger.Action, m *views.Actio
 		m.Correction = oc
 		return nil
 	}
-	if !ledger.Correctable(a) {
+	if !ledger.Correctable(a) || !actor.MayAct() {
 		return nil
 	}
 	m.CanCorrect = true
 	m.Correct = views.CorrectForm{ProviderReason: a.Reason, NamedField: ledger.NamedField(a.Reason, a.Params),
-		Approve: s.review.Approvers(a)}
+		Approve: s.review(c).Approvers(a)}
 	var params map[string]json.RawMessage
 	_ = json.Unmarshal(a.Params, &params) // params are objects we rendered ourselves
 	names := make([]string, 0, len(params))
@@ -98,7 +98,7 @@ func (s *Server) correctAct(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if _, err := s.review.Correct(c.Request().Context(), actorOf(c), id, params, c.FormValue("note")); err != nil {
+	if _, err := s.review(c).Correct(c.Request().Context(), actorOf(c), id, params, c.FormValue("note")); err != nil {
 		return err
 	}
 	s.flash(c, "Correction proposed. Nothing is sent until it is approved.")
@@ -115,7 +115,7 @@ func (s *Server) correctionDecide(c echo.Context) error {
 	if !approve && c.FormValue("decision") != "refuse" {
 		return ledger.Errorf(ledger.EINVALID, "Approve or refuse the correction.")
 	}
-	if _, err := s.review.DecideCorrection(c.Request().Context(), actorOf(c), id, approve, c.FormValue("note")); err != nil {
+	if _, err := s.review(c).DecideCorrection(c.Request().Context(), actorOf(c), id, approve, c.FormValue("note")); err != nil {
 		return err
 	}
 	msg := "Correction refused; the action stays failed."

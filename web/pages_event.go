@@ -21,7 +21,7 @@ func (s *Server) eventPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	d, err := s.review.GetEvent(c.Request().Context(), id)
+	d, err := s.review(c).GetEvent(c.Request().Context(), id)
 	if err != nil {
 		return err
 	}
@@ -29,7 +29,7 @@ func (s *Server) eventPage(c echo.Context) error {
 	m := views.EventPage{ID: e.ID, Source: e.Source, SourceEventID: e.SourceEventID, Type: e.Type, Status: e.Status,
 		Reason: e.Reason, Deliveries: e.Deliveries, Conflict: e.Conflict, Received: stamp(e.ReceivedAt),
 		LastReceived: stamp(e.LastReceivedAt), Pruned: e.Body == nil,
-		Via: e.Via, CanReplay: e.Body != nil && e.Status != ledger.EventReceived,
+		Via: e.Via, CanReplay: e.Body != nil && e.Status != ledger.EventReceived && actorOf(c).MayAct(),
 		ListURL: eventsURL(views.EventFilter{Source: e.Source}, "")}
 	if m.Actions, err = s.actionRows(c, d.Actions); err != nil {
 		return err
@@ -65,7 +65,7 @@ func (s *Server) eventReplay(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if _, err := s.review.ReplayEvent(c.Request().Context(), actorOf(c), id, c.FormValue("note")); err != nil {
+	if _, err := s.review(c).ReplayEvent(c.Request().Context(), actorOf(c), id, c.FormValue("note")); err != nil {
 		if ledger.ErrorCode(err) != ledger.ECONFLICT {
 			return err
 		}

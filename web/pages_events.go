@@ -74,13 +74,13 @@ func (s *Server) eventsPage(c echo.Context) error {
 	}
 	cursor := c.QueryParam("cursor")
 	f.Cursor, f.Limit = cursor, eventsPageSize
-	page, err := s.review.ListEvents(c.Request().Context(), f)
+	page, err := s.review(c).ListEvents(c.Request().Context(), f)
 	if err != nil {
 		return err
 	}
 	m := views.EventsPage{Filter: vf}
-	for _, src := range s.cfg.Sources {
-		m.Sources = append(m.Sources, views.Option{Value: src.Name, Label: src.Name})
+	for _, src := range s.review(c).Catalog().Sources {
+		m.Sources = append(m.Sources, views.Option{Value: src, Label: src})
 	}
 	for _, st := range ledger.EventStatuses {
 		m.Statuses = append(m.Statuses, views.Option{Value: st, Label: st})
@@ -117,7 +117,7 @@ func (s *Server) renderReplayAll(c echo.Context, status int, vf views.EventFilte
 	if err != nil {
 		return err
 	}
-	n, err := s.review.CountEvents(c.Request().Context(), f)
+	n, err := s.review(c).CountEvents(c.Request().Context(), f)
 	if err != nil {
 		return err
 	}
@@ -137,7 +137,7 @@ func (s *Server) replayAll(c echo.Context) error {
 	if err != nil || expected < 0 {
 		return ledger.Errorf(ledger.EINVALID, "The confirmed count is missing.")
 	}
-	res, err := s.review.ReplayMatching(c.Request().Context(), actorOf(c), f, expected, c.FormValue("note"))
+	res, err := s.review(c).ReplayMatching(c.Request().Context(), actorOf(c), f, expected, c.FormValue("note"))
 	if err != nil {
 		if code := ledger.ErrorCode(err); code == ledger.ECONFLICT || code == ledger.EINVALID {
 			return s.renderReplayAll(c, http.StatusConflict, vf, ledger.ErrorMessage(err))

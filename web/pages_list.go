@@ -43,7 +43,7 @@ func (s *Server) showQueue(c echo.Context, showFilter bool) error {
 	}
 	cursor := c.QueryParam("cursor")
 	af.Cursor, af.Limit = cursor, queuePageSize
-	page, err := s.review.ListActions(c.Request().Context(), af)
+	page, err := s.review(c).ListActions(c.Request().Context(), af)
 	if err != nil {
 		return err
 	}
@@ -72,7 +72,7 @@ func (s *Server) showQueue(c echo.Context, showFilter bool) error {
 		}
 	}
 	if section == ledger.QueueOutstanding {
-		if m.Intro, err = s.review.OutstandingWords(c.Request().Context()); err != nil {
+		if m.Intro, err = s.review(c).OutstandingWords(c.Request().Context()); err != nil {
 			return err
 		}
 	}
@@ -92,7 +92,7 @@ func (s *Server) queueTable(c echo.Context, path string, f views.Filter, states 
 	if err != nil {
 		return views.QueueTable{}, err
 	}
-	table := views.QueueTable{Filter: f, Rows: rows, RefreshURL: queueURL(path, f, cursor),
+	table := views.QueueTable{CanAct: actorOf(c).MayAct(), Filter: f, Rows: rows, RefreshURL: queueURL(path, f, cursor),
 		Sorts: tableSorts(path, f, states)}
 	if err := s.flagOwners(c, table.Rows); err != nil {
 		return table, err
@@ -138,11 +138,11 @@ func (s *Server) stateCounts(c echo.Context, t *views.QueueTable, path string, a
 	var counts []ledger.FilterCount
 	if af.Filtered() {
 		var err error
-		if counts, err = s.review.CountMatching(c.Request().Context(), af, states); err != nil {
+		if counts, err = s.review(c).CountMatching(c.Request().Context(), af, states); err != nil {
 			return err
 		}
 	} else {
-		summary, err := s.review.Summary(c.Request().Context())
+		summary, err := s.review(c).Summary(c.Request().Context())
 		if err != nil {
 			return err
 		}
@@ -186,7 +186,7 @@ func (s *Server) exportCSV(c echo.Context, path string, af ledger.ActionFilter) 
 		// A long export keeps going while each batch is written in time; a
 		// reader that stops reading is cut after WriteTimeout.
 		_ = rc.SetWriteDeadline(time.Now().Add(WriteTimeout))
-		page, err := s.review.ListActions(c.Request().Context(), af)
+		page, err := s.review(c).ListActions(c.Request().Context(), af)
 		if err != nil {
 			// The header is out: the person gets a short file; the log says why.
 			s.logger.ErrorContext(c.Request().Context(), "export actions", "err", err)

@@ -18,7 +18,7 @@ func (s *Server) overviewPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	mine, err := s.review.ListActions(ctx, ledger.ActionFilter{States: ledger.OpenStates(), Owner: userOf(c).Email, Limit: 10})
+	mine, err := s.review(c).ListActions(ctx, ledger.ActionFilter{States: ledger.OpenStates(), Owner: userOf(c).Email, Limit: 10})
 	if err != nil {
 		return err
 	}
@@ -66,7 +66,7 @@ var schemes = map[string]string{
 }
 
 func (s *Server) sourceRows(c echo.Context) ([]views.SourceRow, error) {
-	srcs, err := s.review.Sources(c.Request().Context())
+	srcs, err := s.review(c).Sources(c.Request().Context())
 	if err != nil {
 		return nil, err
 	}
@@ -87,11 +87,11 @@ func (s *Server) sourceRows(c echo.Context) ([]views.SourceRow, error) {
 }
 
 func (s *Server) destinationRows(c echo.Context) ([]views.DestinationRow, error) {
-	ds, err := s.review.Destinations(c.Request().Context())
+	ds, err := s.review(c).Destinations(c.Request().Context())
 	if err != nil {
 		return nil, err
 	}
-	known, err := s.review.AccountHolders(c.Request().Context())
+	known, err := s.review(c).AccountHolders(c.Request().Context())
 	if err != nil {
 		return nil, err
 	}
@@ -130,10 +130,10 @@ func (s *Server) destinationsPage(c echo.Context) error {
 
 // reconnect re-checks a destination's credentials and releases its held actions.
 func (s *Server) reconnect(c echo.Context) error {
-	if s.review.Connects(c.Param("name")) {
+	if s.review(c).Connects(c.Param("name")) {
 		return s.startConnect(c, c.Param("name"))
 	}
-	n, err := s.review.Reconnect(c.Request().Context(), actorOf(c), c.Param("name"))
+	n, err := s.review(c).Reconnect(c.Request().Context(), actorOf(c), c.Param("name"))
 	if err != nil {
 		return err
 	}

@@ -174,20 +174,25 @@ func sortOrder(sort string) string {
 
 // filterOptions fills the filter's choices from the config and the users.
 func (s *Server) filterOptions(c echo.Context, m *views.QueuePage) error {
-	var clients, owners []string
-	for _, src := range s.cfg.Sources {
-		m.Sources = append(m.Sources, views.Option{Value: src.Name, Label: src.Name})
-		clients = append(clients, src.Client)
+	var owners []string
+	cat := s.review(c).Catalog()
+	for _, src := range cat.Sources {
+		m.Sources = append(m.Sources, views.Option{Value: src, Label: src})
 	}
 	for _, a := range s.cfg.Actions {
-		m.Actions = append(m.Actions, views.Option{Value: a.Name, Label: a.Name})
-		owners = append(owners, a.Owner)
+		if slices.Contains(cat.Actions, a.Name) {
+			m.Actions = append(m.Actions, views.Option{Value: a.Name, Label: a.Name})
+			owners = append(owners, a.Owner)
+		}
 	}
 	for _, d := range s.cfg.Destinations {
-		m.Destinations = append(m.Destinations, views.Option{Value: d.Name, Label: d.Name})
-		owners = append(owners, d.Owner)
+		if slices.Contains(cat.Destinations, d.Name) {
+			m.Destinations = append(m.Destinations, views.Option{Value: d.Name, Label: d.Name})
+			owners = append(owners, d.Owner)
+		}
 	}
-	people, err := s.assignees(c)
+	clients := cat.Clients
+	people, err := s.assignees(c, cat.Clients...)
 	if err != nil {
 		return err
 	}

@@ -118,7 +118,7 @@ func TestCSRFRefusals(t *testing.T) {
 	}
 	baseOrigin := base.Scheme + "://" + base.Host
 	add := func(email string) url.Values {
-		return url.Values{"email": {email}, "role": {"operator"}, "password": {password}, "csrf_token": {good}}
+		return url.Values{"email": {email}, "role": {"operator"}, "clients": {"acme"}, "password": {password}, "csrf_token": {good}}
 	}
 	cases := []struct {
 		name string

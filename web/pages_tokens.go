@@ -32,10 +32,10 @@ func (s *Server) showTokens(c echo.Context, m views.TokensPage) error {
 	if err != nil {
 		return err
 	}
-	m.Roles, m.DefaultDays = []string{ledger.RoleOperator, ledger.RoleAdmin}, defaultTokenDays
+	m.Roles, m.DefaultDays, m.Clients = roles, defaultTokenDays, s.cfg.Clients()
 	now := s.now()
 	for _, t := range ts {
-		m.Rows = append(m.Rows, views.TokenRow{ID: t.ID, Name: t.Name, Role: t.Role, State: t.State(now),
+		m.Rows = append(m.Rows, views.TokenRow{ID: t.ID, Name: t.Name, Role: t.Role, Clients: t.Clients, State: t.State(now),
 			Created: stamp(t.CreatedAt), Expires: stampPtr(t.ExpiresAt), LastUsed: stampPtr(t.LastUsedAt)})
 	}
 	for _, a := range audit {
@@ -51,9 +51,16 @@ func (s *Server) addToken(c echo.Context) error {
 	if err != nil || days < 0 {
 		return ledger.Errorf(ledger.EINVALID, "Expires after must be a number of days, 0 for never.")
 	}
-	name := c.FormValue("name")
+	name, role := c.FormValue("name"), c.FormValue("role")
+	clients, err := s.formClients(c)
+	if err != nil {
+		return err
+	}
+	if clients, err = ledger.CheckScope(role, clients, s.cfg.Clients()); err != nil {
+		return err
+	}
 	token, _, err := ledger.IssueToken(c.Request().Context(), s.pool, ledger.TokenParams{Name: name,
-		Role: c.FormValue("role"), Expires: time.Duration(days) * 24 * time.Hour, Actor: actorOf(c)})
+		Role: role, Clients: clients, Expires: time.Duration(days) * 24 * time.Hour, Actor: actorOf(c)})
 	if err != nil {
 		return err
 	}

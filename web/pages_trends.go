@@ -24,7 +24,7 @@ func (s *Server) trendsPage(c echo.Context) error {
 	if window == "" {
 		window = "day"
 	}
-	tr, err := s.review.Trends(c.Request().Context(), window)
+	tr, err := s.review(c).Trends(c.Request().Context(), window)
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package web
 
 import (
 	"net/http"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 
@@ -9,12 +10,15 @@ import (
 	"github.com/oncehook/oncehook/views"
 )
 
+// roles are the roles the forms offer, the least first.
+var roles = []string{ledger.RoleViewer, ledger.RoleOperator, ledger.RoleAdmin}
+
 // usersPage serves /users (admins).
 func (s *Server) usersPage(c echo.Context) error {
-	return s.showUsers(c, http.StatusOK, c.QueryParam("email"), ledger.RoleOperator)
+	return s.showUsers(c, http.StatusOK, c.QueryParam("email"), ledger.RoleOperator, nil)
 }
 
-func (s *Server) showUsers(c echo.Context, status int, email, role string) error {
+func (s *Server) showUsers(c echo.Context, status int, email, role string, clients []string) error {
 	us, err := ledger.ListUsers(c.Request().Context(), s.pool, false)
 	if err != nil {
 		return err
@@ -24,10 +28,10 @@ func (s *Server) showUsers(c echo.Context, status int, email, role string) error
 		return err
 	}
 	me := userOf(c).ID
-	m := views.UsersPage{Roles: []string{ledger.RoleOperator, ledger.RoleAdmin}, NewEmail: email, NewRole: role,
-		MinChars: ledger.MinPasswordLength, OwnersWithout: without}
+	m := views.UsersPage{Roles: roles, NewEmail: email, NewRole: role,
+		MinChars: ledger.MinPasswordLength, OwnersWithout: without, Clients: s.cfg.Clients(), NewClients: clients}
 	for _, u := range us {
-		m.Rows = append(m.Rows, views.UserRow{ID: u.ID, Email: u.Email, Role: u.Role, Disabled: u.Disabled,
+		m.Rows = append(m.Rows, views.UserRow{ID: u.ID, Email: u.Email, Role: u.Role, Clients: u.Clients, Disabled: u.Disabled,
 			Created: stamp(u.CreatedAt), IsMe: u.ID == me})
 	}
 	return s.render(c, status, views.Users(s.layout(c, "Users", "users"), m))
@@ -37,16 +41,27 @@ func (s *Server) showUsers(c echo.Context, status int, email, role string) error
 // form again with the reason and what was typed, except the password.
 func (s *Server) addUser(c echo.Context) error {
 	email, role := c.FormValue("email"), c.FormValue("role")
-	u, err := ledger.CreateUser(c.Request().Context(), s.pool, email, role, c.FormValue("password"))
+	clients, err := s.formClients(c)
+	if err != nil {
+		return err
+	}
+	if role == ledger.RoleAdmin {
+		clients = nil // an admin sees every client, whatever is ticked
+	}
+	clients, err = ledger.CheckScope(role, clients, s.cfg.Clients())
+	var u ledger.User
+	if err == nil {
+		u, err = ledger.CreateUser(c.Request().Context(), s.pool, email, role, c.FormValue("password"), clients...)
+	}
 	if err != nil {
 		code := ledger.ErrorCode(err)
 		if code == ledger.EINVALID || code == ledger.ECONFLICT {
 			s.sessions.Put(c.Request().Context(), sessFlashError, ledger.ErrorMessage(err))
-			return s.showUsers(c, statusOf[code], email, role)
+			return s.showUsers(c, statusOf[code], email, role, clients)
 		}
 		return err
 	}
-	s.flash(c, "Added "+u.Email+" as "+u.Role+".")
+	s.flash(c, "Added "+u.Email+" as "+scopeWords(u.Role, u.Clients)+".")
 	return c.Redirect(http.StatusSeeOther, "/users")
 }
 
@@ -56,10 +71,21 @@ func (s *Server) setUserRole(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := ledger.SetUserRole(c.Request().Context(), s.pool, actorOf(c), id, c.FormValue("role")); err != nil {
+	clients, err := s.formClients(c)
+	if err != nil {
 		return err
 	}
-	s.flash(c, "Role changed.")
+	role := c.FormValue("role")
+	if role == ledger.RoleAdmin {
+		clients = nil // an admin sees every client, whatever is ticked
+	}
+	if clients, err = ledger.CheckScope(role, clients, s.cfg.Clients()); err != nil {
+		return err
+	}
+	if err := ledger.SetUserRole(c.Request().Context(), s.pool, actorOf(c), id, role, clients...); err != nil {
+		return err
+	}
+	s.flash(c, "Role changed: "+scopeWords(role, clients)+".")
 	return c.Redirect(http.StatusSeeOther, "/users")
 }
 
@@ -79,4 +105,21 @@ func (s *Server) setUserDisabled(c echo.Context) error {
 		s.flash(c, "User enabled.")
 	}
 	return c.Redirect(http.StatusSeeOther, "/users")
+}
+
+// formClients are the clients ticked in the form (the checkboxes named clients).
+func (s *Server) formClients(c echo.Context) ([]string, error) {
+	form, err := c.FormParams()
+	if err != nil {
+		return nil, ledger.Errorf(ledger.EINVALID, "The form could not be read.")
+	}
+	return form["clients"], nil
+}
+
+// scopeWords says a role with its clients: "admin", "viewer of acme, globex".
+func scopeWords(role string, clients []string) string {
+	if role == ledger.RoleAdmin || len(clients) == 0 {
+		return role
+	}
+	return role + " of " + strings.Join(clients, ", ")
 }

@@ -34,12 +34,12 @@ type Params struct {
 
 // Server holds the handlers' dependencies.
 type Server struct {
-	cfg    *ledger.Config
-	pool   *pgxpool.Pool
-	inbox  *ledger.Inbox
-	review *ledger.Review
-	logger *slog.Logger
-	now    func() time.Time
+	cfg       *ledger.Config
+	pool      *pgxpool.Pool
+	inbox     *ledger.Inbox
+	reviewAll *ledger.Review // sees every client: handlers read through review(c)
+	logger    *slog.Logger
+	now       func() time.Time
 
 	metrics      *ledger.Metrics
 	metricsToken string
@@ -53,7 +53,7 @@ type Server struct {
 
 // New returns the Echo instance serving every route of oncehook.
 func New(p Params) *echo.Echo {
-	s := &Server{cfg: p.Config, pool: p.Pool, inbox: p.Inbox, review: p.Review, logger: p.Logger, now: p.Now}
+	s := &Server{cfg: p.Config, pool: p.Pool, inbox: p.Inbox, reviewAll: p.Review, logger: p.Logger, now: p.Now}
 	s.metrics, s.metricsToken = p.Metrics, p.MetricsToken
 	s.secure = strings.HasPrefix(p.Config.BaseURL, "https://")
 	s.sessions = newSessions(p.Pool, p.Config.Sessions, p.Config.BaseURL)
@@ -80,4 +80,10 @@ func New(p Params) *echo.Echo {
 	e.IPExtractor = clientIP(p.Config.TrustedProxies)
 	s.routes(e)
 	return e
+}
+
+// review is the review service as the person or token of c sees it: only their
+// clients' records.
+func (s *Server) review(c echo.Context) *ledger.Review {
+	return s.reviewAll.For(actorOf(c))
 }

@@ -38,7 +38,7 @@ func TestTokenLifecycleOnTheTokensPage(t *testing.T) {
 	s := newAccessSite(t)
 	admin := s.person()
 	admin.login(adminEmail)
-	pg := admin.post("/tokens", "/tokens", url.Values{"name": {"ci-deploy"}, "role": {ledger.RoleOperator}, "expires_days": {"90"}})
+	pg := admin.post("/tokens", "/tokens", url.Values{"name": {"ci-deploy"}, "role": {ledger.RoleOperator}, "clients": {"acme"}, "expires_days": {"90"}})
 	m := newTokenValue.FindStringSubmatch(pg.body)
 	if pg.status != http.StatusOK || m == nil {
 		t.Fatalf("create: %d, no token shown:\n%s", pg.status, tailOf(pg.body, 800))
@@ -75,7 +75,7 @@ func TestTokenLifecycleOnTheTokensPage(t *testing.T) {
 	}
 
 	// An expiring token: the clock is moved past its expiry, as time would.
-	old, _, err := ledger.IssueToken(ctx, s.pool, ledger.TokenParams{Name: "short", Role: ledger.RoleOperator,
+	old, _, err := ledger.IssueToken(ctx, s.pool, ledger.TokenParams{Name: "short", Role: ledger.RoleOperator, Clients: []string{"acme"},
 		Expires: time.Hour, Actor: ledger.Actor{Name: adminEmail, Role: ledger.RoleAdmin}})
 	if err != nil {
 		t.Fatal(err)

@@ -181,7 +181,7 @@ func demoAccounts(ctx context.Context, d *database, cfg *ledger.Config, password
 	}
 	for _, o := range cfg.Owners() {
 		if o != demoAdmin {
-			if err := ledger.EnsureUser(ctx, d.Pool, o, ledger.RoleOperator, password); err != nil {
+			if err := ledger.EnsureUser(ctx, d.Pool, o, ledger.RoleOperator, password, cfg.Clients()...); err != nil {
 				return fmt.Errorf("create the demo owner %s: %w", o, err)
 			}
 		}

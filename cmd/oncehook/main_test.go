@@ -152,7 +152,10 @@ func TestServeOnEmbeddedPostgres(t *testing.T) {
 	})
 
 	t.Run("TokenCreateListRevoke", func(t *testing.T) {
-		tokenLifecycle(t, env, dataDir, port)
+		tokenLifecycle(t, env, dataDir, cfg, port)
+	})
+	t.Run("UserAddWithClients", func(t *testing.T) {
+		userAddScoped(t, env, dataDir, cfg)
 	})
 
 	if err := serve.cmd.Process.Signal(syscall.SIGINT); err != nil {
@@ -270,10 +273,11 @@ func (b *syncBuffer) String() string {
 	return b.buf.String()
 }
 
-// tokenLifecycle creates a token that expires in 90 days, uses it, lists it as
-// active with its expiry and last use, revokes it, and sees it refused with 401
-// and listed as revoked.
-func tokenLifecycle(t *testing.T, env []string, dataDir string, port int) {
+// tokenLifecycle creates an operator's token of client acme that expires in 90
+// days (one of a client the config does not have is refused), uses it, lists it
+// as active with its clients, expiry and last use, revokes it, and sees it
+// refused with 401 and listed as revoked.
+func tokenLifecycle(t *testing.T, env []string, dataDir, cfg string, port int) {
 	run := func(args ...string) string {
 		t.Helper()
 		p := start(t, env, append(append([]string{"token"}, args...), "--data-dir", dataDir)...)
@@ -282,7 +286,13 @@ func tokenLifecycle(t *testing.T, env []string, dataDir string, port int) {
 		}
 		return p.out.String()
 	}
-	token := regexp.MustCompile(`(?m)^ohk_\S+$`).FindString(run("create", "--name", "ci-90", "--role", "operator", "--expires", "90d"))
+	bad := start(t, env, "token", "create", "--name", "ci-bad", "--role", "viewer", "--clients", "acme,globex",
+		"--config", cfg, "--data-dir", dataDir)
+	if err := bad.cmd.Wait(); err == nil || !strings.Contains(bad.out.String(), `client "globex"`) {
+		t.Errorf("a token of an unknown client: %v\n%s", err, bad.out.String())
+	}
+	token := regexp.MustCompile(`(?m)^ohk_\S+$`).FindString(run("create", "--name", "ci-90", "--role", "operator",
+		"--clients", "acme", "--config", cfg, "--expires", "90d"))
 	if token == "" {
 		t.Fatal("no token printed")
 	}
@@ -299,7 +309,7 @@ func tokenLifecycle(t *testing.T, env []string, dataDir string, port int) {
 	if st := summary(); st != 200 {
 		t.Fatalf("new token: %d, want 200", st)
 	}
-	line := regexp.MustCompile(`(?m)^(\d+)\s+ci-90\s+operator\s+active\s+\S+\s+(\S+)\s+(\S+)$`).FindStringSubmatch(run("list"))
+	line := regexp.MustCompile(`(?m)^(\d+)\s+ci-90\s+operator\s+acme\s+active\s+\S+\s+(\S+)\s+(\S+)$`).FindStringSubmatch(run("list"))
 	if line == nil {
 		t.Fatalf("token list does not show ci-90 active:\n%s", run("list"))
 	}
@@ -315,7 +325,31 @@ func tokenLifecycle(t *testing.T, env []string, dataDir string, port int) {
 	if st := summary(); st != 401 {
 		t.Errorf("revoked token: %d, want 401", st)
 	}
-	if out := run("list"); !regexp.MustCompile(`(?m)^` + line[1] + `\s+ci-90\s+operator\s+revoked`).MatchString(out) {
+	if out := run("list"); !regexp.MustCompile(`(?m)^` + line[1] + `\s+ci-90\s+operator\s+acme\s+revoked`).MatchString(out) {
 		t.Errorf("token list after revoke:\n%s", out)
+	}
+}
+
+// userAddScoped adds a viewer of client acme, and is refused a viewer without
+// clients and an operator of a client no source of the config has.
+func userAddScoped(t *testing.T, env []string, dataDir, cfg string) {
+	add := func(args ...string) (string, error) {
+		t.Helper()
+		cmd := exec.Command(binary, append(append([]string{"user", "add"}, args...), "--config", cfg, "--data-dir", dataDir)...)
+		cmd.Env = append(os.Environ(), env...)
+		cmd.Stdin = strings.NewReader("a long enough password\n")
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	if out, err := add("--email", "bo@example.com", "--role", "viewer", "--clients", "acme"); err != nil ||
+		!strings.Contains(out, "added bo@example.com (viewer of acme)") {
+		t.Errorf("user add a viewer of acme: %v\n%s", err, out)
+	}
+	if out, err := add("--email", "cy@example.com", "--role", "viewer"); err == nil || !strings.Contains(out, "needs --clients") {
+		t.Errorf("user add a viewer without clients: %v\n%s", err, out)
+	}
+	if out, err := add("--email", "di@example.com", "--role", "operator", "--clients", "acme,globex"); err == nil ||
+		!strings.Contains(out, `client "globex"`) {
+		t.Errorf("user add an operator of an unknown client: %v\n%s", err, out)
 	}
 }

@@ -12,12 +12,14 @@ import (
 	"github.com/oncehook/oncehook/internal/ledger"
 )
 
-const tokenUsage = `Usage: oncehook token create --name NAME --role admin|operator [--expires 90d] [--config FILE] [--data-dir DIR]
+const tokenUsage = `Usage: oncehook token create --name NAME --role admin|operator|viewer [--clients A,B] [--expires 90d] [--config FILE] [--data-dir DIR]
        oncehook token list [--config FILE] [--data-dir DIR]
        oncehook token revoke --id ID [--config FILE] [--data-dir DIR]
 
 create makes an API token for the JSON API (Authorization: Bearer TOKEN) and
-prints it once; only its hash is stored, so keep it somewhere safe. --expires
+prints it once; only its hash is stored, so keep it somewhere safe. An
+operator's or viewer's token sees only the clients in --clients (clients of the
+config's sources; --config, default oncehook.yaml); an admin's sees all. --expires
 (days as 90d, or hours as 36h; default 90d, 0 for never) ends it by itself.
 list shows every token: its role, when it was created, when it expires, when it
 was last used, and whether it is active, expired or revoked. revoke ends one at
@@ -50,24 +52,29 @@ func tokenFlags(env *environment, name string) (*flag.FlagSet, *dbFlags) {
 	fs := newFlags(env, "token "+name, tokenUsage)
 	var df dbFlags
 	df.register(fs, env)
-	fs.String("config", "", "config file (not needed for tokens)")
+	fs.String("config", "", "config file, whose sources name the clients (token create; default oncehook.yaml)")
 	return fs, &df
 }
 
 func tokenCreate(ctx context.Context, env *environment, args []string) error {
 	fs, df := tokenFlags(env, "create")
 	name := fs.String("name", "", "what the token is for, shown in the audit trail")
-	role := fs.String("role", ledger.RoleOperator, "admin or operator")
+	role := fs.String("role", ledger.RoleOperator, "admin, operator or viewer")
+	clientList := fs.String("clients", "", "an operator's or viewer's clients, comma-separated")
 	expires := fs.String("expires", defaultTokenExpiry, "how long it lives: 90d, 36h; 0 for never")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	clients, err := scopeFlags(env, fs.Lookup("config").Value.String(), *role, *clientList)
+	if err != nil {
+		return fmt.Errorf("token create: %w", err)
 	}
 	life, err := parseLife(*expires)
 	if err != nil {
 		return err
 	}
 	return withDatabase(ctx, env, *df, func(d *database) error {
-		token, _, err := ledger.IssueToken(ctx, d.Pool, ledger.TokenParams{Name: *name, Role: *role, Expires: life,
+		token, _, err := ledger.IssueToken(ctx, d.Pool, ledger.TokenParams{Name: *name, Role: *role, Clients: clients, Expires: life,
 			Actor: ledger.CommandLine})
 		if err != nil {
 			return err
@@ -88,10 +95,14 @@ func tokenList(ctx context.Context, env *environment, args []string) error {
 			return err
 		}
 		w := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(w, "ID\tNAME\tROLE\tSTATE\tCREATED\tEXPIRES\tLAST USED")
+		fmt.Fprintln(w, "ID\tNAME\tROLE\tCLIENTS\tSTATE\tCREATED\tEXPIRES\tLAST USED")
 		now := time.Now()
 		for _, t := range ts {
-			fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Name, t.Role, t.State(now),
+			clients := strings.Join(t.Clients, ",")
+			if clients == "" {
+				clients = "all"
+			}
+			fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Name, t.Role, clients, t.State(now),
 				t.CreatedAt.UTC().Format(time.RFC3339), stampOr(t.ExpiresAt, "never"), stampOr(t.LastUsedAt, "never"))
 		}
 		return w.Flush()

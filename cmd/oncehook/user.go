@@ -3,19 +3,24 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
+	"github.com/oncehook/oncehook/internal/config"
 	"github.com/oncehook/oncehook/internal/ledger"
 )
 
-const userUsage = `Usage: oncehook user add --email EMAIL --role admin|operator [--config FILE] [--data-dir DIR]
+const userUsage = `Usage: oncehook user add --email EMAIL --role admin|operator|viewer [--clients A,B] [--config FILE] [--data-dir DIR]
 
-Adds a person who signs in to the dashboard. The password is read from the first
-line of standard input (at least 12 characters), so it stays out of the shell
-history and the process list:
+Adds a person who signs in to the dashboard. An admin sees and does everything;
+an operator (acts) or a viewer (only reads) sees only the clients listed in
+--clients, which must be clients of the config's sources (--config, default
+oncehook.yaml). The password is read from the first line of standard input (at
+least 12 characters), so it stays out of the shell history and the process list:
 
   echo "$PASSWORD" | oncehook user add --email ada@example.com --role admin
+  echo "$PASSWORD" | oncehook user add --email bo@example.com --role viewer --clients acme,globex
 `
 
 func runUser(ctx context.Context, env *environment, args []string) error {
@@ -29,20 +34,29 @@ func runUser(ctx context.Context, env *environment, args []string) error {
 	fs := newFlags(env, "user add", userUsage)
 	var df dbFlags
 	df.register(fs, env)
-	fs.String("config", "", "config file (not needed to add a user)")
+	configPath := fs.String("config", "", "config file, whose sources name the clients (default oncehook.yaml)")
 	email := fs.String("email", "", "the person's email, which they sign in with")
-	role := fs.String("role", ledger.RoleOperator, "admin or operator")
+	role := fs.String("role", ledger.RoleOperator, "admin, operator or viewer")
+	clientList := fs.String("clients", "", "an operator's or viewer's clients, comma-separated")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
+	}
+	clients, err := scopeFlags(env, *configPath, *role, *clientList)
+	if err != nil {
+		return fmt.Errorf("user add: %w", err)
 	}
 	password, err := readPassword(env)
 	if err != nil {
 		return err
 	}
 	return withDatabase(ctx, env, df, func(d *database) error {
-		u, err := ledger.CreateUser(ctx, d.Pool, *email, *role, password)
+		u, err := ledger.CreateUser(ctx, d.Pool, *email, *role, password, clients...)
 		if err != nil {
 			return err
+		}
+		if len(u.Clients) > 0 {
+			fmt.Fprintf(env.stdout, "added %s (%s of %s)\n", u.Email, u.Role, strings.Join(u.Clients, ", "))
+			return nil
 		}
 		fmt.Fprintf(env.stdout, "added %s (%s)\n", u.Email, u.Role)
 		return nil
@@ -63,4 +77,39 @@ func readPassword(env *environment) (string, error) {
 		return "", fmt.Errorf("user add: the password on standard input is empty")
 	}
 	return line, nil
+}
+
+// scopeFlags checks --role and --clients against the clients of the config's
+// sources: an admin has none, an operator or a viewer at least one, each known.
+// The config is read only for an operator or a viewer; secrets need not be set.
+func scopeFlags(env *environment, configPath, role, list string) ([]string, error) {
+	if role == ledger.RoleAdmin && list == "" {
+		return nil, nil
+	}
+	var clients []string
+	for _, c := range strings.Split(list, ",") {
+		if c = strings.TrimSpace(c); c != "" {
+			clients = append(clients, c)
+		}
+	}
+	if role != ledger.RoleAdmin && len(clients) == 0 {
+		return nil, fmt.Errorf("an %s needs --clients, the clients they see (comma-separated)", role)
+	}
+	if configPath == "" {
+		configPath = "oncehook.yaml"
+	}
+	cfg, err := config.Load(configPath, func(k string) string {
+		if v := env.getenv(k); v != "" {
+			return v
+		}
+		return config.PlaceholderSecret
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read the config for its clients: %w", err)
+	}
+	out, err := ledger.CheckScope(role, clients, cfg.Clients())
+	if err != nil {
+		return nil, errors.New(ledger.ErrorMessage(err))
+	}
+	return out, nil
 }

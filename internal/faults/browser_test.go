@@ -90,18 +90,27 @@ func (b *browser) session() string {
 // person creates a dashboard user.
 func person(t testing.TB, pool *pgxpool.Pool, email, role, password string) {
 	t.Helper()
-	if _, err := ledger.CreateUser(context.Background(), pool, email, role, password); err != nil {
+	if _, err := ledger.CreateUser(context.Background(), pool, email, role, password, acmeUnlessAdmin(role)...); err != nil {
 		t.Fatal(err)
 	}
 }
 
 func apiToken(t testing.TB, pool *pgxpool.Pool, name, role string) string {
 	t.Helper()
-	tok, err := ledger.CreateToken(context.Background(), pool, name, role)
+	tok, err := ledger.CreateToken(context.Background(), pool, name, role, acmeUnlessAdmin(role)...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return tok
+}
+
+// acmeUnlessAdmin is the clients of a person or token of role: the tests' one
+// client, acme, for an operator or a viewer; none (every one) for an admin.
+func acmeUnlessAdmin(role string) []string {
+	if role == ledger.RoleAdmin {
+		return nil
+	}
+	return []string{"acme"}
 }
 
 // apiGet calls the JSON API with a bearer token.

@@ -114,7 +114,7 @@ WHERE a.id % 7 = 0`); err != nil {
 							}
 							for _, limit := range []int32{50, 7} {
 								name := fmt.Sprintf("%s/%v/%s/%s/%s/%v/%d", sort, states, source, owner, search, cursor != nil, limit)
-								got, err := q.ActionList(ctx, db.ActionListParams{States: states, Source: source, Owner: owner,
+								got, err := q.ActionList(ctx, db.ActionListParams{AllClients: true, States: states, Source: source, Owner: owner,
 									Q: search, Clients: []string{"c0", "c1"}, Sources: []string{"s0", "s1", "s2"},
 									Sort: sort, PersonStates: person, CursorID: cursor, CursorAt: at, MaxRows: limit})
 								if err != nil {
@@ -224,7 +224,7 @@ FROM generate_series(1, 300) AS i`)
 			for _, before := range []*int64{nil, &mid} {
 				for _, limit := range []int32{50, 7} {
 					name := fmt.Sprintf("%q/%s/%v/%d", status, source, before != nil, limit)
-					got, err := q.EventList(ctx, db.EventListParams{Source: source, Status: status, BeforeID: before, MaxRows: limit})
+					got, err := q.EventList(ctx, db.EventListParams{AllClients: true, Source: source, Status: status, BeforeID: before, MaxRows: limit})
 					if err != nil {
 						t.Fatalf("%s: %v", name, err)
 					}

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/oncehook/oncehook/internal/ledger"
 )
 
 func TestAPIContract(t *testing.T) {
@@ -109,6 +111,12 @@ func TestAPIContract(t *testing.T) {
 		id := w.actions("open_opportunity")[0].ID
 		if status, _ := w.api(w.token, "POST", "/actions/"+id+"/assign", map[string]any{"owner": "x@example.com"}); status != http.StatusForbidden {
 			t.Errorf("operator assign: %d, want 403", status)
+		}
+		if status, out := w.api(w.admin, "POST", "/actions/"+id+"/assign", map[string]any{"owner": "x@example.com"}); status != http.StatusBadRequest || !strings.Contains(fmt.Sprint(out["error"]), "cannot see") {
+			t.Errorf("admin assign to someone without an account: %d %v, want 400", status, out)
+		}
+		if _, err := ledger.CreateUser(t.Context(), w.pool, "x@example.com", ledger.RoleViewer, "a long password 1", w.cfg.Clients()...); err != nil {
+			t.Fatal(err)
 		}
 		if status, out := w.api(w.admin, "POST", "/actions/"+id+"/assign", map[string]any{"owner": "x@example.com"}); status != 200 || out["owner"] != "x@example.com" {
 			t.Errorf("admin assign: %d %v", status, out)

@@ -42,7 +42,7 @@ func (r *Review) BackfillStatuses(ctx context.Context) ([]BackfillStatus, error)
 	var out []BackfillStatus
 	now := r.now()
 	for _, src := range r.cfg.Sources {
-		if !src.Backfill.On() {
+		if !src.Backfill.On() || !r.scope.sees(src.Client) {
 			continue
 		}
 		s := BackfillStatus{Source: src.Name, Provider: src.Provider, Every: src.Backfill.Every, Window: src.Backfill.Window}

@@ -224,7 +224,11 @@ func (w *world) startEngineWith(set func(*ledger.EngineParams)) (stop func()) {
 }
 
 func (w *world) newToken(name, role string) string {
-	tok, err := ledger.CreateToken(context.Background(), w.pool, name, role)
+	var clients []string
+	if role != ledger.RoleAdmin {
+		clients = w.cfg.Clients() // an operator of every client: scopes have tests of their own
+	}
+	tok, err := ledger.CreateToken(context.Background(), w.pool, name, role, clients...)
 	if err != nil {
 		w.t.Fatal(err)
 	}

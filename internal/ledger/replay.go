@@ -31,10 +31,13 @@ type ReplayResult struct {
 func (r *Review) ReplayEvent(ctx context.Context, actor Actor, id int64, note string) (ReplayResult, error) {
 	ev, err := db.New(r.pool).EventGet(ctx, id)
 	if db.IsNotFound(err) {
-		return ReplayResult{}, Errorf(ENOTFOUND, "Event %d does not exist.", id)
+		return ReplayResult{}, notFound("Event", id)
 	}
 	if err != nil {
 		return ReplayResult{}, fmt.Errorf("read event: %w", err)
+	}
+	if err := checkActor(actor, ev.Client, "Event", id); err != nil {
+		return ReplayResult{}, err
 	}
 	res, err := r.replay(ctx, actor, []db.Event{ev}, note)
 	if err != nil {
@@ -86,6 +89,8 @@ func (r *Review) ReplayMatching(ctx context.Context, actor Actor, f EventFilter,
 	if actor.Role != RoleAdmin {
 		return ReplayResult{}, Errorf(EFORBIDDEN, "Only admins may replay all events that match.")
 	}
+	// The events listed are those actor sees, whatever r's own scope.
+	r = r.For(actor)
 	n, err := r.CountEvents(ctx, f)
 	if err != nil {
 		return ReplayResult{}, err

@@ -21,8 +21,9 @@ const (
 
 // Actor is who asks for a manual act: a signed-in person or an API token.
 type Actor struct {
-	Name string // an email, or "token:<name>"
-	Role string
+	Name    string // an email, or "token:<name>"
+	Role    string
+	Clients []string // the clients an operator or a viewer sees; an admin sees every one
 	// Subject is the identity provider's subject of a person who signed in
 	// through it, "" otherwise. Owners and proposers are matched by Name.
 	Subject string
@@ -46,11 +47,12 @@ type Review struct {
 	cfg     *Config
 	clients map[string]DestinationClient // each destination's client, by its name
 	now     func() time.Time
+	scope   scope // what the reads see; see For
 }
 
 // NewReview returns the review service.
 func NewReview(pool *pgxpool.Pool, cfg *Config, clients map[string]DestinationClient) *Review {
-	return &Review{pool: pool, cfg: cfg, clients: clients, now: time.Now}
+	return &Review{pool: pool, cfg: cfg, clients: clients, now: time.Now, scope: everyClient}
 }
 
 // ActParams is the body of a manual act.
@@ -143,6 +145,9 @@ var acts = []Act{
 			return nil
 		},
 		apply: func(r *Review, ctx context.Context, q *db.Queries, _ Actor, _ Act, a db.Action, p ActParams) (db.Action, error) {
+			if err := checkAssignee(ctx, q, strings.TrimSpace(p.Owner), a.Client); err != nil {
+				return a, err
+			}
 			return q.ActionAssign(ctx, db.ActionAssignParams{Client: a.Client, ID: a.ID, Owner: strings.TrimSpace(p.Owner)})
 		},
 		detail: func(a db.Action, p ActParams) map[string]any {
@@ -161,7 +166,7 @@ func LookupAct(name string) (Act, bool) {
 
 // Allows reports whether actor may do the act on an action in state.
 func (x Act) Allows(actor Actor, state string) bool {
-	if x.AdminOnly && actor.Role != RoleAdmin {
+	if !actor.MayAct() || x.AdminOnly && actor.Role != RoleAdmin {
 		return false
 	}
 	return x.States == nil || slices.Contains(x.States, state)
@@ -204,6 +209,9 @@ func (r *Review) Do(ctx context.Context, actor Actor, name string, id int64, p A
 		}
 		if err != nil {
 			return fmt.Errorf("read action: %w", err)
+		}
+		if err := checkActor(actor, a.Client, "Action", id); err != nil {
+			return err
 		}
 		if x.States != nil && !slices.Contains(x.States, a.State) {
 			return r.refusal(ctx, q, a, x.Name)
@@ -313,6 +321,8 @@ func (r *Review) Refusal(actor Actor, name string, a Action) string {
 	switch {
 	case !ok:
 		return fmt.Sprintf("No such act: %q.", name)
+	case !actor.MayAct():
+		return "Viewers can read but not change anything."
 	case x.AdminOnly && actor.Role != RoleAdmin:
 		return fmt.Sprintf("Only admins can %s actions.", x.Name)
 	case a.State == StateProcessing && x.States != nil:
@@ -333,7 +343,7 @@ func (r *Review) ActionsByID(ctx context.Context, ids []int64) ([]Action, error)
 	out := make([]Action, 0, len(ids))
 	for _, id := range ids {
 		a, err := q.ActionGet(ctx, id)
-		if db.IsNotFound(err) {
+		if db.IsNotFound(err) || err == nil && !r.scope.sees(a.Client) {
 			continue
 		}
 		if err != nil {

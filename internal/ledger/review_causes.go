@@ -40,7 +40,8 @@ type Waiting struct {
 // Waiting groups every open action by state, destination and the cause its
 // reason names, and counts the queues from the same groups.
 func (r *Review) Waiting(ctx context.Context) (Waiting, error) {
-	rows, err := db.New(r.pool).DashboardCauses(ctx, reasonStartBytes)
+	rows, err := db.New(r.pool).DashboardCauses(ctx, db.DashboardCausesParams{ReasonBytes: reasonStartBytes,
+		AllClients: r.scope.all, ScopeClients: r.scope.clients})
 	if err != nil {
 		return Waiting{}, fmt.Errorf("group actions by cause: %w", err)
 	}

@@ -104,7 +104,7 @@ func (r *Review) Correct(ctx context.Context, actor Actor, id int64, params json
 	}
 	var out db.Correction
 	err := db.WithTx(ctx, r.pool, func(q *db.Queries) error {
-		a, err := r.actionForAct(ctx, q, id)
+		a, err := r.actionForAct(ctx, q, actor, id)
 		if err != nil {
 			return err
 		}
@@ -148,7 +148,7 @@ func (r *Review) DecideCorrection(ctx context.Context, actor Actor, id int64, ap
 	}
 	var out db.Action
 	err := db.WithTx(ctx, r.pool, func(q *db.Queries) error {
-		a, err := r.actionForAct(ctx, q, id)
+		a, err := r.actionForAct(ctx, q, actor, id)
 		if err != nil {
 			return err
 		}
@@ -176,6 +176,9 @@ func (r *Review) DecideCorrection(ctx context.Context, actor Actor, id int64, ap
 // is no longer failed.
 func (r *Review) MayDecide(actor Actor, a Action, proposer string, approve bool) error {
 	dest, _ := r.cfg.Destination(a.Destination)
+	if !actor.MayAct() {
+		return Errorf(EFORBIDDEN, "Viewers can read but not change anything.")
+	}
 	if actor.Role != RoleAdmin && !strings.EqualFold(actor.Name, a.Owner) && !strings.EqualFold(actor.Name, dest.Owner) {
 		return Errorf(EFORBIDDEN, "Only an admin or the owner of the action or of %s can decide on a correction.", a.Destination)
 	}
@@ -258,16 +261,17 @@ func correctionKey(opKey string, c db.Correction) string {
 	return "oh_" + hex.EncodeToString(sum[:16])
 }
 
-// actionForAct reads action id for a manual act: ENOTFOUND when it does not exist.
-func (r *Review) actionForAct(ctx context.Context, q *db.Queries, id int64) (db.Action, error) {
+// actionForAct reads action id for actor's manual act: ENOTFOUND when it does not
+// exist or is another client's, EFORBIDDEN for a viewer.
+func (r *Review) actionForAct(ctx context.Context, q *db.Queries, actor Actor, id int64) (db.Action, error) {
 	a, err := q.ActionGet(ctx, id)
 	if db.IsNotFound(err) {
-		return a, Errorf(ENOTFOUND, "Action %d does not exist.", id)
+		return a, notFound("Action", id)
 	}
 	if err != nil {
 		return a, fmt.Errorf("read action: %w", err)
 	}
-	return a, nil
+	return a, checkActor(actor, a.Client, "Action", id)
 }
 
 // sameJSON reports whether two JSON documents hold the same values.

@@ -51,7 +51,8 @@ func (f EventFilter) check() error {
 
 func (r *Review) eventListParams(f EventFilter, before *int64, limit int) db.EventListParams {
 	p := db.EventListParams{Source: f.Source, Status: f.Status, Type: f.Type, Via: f.Via, Q: f.Q,
-		BeforeID: before, MaxRows: int32(limit), SearchClients: []string{}, SearchSources: []string{}}
+		BeforeID: before, MaxRows: int32(limit), SearchClients: []string{}, SearchSources: []string{},
+		AllClients: r.scope.all, ScopeClients: r.scope.clients}
 	if !f.From.IsZero() {
 		p.ReceivedFrom = &f.From
 	}
@@ -60,6 +61,9 @@ func (r *Review) eventListParams(f EventFilter, before *int64, limit int) db.Eve
 	}
 	// A search probes the inbox's unique key once per configured source.
 	for _, s := range r.cfg.Sources {
+		if !r.scope.sees(s.Client) {
+			continue
+		}
 		p.SearchClients = append(p.SearchClients, s.Client)
 		p.SearchSources = append(p.SearchSources, s.Name)
 	}
@@ -105,8 +109,8 @@ type EventDetail struct {
 func (r *Review) GetEvent(ctx context.Context, id int64) (EventDetail, error) {
 	q := db.New(r.pool)
 	ev, err := q.EventGet(ctx, id)
-	if db.IsNotFound(err) {
-		return EventDetail{}, Errorf(ENOTFOUND, "Event %d does not exist.", id)
+	if db.IsNotFound(err) || err == nil && !r.scope.sees(ev.Client) {
+		return EventDetail{}, notFound("Event", id)
 	}
 	if err != nil {
 		return EventDetail{}, fmt.Errorf("read event: %w", err)

@@ -99,6 +99,7 @@ func (r *Review) selectActions(ctx context.Context, f ActionFilter, after keyset
 	rows, err := db.New(db.PlannedPerCall(r.pool)).ActionList(ctx, db.ActionListParams{
 		States: states, Source: f.Source, Name: f.Name, Owner: f.Owner, Destination: f.Destination,
 		Client: f.Client, Q: f.Q, Clients: clients, Sources: sources,
+		AllClients: r.scope.all, ScopeClients: r.scope.clients,
 		Reason: f.Reason, Since: f.Since, Until: f.Until, HttpStatus: int32(f.HTTPStatus),
 		Sort: sort, PersonStates: SortsByWaiting(sort) && onlyPersonStates(f.States),
 		CursorID: after.id, CursorAt: after.at, MaxRows: int32(limit),
@@ -109,10 +110,14 @@ func (r *Review) selectActions(ctx context.Context, f ActionFilter, after keyset
 	return actionsOf(rows), nil
 }
 
-// searchScope is the configured clients and sources: they lead the keys a search
-// probes for an operation key or an event id.
+// searchScope is the configured clients and sources the reader sees: they lead the
+// keys a search probes for an operation key or an event id.
 func (r *Review) searchScope() (clients, sources []string) {
+	clients, sources = []string{}, []string{}
 	for _, s := range r.cfg.Sources {
+		if !r.scope.sees(s.Client) {
+			continue
+		}
 		if !slices.Contains(clients, s.Client) {
 			clients = append(clients, s.Client)
 		}
@@ -209,8 +214,8 @@ type ActionDetail struct {
 func (r *Review) GetAction(ctx context.Context, id int64) (ActionDetail, error) {
 	q := db.New(r.pool)
 	a, err := q.ActionGet(ctx, id)
-	if db.IsNotFound(err) {
-		return ActionDetail{}, Errorf(ENOTFOUND, "Action %d does not exist.", id)
+	if db.IsNotFound(err) || err == nil && !r.scope.sees(a.Client) {
+		return ActionDetail{}, notFound("Action", id)
 	}
 	if err != nil {
 		return ActionDetail{}, fmt.Errorf("read action: %w", err)
@@ -239,8 +244,12 @@ type StateCount struct {
 	Oldest time.Time
 }
 
-// Summary counts actions by state.
+// Summary counts actions by state: every client's for a reader of all, else
+// state by state in the reader's clients (see ActionCountInScope).
 func (r *Review) Summary(ctx context.Context) ([]StateCount, error) {
+	if !r.scope.all {
+		return r.summaryInScope(ctx)
+	}
 	rows, err := db.New(r.pool).ActionCountByState(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("count actions: %w", err)
@@ -248,6 +257,23 @@ func (r *Review) Summary(ctx context.Context) ([]StateCount, error) {
 	out := make([]StateCount, 0, len(rows))
 	for _, row := range rows {
 		out = append(out, StateCount{State: row.State, Count: row.N, Oldest: row.Oldest})
+	}
+	return out, nil
+}
+
+// summaryInScope is Summary for a reader of some clients; states without actions
+// are left out, as ActionCountByState leaves them.
+func (r *Review) summaryInScope(ctx context.Context) ([]StateCount, error) {
+	q := db.New(db.PlannedPerCall(r.pool))
+	var out []StateCount
+	for _, st := range AllStates {
+		row, err := q.ActionCountInScope(ctx, db.ActionCountInScopeParams{State: st, ScopeClients: r.scope.clients})
+		if err != nil {
+			return nil, fmt.Errorf("count actions: %w", err)
+		}
+		if row.N > 0 {
+			out = append(out, StateCount{State: st, Count: row.N, Oldest: row.Oldest})
+		}
 	}
 	return out, nil
 }
@@ -260,7 +286,7 @@ type DestinationStatus struct {
 
 // Destinations lists every configured destination with its status and held count.
 func (r *Review) Destinations(ctx context.Context) ([]DestinationStatus, error) {
-	rows, err := db.New(r.pool).DestinationList(ctx)
+	rows, err := db.New(r.pool).DestinationList(ctx, db.DestinationListParams{AllClients: r.scope.all, ScopeClients: r.scope.clients})
 	if err != nil {
 		return nil, fmt.Errorf("list destinations: %w", err)
 	}
@@ -270,6 +296,9 @@ func (r *Review) Destinations(ctx context.Context) ([]DestinationStatus, error) 
 	}
 	out := make([]DestinationStatus, 0, len(r.cfg.Destinations))
 	for _, d := range r.cfg.Destinations {
+		if !r.seesDestination(d.Name) {
+			continue
+		}
 		s := DestinationStatus{Name: d.Name, Type: d.Type, Status: "connected", Owner: d.Owner}
 		if row, ok := byName[d.Name]; ok {
 			s.Status, s.Reason, s.Held = row.Status, row.Reason, row.Held

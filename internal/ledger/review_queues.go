@@ -63,9 +63,11 @@ const sourceCounted = 10_000
 
 // Sources lists every configured source with its delivery counts, in config order.
 func (r *Review) Sources(ctx context.Context) ([]SourceSummary, error) {
-	names := make([]string, 0, len(r.cfg.Sources))
+	names := []string{}
 	for _, src := range r.cfg.Sources {
-		names = append(names, src.Name)
+		if r.scope.sees(src.Client) {
+			names = append(names, src.Name)
+		}
 	}
 	rows, err := db.New(r.pool).DashboardSourceStats(ctx, names)
 	if err != nil {
@@ -77,6 +79,9 @@ func (r *Review) Sources(ctx context.Context) ([]SourceSummary, error) {
 	}
 	out := make([]SourceSummary, 0, len(r.cfg.Sources))
 	for _, src := range r.cfg.Sources {
+		if !r.scope.sees(src.Client) {
+			continue
+		}
 		s := SourceSummary{Source: src}
 		if row, ok := byName[src.Name]; ok {
 			s.Events, s.Deliveries, s.Conflicts = row.Events, row.Deliveries, row.Conflicts
@@ -145,9 +150,12 @@ func (r *Review) Bulk(ctx context.Context, actor Actor, act string, ids []int64,
 			}
 			res.Message = ErrorMessage(err)
 			// A refusal returns no action: name it for the report all the same.
-			if row, err := db.New(r.pool).ActionGet(ctx, id); err == nil {
+			// (Another client's is not named: it does not exist for actor.)
+			row, err := db.New(r.pool).ActionGet(ctx, id)
+			switch {
+			case err == nil && actor.Sees(row.Client):
 				res.Name, res.BusinessKey = row.Name, row.BusinessKey
-			} else if !db.IsNotFound(err) {
+			case err != nil && !db.IsNotFound(err):
 				return out, fmt.Errorf("read refused action: %w", err)
 			}
 		}

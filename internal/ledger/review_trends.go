@@ -92,7 +92,7 @@ func (r *Review) queueTrends(ctx context.Context, w TrendWindow, since time.Time
 		starts[i] = since.Add(time.Duration(i) * w.Bucket)
 	}
 	arrived, err := db.New(r.pool).DashboardTrendQueues(ctx, db.DashboardTrendQueuesParams{Starts: starts,
-		BucketSeconds: w.Bucket.Seconds()})
+		BucketSeconds: w.Bucket.Seconds(), AllClients: r.scope.all, ScopeClients: r.scope.clients})
 	if err != nil {
 		return out, fmt.Errorf("count queue arrivals: %w", err)
 	}
@@ -108,11 +108,15 @@ func (r *Review) queueTrends(ctx context.Context, w TrendWindow, since time.Time
 // bucket: what trend_counts holds from there, the rest from the tables themselves.
 func (r *Review) destinationTrends(ctx context.Context, w TrendWindow, since time.Time) ([]DestinationTrend, error) {
 	n := int(w.Span / w.Bucket)
-	out := make([]DestinationTrend, len(r.cfg.Destinations))
+	out := make([]DestinationTrend, 0, len(r.cfg.Destinations))
+	for _, d := range r.cfg.Destinations {
+		if r.seesDestination(d.Name) {
+			out = append(out, DestinationTrend{Destination: d.Name, New: make([]int64, n), Failed: make([]int64, n)})
+		}
+	}
 	byDest := map[string]*DestinationTrend{}
-	for i, d := range r.cfg.Destinations {
-		out[i] = DestinationTrend{Destination: d.Name, New: make([]int64, n), Failed: make([]int64, n)}
-		byDest[d.Name] = &out[i]
+	for i := range out {
+		byDest[out[i].Destination] = &out[i]
 	}
 	add := func(kind, destination string, bucket int32, v int64) {
 		t := byDest[destination]
@@ -129,7 +133,8 @@ func (r *Review) destinationTrends(ctx context.Context, w TrendWindow, since tim
 		return out, err
 	}
 	q, secs := db.New(r.pool), w.Bucket.Seconds()
-	counted, err := q.TrendCounted(ctx, db.TrendCountedParams{Since: since, Until: horizon, BucketSeconds: secs})
+	counted, err := q.TrendCounted(ctx, db.TrendCountedParams{Since: since, Until: horizon, BucketSeconds: secs,
+		AllClients: r.scope.all, ScopeClients: r.scope.clients})
 	if err != nil {
 		return out, fmt.Errorf("read counted trends: %w", err)
 	}
@@ -137,7 +142,8 @@ func (r *Review) destinationTrends(ctx context.Context, w TrendWindow, since tim
 		add(row.Kind, row.Destination, row.Bucket, row.N)
 	}
 	from := later(horizon, since)
-	created, err := q.DashboardTrendNew(ctx, db.DashboardTrendNewParams{Since: since, StartAt: from, BucketSeconds: secs})
+	created, err := q.DashboardTrendNew(ctx, db.DashboardTrendNewParams{Since: since, StartAt: from, BucketSeconds: secs,
+		AllClients: r.scope.all, ScopeClients: r.scope.clients})
 	if err != nil {
 		return out, fmt.Errorf("count new actions: %w", err)
 	}
@@ -145,7 +151,7 @@ func (r *Review) destinationTrends(ctx context.Context, w TrendWindow, since tim
 		add(trendNew, row.Destination, row.Bucket, row.N)
 	}
 	failed, err := q.DashboardTrendFailures(ctx, db.DashboardTrendFailuresParams{Since: since, StartAt: from,
-		BucketSeconds: secs, Observed: failedObservations})
+		BucketSeconds: secs, Observed: failedObservations, AllClients: r.scope.all, ScopeClients: r.scope.clients})
 	if err != nil {
 		return out, fmt.Errorf("count failed calls: %w", err)
 	}

@@ -226,6 +226,6 @@ func deref(s *string) string {
 
 // tokenOf is an API token row without its hash.
 func tokenOf(r db.ApiToken) Token {
-	return Token{ID: r.ID, Name: r.Name, Role: r.Role, CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt,
+	return Token{ID: r.ID, Name: r.Name, Role: r.Role, Clients: r.Clients, CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt,
 		LastUsedAt: r.LastUsedAt, RevokedAt: r.RevokedAt}
 }

@@ -29,6 +29,7 @@ type Token struct {
 	ID         int64
 	Name       string
 	Role       string
+	Clients    []string // none for an admin's
 	CreatedAt  time.Time
 	ExpiresAt  *time.Time // nil: never
 	LastUsedAt *time.Time // nil: never used
@@ -50,14 +51,15 @@ func (t Token) State(now time.Time) string {
 type TokenParams struct {
 	Name    string
 	Role    string
+	Clients []string      // an operator's or a viewer's clients, checked by CheckScope first
 	Expires time.Duration // from now; 0 means never
 	Actor   Actor         // who creates it, for the audit
 }
 
 // CreateToken makes an API token with a role that never expires and returns it,
 // audited as made by the command line. See IssueToken.
-func CreateToken(ctx context.Context, pool *pgxpool.Pool, name, role string) (string, error) {
-	tok, _, err := IssueToken(ctx, pool, TokenParams{Name: name, Role: role, Actor: CommandLine})
+func CreateToken(ctx context.Context, pool *pgxpool.Pool, name, role string, clients ...string) (string, error) {
+	tok, _, err := IssueToken(ctx, pool, TokenParams{Name: name, Role: role, Clients: clients, Actor: CommandLine})
 	return tok, err
 }
 
@@ -73,7 +75,8 @@ func IssueToken(ctx context.Context, pool *pgxpool.Pool, p TokenParams) (string,
 	if p.Actor.Role != RoleAdmin {
 		return "", Token{}, Errorf(EFORBIDDEN, "Only admins can create API tokens.")
 	}
-	if err := checkRole(p.Role); err != nil {
+	clients, err := scopeShape(p.Role, p.Clients)
+	if err != nil {
 		return "", Token{}, err
 	}
 	if strings.TrimSpace(p.Name) == "" {
@@ -97,9 +100,9 @@ func IssueToken(ctx context.Context, pool *pgxpool.Pool, p TokenParams) (string,
 		expires = &at
 	}
 	var row db.ApiToken
-	err := db.WithTx(ctx, pool, func(q *db.Queries) error {
+	err = db.WithTx(ctx, pool, func(q *db.Queries) error {
 		var err error
-		if row, err = q.TokenInsert(ctx, db.TokenInsertParams{Name: p.Name, Role: p.Role, TokenSha256: sum[:],
+		if row, err = q.TokenInsert(ctx, db.TokenInsertParams{Name: p.Name, Role: p.Role, Clients: clients, TokenSha256: sum[:],
 			ExpiresAt: expires}); err != nil {
 			return fmt.Errorf("store token: %w", err)
 		}
@@ -129,7 +132,7 @@ func AuthenticateToken(ctx context.Context, pool *pgxpool.Pool, token string) (A
 	if err := q.TokenTouch(ctx, t.ID); err != nil {
 		return Actor{}, &Error{Code: EUNAVAILABLE, Message: "Storage is unavailable; retry later.", Err: err}
 	}
-	return Actor{Name: "token:" + t.Name, Role: t.Role}, nil
+	return Actor{Name: "token:" + t.Name, Role: t.Role, Clients: t.Clients}, nil
 }
 
 // ListTokens returns every API token, oldest first, revoked and expired ones too.
@@ -193,8 +196,8 @@ func TokenAudit(ctx context.Context, pool *pgxpool.Pool, n int) ([]TokenAuditLin
 }
 
 func checkRole(role string) error {
-	if role != RoleAdmin && role != RoleOperator {
-		return Errorf(EINVALID, "The role must be admin or operator, not %q.", role)
+	if role != RoleAdmin && role != RoleOperator && role != RoleViewer {
+		return Errorf(EINVALID, "The role must be admin, operator or viewer, not %q.", role)
 	}
 	return nil
 }

@@ -68,15 +68,17 @@ const (
 	argonKeyLen  = 32
 )
 
-// CreateUser adds a person who signs in to the dashboard. It returns EINVALID for
-// a malformed email, an unknown role or a password shorter than MinPasswordLength,
-// and ECONFLICT when the email is taken.
-func CreateUser(ctx context.Context, pool *pgxpool.Pool, email, role, password string) (User, error) {
+// CreateUser adds a person who signs in to the dashboard, an admin or an operator
+// or viewer of clients (checked against the config by CheckScope first). It
+// returns EINVALID for a malformed email, an unknown role, clients given to an
+// admin or none to anyone else, or a password shorter than MinPasswordLength, and
+// ECONFLICT when the email is taken.
+func CreateUser(ctx context.Context, pool *pgxpool.Pool, email, role, password string, clients ...string) (User, error) {
 	email, err := cleanEmail(email)
 	if err != nil {
 		return User{}, err
 	}
-	if err := checkRole(role); err != nil {
+	if clients, err = scopeShape(role, clients); err != nil {
 		return User{}, err
 	}
 	if utf8.RuneCountInString(password) < MinPasswordLength {
@@ -86,7 +88,7 @@ func CreateUser(ctx context.Context, pool *pgxpool.Pool, email, role, password s
 	if err != nil {
 		return User{}, err
 	}
-	u, err := db.New(pool).UserInsert(ctx, db.UserInsertParams{Email: email, Role: role, PasswordHash: hash})
+	u, err := db.New(pool).UserInsert(ctx, db.UserInsertParams{Email: email, Role: role, Clients: clients, PasswordHash: hash})
 	if db.IsUniqueViolation(err) {
 		return User{}, Errorf(ECONFLICT, "A user with the email %s already exists.", email)
 	}
@@ -206,6 +208,11 @@ func GetUser(ctx context.Context, pool *pgxpool.Pool, id int64) (User, error) {
 	return userOf(u), nil
 }
 
+// Actor is the user as the reviews see them: their role and clients.
+func (u User) Actor() Actor {
+	return Actor{Name: u.Email, Role: u.Role, Clients: u.Clients, Subject: u.OIDCSubject}
+}
+
 // ListUsers returns every user by email; enabledOnly keeps those who can be assigned.
 func ListUsers(ctx context.Context, pool *pgxpool.Pool, enabledOnly bool) ([]User, error) {
 	q := db.New(pool)
@@ -226,14 +233,17 @@ func ListUsers(ctx context.Context, pool *pgxpool.Pool, enabledOnly bool) ([]Use
 	return out, nil
 }
 
-// SetUserRole changes a user's role. Admins only; the last enabled admin cannot be
-// demoted (ECONFLICT), or nobody could administer oncehook from the dashboard.
-func SetUserRole(ctx context.Context, pool *pgxpool.Pool, actor Actor, id int64, role string) error {
-	if err := checkRole(role); err != nil {
+// SetUserRole changes a user's role and the clients they see (none for an admin,
+// some for anyone else: EINVALID otherwise). Admins only; the last enabled admin
+// cannot be demoted (ECONFLICT), or nobody could administer oncehook from the
+// dashboard.
+func SetUserRole(ctx context.Context, pool *pgxpool.Pool, actor Actor, id int64, role string, clients ...string) error {
+	clients, err := scopeShape(role, clients)
+	if err != nil {
 		return err
 	}
 	return changeUser(ctx, pool, actor, id, role != RoleAdmin, func(q *db.Queries) error {
-		return q.UserSetRole(ctx, db.UserSetRoleParams{ID: id, Role: role})
+		return q.UserSetRole(ctx, db.UserSetRoleParams{ID: id, Role: role, Clients: clients})
 	})
 }
 

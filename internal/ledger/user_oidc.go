@@ -43,7 +43,7 @@ func SignInOIDC(ctx context.Context, pool *pgxpool.Pool, o *OIDC, id Identity) (
 	if err != nil {
 		return User{}, Errorf(EUNAUTHORIZED, "%s gave no email address for your account, so oncehook cannot name you. Ask an admin to check the sign-in settings.", o.Name)
 	}
-	u, err := q.UserSignIn(ctx, db.UserSignInParams{Email: email, Role: role, Clients: clients,
+	u, err := q.UserSignIn(ctx, db.UserSignInParams{Email: email, Role: role, Clients: append([]string{}, clients...),
 		OidcIssuer: id.Issuer, OidcSubject: id.Subject})
 	if db.IsUniqueViolation(err) {
 		return User{}, Errorf(ECONFLICT, "Another account here already has the email %s. Ask an admin.", email)

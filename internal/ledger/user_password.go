@@ -11,16 +11,18 @@ import (
 	"github.com/oncehook/oncehook/db"
 )
 
-// EnsureUser creates the user, or gives an existing one this password (re-enabled,
-// keeping its role), in one statement: two runs at once both succeed. The demo uses
-// it so the login it prints always works, whether or not an earlier run created the
-// account. It returns EINVALID as CreateUser does.
-func EnsureUser(ctx context.Context, pool *pgxpool.Pool, email, role, password string) error {
+// EnsureUser creates the user with role and clients, or gives an existing one this
+// password (re-enabled, keeping its role and clients), in one statement: two runs
+// at once both succeed. The demo uses it so the login it prints always works,
+// whether or not an earlier run created the account. It returns EINVALID as
+// CreateUser does.
+func EnsureUser(ctx context.Context, pool *pgxpool.Pool, email, role, password string, clients ...string) error {
 	email, err := cleanEmail(email)
 	if err != nil {
 		return err
 	}
-	if err := checkRole(role); err != nil {
+	clients, err = scopeShape(role, clients)
+	if err != nil {
 		return err
 	}
 	if utf8.RuneCountInString(password) < MinPasswordLength {
@@ -31,7 +33,7 @@ func EnsureUser(ctx context.Context, pool *pgxpool.Pool, email, role, password s
 		return err
 	}
 	q := db.New(pool)
-	if _, err := q.UserEnsure(ctx, db.UserEnsureParams{Email: email, Role: role, PasswordHash: hash}); err != nil {
+	if _, err := q.UserEnsure(ctx, db.UserEnsureParams{Email: email, Role: role, Clients: clients, PasswordHash: hash}); err != nil {
 		return fmt.Errorf("store user: %w", err)
 	}
 	// A fresh login starts with a clean slate of failed sign-ins.

@@ -30,7 +30,7 @@ func TestUsers(t *testing.T) {
 		}
 		for _, c := range cases {
 			t.Run(c.name, func(t *testing.T) {
-				_, err := ledger.CreateUser(ctx, pool, c.email, c.role, c.password)
+				_, err := ledger.CreateUser(ctx, pool, c.email, c.role, c.password, "acme")
 				if got := ledger.ErrorCode(err); got != c.code {
 					t.Errorf("code %q (%v), want %q", got, err, c.code)
 				}
@@ -44,7 +44,7 @@ func TestUsers(t *testing.T) {
 		}
 	})
 	t.Run("LastAdminStays", func(t *testing.T) {
-		if err := ledger.SetUserRole(ctx, pool, boss, admin.ID, ledger.RoleOperator); ledger.ErrorCode(err) != ledger.ECONFLICT {
+		if err := ledger.SetUserRole(ctx, pool, boss, admin.ID, ledger.RoleOperator, "acme"); ledger.ErrorCode(err) != ledger.ECONFLICT {
 			t.Errorf("demoting the last admin: %v, want a conflict", err)
 		}
 		if err := ledger.SetUserDisabled(ctx, pool, boss, admin.ID, true); ledger.ErrorCode(err) != ledger.ECONFLICT {
@@ -52,7 +52,7 @@ func TestUsers(t *testing.T) {
 		}
 	})
 	t.Run("DisabledCannotSignIn", func(t *testing.T) {
-		op, err := ledger.CreateUser(ctx, pool, "op@example.com", ledger.RoleOperator, pw)
+		op, err := ledger.CreateUser(ctx, pool, "op@example.com", ledger.RoleOperator, pw, "acme")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -101,7 +101,7 @@ func TestLastAdminRace(t *testing.T) {
 	actorB := ledger.Actor{Name: b.Email, Role: ledger.RoleAdmin}
 	moves := map[string]func(ledger.Actor, int64) error{
 		"Demote": func(by ledger.Actor, id int64) error {
-			return ledger.SetUserRole(ctx, pool, by, id, ledger.RoleOperator)
+			return ledger.SetUserRole(ctx, pool, by, id, ledger.RoleOperator, "acme")
 		},
 		"Disable": func(by ledger.Actor, id int64) error {
 			return ledger.SetUserDisabled(ctx, pool, by, id, true)
@@ -167,7 +167,7 @@ func TestEnsureUser(t *testing.T) {
 		t.Fatal(err)
 	}
 	boss := ledger.Actor{Name: other.Email, Role: ledger.RoleAdmin}
-	if err := ledger.SetUserRole(ctx, pool, boss, u.ID, ledger.RoleOperator); err != nil {
+	if err := ledger.SetUserRole(ctx, pool, boss, u.ID, ledger.RoleOperator, "acme"); err != nil {
 		t.Fatal(err)
 	}
 	if err := ledger.SetUserDisabled(ctx, pool, boss, u.ID, true); err != nil {
