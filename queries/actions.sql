@@ -21,6 +21,9 @@ SELECT r.client, r.environment, r.source, r.name, r.business_key, r.key_parts, r
        r.max_attempts, now() + make_interval(secs => r.within_seconds),
        CASE WHEN r.after_id = 0 OR p.state IN ('confirmed', 'resolved') THEN now()
             ELSE '9999-12-31 00:00:00+00'::timestamptz END
+-- The predecessors are read first, by key (client and id), then joined to the
+-- rows: a lateral lookup per row in a distributed table is a join Citus cannot
+-- plan (the reference table of destinations it can).
 FROM (SELECT unnest(@clients::text[]) AS client, unnest(@environments::text[]) AS environment,
              unnest(@sources::text[]) AS source, unnest(@names::text[]) AS name,
              unnest(@business_keys::text[]) AS business_key, unnest(@key_parts::jsonb[]) AS key_parts,
@@ -36,10 +39,9 @@ FROM (SELECT unnest(@clients::text[]) AS client, unnest(@environments::text[]) A
 CROSS JOIN LATERAL (SELECT EXISTS (SELECT 1 FROM destinations x
                                    WHERE x.name = r.destination AND x.status = 'disconnected')
                     AS disconnected) d
--- OFFSET 0 keeps the predecessor a lookup by key per row: as a plain join, a plan
--- made while actions was small scans the whole table for it.
-LEFT JOIN LATERAL (SELECT x.state, x.name FROM actions x
-                   WHERE x.client = r.client AND x.id = r.after_id OFFSET 0) p ON true
+LEFT JOIN (SELECT x.client, x.id, x.state, x.name FROM actions x
+           WHERE x.client = ANY(@clients::text[]) AND x.id = ANY(@after_ids::bigint[]) OFFSET 0) p
+       ON p.client = r.client AND p.id = r.after_id
 ORDER BY r.ord
 ON CONFLICT (client, operation_key) DO NOTHING
 RETURNING client, operation_key, id;
@@ -96,13 +98,14 @@ RETURNING id;
 -- that need no predecessor's result): it counts the attempt on the action and
 -- writes the attempt as started, and the caller commits before calling anyone.
 -- attempt_id is 0 for the claims it did not start. only_destinations (when not
--- empty or null) and skip_destinations narrow it to some destinations.
+-- empty or null) and skip_destinations narrow it to some destinations. A claim
+-- takes one client's work (the performer goes round the clients, see lanes.go).
 WITH due AS (
-    SELECT a.client, a.id, a.state,
+    SELECT a.client, a.id, a.state, now() AS at,
            a.state <> 'uncertain' AND a.destination = ANY(@callable::text[])
                AND (a.after_id IS NULL OR NOT a.name = ANY(@fill_names::text[])) AS starts
     FROM actions a
-    WHERE a.state IN ('pending', 'retrying', 'uncertain')
+    WHERE a.client = @client AND a.state IN ('pending', 'retrying', 'uncertain')
       AND a.next_attempt_at <= now()
       AND NOT EXISTS (SELECT 1 FROM destinations d
                       WHERE d.name = a.destination AND d.status = 'disconnected')
@@ -118,20 +121,27 @@ WITH due AS (
         lease_token = a.lease_token + 1,
         lease_expires_at = now() + make_interval(secs => @lease_seconds::double precision),
         attempts = a.attempts + CASE WHEN due.starts THEN 1 ELSE 0 END,
-        first_attempt_at = CASE WHEN due.starts THEN coalesce(a.first_attempt_at, now()) ELSE a.first_attempt_at END,
-        last_attempt_at = CASE WHEN due.starts THEN now() ELSE a.last_attempt_at END,
+        -- The time is a column (due.at): Citus allows no function that is not
+        -- immutable inside a CASE or coalesce.
+        first_attempt_at = CASE WHEN due.starts THEN coalesce(a.first_attempt_at, due.at) ELSE a.first_attempt_at END,
+        last_attempt_at = CASE WHEN due.starts THEN due.at ELSE a.last_attempt_at END,
         updated_at = now()
     FROM due
-    WHERE a.client = due.client AND a.id = due.id
+    WHERE a.client = @client AND a.id = due.id
     RETURNING a.*, due.starts
 ), attempt AS (
     INSERT INTO attempts (client, action_id, kind, operation_key, worker)
-    SELECT c.client, c.id, 'call', coalesce(nullif(c.attempt_key, ''), c.operation_key), @worker::text
+    SELECT @client, c.id, 'call', coalesce(nullif(c.attempt_key, ''), c.operation_key), @worker::text
     FROM claimed c WHERE c.starts
     RETURNING client, id, action_id
 )
 SELECT c.*, coalesce(t.id, 0)::bigint AS attempt_id
 FROM claimed c LEFT JOIN attempt t ON t.client = c.client AND t.action_id = c.id;
+
+-- name: ActionClientsWithWork :many
+-- The clients with actions to claim or leases to recover: the lanes the performer
+-- goes round beside the config's clients.
+SELECT DISTINCT client FROM actions WHERE state IN ('pending', 'retrying', 'uncertain', 'processing');
 
 -- name: ActionRenewLease :execrows
 UPDATE actions
@@ -149,9 +159,9 @@ WHERE client = @client AND id = @id AND state = 'processing' AND lease_owner = @
 -- states (see ActionRecordBatch).
 WITH started AS (
     UPDATE actions a
-    SET attempts = a.attempts + 1, first_attempt_at = coalesce(a.first_attempt_at, now()),
+    SET attempts = a.attempts + 1, first_attempt_at = coalesce(a.first_attempt_at, r.at),
         last_attempt_at = now(), updated_at = now()
-    FROM (SELECT unnest(@clients::text[]) AS client, unnest(@ids::bigint[]) AS id) r
+    FROM (SELECT unnest(@clients::text[]) AS client, unnest(@ids::bigint[]) AS id, now() AS at) r
     WHERE a.client = r.client AND a.id = r.id AND (a.state = 'processing') IS TRUE AND a.lease_owner = @worker::text
     RETURNING a.client, a.id, coalesce(nullif(a.attempt_key, ''), a.operation_key) AS operation_key,
               a.attempts, a.first_attempt_at
@@ -234,16 +244,16 @@ WHERE client = @client AND after_id = @after_id AND state = 'pending'
   AND next_attempt_at = '9999-12-31 00:00:00+00'::timestamptz;
 
 -- name: ActionLockExpiredLeases :many
--- Locks up to 100 actions whose lease expired, with what the decision table needs
+-- Locks up to 100 of a client's actions whose lease expired, with what the decision table needs
 -- to know of each: whether a call was started under the lease (it may have reached
 -- the destination) and what the claim was for (claimed_from). The caller decides
 -- and writes the outcome with ActionRecoverLeases in the same transaction.
 SELECT sqlc.embed(a),
        EXISTS (SELECT 1 FROM attempts t
-               WHERE t.client = a.client AND t.action_id = a.id
+               WHERE t.client = @client AND t.action_id = a.id
                  AND t.status = 'started' AND t.kind = 'call') AS call_started
 FROM actions a
-WHERE a.state = 'processing' AND a.lease_expires_at < now()
+WHERE a.client = @client AND a.state = 'processing' AND a.lease_expires_at < now()
 ORDER BY a.lease_expires_at
 LIMIT 100
 FOR UPDATE OF a SKIP LOCKED;

@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/oncehook/oncehook/db"
 	"github.com/oncehook/oncehook/internal/batch"
 )
 
@@ -101,6 +102,12 @@ func NewEngine(p EngineParams) *Engine {
 		},
 	}
 	e.performer.decisions = e.performer.newRecorder()
+	e.router.lanes = newLanes(p.Config, p.Logger, func(ctx context.Context) ([]string, error) {
+		return db.New(p.Pool).EventQueueClients(ctx)
+	})
+	e.performer.lanes = newLanes(p.Config, p.Logger, func(ctx context.Context) ([]string, error) {
+		return db.New(p.Pool).ActionClientsWithWork(ctx)
+	})
 	return e
 }
 

@@ -155,7 +155,7 @@ func (pf *Performer) commitGroup(ctx context.Context, group []pendingDecision) (
 	var recorded map[actionKey]bool
 	var due bool
 	err := retryStorage(ctx, func() error {
-		return db.WithTxKeyPlanned(ctx, pf.pool, func(q *db.Queries) error {
+		return pf.planned(ctx, db.WithTxKeyPlanned)(ctx, pf.pool, func(q *db.Queries) error {
 			var err error
 			recorded, due, err = pf.writeDecisions(ctx, q, group)
 			return err

@@ -1,0 +1,97 @@
+package ledger_test
+
+import (
+	"context"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/oncehook/oncehook/db"
+	"github.com/oncehook/oncehook/db/dbtest"
+)
+
+// The workers' claims name one client: the router's claim of received events,
+// the performer's claim of due actions and the recovery's lock of lapsed leases
+// each scan only the client's rows, and on a Citus cluster (make
+// test-citus) each runs as one task on one shard (Citus runs a statement's
+// modifying parts as subplans: each of them one task).
+func TestWorkerClaimsReadOneClient(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	w := newWorld(t, worldOptions{noEngine: true})
+	w.deliver(checkout{eventID: "evt_explain", enquiry: "enq_explain", amount: 100})
+	conn, err := w.pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	// Each statement prepared on the connection once (rolled back), then explained
+	// with literal arguments.
+	if err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		q := db.New(tx)
+		if _, err := q.EventClaimReceived(ctx, db.EventClaimReceivedParams{Client: "acme", MaxEvents: 50}); err != nil {
+			return err
+		}
+		if _, err := q.ActionClaim(ctx, db.ActionClaimParams{Client: "acme", Callable: []string{"crm"}, FillNames: []string{},
+			OnlyDestinations: []string{}, SkipDestinations: []string{}, MaxActions: 16, Worker: "w1", LeaseSeconds: 30}); err != nil {
+			return err
+		}
+		if _, err := q.ActionLockExpiredLeases(ctx, "acme"); err != nil {
+			return err
+		}
+		return errRollback
+	}); err != errRollback {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ name, args string }{
+		{"EventClaimReceived :many", `('acme', 50)`},
+		{"ActionClaim :many", `('{crm}', '{}', 'acme', '{}', '{}', 16, 'w1', 30)`},
+		{"ActionLockExpiredLeases :many", `('acme')`},
+	} {
+		var stmt string
+		if err := conn.QueryRow(ctx, `SELECT name FROM pg_prepared_statements WHERE statement LIKE '%name: ' || $1::text || '%'`,
+			tc.name).Scan(&stmt); err != nil {
+			t.Fatalf("%s is not prepared on the connection: %v", tc.name, err)
+		}
+		plan := explainText(t, conn, `EXECUTE `+pgx.Identifier{stmt}.Sanitize()+tc.args)
+		if !regexp.MustCompile(`(Index Cond|Filter): \(+client = 'acme'`).MatchString(plan) {
+			t.Errorf("%s does not name the client in its scan of the client's rows:\n%s", tc.name, plan)
+		}
+		if !dbtest.OnCitus() {
+			continue
+		}
+		counts := regexp.MustCompile(`Task Count: (\d+)`).FindAllStringSubmatch(plan, -1)
+		if len(counts) == 0 {
+			t.Errorf("%s: no Citus task in the plan:\n%s", tc.name, plan)
+		}
+		for _, c := range counts {
+			if c[1] != "1" {
+				t.Errorf("%s runs a part as %s tasks, want 1:\n%s", tc.name, c[1], plan)
+			}
+		}
+	}
+}
+
+// explainText is EXPLAIN's plan of stmt as text, in a transaction rolled back.
+func explainText(t *testing.T, conn interface {
+	Begin(context.Context) (pgx.Tx, error)
+}, stmt string) string {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // only looked into
+	rows, err := tx.Query(ctx, `EXPLAIN (COSTS OFF) `+stmt)
+	if err != nil {
+		t.Fatalf("%s: %v", stmt, err)
+	}
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatalf("%s: %v", stmt, err)
+	}
+	return strings.Join(lines, "\n")
+}
