@@ -250,7 +250,12 @@ WITH due AS (
         last_attempt_at = CASE WHEN due.starts THEN due.at ELSE a.last_attempt_at END,
         updated_at = now()
     FROM due
-    WHERE a.client = $3 AND a.id = due.id
+    -- Each claimed row is looked up by its key. On Citus (sharded, planned for
+    -- each call) the client is a constant of the update too, which routes it to
+    -- the claim's one shard. On a single Postgres it is not: with it, a plan made
+    -- while the table was small (or its statistics said so) read every action of
+    -- the client for each claim.
+    WHERE a.client = due.client AND a.id = due.id AND (NOT $9::boolean OR a.client = $3)
     RETURNING a.id, a.client, a.environment, a.source, a.name, a.business_key, a.key_parts, a.operation_key, a.destination, a.params, a.params_sha256, a.state, a.reason, a.owner, a.after_id, a.resource, a.occurred_at, a.attempts, a.max_attempts, a.give_up_at, a.next_attempt_at, a.first_attempt_at, a.last_attempt_at, a.lease_owner, a.claimed_from, a.lease_expires_at, a.external_ref, a.result, a.created_at, a.updated_at, a.lease_token, a.state_since, a.attempt_key, due.starts
 ), attempt AS (
     INSERT INTO attempts (client, action_id, kind, operation_key, worker)
@@ -271,6 +276,7 @@ type ActionClaimParams struct {
 	MaxActions       int32
 	Worker           string
 	LeaseSeconds     float64
+	Sharded          bool
 }
 
 type ActionClaimRow struct {
@@ -329,6 +335,7 @@ func (q *Queries) ActionClaim(ctx context.Context, arg ActionClaimParams) ([]Act
 		arg.MaxActions,
 		arg.Worker,
 		arg.LeaseSeconds,
+		arg.Sharded,
 	)
 	if err != nil {
 		return nil, err

@@ -13,8 +13,9 @@ const databaseDistribute = `-- name: DatabaseDistribute :one
 SELECT oncehook_distribute()::text AS mode
 `
 
-// Distributes the tables by client when the database has Citus and they are not
-// yet; returns the mode it leaves the database in (single without Citus).
+// Distributes the tables not distributed yet by the rule of migration 00024 when
+// the database has Citus; returns the mode it leaves the database in (single
+// without Citus). db.Migrate runs it after the migrations.
 func (q *Queries) DatabaseDistribute(ctx context.Context) (string, error) {
 	row := q.db.QueryRow(ctx, databaseDistribute)
 	var mode string
@@ -26,7 +27,7 @@ const databaseMode = `-- name: DatabaseMode :one
 SELECT oncehook_mode()::text AS mode
 `
 
-// The database's mode (migration 00019): single, citus or citus-undistributed.
+// The database's mode (migration 00024): single, citus or citus-undistributed.
 func (q *Queries) DatabaseMode(ctx context.Context) (string, error) {
 	row := q.db.QueryRow(ctx, databaseMode)
 	var mode string

@@ -77,19 +77,20 @@ func (q *Queries) EventAuditList(ctx context.Context, arg EventAuditListParams) 
 
 const eventClaimReceived = `-- name: EventClaimReceived :many
 WITH next AS (
-    SELECT id FROM event_queue WHERE client = $1 ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED
+    SELECT id FROM event_queue WHERE client = $2 ORDER BY id LIMIT $3 FOR UPDATE SKIP LOCKED
 ), claimed AS (
     DELETE FROM event_queue q
-    WHERE q.client = $1 AND q.id = ANY (ARRAY(SELECT id FROM next))
+    WHERE q.client = $2 AND q.id = ANY (ARRAY(SELECT id FROM next))
     RETURNING q.client, q.id
 )
 SELECT e.id, e.client, e.environment, e.source, e.source_event_id, e.type, e.status, e.reason, e.body, e.payload, e.body_sha256, e.headers, e.occurred_at, e.received_at, e.last_received_at, e.deliveries, e.conflict, e.routed_at, e.via FROM events e JOIN claimed c ON e.client = c.client AND e.id = c.id
-WHERE e.client = $1 AND e.status = 'received'
+WHERE (NOT $1::boolean OR e.client = $2) AND e.status = 'received'
 ORDER BY e.id
 FOR UPDATE OF e
 `
 
 type EventClaimReceivedParams struct {
+	Sharded   bool
 	Client    string
 	MaxEvents int32
 }
@@ -105,13 +106,15 @@ type EventClaimReceivedRow struct {
 // meanwhile is not routed again.
 // A claim takes one client's events (the router goes round the clients, see
 // lanes.go), read from the head of the queue's key.
-// The claimed rows leave the queue by their keys, looked up in the queue's key:
-// the queue is emptied as fast as it fills, and analyzed while empty it is taken to
+// The claimed rows leave the queue by their keys, and their events are read by
+// theirs: the client is a constant of that read only on Citus (sharded), which
+// routes it to one shard (see ActionClaim for why not on a single Postgres). The
+// queue is emptied as fast as it fills, and analyzed while empty it is taken to
 // hold one row, for which a join of the queue to the claimed rows was planned to
 // read the whole queue once per claimed row (the router prices sequential scans
 // out, see db.BeginScanFree).
 func (q *Queries) EventClaimReceived(ctx context.Context, arg EventClaimReceivedParams) ([]EventClaimReceivedRow, error) {
-	rows, err := q.db.Query(ctx, eventClaimReceived, arg.Client, arg.MaxEvents)
+	rows, err := q.db.Query(ctx, eventClaimReceived, arg.Sharded, arg.Client, arg.MaxEvents)
 	if err != nil {
 		return nil, err
 	}

@@ -68,6 +68,12 @@ func WithTxIndexPlanned(ctx context.Context, b TxBeginner, fn func(q *Queries) e
 	return withTx(ctx, settingsTx{b, indexPlannedBegin}, func(tx DBTX) DBTX { return tx }, fn)
 }
 
+// WithTxPlannedPerCall is WithTx in a transaction whose statements are planned
+// for each call's own arguments (as PlannedPerCall).
+func WithTxPlannedPerCall(ctx context.Context, b Beginner, fn func(q *Queries) error) error {
+	return withTx(ctx, b, PlannedPerCall, fn)
+}
+
 // settingsTx begins its transactions with a BEGIN that also sets the planner's
 // settings for them, in one round trip.
 type settingsTx struct {

@@ -127,7 +127,12 @@ WITH due AS (
         last_attempt_at = CASE WHEN due.starts THEN due.at ELSE a.last_attempt_at END,
         updated_at = now()
     FROM due
-    WHERE a.client = @client AND a.id = due.id
+    -- Each claimed row is looked up by its key. On Citus (sharded, planned for
+    -- each call) the client is a constant of the update too, which routes it to
+    -- the claim's one shard. On a single Postgres it is not: with it, a plan made
+    -- while the table was small (or its statistics said so) read every action of
+    -- the client for each claim.
+    WHERE a.client = due.client AND a.id = due.id AND (NOT @sharded::boolean OR a.client = @client)
     RETURNING a.*, due.starts
 ), attempt AS (
     INSERT INTO attempts (client, action_id, kind, operation_key, worker)

@@ -54,8 +54,10 @@ SELECT * FROM event_conflicts WHERE client = @client AND event_id = @event_id OR
 -- meanwhile is not routed again.
 -- A claim takes one client's events (the router goes round the clients, see
 -- lanes.go), read from the head of the queue's key.
--- The claimed rows leave the queue by their keys, looked up in the queue's key:
--- the queue is emptied as fast as it fills, and analyzed while empty it is taken to
+-- The claimed rows leave the queue by their keys, and their events are read by
+-- theirs: the client is a constant of that read only on Citus (sharded), which
+-- routes it to one shard (see ActionClaim for why not on a single Postgres). The
+-- queue is emptied as fast as it fills, and analyzed while empty it is taken to
 -- hold one row, for which a join of the queue to the claimed rows was planned to
 -- read the whole queue once per claimed row (the router prices sequential scans
 -- out, see db.BeginScanFree).
@@ -67,7 +69,7 @@ WITH next AS (
     RETURNING q.client, q.id
 )
 SELECT sqlc.embed(e) FROM events e JOIN claimed c ON e.client = c.client AND e.id = c.id
-WHERE e.client = @client AND e.status = 'received'
+WHERE (NOT @sharded::boolean OR e.client = @client) AND e.status = 'received'
 ORDER BY e.id
 FOR UPDATE OF e;
 

@@ -10,10 +10,11 @@ import (
 const citusUsage = `Usage: oncehook citus distribute [--data-dir DIR]
 
 Distributes the tables of a database that was migrated before the citus extension
-was created in it: each client's tables sharded by client, co-located, and the
-small shared tables copied to every node (migration 00019 does the same for a new
-database). It copies the rows into the shards, so run it while no oncehook process
-runs. Without Citus it changes nothing and says so.
+was created in it: every table with a client column sharded by client, co-located,
+and every other table copied to every node (oncehook migrate and the server's start
+do the same for a new database, and for tables a later release adds). It copies the
+rows into the shards, so run it while no oncehook process runs. Without Citus it
+changes nothing and says so.
 `
 
 func runCitus(ctx context.Context, env *environment, args []string) error {

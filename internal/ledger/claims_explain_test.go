@@ -2,6 +2,7 @@ package ledger_test
 
 import (
 	"context"
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -22,6 +23,7 @@ func TestWorkerClaimsReadOneClient(t *testing.T) {
 	ctx := context.Background()
 	w := newWorld(t, worldOptions{noEngine: true})
 	w.deliver(checkout{eventID: "evt_explain", enquiry: "enq_explain", amount: 100})
+	sharded := dbtest.OnCitus() // the claims name the client to Citus (see ActionClaim)
 	conn, err := w.pool.Acquire(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -31,11 +33,12 @@ func TestWorkerClaimsReadOneClient(t *testing.T) {
 	// with literal arguments.
 	if err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
 		q := db.New(tx)
-		if _, err := q.EventClaimReceived(ctx, db.EventClaimReceivedParams{Client: "acme", MaxEvents: 50}); err != nil {
+		if _, err := q.EventClaimReceived(ctx, db.EventClaimReceivedParams{Client: "acme", MaxEvents: 50, Sharded: sharded}); err != nil {
 			return err
 		}
 		if _, err := q.ActionClaim(ctx, db.ActionClaimParams{Client: "acme", Callable: []string{"crm"}, FillNames: []string{},
-			OnlyDestinations: []string{}, SkipDestinations: []string{}, MaxActions: 16, Worker: "w1", LeaseSeconds: 30}); err != nil {
+			OnlyDestinations: []string{}, SkipDestinations: []string{}, MaxActions: 16, Worker: "w1", LeaseSeconds: 30,
+			Sharded: sharded}); err != nil {
 			return err
 		}
 		if _, err := q.ActionLockExpiredLeases(ctx, "acme"); err != nil {
@@ -46,8 +49,8 @@ func TestWorkerClaimsReadOneClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct{ name, args string }{
-		{"EventClaimReceived :many", `('acme', 50)`},
-		{"ActionClaim :many", `('{crm}', '{}', 'acme', '{}', '{}', 16, 'w1', 30)`},
+		{"EventClaimReceived :many", fmt.Sprintf(`(%t, 'acme', 50)`, sharded)},
+		{"ActionClaim :many", fmt.Sprintf(`('{crm}', '{}', 'acme', '{}', '{}', 16, 'w1', 30, %t)`, sharded)},
 		{"ActionLockExpiredLeases :many", `('acme')`},
 	} {
 		var stmt string

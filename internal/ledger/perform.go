@@ -34,8 +34,7 @@ type Performer struct {
 	inflight   sync.WaitGroup
 	decisions  *batch.Writer[pendingDecision, struct{}] // outcomes recorded together (newRecorder)
 	lanes      *lanes                                   // the clients it claims actions for in turn
-	modeMu     sync.Mutex
-	mode       string // the database's mode once known (onCitus)
+	mode       *databaseMode                            // single Postgres or Citus
 
 	// Derived from the config once: the config does not change while it runs.
 	callable     []string              // destinations this process calls
@@ -135,6 +134,7 @@ func (pf *Performer) claimRound(ctx context.Context, q *db.Queries, clients []st
 		if spec.skip != nil {
 			p.SkipDestinations = spec.skip
 		}
+		p.Sharded = pf.mode.sharded(ctx)
 		rows, err := q.ActionClaim(ctx, p)
 		if err != nil {
 			return nil, err
@@ -343,7 +343,7 @@ func (pf *Performer) startCalls(ctx context.Context, q *db.Queries, rows []db.Ac
 		return batch, nil
 	}
 	p.Worker = pf.p.Worker
-	if !pf.onCitus(ctx) { // its plan, unlike the claim's, is of lookups by key (see planned)
+	if !pf.mode.sharded(ctx) { // its plan, unlike the claim's, is of lookups by key (see planned)
 		if err := db.PlanByKey(ctx, q); err != nil {
 			return nil, err
 		}

@@ -26,6 +26,7 @@ type Router struct {
 	wake       batch.Signal
 	performers *batch.Wakeup           // woken once a batch created actions
 	lanes      *lanes                  // the clients it claims events for in turn
+	mode       *databaseMode           // single Postgres or Citus
 	routes     map[string][]ActionRule // each source's rules, predecessors first; the config does not change while it runs
 	paths      map[string]*docPaths    // what each source's rules read of an event's document
 }
@@ -122,7 +123,7 @@ func (rt *Router) routeBatch(ctx context.Context, clients []string, n int, eachI
 // routeClient claims up to n of one client's received events and routes them;
 // every statement it sends names that client.
 func (rt *Router) routeClient(ctx context.Context, tx pgx.Tx, q *db.Queries, client string, n int, eachInSavepoint bool) (*batchRouting, error) {
-	claimed, err := q.EventClaimReceived(ctx, db.EventClaimReceivedParams{Client: client, MaxEvents: int32(n)})
+	claimed, err := q.EventClaimReceived(ctx, db.EventClaimReceivedParams{Client: client, MaxEvents: int32(n), Sharded: rt.mode.sharded(ctx)})
 	if err != nil {
 		return nil, fmt.Errorf("claim events: %w", err)
 	}

@@ -45,7 +45,7 @@ var stateSetLiterals = map[string][]string{
 	"NotifyCandidates":            {"notify-at-once"},
 	"ActionPruneClosed":           {"closed"},
 	"ActionClientsWithWork":       {"lane"},
-	"00018_claims_by_client.sql":  {"due", "due"},
+	"00023_claims_by_client.sql":  {"due", "due"},
 	"00002_ledger.sql":            {"all", "due"},
 	"00005_operations.sql":        {"person", "closed"},
 	"00014_search_and_trends.sql": {"person"},
