@@ -1345,6 +1345,7 @@ WITH r AS (
         error = r.error, evidence = r.external_ref, finished_at = now()
     FROM r
     WHERE r.attempt_id <> 0 AND t.client = r.client AND t.action_id = r.id AND t.id = r.attempt_id
+      AND (NOT $14::boolean OR t.client = $15)
     RETURNING t.id
 ), recorded AS (
     UPDATE actions a
@@ -1354,16 +1355,18 @@ WITH r AS (
         owner = CASE WHEN r.owner <> '' THEN r.owner ELSE a.owner END,
         lease_owner = NULL, lease_expires_at = NULL, updated_at = now()
     FROM r
-    WHERE a.client = r.client AND a.id = r.id AND (a.state = 'processing') IS TRUE AND a.lease_owner = $14::text
-      AND a.lease_token = r.lease_token
+    WHERE a.client = r.client AND a.id = r.id AND (a.state = 'processing') IS TRUE AND a.lease_owner = $16::text
+      AND a.lease_token = r.lease_token AND (NOT $14::boolean OR a.client = $15)
     RETURNING a.client, a.id, a.state
 ), released AS (
     UPDATE actions s
     SET next_attempt_at = now(), reason = '', updated_at = now()
     FROM recorded p
     CROSS JOIN LATERAL (SELECT w.client, w.id FROM actions w
-                        WHERE w.client = p.client AND w.after_id = p.id OFFSET 0) x
+                        WHERE w.client = p.client AND w.after_id = p.id
+                          AND (NOT $14::boolean OR w.client = $15) OFFSET 0) x
     WHERE p.state = 'confirmed' AND s.client = x.client AND s.id = x.id
+      AND (NOT $14::boolean OR s.client = $15)
       AND (s.state = 'pending') IS TRUE
       AND (s.next_attempt_at = '9999-12-31 00:00:00+00'::timestamptz) IS TRUE
     RETURNING s.id
@@ -1386,6 +1389,8 @@ type ActionRecordBatchParams struct {
 	Results        []string
 	Owners         []string
 	LeaseTokens    []int64
+	Sharded        bool
+	Client         string
 	Worker         string
 }
 
@@ -1417,6 +1422,11 @@ type ActionRecordBatchRow struct {
 //     (OFFSET 0 keeps it one), a lookup in actions_after_idx: joined to the recorded
 //     actions, a plan made on a small table read the whole partial index, every
 //     action that ever had a predecessor.
+//
+// On Citus (sharded, planned for each call) the performer records one client's
+// outcomes a statement, and the client is a constant of each table's rows, which
+// routes it to the client's shard; on a single Postgres the condition is no index's
+// to answer (see above).
 func (q *Queries) ActionRecordBatch(ctx context.Context, arg ActionRecordBatchParams) ([]ActionRecordBatchRow, error) {
 	rows, err := q.db.Query(ctx, actionRecordBatch,
 		arg.Clients,
@@ -1432,6 +1442,8 @@ func (q *Queries) ActionRecordBatch(ctx context.Context, arg ActionRecordBatchPa
 		arg.Results,
 		arg.Owners,
 		arg.LeaseTokens,
+		arg.Sharded,
+		arg.Client,
 		arg.Worker,
 	)
 	if err != nil {

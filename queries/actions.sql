@@ -201,6 +201,10 @@ FROM started s JOIN attempt t ON t.client = s.client AND t.action_id = s.id;
 --   (OFFSET 0 keeps it one), a lookup in actions_after_idx: joined to the recorded
 --   actions, a plan made on a small table read the whole partial index, every
 --   action that ever had a predecessor.
+-- On Citus (sharded, planned for each call) the performer records one client's
+-- outcomes a statement, and the client is a constant of each table's rows, which
+-- routes it to the client's shard; on a single Postgres the condition is no index's
+-- to answer (see above).
 WITH r AS (
     SELECT unnest(@clients::text[]) AS client, unnest(@ids::bigint[]) AS id,
            unnest(@attempt_ids::bigint[]) AS attempt_id, unnest(@observed::text[]) AS observed,
@@ -215,6 +219,7 @@ WITH r AS (
         error = r.error, evidence = r.external_ref, finished_at = now()
     FROM r
     WHERE r.attempt_id <> 0 AND t.client = r.client AND t.action_id = r.id AND t.id = r.attempt_id
+      AND (NOT @sharded::boolean OR t.client = @client)
     RETURNING t.id
 ), recorded AS (
     UPDATE actions a
@@ -225,15 +230,17 @@ WITH r AS (
         lease_owner = NULL, lease_expires_at = NULL, updated_at = now()
     FROM r
     WHERE a.client = r.client AND a.id = r.id AND (a.state = 'processing') IS TRUE AND a.lease_owner = @worker::text
-      AND a.lease_token = r.lease_token
+      AND a.lease_token = r.lease_token AND (NOT @sharded::boolean OR a.client = @client)
     RETURNING a.client, a.id, a.state
 ), released AS (
     UPDATE actions s
     SET next_attempt_at = now(), reason = '', updated_at = now()
     FROM recorded p
     CROSS JOIN LATERAL (SELECT w.client, w.id FROM actions w
-                        WHERE w.client = p.client AND w.after_id = p.id OFFSET 0) x
+                        WHERE w.client = p.client AND w.after_id = p.id
+                          AND (NOT @sharded::boolean OR w.client = @client) OFFSET 0) x
     WHERE p.state = 'confirmed' AND s.client = x.client AND s.id = x.id
+      AND (NOT @sharded::boolean OR s.client = @client)
       AND (s.state = 'pending') IS TRUE
       AND (s.next_attempt_at = '9999-12-31 00:00:00+00'::timestamptz) IS TRUE
     RETURNING s.id

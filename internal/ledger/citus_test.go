@@ -42,6 +42,11 @@ func TestDatabaseIsShardedByClientOnCitus(t *testing.T) {
 	}
 	checkCitusTables(t, w.pool)
 	w.deliver(checkout{eventID: "evt_citus", enquiry: "enq_citus", amount: 4200})
+	defer func() {
+		if t.Failed() {
+			t.Log(w.logs.String())
+		}
+	}()
 	waitUntil(t, 20*time.Second, "the checkout's opportunity confirmed", func() bool {
 		return w.count(`SELECT count(*) FROM actions WHERE client = 'acme' AND name = 'open_opportunity' AND state = 'confirmed'`) == 1
 	})

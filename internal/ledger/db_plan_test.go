@@ -728,7 +728,7 @@ func recordArgs(ids, attemptIDs []int64) string {
 	for i, id := range ids {
 		refs[i] = fmt.Sprintf("ref_%d", id)
 	}
-	return fmt.Sprintf(`(%s, %s, %s, %s, %s, %s, %s, %s, array_fill(now(), ARRAY[%d]), '{%s}', %s, %s, %s, 'w1')`,
+	return fmt.Sprintf(`(%s, %s, %s, %s, %s, %s, %s, %s, array_fill(now(), ARRAY[%d]), '{%s}', %s, %s, %s, false, '', 'w1')`,
 		each("c"), list(ids), list(attemptIDs), each("success"), each("201"), each(`""`), each("confirmed"), each(`""`),
 		len(ids), strings.Join(refs, ","), each(`"{\"id\":1}"`), each(`""`), each("1"))
 }
