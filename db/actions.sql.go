@@ -1710,8 +1710,9 @@ WITH started AS (
     UPDATE actions a
     SET attempts = a.attempts + 1, first_attempt_at = coalesce(a.first_attempt_at, r.at),
         last_attempt_at = now(), updated_at = now()
-    FROM (SELECT unnest($2::text[]) AS client, unnest($3::bigint[]) AS id, now() AS at) r
+    FROM (SELECT unnest($4::text[]) AS client, unnest($5::bigint[]) AS id, now() AS at) r
     WHERE a.client = r.client AND a.id = r.id AND (a.state = 'processing') IS TRUE AND a.lease_owner = $1::text
+      AND (NOT $2::boolean OR a.client = $3)
     RETURNING a.client, a.id, coalesce(nullif(a.attempt_key, ''), a.operation_key) AS operation_key,
               a.attempts, a.first_attempt_at
 ), attempt AS (
@@ -1725,6 +1726,8 @@ FROM started s JOIN attempt t ON t.client = s.client AND t.action_id = s.id
 
 type ActionStartCallsParams struct {
 	Worker  string
+	Sharded bool
+	Client  string
 	Clients []string
 	Ids     []int64
 }
@@ -1743,9 +1746,16 @@ type ActionStartCallsRow struct {
 // It runs in the claim's transaction, with a generic plan made with lookups by key
 // (the performer switches the transaction to them first, see db.PlanByKey): the
 // state is checked on each row found by its key, never read from an index of
-// states (see ActionRecordBatch).
+// states (see ActionRecordBatch). Its calls are one client's, named on Citus
+// (sharded) to route it to the client's shard, as ActionRecordBatch's are.
 func (q *Queries) ActionStartCalls(ctx context.Context, arg ActionStartCallsParams) ([]ActionStartCallsRow, error) {
-	rows, err := q.db.Query(ctx, actionStartCalls, arg.Worker, arg.Clients, arg.Ids)
+	rows, err := q.db.Query(ctx, actionStartCalls,
+		arg.Worker,
+		arg.Sharded,
+		arg.Client,
+		arg.Clients,
+		arg.Ids,
+	)
 	if err != nil {
 		return nil, err
 	}

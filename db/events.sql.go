@@ -579,21 +579,27 @@ func (q *Queries) EventReplay(ctx context.Context, arg EventReplayParams) ([]Eve
 const eventSetStatuses = `-- name: EventSetStatuses :exec
 UPDATE events e
 SET status = r.status, reason = r.reason, routed_at = now()
-FROM (SELECT unnest($1::text[]) AS client, unnest($2::bigint[]) AS id,
-             unnest($3::text[]) AS status, unnest($4::text[]) AS reason) r
-WHERE e.client = r.client AND e.id = r.id
+FROM (SELECT unnest($3::text[]) AS client, unnest($4::bigint[]) AS id,
+             unnest($5::text[]) AS status, unnest($6::text[]) AS reason) r
+WHERE e.client = r.client AND e.id = r.id AND (NOT $1::boolean OR e.client = $2)
 `
 
 type EventSetStatusesParams struct {
+	Sharded  bool
+	Client   string
 	Clients  []string
 	Ids      []int64
 	Statuses []string
 	Reasons  []string
 }
 
-// What became of a routed batch of events, in one statement.
+// What became of a routed batch of events, in one statement. A batch is one
+// client's, named on Citus (sharded) to route it to the client's shard (see
+// EventClaimReceived).
 func (q *Queries) EventSetStatuses(ctx context.Context, arg EventSetStatusesParams) error {
 	_, err := q.db.Exec(ctx, eventSetStatuses,
+		arg.Sharded,
+		arg.Client,
 		arg.Clients,
 		arg.Ids,
 		arg.Statuses,

@@ -161,13 +161,15 @@ WHERE client = @client AND id = @id AND state = 'processing' AND lease_owner = @
 -- It runs in the claim's transaction, with a generic plan made with lookups by key
 -- (the performer switches the transaction to them first, see db.PlanByKey): the
 -- state is checked on each row found by its key, never read from an index of
--- states (see ActionRecordBatch).
+-- states (see ActionRecordBatch). Its calls are one client's, named on Citus
+-- (sharded) to route it to the client's shard, as ActionRecordBatch's are.
 WITH started AS (
     UPDATE actions a
     SET attempts = a.attempts + 1, first_attempt_at = coalesce(a.first_attempt_at, r.at),
         last_attempt_at = now(), updated_at = now()
     FROM (SELECT unnest(@clients::text[]) AS client, unnest(@ids::bigint[]) AS id, now() AS at) r
     WHERE a.client = r.client AND a.id = r.id AND (a.state = 'processing') IS TRUE AND a.lease_owner = @worker::text
+      AND (NOT @sharded::boolean OR a.client = @client)
     RETURNING a.client, a.id, coalesce(nullif(a.attempt_key, ''), a.operation_key) AS operation_key,
               a.attempts, a.first_attempt_at
 ), attempt AS (

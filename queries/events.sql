@@ -79,12 +79,14 @@ FOR UPDATE OF e;
 SELECT DISTINCT client FROM event_queue;
 
 -- name: EventSetStatuses :exec
--- What became of a routed batch of events, in one statement.
+-- What became of a routed batch of events, in one statement. A batch is one
+-- client's, named on Citus (sharded) to route it to the client's shard (see
+-- EventClaimReceived).
 UPDATE events e
 SET status = r.status, reason = r.reason, routed_at = now()
 FROM (SELECT unnest(@clients::text[]) AS client, unnest(@ids::bigint[]) AS id,
              unnest(@statuses::text[]) AS status, unnest(@reasons::text[]) AS reason) r
-WHERE e.client = r.client AND e.id = r.id;
+WHERE e.client = r.client AND e.id = r.id AND (NOT @sharded::boolean OR e.client = @client);
 
 -- name: EventList :many
 -- Keyset pagination, newest first. Received events are few in a large inbox and no

@@ -660,7 +660,7 @@ FROM actions p WHERE p.client = s.client AND p.id = s.after_id AND p.state = 'co
 	}
 	// A lookup by the whole key reads a block at each level of the index, two or
 	// three here; one by its first column reads all the client's entries.
-	startArgs := fmt.Sprintf(`('w1', '{%s}', '{%s}')`, strings.TrimSuffix(strings.Repeat("c,", len(open)), ","),
+	startArgs := fmt.Sprintf(`('w1', false, '', '{%s}', '{%s}')`, strings.TrimSuffix(strings.Repeat("c,", len(open)), ","),
 		strings.Trim(strings.Join(strings.Fields(fmt.Sprint(open)), ","), "[]"))
 	read, blocks, plan := explain(pgx.Identifier{startName}.Sanitize()+startArgs, true)
 	if read != 16 || blocks > 16*3 {

@@ -342,8 +342,8 @@ func (pf *Performer) startCalls(ctx context.Context, q *db.Queries, rows []db.Ac
 	if len(fill) == 0 {
 		return batch, nil
 	}
-	p.Worker = pf.p.Worker
-	if !pf.mode.sharded(ctx) { // its plan, unlike the claim's, is of lookups by key (see planned)
+	p.Worker, p.Sharded, p.Client = pf.p.Worker, pf.mode.sharded(ctx), rows[0].Client // a claim is one client's
+	if !p.Sharded { // its plan, unlike the claim's, is of lookups by key (see planned)
 		if err := db.PlanByKey(ctx, q); err != nil {
 			return nil, err
 		}

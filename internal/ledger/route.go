@@ -123,7 +123,8 @@ func (rt *Router) routeBatch(ctx context.Context, clients []string, n int, eachI
 // routeClient claims up to n of one client's received events and routes them;
 // every statement it sends names that client.
 func (rt *Router) routeClient(ctx context.Context, tx pgx.Tx, q *db.Queries, client string, n int, eachInSavepoint bool) (*batchRouting, error) {
-	claimed, err := q.EventClaimReceived(ctx, db.EventClaimReceivedParams{Client: client, MaxEvents: int32(n), Sharded: rt.mode.sharded(ctx)})
+	sharded := rt.mode.sharded(ctx)
+	claimed, err := q.EventClaimReceived(ctx, db.EventClaimReceivedParams{Client: client, MaxEvents: int32(n), Sharded: sharded})
 	if err != nil {
 		return nil, fmt.Errorf("claim events: %w", err)
 	}
@@ -141,6 +142,7 @@ func (rt *Router) routeClient(ctx context.Context, tx pgx.Tx, q *db.Queries, cli
 	if err := linkEvents(ctx, q, b.links); err != nil {
 		return nil, refusedOr(err)
 	}
+	b.statuses.Sharded, b.statuses.Client = sharded, client
 	if err := q.EventSetStatuses(ctx, b.statuses); err != nil {
 		return nil, fmt.Errorf("set event statuses: %w", err)
 	}
