@@ -342,8 +342,10 @@ func (pf *Performer) startCalls(ctx context.Context, q *db.Queries, rows []db.Ac
 	if len(fill) == 0 {
 		return batch, nil
 	}
-	p.Worker, p.Sharded, p.Client = pf.p.Worker, pf.mode.sharded(ctx), rows[0].Client // a claim is one client's
-	if !p.Sharded { // its plan, unlike the claim's, is of lookups by key (see planned)
+	// A claim is one client's. On a single Postgres the start of calls is planned
+	// as lookups by key, unlike the claim (see planned).
+	p.Worker, p.Sharded, p.Client = pf.p.Worker, pf.mode.sharded(ctx), rows[0].Client
+	if !p.Sharded {
 		if err := db.PlanByKey(ctx, q); err != nil {
 			return nil, err
 		}
