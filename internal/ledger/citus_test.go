@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/oncehook/oncehook/db"
@@ -196,4 +197,54 @@ func countIn(t *testing.T, pool *pgxpool.Pool, sql string) int {
 		t.Fatal(fmt.Errorf("%s: %w", sql, err))
 	}
 	return n
+}
+
+// The rule of distribution holds on a single Postgres too, so a migration that
+// would break it fails here, where CI runs: every table of the schema is one the
+// rule covers (oncehook_table_kinds), and every unique or primary key of a table
+// with a client column includes the client, which Citus requires of a table
+// distributed by it.
+func TestEveryTableFitsTheRuleOfDistribution(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.New(t)
+	var uncovered []string
+	rows, err := pool.Query(ctx, `
+SELECT c.relname::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p') AND c.relname <> 'goose_db_version'
+  AND NOT EXISTS (SELECT 1 FROM oncehook_table_kinds() k WHERE k.tbl = c.oid)
+ORDER BY 1`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if uncovered, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
+		t.Fatal(err)
+	}
+	if len(uncovered) > 0 {
+		t.Errorf("tables the rule of distribution does not cover: %v", uncovered)
+	}
+	rows, err = pool.Query(ctx, `
+SELECT k.tbl::text || ' ' || i.indexrelid::regclass::text
+FROM oncehook_table_kinds() k JOIN pg_index i ON i.indrelid = k.tbl AND i.indisunique
+WHERE k.kind = 'distributed'
+  AND NOT EXISTS (SELECT 1 FROM pg_attribute a
+                  WHERE a.attrelid = k.tbl AND a.attname = 'client' AND a.attnum = ANY(i.indkey::smallint[]))
+ORDER BY 1`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	withoutClient, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(withoutClient) > 0 {
+		t.Errorf("unique keys of per-client tables without the client (Citus refuses them): %v", withoutClient)
+	}
+	var kinds int
+	if err := pool.QueryRow(ctx, `SELECT count(DISTINCT kind) FROM oncehook_table_kinds()`).Scan(&kinds); err != nil {
+		t.Fatal(err)
+	}
+	if kinds != 2 {
+		t.Errorf("the rule found %d kinds of tables, want both per-client and shared ones", kinds)
+	}
 }
