@@ -11,7 +11,7 @@ export PATH := $(BIN):$(PATH)
 # when the machine's Go is older (its go.env says GOTOOLCHAIN=local).
 export GOTOOLCHAIN := auto
 
-.PHONY: run test generate check-generated tools vet build bench chromium postgres image podman
+.PHONY: run test test-citus generate check-generated tools vet build bench chromium postgres image podman
 
 ## run: the demo: embedded Postgres, example config, sandbox CRM and mail, demo traffic
 run: build postgres
@@ -102,6 +102,23 @@ $(BIN)/templ:
 
 $(BIN)/stripe-mock:
 	GOBIN=$(BIN) go install github.com/stripe/stripe-mock@$(STRIPE_MOCK_VERSION)
+
+## test-citus: the ledger, API and dashboard (web), fault and history (3 seeds) suites
+## against a local Citus cluster: db/dbtest starts a coordinator and two workers from the
+## machine's PostgreSQL with Citus preloaded (ONCEHOOK_TEST_CITUS=1), one package at a
+## time. Citus comes from Citus's own packages, or ../shared/citus/build.sh; without it
+## this stops with the one line that says so.
+CITUS_PKGS ?= ./internal/ledger/ ./web/ ./internal/faults/
+test-citus: tools
+	@for d in $(PG_DIRS); do \
+		if [ -x "$$d/postgres" ]; then \
+			d="$$(dirname "$$(readlink -f "$$d/postgres")")"; \
+			lib="$$d/../lib"; [ -x "$$d/pg_config" ] && lib="$$("$$d/pg_config" --pkglibdir)"; \
+			if [ -f "$$lib/citus.so" ]; then exit 0; fi; \
+			echo "make test-citus needs Citus in PostgreSQL ($$d): install it from Citus's packages (https://docs.citusdata.com/en/stable/installation/multi_node.html), or run ../shared/citus/build.sh"; exit 1; \
+		fi; \
+	done; echo "make test-citus needs PostgreSQL with Citus: install PostgreSQL, then Citus from Citus's packages"; exit 1
+	ONCEHOOK_TEST_CITUS=1 go test -race -count=1 -p 1 -timeout 60m $(CITUS_PKGS)
 
 # ---- fault tests, fuzzing and the vulnerability check (issue 6) ----
 .PHONY: test-faults histories fuzz vuln

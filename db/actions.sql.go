@@ -226,35 +226,42 @@ func (q *Queries) ActionCancelSuccessors(ctx context.Context, arg ActionCancelSu
 
 const actionClaim = `-- name: ActionClaim :many
 WITH due AS (
-    SELECT a.client, a.id, a.state,
+    SELECT a.client, a.id, a.state, now() AS at,
            a.state <> 'uncertain' AND a.destination = ANY($1::text[])
                AND (a.after_id IS NULL OR NOT a.name = ANY($2::text[])) AS starts
     FROM actions a
-    WHERE a.state IN ('pending', 'retrying', 'uncertain')
+    WHERE a.client = $3 AND a.state IN ('pending', 'retrying', 'uncertain')
       AND a.next_attempt_at <= now()
       AND NOT EXISTS (SELECT 1 FROM destinations d
                       WHERE d.name = a.destination AND d.status = 'disconnected')
       -- A destination with limits is claimed on its own, for its free room only.
-      AND (coalesce(cardinality($3::text[]), 0) = 0 OR a.destination = ANY($3::text[]))
-      AND a.destination <> ALL(coalesce($4::text[], '{}'))
+      AND (coalesce(cardinality($4::text[]), 0) = 0 OR a.destination = ANY($4::text[]))
+      AND a.destination <> ALL(coalesce($5::text[], '{}'))
     ORDER BY a.next_attempt_at, a.id
-    LIMIT $5
+    LIMIT $6
     FOR UPDATE OF a SKIP LOCKED
 ), claimed AS (
     UPDATE actions a
-    SET state = 'processing', claimed_from = due.state, lease_owner = $6::text,
+    SET state = 'processing', claimed_from = due.state, lease_owner = $7::text,
         lease_token = a.lease_token + 1,
-        lease_expires_at = now() + make_interval(secs => $7::double precision),
+        lease_expires_at = now() + make_interval(secs => $8::double precision),
         attempts = a.attempts + CASE WHEN due.starts THEN 1 ELSE 0 END,
-        first_attempt_at = CASE WHEN due.starts THEN coalesce(a.first_attempt_at, now()) ELSE a.first_attempt_at END,
-        last_attempt_at = CASE WHEN due.starts THEN now() ELSE a.last_attempt_at END,
+        -- The time is a column (due.at): Citus allows no function that is not
+        -- immutable inside a CASE or coalesce.
+        first_attempt_at = CASE WHEN due.starts THEN coalesce(a.first_attempt_at, due.at) ELSE a.first_attempt_at END,
+        last_attempt_at = CASE WHEN due.starts THEN due.at ELSE a.last_attempt_at END,
         updated_at = now()
     FROM due
-    WHERE a.client = due.client AND a.id = due.id
+    -- Each claimed row is looked up by its key. On Citus (sharded, planned for
+    -- each call) the client is a constant of the update too, which routes it to
+    -- the claim's one shard. On a single Postgres it is not: with it, a plan made
+    -- while the table was small (or its statistics said so) read every action of
+    -- the client for each claim.
+    WHERE a.client = due.client AND a.id = due.id AND (NOT $9::boolean OR a.client = $3)
     RETURNING a.id, a.client, a.environment, a.source, a.name, a.business_key, a.key_parts, a.operation_key, a.destination, a.params, a.params_sha256, a.state, a.reason, a.owner, a.after_id, a.resource, a.occurred_at, a.attempts, a.max_attempts, a.give_up_at, a.next_attempt_at, a.first_attempt_at, a.last_attempt_at, a.lease_owner, a.claimed_from, a.lease_expires_at, a.external_ref, a.result, a.created_at, a.updated_at, a.lease_token, a.state_since, a.attempt_key, a.reason_start, due.starts
 ), attempt AS (
     INSERT INTO attempts (client, action_id, kind, operation_key, worker)
-    SELECT c.client, c.id, 'call', coalesce(nullif(c.attempt_key, ''), c.operation_key), $6::text
+    SELECT $3, c.id, 'call', coalesce(nullif(c.attempt_key, ''), c.operation_key), $7::text
     FROM claimed c WHERE c.starts
     RETURNING client, id, action_id
 )
@@ -265,11 +272,13 @@ FROM claimed c LEFT JOIN attempt t ON t.client = c.client AND t.action_id = c.id
 type ActionClaimParams struct {
 	Callable         []string
 	FillNames        []string
+	Client           string
 	OnlyDestinations []string
 	SkipDestinations []string
 	MaxActions       int32
 	Worker           string
 	LeaseSeconds     float64
+	Sharded          bool
 }
 
 type ActionClaimRow struct {
@@ -317,16 +326,19 @@ type ActionClaimRow struct {
 // that need no predecessor's result): it counts the attempt on the action and
 // writes the attempt as started, and the caller commits before calling anyone.
 // attempt_id is 0 for the claims it did not start. only_destinations (when not
-// empty or null) and skip_destinations narrow it to some destinations.
+// empty or null) and skip_destinations narrow it to some destinations. A claim
+// takes one client's work (the performer goes round the clients, see lanes.go).
 func (q *Queries) ActionClaim(ctx context.Context, arg ActionClaimParams) ([]ActionClaimRow, error) {
 	rows, err := q.db.Query(ctx, actionClaim,
 		arg.Callable,
 		arg.FillNames,
+		arg.Client,
 		arg.OnlyDestinations,
 		arg.SkipDestinations,
 		arg.MaxActions,
 		arg.Worker,
 		arg.LeaseSeconds,
+		arg.Sharded,
 	)
 	if err != nil {
 		return nil, err
@@ -376,6 +388,32 @@ func (q *Queries) ActionClaim(ctx context.Context, arg ActionClaimParams) ([]Act
 			return nil, err
 		}
 		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const actionClientsWithWork = `-- name: ActionClientsWithWork :many
+SELECT DISTINCT client FROM actions WHERE state IN ('pending', 'retrying', 'uncertain', 'processing')
+`
+
+// The clients with actions to claim or leases to recover: the lanes the performer
+// goes round beside the config's clients.
+func (q *Queries) ActionClientsWithWork(ctx context.Context) ([]string, error) {
+	rows, err := q.db.Query(ctx, actionClientsWithWork)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []string{}
+	for rows.Next() {
+		var client string
+		if err := rows.Scan(&client); err != nil {
+			return nil, err
+		}
+		items = append(items, client)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
@@ -789,8 +827,9 @@ FROM (SELECT unnest($3::text[]) AS client, unnest($4::text[]) AS environment,
 CROSS JOIN LATERAL (SELECT EXISTS (SELECT 1 FROM destinations x
                                    WHERE x.name = r.destination AND x.status = 'disconnected')
                     AS disconnected) d
-LEFT JOIN LATERAL (SELECT x.state, x.name FROM actions x
-                   WHERE x.client = r.client AND x.id = r.after_id OFFSET 0) p ON true
+LEFT JOIN (SELECT x.client, x.id, x.state, x.name FROM actions x
+           WHERE x.client = ANY($3::text[]) AND x.id = ANY($14::bigint[]) OFFSET 0) p
+       ON p.client = r.client AND p.id = r.after_id
 ORDER BY r.ord
 ON CONFLICT (client, operation_key) DO NOTHING
 RETURNING client, operation_key, id
@@ -832,8 +871,9 @@ type ActionInsertRow struct {
 // destination starts held (the decision table's rows for a new action give both
 // states). It returns the operations it created; an operation that
 // already existed, or that an earlier row created, returns nothing.
-// OFFSET 0 keeps the predecessor a lookup by key per row: as a plain join, a plan
-// made while actions was small scans the whole table for it.
+// The predecessors are read first, by key (client and id), then joined to the
+// rows: a lateral lookup per row in a distributed table is a join Citus cannot
+// plan (the reference table of destinations it can).
 func (q *Queries) ActionInsert(ctx context.Context, arg ActionInsertParams) ([]ActionInsertRow, error) {
 	rows, err := q.db.Query(ctx, actionInsert,
 		arg.HeldState,
@@ -1132,10 +1172,10 @@ func (q *Queries) ActionListByEvent(ctx context.Context, arg ActionListByEventPa
 const actionLockExpiredLeases = `-- name: ActionLockExpiredLeases :many
 SELECT a.id, a.client, a.environment, a.source, a.name, a.business_key, a.key_parts, a.operation_key, a.destination, a.params, a.params_sha256, a.state, a.reason, a.owner, a.after_id, a.resource, a.occurred_at, a.attempts, a.max_attempts, a.give_up_at, a.next_attempt_at, a.first_attempt_at, a.last_attempt_at, a.lease_owner, a.claimed_from, a.lease_expires_at, a.external_ref, a.result, a.created_at, a.updated_at, a.lease_token, a.state_since, a.attempt_key, a.reason_start,
        EXISTS (SELECT 1 FROM attempts t
-               WHERE t.client = a.client AND t.action_id = a.id
+               WHERE t.client = $1 AND t.action_id = a.id
                  AND t.status = 'started' AND t.kind = 'call') AS call_started
 FROM actions a
-WHERE a.state = 'processing' AND a.lease_expires_at < now()
+WHERE a.client = $1 AND a.state = 'processing' AND a.lease_expires_at < now()
 ORDER BY a.lease_expires_at
 LIMIT 100
 FOR UPDATE OF a SKIP LOCKED
@@ -1146,12 +1186,12 @@ type ActionLockExpiredLeasesRow struct {
 	CallStarted bool
 }
 
-// Locks up to 100 actions whose lease expired, with what the decision table needs
+// Locks up to 100 of a client's actions whose lease expired, with what the decision table needs
 // to know of each: whether a call was started under the lease (it may have reached
 // the destination) and what the claim was for (claimed_from). The caller decides
 // and writes the outcome with ActionRecoverLeases in the same transaction.
-func (q *Queries) ActionLockExpiredLeases(ctx context.Context) ([]ActionLockExpiredLeasesRow, error) {
-	rows, err := q.db.Query(ctx, actionLockExpiredLeases)
+func (q *Queries) ActionLockExpiredLeases(ctx context.Context, client string) ([]ActionLockExpiredLeasesRow, error) {
+	rows, err := q.db.Query(ctx, actionLockExpiredLeases, client)
 	if err != nil {
 		return nil, err
 	}
@@ -1354,6 +1394,7 @@ WITH r AS (
         error = r.error, evidence = r.external_ref, finished_at = now()
     FROM r
     WHERE r.attempt_id <> 0 AND t.client = r.client AND t.action_id = r.id AND t.id = r.attempt_id
+      AND (NOT $14::boolean OR t.client = $15)
     RETURNING t.id
 ), recorded AS (
     UPDATE actions a
@@ -1363,16 +1404,18 @@ WITH r AS (
         owner = CASE WHEN r.owner <> '' THEN r.owner ELSE a.owner END,
         lease_owner = NULL, lease_expires_at = NULL, updated_at = now()
     FROM r
-    WHERE a.client = r.client AND a.id = r.id AND (a.state = 'processing') IS TRUE AND a.lease_owner = $14::text
-      AND a.lease_token = r.lease_token
+    WHERE a.client = r.client AND a.id = r.id AND (a.state = 'processing') IS TRUE AND a.lease_owner = $16::text
+      AND a.lease_token = r.lease_token AND (NOT $14::boolean OR a.client = $15)
     RETURNING a.client, a.id, a.state
 ), released AS (
     UPDATE actions s
     SET next_attempt_at = now(), reason = '', updated_at = now()
     FROM recorded p
     CROSS JOIN LATERAL (SELECT w.client, w.id FROM actions w
-                        WHERE w.client = p.client AND w.after_id = p.id OFFSET 0) x
+                        WHERE w.client = p.client AND w.after_id = p.id
+                          AND (NOT $14::boolean OR w.client = $15) OFFSET 0) x
     WHERE p.state = 'confirmed' AND s.client = x.client AND s.id = x.id
+      AND (NOT $14::boolean OR s.client = $15)
       AND (s.state = 'pending') IS TRUE
       AND (s.next_attempt_at = '9999-12-31 00:00:00+00'::timestamptz) IS TRUE
     RETURNING s.id
@@ -1395,6 +1438,8 @@ type ActionRecordBatchParams struct {
 	Results        []string
 	Owners         []string
 	LeaseTokens    []int64
+	Sharded        bool
+	Client         string
 	Worker         string
 }
 
@@ -1426,6 +1471,11 @@ type ActionRecordBatchRow struct {
 //     (OFFSET 0 keeps it one), a lookup in actions_after_idx: joined to the recorded
 //     actions, a plan made on a small table read the whole partial index, every
 //     action that ever had a predecessor.
+//
+// On Citus (sharded, planned for each call) the performer records one client's
+// outcomes a statement, and the client is a constant of each table's rows, which
+// routes it to the client's shard; on a single Postgres the condition is no index's
+// to answer (see above).
 func (q *Queries) ActionRecordBatch(ctx context.Context, arg ActionRecordBatchParams) ([]ActionRecordBatchRow, error) {
 	rows, err := q.db.Query(ctx, actionRecordBatch,
 		arg.Clients,
@@ -1441,6 +1491,8 @@ func (q *Queries) ActionRecordBatch(ctx context.Context, arg ActionRecordBatchPa
 		arg.Results,
 		arg.Owners,
 		arg.LeaseTokens,
+		arg.Sharded,
+		arg.Client,
 		arg.Worker,
 	)
 	if err != nil {
@@ -1705,10 +1757,11 @@ func (q *Queries) ActionRenewLease(ctx context.Context, arg ActionRenewLeasePara
 const actionStartCalls = `-- name: ActionStartCalls :many
 WITH started AS (
     UPDATE actions a
-    SET attempts = a.attempts + 1, first_attempt_at = coalesce(a.first_attempt_at, now()),
+    SET attempts = a.attempts + 1, first_attempt_at = coalesce(a.first_attempt_at, r.at),
         last_attempt_at = now(), updated_at = now()
-    FROM (SELECT unnest($2::text[]) AS client, unnest($3::bigint[]) AS id) r
+    FROM (SELECT unnest($4::text[]) AS client, unnest($5::bigint[]) AS id, now() AS at) r
     WHERE a.client = r.client AND a.id = r.id AND (a.state = 'processing') IS TRUE AND a.lease_owner = $1::text
+      AND (NOT $2::boolean OR a.client = $3)
     RETURNING a.client, a.id, coalesce(nullif(a.attempt_key, ''), a.operation_key) AS operation_key,
               a.attempts, a.first_attempt_at
 ), attempt AS (
@@ -1722,6 +1775,8 @@ FROM started s JOIN attempt t ON t.client = s.client AND t.action_id = s.id
 
 type ActionStartCallsParams struct {
 	Worker  string
+	Sharded bool
+	Client  string
 	Clients []string
 	Ids     []int64
 }
@@ -1740,9 +1795,16 @@ type ActionStartCallsRow struct {
 // It runs in the claim's transaction, with a generic plan made with lookups by key
 // (the performer switches the transaction to them first, see db.PlanByKey): the
 // state is checked on each row found by its key, never read from an index of
-// states (see ActionRecordBatch).
+// states (see ActionRecordBatch). Its calls are one client's, named on Citus
+// (sharded) to route it to the client's shard, as ActionRecordBatch's are.
 func (q *Queries) ActionStartCalls(ctx context.Context, arg ActionStartCallsParams) ([]ActionStartCallsRow, error) {
-	rows, err := q.db.Query(ctx, actionStartCalls, arg.Worker, arg.Clients, arg.Ids)
+	rows, err := q.db.Query(ctx, actionStartCalls,
+		arg.Worker,
+		arg.Sharded,
+		arg.Client,
+		arg.Clients,
+		arg.Ids,
+	)
 	if err != nil {
 		return nil, err
 	}

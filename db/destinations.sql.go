@@ -59,7 +59,7 @@ func (q *Queries) DestinationList(ctx context.Context, arg DestinationListParams
 
 const destinationSetStatus = `-- name: DestinationSetStatus :exec
 INSERT INTO destinations (name, status, reason, changed_at) VALUES ($1, $2, $3, now())
-ON CONFLICT (name) DO UPDATE SET status = EXCLUDED.status, reason = EXCLUDED.reason, changed_at = now()
+ON CONFLICT (name) DO UPDATE SET status = EXCLUDED.status, reason = EXCLUDED.reason, changed_at = EXCLUDED.changed_at
 `
 
 type DestinationSetStatusParams struct {

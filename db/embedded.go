@@ -37,15 +37,19 @@ type EmbeddedParams struct {
 	// BinDirs, when non-nil, replaces the search for the PostgreSQL binaries
 	// (PATH, then /usr/lib/postgresql/*/bin and similar, highest version first).
 	BinDirs []string
+	// Settings are more server settings, name=value, passed at every start (a
+	// local Citus cluster's shared_preload_libraries, say).
+	Settings []string
 }
 
 // Embedded is a private PostgreSQL server under a data directory, reachable only
 // over a unix socket in a 0700 directory.
 type Embedded struct {
-	dir    string // absolute
-	bin    pgBin
-	user   *runAs
-	logger *slog.Logger
+	dir      string // absolute
+	bin      pgBin
+	user     *runAs
+	logger   *slog.Logger
+	settings []string
 
 	mu      sync.Mutex
 	sockDir string
@@ -104,7 +108,8 @@ func StartEmbedded(ctx context.Context, p EmbeddedParams) (*Embedded, error) {
 	if err := prepareDataDir(dir, user); err != nil {
 		return nil, err
 	}
-	e := &Embedded{dir: dir, bin: bin, user: user, logger: logger, sockDir: socketDirFor(dir), port: embeddedPort}
+	e := &Embedded{dir: dir, bin: bin, user: user, logger: logger, settings: p.Settings,
+		sockDir: socketDirFor(dir), port: embeddedPort}
 	if err := e.Start(ctx); err != nil {
 		return nil, err
 	}
@@ -142,6 +147,14 @@ func (e *Embedded) DSN(dbname string) string {
 	defer e.mu.Unlock()
 	return fmt.Sprintf("host=%s port=%d user=postgres dbname=%s sslmode=disable",
 		dsnQuote(e.sockDir), e.port, dsnQuote(dbname))
+}
+
+// Socket returns the directory of the server's unix socket and the port that
+// names it: what another server (a Citus coordinator) connects to it by.
+func (e *Embedded) Socket() (dir string, port int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.sockDir, e.port
 }
 
 // Owned reports whether this process started the server and so must stop it.
@@ -275,6 +288,9 @@ func (e *Embedded) start(ctx context.Context) error {
 	// Passed at every start rather than written to postgresql.conf, so no TCP
 	// listener can appear even if a config edit is lost. fsync stays on.
 	opts := fmt.Sprintf("-c listen_addresses='' -k '%s' -p %d -c max_connections=200", e.sockDir, e.port)
+	for _, s := range e.settings {
+		opts += " -c '" + strings.ReplaceAll(s, "'", "") + "'"
+	}
 	ctx, cancel := context.WithTimeout(ctx, startWait+10*time.Second)
 	defer cancel()
 	e.logger.Debug("starting embedded postgres", "dir", e.dir, "socket", e.sockDir)

@@ -77,17 +77,23 @@ func (q *Queries) EventAuditList(ctx context.Context, arg EventAuditListParams) 
 
 const eventClaimReceived = `-- name: EventClaimReceived :many
 WITH next AS (
-    SELECT id FROM event_queue ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED
+    SELECT id FROM event_queue WHERE client = $2 ORDER BY id LIMIT $3 FOR UPDATE SKIP LOCKED
 ), claimed AS (
     DELETE FROM event_queue q
-    WHERE q.id = ANY (ARRAY(SELECT id FROM next))
+    WHERE q.client = $2 AND q.id = ANY (ARRAY(SELECT id FROM next))
     RETURNING q.client, q.id
 )
 SELECT e.id, e.client, e.environment, e.source, e.source_event_id, e.type, e.status, e.reason, e.body, e.payload, e.body_sha256, e.headers, e.occurred_at, e.received_at, e.last_received_at, e.deliveries, e.conflict, e.routed_at, e.via FROM events e JOIN claimed c ON e.client = c.client AND e.id = c.id
-WHERE e.status = 'received'
+WHERE (NOT $1::boolean OR e.client = $2) AND e.status = 'received'
 ORDER BY e.id
 FOR UPDATE OF e
 `
+
+type EventClaimReceivedParams struct {
+	Sharded   bool
+	Client    string
+	MaxEvents int32
+}
 
 type EventClaimReceivedRow struct {
 	Event Event
@@ -98,13 +104,17 @@ type EventClaimReceivedRow struct {
 // are locked and their status checked as well: a router of the release before
 // event_queue (during a rolling deploy) claims by status, and an event it routed
 // meanwhile is not routed again.
-// The claimed rows leave the queue by their ids (an event's id is unique across
-// clients), looked up in event_queue_id_idx: the queue is emptied as fast as it
-// fills, and analyzed while empty it is taken to hold one row, for which a join of
-// the queue to the claimed rows was planned to read the whole queue once per
-// claimed row (the router prices sequential scans out, see db.BeginScanFree).
-func (q *Queries) EventClaimReceived(ctx context.Context, maxEvents int32) ([]EventClaimReceivedRow, error) {
-	rows, err := q.db.Query(ctx, eventClaimReceived, maxEvents)
+// A claim takes one client's events (the router goes round the clients, see
+// lanes.go), read from the head of the queue's key.
+// The claimed rows leave the queue by their keys, and their events are read by
+// theirs: the client is a constant of that read only on Citus (sharded), which
+// routes it to one shard (see ActionClaim for why not on a single Postgres). The
+// queue is emptied as fast as it fills, and analyzed while empty it is taken to
+// hold one row, for which a join of the queue to the claimed rows was planned to
+// read the whole queue once per claimed row (the router prices sequential scans
+// out, see db.BeginScanFree).
+func (q *Queries) EventClaimReceived(ctx context.Context, arg EventClaimReceivedParams) ([]EventClaimReceivedRow, error) {
+	rows, err := q.db.Query(ctx, eventClaimReceived, arg.Sharded, arg.Client, arg.MaxEvents)
 	if err != nil {
 		return nil, err
 	}
@@ -251,7 +261,7 @@ FROM (SELECT unnest($1::text[]) AS client, unnest($2::text[]) AS environment,
              unnest($13::text[]) AS via) r
 ON CONFLICT (client, source, source_event_id) DO UPDATE
 SET deliveries       = events.deliveries + CASE WHEN EXCLUDED.via = 'backfill' THEN 0 ELSE EXCLUDED.deliveries END,
-    last_received_at = CASE WHEN EXCLUDED.via = 'backfill' THEN events.last_received_at ELSE now() END,
+    last_received_at = CASE WHEN EXCLUDED.via = 'backfill' THEN events.last_received_at ELSE EXCLUDED.last_received_at END,
     conflict         = events.conflict OR EXCLUDED.conflict
                        OR (events.via = EXCLUDED.via AND events.body_sha256 <> EXCLUDED.body_sha256)
 RETURNING id, client, source, source_event_id, (xmax = 0)::boolean AS inserted, body_sha256, via
@@ -294,6 +304,8 @@ type EventInsertBatchRow struct {
 // New events join the router's queue (a trigger on events, see migration 00007) in
 // the same statement, which commits on its own; the routers are woken after the
 // commit (see wakeup.go).
+// A repeat's time is the new row's default (EXCLUDED.last_received_at, now()):
+// Citus allows only immutable functions in an upsert's SET.
 // A backfilled delivery (via 'backfill', listed from the provider's API) never
 // touches a row that is already there; a webhook that follows a backfilled one is
 // counted as its repeat, and the two bodies are not compared: the API's copy of an
@@ -486,6 +498,32 @@ func (q *Queries) EventList(ctx context.Context, arg EventListParams) ([]EventLi
 	return items, nil
 }
 
+const eventQueueClients = `-- name: EventQueueClients :many
+SELECT DISTINCT client FROM event_queue
+`
+
+// The clients with events waiting for the router: the lanes it goes round beside
+// the config's clients.
+func (q *Queries) EventQueueClients(ctx context.Context) ([]string, error) {
+	rows, err := q.db.Query(ctx, eventQueueClients)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []string{}
+	for rows.Next() {
+		var client string
+		if err := rows.Scan(&client); err != nil {
+			return nil, err
+		}
+		items = append(items, client)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const eventReplay = `-- name: EventReplay :many
 WITH old AS (
     SELECT e.client, e.id, e.status, e.reason FROM events e
@@ -547,21 +585,27 @@ func (q *Queries) EventReplay(ctx context.Context, arg EventReplayParams) ([]Eve
 const eventSetStatuses = `-- name: EventSetStatuses :exec
 UPDATE events e
 SET status = r.status, reason = r.reason, routed_at = now()
-FROM (SELECT unnest($1::text[]) AS client, unnest($2::bigint[]) AS id,
-             unnest($3::text[]) AS status, unnest($4::text[]) AS reason) r
-WHERE e.client = r.client AND e.id = r.id
+FROM (SELECT unnest($3::text[]) AS client, unnest($4::bigint[]) AS id,
+             unnest($5::text[]) AS status, unnest($6::text[]) AS reason) r
+WHERE e.client = r.client AND e.id = r.id AND (NOT $1::boolean OR e.client = $2)
 `
 
 type EventSetStatusesParams struct {
+	Sharded  bool
+	Client   string
 	Clients  []string
 	Ids      []int64
 	Statuses []string
 	Reasons  []string
 }
 
-// What became of a routed batch of events, in one statement.
+// What became of a routed batch of events, in one statement. A batch is one
+// client's, named on Citus (sharded) to route it to the client's shard (see
+// EventClaimReceived).
 func (q *Queries) EventSetStatuses(ctx context.Context, arg EventSetStatusesParams) error {
 	_, err := q.db.Exec(ctx, eventSetStatuses,
+		arg.Sharded,
+		arg.Client,
 		arg.Clients,
 		arg.Ids,
 		arg.Statuses,

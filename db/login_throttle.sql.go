@@ -21,10 +21,10 @@ func (q *Queries) LoginThrottleClear(ctx context.Context, key string) error {
 const loginThrottleFail = `-- name: LoginThrottleFail :one
 INSERT INTO login_throttle (key, failures, window_start) VALUES ($1, 1, now())
 ON CONFLICT (key) DO UPDATE
-SET failures = CASE WHEN login_throttle.window_start > now() - make_interval(secs => $2::double precision)
+SET failures = CASE WHEN EXCLUDED.window_start - login_throttle.window_start < make_interval(secs => $2::double precision)
                     THEN login_throttle.failures + 1 ELSE 1 END,
-    window_start = CASE WHEN login_throttle.window_start > now() - make_interval(secs => $2::double precision)
-                        THEN login_throttle.window_start ELSE now() END
+    window_start = CASE WHEN EXCLUDED.window_start - login_throttle.window_start < make_interval(secs => $2::double precision)
+                        THEN login_throttle.window_start ELSE EXCLUDED.window_start END
 RETURNING failures
 `
 
@@ -33,7 +33,9 @@ type LoginThrottleFailParams struct {
 	WindowSeconds float64
 }
 
-// Counts one failure, starting a new window when the old one has passed.
+// Counts one failure, starting a new window when the old one has passed. The
+// update reads the time from the row it would have inserted (EXCLUDED), with
+// immutable functions only, as Citus requires of an upsert's SET.
 func (q *Queries) LoginThrottleFail(ctx context.Context, arg LoginThrottleFailParams) (int32, error) {
 	row := q.db.QueryRow(ctx, loginThrottleFail, arg.Key, arg.WindowSeconds)
 	var failures int32

@@ -12,7 +12,7 @@ import (
 
 const destinationAwaitConnection = `-- name: DestinationAwaitConnection :exec
 INSERT INTO destinations (name, status, reason, changed_at) VALUES ($1, 'disconnected', $2, now())
-ON CONFLICT (name) DO UPDATE SET status = 'disconnected', reason = EXCLUDED.reason, changed_at = now()
+ON CONFLICT (name) DO UPDATE SET status = 'disconnected', reason = EXCLUDED.reason, changed_at = EXCLUDED.changed_at
 WHERE destinations.status = 'connected'
 `
 
@@ -131,7 +131,7 @@ INSERT INTO oauth_tokens (destination, sealed, expires_at, obtained_at, refreshe
 VALUES ($1, $2, $3, $4, CASE WHEN $5::boolean THEN 1 ELSE 0 END, now())
 ON CONFLICT (destination) DO UPDATE
 SET sealed = EXCLUDED.sealed, expires_at = EXCLUDED.expires_at, obtained_at = EXCLUDED.obtained_at,
-    refreshes = oauth_tokens.refreshes + EXCLUDED.refreshes, updated_at = now()
+    refreshes = oauth_tokens.refreshes + EXCLUDED.refreshes, updated_at = EXCLUDED.updated_at
 `
 
 type OAuthTokenSaveParams struct {

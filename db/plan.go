@@ -68,6 +68,12 @@ func WithTxIndexPlanned(ctx context.Context, b TxBeginner, fn func(q *Queries) e
 	return withTx(ctx, settingsTx{b, indexPlannedBegin}, func(tx DBTX) DBTX { return tx }, fn)
 }
 
+// WithTxPlannedPerCall is WithTx in a transaction whose statements are planned
+// for each call's own arguments (as PlannedPerCall).
+func WithTxPlannedPerCall(ctx context.Context, b Beginner, fn func(q *Queries) error) error {
+	return withTx(ctx, b, PlannedPerCall, fn)
+}
+
 // settingsTx begins its transactions with a BEGIN that also sets the planner's
 // settings for them, in one round trip.
 type settingsTx struct {
@@ -133,7 +139,7 @@ func PlanByKey(ctx context.Context, q *Queries) error {
 // may analyze it while it is empty but still has pages: Postgres then takes it to
 // hold one row whatever it holds later, and claims the queue's head by scanning and
 // sorting the whole queue until the next analyze. With sequential scans priced out, the
-// only other path is the one the claim needs, event_queue_id_idx from its head; a
+// only other path is the one the claim needs, the queue's index from its head; a
 // statement with no index to use is planned as before.
 func BeginScanFree(ctx context.Context, b TxBeginner) (pgx.Tx, error) {
 	return b.BeginTx(ctx, pgx.TxOptions{BeginQuery: scanFreeBegin})

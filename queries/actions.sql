@@ -21,6 +21,9 @@ SELECT r.client, r.environment, r.source, r.name, r.business_key, r.key_parts, r
        r.max_attempts, now() + make_interval(secs => r.within_seconds),
        CASE WHEN r.after_id = 0 OR p.state IN ('confirmed', 'resolved') THEN now()
             ELSE '9999-12-31 00:00:00+00'::timestamptz END
+-- The predecessors are read first, by key (client and id), then joined to the
+-- rows: a lateral lookup per row in a distributed table is a join Citus cannot
+-- plan (the reference table of destinations it can).
 FROM (SELECT unnest(@clients::text[]) AS client, unnest(@environments::text[]) AS environment,
              unnest(@sources::text[]) AS source, unnest(@names::text[]) AS name,
              unnest(@business_keys::text[]) AS business_key, unnest(@key_parts::jsonb[]) AS key_parts,
@@ -36,10 +39,9 @@ FROM (SELECT unnest(@clients::text[]) AS client, unnest(@environments::text[]) A
 CROSS JOIN LATERAL (SELECT EXISTS (SELECT 1 FROM destinations x
                                    WHERE x.name = r.destination AND x.status = 'disconnected')
                     AS disconnected) d
--- OFFSET 0 keeps the predecessor a lookup by key per row: as a plain join, a plan
--- made while actions was small scans the whole table for it.
-LEFT JOIN LATERAL (SELECT x.state, x.name FROM actions x
-                   WHERE x.client = r.client AND x.id = r.after_id OFFSET 0) p ON true
+LEFT JOIN (SELECT x.client, x.id, x.state, x.name FROM actions x
+           WHERE x.client = ANY(@clients::text[]) AND x.id = ANY(@after_ids::bigint[]) OFFSET 0) p
+       ON p.client = r.client AND p.id = r.after_id
 ORDER BY r.ord
 ON CONFLICT (client, operation_key) DO NOTHING
 RETURNING client, operation_key, id;
@@ -96,13 +98,14 @@ RETURNING id;
 -- that need no predecessor's result): it counts the attempt on the action and
 -- writes the attempt as started, and the caller commits before calling anyone.
 -- attempt_id is 0 for the claims it did not start. only_destinations (when not
--- empty or null) and skip_destinations narrow it to some destinations.
+-- empty or null) and skip_destinations narrow it to some destinations. A claim
+-- takes one client's work (the performer goes round the clients, see lanes.go).
 WITH due AS (
-    SELECT a.client, a.id, a.state,
+    SELECT a.client, a.id, a.state, now() AS at,
            a.state <> 'uncertain' AND a.destination = ANY(@callable::text[])
                AND (a.after_id IS NULL OR NOT a.name = ANY(@fill_names::text[])) AS starts
     FROM actions a
-    WHERE a.state IN ('pending', 'retrying', 'uncertain')
+    WHERE a.client = @client AND a.state IN ('pending', 'retrying', 'uncertain')
       AND a.next_attempt_at <= now()
       AND NOT EXISTS (SELECT 1 FROM destinations d
                       WHERE d.name = a.destination AND d.status = 'disconnected')
@@ -118,20 +121,32 @@ WITH due AS (
         lease_token = a.lease_token + 1,
         lease_expires_at = now() + make_interval(secs => @lease_seconds::double precision),
         attempts = a.attempts + CASE WHEN due.starts THEN 1 ELSE 0 END,
-        first_attempt_at = CASE WHEN due.starts THEN coalesce(a.first_attempt_at, now()) ELSE a.first_attempt_at END,
-        last_attempt_at = CASE WHEN due.starts THEN now() ELSE a.last_attempt_at END,
+        -- The time is a column (due.at): Citus allows no function that is not
+        -- immutable inside a CASE or coalesce.
+        first_attempt_at = CASE WHEN due.starts THEN coalesce(a.first_attempt_at, due.at) ELSE a.first_attempt_at END,
+        last_attempt_at = CASE WHEN due.starts THEN due.at ELSE a.last_attempt_at END,
         updated_at = now()
     FROM due
-    WHERE a.client = due.client AND a.id = due.id
+    -- Each claimed row is looked up by its key. On Citus (sharded, planned for
+    -- each call) the client is a constant of the update too, which routes it to
+    -- the claim's one shard. On a single Postgres it is not: with it, a plan made
+    -- while the table was small (or its statistics said so) read every action of
+    -- the client for each claim.
+    WHERE a.client = due.client AND a.id = due.id AND (NOT @sharded::boolean OR a.client = @client)
     RETURNING a.*, due.starts
 ), attempt AS (
     INSERT INTO attempts (client, action_id, kind, operation_key, worker)
-    SELECT c.client, c.id, 'call', coalesce(nullif(c.attempt_key, ''), c.operation_key), @worker::text
+    SELECT @client, c.id, 'call', coalesce(nullif(c.attempt_key, ''), c.operation_key), @worker::text
     FROM claimed c WHERE c.starts
     RETURNING client, id, action_id
 )
 SELECT c.*, coalesce(t.id, 0)::bigint AS attempt_id
 FROM claimed c LEFT JOIN attempt t ON t.client = c.client AND t.action_id = c.id;
+
+-- name: ActionClientsWithWork :many
+-- The clients with actions to claim or leases to recover: the lanes the performer
+-- goes round beside the config's clients.
+SELECT DISTINCT client FROM actions WHERE state IN ('pending', 'retrying', 'uncertain', 'processing');
 
 -- name: ActionRenewLease :execrows
 UPDATE actions
@@ -146,13 +161,15 @@ WHERE client = @client AND id = @id AND state = 'processing' AND lease_owner = @
 -- It runs in the claim's transaction, with a generic plan made with lookups by key
 -- (the performer switches the transaction to them first, see db.PlanByKey): the
 -- state is checked on each row found by its key, never read from an index of
--- states (see ActionRecordBatch).
+-- states (see ActionRecordBatch). Its calls are one client's, named on Citus
+-- (sharded) to route it to the client's shard, as ActionRecordBatch's are.
 WITH started AS (
     UPDATE actions a
-    SET attempts = a.attempts + 1, first_attempt_at = coalesce(a.first_attempt_at, now()),
+    SET attempts = a.attempts + 1, first_attempt_at = coalesce(a.first_attempt_at, r.at),
         last_attempt_at = now(), updated_at = now()
-    FROM (SELECT unnest(@clients::text[]) AS client, unnest(@ids::bigint[]) AS id) r
+    FROM (SELECT unnest(@clients::text[]) AS client, unnest(@ids::bigint[]) AS id, now() AS at) r
     WHERE a.client = r.client AND a.id = r.id AND (a.state = 'processing') IS TRUE AND a.lease_owner = @worker::text
+      AND (NOT @sharded::boolean OR a.client = @client)
     RETURNING a.client, a.id, coalesce(nullif(a.attempt_key, ''), a.operation_key) AS operation_key,
               a.attempts, a.first_attempt_at
 ), attempt AS (
@@ -186,6 +203,10 @@ FROM started s JOIN attempt t ON t.client = s.client AND t.action_id = s.id;
 --   (OFFSET 0 keeps it one), a lookup in actions_after_idx: joined to the recorded
 --   actions, a plan made on a small table read the whole partial index, every
 --   action that ever had a predecessor.
+-- On Citus (sharded, planned for each call) the performer records one client's
+-- outcomes a statement, and the client is a constant of each table's rows, which
+-- routes it to the client's shard; on a single Postgres the condition is no index's
+-- to answer (see above).
 WITH r AS (
     SELECT unnest(@clients::text[]) AS client, unnest(@ids::bigint[]) AS id,
            unnest(@attempt_ids::bigint[]) AS attempt_id, unnest(@observed::text[]) AS observed,
@@ -200,6 +221,7 @@ WITH r AS (
         error = r.error, evidence = r.external_ref, finished_at = now()
     FROM r
     WHERE r.attempt_id <> 0 AND t.client = r.client AND t.action_id = r.id AND t.id = r.attempt_id
+      AND (NOT @sharded::boolean OR t.client = @client)
     RETURNING t.id
 ), recorded AS (
     UPDATE actions a
@@ -210,15 +232,17 @@ WITH r AS (
         lease_owner = NULL, lease_expires_at = NULL, updated_at = now()
     FROM r
     WHERE a.client = r.client AND a.id = r.id AND (a.state = 'processing') IS TRUE AND a.lease_owner = @worker::text
-      AND a.lease_token = r.lease_token
+      AND a.lease_token = r.lease_token AND (NOT @sharded::boolean OR a.client = @client)
     RETURNING a.client, a.id, a.state
 ), released AS (
     UPDATE actions s
     SET next_attempt_at = now(), reason = '', updated_at = now()
     FROM recorded p
     CROSS JOIN LATERAL (SELECT w.client, w.id FROM actions w
-                        WHERE w.client = p.client AND w.after_id = p.id OFFSET 0) x
+                        WHERE w.client = p.client AND w.after_id = p.id
+                          AND (NOT @sharded::boolean OR w.client = @client) OFFSET 0) x
     WHERE p.state = 'confirmed' AND s.client = x.client AND s.id = x.id
+      AND (NOT @sharded::boolean OR s.client = @client)
       AND (s.state = 'pending') IS TRUE
       AND (s.next_attempt_at = '9999-12-31 00:00:00+00'::timestamptz) IS TRUE
     RETURNING s.id
@@ -234,16 +258,16 @@ WHERE client = @client AND after_id = @after_id AND state = 'pending'
   AND next_attempt_at = '9999-12-31 00:00:00+00'::timestamptz;
 
 -- name: ActionLockExpiredLeases :many
--- Locks up to 100 actions whose lease expired, with what the decision table needs
+-- Locks up to 100 of a client's actions whose lease expired, with what the decision table needs
 -- to know of each: whether a call was started under the lease (it may have reached
 -- the destination) and what the claim was for (claimed_from). The caller decides
 -- and writes the outcome with ActionRecoverLeases in the same transaction.
 SELECT sqlc.embed(a),
        EXISTS (SELECT 1 FROM attempts t
-               WHERE t.client = a.client AND t.action_id = a.id
+               WHERE t.client = @client AND t.action_id = a.id
                  AND t.status = 'started' AND t.kind = 'call') AS call_started
 FROM actions a
-WHERE a.state = 'processing' AND a.lease_expires_at < now()
+WHERE a.client = @client AND a.state = 'processing' AND a.lease_expires_at < now()
 ORDER BY a.lease_expires_at
 LIMIT 100
 FOR UPDATE OF a SKIP LOCKED;

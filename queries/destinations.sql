@@ -1,6 +1,6 @@
 -- name: DestinationSetStatus :exec
 INSERT INTO destinations (name, status, reason, changed_at) VALUES (@name, @status, @reason, now())
-ON CONFLICT (name) DO UPDATE SET status = EXCLUDED.status, reason = EXCLUDED.reason, changed_at = now();
+ON CONFLICT (name) DO UPDATE SET status = EXCLUDED.status, reason = EXCLUDED.reason, changed_at = EXCLUDED.changed_at;
 
 -- name: DestinationList :many
 -- held counts the actions of the clients the reader sees.

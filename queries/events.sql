@@ -7,6 +7,8 @@
 -- New events join the router's queue (a trigger on events, see migration 00007) in
 -- the same statement, which commits on its own; the routers are woken after the
 -- commit (see wakeup.go).
+-- A repeat's time is the new row's default (EXCLUDED.last_received_at, now()):
+-- Citus allows only immutable functions in an upsert's SET.
 -- A backfilled delivery (via 'backfill', listed from the provider's API) never
 -- touches a row that is already there; a webhook that follows a backfilled one is
 -- counted as its repeat, and the two bodies are not compared: the API's copy of an
@@ -25,7 +27,7 @@ FROM (SELECT unnest(@clients::text[]) AS client, unnest(@environments::text[]) A
              unnest(@vias::text[]) AS via) r
 ON CONFLICT (client, source, source_event_id) DO UPDATE
 SET deliveries       = events.deliveries + CASE WHEN EXCLUDED.via = 'backfill' THEN 0 ELSE EXCLUDED.deliveries END,
-    last_received_at = CASE WHEN EXCLUDED.via = 'backfill' THEN events.last_received_at ELSE now() END,
+    last_received_at = CASE WHEN EXCLUDED.via = 'backfill' THEN events.last_received_at ELSE EXCLUDED.last_received_at END,
     conflict         = events.conflict OR EXCLUDED.conflict
                        OR (events.via = EXCLUDED.via AND events.body_sha256 <> EXCLUDED.body_sha256)
 RETURNING id, client, source, source_event_id, (xmax = 0)::boolean AS inserted, body_sha256, via
@@ -50,30 +52,41 @@ SELECT * FROM event_conflicts WHERE client = @client AND event_id = @event_id OR
 -- are locked and their status checked as well: a router of the release before
 -- event_queue (during a rolling deploy) claims by status, and an event it routed
 -- meanwhile is not routed again.
--- The claimed rows leave the queue by their ids (an event's id is unique across
--- clients), looked up in event_queue_id_idx: the queue is emptied as fast as it
--- fills, and analyzed while empty it is taken to hold one row, for which a join of
--- the queue to the claimed rows was planned to read the whole queue once per
--- claimed row (the router prices sequential scans out, see db.BeginScanFree).
+-- A claim takes one client's events (the router goes round the clients, see
+-- lanes.go), read from the head of the queue's key.
+-- The claimed rows leave the queue by their keys, and their events are read by
+-- theirs: the client is a constant of that read only on Citus (sharded), which
+-- routes it to one shard (see ActionClaim for why not on a single Postgres). The
+-- queue is emptied as fast as it fills, and analyzed while empty it is taken to
+-- hold one row, for which a join of the queue to the claimed rows was planned to
+-- read the whole queue once per claimed row (the router prices sequential scans
+-- out, see db.BeginScanFree).
 WITH next AS (
-    SELECT id FROM event_queue ORDER BY id LIMIT @max_events FOR UPDATE SKIP LOCKED
+    SELECT id FROM event_queue WHERE client = @client ORDER BY id LIMIT @max_events FOR UPDATE SKIP LOCKED
 ), claimed AS (
     DELETE FROM event_queue q
-    WHERE q.id = ANY (ARRAY(SELECT id FROM next))
+    WHERE q.client = @client AND q.id = ANY (ARRAY(SELECT id FROM next))
     RETURNING q.client, q.id
 )
 SELECT sqlc.embed(e) FROM events e JOIN claimed c ON e.client = c.client AND e.id = c.id
-WHERE e.status = 'received'
+WHERE (NOT @sharded::boolean OR e.client = @client) AND e.status = 'received'
 ORDER BY e.id
 FOR UPDATE OF e;
 
+-- name: EventQueueClients :many
+-- The clients with events waiting for the router: the lanes it goes round beside
+-- the config's clients.
+SELECT DISTINCT client FROM event_queue;
+
 -- name: EventSetStatuses :exec
--- What became of a routed batch of events, in one statement.
+-- What became of a routed batch of events, in one statement. A batch is one
+-- client's, named on Citus (sharded) to route it to the client's shard (see
+-- EventClaimReceived).
 UPDATE events e
 SET status = r.status, reason = r.reason, routed_at = now()
 FROM (SELECT unnest(@clients::text[]) AS client, unnest(@ids::bigint[]) AS id,
              unnest(@statuses::text[]) AS status, unnest(@reasons::text[]) AS reason) r
-WHERE e.client = r.client AND e.id = r.id;
+WHERE e.client = r.client AND e.id = r.id AND (NOT @sharded::boolean OR e.client = @client);
 
 -- name: EventList :many
 -- Keyset pagination, newest first. Received events are few in a large inbox and no

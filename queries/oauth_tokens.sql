@@ -16,7 +16,7 @@ INSERT INTO oauth_tokens (destination, sealed, expires_at, obtained_at, refreshe
 VALUES (@destination, @sealed, @expires_at, @obtained_at, CASE WHEN @refreshed::boolean THEN 1 ELSE 0 END, now())
 ON CONFLICT (destination) DO UPDATE
 SET sealed = EXCLUDED.sealed, expires_at = EXCLUDED.expires_at, obtained_at = EXCLUDED.obtained_at,
-    refreshes = oauth_tokens.refreshes + EXCLUDED.refreshes, updated_at = now();
+    refreshes = oauth_tokens.refreshes + EXCLUDED.refreshes, updated_at = EXCLUDED.updated_at;
 
 -- name: OAuthTokenReseal :execrows
 -- Re-seals a grant with the current key (key rotation), only if it is unchanged.
@@ -29,5 +29,5 @@ SELECT * FROM oauth_tokens ORDER BY destination;
 -- An authorization_code destination without a grant is disconnected until its
 -- first Reconnect; a reason already given (a refused refresh) is kept.
 INSERT INTO destinations (name, status, reason, changed_at) VALUES (@name, 'disconnected', @reason, now())
-ON CONFLICT (name) DO UPDATE SET status = 'disconnected', reason = EXCLUDED.reason, changed_at = now()
+ON CONFLICT (name) DO UPDATE SET status = 'disconnected', reason = EXCLUDED.reason, changed_at = EXCLUDED.changed_at
 WHERE destinations.status = 'connected';

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"flag"
+	"fmt"
 	"io"
 	"log/slog"
 
@@ -29,6 +30,7 @@ func (f *dbFlags) register(fs *flag.FlagSet, env *environment) {
 type database struct {
 	Pool     *pgxpool.Pool
 	DSN      string
+	Mode     string // DatabaseMode: single, citus or citus-undistributed
 	embedded *db.Embedded
 }
 
@@ -59,6 +61,11 @@ func openDatabase(ctx context.Context, env *environment, f dbFlags, logger *slog
 		return nil, err
 	}
 	d.Pool = pool
+	if d.Mode, err = db.New(pool).DatabaseMode(ctx); err != nil {
+		d.Close(context.WithoutCancel(ctx), logger)
+		return nil, fmt.Errorf("read the database's mode: %w", err)
+	}
+	logger.Info("database mode: "+modeLine(d.Mode), "mode", d.Mode)
 	return d, nil
 }
 

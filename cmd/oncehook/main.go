@@ -35,6 +35,7 @@ func commands() map[string]command {
 		"demo":    {summary: "the tour: sandbox destinations, demo traffic, a login", usage: demoUsage, run: runDemo},
 		"worker":  {summary: "workers only, for scaling out", usage: workerUsage, run: runWorker},
 		"migrate": {summary: "apply database migrations and exit", usage: migrateUsage, run: runMigrate},
+		"citus":   {summary: "citus distribute: shard an existing database by client", usage: citusUsage, run: runCitus},
 		"prune":   {summary: "apply the retention windows now", usage: pruneUsage, run: runPrune},
 		"check":   {summary: "validate a config and print its routing", usage: checkUsage, run: runCheck},
 		"token":   {summary: "token create, list, revoke: API tokens", usage: tokenUsage, run: runToken},

@@ -117,6 +117,7 @@ func TestServeOnEmbeddedPostgres(t *testing.T) {
 	env := []string{"DATABASE_URL=", "GH_SECRET=cmd-test-secret"}
 	serve := start(t, env, "serve", "--config", cfg, "--data-dir", dataDir)
 	serve.waitOutput(t, `listening on http://`)
+	serve.waitOutput(t, `database mode: single Postgres`)
 
 	body := []byte(`{"action":"opened"}`)
 	hdr, _ := sender.Headers("github", "cmd-test-secret", sender.Delivery{ID: "d-1", Type: "issues", Body: body})

@@ -18,8 +18,8 @@ func runMigrate(ctx context.Context, env *environment, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	return withDatabase(ctx, env, df, func(*database) error {
-		fmt.Fprintln(env.stdout, "migrations applied")
+	return withDatabase(ctx, env, df, func(d *database) error {
+		fmt.Fprintln(env.stdout, "migrations applied; database mode:", modeLine(d.Mode))
 		return nil
 	})
 }

@@ -17,6 +17,7 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -47,6 +48,11 @@ var server struct {
 	admin    *pgxpool.Pool // creates and drops the per-test databases
 	template string        // created and migrated
 	err      error         // a failed setup, reported to every test rather than retried
+	// On a local Citus cluster (EnvCitus): its nodes, and a pool on each worker
+	// that creates and drops the per-test databases there too.
+	coordinator *db.Embedded
+	workers     []*db.Embedded
+	workerAdmin []*pgxpool.Pool
 }
 
 // clusters are the servers this binary started, each with the directory to remove
@@ -88,6 +94,9 @@ func run(m *testing.M) int {
 		if server.admin != nil {
 			server.admin.Close()
 		}
+		for _, p := range server.workerAdmin {
+			p.Close()
+		}
 	}()
 	return m.Run()
 }
@@ -108,7 +117,20 @@ func setup(ctx context.Context) (admin *pgxpool.Pool, dsn, template string, err 
 
 func connect(ctx context.Context) error {
 	server.dsn = os.Getenv(EnvURL)
-	if server.dsn == "" {
+	if OnCitus() {
+		c, workers, err := startCitus(ctx)
+		if err != nil {
+			return err
+		}
+		server.coordinator, server.workers, server.dsn = c, workers, c.DSN("postgres")
+		for _, w := range workers {
+			p, err := pgxpool.New(ctx, w.DSN("postgres"))
+			if err != nil {
+				return fmt.Errorf("connect to a worker: %w", err)
+			}
+			server.workerAdmin = append(server.workerAdmin, p)
+		}
+	} else if server.dsn == "" {
 		e, err := startCluster(ctx)
 		if err != nil {
 			return err
@@ -130,7 +152,10 @@ func connect(ctx context.Context) error {
 
 // startCluster starts a private server under a short /tmp path: the unix socket
 // path must stay under ~100 bytes and t.TempDir's can be long.
-func startCluster(ctx context.Context) (*db.Embedded, error) {
+func startCluster(ctx context.Context) (*db.Embedded, error) { return startClusterWith(ctx, nil) }
+
+// startClusterWith is startCluster with more server settings.
+func startClusterWith(ctx context.Context, settings []string) (*db.Embedded, error) {
 	clusters.starting.RLock()
 	defer clusters.starting.RUnlock()
 	dir, err := os.MkdirTemp("/tmp", "ohtest-")
@@ -143,7 +168,7 @@ func startCluster(ctx context.Context) (*db.Embedded, error) {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("create cluster directory: %w", err)
 	}
-	e, err := db.StartEmbedded(ctx, db.EmbeddedParams{Dir: dir + "/pg"})
+	e, err := db.StartEmbedded(ctx, db.EmbeddedParams{Dir: dir + "/pg", Settings: settings})
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err
@@ -208,8 +233,10 @@ func NewDSN(t testing.TB) (*pgxpool.Pool, string) {
 		t.Fatalf("dbtest: %v", err)
 	}
 	name := "t_" + randomHex(8)
-	if err := cloneDatabase(ctx, admin, name, tmpl); err != nil {
-		t.Fatalf("dbtest: %v", err)
+	for _, a := range append(workerAdmins(), admin) { // on Citus, the workers' parts first
+		if err := cloneDatabase(ctx, a, name, tmpl); err != nil {
+			t.Fatalf("dbtest: %v", err)
+		}
 	}
 	dsn, err := withDBName(serverDSN, name)
 	if err != nil {
@@ -229,8 +256,10 @@ func NewDSN(t testing.TB) (*pgxpool.Pool, string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		// FORCE ends connections the test leaked outside the pool.
-		if _, err := admin.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
-			t.Errorf("dbtest: drop database %s: %v", name, err)
+		for _, a := range append([]*pgxpool.Pool{admin}, workerAdmins()...) { // the coordinator first
+			if err := dropDatabase(ctx, a, name); err != nil {
+				t.Errorf("dbtest: %v", err)
+			}
 		}
 	})
 	return pool, dsn
@@ -239,19 +268,35 @@ func NewDSN(t testing.TB) (*pgxpool.Pool, string) {
 // Cluster starts a private server of its own for a test that stops and starts
 // Postgres (say, to see a 503), and returns it with a DSN to its migrated
 // "oncehook" database. The server is stopped and its files removed at t.Cleanup.
+// On Citus (EnvCitus) it is the coordinator of a cluster of its own, whose
+// workers are stopped with it at t.Cleanup.
 func Cluster(t testing.TB) (*db.Embedded, string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	e, err := startCluster(ctx)
+	var e *db.Embedded
+	var workers []*db.Embedded
+	var err error
+	if OnCitus() {
+		e, workers, err = startCitus(ctx)
+	} else {
+		e, err = startCluster(ctx)
+	}
 	if err != nil {
 		t.Fatalf("dbtest: %v", err)
 	}
 	t.Cleanup(func() {
-		if err := stopCluster(e); err != nil {
-			t.Errorf("dbtest: %v", err)
+		for _, n := range append([]*db.Embedded{e}, workers...) {
+			if err := stopCluster(n); err != nil {
+				t.Errorf("dbtest: %v", err)
+			}
 		}
 	})
+	if OnCitus() {
+		if err := citusDatabase(ctx, e, workers, "oncehook"); err != nil {
+			t.Fatalf("dbtest: %v", err)
+		}
+	}
 	dsn := e.DSN("oncehook")
 	if err := db.Migrate(ctx, dsn); err != nil {
 		t.Fatalf("dbtest: %v", err)
@@ -308,10 +353,17 @@ func ensureTemplate(ctx context.Context, serverDSN string) (string, error) {
 		return "", fmt.Errorf("look up template: %w", err)
 	}
 	ident := pgx.Identifier{name}.Sanitize()
-	if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+ident+" WITH (FORCE)"); err != nil {
-		return "", fmt.Errorf("drop unfinished template: %w", err)
+	// Called from connect, which holds server.mu: server's fields are read directly.
+	for _, a := range append([]*pgxpool.Pool{server.admin}, server.workerAdmin...) { // a new slice
+		if _, err := a.Exec(ctx, "DROP DATABASE IF EXISTS "+ident+" WITH (FORCE)"); err != nil {
+			return "", fmt.Errorf("drop unfinished template: %w", err)
+		}
 	}
-	if _, err := conn.Exec(ctx, "CREATE DATABASE "+ident); err != nil {
+	if server.coordinator != nil {
+		if err := citusDatabase(ctx, server.coordinator, server.workers, name); err != nil {
+			return "", fmt.Errorf("create template: %w", err)
+		}
+	} else if _, err := conn.Exec(ctx, "CREATE DATABASE "+ident); err != nil {
 		return "", fmt.Errorf("create template: %w", err)
 	}
 	dsn, err := withDBName(serverDSN, name)
@@ -322,17 +374,36 @@ func ensureTemplate(ctx context.Context, serverDSN string) (string, error) {
 		return "", fmt.Errorf("migrate template: %w", err)
 	}
 	// Cloning fails while anyone is connected to the template, so shut the door
-	// and end the sessions Migrate's pool may still be closing.
-	if _, err := conn.Exec(ctx, "ALTER DATABASE "+ident+" ALLOW_CONNECTIONS false"); err != nil {
-		return "", fmt.Errorf("seal template: %w", err)
-	}
-	if _, err := conn.Exec(ctx, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1", name); err != nil {
-		return "", fmt.Errorf("seal template: %w", err)
-	}
-	if _, err := conn.Exec(ctx, "ALTER DATABASE "+ident+" IS_TEMPLATE true"); err != nil {
-		return "", fmt.Errorf("seal template: %w", err)
+	// and end the sessions Migrate's pool may still be closing (on Citus, on the
+	// workers too).
+	for _, a := range append(slices.Clone(server.workerAdmin), server.admin) {
+		if err := sealTemplate(ctx, a, name); err != nil {
+			return "", err
+		}
 	}
 	return name, nil
+}
+
+// sealTemplate makes name a template no one is connected to, on admin's server.
+func sealTemplate(ctx context.Context, admin *pgxpool.Pool, name string) error {
+	ident := pgx.Identifier{name}.Sanitize()
+	if _, err := admin.Exec(ctx, "ALTER DATABASE "+ident+" ALLOW_CONNECTIONS false"); err != nil {
+		return fmt.Errorf("seal template: %w", err)
+	}
+	if _, err := admin.Exec(ctx, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1", name); err != nil {
+		return fmt.Errorf("seal template: %w", err)
+	}
+	if _, err := admin.Exec(ctx, "ALTER DATABASE "+ident+" IS_TEMPLATE true"); err != nil {
+		return fmt.Errorf("seal template: %w", err)
+	}
+	return nil
+}
+
+// workerAdmins are the pools on a local Citus cluster's workers; none on one server.
+func workerAdmins() []*pgxpool.Pool {
+	server.mu.Lock()
+	defer server.mu.Unlock()
+	return slices.Clone(server.workerAdmin)
 }
 
 // cloneDatabase creates name from tmpl, retrying while a session on the template
@@ -352,6 +423,30 @@ func cloneDatabase(ctx context.Context, admin *pgxpool.Pool, name, tmpl string) 
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("create database %s: %w", name, err)
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, time.Second)
+	}
+}
+
+// dropDatabase drops name, retrying while a session Postgres cannot end for it
+// (on Citus, a maintenance daemon's, ended by the coordinator's own drop) makes
+// it refuse with object_in_use.
+func dropDatabase(ctx context.Context, admin *pgxpool.Pool, name string) error {
+	q := "DROP DATABASE IF EXISTS " + pgx.Identifier{name}.Sanitize() + " WITH (FORCE)"
+	wait := 50 * time.Millisecond
+	for {
+		_, err := admin.Exec(ctx, q)
+		var pgErr *pgconn.PgError
+		if err == nil || !errors.As(err, &pgErr) || pgErr.Code != "55006" { // object_in_use
+			if err != nil {
+				return fmt.Errorf("drop database %s: %w", name, err)
+			}
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("drop database %s: %w", name, err)
 		case <-time.After(wait):
 		}
 		wait = min(2*wait, time.Second)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/oncehook/oncehook/db"
 	"github.com/oncehook/oncehook/internal/batch"
 )
 
@@ -85,13 +86,14 @@ func NewEngine(p EngineParams) *Engine {
 	callable, fillNames := callsToStart(p.Config, p.Clients)
 	limits := newLimits(p.Config, callable, p.Concurrency)
 	performers := newWakeup(p.Pool, channelActions, p.Logger) // shared: calls from both fold together
+	mode := &databaseMode{pool: p.Pool}
 	e := &Engine{
 		pool: p.Pool, logger: p.Logger, poll: p.Poll,
-		router: &Router{pool: p.Pool, cfg: p.Config, logger: p.Logger, poll: p.Poll,
+		router: &Router{pool: p.Pool, cfg: p.Config, logger: p.Logger, poll: p.Poll, mode: mode,
 			wake: batch.NewSignal(), performers: performers,
 			routes: rulesBySource(p.Config.Actions), paths: pathsBySource(p.Config.Actions)},
 		performer: &Performer{
-			p: p, pool: p.Pool, cfg: p.Config, logger: p.Logger, now: p.Now,
+			p: p, pool: p.Pool, cfg: p.Config, logger: p.Logger, now: p.Now, mode: mode,
 			callable: callable, fillNames: fillNames, limits: limits, limitedNames: limitedNames(limits),
 			wake:       batch.NewSignal(),
 			performers: performers,
@@ -101,6 +103,12 @@ func NewEngine(p EngineParams) *Engine {
 		},
 	}
 	e.performer.decisions = e.performer.newRecorder()
+	e.router.lanes = newLanes(p.Config, p.Logger, func(ctx context.Context) ([]string, error) {
+		return db.New(p.Pool).EventQueueClients(ctx)
+	})
+	e.performer.lanes = newLanes(p.Config, p.Logger, func(ctx context.Context) ([]string, error) {
+		return db.New(p.Pool).ActionClientsWithWork(ctx)
+	})
 	return e
 }
 

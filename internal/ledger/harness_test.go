@@ -130,6 +130,7 @@ type worldOptions struct {
 	crmTokens string                          // the token the CRM accepts; default crmToken
 	crmWrap   func(http.Handler) http.Handler // stands between oncehook and the CRM
 	crmExtra  string                          // more lines of the CRM destination
+	yaml      func(string) string             // changes the config before it is loaded
 }
 
 func newWorld(t *testing.T, o worldOptions) *world {
@@ -167,6 +168,9 @@ func newWorld(t *testing.T, o worldOptions) *world {
 		extra += "\n" + o.crmExtra
 	}
 	w.yaml = fmt.Sprintf(ledgerConfig, w.crmURL, mail.Addr(), extra)
+	if o.yaml != nil {
+		w.yaml = o.yaml(w.yaml)
+	}
 	w.cfg = w.loadConfig()
 	logger := slog.New(slog.NewTextHandler(w.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	clients := destination.NewClients(w.cfg)

@@ -441,7 +441,7 @@ func TestRecordingNeedsTheClaimsOwnToken(t *testing.T) {
 	q := db.New(w.pool)
 	claim := func() db.ActionClaimRow {
 		t.Helper()
-		rows, err := q.ActionClaim(ctx, db.ActionClaimParams{MaxActions: 1, Worker: "w1", LeaseSeconds: 60,
+		rows, err := q.ActionClaim(ctx, db.ActionClaimParams{Client: "acme", MaxActions: 1, Worker: "w1", LeaseSeconds: 60,
 			Callable: []string{"crm"}, FillNames: []string{}})
 		if err != nil || len(rows) != 1 {
 			t.Fatalf("claim: %v %v", rows, err)

@@ -33,6 +33,8 @@ type Performer struct {
 	unrecorded *batch.Slots  // one per claimed action whose outcome is not yet recorded
 	inflight   sync.WaitGroup
 	decisions  *batch.Writer[pendingDecision, struct{}] // outcomes recorded together (newRecorder)
+	lanes      *lanes                                   // the clients it claims actions for in turn
+	mode       *databaseMode                            // single Postgres or Citus
 
 	// Derived from the config once: the config does not change while it runs.
 	callable     []string              // destinations this process calls
@@ -90,24 +92,15 @@ func (pf *Performer) performBatch(ctx context.Context) (int, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
 	defer cancel()
 	total := 0
+	clients := pf.lanes.round(ctx)
 	for _, spec := range pf.claimSpecs(free) {
 		var batch []claim
 		// Index planned, as the router's statements are: a generic plan made
 		// while a new database's actions table was empty must not walk the whole
 		// table once a burst has filled it (see db.WithTxIndexPlanned).
-		err := db.WithTxIndexPlanned(ctx, pf.pool, func(q *db.Queries) error {
-			p := pf.claimParams(spec.n)
-			if spec.only != nil {
-				p.OnlyDestinations = spec.only
-			}
-			if spec.skip != nil {
-				p.SkipDestinations = spec.skip
-			}
-			rows, err := q.ActionClaim(ctx, p)
-			if err != nil {
-				return err
-			}
-			batch, err = pf.startCalls(ctx, q, rows)
+		err := pf.planned(ctx, db.WithTxIndexPlanned)(ctx, pf.pool, func(q *db.Queries) error {
+			var err error
+			batch, err = pf.claimRound(ctx, q, clients, spec)
 			return err
 		})
 		if err != nil {
@@ -119,6 +112,46 @@ func (pf *Performer) performBatch(ctx context.Context) (int, error) {
 		total += len(batch)
 	}
 	return total, nil
+}
+
+// claimRound claims up to spec.n actions, going round the clients (see lanes):
+// the next client's due work first, the following clients' for the rest of the
+// room, each claim naming one client. The calls that wait for a predecessor's
+// result are started after every claim, since starting them switches the
+// transaction's planner settings (db.PlanByKey) and a claim's kept plan must be
+// made under the claim's own.
+func (pf *Performer) claimRound(ctx context.Context, q *db.Queries, clients []string, spec claimSpec) ([]claim, error) {
+	var claimed [][]db.ActionClaimRow
+	n := 0
+	for _, client := range clients {
+		if n == spec.n {
+			break
+		}
+		p := pf.claimParams(client, spec.n-n)
+		if spec.only != nil {
+			p.OnlyDestinations = spec.only
+		}
+		if spec.skip != nil {
+			p.SkipDestinations = spec.skip
+		}
+		p.Sharded = pf.mode.sharded(ctx)
+		rows, err := q.ActionClaim(ctx, p)
+		if err != nil {
+			return nil, err
+		}
+		if len(rows) > 0 {
+			claimed, n = append(claimed, rows), n+len(rows)
+		}
+	}
+	var batch []claim
+	for _, rows := range claimed {
+		started, err := pf.startCalls(ctx, q, rows)
+		if err != nil {
+			return nil, err
+		}
+		batch = append(batch, started...)
+	}
+	return batch, nil
 }
 
 // launch works on a claimed action in its own goroutine, holding its room (its
@@ -254,10 +287,10 @@ type claim struct {
 	slot      *atomic.Bool    // a shared call slot was taken for it (takeSlot); nil with limit
 }
 
-// claimParams asks for up to n claims, and for the calls the claim itself can
-// start (see callsToStart).
-func (pf *Performer) claimParams(n int) db.ActionClaimParams {
-	return db.ActionClaimParams{MaxActions: int32(n), Worker: pf.p.Worker, LeaseSeconds: pf.leaseFor(""),
+// claimParams asks for up to n claims of the client's actions, and for the calls
+// the claim itself can start (see callsToStart).
+func (pf *Performer) claimParams(client string, n int) db.ActionClaimParams {
+	return db.ActionClaimParams{Client: client, MaxActions: int32(n), Worker: pf.p.Worker, LeaseSeconds: pf.leaseFor(""),
 		Callable: pf.callable, FillNames: pf.fillNames, OnlyDestinations: []string{}, SkipDestinations: []string{}}
 }
 
@@ -309,9 +342,13 @@ func (pf *Performer) startCalls(ctx context.Context, q *db.Queries, rows []db.Ac
 	if len(fill) == 0 {
 		return batch, nil
 	}
-	p.Worker = pf.p.Worker
-	if err := db.PlanByKey(ctx, q); err != nil { // its plan, unlike the claim's, is of lookups by key
-		return nil, err
+	// A claim is one client's. On a single Postgres the start of calls is planned
+	// as lookups by key, unlike the claim (see planned).
+	p.Worker, p.Sharded, p.Client = pf.p.Worker, pf.mode.sharded(ctx), rows[0].Client
+	if !p.Sharded {
+		if err := db.PlanByKey(ctx, q); err != nil {
+			return nil, err
+		}
 	}
 	started, err := q.ActionStartCalls(ctx, p)
 	if err != nil {

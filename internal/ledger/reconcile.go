@@ -157,9 +157,14 @@ func reconcileWithoutLookup(a db.Action, caps Capabilities, now time.Time) Outco
 func (pf *Performer) RecoverLeases(ctx context.Context) (int, error) {
 	var n int
 	err := db.WithTx(ctx, pf.pool, func(q *db.Queries) error {
-		expired, err := q.ActionLockExpiredLeases(ctx)
-		if err != nil {
-			return fmt.Errorf("find expired leases: %w", err)
+		// One client at a time: a lock names the client (see lanes).
+		var expired []db.ActionLockExpiredLeasesRow
+		for _, client := range pf.lanes.all(ctx) {
+			rows, err := q.ActionLockExpiredLeases(ctx, client)
+			if err != nil {
+				return fmt.Errorf("find expired leases: %w", err)
+			}
+			expired = append(expired, rows...)
 		}
 		var p db.ActionRecoverLeasesParams
 		for _, r := range expired {

@@ -155,7 +155,7 @@ func (pf *Performer) commitGroup(ctx context.Context, group []pendingDecision) (
 	var recorded map[actionKey]bool
 	var due bool
 	err := retryStorage(ctx, func() error {
-		return db.WithTxKeyPlanned(ctx, pf.pool, func(q *db.Queries) error {
+		return pf.planned(ctx, db.WithTxKeyPlanned)(ctx, pf.pool, func(q *db.Queries) error {
 			var err error
 			recorded, due, err = pf.writeDecisions(ctx, q, group)
 			return err
@@ -167,17 +167,36 @@ func (pf *Performer) commitGroup(ctx context.Context, group []pendingDecision) (
 	return recorded, err
 }
 
-// actionKey identifies an action across clients.
-type actionKey struct {
-	client string
-	id     int64
+// recordOutcomes runs ActionRecordBatch for the group: in one statement on a
+// single Postgres, and on Citus in one statement per client, each naming its
+// client, so that each runs on the client's one shard.
+func (pf *Performer) recordOutcomes(ctx context.Context, q *db.Queries, group []pendingDecision) ([]db.ActionRecordBatchRow, error) {
+	if !pf.mode.sharded(ctx) {
+		return q.ActionRecordBatch(ctx, pf.recordParams(group))
+	}
+	byClient := map[string][]pendingDecision{}
+	var clients []string
+	for _, p := range group {
+		if byClient[p.a.Client] == nil {
+			clients = append(clients, p.a.Client)
+		}
+		byClient[p.a.Client] = append(byClient[p.a.Client], p)
+	}
+	var all []db.ActionRecordBatchRow
+	for _, client := range clients {
+		rec := pf.recordParams(byClient[client])
+		rec.Sharded, rec.Client = true, client
+		rows, err := q.ActionRecordBatch(ctx, rec)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, rows...)
+	}
+	return all, nil
 }
 
-// writeDecisions records the group (see ActionRecordBatch), then does what follows
-// from the new states: destinations disconnected. It returns the actions it
-// recorded, and whether the group made work due now (successors released, retries
-// due at once), for which the performers are to be woken.
-func (pf *Performer) writeDecisions(ctx context.Context, q *db.Queries, group []pendingDecision) (map[actionKey]bool, bool, error) {
+// recordParams is ActionRecordBatch's arguments for the group.
+func (pf *Performer) recordParams(group []pendingDecision) db.ActionRecordBatchParams {
 	rec := db.ActionRecordBatchParams{Worker: pf.p.Worker}
 	for _, p := range group {
 		rec.Clients = append(rec.Clients, p.a.Client)
@@ -194,7 +213,21 @@ func (pf *Performer) writeDecisions(ctx context.Context, q *db.Queries, group []
 		rec.Owners = append(rec.Owners, p.d.Owner)
 		rec.LeaseTokens = append(rec.LeaseTokens, p.a.LeaseToken)
 	}
-	rows, err := q.ActionRecordBatch(ctx, rec)
+	return rec
+}
+
+// actionKey identifies an action across clients.
+type actionKey struct {
+	client string
+	id     int64
+}
+
+// writeDecisions records the group (see ActionRecordBatch), then does what follows
+// from the new states: destinations disconnected. It returns the actions it
+// recorded, and whether the group made work due now (successors released, retries
+// due at once), for which the performers are to be woken.
+func (pf *Performer) writeDecisions(ctx context.Context, q *db.Queries, group []pendingDecision) (map[actionKey]bool, bool, error) {
+	rows, err := pf.recordOutcomes(ctx, q, group)
 	if err != nil {
 		return nil, false, fmt.Errorf("record outcomes: %w", err)
 	}

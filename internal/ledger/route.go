@@ -25,6 +25,8 @@ type Router struct {
 	poll       time.Duration
 	wake       batch.Signal
 	performers *batch.Wakeup           // woken once a batch created actions
+	lanes      *lanes                  // the clients it claims events for in turn
+	mode       *databaseMode           // single Postgres or Citus
 	routes     map[string][]ActionRule // each source's rules, predecessors first; the config does not change while it runs
 	paths      map[string]*docPaths    // what each source's rules read of an event's document
 }
@@ -57,14 +59,17 @@ func (rt *Router) routeLoop(ctx context.Context) {
 }
 
 // RouteBatch claims up to n received events and turns each into actions, in one
-// short transaction. It returns how many events it routed.
+// short transaction. It returns how many events it routed. It goes round the
+// clients (see lanes): the batch starts with the next client's events and takes the
+// following clients' for the rest of its room.
 func (rt *Router) RouteBatch(ctx context.Context, n int) (int, error) {
-	routed, err := rt.routeBatch(ctx, n, false)
+	clients := rt.lanes.round(ctx)
+	routed, err := rt.routeBatch(ctx, clients, n, false)
 	if errors.Is(err, errContentRefused) {
 		// Some event's content cannot be stored. Route the batch again with each
 		// event in a savepoint of its own, so that event is set aside and the
 		// others go through.
-		routed, err = rt.routeBatch(ctx, n, true)
+		routed, err = rt.routeBatch(ctx, clients, n, true)
 	}
 	return routed, err
 }
@@ -80,10 +85,10 @@ func refusedOr(err error) error {
 	return err
 }
 
-// routeBatch routes one batch. Routing is all-or-nothing for the batch unless
-// eachInSavepoint is set, which costs a savepoint per event: the cheap way is tried
-// first.
-func (rt *Router) routeBatch(ctx context.Context, n int, eachInSavepoint bool) (int, error) {
+// routeBatch routes one batch, up to n events of the clients in turn. Routing is
+// all-or-nothing for the batch unless eachInSavepoint is set, which costs a
+// savepoint per event: the cheap way is tried first.
+func (rt *Router) routeBatch(ctx context.Context, clients []string, n int, eachInSavepoint bool) (int, error) {
 	// Sequential scans priced out: the queue's statistics may say it is empty
 	// while it fills (see db.BeginScanFree).
 	tx, err := db.BeginScanFree(ctx, rt.pool)
@@ -95,33 +100,53 @@ func (rt *Router) routeBatch(ctx context.Context, n int, eachInSavepoint bool) (
 	// empty tables, and a generic plan made then (a sequential scan of the inbox)
 	// would be kept while a burst fills it (see db.PlannedPerCall).
 	q := db.New(db.PlannedPerCall(tx))
-	claimed, err := q.EventClaimReceived(ctx, int32(n))
+	total, created := 0, 0
+	for _, client := range clients {
+		if total == n {
+			break
+		}
+		b, err := rt.routeClient(ctx, tx, q, client, n-total, eachInSavepoint)
+		if err != nil {
+			return 0, err
+		}
+		total, created = total+len(b.statuses.Ids), created+b.created
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return 0, fmt.Errorf("commit transaction: %w", err)
+	}
+	if created > 0 {
+		rt.performers.Send()
+	}
+	return total, nil
+}
+
+// routeClient claims up to n of one client's received events and routes them;
+// every statement it sends names that client.
+func (rt *Router) routeClient(ctx context.Context, tx pgx.Tx, q *db.Queries, client string, n int, eachInSavepoint bool) (*batchRouting, error) {
+	sharded := rt.mode.sharded(ctx)
+	claimed, err := q.EventClaimReceived(ctx, db.EventClaimReceivedParams{Client: client, MaxEvents: int32(n), Sharded: sharded})
 	if err != nil {
-		return 0, fmt.Errorf("claim events: %w", err)
+		return nil, fmt.Errorf("claim events: %w", err)
 	}
 	events := make([]db.Event, len(claimed))
 	for i, c := range claimed {
 		events[i] = c.Event
 	}
 	b := newBatchRouting(len(events))
+	if len(events) == 0 {
+		return b, nil
+	}
 	if err := rt.routeEvents(ctx, tx, q, events, eachInSavepoint, b); err != nil {
-		return 0, refusedOr(err)
+		return nil, refusedOr(err)
 	}
 	if err := linkEvents(ctx, q, b.links); err != nil {
-		return 0, refusedOr(err)
+		return nil, refusedOr(err)
 	}
-	if len(events) > 0 {
-		if err := q.EventSetStatuses(ctx, b.statuses); err != nil {
-			return 0, fmt.Errorf("set event statuses: %w", err)
-		}
+	b.statuses.Sharded, b.statuses.Client = sharded, client
+	if err := q.EventSetStatuses(ctx, b.statuses); err != nil {
+		return nil, fmt.Errorf("set event statuses: %w", err)
 	}
-	if err := tx.Commit(ctx); err != nil {
-		return 0, fmt.Errorf("commit transaction: %w", err)
-	}
-	if b.created > 0 {
-		rt.performers.Send()
-	}
-	return len(events), nil
+	return b, nil
 }
 
 // batchRouting gathers what a batch's events became, for the statements that

@@ -24,6 +24,9 @@ var (
 	// DueStates are claimed by the performer once their next attempt is due: called
 	// (pending, retrying) or looked up (uncertain).
 	DueStates = []string{StatePending, StateRetrying, StateUncertain}
+	// LaneStates are the actions that give a client a lane in the performer's round:
+	// due work, or leases to recover.
+	LaneStates = []string{StatePending, StateRetrying, StateUncertain, StateProcessing}
 	// HoldableStates are held when their destination is disconnected.
 	HoldableStates = []string{StatePending, StateRetrying}
 	// EventCancellableStates are the actions a cancelling event still stops: not

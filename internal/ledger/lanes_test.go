@@ -1,0 +1,93 @@
+package ledger_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/oncehook/oncehook/internal/sender"
+)
+
+// betaClient adds a second client to the ledger's config: its own Stripe source
+// and a rule that creates a CRM record for each checkout.
+func betaClient(yaml string) string {
+	yaml = strings.Replace(yaml, "\ndestinations:\n",
+		"\n  - {name: stripe-beta, client: beta, provider: stripe, account: acct_3, environment: live, secret_env: STRIPE_SECRET}\ndestinations:\n", 1)
+	return yaml + `  - name: beta_checkout
+    source: stripe-beta
+    on: [checkout.session.completed]
+    key: [/data/object/metadata/enquiry_id]
+    destination: crm
+    params:
+      enquiry_id: /data/object/metadata/enquiry_id
+`
+}
+
+// The router and the performer go round the clients: while one client's burst of
+// thousands of events is routed and performed, another client's single event is
+// confirmed within 2 s, instead of waiting behind the whole burst.
+func TestOneClientsBurstDoesNotDelayAnother(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, worldOptions{yaml: betaClient})
+	const burst = 5000
+	w.exec(`INSERT INTO events (client, environment, source, source_event_id, type, body, body_sha256)
+SELECT 'acme', 'live', 'stripe-simple', 'evt_burst_' || i, 'checkout.session.completed',
+       convert_to(format('{"id":"evt_burst_%s","type":"checkout.session.completed","created":1700000000,'
+           '"data":{"object":{"id":"cs_burst_%s","amount_total":100,"metadata":{"enquiry_id":"enq_burst_%s"}}}}', i, i, i), 'UTF8'),
+       '\x00'
+FROM generate_series(1, $1::int) AS i`, burst)
+	waitUntil(t, 20*time.Second, "the burst's first action confirmed", func() bool {
+		return w.count(`SELECT count(*) FROM actions WHERE client = 'acme' AND state = 'confirmed'`) > 0
+	})
+
+	body := checkout{eventID: "evt_beta", enquiry: "enq_beta", amount: 300}.body()
+	hdr, err := sender.Headers("stripe", stripeSecret, sender.Delivery{Body: body})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if status, out := w.request("POST", "/hooks/stripe-beta", hdr, body); status != http.StatusOK {
+		t.Fatalf("deliver beta's event: status %d %v", status, out)
+	}
+	acked := time.Now()
+	for w.count(`SELECT count(*) FROM actions WHERE client = 'beta' AND state = 'confirmed'`) != 1 {
+		if time.Since(acked) > 2*time.Second {
+			var status, state string
+			_ = w.pool.QueryRow(context.Background(), `SELECT e.status, coalesce(a.state, 'no action')
+				FROM events e LEFT JOIN actions a ON a.client = e.client
+				WHERE e.client = 'beta'`).Scan(&status, &state)
+			t.Fatalf("beta's action not confirmed within 2 s of its delivery: its event is %s, its action %s", status, state)
+		}
+		time.Sleep(10 * time.Millisecond) // poll interval
+	}
+	took := time.Since(acked)
+	// The burst was still being worked when beta's action was confirmed.
+	left := w.count(`SELECT (SELECT count(*) FROM event_queue WHERE client = 'acme')
+		+ (SELECT count(*) FROM actions WHERE client = 'acme' AND state <> 'confirmed')`)
+	if left == 0 {
+		t.Fatalf("acme's burst of %d was over when beta's action was confirmed; the test needs it running", burst)
+	}
+	var found int
+	for _, r := range w.crm.Records() {
+		if r.Fields["enquiry_id"] == "enq_beta" {
+			found++
+		}
+	}
+	if found != 1 {
+		t.Errorf("the CRM holds %d records for beta's enquiry, want 1", found)
+	}
+	t.Logf("beta's action confirmed %v after its delivery, with %d of acme's %d still to do", took.Round(time.Millisecond), left, burst)
+}
+
+// waitUntil polls ok until it holds, and fails the test when within passes first.
+func waitUntil(t *testing.T, within time.Duration, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v", what, within)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
