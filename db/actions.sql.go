@@ -21,7 +21,7 @@ SET params = $1, attempt_key = CASE WHEN $2::text <> '' THEN $2 ELSE attempt_key
     give_up_at = now() + make_interval(secs => $6::double precision),
     updated_at = now()
 WHERE client = $7 AND id = $8 AND state = 'failed'
-RETURNING id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key
+RETURNING id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key, param_values
 `
 
 type ActionApplyCorrectionParams struct {
@@ -85,6 +85,7 @@ func (q *Queries) ActionApplyCorrection(ctx context.Context, arg ActionApplyCorr
 		&i.LeaseToken,
 		&i.StateSince,
 		&i.AttemptKey,
+		&i.ParamValues,
 	)
 	return i, err
 }
@@ -92,7 +93,7 @@ func (q *Queries) ActionApplyCorrection(ctx context.Context, arg ActionApplyCorr
 const actionAssign = `-- name: ActionAssign :one
 UPDATE actions SET owner = $1, updated_at = now()
 WHERE client = $2 AND id = $3
-RETURNING id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key
+RETURNING id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key, param_values
 `
 
 type ActionAssignParams struct {
@@ -138,6 +139,7 @@ func (q *Queries) ActionAssign(ctx context.Context, arg ActionAssignParams) (Act
 		&i.LeaseToken,
 		&i.StateSince,
 		&i.AttemptKey,
+		&i.ParamValues,
 	)
 	return i, err
 }
@@ -249,14 +251,14 @@ WITH due AS (
         updated_at = now()
     FROM due
     WHERE a.client = due.client AND a.id = due.id
-    RETURNING a.id, a.client, a.environment, a.source, a.name, a.business_key, a.key_parts, a.operation_key, a.destination, a.params, a.params_sha256, a.state, a.reason, a.owner, a.after_id, a.resource, a.occurred_at, a.attempts, a.max_attempts, a.give_up_at, a.next_attempt_at, a.first_attempt_at, a.last_attempt_at, a.lease_owner, a.claimed_from, a.lease_expires_at, a.external_ref, a.result, a.created_at, a.updated_at, a.lease_token, a.state_since, a.attempt_key, due.starts
+    RETURNING a.id, a.client, a.environment, a.source, a.name, a.business_key, a.key_parts, a.operation_key, a.destination, a.params, a.params_sha256, a.state, a.reason, a.owner, a.after_id, a.resource, a.occurred_at, a.attempts, a.max_attempts, a.give_up_at, a.next_attempt_at, a.first_attempt_at, a.last_attempt_at, a.lease_owner, a.claimed_from, a.lease_expires_at, a.external_ref, a.result, a.created_at, a.updated_at, a.lease_token, a.state_since, a.attempt_key, a.param_values, due.starts
 ), attempt AS (
     INSERT INTO attempts (client, action_id, kind, operation_key, worker)
     SELECT c.client, c.id, 'call', coalesce(nullif(c.attempt_key, ''), c.operation_key), $6::text
     FROM claimed c WHERE c.starts
     RETURNING client, id, action_id
 )
-SELECT c.id, c.client, c.environment, c.source, c.name, c.business_key, c.key_parts, c.operation_key, c.destination, c.params, c.params_sha256, c.state, c.reason, c.owner, c.after_id, c.resource, c.occurred_at, c.attempts, c.max_attempts, c.give_up_at, c.next_attempt_at, c.first_attempt_at, c.last_attempt_at, c.lease_owner, c.claimed_from, c.lease_expires_at, c.external_ref, c.result, c.created_at, c.updated_at, c.lease_token, c.state_since, c.attempt_key, c.starts, coalesce(t.id, 0)::bigint AS attempt_id
+SELECT c.id, c.client, c.environment, c.source, c.name, c.business_key, c.key_parts, c.operation_key, c.destination, c.params, c.params_sha256, c.state, c.reason, c.owner, c.after_id, c.resource, c.occurred_at, c.attempts, c.max_attempts, c.give_up_at, c.next_attempt_at, c.first_attempt_at, c.last_attempt_at, c.lease_owner, c.claimed_from, c.lease_expires_at, c.external_ref, c.result, c.created_at, c.updated_at, c.lease_token, c.state_since, c.attempt_key, c.param_values, c.starts, coalesce(t.id, 0)::bigint AS attempt_id
 FROM claimed c LEFT JOIN attempt t ON t.client = c.client AND t.action_id = c.id
 `
 
@@ -304,6 +306,7 @@ type ActionClaimRow struct {
 	LeaseToken     int64
 	StateSince     time.Time
 	AttemptKey     string
+	ParamValues    json.RawMessage
 	Starts         pgtype.Bool
 	AttemptID      int64
 }
@@ -366,6 +369,7 @@ func (q *Queries) ActionClaim(ctx context.Context, arg ActionClaimParams) ([]Act
 			&i.LeaseToken,
 			&i.StateSince,
 			&i.AttemptKey,
+			&i.ParamValues,
 			&i.Starts,
 			&i.AttemptID,
 		); err != nil {
@@ -386,7 +390,7 @@ SET state = $1, reason = $2,
     next_attempt_at = now(), updated_at = now()
 WHERE client = $4 AND id = $5
   AND state = ANY($6::text[])
-RETURNING id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key
+RETURNING id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key, param_values
 `
 
 type ActionCloseParams struct {
@@ -444,6 +448,7 @@ func (q *Queries) ActionClose(ctx context.Context, arg ActionCloseParams) (Actio
 		&i.LeaseToken,
 		&i.StateSince,
 		&i.AttemptKey,
+		&i.ParamValues,
 	)
 	return i, err
 }
@@ -594,7 +599,7 @@ func (q *Queries) ActionEventList(ctx context.Context, arg ActionEventListParams
 }
 
 const actionGet = `-- name: ActionGet :one
-SELECT id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key FROM actions WHERE id = $1
+SELECT id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key, param_values FROM actions WHERE id = $1
 `
 
 func (q *Queries) ActionGet(ctx context.Context, id int64) (Action, error) {
@@ -634,12 +639,13 @@ func (q *Queries) ActionGet(ctx context.Context, id int64) (Action, error) {
 		&i.LeaseToken,
 		&i.StateSince,
 		&i.AttemptKey,
+		&i.ParamValues,
 	)
 	return i, err
 }
 
 const actionGetByOperationKey = `-- name: ActionGetByOperationKey :one
-SELECT id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key FROM actions WHERE client = $1 AND operation_key = $2
+SELECT id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key, param_values FROM actions WHERE client = $1 AND operation_key = $2
 `
 
 type ActionGetByOperationKeyParams struct {
@@ -684,6 +690,7 @@ func (q *Queries) ActionGetByOperationKey(ctx context.Context, arg ActionGetByOp
 		&i.LeaseToken,
 		&i.StateSince,
 		&i.AttemptKey,
+		&i.ParamValues,
 	)
 	return i, err
 }
@@ -723,10 +730,10 @@ func (q *Queries) ActionHoldDestination(ctx context.Context, arg ActionHoldDesti
 
 const actionInsert = `-- name: ActionInsert :many
 INSERT INTO actions (client, environment, source, name, business_key, key_parts, operation_key,
-                     destination, params, params_sha256, state, reason, owner, after_id, resource,
-                     occurred_at, max_attempts, give_up_at, next_attempt_at)
+                     destination, params, param_values, params_sha256, state, reason, owner, after_id,
+                     resource, occurred_at, max_attempts, give_up_at, next_attempt_at)
 SELECT r.client, r.environment, r.source, r.name, r.business_key, r.key_parts, r.operation_key,
-       r.destination, r.params, r.params_sha256,
+       r.destination, r.params, action_param_values(r.params), r.params_sha256,
        CASE WHEN d.disconnected THEN $1::text ELSE $2::text END,
        CASE WHEN d.disconnected THEN 'destination ' || r.destination || ' is disconnected'
             WHEN r.after_id <> 0 AND p.state IS DISTINCT FROM 'confirmed'
@@ -837,7 +844,7 @@ func (q *Queries) ActionInsert(ctx context.Context, arg ActionInsertParams) ([]A
 }
 
 const actionList = `-- name: ActionList :many
-SELECT id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key FROM actions a
+SELECT id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key, param_values FROM actions a
 WHERE (a.client, a.id) IN (
     SELECT p.client, p.id
     FROM unnest(CASE WHEN cardinality($1::text[]) = 0
@@ -857,7 +864,7 @@ WHERE (a.client, a.id) IN (
                OR (b.client = ANY($8::text[]) AND b.operation_key = $7)
                OR (b.external_ref = $7 AND b.external_ref <> '') OR b.owner = $7
                OR b.id = ANY(ARRAY(SELECT x.id FROM actions x
-                                   WHERE action_param_values(x.params) @> jsonb_build_array(lower($7))
+                                   WHERE x.param_values @> jsonb_build_array(lower($7))
                                    LIMIT 5000))
                OR (b.state IN ('held', 'uncertain', 'failed')
                    AND b.reason ILIKE '%' || replace(replace(replace($7, '\', '\\'), '%', '\%'), '_', '\_') || '%')
@@ -927,7 +934,7 @@ type ActionListParams struct {
 // becomes SQL: the pages, the API, CSV export and "all that match" bulk acts all
 // read it. q matches a business key or its beginning (in any case, LIKE's
 // wildcards taken literally), an operation key, an external ref, an owner, a
-// value of the params (a customer's email, an amount: action_param_values, in any
+// value of the params (a customer's email, an amount: param_values, in any
 // case, probed once in actions_param_values_idx, at most 5,000 of them), an
 // event id, or words of the reason of an action that waits for a person (those
 // are few: their reasons are read, no index serves a part of a reason); the rest
@@ -1006,6 +1013,7 @@ func (q *Queries) ActionList(ctx context.Context, arg ActionListParams) ([]Actio
 			&i.LeaseToken,
 			&i.StateSince,
 			&i.AttemptKey,
+			&i.ParamValues,
 		); err != nil {
 			return nil, err
 		}
@@ -1018,7 +1026,7 @@ func (q *Queries) ActionList(ctx context.Context, arg ActionListParams) ([]Actio
 }
 
 const actionListByEvent = `-- name: ActionListByEvent :many
-SELECT a.id, a.client, a.environment, a.source, a.name, a.business_key, a.key_parts, a.operation_key, a.destination, a.params, a.params_sha256, a.state, a.reason, a.owner, a.after_id, a.resource, a.occurred_at, a.attempts, a.max_attempts, a.give_up_at, a.next_attempt_at, a.first_attempt_at, a.last_attempt_at, a.lease_owner, a.claimed_from, a.lease_expires_at, a.external_ref, a.result, a.created_at, a.updated_at, a.lease_token, a.state_since, a.attempt_key FROM action_events ae
+SELECT a.id, a.client, a.environment, a.source, a.name, a.business_key, a.key_parts, a.operation_key, a.destination, a.params, a.params_sha256, a.state, a.reason, a.owner, a.after_id, a.resource, a.occurred_at, a.attempts, a.max_attempts, a.give_up_at, a.next_attempt_at, a.first_attempt_at, a.last_attempt_at, a.lease_owner, a.claimed_from, a.lease_expires_at, a.external_ref, a.result, a.created_at, a.updated_at, a.lease_token, a.state_since, a.attempt_key, a.param_values FROM action_events ae
 JOIN actions a ON a.client = ae.client AND a.id = ae.action_id
 WHERE ae.client = $1 AND ae.event_id = $2
 ORDER BY a.id
@@ -1072,6 +1080,7 @@ func (q *Queries) ActionListByEvent(ctx context.Context, arg ActionListByEventPa
 			&i.LeaseToken,
 			&i.StateSince,
 			&i.AttemptKey,
+			&i.ParamValues,
 		); err != nil {
 			return nil, err
 		}
@@ -1084,7 +1093,7 @@ func (q *Queries) ActionListByEvent(ctx context.Context, arg ActionListByEventPa
 }
 
 const actionLockExpiredLeases = `-- name: ActionLockExpiredLeases :many
-SELECT a.id, a.client, a.environment, a.source, a.name, a.business_key, a.key_parts, a.operation_key, a.destination, a.params, a.params_sha256, a.state, a.reason, a.owner, a.after_id, a.resource, a.occurred_at, a.attempts, a.max_attempts, a.give_up_at, a.next_attempt_at, a.first_attempt_at, a.last_attempt_at, a.lease_owner, a.claimed_from, a.lease_expires_at, a.external_ref, a.result, a.created_at, a.updated_at, a.lease_token, a.state_since, a.attempt_key,
+SELECT a.id, a.client, a.environment, a.source, a.name, a.business_key, a.key_parts, a.operation_key, a.destination, a.params, a.params_sha256, a.state, a.reason, a.owner, a.after_id, a.resource, a.occurred_at, a.attempts, a.max_attempts, a.give_up_at, a.next_attempt_at, a.first_attempt_at, a.last_attempt_at, a.lease_owner, a.claimed_from, a.lease_expires_at, a.external_ref, a.result, a.created_at, a.updated_at, a.lease_token, a.state_since, a.attempt_key, a.param_values,
        EXISTS (SELECT 1 FROM attempts t
                WHERE t.client = a.client AND t.action_id = a.id
                  AND t.status = 'started' AND t.kind = 'call') AS call_started
@@ -1147,6 +1156,7 @@ func (q *Queries) ActionLockExpiredLeases(ctx context.Context) ([]ActionLockExpi
 			&i.Action.LeaseToken,
 			&i.Action.StateSince,
 			&i.Action.AttemptKey,
+			&i.Action.ParamValues,
 			&i.CallStarted,
 		); err != nil {
 			return nil, err
@@ -1163,7 +1173,7 @@ const actionManualReconcile = `-- name: ActionManualReconcile :one
 UPDATE actions
 SET state = 'uncertain', reason = $1, next_attempt_at = now(), updated_at = now()
 WHERE client = $2 AND id = $3 AND state = ANY($4::text[])
-RETURNING id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key
+RETURNING id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key, param_values
 `
 
 type ActionManualReconcileParams struct {
@@ -1215,6 +1225,7 @@ func (q *Queries) ActionManualReconcile(ctx context.Context, arg ActionManualRec
 		&i.LeaseToken,
 		&i.StateSince,
 		&i.AttemptKey,
+		&i.ParamValues,
 	)
 	return i, err
 }
@@ -1226,7 +1237,7 @@ SET state = $1::text, reason = $2, next_attempt_at = now(),
     give_up_at = now() + make_interval(secs => $4::double precision),
     updated_at = now()
 WHERE client = $5 AND id = $6 AND state = ANY($7::text[])
-RETURNING id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key
+RETURNING id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key, param_values
 `
 
 type ActionManualRetryParams struct {
@@ -1286,6 +1297,7 @@ func (q *Queries) ActionManualRetry(ctx context.Context, arg ActionManualRetryPa
 		&i.LeaseToken,
 		&i.StateSince,
 		&i.AttemptKey,
+		&i.ParamValues,
 	)
 	return i, err
 }
@@ -1719,7 +1731,7 @@ func (q *Queries) ActionStartCalls(ctx context.Context, arg ActionStartCallsPara
 }
 
 const actionWaitingSuccessors = `-- name: ActionWaitingSuccessors :many
-SELECT id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key FROM actions
+SELECT id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key, param_values FROM actions
 WHERE client = $1 AND after_id = $2 AND state = 'pending'
   AND next_attempt_at = '9999-12-31 00:00:00+00'::timestamptz
 ORDER BY id
@@ -1775,6 +1787,7 @@ func (q *Queries) ActionWaitingSuccessors(ctx context.Context, arg ActionWaiting
 			&i.LeaseToken,
 			&i.StateSince,
 			&i.AttemptKey,
+			&i.ParamValues,
 		); err != nil {
 			return nil, err
 		}
