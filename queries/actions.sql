@@ -179,9 +179,9 @@ FROM started s JOIN attempt t ON t.client = s.client AND t.action_id = s.id;
 --   for each entry is left dead when its action is recorded, and one that reads
 --   the waiting successors by their far-future next_attempt_at (actions_due_idx)
 --   reads every successor waiting and every one released since the last vacuum;
--- - an attempt is named by its whole key in either index that starts with its
---   client (a plan made on an empty table took attempts_action_idx for a lookup by
---   client and id, reading every attempt of the client);
+-- - an attempt is named by its whole key, attempts' primary key (client,
+--   action_id, id): named by client and id only, a plan made on an empty table
+--   read every attempt of the client;
 -- - successors are found for each confirmed action in a subquery of their own
 --   (OFFSET 0 keeps it one), a lookup in actions_after_idx: joined to the recorded
 --   actions, a plan made on a small table read the whole partial index, every
