@@ -21,7 +21,7 @@ SET params = $1, attempt_key = CASE WHEN $2::text <> '' THEN $2 ELSE attempt_key
     give_up_at = now() + make_interval(secs => $6::double precision),
     updated_at = now()
 WHERE client = $7 AND id = $8 AND state = 'failed'
-RETURNING id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key, reason_start
+RETURNING id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key, param_values, reason_start
 `
 
 type ActionApplyCorrectionParams struct {
@@ -85,6 +85,7 @@ func (q *Queries) ActionApplyCorrection(ctx context.Context, arg ActionApplyCorr
 		&i.LeaseToken,
 		&i.StateSince,
 		&i.AttemptKey,
+		&i.ParamValues,
 		&i.ReasonStart,
 	)
 	return i, err
@@ -93,7 +94,7 @@ func (q *Queries) ActionApplyCorrection(ctx context.Context, arg ActionApplyCorr
 const actionAssign = `-- name: ActionAssign :one
 UPDATE actions SET owner = $1, updated_at = now()
 WHERE client = $2 AND id = $3
-RETURNING id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key, reason_start
+RETURNING id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key, param_values, reason_start
 `
 
 type ActionAssignParams struct {
@@ -139,6 +140,7 @@ func (q *Queries) ActionAssign(ctx context.Context, arg ActionAssignParams) (Act
 		&i.LeaseToken,
 		&i.StateSince,
 		&i.AttemptKey,
+		&i.ParamValues,
 		&i.ReasonStart,
 	)
 	return i, err
@@ -258,14 +260,14 @@ WITH due AS (
     -- while the table was small (or its statistics said so) read every action of
     -- the client for each claim.
     WHERE a.client = due.client AND a.id = due.id AND (NOT $9::boolean OR a.client = $3)
-    RETURNING a.id, a.client, a.environment, a.source, a.name, a.business_key, a.key_parts, a.operation_key, a.destination, a.params, a.params_sha256, a.state, a.reason, a.owner, a.after_id, a.resource, a.occurred_at, a.attempts, a.max_attempts, a.give_up_at, a.next_attempt_at, a.first_attempt_at, a.last_attempt_at, a.lease_owner, a.claimed_from, a.lease_expires_at, a.external_ref, a.result, a.created_at, a.updated_at, a.lease_token, a.state_since, a.attempt_key, a.reason_start, due.starts
+    RETURNING a.id, a.client, a.environment, a.source, a.name, a.business_key, a.key_parts, a.operation_key, a.destination, a.params, a.params_sha256, a.state, a.reason, a.owner, a.after_id, a.resource, a.occurred_at, a.attempts, a.max_attempts, a.give_up_at, a.next_attempt_at, a.first_attempt_at, a.last_attempt_at, a.lease_owner, a.claimed_from, a.lease_expires_at, a.external_ref, a.result, a.created_at, a.updated_at, a.lease_token, a.state_since, a.attempt_key, a.param_values, a.reason_start, due.starts
 ), attempt AS (
     INSERT INTO attempts (client, action_id, kind, operation_key, worker)
     SELECT $3, c.id, 'call', coalesce(nullif(c.attempt_key, ''), c.operation_key), $7::text
     FROM claimed c WHERE c.starts
     RETURNING client, id, action_id
 )
-SELECT c.id, c.client, c.environment, c.source, c.name, c.business_key, c.key_parts, c.operation_key, c.destination, c.params, c.params_sha256, c.state, c.reason, c.owner, c.after_id, c.resource, c.occurred_at, c.attempts, c.max_attempts, c.give_up_at, c.next_attempt_at, c.first_attempt_at, c.last_attempt_at, c.lease_owner, c.claimed_from, c.lease_expires_at, c.external_ref, c.result, c.created_at, c.updated_at, c.lease_token, c.state_since, c.attempt_key, c.reason_start, c.starts, coalesce(t.id, 0)::bigint AS attempt_id
+SELECT c.id, c.client, c.environment, c.source, c.name, c.business_key, c.key_parts, c.operation_key, c.destination, c.params, c.params_sha256, c.state, c.reason, c.owner, c.after_id, c.resource, c.occurred_at, c.attempts, c.max_attempts, c.give_up_at, c.next_attempt_at, c.first_attempt_at, c.last_attempt_at, c.lease_owner, c.claimed_from, c.lease_expires_at, c.external_ref, c.result, c.created_at, c.updated_at, c.lease_token, c.state_since, c.attempt_key, c.param_values, c.reason_start, c.starts, coalesce(t.id, 0)::bigint AS attempt_id
 FROM claimed c LEFT JOIN attempt t ON t.client = c.client AND t.action_id = c.id
 `
 
@@ -315,6 +317,7 @@ type ActionClaimRow struct {
 	LeaseToken     int64
 	StateSince     time.Time
 	AttemptKey     string
+	ParamValues    json.RawMessage
 	ReasonStart    *string
 	Starts         pgtype.Bool
 	AttemptID      int64
@@ -381,6 +384,7 @@ func (q *Queries) ActionClaim(ctx context.Context, arg ActionClaimParams) ([]Act
 			&i.LeaseToken,
 			&i.StateSince,
 			&i.AttemptKey,
+			&i.ParamValues,
 			&i.ReasonStart,
 			&i.Starts,
 			&i.AttemptID,
@@ -428,7 +432,7 @@ SET state = $1, reason = $2,
     next_attempt_at = now(), updated_at = now()
 WHERE client = $4 AND id = $5
   AND state = ANY($6::text[])
-RETURNING id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key, reason_start
+RETURNING id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key, param_values, reason_start
 `
 
 type ActionCloseParams struct {
@@ -486,6 +490,7 @@ func (q *Queries) ActionClose(ctx context.Context, arg ActionCloseParams) (Actio
 		&i.LeaseToken,
 		&i.StateSince,
 		&i.AttemptKey,
+		&i.ParamValues,
 		&i.ReasonStart,
 	)
 	return i, err
@@ -668,7 +673,7 @@ func (q *Queries) ActionEventList(ctx context.Context, arg ActionEventListParams
 }
 
 const actionGet = `-- name: ActionGet :one
-SELECT id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key, reason_start FROM actions WHERE id = $1
+SELECT id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key, param_values, reason_start FROM actions WHERE id = $1
 `
 
 func (q *Queries) ActionGet(ctx context.Context, id int64) (Action, error) {
@@ -708,13 +713,14 @@ func (q *Queries) ActionGet(ctx context.Context, id int64) (Action, error) {
 		&i.LeaseToken,
 		&i.StateSince,
 		&i.AttemptKey,
+		&i.ParamValues,
 		&i.ReasonStart,
 	)
 	return i, err
 }
 
 const actionGetByOperationKey = `-- name: ActionGetByOperationKey :one
-SELECT id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key, reason_start FROM actions WHERE client = $1 AND operation_key = $2
+SELECT id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key, param_values, reason_start FROM actions WHERE client = $1 AND operation_key = $2
 `
 
 type ActionGetByOperationKeyParams struct {
@@ -759,6 +765,7 @@ func (q *Queries) ActionGetByOperationKey(ctx context.Context, arg ActionGetByOp
 		&i.LeaseToken,
 		&i.StateSince,
 		&i.AttemptKey,
+		&i.ParamValues,
 		&i.ReasonStart,
 	)
 	return i, err
@@ -799,10 +806,10 @@ func (q *Queries) ActionHoldDestination(ctx context.Context, arg ActionHoldDesti
 
 const actionInsert = `-- name: ActionInsert :many
 INSERT INTO actions (client, environment, source, name, business_key, key_parts, operation_key,
-                     destination, params, params_sha256, state, reason, owner, after_id, resource,
-                     occurred_at, max_attempts, give_up_at, next_attempt_at)
+                     destination, params, param_values, params_sha256, state, reason, owner, after_id,
+                     resource, occurred_at, max_attempts, give_up_at, next_attempt_at)
 SELECT r.client, r.environment, r.source, r.name, r.business_key, r.key_parts, r.operation_key,
-       r.destination, r.params, r.params_sha256,
+       r.destination, r.params, action_param_values(r.params), r.params_sha256,
        CASE WHEN d.disconnected THEN $1::text ELSE $2::text END,
        CASE WHEN d.disconnected THEN 'destination ' || r.destination || ' is disconnected'
             WHEN r.after_id <> 0 AND p.state IS DISTINCT FROM 'confirmed'
@@ -915,7 +922,7 @@ func (q *Queries) ActionInsert(ctx context.Context, arg ActionInsertParams) ([]A
 }
 
 const actionList = `-- name: ActionList :many
-SELECT id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key, reason_start FROM actions a
+SELECT id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key, param_values, reason_start FROM actions a
 WHERE (a.client, a.id) IN (
     SELECT p.client, p.id
     FROM unnest(CASE WHEN cardinality($1::text[]) = 0
@@ -936,7 +943,7 @@ WHERE (a.client, a.id) IN (
                OR (b.client = ANY($10::text[]) AND b.operation_key = $9)
                OR (b.external_ref = $9 AND b.external_ref <> '') OR b.owner = $9
                OR b.id = ANY(ARRAY(SELECT x.id FROM actions x
-                                   WHERE action_param_values(x.params) @> jsonb_build_array(lower($9))
+                                   WHERE x.param_values @> jsonb_build_array(lower($9))
                                    LIMIT 5000))
                OR (b.state IN ('held', 'uncertain', 'failed')
                    AND b.reason ILIKE '%' || replace(replace(replace($9, '\', '\\'), '%', '\%'), '_', '\_') || '%')
@@ -1008,7 +1015,7 @@ type ActionListParams struct {
 // becomes SQL: the pages, the API, CSV export and "all that match" bulk acts all
 // read it. q matches a business key or its beginning (in any case, LIKE's
 // wildcards taken literally), an operation key, an external ref, an owner, a
-// value of the params (a customer's email, an amount: action_param_values, in any
+// value of the params (a customer's email, an amount: param_values, in any
 // case, probed once in actions_param_values_idx, at most 5,000 of them), an
 // event id, or words of the reason of an action that waits for a person (those
 // are few: their reasons are read, no index serves a part of a reason); the rest
@@ -1090,6 +1097,7 @@ func (q *Queries) ActionList(ctx context.Context, arg ActionListParams) ([]Actio
 			&i.LeaseToken,
 			&i.StateSince,
 			&i.AttemptKey,
+			&i.ParamValues,
 			&i.ReasonStart,
 		); err != nil {
 			return nil, err
@@ -1103,7 +1111,7 @@ func (q *Queries) ActionList(ctx context.Context, arg ActionListParams) ([]Actio
 }
 
 const actionListByEvent = `-- name: ActionListByEvent :many
-SELECT a.id, a.client, a.environment, a.source, a.name, a.business_key, a.key_parts, a.operation_key, a.destination, a.params, a.params_sha256, a.state, a.reason, a.owner, a.after_id, a.resource, a.occurred_at, a.attempts, a.max_attempts, a.give_up_at, a.next_attempt_at, a.first_attempt_at, a.last_attempt_at, a.lease_owner, a.claimed_from, a.lease_expires_at, a.external_ref, a.result, a.created_at, a.updated_at, a.lease_token, a.state_since, a.attempt_key, a.reason_start FROM action_events ae
+SELECT a.id, a.client, a.environment, a.source, a.name, a.business_key, a.key_parts, a.operation_key, a.destination, a.params, a.params_sha256, a.state, a.reason, a.owner, a.after_id, a.resource, a.occurred_at, a.attempts, a.max_attempts, a.give_up_at, a.next_attempt_at, a.first_attempt_at, a.last_attempt_at, a.lease_owner, a.claimed_from, a.lease_expires_at, a.external_ref, a.result, a.created_at, a.updated_at, a.lease_token, a.state_since, a.attempt_key, a.param_values, a.reason_start FROM action_events ae
 JOIN actions a ON a.client = ae.client AND a.id = ae.action_id
 WHERE ae.client = $1 AND ae.event_id = $2
 ORDER BY a.id
@@ -1157,6 +1165,7 @@ func (q *Queries) ActionListByEvent(ctx context.Context, arg ActionListByEventPa
 			&i.LeaseToken,
 			&i.StateSince,
 			&i.AttemptKey,
+			&i.ParamValues,
 			&i.ReasonStart,
 		); err != nil {
 			return nil, err
@@ -1170,7 +1179,7 @@ func (q *Queries) ActionListByEvent(ctx context.Context, arg ActionListByEventPa
 }
 
 const actionLockExpiredLeases = `-- name: ActionLockExpiredLeases :many
-SELECT a.id, a.client, a.environment, a.source, a.name, a.business_key, a.key_parts, a.operation_key, a.destination, a.params, a.params_sha256, a.state, a.reason, a.owner, a.after_id, a.resource, a.occurred_at, a.attempts, a.max_attempts, a.give_up_at, a.next_attempt_at, a.first_attempt_at, a.last_attempt_at, a.lease_owner, a.claimed_from, a.lease_expires_at, a.external_ref, a.result, a.created_at, a.updated_at, a.lease_token, a.state_since, a.attempt_key, a.reason_start,
+SELECT a.id, a.client, a.environment, a.source, a.name, a.business_key, a.key_parts, a.operation_key, a.destination, a.params, a.params_sha256, a.state, a.reason, a.owner, a.after_id, a.resource, a.occurred_at, a.attempts, a.max_attempts, a.give_up_at, a.next_attempt_at, a.first_attempt_at, a.last_attempt_at, a.lease_owner, a.claimed_from, a.lease_expires_at, a.external_ref, a.result, a.created_at, a.updated_at, a.lease_token, a.state_since, a.attempt_key, a.param_values, a.reason_start,
        EXISTS (SELECT 1 FROM attempts t
                WHERE t.client = $1 AND t.action_id = a.id
                  AND t.status = 'started' AND t.kind = 'call') AS call_started
@@ -1233,6 +1242,7 @@ func (q *Queries) ActionLockExpiredLeases(ctx context.Context, client string) ([
 			&i.Action.LeaseToken,
 			&i.Action.StateSince,
 			&i.Action.AttemptKey,
+			&i.Action.ParamValues,
 			&i.Action.ReasonStart,
 			&i.CallStarted,
 		); err != nil {
@@ -1250,7 +1260,7 @@ const actionManualReconcile = `-- name: ActionManualReconcile :one
 UPDATE actions
 SET state = 'uncertain', reason = $1, next_attempt_at = now(), updated_at = now()
 WHERE client = $2 AND id = $3 AND state = ANY($4::text[])
-RETURNING id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key, reason_start
+RETURNING id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key, param_values, reason_start
 `
 
 type ActionManualReconcileParams struct {
@@ -1302,6 +1312,7 @@ func (q *Queries) ActionManualReconcile(ctx context.Context, arg ActionManualRec
 		&i.LeaseToken,
 		&i.StateSince,
 		&i.AttemptKey,
+		&i.ParamValues,
 		&i.ReasonStart,
 	)
 	return i, err
@@ -1314,7 +1325,7 @@ SET state = $1::text, reason = $2, next_attempt_at = now(),
     give_up_at = now() + make_interval(secs => $4::double precision),
     updated_at = now()
 WHERE client = $5 AND id = $6 AND state = ANY($7::text[])
-RETURNING id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key, reason_start
+RETURNING id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key, param_values, reason_start
 `
 
 type ActionManualRetryParams struct {
@@ -1374,6 +1385,7 @@ func (q *Queries) ActionManualRetry(ctx context.Context, arg ActionManualRetryPa
 		&i.LeaseToken,
 		&i.StateSince,
 		&i.AttemptKey,
+		&i.ParamValues,
 		&i.ReasonStart,
 	)
 	return i, err
@@ -1464,9 +1476,9 @@ type ActionRecordBatchRow struct {
 //     for each entry is left dead when its action is recorded, and one that reads
 //     the waiting successors by their far-future next_attempt_at (actions_due_idx)
 //     reads every successor waiting and every one released since the last vacuum;
-//   - an attempt is named by its whole key in either index that starts with its
-//     client (a plan made on an empty table took attempts_action_idx for a lookup by
-//     client and id, reading every attempt of the client);
+//   - an attempt is named by its whole key, attempts' primary key (client,
+//     action_id, id): named by client and id only, a plan made on an empty table
+//     read every attempt of the client;
 //   - successors are found for each confirmed action in a subquery of their own
 //     (OFFSET 0 keeps it one), a lookup in actions_after_idx: joined to the recorded
 //     actions, a plan made on a small table read the whole partial index, every
@@ -1830,7 +1842,7 @@ func (q *Queries) ActionStartCalls(ctx context.Context, arg ActionStartCallsPara
 }
 
 const actionWaitingSuccessors = `-- name: ActionWaitingSuccessors :many
-SELECT id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key, reason_start FROM actions
+SELECT id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key, param_values, reason_start FROM actions
 WHERE client = $1 AND after_id = $2 AND state = 'pending'
   AND next_attempt_at = '9999-12-31 00:00:00+00'::timestamptz
 ORDER BY id
@@ -1886,6 +1898,7 @@ func (q *Queries) ActionWaitingSuccessors(ctx context.Context, arg ActionWaiting
 			&i.LeaseToken,
 			&i.StateSince,
 			&i.AttemptKey,
+			&i.ParamValues,
 			&i.ReasonStart,
 		); err != nil {
 			return nil, err

@@ -43,6 +43,7 @@ type Action struct {
 	LeaseToken     int64
 	StateSince     time.Time
 	AttemptKey     string
+	ParamValues    json.RawMessage
 	ReasonStart    *string
 }
 

@@ -8,10 +8,10 @@
 -- states). It returns the operations it created; an operation that
 -- already existed, or that an earlier row created, returns nothing.
 INSERT INTO actions (client, environment, source, name, business_key, key_parts, operation_key,
-                     destination, params, params_sha256, state, reason, owner, after_id, resource,
-                     occurred_at, max_attempts, give_up_at, next_attempt_at)
+                     destination, params, param_values, params_sha256, state, reason, owner, after_id,
+                     resource, occurred_at, max_attempts, give_up_at, next_attempt_at)
 SELECT r.client, r.environment, r.source, r.name, r.business_key, r.key_parts, r.operation_key,
-       r.destination, r.params, r.params_sha256,
+       r.destination, r.params, action_param_values(r.params), r.params_sha256,
        CASE WHEN d.disconnected THEN @held_state::text ELSE @ready_state::text END,
        CASE WHEN d.disconnected THEN 'destination ' || r.destination || ' is disconnected'
             WHEN r.after_id <> 0 AND p.state IS DISTINCT FROM 'confirmed'
@@ -196,9 +196,9 @@ FROM started s JOIN attempt t ON t.client = s.client AND t.action_id = s.id;
 --   for each entry is left dead when its action is recorded, and one that reads
 --   the waiting successors by their far-future next_attempt_at (actions_due_idx)
 --   reads every successor waiting and every one released since the last vacuum;
--- - an attempt is named by its whole key in either index that starts with its
---   client (a plan made on an empty table took attempts_action_idx for a lookup by
---   client and id, reading every attempt of the client);
+-- - an attempt is named by its whole key, attempts' primary key (client,
+--   action_id, id): named by client and id only, a plan made on an empty table
+--   read every attempt of the client;
 -- - successors are found for each confirmed action in a subquery of their own
 --   (OFFSET 0 keeps it one), a lookup in actions_after_idx: joined to the recorded
 --   actions, a plan made on a small table read the whole partial index, every
@@ -377,7 +377,7 @@ RETURNING *;
 -- becomes SQL: the pages, the API, CSV export and "all that match" bulk acts all
 -- read it. q matches a business key or its beginning (in any case, LIKE's
 -- wildcards taken literally), an operation key, an external ref, an owner, a
--- value of the params (a customer's email, an amount: action_param_values, in any
+-- value of the params (a customer's email, an amount: param_values, in any
 -- case, probed once in actions_param_values_idx, at most 5,000 of them), an
 -- event id, or words of the reason of an action that waits for a person (those
 -- are few: their reasons are read, no index serves a part of a reason); the rest
@@ -416,7 +416,7 @@ WHERE (a.client, a.id) IN (
                OR (b.client = ANY(@clients::text[]) AND b.operation_key = @q)
                OR (b.external_ref = @q AND b.external_ref <> '') OR b.owner = @q
                OR b.id = ANY(ARRAY(SELECT x.id FROM actions x
-                                   WHERE action_param_values(x.params) @> jsonb_build_array(lower(@q))
+                                   WHERE x.param_values @> jsonb_build_array(lower(@q))
                                    LIMIT 5000))
                OR (b.state IN ('held', 'uncertain', 'failed')
                    AND b.reason ILIKE '%' || replace(replace(replace(@q, '\', '\\'), '%', '\%'), '_', '\_') || '%')

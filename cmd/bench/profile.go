@@ -42,7 +42,7 @@ func (b *bench) profile(ctx context.Context) error {
 		return err
 	}
 	defer f.Close()
-	if err := b.pg.exec(ctx, `SELECT pg_stat_statements_reset()`); err != nil {
+	if err := b.pg.exec(ctx, `SELECT pg_stat_statements_reset(), pg_stat_reset(), pg_stat_reset_shared('wal')`); err != nil {
 		return err
 	}
 	if err := pprof.StartCPUProfile(f); err != nil {
@@ -58,7 +58,11 @@ func (b *bench) profile(ctx context.Context) error {
 	pprof.StopCPUProfile()
 	fmt.Println(what)
 	b.printCPU(before, after, done)
-	return b.pg.printStatements(ctx, done)
+	if err := b.pg.printStatements(ctx, done); err != nil {
+		return err
+	}
+	time.Sleep(time.Second) // backends report their table statistics within a second
+	return b.pg.printTableWrites(ctx, done)
 }
 
 // profiledPhase runs the phase -phase names against the server at url, and
@@ -153,4 +157,42 @@ ORDER BY total_exec_time + total_plan_time DESC LIMIT 20`)
 			float64(walRecords)/items, wb.Float64/items, q)
 	}
 	return rows.Err()
+}
+
+// printTableWrites prints, per item, the rows each table took in, the versions
+// written by updates and how many of those were HOT (no index entry written), the
+// size of its heap and its indexes (the whole table, over the items of this run:
+// the phase starts on an empty database), and the WAL the whole server wrote, so a change's effect shows in the writes it
+// saves as well as in the noisier CPU figures.
+func (pg *postgres) printTableWrites(ctx context.Context, items float64) error {
+	rows, err := pg.pool.Query(ctx, `
+SELECT relname, n_tup_ins, n_tup_upd, n_tup_hot_upd, n_tup_del,
+       pg_relation_size(relid), pg_indexes_size(relid)
+FROM pg_stat_user_tables WHERE n_tup_ins + n_tup_upd + n_tup_del > 0 ORDER BY relname`)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	fmt.Printf("\nwrites per item:\n%-16s %8s %8s %8s %8s %11s %11s\n", "table", "inserts", "updates", "HOT", "deletes",
+		"heap B", "indexes B")
+	for rows.Next() {
+		var name string
+		var ins, upd, hot, del, heap, indexes int64
+		if err := rows.Scan(&name, &ins, &upd, &hot, &del, &heap, &indexes); err != nil {
+			return err
+		}
+		fmt.Printf("%-16s %8.2f %8.2f %7.0f%% %8.2f %11.0f %11.0f\n", name, float64(ins)/items, float64(upd)/items,
+			100*float64(hot)/float64(max(upd, 1)), float64(del)/items, float64(heap)/items, float64(indexes)/items)
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	var records, fpi int64
+	var walBytes float64
+	if err := pg.pool.QueryRow(ctx, `SELECT wal_records, wal_fpi, wal_bytes::float8 FROM pg_stat_wal`).Scan(&records, &fpi, &walBytes); err != nil {
+		return err
+	}
+	fmt.Printf("WAL per item: %.0f bytes, %.1f records, %.2f full-page images\n",
+		walBytes/items, float64(records)/items, float64(fpi)/items)
+	return nil
 }
