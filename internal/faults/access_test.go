@@ -97,11 +97,14 @@ func concrete(path string, actionID int64) string {
 }
 
 // public are the routes anyone may reach: webhooks (signed instead), health,
-// sign-in, static assets and the favicon browsers ask for. /metrics joins them only
-// without a metrics token.
+// sign-in (the identity provider's too: anyone may start one, and its callback
+// signs in only the session that started it; without a provider configured both
+// are 404), static assets and the favicon browsers ask for. /metrics joins them
+// only without a metrics token.
 func public(method, path string, metricsOpen bool) bool {
 	switch {
 	case strings.HasPrefix(path, "/hooks/"), path == "/healthz", path == "/readyz", path == "/login",
+		path == "/login/oidc", path == ledger.OIDCCallbackPath,
 		strings.HasPrefix(path, "/static/"), path == "/favicon.ico":
 		return true
 	case path == "/metrics":
