@@ -43,8 +43,16 @@ func SignInOIDC(ctx context.Context, pool *pgxpool.Pool, o *OIDC, id Identity) (
 	if err != nil {
 		return User{}, Errorf(EUNAUTHORIZED, "%s gave no email address for your account, so oncehook cannot name you. Ask an admin to check the sign-in settings.", o.Name)
 	}
-	u, err := q.UserSignIn(ctx, db.UserSignInParams{Email: email, Role: role, Clients: append([]string{}, clients...),
-		OidcIssuer: id.Issuer, OidcSubject: id.Subject})
+	params := db.UserSignInParams{Email: email, Role: role, Clients: append([]string{}, clients...),
+		OidcIssuer: id.Issuer, OidcSubject: id.Subject}
+	u, err := q.UserSignIn(ctx, params)
+	if db.IsUniqueViolation(err) {
+		// Two first sign-ins of one person at once: the email's index may refuse
+		// the second before the subject's index finds the first, which has now
+		// committed, so the second try updates it. A refusal again is an email
+		// another account holds.
+		u, err = q.UserSignIn(ctx, params)
+	}
 	if db.IsUniqueViolation(err) {
 		return User{}, Errorf(ECONFLICT, "Another account here already has the email %s. Ask an admin.", email)
 	}
