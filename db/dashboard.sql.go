@@ -11,12 +11,12 @@ import (
 )
 
 const dashboardCauses = `-- name: DashboardCauses :many
-SELECT state, destination, coalesce(reason_start, '')::text AS reason_start, false AS blocked,
+SELECT state, destination, reason_start, false AS blocked,
        count(*)::bigint AS n, min(state_since)::timestamptz AS oldest
 FROM actions
 WHERE state IN ('held', 'uncertain', 'failed')
   AND ($1::boolean OR client = ANY($2::text[]))
-GROUP BY 1, 2, 3
+GROUP BY state, destination, reason_start
 UNION ALL
 SELECT state, destination, left(reason, $3::integer)::text,
        (state = 'pending' AND after_id IS NOT NULL
@@ -37,7 +37,7 @@ type DashboardCausesParams struct {
 type DashboardCausesRow struct {
 	State       string
 	Destination string
-	ReasonStart string
+	ReasonStart *string
 	Blocked     bool
 	N           int64
 	Oldest      time.Time
@@ -50,6 +50,8 @@ type DashboardCausesRow struct {
 // for a person are counted from actions_cause_idx alone (reason_start is their
 // reason's first @reason_bytes bytes, see migration 00030; the index includes the
 // client); the workers' states are few and brief, read whole.
+// (Grouped by the columns themselves, in the index's order, so the counts stream
+// along it; null is a reason_start the code reads as "".)
 func (q *Queries) DashboardCauses(ctx context.Context, arg DashboardCausesParams) ([]DashboardCausesRow, error) {
 	rows, err := q.db.Query(ctx, dashboardCauses, arg.AllClients, arg.ScopeClients, arg.ReasonBytes)
 	if err != nil {

@@ -123,12 +123,14 @@ GROUP BY 1, 2;
 -- for a person are counted from actions_cause_idx alone (reason_start is their
 -- reason's first @reason_bytes bytes, see migration 00030; the index includes the
 -- client); the workers' states are few and brief, read whole.
-SELECT state, destination, coalesce(reason_start, '')::text AS reason_start, false AS blocked,
+-- (Grouped by the columns themselves, in the index's order, so the counts stream
+-- along it; null is a reason_start the code reads as "".)
+SELECT state, destination, reason_start, false AS blocked,
        count(*)::bigint AS n, min(state_since)::timestamptz AS oldest
 FROM actions
 WHERE state IN ('held', 'uncertain', 'failed')
   AND (@all_clients::boolean OR client = ANY(@scope_clients::text[]))
-GROUP BY 1, 2, 3
+GROUP BY state, destination, reason_start
 UNION ALL
 SELECT state, destination, left(reason, @reason_bytes::integer)::text,
        (state = 'pending' AND after_id IS NOT NULL

@@ -131,7 +131,7 @@ func queueHeading(m *views.QueuePage, path, queue string) (section string, all [
 // stateCounts fills the table's totals: how many actions each of the page's
 // states holds, under its filter and search. Without one, the states' own counts
 // (past 1,000 the planner's estimate, marked "about"); with one, counted along
-// the list's query up to ledger.CountCap ("1000+"). Each is a link to that state
+// the list's query up to ledger.FilterCountCap ("100+"). Each is a link to that state
 // with the rest of the filter kept.
 func (s *Server) stateCounts(c echo.Context, t *views.QueueTable, path string, af ledger.ActionFilter, states []string) error {
 	af.States = nil

@@ -58,7 +58,7 @@ func (r *Review) causes(rows []db.DashboardCausesRow) []Cause {
 				continue
 			}
 			c := Cause{Queue: q, State: row.State, Destination: row.Destination, Count: row.N,
-				Oldest: row.Oldest, Reason: causeOf(row.ReasonStart), Blocked: row.Blocked}
+				Oldest: row.Oldest, Reason: causeOf(deref(row.ReasonStart)), Blocked: row.Blocked}
 			// Held is one cause whatever the reason says: the destination is disconnected.
 			if c.State == StateHeld {
 				c.Reason = ""

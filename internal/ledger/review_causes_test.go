@@ -2,6 +2,7 @@ package ledger_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -95,5 +96,32 @@ VALUES ('acme', 'live', 's', 'n', 'k'||$1::int, '[]', 'op'||$1::int, $2, '{}', '
 	// The largest group first within a queue.
 	if w.Causes[0].Label != "crm refused the request" {
 		t.Errorf("the first cause is %q, want the largest failed group", w.Causes[0].Label)
+	}
+}
+
+// TestCountMatchingStopsAtItsCap: under a search, each state is counted up to
+// FilterCountCap and says when there are more; a state with fewer is exact.
+func TestCountMatchingStopsAtItsCap(t *testing.T) {
+	t.Parallel()
+	pool := dbtest.New(t)
+	ctx := context.Background()
+	if _, err := pool.Exec(ctx, `
+INSERT INTO actions (client, environment, source, name, business_key, key_parts, operation_key,
+    destination, params, params_sha256, state, owner, max_attempts, give_up_at, next_attempt_at)
+SELECT 'acme', 'live', 's', 'n', 'k' || i, '[]', 'op' || i, 'crm', '{}', '\x00',
+       CASE WHEN i <= $1 THEN 'failed' ELSE 'confirmed' END,
+       'ops@example.com', 3, now() + interval '1 hour', now()
+FROM generate_series(1, $1 + 7) AS i`, ledger.FilterCountCap+5); err != nil {
+		t.Fatal(err)
+	}
+	counts, err := ledger.NewReview(pool, &ledger.Config{}, nil).CountMatching(ctx,
+		ledger.ActionFilter{Q: "ops@example.com"}, []string{ledger.StateFailed, ledger.StateConfirmed, ledger.StateHeld})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []ledger.FilterCount{{State: ledger.StateFailed, Count: ledger.FilterCountCap, More: true},
+		{State: ledger.StateConfirmed, Count: 7}, {State: ledger.StateHeld}}
+	if fmt.Sprint(counts) != fmt.Sprint(want) {
+		t.Errorf("counts %v, want %v", counts, want)
 	}
 }

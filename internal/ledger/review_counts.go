@@ -4,11 +4,18 @@ import (
 	"context"
 )
 
-// CountCap is where a count under a filter stops: past it a page says "1000+".
+// CountCap is the largest count of a state's actions that a page shows exactly
+// without a filter; past it the count is the planner's, shown as "about".
 const CountCap = 1000
 
-// FilterCount is how many actions in one state a filter selects, up to CountCap;
-// More says there are more than Count.
+// FilterCountCap is where a count under a filter or a search stops: past it a
+// page says "100+". Each state's count reads up to this many matching rows (whole
+// rows, along the list's own query), so a broad search, such as an owner with a
+// third of all actions, costs what a page of rows does in every state.
+const FilterCountCap = 100
+
+// FilterCount is how many actions in one state a filter selects, up to
+// FilterCountCap; More says there are more than Count.
 type FilterCount struct {
 	State string
 	Count int64
@@ -23,19 +30,19 @@ func (f ActionFilter) Filtered() bool {
 
 // CountMatching counts, state by state, the actions f selects, along the list's
 // own query (a filter is written in one place): each state is read up to
-// CountCap+1 rows, so a count costs at most what that many rows do.
+// FilterCountCap+1 rows, so a count costs at most what that many rows do.
 func (r *Review) CountMatching(ctx context.Context, f ActionFilter, states []string) ([]FilterCount, error) {
 	out := make([]FilterCount, 0, len(states))
 	f.Sort, f.Cursor = "", ""
 	for _, st := range states {
 		g := f
 		g.States = []string{st}
-		as, err := r.selectActions(ctx, g, keyset{}, CountCap+1)
+		as, err := r.selectActions(ctx, g, keyset{}, FilterCountCap+1)
 		if err != nil {
 			return nil, err
 		}
-		n := int64(min(len(as), CountCap))
-		out = append(out, FilterCount{State: st, Count: n, More: len(as) > CountCap})
+		n := int64(min(len(as), FilterCountCap))
+		out = append(out, FilterCount{State: st, Count: n, More: len(as) > FilterCountCap})
 	}
 	return out, nil
 }
