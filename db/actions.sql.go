@@ -982,7 +982,7 @@ ORDER BY CASE WHEN $16 = 'state_since' THEN a.state_since END,
          CASE WHEN $16 = '-state_since' THEN a.state_since END DESC,
          CASE WHEN $16 = 'created' OR $16 = 'state_since' THEN a.id END,
          CASE WHEN $16 NOT IN ('created', 'state_since') THEN a.id END DESC
-LIMIT $20
+LIMIT $21
 `
 
 type ActionListParams struct {
@@ -1005,6 +1005,7 @@ type ActionListParams struct {
 	PersonStates bool
 	CursorID     *int64
 	CursorAt     *time.Time
+	StateRows    int32
 	MaxRows      int32
 }
 
@@ -1024,7 +1025,7 @@ type ActionListParams struct {
 // reason; since/until bound the creation time; http_status matches an attempt's
 // reply. all_clients, else scope_clients, is what the reader may see (see
 // ledger's scope). Each state is walked on its own down actions_state_idx (state, id DESC)
-// or actions_owner_idx with an owner, for at most max_rows rows, so a page costs
+// or actions_owner_idx with an owner, for at most state_rows rows (max_rows in all), so a page costs
 // the same with a thousand actions or a million; sorted by waiting time, the
 // states that wait for a person walk actions_waiting_idx the same way, and the
 // workers' states (pending, processing, retrying: few and brief, and an index of
@@ -1054,6 +1055,7 @@ func (q *Queries) ActionList(ctx context.Context, arg ActionListParams) ([]Actio
 		arg.PersonStates,
 		arg.CursorID,
 		arg.CursorAt,
+		arg.StateRows,
 		arg.MaxRows,
 	)
 	if err != nil {

@@ -386,7 +386,7 @@ RETURNING *;
 -- reason; since/until bound the creation time; http_status matches an attempt's
 -- reply. all_clients, else scope_clients, is what the reader may see (see
 -- ledger's scope). Each state is walked on its own down actions_state_idx (state, id DESC)
--- or actions_owner_idx with an owner, for at most max_rows rows, so a page costs
+-- or actions_owner_idx with an owner, for at most state_rows rows (max_rows in all), so a page costs
 -- the same with a thousand actions or a million; sorted by waiting time, the
 -- states that wait for a person walk actions_waiting_idx the same way, and the
 -- workers' states (pending, processing, retrying: few and brief, and an index of
@@ -450,7 +450,7 @@ WHERE (a.client, a.id) IN (
                  CASE WHEN @sort = '-state_since' THEN b.state_since END DESC,
                  CASE WHEN @sort = 'created' OR @sort = 'state_since' THEN b.id END,
                  CASE WHEN @sort NOT IN ('created', 'state_since') THEN b.id END DESC
-        LIMIT @max_rows) p)
+        LIMIT @state_rows) p)
 ORDER BY CASE WHEN @sort = 'state_since' THEN a.state_since END,
          CASE WHEN @sort = '-state_since' THEN a.state_since END DESC,
          CASE WHEN @sort = 'created' OR @sort = 'state_since' THEN a.id END,

@@ -116,7 +116,7 @@ WHERE a.id % 7 = 0`); err != nil {
 								name := fmt.Sprintf("%s/%v/%s/%s/%s/%v/%d", sort, states, source, owner, search, cursor != nil, limit)
 								got, err := q.ActionList(ctx, db.ActionListParams{AllClients: true, States: states, Source: source, Owner: owner,
 									Q: search, Clients: []string{"c0", "c1"}, Sources: []string{"s0", "s1", "s2"},
-									Sort: sort, PersonStates: person, CursorID: cursor, CursorAt: at, MaxRows: limit})
+									Sort: sort, PersonStates: person, CursorID: cursor, CursorAt: at, StateRows: limit, MaxRows: limit})
 								if err != nil {
 									t.Fatalf("%s: %v", name, err)
 								}

@@ -29,20 +29,24 @@ func (f ActionFilter) Filtered() bool {
 }
 
 // CountMatching counts, state by state, the actions f selects, along the list's
-// own query (a filter is written in one place): each state is read up to
-// FilterCountCap+1 rows, so a count costs at most what that many rows do.
+// own query (a filter is written in one place), in one read: each state is read
+// up to FilterCountCap+1 rows, so a count costs at most what that many rows do.
 func (r *Review) CountMatching(ctx context.Context, f ActionFilter, states []string) ([]FilterCount, error) {
+	f.Sort, f.Cursor, f.States = "", "", states
+	if len(states) == 0 {
+		return []FilterCount{}, nil
+	}
+	as, err := r.selectActions(ctx, f, keyset{}, FilterCountCap+1, (FilterCountCap+1)*len(states))
+	if err != nil {
+		return nil, err
+	}
+	n := map[string]int{}
+	for _, a := range as {
+		n[a.State]++
+	}
 	out := make([]FilterCount, 0, len(states))
-	f.Sort, f.Cursor = "", ""
 	for _, st := range states {
-		g := f
-		g.States = []string{st}
-		as, err := r.selectActions(ctx, g, keyset{}, FilterCountCap+1)
-		if err != nil {
-			return nil, err
-		}
-		n := int64(min(len(as), FilterCountCap))
-		out = append(out, FilterCount{State: st, Count: n, More: len(as) > FilterCountCap})
+		out = append(out, FilterCount{State: st, Count: int64(min(n[st], FilterCountCap)), More: n[st] > FilterCountCap})
 	}
 	return out, nil
 }

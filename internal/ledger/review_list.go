@@ -60,7 +60,7 @@ func (r *Review) ListActions(ctx context.Context, f ActionFilter) (ActionPage, e
 	if err != nil {
 		return ActionPage{}, err
 	}
-	as, err := r.selectActions(ctx, f, after, limit)
+	as, err := r.selectActions(ctx, f, after, limit, limit)
 	if err != nil {
 		return ActionPage{}, err
 	}
@@ -76,12 +76,13 @@ func (r *Review) ListActions(ctx context.Context, f ActionFilter) (ActionPage, e
 // MaxBulk tells the caller the filter is too wide. It runs the very query of
 // ListActions, so a bulk act selects exactly what the list pages through.
 func (r *Review) MatchingActions(ctx context.Context, f ActionFilter) ([]Action, error) {
-	return r.selectActions(ctx, f, keyset{}, MaxBulk+1)
+	return r.selectActions(ctx, f, keyset{}, MaxBulk+1, MaxBulk+1)
 }
 
 // selectActions is the one place an ActionFilter becomes SQL (ActionList): the
-// list, its pages and bulk acts all go through it.
-func (r *Review) selectActions(ctx context.Context, f ActionFilter, after keyset, limit int) ([]Action, error) {
+// list, its pages, bulk acts and the counts under a filter all go through it. It
+// reads at most perState actions of each state and limit in all.
+func (r *Review) selectActions(ctx context.Context, f ActionFilter, after keyset, perState, limit int) ([]Action, error) {
 	if err := checkText("filter", append([]string{f.Source, f.Name, f.Owner, f.Destination, f.Client, f.Q, f.Reason}, f.States...)...); err != nil {
 		return nil, err
 	}
@@ -102,7 +103,7 @@ func (r *Review) selectActions(ctx context.Context, f ActionFilter, after keyset
 		AllClients: r.scope.all, ScopeClients: r.scope.clients,
 		Reason: f.Reason, Since: f.Since, Until: f.Until, HttpStatus: int32(f.HTTPStatus),
 		Sort: sort, PersonStates: SortsByWaiting(sort) && onlyPersonStates(f.States),
-		CursorID: after.id, CursorAt: after.at, MaxRows: int32(limit),
+		CursorID: after.id, CursorAt: after.at, StateRows: int32(perState), MaxRows: int32(limit),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list actions: %w", err)
