@@ -96,7 +96,11 @@ func (r *Review) selectActions(ctx context.Context, f ActionFilter, after keyset
 	clients, sources := r.searchScope()
 	// Planned per call: a search is index probes only once Postgres sees the
 	// search itself (a generic plan would walk every action).
-	rows, err := db.New(db.PlannedPerCall(r.pool)).ActionList(ctx, db.ActionListParams{
+	list := db.New(db.PlannedPerCall(r.pool)).ActionList
+	if r.mode.sharded(ctx) {
+		list = r.actionListSharded
+	}
+	rows, err := list(ctx, db.ActionListParams{
 		States: states, Source: f.Source, Name: f.Name, Owner: f.Owner, Destination: f.Destination,
 		Client: f.Client, Q: f.Q, Clients: clients, Sources: sources,
 		AllClients: r.scope.all, ScopeClients: r.scope.clients,
@@ -108,6 +112,11 @@ func (r *Review) selectActions(ctx context.Context, f ActionFilter, after keyset
 		return nil, fmt.Errorf("list actions: %w", err)
 	}
 	return actionsOf(rows), nil
+}
+
+// actionListSharded is ActionList on Citus (see ActionListSharded).
+func (r *Review) actionListSharded(ctx context.Context, p db.ActionListParams) ([]db.Action, error) {
+	return db.New(r.pool).ActionListSharded(ctx, db.ActionListShardedParams(p))
 }
 
 // searchScope is the configured clients and sources the reader sees: they lead the
@@ -250,7 +259,7 @@ func (r *Review) Summary(ctx context.Context) ([]StateCount, error) {
 	if !r.scope.all {
 		return r.summaryInScope(ctx)
 	}
-	rows, err := db.New(r.pool).ActionCountByState(ctx)
+	rows, err := r.countByState(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("count actions: %w", err)
 	}
@@ -259,6 +268,20 @@ func (r *Review) Summary(ctx context.Context) ([]StateCount, error) {
 		out = append(out, StateCount{State: row.State, Count: row.N, Oldest: row.Oldest})
 	}
 	return out, nil
+}
+
+// countByState is ActionCountByState, or its Citus form.
+func (r *Review) countByState(ctx context.Context) ([]db.ActionCountByStateRow, error) {
+	q := db.New(r.pool)
+	if !r.mode.sharded(ctx) {
+		return q.ActionCountByState(ctx)
+	}
+	rows, err := q.ActionCountByStateSharded(ctx)
+	out := make([]db.ActionCountByStateRow, 0, len(rows))
+	for _, row := range rows {
+		out = append(out, db.ActionCountByStateRow(row))
+	}
+	return out, err
 }
 
 // summaryInScope is Summary for a reader of some clients; states without actions
