@@ -114,11 +114,6 @@ func (r *Review) selectActions(ctx context.Context, f ActionFilter, after keyset
 	return actionsOf(rows), nil
 }
 
-// actionListSharded is ActionList on Citus (see ActionListSharded).
-func (r *Review) actionListSharded(ctx context.Context, p db.ActionListParams) ([]db.Action, error) {
-	return db.New(r.pool).ActionListSharded(ctx, db.ActionListShardedParams(p))
-}
-
 // searchScope is the configured clients and sources the reader sees: they lead the
 // keys a search probes for an operation key or an event id.
 func (r *Review) searchScope() (clients, sources []string) {
@@ -270,20 +265,6 @@ func (r *Review) Summary(ctx context.Context) ([]StateCount, error) {
 	return out, nil
 }
 
-// countByState is ActionCountByState, or its Citus form.
-func (r *Review) countByState(ctx context.Context) ([]db.ActionCountByStateRow, error) {
-	q := db.New(r.pool)
-	if !r.mode.sharded(ctx) {
-		return q.ActionCountByState(ctx)
-	}
-	rows, err := q.ActionCountByStateSharded(ctx)
-	out := make([]db.ActionCountByStateRow, 0, len(rows))
-	for _, row := range rows {
-		out = append(out, db.ActionCountByStateRow(row))
-	}
-	return out, err
-}
-
 // summaryInScope is Summary for a reader of some clients; states without actions
 // are left out, as ActionCountByState leaves them.
 func (r *Review) summaryInScope(ctx context.Context) ([]StateCount, error) {
@@ -309,7 +290,7 @@ type DestinationStatus struct {
 
 // Destinations lists every configured destination with its status and held count.
 func (r *Review) Destinations(ctx context.Context) ([]DestinationStatus, error) {
-	rows, err := db.New(r.pool).DestinationList(ctx, db.DestinationListParams{AllClients: r.scope.all, ScopeClients: r.scope.clients})
+	rows, err := r.destinationList(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list destinations: %w", err)
 	}
