@@ -1,7 +1,9 @@
 package ledger
 
 import (
+	"cmp"
 	"context"
+	"slices"
 
 	"github.com/oncehook/oncehook/db"
 )
@@ -75,4 +77,24 @@ func (r *Review) trendQueues(ctx context.Context, p db.DashboardTrendQueuesParam
 		out = append(out, db.DashboardTrendQueuesRow(row))
 	}
 	return out, err
+}
+
+// replayEvents is EventReplay, or on Citus EventReplayOne for each event, in
+// the order of the ids as EventReplay returns them.
+func (r *Review) replayEvents(ctx context.Context, q *db.Queries, p db.EventReplayParams) ([]db.EventReplayRow, error) {
+	if !r.mode.sharded(ctx) {
+		return q.EventReplay(ctx, p)
+	}
+	var out []db.EventReplayRow
+	for i := range p.Ids {
+		rows, err := q.EventReplayOne(ctx, db.EventReplayOneParams{Client: p.Clients[i], ID: p.Ids[i]})
+		if err != nil {
+			return nil, err
+		}
+		for _, row := range rows {
+			out = append(out, db.EventReplayRow(row))
+		}
+	}
+	slices.SortFunc(out, func(a, b db.EventReplayRow) int { return cmp.Compare(a.ID, b.ID) })
+	return out, nil
 }
