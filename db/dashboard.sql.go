@@ -140,6 +140,59 @@ func (q *Queries) DashboardSourceStats(ctx context.Context, sources []string) ([
 	return items, nil
 }
 
+const dashboardSourceStatsSharded = `-- name: DashboardSourceStatsSharded :many
+SELECT $1::text AS source, c.events::bigint AS events, c.deliveries::bigint AS deliveries,
+       c.conflicts::bigint AS conflicts, c.last_received_at::timestamptz AS last_received_at,
+       n.n::bigint AS estimated
+FROM (SELECT count(*) AS events, coalesce(sum(r.deliveries), 0) AS deliveries,
+             count(*) FILTER (WHERE r.conflict) AS conflicts, max(r.last_received_at) AS last_received_at
+      FROM (SELECT e.deliveries, e.conflict, e.last_received_at FROM events e
+            WHERE e.source = $1 ORDER BY e.id DESC LIMIT 10001) r) c
+CROSS JOIN (SELECT count(*) AS n FROM events e WHERE e.source = $1) n
+WHERE c.events > 0
+`
+
+type DashboardSourceStatsShardedRow struct {
+	Source         string
+	Events         int64
+	Deliveries     int64
+	Conflicts      int64
+	LastReceivedAt time.Time
+	Estimated      int64
+}
+
+// DashboardSourceStats for one source on Citus, where a walk per source (a
+// lateral subquery with a limit) cannot be pushed down and the coordinator's
+// statistics of events are empty: the source's newest 10,001 events, taken from
+// each shard's newest and merged, counted; estimated is the exact count of its
+// events, counted on each shard and added up. No row for a source without events.
+func (q *Queries) DashboardSourceStatsSharded(ctx context.Context, source string) ([]DashboardSourceStatsShardedRow, error) {
+	rows, err := q.db.Query(ctx, dashboardSourceStatsSharded, source)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []DashboardSourceStatsShardedRow{}
+	for rows.Next() {
+		var i DashboardSourceStatsShardedRow
+		if err := rows.Scan(
+			&i.Source,
+			&i.Events,
+			&i.Deliveries,
+			&i.Conflicts,
+			&i.LastReceivedAt,
+			&i.Estimated,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const dashboardTrendFailures = `-- name: DashboardTrendFailures :many
 SELECT a.destination,
        floor(extract(epoch FROM t.finished_at - $1::timestamptz) / $2::double precision)::integer AS bucket,
@@ -299,6 +352,58 @@ func (q *Queries) DashboardTrendQueues(ctx context.Context, arg DashboardTrendQu
 	items := []DashboardTrendQueuesRow{}
 	for rows.Next() {
 		var i DashboardTrendQueuesRow
+		if err := rows.Scan(&i.State, &i.StartAt, &i.N); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const dashboardTrendQueuesSharded = `-- name: DashboardTrendQueuesSharded :many
+SELECT a.state::text AS state, b.start_at::timestamptz AS start_at, count(*)::bigint AS n
+FROM unnest($1::timestamptz[]) AS b(start_at)
+JOIN actions a ON a.state IN ('pending', 'processing', 'retrying', 'held', 'uncertain', 'failed')
+    AND ($2::boolean OR a.client = ANY($3::text[]))
+    AND a.state_since >= b.start_at
+    AND a.state_since < b.start_at + make_interval(secs => $4::double precision)
+GROUP BY 1, 2
+`
+
+type DashboardTrendQueuesShardedParams struct {
+	Starts        []time.Time
+	AllClients    bool
+	ScopeClients  []string
+	BucketSeconds float64
+}
+
+type DashboardTrendQueuesShardedRow struct {
+	State   string
+	StartAt time.Time
+	N       int64
+}
+
+// DashboardTrendQueues on Citus, where its count per state and bucket (a lateral
+// subquery) cannot be pushed down: the open actions of each bucket read and
+// grouped on each shard, the coordinator adds them up. The parameters come in
+// DashboardTrendQueues' order, so one DashboardTrendQueuesParams serves both.
+func (q *Queries) DashboardTrendQueuesSharded(ctx context.Context, arg DashboardTrendQueuesShardedParams) ([]DashboardTrendQueuesShardedRow, error) {
+	rows, err := q.db.Query(ctx, dashboardTrendQueuesSharded,
+		arg.Starts,
+		arg.AllClients,
+		arg.ScopeClients,
+		arg.BucketSeconds,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []DashboardTrendQueuesShardedRow{}
+	for rows.Next() {
+		var i DashboardTrendQueuesShardedRow
 		if err := rows.Scan(&i.State, &i.StartAt, &i.N); err != nil {
 			return nil, err
 		}

@@ -57,6 +57,56 @@ func (q *Queries) DestinationList(ctx context.Context, arg DestinationListParams
 	return items, nil
 }
 
+const destinationListSharded = `-- name: DestinationListSharded :many
+SELECT d.name, d.status, d.reason, d.changed_at, coalesce(h.n, 0)::bigint AS held
+FROM destinations d
+LEFT JOIN (SELECT a.destination, count(*) AS n FROM actions a
+           WHERE a.state = 'held' AND ($1::boolean OR a.client = ANY($2::text[]))
+           GROUP BY a.destination) h ON h.destination = d.name
+ORDER BY d.name
+`
+
+type DestinationListShardedParams struct {
+	AllClients   bool
+	ScopeClients []string
+}
+
+type DestinationListShardedRow struct {
+	Name      string
+	Status    string
+	Reason    string
+	ChangedAt time.Time
+	Held      int64
+}
+
+// DestinationList on Citus, which runs no subquery correlated with a reference
+// table: the held actions counted by destination across the shards, then joined.
+func (q *Queries) DestinationListSharded(ctx context.Context, arg DestinationListShardedParams) ([]DestinationListShardedRow, error) {
+	rows, err := q.db.Query(ctx, destinationListSharded, arg.AllClients, arg.ScopeClients)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []DestinationListShardedRow{}
+	for rows.Next() {
+		var i DestinationListShardedRow
+		if err := rows.Scan(
+			&i.Name,
+			&i.Status,
+			&i.Reason,
+			&i.ChangedAt,
+			&i.Held,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const destinationSetStatus = `-- name: DestinationSetStatus :exec
 INSERT INTO destinations (name, status, reason, changed_at) VALUES ($1, $2, $3, now())
 ON CONFLICT (name) DO UPDATE SET status = EXCLUDED.status, reason = EXCLUDED.reason, changed_at = EXCLUDED.changed_at

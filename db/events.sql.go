@@ -582,6 +582,63 @@ func (q *Queries) EventReplay(ctx context.Context, arg EventReplayParams) ([]Eve
 	return items, nil
 }
 
+const eventReplayOne = `-- name: EventReplayOne :many
+WITH old AS (
+    SELECT e.client, e.id, e.status, e.reason FROM events e
+    WHERE e.client = $1 AND e.id = $2 AND e.status <> 'received' AND e.body IS NOT NULL
+    FOR UPDATE OF e
+), replayed AS (
+    UPDATE events e SET status = 'received', reason = '', routed_at = NULL
+    FROM old WHERE e.client = $1 AND old.client = $1 AND e.id = old.id
+    RETURNING e.client, e.id
+), queued AS (
+    INSERT INTO event_queue (client, id) SELECT client, id FROM replayed WHERE client = $1
+    ON CONFLICT DO NOTHING
+)
+SELECT old.client, old.id, old.status AS previous_status, old.reason AS previous_reason
+FROM old
+`
+
+type EventReplayOneParams struct {
+	Client string
+	ID     int64
+}
+
+type EventReplayOneRow struct {
+	Client         string
+	ID             int64
+	PreviousStatus string
+	PreviousReason string
+}
+
+// EventReplay for one event on Citus, where a statement over events of many
+// clients cannot lock rows: each statement names the event's client, so it runs
+// on the client's shard.
+func (q *Queries) EventReplayOne(ctx context.Context, arg EventReplayOneParams) ([]EventReplayOneRow, error) {
+	rows, err := q.db.Query(ctx, eventReplayOne, arg.Client, arg.ID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []EventReplayOneRow{}
+	for rows.Next() {
+		var i EventReplayOneRow
+		if err := rows.Scan(
+			&i.Client,
+			&i.ID,
+			&i.PreviousStatus,
+			&i.PreviousReason,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const eventSetStatuses = `-- name: EventSetStatuses :exec
 UPDATE events e
 SET status = r.status, reason = r.reason, routed_at = now()

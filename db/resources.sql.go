@@ -34,6 +34,33 @@ func (q *Queries) ResourceCancel(ctx context.Context, arg ResourceCancelParams) 
 	return err
 }
 
+const resourceCancelSharded = `-- name: ResourceCancelSharded :exec
+UPDATE resources r
+SET cancelled_at = coalesce(r.cancelled_at, $1::timestamptz, t.now),
+    last_occurred_at = greatest(r.last_occurred_at, $1::timestamptz)
+FROM (SELECT now() AS now) t
+WHERE r.client = $2 AND r.source = $3 AND r.resource = $4
+`
+
+type ResourceCancelShardedParams struct {
+	OccurredAt *time.Time
+	Client     string
+	Source     string
+	Resource   string
+}
+
+// ResourceCancel on Citus, which takes no now() within a coalesce on the shards:
+// the transaction's time comes in as a table of one row, evaluated first.
+func (q *Queries) ResourceCancelSharded(ctx context.Context, arg ResourceCancelShardedParams) error {
+	_, err := q.db.Exec(ctx, resourceCancelSharded,
+		arg.OccurredAt,
+		arg.Client,
+		arg.Source,
+		arg.Resource,
+	)
+	return err
+}
+
 const resourceEnsure = `-- name: ResourceEnsure :exec
 INSERT INTO resources (client, source, resource) VALUES ($1, $2, $3)
 ON CONFLICT (client, source, resource) DO NOTHING

@@ -457,6 +457,55 @@ ORDER BY CASE WHEN @sort = 'state_since' THEN a.state_since END,
          CASE WHEN @sort NOT IN ('created', 'state_since') THEN a.id END DESC
 LIMIT @max_rows;
 
+-- name: ActionListSharded :many
+-- ActionList on Citus, where a walk state by state (a lateral subquery with a
+-- limit) cannot be pushed down to the shards: the same filters, order, keyset
+-- and limit over actions as one select, which each shard runs with the limit and
+-- the coordinator merges. The parameters come in ActionList's order, so one
+-- ActionListParams serves both.
+SELECT * FROM actions b
+WHERE (cardinality(@states::text[]) = 0 OR b.state = ANY(@states::text[]))
+  AND (@source::text = '' OR b.source = @source)
+  AND (@name::text = '' OR b.name = @name)
+  AND (@owner::text = '' OR b.owner = @owner)
+  AND (@destination::text = '' OR b.destination = @destination)
+  AND (@client::text = '' OR b.client = @client)
+  AND (@all_clients::boolean OR b.client = ANY(@scope_clients::text[]))
+  AND (@q::text = '' OR lower(b.business_key)
+           LIKE replace(replace(replace(lower(@q), '\', '\\'), '%', '\%'), '_', '\_') || '%'
+       OR (b.client = ANY(@clients::text[]) AND b.operation_key = @q)
+       OR (b.external_ref = @q AND b.external_ref <> '') OR b.owner = @q
+       OR b.id = ANY(ARRAY(SELECT x.id FROM actions x
+                           WHERE x.param_values @> jsonb_build_array(lower(@q))
+                           LIMIT 5000))
+       OR (b.state IN ('held', 'uncertain', 'failed')
+           AND b.reason ILIKE '%' || replace(replace(replace(@q, '\', '\\'), '%', '\%'), '_', '\_') || '%')
+       OR b.id = ANY(ARRAY(SELECT ae.action_id FROM events e
+                           JOIN action_events ae ON ae.client = e.client AND ae.event_id = e.id
+                           WHERE e.client = ANY(@clients::text[]) AND e.source = ANY(@sources::text[])
+                             AND e.source_event_id = @q)))
+  AND (@reason::text = '' OR b.reason ILIKE '%' || @reason || '%')
+  AND (sqlc.narg(since)::timestamptz IS NULL OR b.created_at >= sqlc.narg(since))
+  AND (sqlc.narg(until)::timestamptz IS NULL OR b.created_at < sqlc.narg(until))
+  AND (@http_status::integer = 0
+       OR EXISTS (SELECT 1 FROM attempts t WHERE t.client = b.client AND t.action_id = b.id
+                  AND t.http_status = @http_status))
+  AND (@sort::text NOT IN ('state_since', '-state_since')
+       OR b.state = ANY(CASE WHEN @person_states::boolean THEN ARRAY['held', 'uncertain', 'failed']
+                             ELSE ARRAY['pending', 'processing', 'retrying', 'held', 'uncertain', 'failed'] END))
+  AND CASE @sort::text
+          WHEN 'created' THEN b.id > coalesce(sqlc.narg(cursor_id)::bigint, 0)
+          WHEN 'state_since' THEN (b.state_since, b.id) >
+              (coalesce(sqlc.narg(cursor_at)::timestamptz, '-infinity'), coalesce(sqlc.narg(cursor_id)::bigint, 0))
+          WHEN '-state_since' THEN (b.state_since, b.id) <
+              (coalesce(sqlc.narg(cursor_at)::timestamptz, 'infinity'), coalesce(sqlc.narg(cursor_id)::bigint, 9223372036854775807))
+          ELSE b.id < coalesce(sqlc.narg(cursor_id)::bigint, 9223372036854775807) END
+ORDER BY CASE WHEN @sort = 'state_since' THEN b.state_since END,
+         CASE WHEN @sort = '-state_since' THEN b.state_since END DESC,
+         CASE WHEN @sort = 'created' OR @sort = 'state_since' THEN b.id END,
+         CASE WHEN @sort NOT IN ('created', 'state_since') THEN b.id END DESC
+LIMIT @max_rows;
+
 -- name: ActionCountByState :many
 -- Counts by state, without counting a million rows: each state is counted along
 -- actions_state_idx up to 1,000 actions; past that the planner's statistics give
@@ -482,6 +531,16 @@ LEFT JOIN LATERAL (
     JOIN pg_catalog.pg_stats st ON st.schemaname = current_schema() AND st.tablename = t.relname AND st.attname = 'state'
     WHERE t.oid = 'actions'::regclass) est ON true
 ORDER BY s.state;
+
+-- name: ActionCountByStateSharded :many
+-- ActionCountByState on Citus, where its walks (lateral subqueries with limits)
+-- and the planner's statistics of the coordinator's empty table do not serve:
+-- each shard counts its actions by state, the coordinator adds them up. oldest
+-- is the earliest creation time of the state.
+SELECT a.state::text AS state, count(*)::bigint AS n, min(a.created_at)::timestamptz AS oldest
+FROM actions a
+GROUP BY a.state
+ORDER BY a.state;
 
 -- name: ActionCountInScope :one
 -- ActionCountByState's figures for one state and the clients of a person who sees

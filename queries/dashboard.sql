@@ -22,6 +22,22 @@ LEFT JOIN LATERAL (
     WHERE t.oid = 'events'::regclass) est ON true
 WHERE c.events > 0;
 
+-- name: DashboardSourceStatsSharded :many
+-- DashboardSourceStats for one source on Citus, where a walk per source (a
+-- lateral subquery with a limit) cannot be pushed down and the coordinator's
+-- statistics of events are empty: the source's newest 10,001 events, taken from
+-- each shard's newest and merged, counted; estimated is the exact count of its
+-- events, counted on each shard and added up. No row for a source without events.
+SELECT @source::text AS source, c.events::bigint AS events, c.deliveries::bigint AS deliveries,
+       c.conflicts::bigint AS conflicts, c.last_received_at::timestamptz AS last_received_at,
+       n.n::bigint AS estimated
+FROM (SELECT count(*) AS events, coalesce(sum(r.deliveries), 0) AS deliveries,
+             count(*) FILTER (WHERE r.conflict) AS conflicts, max(r.last_received_at) AS last_received_at
+      FROM (SELECT e.deliveries, e.conflict, e.last_received_at FROM events e
+            WHERE e.source = @source ORDER BY e.id DESC LIMIT 10001) r) c
+CROSS JOIN (SELECT count(*) AS n FROM events e WHERE e.source = @source) n
+WHERE c.events > 0;
+
 -- name: DashboardTrendNew :many
 -- Actions created from @start_at on, per destination and bucket of @bucket_seconds
 -- counted from @since: what trend_counts does not hold yet.
@@ -110,6 +126,19 @@ UNION ALL
 SELECT a.state::text AS state, b.start_at::timestamptz AS start_at, count(*)::bigint AS n
 FROM unnest(@starts::timestamptz[]) AS b(start_at)
 JOIN actions a ON a.state IN ('pending', 'processing', 'retrying')
+    AND (@all_clients::boolean OR a.client = ANY(@scope_clients::text[]))
+    AND a.state_since >= b.start_at
+    AND a.state_since < b.start_at + make_interval(secs => @bucket_seconds::double precision)
+GROUP BY 1, 2;
+
+-- name: DashboardTrendQueuesSharded :many
+-- DashboardTrendQueues on Citus, where its count per state and bucket (a lateral
+-- subquery) cannot be pushed down: the open actions of each bucket read and
+-- grouped on each shard, the coordinator adds them up. The parameters come in
+-- DashboardTrendQueues' order, so one DashboardTrendQueuesParams serves both.
+SELECT a.state::text AS state, b.start_at::timestamptz AS start_at, count(*)::bigint AS n
+FROM unnest(@starts::timestamptz[]) AS b(start_at)
+JOIN actions a ON a.state IN ('pending', 'processing', 'retrying', 'held', 'uncertain', 'failed')
     AND (@all_clients::boolean OR a.client = ANY(@scope_clients::text[]))
     AND a.state_since >= b.start_at
     AND a.state_since < b.start_at + make_interval(secs => @bucket_seconds::double precision)

@@ -8,3 +8,13 @@ SELECT d.name, d.status, d.reason, d.changed_at,
        (SELECT count(*) FROM actions a WHERE a.destination = d.name AND a.state = 'held'
           AND (@all_clients::boolean OR a.client = ANY(@scope_clients::text[])))::bigint AS held
 FROM destinations d ORDER BY d.name;
+
+-- name: DestinationListSharded :many
+-- DestinationList on Citus, which runs no subquery correlated with a reference
+-- table: the held actions counted by destination across the shards, then joined.
+SELECT d.name, d.status, d.reason, d.changed_at, coalesce(h.n, 0)::bigint AS held
+FROM destinations d
+LEFT JOIN (SELECT a.destination, count(*) AS n FROM actions a
+           WHERE a.state = 'held' AND (@all_clients::boolean OR a.client = ANY(@scope_clients::text[]))
+           GROUP BY a.destination) h ON h.destination = d.name
+ORDER BY d.name;

@@ -174,6 +174,25 @@ WITH old AS (
 SELECT old.client, old.id, old.status AS previous_status, old.reason AS previous_reason
 FROM old ORDER BY old.id;
 
+-- name: EventReplayOne :many
+-- EventReplay for one event on Citus, where a statement over events of many
+-- clients cannot lock rows: each statement names the event's client, so it runs
+-- on the client's shard.
+WITH old AS (
+    SELECT e.client, e.id, e.status, e.reason FROM events e
+    WHERE e.client = @client AND e.id = @id AND e.status <> 'received' AND e.body IS NOT NULL
+    FOR UPDATE OF e
+), replayed AS (
+    UPDATE events e SET status = 'received', reason = '', routed_at = NULL
+    FROM old WHERE e.client = @client AND old.client = @client AND e.id = old.id
+    RETURNING e.client, e.id
+), queued AS (
+    INSERT INTO event_queue (client, id) SELECT client, id FROM replayed WHERE client = @client
+    ON CONFLICT DO NOTHING
+)
+SELECT old.client, old.id, old.status AS previous_status, old.reason AS previous_reason
+FROM old;
+
 -- name: EventAuditInsert :exec
 INSERT INTO event_audit (client, event_id, actor, act, note, detail)
 SELECT unnest(@clients::text[]), unnest(@event_ids::bigint[]), @actor, @act, @note, unnest(@details::jsonb[]);

@@ -172,3 +172,13 @@ func NewUndistributed(t testing.TB) (*pgxpool.Pool, func()) {
 		}
 	}
 }
+
+// SinglePostgresOnly ends t on a Citus cluster, saying why it holds on a single
+// Postgres only (it reads a single-Postgres plan, the coordinator's locks or its
+// storage); on a single Postgres it does nothing, so the test always runs there.
+func SinglePostgresOnly(t testing.TB, why string) {
+	t.Helper()
+	if OnCitus() {
+		t.Skip("single Postgres only: " + why)
+	}
+}

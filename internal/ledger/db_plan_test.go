@@ -44,14 +44,14 @@ func TestPlannedPerCallPreparesNothing(t *testing.T) {
 	planned := db.New(db.PlannedPerCall(conn))
 	var got []db.ActionCountByStateRow
 	for range 6 { // past the fifth call, after which Postgres would consider a generic plan
-		if got, err = planned.ActionCountByState(ctx); err != nil {
+		if got, err = countByState(ctx, planned); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if n := prepared(); n != 0 {
 		t.Errorf("after calls planned per call: %d prepared statements, want 0", n)
 	}
-	want, err := db.New(conn).ActionCountByState(ctx)
+	want, err := countByState(ctx, db.New(conn))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,6 +124,7 @@ func TestRouterKeepsNoPreparedPlan(t *testing.T) {
 // every action of the client for each claim.) auto_explain shows the plan the
 // claim ran with.
 func TestPerformerClaimPlanReadsTheQueueHead(t *testing.T) {
+	dbtest.SinglePostgresOnly(t, "it reads the performer's single-Postgres plan (on Citus each shard plans its statement)")
 	t.Parallel()
 	ctx := context.Background()
 	_, dsn := dbtest.NewDSN(t)
@@ -364,6 +365,7 @@ type planNode struct {
 // claimed row (when none had): a second at 40,000 waiting events, and routing fell
 // 36 s behind a 10 s burst in a bench run.
 func TestRouterClaimReadsTheQueueHeadAfterAnEmptyAnalyze(t *testing.T) {
+	dbtest.SinglePostgresOnly(t, "it reads the router's single-Postgres plan and the statistics of the one-node tables")
 	t.Parallel()
 	for _, tc := range []struct {
 		name    string
@@ -519,6 +521,7 @@ func queueScan(p planNode) planNode {
 // record's plan reads every entry the claims left in the indexes of processing
 // actions (each dead once its action is recorded).
 func TestPerformerRecordPlanLooksUpEachActionByKey(t *testing.T) {
+	dbtest.SinglePostgresOnly(t, "it reads the record's single-Postgres plan (on Citus each shard plans its statement)")
 	t.Parallel()
 	for _, tc := range []struct {
 		name   string

@@ -16,6 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/oncehook/oncehook/db"
+	"github.com/oncehook/oncehook/db/dbtest"
 	"github.com/oncehook/oncehook/internal/destination"
 	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/internal/sandbox"
@@ -442,7 +443,7 @@ func TestRecordingNeedsTheClaimsOwnToken(t *testing.T) {
 	claim := func() db.ActionClaimRow {
 		t.Helper()
 		rows, err := q.ActionClaim(ctx, db.ActionClaimParams{Client: "acme", MaxActions: 1, Worker: "w1", LeaseSeconds: 60,
-			Callable: []string{"crm"}, FillNames: []string{}})
+			Callable: []string{"crm"}, FillNames: []string{}, Sharded: dbtest.OnCitus()})
 		if err != nil || len(rows) != 1 {
 			t.Fatalf("claim: %v %v", rows, err)
 		}
@@ -454,7 +455,8 @@ func TestRecordingNeedsTheClaimsOwnToken(t *testing.T) {
 			Clients: []string{c.Client}, Ids: []int64{c.ID}, AttemptIds: []int64{c.AttemptID},
 			Observed: []string{"5xx"}, HttpStatuses: []int32{503}, Errors: []string{"busy"},
 			States: []string{ledger.StateRetrying}, Reasons: []string{"503"}, NextAttemptAts: []time.Time{time.Now().Add(-time.Second)},
-			ExternalRefs: []string{""}, Results: []string{""}, Owners: []string{""}, LeaseTokens: []int64{token}})
+			ExternalRefs: []string{""}, Results: []string{""}, Owners: []string{""}, LeaseTokens: []int64{token},
+			Sharded: dbtest.OnCitus(), Client: c.Client})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -29,7 +29,7 @@ INSERT INTO action_events (client, action_id, event_id, params, params_sha256)
 SELECT a.client, a.id, e.id, '{}', '\x00' FROM actions a, events e WHERE a.id IN (21, 33, 45) AND e.client = a.client`); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := pool.Exec(ctx, `UPDATE actions SET reason = 'refused with ' || (400 + id % 30) WHERE id % 4 = 0`); err != nil {
+	if _, err := pool.Exec(ctx, `UPDATE actions SET reason = 'refused with ' || (400 + id % 30)::text WHERE id % 4 = 0`); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := pool.Exec(ctx, `

@@ -141,7 +141,7 @@ func (r *Review) replay(ctx context.Context, actor Actor, evs []db.Event, note s
 	}
 	var res ReplayResult
 	err := db.WithTx(ctx, r.pool, func(q *db.Queries) error {
-		rows, err := q.EventReplay(ctx, p)
+		rows, err := r.replayEvents(ctx, q, p)
 		if err != nil {
 			return fmt.Errorf("replay events: %w", err)
 		}

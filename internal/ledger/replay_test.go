@@ -76,7 +76,7 @@ func TestReplayAfterAddingARule(t *testing.T) {
 	if n := w.count(`SELECT count(*) FROM actions WHERE name = 'log_invoice'`); n != 1 {
 		t.Errorf("%d log_invoice actions after a second replay, want 1", n)
 	}
-	if n := w.count(`SELECT count(*) FROM action_events ae JOIN actions a ON a.id = ae.action_id WHERE a.name = 'log_invoice'`); n != 1 {
+	if n := w.count(`SELECT count(*) FROM action_events ae JOIN actions a ON a.client = ae.client AND a.id = ae.action_id WHERE a.name = 'log_invoice'`); n != 1 {
 		t.Errorf("%d links, want 1", n)
 	}
 

@@ -47,12 +47,14 @@ type Review struct {
 	cfg     *Config
 	clients map[string]DestinationClient // each destination's client, by its name
 	now     func() time.Time
-	scope   scope // what the reads see; see For
+	scope   scope         // what the reads see; see For
+	mode    *databaseMode // single Postgres or Citus: a few reads differ
 }
 
 // NewReview returns the review service.
 func NewReview(pool *pgxpool.Pool, cfg *Config, clients map[string]DestinationClient) *Review {
-	return &Review{pool: pool, cfg: cfg, clients: clients, now: time.Now, scope: everyClient}
+	return &Review{pool: pool, cfg: cfg, clients: clients, now: time.Now, scope: everyClient,
+		mode: &databaseMode{pool: pool}}
 }
 
 // ActParams is the body of a manual act.

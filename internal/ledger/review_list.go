@@ -97,7 +97,11 @@ func (r *Review) selectActions(ctx context.Context, f ActionFilter, after keyset
 	clients, sources := r.searchScope()
 	// Planned per call: a search is index probes only once Postgres sees the
 	// search itself (a generic plan would walk every action).
-	rows, err := db.New(db.PlannedPerCall(r.pool)).ActionList(ctx, db.ActionListParams{
+	list := db.New(db.PlannedPerCall(r.pool)).ActionList
+	if r.mode.sharded(ctx) {
+		list = r.actionListSharded
+	}
+	rows, err := list(ctx, db.ActionListParams{
 		States: states, Source: f.Source, Name: f.Name, Owner: f.Owner, Destination: f.Destination,
 		Client: f.Client, Q: f.Q, Clients: clients, Sources: sources,
 		AllClients: r.scope.all, ScopeClients: r.scope.clients,
@@ -251,7 +255,7 @@ func (r *Review) Summary(ctx context.Context) ([]StateCount, error) {
 	if !r.scope.all {
 		return r.summaryInScope(ctx)
 	}
-	rows, err := db.New(r.pool).ActionCountByState(ctx)
+	rows, err := r.countByState(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("count actions: %w", err)
 	}
@@ -287,7 +291,7 @@ type DestinationStatus struct {
 
 // Destinations lists every configured destination with its status and held count.
 func (r *Review) Destinations(ctx context.Context) ([]DestinationStatus, error) {
-	rows, err := db.New(r.pool).DestinationList(ctx, db.DestinationListParams{AllClients: r.scope.all, ScopeClients: r.scope.clients})
+	rows, err := r.destinationList(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list destinations: %w", err)
 	}

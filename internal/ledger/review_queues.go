@@ -69,7 +69,7 @@ func (r *Review) Sources(ctx context.Context) ([]SourceSummary, error) {
 			names = append(names, src.Name)
 		}
 	}
-	rows, err := db.New(r.pool).DashboardSourceStats(ctx, names)
+	rows, err := r.sourceStats(ctx, names)
 	if err != nil {
 		return nil, fmt.Errorf("count deliveries: %w", err)
 	}

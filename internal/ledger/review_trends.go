@@ -91,7 +91,7 @@ func (r *Review) queueTrends(ctx context.Context, w TrendWindow, since time.Time
 	for i := range starts {
 		starts[i] = since.Add(time.Duration(i) * w.Bucket)
 	}
-	arrived, err := db.New(r.pool).DashboardTrendQueues(ctx, db.DashboardTrendQueuesParams{Starts: starts,
+	arrived, err := r.trendQueues(ctx, db.DashboardTrendQueuesParams{Starts: starts,
 		BucketSeconds: w.Bucket.Seconds(), AllClients: r.scope.all, ScopeClients: r.scope.clients})
 	if err != nil {
 		return out, fmt.Errorf("count queue arrivals: %w", err)

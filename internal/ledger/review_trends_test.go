@@ -151,8 +151,8 @@ func (f *trendFixture) check(t *testing.T, when string) {
 
 func (f *trendFixture) counted(t *testing.T) (rows int, sum int64, reach time.Time) {
 	t.Helper()
-	if err := f.pool.QueryRow(context.Background(), `SELECT count(*), coalesce(sum(n), 0),
-		(SELECT counted_until FROM trend_horizon) FROM trend_counts`).Scan(&rows, &sum, &reach); err != nil {
+	if err := f.pool.QueryRow(context.Background(), `SELECT c.rows, c.sum, h.counted_until
+		FROM (SELECT count(*), coalesce(sum(n), 0) FROM trend_counts) c(rows, sum) CROSS JOIN trend_horizon h`).Scan(&rows, &sum, &reach); err != nil {
 		t.Fatal(err)
 	}
 	return rows, sum, reach

@@ -37,6 +37,8 @@ var stateSetLiterals = map[string][]string{
 	"ActionInsert":                {"predecessor-done"},
 	"ActionClaim":                 {"due"},
 	"ActionList":                  {"all", "person", "person", "open"},
+	"DashboardTrendQueuesSharded": {"open"},
+	"ActionListSharded":           {"person", "person", "open"},
 	"DashboardCauses":             {"person", "worker"},
 	"ActionCountByState":          {"all"},
 	"DashboardTrendQueues":        {"person", "person", "worker"},
