@@ -101,9 +101,7 @@ WHERE a.id % 7 = 0`); err != nil {
 	list := q.ActionList // on Citus its Citus form, which the plain scan checks as well
 	if dbtest.OnCitus() {
 		list = func(ctx context.Context, p db.ActionListParams) ([]db.Action, error) {
-			return q.ActionListSharded(ctx, db.ActionListShardedParams{States: p.States, Source: p.Source,
-				Owner: p.Owner, AllClients: p.AllClients, Q: p.Q, Clients: p.Clients, Sources: p.Sources,
-				Sort: p.Sort, PersonStates: p.PersonStates, CursorID: p.CursorID, CursorAt: p.CursorAt, MaxRows: p.MaxRows})
+			return q.ActionListSharded(ctx, p.Sharded(p.States, p.MaxRows))
 		}
 	}
 	for sort, order := range naiveOrders {

@@ -19,11 +19,7 @@ import (
 func (r *Review) actionListSharded(ctx context.Context, p db.ActionListParams) ([]db.Action, error) {
 	q := db.New(r.pool)
 	one := func(states []string, limit int32) ([]db.Action, error) {
-		return q.ActionListSharded(ctx, db.ActionListShardedParams{States: states, Source: p.Source, Name: p.Name,
-			Owner: p.Owner, Destination: p.Destination, Client: p.Client, AllClients: p.AllClients,
-			ScopeClients: p.ScopeClients, Q: p.Q, Clients: p.Clients, Sources: p.Sources, Reason: p.Reason,
-			Since: p.Since, Until: p.Until, HttpStatus: p.HttpStatus, Sort: p.Sort, PersonStates: p.PersonStates,
-			CursorID: p.CursorID, CursorAt: p.CursorAt, MaxRows: limit})
+		return q.ActionListSharded(ctx, p.Sharded(states, limit))
 	}
 	if p.StateRows >= p.MaxRows || len(p.States) <= 1 {
 		return one(p.States, min(p.StateRows, p.MaxRows))
