@@ -293,6 +293,7 @@ func Cluster(t testing.TB) (*db.Embedded, string) {
 		}
 	})
 	if OnCitus() {
+		rememberWorkers(e, workers)
 		if err := citusDatabase(ctx, e, workers, "oncehook"); err != nil {
 			t.Fatalf("dbtest: %v", err)
 		}

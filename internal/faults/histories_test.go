@@ -15,9 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/oncehook/oncehook/db"
 	"github.com/oncehook/oncehook/db/dbtest"
 	"github.com/oncehook/oncehook/internal/ledger"
@@ -44,14 +41,8 @@ func TestHistories(t *testing.T) {
 	}
 	t.Logf("%d histories from seed %d; faults not injected: %q", n, first, *historiesWithout)
 	// One cluster of our own, since histories restart it; its migrated "oncehook"
-	// database is every history's template. The admin connections are a pool, which
-	// outlives the restarts.
+	// database is every history's template.
 	cluster, _ := dbtest.Cluster(t)
-	admin, err := db.Open(context.Background(), cluster.DSN("postgres"), 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(admin.Close)
 	seeds := keptSeeds(t)
 	if *historiesSeed != 0 {
 		seeds = nil // a replay of one seed runs that seed alone
@@ -63,7 +54,7 @@ func TestHistories(t *testing.T) {
 	for _, seed := range seeds {
 		var got tally
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
-			got = runHistory(t, cluster, admin, seed)
+			got = runHistory(t, cluster, seed)
 			if t.Failed() {
 				keepSeed(t, seed)
 			}
@@ -183,33 +174,10 @@ type history struct {
 	senders sync.WaitGroup
 }
 
-func runHistory(t *testing.T, cluster *db.Embedded, admin *pgxpool.Pool, seed uint64) tally {
+func runHistory(t *testing.T, cluster *db.Embedded, seed uint64) tally {
 	ctx := context.Background()
-	name := fmt.Sprintf("h_%d", seed)
-	ident := pgx.Identifier{name}.Sanitize()
-	// A fresh database cloned from the migrated one. A clone is refused while a
-	// session (Migrate's, closing) is still on the template, and the first use of a
-	// connection from before a Postgres restart fails: both are tried again.
-	var lastErr error
-	eventually(t, 30*time.Second, "a fresh database", func() bool {
-		_, lastErr = admin.Exec(ctx, "CREATE DATABASE "+ident+" TEMPLATE oncehook")
-		return lastErr == nil
-	})
-	t.Cleanup(func() {
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			_, err := admin.Exec(ctx, "DROP DATABASE IF EXISTS "+ident+" WITH (FORCE)")
-			if err == nil {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Errorf("drop database: %v", err)
-				return
-			}
-			time.Sleep(100 * time.Millisecond) // poll interval
-		}
-	})
-	dsn := cluster.DSN(name)
+	// A fresh database cloned from the migrated one (on Citus, on every node).
+	dsn := dbtest.Clone(t, cluster, fmt.Sprintf("h_%d", seed))
 	pool, err := db.Open(ctx, dsn, 4)
 	if err != nil {
 		t.Fatal(err)

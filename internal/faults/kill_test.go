@@ -78,7 +78,7 @@ func TestWorkerKilledDuringCalls(t *testing.T) {
 	}
 	t.Logf("%d calls held, %d of them by worker B", len(calls), len(onB))
 	for _, c := range onB {
-		if n := w.count(`SELECT count(*) FROM attempts t JOIN actions a ON a.id = t.action_id
+		if n := w.count(`SELECT count(*) FROM attempts t JOIN actions a ON a.client = t.client AND a.id = t.action_id
 			WHERE a.business_key = $1 AND t.kind = 'call' AND t.status = 'started' AND t.worker = $2`, c.enquiry, bName); n != 1 {
 			t.Fatalf("%s: %d started call attempts by B before the kill, want 1", c.enquiry, n)
 		}
@@ -131,7 +131,7 @@ func TestWorkerKilledDuringCalls(t *testing.T) {
 		if n := w.attempts(c.enquiry, "call", "abandoned"); n != 1 {
 			t.Errorf("%s: %d abandoned call attempts, want B's one", c.enquiry, n)
 		}
-		if n := w.count(`SELECT count(*) FROM audit u JOIN actions a ON a.id = u.action_id
+		if n := w.count(`SELECT count(*) FROM audit u JOIN actions a ON a.client = u.client AND a.id = u.action_id
 			WHERE a.business_key = $1 AND u.act = 'recover'`, c.enquiry); n != 1 {
 			t.Errorf("%s: %d recover audit entries, want 1", c.enquiry, n)
 		}
@@ -173,36 +173,63 @@ func TestWorkerKilledBeforeCalling(t *testing.T) {
 
 	ctx := context.Background()
 	const gate = 6_060_606 // advisory lock key
-	if _, err := pool.Exec(ctx, fmt.Sprintf(`
-CREATE FUNCTION faults_hold_attempt() RETURNS trigger LANGUAGE plpgsql AS $$
+	// On Citus the trigger runs where the attempts' shards are, on the workers
+	// (citus.enable_unsafe_triggers lets it be created there): the gate is held,
+	// and waited on, on every node.
+	ddl := []string{`CREATE FUNCTION faults_hold_attempt() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-  IF NEW.worker = %s THEN PERFORM pg_advisory_xact_lock_shared(%d); END IF;
+  IF NEW.worker = ` + quoteLiteral(bName) + ` THEN PERFORM pg_advisory_xact_lock_shared(` + fmt.Sprint(gate) + `); END IF;
   RETURN NEW;
-END $$;
-CREATE TRIGGER faults_hold_attempt BEFORE INSERT ON attempts
-  FOR EACH ROW EXECUTE FUNCTION faults_hold_attempt();`, quoteLiteral(bName), gate)); err != nil {
+END $$`, `CREATE TRIGGER faults_hold_attempt BEFORE INSERT ON attempts
+  FOR EACH ROW EXECUTE FUNCTION faults_hold_attempt()`}
+	if dbtest.OnCitus() {
+		ddl = append([]string{`SET citus.enable_unsafe_triggers = on`}, ddl...)
+	}
+	if err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		for _, stmt := range ddl {
+			if _, err := tx.Exec(ctx, stmt); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
 		t.Fatal(err)
 	}
-	lock, err := pool.Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := lock.Exec(ctx, `SELECT pg_advisory_lock($1)`, gate); err != nil {
-		t.Fatal(err)
+	var gates []*pgx.Conn // a connection a node, each holding the gate
+	for _, nodeDSN := range dbtest.NodeDSNs(t, dsn) {
+		c, err := pgx.Connect(ctx, nodeDSN)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Exec(ctx, `SELECT pg_advisory_lock($1)`, gate); err != nil {
+			t.Fatal(err)
+		}
+		gates = append(gates, c)
 	}
 	unlocked := false
 	unlock := func() {
 		if !unlocked {
 			unlocked = true
-			_, _ = lock.Exec(ctx, `SELECT pg_advisory_unlock($1)`, gate)
-			lock.Release()
+			for _, c := range gates {
+				_ = c.Close(ctx) // the gate goes with the session
+			}
 		}
 	}
 	defer unlock()
 
 	// B's claiming transaction is stuck once one of its backends waits for the gate.
 	bWaiting := func() bool {
-		return w.count(`SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`) > 0
+		for _, c := range gates {
+			var n int
+			if err := c.QueryRow(ctx, `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
+				AND classid = 0 AND objid::bigint = $1 AND objsubid = 1`, gate).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			if n > 0 {
+				return true
+			}
+		}
+		return false
 	}
 	// Deliver events one at a time until B holds a claim; A performs the rest.
 	// Each action is confirmed before the next event, so B's one stuck claim
