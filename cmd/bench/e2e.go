@@ -40,7 +40,7 @@ func (b *bench) runE2E(ctx context.Context, url, prefix string, n int, wait time
 	start := time.Now()
 	stopSampling := b.sampleInFlight(&res)
 	stopBacklog := b.sampleBacklog(ctx, &res)
-	p := newPoster(url, b.o.senders)
+	p := newPoster(url, b.o.senders).spread(b.clients)
 	if _, err := p.postAll(ctx, b.o.senders, n, func(i int) []byte {
 		return eventBody(fmt.Sprintf("evt_%s_%d", prefix, i), fmt.Sprintf("enq_%s_%d", prefix, i), typeRouted)
 	}); err != nil {
@@ -185,9 +185,14 @@ func (r e2eResult) describe(name string) string {
 }
 
 // endToEnd: the real server, a destination that answers at once.
-func (b *bench) endToEnd(ctx context.Context) error {
+// e2eActions is how many actions an end-to-end run with the 0 ms destination confirms.
+func (b *bench) e2eActions() int {
 	n := int(b.baseline * 0.25 * 10) // ten seconds at the target rate
-	n = min(max(n, 2000), 20000)
+	return min(max(n, 2000), 20000)
+}
+
+func (b *bench) endToEnd(ctx context.Context) error {
+	n := b.e2eActions()
 	log.Printf("end to end: %d actions, zero-latency destination", n)
 	b.settle(ctx)
 	b.dest.delay.Store(0)
@@ -195,7 +200,7 @@ func (b *bench) endToEnd(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	b.e2eRate = r.rate()
+	b.e2eRate, b.e2eUse = r.rate(), r
 	b.t.add(row{figure: "end to end: actions confirmed, POST to destination reply, 0 ms destination",
 		value: perSec(r.rate()), target: ">= 0.25x", cpu: r.cpu.String(), key: "e2e"})
 	b.t.note("%s", r.describe("end to end, 0 ms"))
