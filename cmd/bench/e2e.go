@@ -185,8 +185,12 @@ func (r e2eResult) describe(name string) string {
 }
 
 // endToEnd: the real server, a destination that answers at once.
-// e2eActions is how many actions an end-to-end run with the 0 ms destination confirms.
+// e2eActions is how many actions an end-to-end run with the 0 ms destination
+// confirms: as many as the single Postgres's run did, once it has run.
 func (b *bench) e2eActions() int {
+	if b.e2eUse.n > 0 {
+		return b.e2eUse.n
+	}
 	n := int(b.baseline * 0.25 * 10) // ten seconds at the target rate
 	return min(max(n, 2000), 20000)
 }
