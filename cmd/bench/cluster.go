@@ -123,7 +123,7 @@ func (b *bench) clusterIngest(ctx context.Context) error {
 	b.t.add(row{figure: "cluster ingest: acknowledgement latency p50 / p99",
 		value: ms(r.p50) + " / " + ms(r.p99), ratio: "-", target: "-", met: "-"})
 	b.t.note("cluster ingest: CPU per delivery: %s; single Postgres: %s",
-		run.use.perItem(float64(run.posted)), b.ingestUse.use.perItem(float64(b.ingestUse.posted)))
+		run.use.perItem(float64(run.posted)), b.singleIngest.use.perItem(float64(b.singleIngest.posted)))
 	return nil
 }
 
@@ -143,6 +143,6 @@ func (b *bench) clusterEndToEnd(ctx context.Context) error {
 		met: check(doubled == 0)})
 	b.t.note("%s", r.describe("cluster end to end, 0 ms"))
 	b.t.note("cluster end to end: CPU per action: %s; single Postgres: %s",
-		r.cpu.perItem(float64(r.n)), b.e2eUse.cpu.perItem(float64(b.e2eUse.n)))
+		r.cpu.perItem(float64(r.n)), b.singleE2E.cpu.perItem(float64(b.singleE2E.n)))
 	return nil
 }

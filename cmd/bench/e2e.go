@@ -190,17 +190,17 @@ func (r e2eResult) describe(name string) string {
 	return s
 }
 
-// endToEnd: the real server, a destination that answers at once.
 // e2eActions is how many actions an end-to-end run with the 0 ms destination
 // confirms: as many as the single Postgres's run did, once it has run.
 func (b *bench) e2eActions() int {
-	if b.e2eUse.n > 0 {
-		return b.e2eUse.n
+	if b.singleE2E.n > 0 {
+		return b.singleE2E.n
 	}
 	n := int(b.baseline * 0.25 * 10) // ten seconds at the target rate
 	return min(max(n, 2000), 20000)
 }
 
+// endToEnd: the real server, a destination that answers at once.
 func (b *bench) endToEnd(ctx context.Context) error {
 	n := b.e2eActions()
 	log.Printf("end to end: %d actions, zero-latency destination", n)
@@ -210,7 +210,7 @@ func (b *bench) endToEnd(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	b.e2eRate, b.e2eUse = r.rate(), r
+	b.e2eRate, b.singleE2E = r.rate(), r
 	b.t.add(row{figure: "end to end: actions confirmed, POST to destination reply, 0 ms destination",
 		value: perSec(r.rate()), target: ">= 0.25x", cpu: r.cpu.String(), key: "e2e"})
 	b.t.note("%s", r.describe("end to end, 0 ms"))

@@ -29,8 +29,8 @@ type bench struct {
 	dupRate    float64 // repeats acknowledged per second
 	e2eRate    float64 // actions confirmed per second, zero-latency destination
 	// The single Postgres's ingest and end to end, for the cluster's rows beside them.
-	ingestUse ingestRun
-	e2eUse    e2eResult
+	singleIngest ingestRun
+	singleE2E    e2eResult
 	// clients are the clients of the running server's config, nil for benchConfig's
 	// one (acme); the senders post to their sources in turn.
 	clients []string
@@ -238,7 +238,7 @@ func (b *bench) ingest(ctx context.Context) error {
 		return err
 	}
 	r := run.r
-	b.ingestRate, b.ingestUse = r.rate(), run
+	b.ingestRate, b.singleIngest = r.rate(), run
 	b.t.add(row{figure: fmt.Sprintf("ingest: signed webhooks acknowledged, %d senders", b.o.senders),
 		value: perSec(r.rate()), target: ">= 1.0x", cpu: run.use.String(), key: "ingest"})
 	b.t.add(row{figure: "ingest: acknowledgement latency p50 / p99",
