@@ -113,7 +113,7 @@ func StartEmbedded(ctx context.Context, p EmbeddedParams) (*Embedded, error) {
 	if err := e.Start(ctx); err != nil {
 		return nil, err
 	}
-	if err := e.createDatabase(ctx, "oncehook"); err != nil {
+	if err := e.CreateDatabase(ctx, "oncehook"); err != nil {
 		if e.Owned() {
 			_ = e.Stop(context.WithoutCancel(ctx))
 		}
@@ -304,7 +304,8 @@ func (e *Embedded) start(ctx context.Context) error {
 	return nil
 }
 
-func (e *Embedded) createDatabase(ctx context.Context, name string) error {
+// CreateDatabase creates the database name on the server unless it exists.
+func (e *Embedded) CreateDatabase(ctx context.Context, name string) error {
 	conn, err := pgx.Connect(ctx, e.DSN("postgres"))
 	if err != nil {
 		return fmt.Errorf("connect to embedded postgres: %w", err)

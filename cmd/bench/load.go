@@ -100,7 +100,9 @@ func formatEventBody(id, enquiry, typ string) []byte {
 // runLoad and postAll posts over a connection of its own (rawpost.go), a lean
 // client so that the bench measures the server rather than net/http's client.
 type poster struct {
-	addr, path string // host:port, also the Host header; and the request path
+	addr   string   // host:port, also the Host header
+	prefix string   // of every path
+	paths  []string // the sources' webhook paths: sender i posts to paths[i%len]
 }
 
 // newPoster posts to the server at url ("http://host:port"). The second argument,
@@ -111,13 +113,20 @@ func newPoster(url string, _ int) *poster {
 	if i := strings.IndexByte(hostport, '/'); i >= 0 {
 		hostport, prefix = hostport[:i], strings.TrimSuffix(hostport[i:], "/")
 	}
-	return &poster{addr: hostport, path: prefix + "/hooks/stripe-live"}
+	return &poster{addr: hostport, prefix: prefix, paths: hookPaths(nil)}
 }
 
-// conn returns a sender's own connection to the server, dialled on first use; the
+// spread makes the senders post to the sources of clients (hookPaths), sender i
+// to the (i mod len(clients))th, so each client gets an equal share of the load.
+func (p *poster) spread(clients []string) *poster {
+	p.paths = hookPaths(clients)
+	return p
+}
+
+// conn returns sender i's own connection to the server, dialled on first use; the
 // sender closes it when done.
-func (p *poster) conn() *rawConn {
-	return &rawConn{addr: p.addr, path: p.path}
+func (p *poster) conn(i int) *rawConn {
+	return &rawConn{addr: p.addr, path: p.prefix + p.paths[i%len(p.paths)]}
 }
 
 // loadResult is what a closed-loop load run saw.
@@ -144,11 +153,11 @@ func (p *poster) runLoad(ctx context.Context, senders int, warmup, d time.Durati
 	res := loadResult{statuses: map[int]int{}}
 	var latencies []time.Duration
 	var wg sync.WaitGroup
-	for range senders {
+	for s := range senders {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c := p.conn()
+			c := p.conn(s)
 			defer c.close()
 			var mine []time.Duration
 			acked, failed := 0, 0
@@ -199,11 +208,11 @@ func (p *poster) postAll(ctx context.Context, senders, n int, body func(i int) [
 	var acked atomic.Int64
 	var wg sync.WaitGroup
 	errc := make(chan error, senders)
-	for range senders {
+	for s := range senders {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c := p.conn()
+			c := p.conn(s)
 			defer c.close()
 			for {
 				i := int(next.Add(1)) - 1

@@ -71,13 +71,15 @@ type cpuSample struct {
 	at                      time.Time
 	busy                    float64 // whole machine, seconds
 	server, postgres, bench float64 // seconds
+	workers                 []float64
 }
 
 // cpuParties names the processes a sample splits the machine's CPU time between.
 type cpuParties struct {
 	server    func() int // pid of the server under test, 0 when in-process
-	postgres  func() int // pid of the postmaster
+	postgres  func() int // pid of the postmaster (a Citus cluster's coordinator)
 	benchSelf int
+	workers   []func() int // pids of a Citus cluster's workers' postmasters
 }
 
 func (p cpuParties) sample() cpuSample {
@@ -86,19 +88,31 @@ func (p cpuParties) sample() cpuSample {
 	if pid := p.server(); pid > 0 {
 		s.server = procCPU(pid, true)
 	}
-	if pid := p.postgres(); pid > 0 {
-		s.postgres = procCPU(pid, true)
-		for _, child := range childrenOf(pid) {
-			s.postgres += procCPU(child, false)
-		}
+	s.postgres = postmasterCPU(p.postgres())
+	for _, w := range p.workers {
+		s.workers = append(s.workers, postmasterCPU(w()))
 	}
 	return s
 }
 
+// postmasterCPU is the CPU time of a postmaster and its backends, in seconds.
+func postmasterCPU(pid int) float64 {
+	if pid <= 0 {
+		return 0
+	}
+	sum := procCPU(pid, true)
+	for _, child := range childrenOf(pid) {
+		sum += procCPU(child, false)
+	}
+	return sum
+}
+
 // cpuUse is how busy each party kept the CPUs between two samples, in percent of
-// one core (so 2 cores fully busy is 200%).
+// one core (so 2 cores fully busy is 200%), over secs seconds.
 type cpuUse struct {
 	server, postgres, bench, others, total float64
+	workers                                []float64
+	secs                                   float64
 }
 
 func (a cpuSample) to(b cpuSample) cpuUse {
@@ -108,8 +122,13 @@ func (a cpuSample) to(b cpuSample) cpuUse {
 	}
 	pct := func(x float64) float64 { return 100 * x / secs }
 	u := cpuUse{server: pct(b.server - a.server), postgres: pct(b.postgres - a.postgres),
-		bench: pct(b.bench - a.bench), total: pct(b.busy - a.busy)}
-	u.others = max(0, u.total-u.server-u.postgres-u.bench)
+		bench: pct(b.bench - a.bench), total: pct(b.busy - a.busy), secs: secs}
+	u.others = u.total - u.server - u.postgres - u.bench
+	for i := range min(len(a.workers), len(b.workers)) {
+		u.workers = append(u.workers, pct(b.workers[i]-a.workers[i]))
+		u.others -= u.workers[i]
+	}
+	u.others = max(0, u.others)
 	return u
 }
 
@@ -117,8 +136,36 @@ func (u cpuUse) String() string {
 	if u.total == 0 {
 		return ""
 	}
-	return fmt.Sprintf("oncehook %.0f%%, postgres %.0f%%, load generator %.0f%%, other work %.0f%%",
-		u.server, u.postgres, u.bench, u.others)
+	if len(u.workers) == 0 {
+		return fmt.Sprintf("oncehook %.0f%%, postgres %.0f%%, load generator %.0f%%, other work %.0f%%",
+			u.server, u.postgres, u.bench, u.others)
+	}
+	var w strings.Builder
+	for i, x := range u.workers {
+		fmt.Fprintf(&w, "worker %d %.0f%%, ", i+1, x)
+	}
+	return fmt.Sprintf("oncehook %.0f%%, coordinator %.0f%%, %sload generator %.0f%%, other work %.0f%%",
+		u.server, u.postgres, w.String(), u.bench, u.others)
+}
+
+// perItem says how much CPU each party spent per item, n items done while u was
+// measured, in microseconds of one core: what a machine's cores divide into.
+func (u cpuUse) perItem(n float64) string {
+	if u.total == 0 || n <= 0 {
+		return "not measured"
+	}
+	us := func(pct float64) float64 { return pct / 100 * u.secs / n * 1e6 }
+	if len(u.workers) == 0 {
+		return fmt.Sprintf("oncehook %.0f µs, postgres %.0f µs", us(u.server), us(u.postgres))
+	}
+	var w strings.Builder
+	sum := 0.0
+	for i, x := range u.workers {
+		fmt.Fprintf(&w, ", worker %d %.0f µs", i+1, us(x))
+		sum += us(x)
+	}
+	return fmt.Sprintf("oncehook %.0f µs, coordinator %.0f µs%s (workers together %.0f µs)",
+		us(u.server), us(u.postgres), w.String(), sum)
 }
 
 // machineBusy is the CPU time, in seconds, all cores spent not idle since boot.

@@ -11,6 +11,10 @@
 // module), each its own process on a fresh database of the same cluster, with the
 // same load generator and sandbox CRM (versus.go); -peer off leaves that out, and
 // -peer only runs nothing else.
+//
+// Last, the ingest and end to end run again on a local Citus cluster, a
+// coordinator and two workers on this machine (cluster.go), beside the single
+// Postgres's figures; -cluster off leaves that out, and -cluster only runs it alone.
 package main
 
 import (
@@ -36,6 +40,7 @@ type options struct {
 	phase    string        // the phase to profile: ingest, e2e or slow
 	keep     bool          // leave the temporary directory for inspection
 	peer     string        // the comparison with the River peer: on, off, or only it
+	cluster  string        // the run on a local Citus cluster: on, off, or only it
 	profiles string        // write a CPU profile of each process the comparison starts here
 	verbose  bool
 	repoRoot string
@@ -50,12 +55,19 @@ func main() {
 	flag.StringVar(&o.profile, "cpuprofile", "", "run one phase in-process with this CPU profile instead of the table")
 	flag.StringVar(&o.phase, "phase", "ingest", "the phase -cpuprofile runs: ingest, e2e (0 ms destination) or slow (100 ms)")
 	flag.StringVar(&o.peer, "peer", "on", "the comparison with the River peer (cmd/riverpeer): on, off, or only (no other phase)")
+	flag.StringVar(&o.cluster, "cluster", "on", "the run on a local Citus cluster (a coordinator and two workers): on, off, or only (no other phase)")
 	flag.StringVar(&o.profiles, "profiles", "", "write a CPU profile of each oncehook and peer process the comparison starts into this directory")
 	flag.BoolVar(&o.keep, "keep", false, "keep the temporary directory (Postgres data, server log)")
 	flag.BoolVar(&o.verbose, "v", false, "log progress in detail")
 	flag.Parse()
 	if o.peer != "on" && o.peer != "off" && o.peer != "only" {
 		log.Fatalf("-peer %q: want on, off or only", o.peer)
+	}
+	if o.cluster != "on" && o.cluster != "off" && o.cluster != "only" {
+		log.Fatalf("-cluster %q: want on, off or only", o.cluster)
+	}
+	if o.peer == "only" && o.cluster == "only" {
+		log.Fatal("-peer only and -cluster only: choose one")
 	}
 	if o.profiles != "" {
 		dir, err := filepath.Abs(o.profiles)

@@ -52,7 +52,7 @@ func (b *bench) oncehookContender() contender {
 		name: "oncehook", tag: "vo", db: "vs_oncehook", hook: "/hooks/stripe-live",
 		start: func(ctx context.Context, dsn, addr string) (*child, error) {
 			config := filepath.Join(b.dir, "vs_oncehook.yaml")
-			if err := os.WriteFile(config, []byte(fmt.Sprintf(benchConfig, addr, b.dest.url)), 0o644); err != nil {
+			if err := os.WriteFile(config, []byte(benchConfig(addr, b.dest.url)), 0o644); err != nil {
 				return nil, err
 			}
 			env := append(os.Environ(), "DATABASE_URL="+dsn)

@@ -28,6 +28,12 @@ type bench struct {
 	ingestRate float64 // new deliveries acknowledged per second
 	dupRate    float64 // repeats acknowledged per second
 	e2eRate    float64 // actions confirmed per second, zero-latency destination
+	// The single Postgres's ingest and end to end, for the cluster's rows beside them.
+	singleIngest ingestRun
+	singleE2E    e2eResult
+	// clients are the clients of the running server's config, nil for benchConfig's
+	// one (acme); the senders post to their sources in turn.
+	clients []string
 
 	profileStarts atomic.Int64 // processes started with a CPU profile (-profiles)
 }
@@ -51,7 +57,8 @@ func (b *bench) fillRatios() {
 
 // parties splits CPU time between the server, Postgres and the bench itself.
 func (b *bench) parties() cpuParties {
-	return cpuParties{server: func() int { return b.srv.pid() }, postgres: b.pg.postmasterPID, benchSelf: os.Getpid()}
+	return cpuParties{server: func() int { return b.srv.pid() }, postgres: b.pg.postmasterPID, benchSelf: os.Getpid(),
+		workers: b.pg.workerPIDs()}
 }
 
 // measure runs every phase in order and returns the table, partial on error.
@@ -71,18 +78,21 @@ func (b *bench) measure(ctx context.Context) (*table, error) {
 }
 
 // phases builds the binaries and runs the phases in order: the baseline, the
-// server's, the in-process one, the comparison with the peer, the baseline again.
-// With -peer only it runs the comparison alone.
+// server's, the in-process one, the comparison with the peer, the baseline again,
+// the cluster's. With -peer only or -cluster only it runs that alone.
 func (b *bench) phases(ctx context.Context) error {
 	if err := b.buildBinaries(ctx); err != nil {
 		return err
 	}
-	if b.o.peer == "only" {
+	if b.o.peer == "only" || b.o.cluster == "only" {
 		dest, err := startDestination()
 		if err != nil {
 			return err
 		}
 		b.dest = dest
+		if b.o.cluster == "only" {
+			return b.cluster(ctx)
+		}
 		return b.versusPeer(ctx)
 	}
 	first, err := b.measureBaseline(ctx, "start")
@@ -109,6 +119,9 @@ func (b *bench) phases(ctx context.Context) error {
 	b.t.rows[0].value = perSec(b.baseline)
 	b.t.note("baseline: %s at the start, %s at the end; ratios use their mean", perSec(first), perSec(last))
 	b.fillRatios()
+	if b.o.cluster == "on" {
+		return b.cluster(ctx)
+	}
 	return nil
 }
 
@@ -135,11 +148,11 @@ func (b *bench) serverPhases(ctx context.Context) error {
 		return err
 	}
 	b.dest = dest
-	if b.config, b.addr, err = b.writeConfig(dest); err != nil {
+	if b.config, b.addr, err = b.writeConfig(dest, "bench.yaml"); err != nil {
 		return err
 	}
 	log.Printf("starting the server (%s serve)", b.bin)
-	if b.srv, err = b.startChild(ctx, b.config, b.addr); err != nil {
+	if b.srv, err = b.startChild(ctx, b.config, b.addr, "server.log"); err != nil {
 		return err
 	}
 	steps := []func(context.Context) error{b.ingest, b.duplicates, b.endToEnd, b.growth, b.memory}
@@ -167,7 +180,7 @@ func (b *bench) settle(ctx context.Context) {
 		}
 		time.Sleep(200 * time.Millisecond) // poll interval
 	}
-	if err := b.pg.exec(ctx, `CHECKPOINT`); err != nil {
+	if err := b.pg.checkpoint(ctx); err != nil {
 		log.Printf("checkpoint: %v", err)
 	}
 }
@@ -192,30 +205,46 @@ func (b *bench) measureBaseline(ctx context.Context, when string) (float64, erro
 	return tps, nil
 }
 
-func (b *bench) ingest(ctx context.Context) error {
-	log.Printf("ingest: new deliveries, %d senders, %s", b.o.senders, b.o.seconds)
+// ingestRun is one sustained-ingest measurement.
+type ingestRun struct {
+	r       loadResult
+	use     cpuUse
+	posted  int64 // deliveries posted while use was measured, the warm-up's included
+	commits int64 // transactions the database (a cluster's coordinator) committed meanwhile
+}
+
+// runIngest posts new deliveries (ids evt_PREFIX_N) to the server with the
+// bench's senders for the warm-up and the measured window.
+func (b *bench) runIngest(ctx context.Context, prefix string) (ingestRun, error) {
 	b.settle(ctx)
-	p := newPoster(b.srv.url, b.o.senders)
+	p := newPoster(b.srv.url, b.o.senders).spread(b.clients)
 	var n atomic.Int64
 	next := func() []byte {
 		i := n.Add(1) - 1
-		return eventBody(fmt.Sprintf("evt_in_%d", i), fmt.Sprintf("enq_in_%d", i), typeIgnored)
+		return eventBody(fmt.Sprintf("evt_%s_%d", prefix, i), fmt.Sprintf("enq_%s_%d", prefix, i), typeIgnored)
 	}
 	commits := b.pg.commits(ctx)
 	before := b.parties().sample()
 	r := p.runLoad(ctx, b.o.senders, 2*time.Second, b.o.seconds, next)
 	use := before.to(b.parties().sample())
 	commits = b.pg.commits(ctx) - commits
-	if err := loadFailed("ingest", r); err != nil {
+	return ingestRun{r: r, use: use, posted: n.Load(), commits: commits}, loadFailed("ingest", r)
+}
+
+func (b *bench) ingest(ctx context.Context) error {
+	log.Printf("ingest: new deliveries, %d senders, %s", b.o.senders, b.o.seconds)
+	run, err := b.runIngest(ctx, "in")
+	if err != nil {
 		return err
 	}
-	b.ingestRate = r.rate()
+	r := run.r
+	b.ingestRate, b.singleIngest = r.rate(), run
 	b.t.add(row{figure: fmt.Sprintf("ingest: signed webhooks acknowledged, %d senders", b.o.senders),
-		value: perSec(r.rate()), target: ">= 1.0x", cpu: use.String(), key: "ingest"})
+		value: perSec(r.rate()), target: ">= 1.0x", cpu: run.use.String(), key: "ingest"})
 	b.t.add(row{figure: "ingest: acknowledgement latency p50 / p99",
 		value: ms(r.p50) + " / " + ms(r.p99), ratio: "-", target: "p99 <= 50 ms", met: check(r.p99 <= 50*time.Millisecond)})
 	b.t.note("ingest: %d commits in the database for %d deliveries (with the router's own), %.1f deliveries per commit",
-		commits, n.Load(), float64(n.Load())/float64(max(commits, 1)))
+		run.commits, run.posted, float64(run.posted)/float64(max(run.commits, 1)))
 	return nil
 }
 

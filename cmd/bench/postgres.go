@@ -28,6 +28,8 @@ type postgres struct {
 	dir  string
 	dsn  string
 	pool *pgxpool.Pool // the bench's own connections: setup and polling
+	// On a local Citus cluster, emb is the coordinator and these its workers.
+	workers []*db.Embedded
 }
 
 func startPostgres(ctx context.Context, dir string) (*postgres, error) {
@@ -36,11 +38,17 @@ func startPostgres(ctx context.Context, dir string) (*postgres, error) {
 	if err != nil {
 		return nil, err
 	}
-	pg := &postgres{emb: emb, dir: dir, dsn: emb.DSN("oncehook")}
+	return migrated(ctx, &postgres{emb: emb, dir: dir, dsn: emb.DSN("oncehook")})
+}
+
+// migrated migrates pg's database and opens the bench's pool on it; on error it
+// stops pg's server.
+func migrated(ctx context.Context, pg *postgres) (*postgres, error) {
 	if err := db.Migrate(ctx, pg.dsn); err != nil {
 		pg.stop()
 		return nil, err
 	}
+	var err error
 	if pg.pool, err = openPool(ctx, pg.dsn); err != nil {
 		pg.stop()
 		return nil, err
@@ -57,14 +65,37 @@ func (pg *postgres) stop() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	if err := pg.emb.Stop(ctx); err != nil {
+	if err := (&db.Cluster{Coordinator: pg.emb, Workers: pg.workers}).Stop(ctx); err != nil {
 		log.Printf("stop postgres: %v", err)
 	}
 }
 
 // postmasterPID is the server's main process, parent of every backend.
-func (pg *postgres) postmasterPID() int {
-	b, err := os.ReadFile(filepath.Join(pg.dir, "postmaster.pid"))
+func (pg *postgres) postmasterPID() int { return postmasterPID(pg.dir) }
+
+// workerPIDs are the postmasters of a cluster's workers, none on one server.
+func (pg *postgres) workerPIDs() []func() int {
+	var out []func() int
+	for _, w := range pg.workers {
+		out = append(out, func() int { return postmasterPID(w.Dir()) })
+	}
+	return out
+}
+
+// checkpoint writes out every dirty page, on each node of a cluster.
+func (pg *postgres) checkpoint(ctx context.Context) error {
+	if err := pg.exec(ctx, `CHECKPOINT`); err != nil {
+		return err
+	}
+	if len(pg.workers) > 0 {
+		return pg.exec(ctx, `SELECT run_command_on_workers('CHECKPOINT')`)
+	}
+	return nil
+}
+
+// postmasterPID is the main process of the server whose data directory is dir.
+func postmasterPID(dir string) int {
+	b, err := os.ReadFile(filepath.Join(dir, "postmaster.pid"))
 	if err != nil {
 		return 0
 	}

@@ -24,7 +24,7 @@ func (b *bench) profile(ctx context.Context) error {
 	}
 	defer dest.close()
 	b.dest = dest
-	if b.config, b.addr, err = b.writeConfig(dest); err != nil {
+	if b.config, b.addr, err = b.writeConfig(dest, "bench.yaml"); err != nil {
 		return err
 	}
 	concurrency := 16

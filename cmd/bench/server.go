@@ -27,27 +27,21 @@ import (
 	"github.com/oncehook/oncehook/web"
 )
 
-// benchConfig is the server's config: one Stripe source, the sandbox CRM, and one
-// action per checkout. %[1]s is the listen address, %[2]s the CRM's URL.
-const benchConfig = `listen: %[1]s
-connections_per_address: 0   # every sender posts from this one address
-sources:
-  - {name: stripe-live, client: acme, provider: stripe, account: acct_bench, environment: live,
+// benchConfig is the server's config: the sandbox CRM at crmURL and, for each
+// client (acme when none is named), a Stripe source and one action per checkout.
+// The single client's source is stripe-live; each of several is stripe-CLIENT.
+func benchConfig(addr, crmURL string, clients ...string) string {
+	var sources, actions strings.Builder
+	for _, c := range clientsOrAcme(clients) {
+		src, account, action := "stripe-"+c, "acct_"+c, "open_opportunity_"+c
+		if len(clients) == 0 {
+			src, account, action = "stripe-live", "acct_bench", "open_opportunity"
+		}
+		fmt.Fprintf(&sources, `  - {name: %s, client: %s, provider: stripe, account: %s, environment: live,
      secret_env: BENCH_STRIPE_SECRET, max_body: 256KiB}
-destinations:
-  - name: crm
-    type: http
-    create: {method: POST, url: "%[2]s/opportunities"}
-    auth: {bearer_env: BENCH_CRM_TOKEN}
-    idempotency: {header: Idempotency-Key, ttl: 24h}
-    reference_field: source_ref
-    lookup: {url: "%[2]s/opportunities?source_ref={ref}", consistency: strong}
-    result_id: /id
-    timeout: 5s
-    owner: crm-admin@example.com
-actions:
-  - name: open_opportunity
-    source: stripe-live
+`, src, c, account)
+		fmt.Fprintf(&actions, `  - name: %s
+    source: %s
     on: [checkout.session.completed]
     key: [/data/object/metadata/enquiry_id]
     destination: crm
@@ -57,7 +51,44 @@ actions:
       email: /data/object/customer_details/email
     retry: {attempts: 8, within: 72h}
     owner: sales-ops@example.com
-`
+`, action, src)
+	}
+	return fmt.Sprintf(`listen: %s
+connections_per_address: 0   # every sender posts from this one address
+sources:
+%sdestinations:
+  - name: crm
+    type: http
+    create: {method: POST, url: "%[3]s/opportunities"}
+    auth: {bearer_env: BENCH_CRM_TOKEN}
+    idempotency: {header: Idempotency-Key, ttl: 24h}
+    reference_field: source_ref
+    lookup: {url: "%[3]s/opportunities?source_ref={ref}", consistency: strong}
+    result_id: /id
+    timeout: 5s
+    owner: crm-admin@example.com
+actions:
+%[4]s`, addr, sources.String(), crmURL, actions.String())
+}
+
+func clientsOrAcme(clients []string) []string {
+	if len(clients) == 0 {
+		return []string{"acme"}
+	}
+	return clients
+}
+
+// hookPaths are the webhook paths of benchConfig's sources for clients.
+func hookPaths(clients []string) []string {
+	if len(clients) == 0 {
+		return []string{"/hooks/stripe-live"}
+	}
+	var out []string
+	for _, c := range clients {
+		out = append(out, "/hooks/stripe-"+c)
+	}
+	return out
+}
 
 var benchEnv = map[string]string{"BENCH_STRIPE_SECRET": stripeSecret, "BENCH_CRM_TOKEN": crmToken}
 
@@ -112,12 +143,13 @@ func freeAddr() (string, error) {
 	return ln.Addr().String(), nil
 }
 
-func (b *bench) writeConfig(dest *destination) (path, addr string, err error) {
+// writeConfig writes benchConfig for clients to name under the bench's directory.
+func (b *bench) writeConfig(dest *destination, name string, clients ...string) (path, addr string, err error) {
 	if addr, err = freeAddr(); err != nil {
 		return "", "", err
 	}
-	path = filepath.Join(b.dir, "bench.yaml")
-	return path, addr, os.WriteFile(path, []byte(fmt.Sprintf(benchConfig, addr, dest.url)), 0o644)
+	path = filepath.Join(b.dir, name)
+	return path, addr, os.WriteFile(path, []byte(benchConfig(addr, dest.url, clients...)), 0o644)
 }
 
 // buildServer builds the real binary from ./cmd/oncehook.
@@ -159,8 +191,10 @@ type child struct {
 	done chan error
 }
 
-func (b *bench) startChild(ctx context.Context, config, addr string) (*child, error) {
-	logf, err := os.Create(filepath.Join(b.dir, "server.log"))
+// startChild starts the server with config, listening on addr, its output in
+// the bench's directory under logName.
+func (b *bench) startChild(ctx context.Context, config, addr, logName string) (*child, error) {
+	logf, err := os.Create(filepath.Join(b.dir, logName))
 	if err != nil {
 		return nil, err
 	}

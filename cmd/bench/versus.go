@@ -261,7 +261,7 @@ func (b *bench) startRun(ctx context.Context, run *vsRun) error {
 		return err
 	}
 	run.w = &watch{b: b, c: run.c, pool: pool, srv: srv}
-	run.p = &poster{addr: addr, path: run.c.hook}
+	run.p = &poster{addr: addr, paths: []string{run.c.hook}}
 	run.r.name = run.c.name
 	return nil
 }

@@ -12,25 +12,27 @@ import (
 	"github.com/oncehook/oncehook/db"
 )
 
-// ownWorkers are the workers of the Citus clusters Cluster started, by their
-// coordinator.
-var ownWorkers struct {
+// ownClusters are the Citus clusters Cluster started, by their coordinator.
+var ownClusters struct {
 	mu sync.Mutex
-	m  map[*db.Embedded][]*db.Embedded
+	m  map[*db.Embedded]*db.Cluster
 }
 
 // nodesOf is cluster with its workers, the coordinator first: the shared
 // cluster's, or one Cluster started; one server alone otherwise.
 func nodesOf(cluster *db.Embedded) []*db.Embedded {
-	ownWorkers.mu.Lock()
-	workers := ownWorkers.m[cluster]
-	ownWorkers.mu.Unlock()
+	ownClusters.mu.Lock()
+	c := ownClusters.m[cluster]
+	ownClusters.mu.Unlock()
 	server.mu.Lock()
-	if cluster == server.coordinator {
-		workers = server.workers
+	if server.citus != nil && cluster == server.citus.Coordinator {
+		c = server.citus
 	}
 	server.mu.Unlock()
-	return append([]*db.Embedded{cluster}, workers...)
+	if c == nil {
+		return []*db.Embedded{cluster}
+	}
+	return c.Nodes()
 }
 
 // Clone creates name on cluster (a server from Cluster) as a copy of its
@@ -76,14 +78,14 @@ func Clone(t testing.TB, cluster *db.Embedded, name string) string {
 	return cluster.DSN(name)
 }
 
-// rememberWorkers records the workers of a cluster Cluster started.
-func rememberWorkers(coordinator *db.Embedded, workers []*db.Embedded) {
-	ownWorkers.mu.Lock()
-	defer ownWorkers.mu.Unlock()
-	if ownWorkers.m == nil {
-		ownWorkers.m = map[*db.Embedded][]*db.Embedded{}
+// rememberCluster records a Citus cluster Cluster started.
+func rememberCluster(c *db.Cluster) {
+	ownClusters.mu.Lock()
+	defer ownClusters.mu.Unlock()
+	if ownClusters.m == nil {
+		ownClusters.m = map[*db.Embedded]*db.Cluster{}
 	}
-	ownWorkers.m[coordinator] = workers
+	ownClusters.m[c.Coordinator] = c
 }
 
 // NodeDSNs is dsn, a test database on the shared server or on a cluster from
@@ -100,15 +102,15 @@ func NodeDSNs(t testing.TB, dsn string) []string {
 	out := []string{dsn}
 	var candidates []*db.Embedded
 	server.mu.Lock()
-	if server.coordinator != nil {
-		candidates = append(candidates, server.coordinator)
+	if server.citus != nil {
+		candidates = append(candidates, server.citus.Coordinator)
 	}
 	server.mu.Unlock()
-	ownWorkers.mu.Lock()
-	for c := range ownWorkers.m {
+	ownClusters.mu.Lock()
+	for c := range ownClusters.m {
 		candidates = append(candidates, c)
 	}
-	ownWorkers.mu.Unlock()
+	ownClusters.mu.Unlock()
 	for _, c := range candidates {
 		if dir, p := c.Socket(); dir == host && p == port {
 			for _, w := range nodesOf(c)[1:] {

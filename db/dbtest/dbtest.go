@@ -50,18 +50,24 @@ var server struct {
 	err      error         // a failed setup, reported to every test rather than retried
 	// On a local Citus cluster (EnvCitus): its nodes, and a pool on each worker
 	// that creates and drops the per-test databases there too.
-	coordinator *db.Embedded
-	workers     []*db.Embedded
+	citus       *db.Cluster
 	workerAdmin []*pgxpool.Pool
 }
 
-// clusters are the servers this binary started, each with the directory to remove
-// once it is stopped. starting is held (shared) while one starts, so that stopAll
-// on a signal waits for it instead of missing it.
+// clusters are the servers this binary started, by the first (a Citus
+// cluster's coordinator), each with its directory to remove once stopped.
+// starting is held (shared) while one starts, so that stopAll on a signal waits
+// for it instead of missing it.
 var clusters struct {
 	starting sync.RWMutex
 	mu       sync.Mutex
-	m        map[*db.Embedded]string
+	m        map[*db.Embedded]started
+}
+
+// started is what stopCluster stops: the servers, then removes their directory.
+type started struct {
+	nodes []*db.Embedded
+	dir   string
 }
 
 // Main is called from a package's TestMain: it runs m, with a server for the run
@@ -118,12 +124,12 @@ func setup(ctx context.Context) (admin *pgxpool.Pool, dsn, template string, err 
 func connect(ctx context.Context) error {
 	server.dsn = os.Getenv(EnvURL)
 	if OnCitus() {
-		c, workers, err := startCitus(ctx)
+		c, err := startCitus(ctx)
 		if err != nil {
 			return err
 		}
-		server.coordinator, server.workers, server.dsn = c, workers, c.DSN("postgres")
-		for _, w := range workers {
+		server.citus, server.dsn = c, c.Coordinator.DSN("postgres")
+		for _, w := range c.Workers {
 			p, err := pgxpool.New(ctx, w.DSN("postgres"))
 			if err != nil {
 				return fmt.Errorf("connect to a worker: %w", err)
@@ -152,40 +158,53 @@ func connect(ctx context.Context) error {
 
 // startCluster starts a private server under a short /tmp path: the unix socket
 // path must stay under ~100 bytes and t.TempDir's can be long.
-func startCluster(ctx context.Context) (*db.Embedded, error) { return startClusterWith(ctx, nil) }
-
-// startClusterWith is startCluster with more server settings.
-func startClusterWith(ctx context.Context, settings []string) (*db.Embedded, error) {
+func startCluster(ctx context.Context) (*db.Embedded, error) {
 	clusters.starting.RLock()
 	defer clusters.starting.RUnlock()
+	dir, err := clusterDir()
+	if err != nil {
+		return nil, err
+	}
+	e, err := db.StartEmbedded(ctx, db.EmbeddedParams{Dir: dir + "/pg"})
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	register(dir, e)
+	return e, nil
+}
+
+// clusterDir makes a new directory for a cluster's files under /tmp.
+func clusterDir() (string, error) {
 	dir, err := os.MkdirTemp("/tmp", "ohtest-")
 	if err != nil {
-		return nil, fmt.Errorf("create cluster directory: %w", err)
+		return "", fmt.Errorf("create cluster directory: %w", err)
 	}
 	// MkdirTemp makes it 0700; when we are root Postgres runs as another user
 	// that must pass through it.
 	if err := os.Chmod(dir, 0o755); err != nil {
 		os.RemoveAll(dir)
-		return nil, fmt.Errorf("create cluster directory: %w", err)
+		return "", fmt.Errorf("create cluster directory: %w", err)
 	}
-	e, err := db.StartEmbedded(ctx, db.EmbeddedParams{Dir: dir + "/pg", Settings: settings})
-	if err != nil {
-		os.RemoveAll(dir)
-		return nil, err
-	}
+	return dir, nil
+}
+
+// register records servers started under dir, for stopCluster(nodes[0]).
+func register(dir string, nodes ...*db.Embedded) {
 	clusters.mu.Lock()
 	defer clusters.mu.Unlock()
 	if clusters.m == nil {
-		clusters.m = map[*db.Embedded]string{}
+		clusters.m = map[*db.Embedded]started{}
 	}
-	clusters.m[e] = dir
-	return e, nil
+	clusters.m[nodes[0]] = started{nodes: nodes, dir: dir}
 }
 
-// stopCluster stops e and removes its files; later calls do nothing.
+// stopCluster stops the servers registered under e (a Citus cluster's
+// coordinator stops its workers too) and removes their files; later calls do
+// nothing.
 func stopCluster(e *db.Embedded) error {
 	clusters.mu.Lock()
-	dir, ok := clusters.m[e]
+	s, ok := clusters.m[e]
 	delete(clusters.m, e)
 	clusters.mu.Unlock()
 	if !ok {
@@ -193,8 +212,8 @@ func stopCluster(e *db.Embedded) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	err := e.Stop(ctx)
-	os.RemoveAll(dir)
+	err := (&db.Cluster{Coordinator: s.nodes[0], Workers: s.nodes[1:]}).Stop(ctx)
+	os.RemoveAll(s.dir)
 	return err
 }
 
@@ -275,10 +294,12 @@ func Cluster(t testing.TB) (*db.Embedded, string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	var e *db.Embedded
-	var workers []*db.Embedded
+	var c *db.Cluster
 	var err error
 	if OnCitus() {
-		e, workers, err = startCitus(ctx)
+		if c, err = startCitus(ctx); err == nil {
+			e = c.Coordinator
+		}
 	} else {
 		e, err = startCluster(ctx)
 	}
@@ -286,15 +307,13 @@ func Cluster(t testing.TB) (*db.Embedded, string) {
 		t.Fatalf("dbtest: %v", err)
 	}
 	t.Cleanup(func() {
-		for _, n := range append([]*db.Embedded{e}, workers...) {
-			if err := stopCluster(n); err != nil {
-				t.Errorf("dbtest: %v", err)
-			}
+		if err := stopCluster(e); err != nil {
+			t.Errorf("dbtest: %v", err)
 		}
 	})
-	if OnCitus() {
-		rememberWorkers(e, workers)
-		if err := citusDatabase(ctx, e, workers, "oncehook"); err != nil {
+	if c != nil {
+		rememberCluster(c)
+		if err := c.CreateDatabase(ctx, "oncehook"); err != nil {
 			t.Fatalf("dbtest: %v", err)
 		}
 	}
@@ -360,8 +379,8 @@ func ensureTemplate(ctx context.Context, serverDSN string) (string, error) {
 			return "", fmt.Errorf("drop unfinished template: %w", err)
 		}
 	}
-	if server.coordinator != nil {
-		if err := citusDatabase(ctx, server.coordinator, server.workers, name); err != nil {
+	if server.citus != nil {
+		if err := server.citus.CreateDatabase(ctx, name); err != nil {
 			return "", fmt.Errorf("create template: %w", err)
 		}
 	} else if _, err := conn.Exec(ctx, "CREATE DATABASE "+ident); err != nil {
