@@ -121,21 +121,21 @@ func (r eventRow) identity() identity { return identity{r.client, r.source, r.so
 // sender's retry keeps it then.
 func writeBatch(ctx context.Context, pool *pgxpool.Pool, sharded bool, deliveries []eventRow) ([]batch.Result[Receipt], error) {
 	folds, p := foldBatch(deliveries)
-	// The statement commits on its own.
 	q := db.New(pool)
-	rows, err := insertEvents(ctx, q, sharded, p)
+	rows, err := insertEvents(ctx, pool, sharded, p)
 	if err != nil {
 		return nil, fmt.Errorf("insert events: %w", err)
 	}
 	return batchReplies(ctx, q, deliveries, folds, rows), nil
 }
 
-// insertEvents runs EventInsertBatch: on a single Postgres as one statement; on
-// Citus (sharded) as one EventInsertOne a row, each on its client's shard, sent
-// together in one round trip, which commits them together as one statement would.
-func insertEvents(ctx context.Context, q *db.Queries, sharded bool, p db.EventInsertBatchParams) ([]db.EventInsertBatchRow, error) {
+// insertEvents runs EventInsertBatch: on a single Postgres as one statement that
+// commits on its own; on Citus (sharded) as one EventInsertOne a row, each on its
+// client's shard, sent together in one round trip inside a transaction of its own
+// (without one, Citus commits each row on its worker as it comes).
+func insertEvents(ctx context.Context, pool *pgxpool.Pool, sharded bool, p db.EventInsertBatchParams) ([]db.EventInsertBatchRow, error) {
 	if !sharded {
-		return q.EventInsertBatch(ctx, p)
+		return db.New(pool).EventInsertBatch(ctx, p)
 	}
 	one := make([]db.EventInsertOneParams, len(p.Clients))
 	for i := range one {
@@ -144,18 +144,20 @@ func insertEvents(ctx context.Context, q *db.Queries, sharded bool, p db.EventIn
 			BodySha256: p.BodySha256s[i], Headers: p.Headers[i], OccurredAt: p.OccurredAts[i],
 			Deliveries: p.Deliveries[i], Conflict: p.Conflicts[i], Via: p.Vias[i]}
 	}
-	rows := make([]db.EventInsertBatchRow, 0, len(one))
-	var first error
-	q.EventInsertOne(ctx, one).QueryRow(func(_ int, r db.EventInsertOneRow, err error) {
-		if first == nil && err != nil {
-			first = err
-		}
-		if err == nil {
+	var rows []db.EventInsertBatchRow
+	err := db.WithTx(ctx, pool, func(q *db.Queries) error {
+		rows = make([]db.EventInsertBatchRow, 0, len(one))
+		var first error
+		q.EventInsertOne(ctx, one).QueryRow(func(_ int, r db.EventInsertOneRow, err error) {
+			if first == nil {
+				first = err
+			}
 			rows = append(rows, db.EventInsertBatchRow(r))
-		}
+		})
+		return first
 	})
-	if first != nil {
-		return nil, first
+	if err != nil {
+		return nil, err
 	}
 	return rows, nil
 }
