@@ -39,157 +39,199 @@ type workerStatement struct {
 // reconcile and the wake-ups, by name (TestWorkerStatementsListed checks that
 // every one those files run is here).
 func workerStatements() []workerStatement {
-	const c = "acme"
-	one, now, worker := int64(1), time.Now(), "w1"
-	js, sum := json.RawMessage(`{"a":1}`), []byte{1}
+	return slices.Concat(ingestStatements(), routeStatements(), routeRuleStatements(), performStatements(),
+		recordStatements(), reconcileStatements(), modeStatements())
+}
+
+// The arguments the statements are explained with: a worker's, for one client.
+const wsClient = "acme"
+
+var (
+	wsOne, wsNow, wsWorker = int64(1), time.Now(), "w1"
+	wsJSON, wsSum          = json.RawMessage(`{"a":1}`), []byte{1}
+)
+
+// ingestStatements are the statements of ingest.
+func ingestStatements() []workerStatement {
 	return []workerStatement{
-		// ingest
 		{name: "EventInsertBatch", mode: "single", call: func(ctx context.Context, q *db.Queries, _ bool) {
-			_, _ = q.EventInsertBatch(ctx, db.EventInsertBatchParams{Clients: []string{c}, Environments: []string{"live"},
-				Sources: []string{"shop"}, SourceEventIds: []string{"e1"}, Types: []string{"t"}, Bodies: [][]byte{js},
-				Payloads: [][]byte{js}, BodySha256s: [][]byte{sum}, Headers: []json.RawMessage{js},
+			_, _ = q.EventInsertBatch(ctx, db.EventInsertBatchParams{Clients: []string{wsClient}, Environments: []string{"live"},
+				Sources: []string{"shop"}, SourceEventIds: []string{"e1"}, Types: []string{"t"}, Bodies: [][]byte{wsJSON},
+				Payloads: [][]byte{wsJSON}, BodySha256s: [][]byte{wsSum}, Headers: []json.RawMessage{wsJSON},
 				OccurredAts: []string{""}, Deliveries: []int32{1}, Conflicts: []bool{false}, Vias: []string{"webhook"}})
 		}},
 		{name: "EventInsertOne", mode: "citus", call: func(ctx context.Context, q *db.Queries, _ bool) {
-			q.EventInsertOne(ctx, []db.EventInsertOneParams{{Client: c, Environment: "live", Source: "shop",
-				SourceEventID: "e1", Type: "t", Body: js, Payload: js, BodySha256: sum, Headers: js, Deliveries: 1,
+			q.EventInsertOne(ctx, []db.EventInsertOneParams{{Client: wsClient, Environment: "live", Source: "shop",
+				SourceEventID: "e1", Type: "t", Body: wsJSON, Payload: wsJSON, BodySha256: wsSum, Headers: wsJSON, Deliveries: 1,
 				Via: "webhook"}}).QueryRow(nil)
 		}},
 		{name: "EventConflictInsert", call: func(ctx context.Context, q *db.Queries, _ bool) {
-			_ = q.EventConflictInsert(ctx, db.EventConflictInsertParams{Client: c, EventID: 1, Body: js, BodySha256: sum, Headers: js})
+			_ = q.EventConflictInsert(ctx, db.EventConflictInsertParams{Client: wsClient, EventID: 1, Body: wsJSON, BodySha256: wsSum, Headers: wsJSON})
 		}},
-		// route
+	}
+}
+
+// routeStatements are the statements of route.
+func routeStatements() []workerStatement {
+	return []workerStatement{
 		{name: "EventClaimReceived", client: true, call: func(ctx context.Context, q *db.Queries, sharded bool) {
-			_, _ = q.EventClaimReceived(ctx, db.EventClaimReceivedParams{Client: c, MaxEvents: 50, Sharded: sharded})
+			_, _ = q.EventClaimReceived(ctx, db.EventClaimReceivedParams{Client: wsClient, MaxEvents: 50, Sharded: sharded})
 		}},
 		{name: "EventSetStatuses", call: func(ctx context.Context, q *db.Queries, sharded bool) {
-			_ = q.EventSetStatuses(ctx, db.EventSetStatusesParams{Sharded: sharded, Client: c, Clients: []string{c},
+			_ = q.EventSetStatuses(ctx, db.EventSetStatusesParams{Sharded: sharded, Client: wsClient, Clients: []string{wsClient},
 				Ids: []int64{1}, Statuses: []string{"routed"}, Reasons: []string{""}})
 		}},
 		{name: "ActionInsert", mode: "single", call: func(ctx context.Context, q *db.Queries, _ bool) {
-			_, _ = q.ActionInsert(ctx, db.ActionInsertParams{HeldState: "held", ReadyState: "pending", Clients: []string{c},
+			_, _ = q.ActionInsert(ctx, db.ActionInsertParams{HeldState: "held", ReadyState: "pending", Clients: []string{wsClient},
 				Environments: []string{"live"}, Sources: []string{"shop"}, Names: []string{"n"}, BusinessKeys: []string{"k"},
-				KeyParts: []json.RawMessage{js}, OperationKeys: []string{"op"}, Destinations: []string{"crm"},
-				Params: []json.RawMessage{js}, ParamsSha256s: [][]byte{sum}, Owners: []string{""}, AfterIds: []int64{1},
-				Resources: []string{""}, OccurredAts: []time.Time{now}, HasOccurredAts: []bool{true},
+				KeyParts: []json.RawMessage{wsJSON}, OperationKeys: []string{"op"}, Destinations: []string{"crm"},
+				Params: []json.RawMessage{wsJSON}, ParamsSha256s: [][]byte{wsSum}, Owners: []string{""}, AfterIds: []int64{1},
+				Resources: []string{""}, OccurredAts: []time.Time{wsNow}, HasOccurredAts: []bool{true},
 				MaxAttempts: []int32{5}, WithinSeconds: []float64{60}})
 		}},
 		{name: "DestinationDisconnectedList", mode: "citus", call: func(ctx context.Context, q *db.Queries, _ bool) {
 			_, _ = q.DestinationDisconnectedList(ctx)
 		}},
 		{name: "ActionInsertOne", mode: "citus", call: func(ctx context.Context, q *db.Queries, _ bool) {
-			q.ActionInsertOne(ctx, []db.ActionInsertOneParams{{Client: c, Environment: "live", Source: "shop", Name: "n",
-				BusinessKey: "k", KeyParts: js, OperationKey: "op", Destination: "crm", Params: js, ParamsSha256: sum,
-				State: "pending", AfterID: &one, OccurredAt: &now, MaxAttempts: 5, WithinSeconds: 60, Due: true}}).Query(nil)
+			q.ActionInsertOne(ctx, []db.ActionInsertOneParams{{Client: wsClient, Environment: "live", Source: "shop", Name: "n",
+				BusinessKey: "k", KeyParts: wsJSON, OperationKey: "op", Destination: "crm", Params: wsJSON, ParamsSha256: wsSum,
+				State: "pending", AfterID: &wsOne, OccurredAt: &wsNow, MaxAttempts: 5, WithinSeconds: 60, Due: true}}).Query(nil)
 		}},
 		{name: "ActionGetByKey", client: true, call: func(ctx context.Context, q *db.Queries, _ bool) {
-			_, _ = q.ActionGetByKey(ctx, db.ActionGetByKeyParams{Client: c, ID: 1})
+			_, _ = q.ActionGetByKey(ctx, db.ActionGetByKeyParams{Client: wsClient, ID: 1})
 		}},
 		{name: "ActionGetByOperationKey", client: true, call: func(ctx context.Context, q *db.Queries, _ bool) {
-			_, _ = q.ActionGetByOperationKey(ctx, db.ActionGetByOperationKeyParams{Client: c, OperationKey: "op"})
+			_, _ = q.ActionGetByOperationKey(ctx, db.ActionGetByOperationKeyParams{Client: wsClient, OperationKey: "op"})
 		}},
 		{name: "ActionRecordConflict", client: true, call: func(ctx context.Context, q *db.Queries, _ bool) {
-			_ = q.ActionRecordConflict(ctx, db.ActionRecordConflictParams{State: "held", Reason: "r", NextAttemptAt: now,
-				Client: c, ID: 1, States: []string{"pending"}})
+			_ = q.ActionRecordConflict(ctx, db.ActionRecordConflictParams{State: "held", Reason: "r", NextAttemptAt: wsNow,
+				Client: wsClient, ID: 1, States: []string{"pending"}})
 		}},
 		{name: "ActionEventLinks", mode: "single", call: func(ctx context.Context, q *db.Queries, _ bool) {
-			_ = q.ActionEventLinks(ctx, db.ActionEventLinksParams{Clients: []string{c}, ActionIds: []int64{1},
-				EventIds: []int64{1}, Params: []json.RawMessage{js}, ParamsSha256s: [][]byte{sum}, Conflicts: []bool{false}})
+			_ = q.ActionEventLinks(ctx, db.ActionEventLinksParams{Clients: []string{wsClient}, ActionIds: []int64{1},
+				EventIds: []int64{1}, Params: []json.RawMessage{wsJSON}, ParamsSha256s: [][]byte{wsSum}, Conflicts: []bool{false}})
 		}},
 		{name: "ActionEventLinkOne", mode: "citus", call: func(ctx context.Context, q *db.Queries, _ bool) {
-			q.ActionEventLinkOne(ctx, []db.ActionEventLinkOneParams{{Client: c, ActionID: 1, EventID: 1, Params: js,
-				ParamsSha256: sum}}).Exec(nil)
+			q.ActionEventLinkOne(ctx, []db.ActionEventLinkOneParams{{Client: wsClient, ActionID: 1, EventID: 1, Params: wsJSON,
+				ParamsSha256: wsSum}}).Exec(nil)
 		}},
+	}
+}
+
+// routeRuleStatements are the statements of the route's rules: stale events,
+// cancellations and the audit trail.
+func routeRuleStatements() []workerStatement {
+	return []workerStatement{
 		{name: "ActionCancelByResource", client: true, call: func(ctx context.Context, q *db.Queries, _ bool) {
-			_, _ = q.ActionCancelByResource(ctx, db.ActionCancelByResourceParams{Reason: "r", Client: c, Source: "shop",
+			_, _ = q.ActionCancelByResource(ctx, db.ActionCancelByResourceParams{Reason: "r", Client: wsClient, Source: "shop",
 				Resource: "res", Names: []string{"n"}, States: []string{"pending"}})
 		}},
 		{name: "ResourceEnsure", call: func(ctx context.Context, q *db.Queries, _ bool) {
-			_ = q.ResourceEnsure(ctx, db.ResourceEnsureParams{Client: c, Source: "shop", Resource: "res"})
+			_ = q.ResourceEnsure(ctx, db.ResourceEnsureParams{Client: wsClient, Source: "shop", Resource: "res"})
 		}},
 		{name: "ResourceGetForUpdate", client: true, call: func(ctx context.Context, q *db.Queries, _ bool) {
-			_, _ = q.ResourceGetForUpdate(ctx, db.ResourceGetForUpdateParams{Client: c, Source: "shop", Resource: "res"})
+			_, _ = q.ResourceGetForUpdate(ctx, db.ResourceGetForUpdateParams{Client: wsClient, Source: "shop", Resource: "res"})
 		}},
 		{name: "ResourceSeen", client: true, call: func(ctx context.Context, q *db.Queries, _ bool) {
-			_ = q.ResourceSeen(ctx, db.ResourceSeenParams{Client: c, Source: "shop", Resource: "res", OccurredAt: &now})
+			_ = q.ResourceSeen(ctx, db.ResourceSeenParams{Client: wsClient, Source: "shop", Resource: "res", OccurredAt: &wsNow})
 		}},
 		{name: "ResourceCancel", mode: "single", client: true, call: func(ctx context.Context, q *db.Queries, _ bool) {
-			_ = q.ResourceCancel(ctx, db.ResourceCancelParams{Client: c, Source: "shop", Resource: "res", OccurredAt: &now})
+			_ = q.ResourceCancel(ctx, db.ResourceCancelParams{Client: wsClient, Source: "shop", Resource: "res", OccurredAt: &wsNow})
 		}},
 		{name: "ResourceCancelSharded", mode: "citus", call: func(ctx context.Context, q *db.Queries, _ bool) {
-			_ = q.ResourceCancelSharded(ctx, db.ResourceCancelShardedParams{Client: c, Source: "shop", Resource: "res", OccurredAt: &now})
+			_ = q.ResourceCancelSharded(ctx, db.ResourceCancelShardedParams{Client: wsClient, Source: "shop", Resource: "res", OccurredAt: &wsNow})
 		}},
 		{name: "AuditInsert", call: func(ctx context.Context, q *db.Queries, _ bool) {
-			_ = q.AuditInsert(ctx, db.AuditInsertParams{Client: c, ActionID: 1, Actor: "router", Act: "cancel", Note: "n", Detail: js})
+			_ = q.AuditInsert(ctx, db.AuditInsertParams{Client: wsClient, ActionID: 1, Actor: "router", Act: "cancel", Note: "n", Detail: wsJSON})
 		}},
 		{name: "ActionCancelSuccessors", client: true, call: func(ctx context.Context, q *db.Queries, _ bool) {
-			_, _ = q.ActionCancelSuccessors(ctx, db.ActionCancelSuccessorsParams{Reason: "r", Client: c, AfterID: &one})
+			_, _ = q.ActionCancelSuccessors(ctx, db.ActionCancelSuccessorsParams{Reason: "r", Client: wsClient, AfterID: &wsOne})
 		}},
-		// perform
+	}
+}
+
+// performStatements are the statements of perform.
+func performStatements() []workerStatement {
+	return []workerStatement{
 		{name: "ActionClaim", mode: "single", client: true, call: func(ctx context.Context, q *db.Queries, sharded bool) {
-			_, _ = q.ActionClaim(ctx, db.ActionClaimParams{Client: c, Callable: []string{"crm"}, FillNames: []string{},
-				OnlyDestinations: []string{}, SkipDestinations: []string{}, MaxActions: 16, Worker: worker,
+			_, _ = q.ActionClaim(ctx, db.ActionClaimParams{Client: wsClient, Callable: []string{"crm"}, FillNames: []string{},
+				OnlyDestinations: []string{}, SkipDestinations: []string{}, MaxActions: 16, Worker: wsWorker,
 				LeaseSeconds: 30, Sharded: sharded})
 		}},
 		{name: "ActionClaimSharded", mode: "citus", call: func(ctx context.Context, q *db.Queries, _ bool) {
-			_, _ = q.ActionClaimSharded(ctx, db.ActionClaimShardedParams{Client: c, Callable: []string{"crm"},
+			_, _ = q.ActionClaimSharded(ctx, db.ActionClaimShardedParams{Client: wsClient, Callable: []string{"crm"},
 				FillNames: []string{}, OnlyDestinations: []string{}, SkipDestinations: []string{}, MaxActions: 16,
-				Worker: worker, LeaseSeconds: 30})
+				Worker: wsWorker, LeaseSeconds: 30})
 		}},
 		{name: "AttemptStartEach", mode: "citus", call: func(ctx context.Context, q *db.Queries, _ bool) {
-			q.AttemptStartEach(ctx, []db.AttemptStartEachParams{{Client: c, ActionID: 1, Kind: "call",
-				OperationKey: "op", Worker: worker}}).QueryRow(nil)
+			q.AttemptStartEach(ctx, []db.AttemptStartEachParams{{Client: wsClient, ActionID: 1, Kind: "call",
+				OperationKey: "op", Worker: wsWorker}}).QueryRow(nil)
 		}},
 		{name: "ActionStartCallsSharded", mode: "citus", call: func(ctx context.Context, q *db.Queries, _ bool) {
-			_, _ = q.ActionStartCallsSharded(ctx, db.ActionStartCallsShardedParams{Worker: worker, Client: c,
-				Clients: []string{c}, Ids: []int64{1}})
+			_, _ = q.ActionStartCallsSharded(ctx, db.ActionStartCallsShardedParams{Worker: wsWorker, Client: wsClient,
+				Clients: []string{wsClient}, Ids: []int64{1}})
 		}},
 		{name: "ActionStartCalls", mode: "single", call: func(ctx context.Context, q *db.Queries, sharded bool) {
-			_, _ = q.ActionStartCalls(ctx, db.ActionStartCallsParams{Worker: worker, Sharded: sharded, Client: c,
-				Clients: []string{c}, Ids: []int64{1}})
+			_, _ = q.ActionStartCalls(ctx, db.ActionStartCallsParams{Worker: wsWorker, Sharded: sharded, Client: wsClient,
+				Clients: []string{wsClient}, Ids: []int64{1}})
 		}},
 		{name: "ActionRenewLease", client: true, call: func(ctx context.Context, q *db.Queries, _ bool) {
-			_, _ = q.ActionRenewLease(ctx, db.ActionRenewLeaseParams{LeaseSeconds: 30, Client: c, ID: 1, Worker: &worker, LeaseToken: 1})
+			_, _ = q.ActionRenewLease(ctx, db.ActionRenewLeaseParams{LeaseSeconds: 30, Client: wsClient, ID: 1, Worker: &wsWorker, LeaseToken: 1})
 		}},
 		{name: "EventTraceparentOfAction", client: true, call: func(ctx context.Context, q *db.Queries, _ bool) {
-			_, _ = q.EventTraceparentOfAction(ctx, db.EventTraceparentOfActionParams{Client: c, ActionID: 1})
+			_, _ = q.EventTraceparentOfAction(ctx, db.EventTraceparentOfActionParams{Client: wsClient, ActionID: 1})
 		}},
-		// record
+	}
+}
+
+// recordStatements are the statements of record.
+func recordStatements() []workerStatement {
+	return []workerStatement{
 		{name: "ActionRecordBatch", call: func(ctx context.Context, q *db.Queries, sharded bool) {
-			_, _ = q.ActionRecordBatch(ctx, db.ActionRecordBatchParams{Clients: []string{c}, Ids: []int64{1},
+			_, _ = q.ActionRecordBatch(ctx, db.ActionRecordBatchParams{Clients: []string{wsClient}, Ids: []int64{1},
 				AttemptIds: []int64{1}, Observed: []string{"success"}, HttpStatuses: []int32{201}, Errors: []string{""},
-				States: []string{"confirmed"}, Reasons: []string{""}, NextAttemptAts: []time.Time{now},
+				States: []string{"confirmed"}, Reasons: []string{""}, NextAttemptAts: []time.Time{wsNow},
 				ExternalRefs: []string{"ref"}, Results: []string{""}, Owners: []string{""}, LeaseTokens: []int64{1},
-				Sharded: sharded, Client: c, Worker: worker})
+				Sharded: sharded, Client: wsClient, Worker: wsWorker})
 		}},
 		{name: "DestinationSetStatus", call: func(ctx context.Context, q *db.Queries, _ bool) {
 			_ = q.DestinationSetStatus(ctx, db.DestinationSetStatusParams{Name: "crm", Status: "disconnected", Reason: "r"})
 		}},
 		{name: "ActionHoldDestination", call: func(ctx context.Context, q *db.Queries, sharded bool) {
 			_, _ = q.ActionHoldDestination(ctx, db.ActionHoldDestinationParams{Reason: "r", Destination: "crm",
-				States: []string{"pending"}, Sharded: sharded, Client: c})
+				States: []string{"pending"}, Sharded: sharded, Client: wsClient})
 		}},
-		// reconcile and recovery
+	}
+}
+
+// reconcileStatements are the statements of reconcile and recovery.
+func reconcileStatements() []workerStatement {
+	return []workerStatement{
 		{name: "ActionLockExpiredLeases", client: true, call: func(ctx context.Context, q *db.Queries, _ bool) {
-			_, _ = q.ActionLockExpiredLeases(ctx, c)
+			_, _ = q.ActionLockExpiredLeases(ctx, wsClient)
 		}},
 		{name: "AttemptStart", call: func(ctx context.Context, q *db.Queries, _ bool) {
-			_, _ = q.AttemptStart(ctx, db.AttemptStartParams{Client: c, ActionID: 1, Kind: "lookup", OperationKey: "op", Worker: worker})
+			_, _ = q.AttemptStart(ctx, db.AttemptStartParams{Client: wsClient, ActionID: 1, Kind: "lookup", OperationKey: "op", Worker: wsWorker})
 		}},
 		{name: "AttemptAbandonStarted", client: true, call: func(ctx context.Context, q *db.Queries, _ bool) {
-			_ = q.AttemptAbandonStarted(ctx, db.AttemptAbandonStartedParams{Client: c, ActionID: 1})
+			_ = q.AttemptAbandonStarted(ctx, db.AttemptAbandonStartedParams{Client: wsClient, ActionID: 1})
 		}},
 		{name: "ActionRecoverLeases", call: func(ctx context.Context, q *db.Queries, sharded bool) {
-			_, _ = q.ActionRecoverLeases(ctx, db.ActionRecoverLeasesParams{Sharded: sharded, Client: c, Clients: []string{c},
-				Ids: []int64{1}, States: []string{"pending"}, Reasons: []string{""}, NextAttemptAts: []time.Time{now}})
+			_, _ = q.ActionRecoverLeases(ctx, db.ActionRecoverLeasesParams{Sharded: sharded, Client: wsClient, Clients: []string{wsClient},
+				Ids: []int64{1}, States: []string{"pending"}, Reasons: []string{""}, NextAttemptAts: []time.Time{wsNow}})
 		}},
 		{name: "ActionReleaseStrayHeld", call: func(ctx context.Context, q *db.Queries, sharded bool) {
-			_, _ = q.ActionReleaseStrayHeld(ctx, db.ActionReleaseStrayHeldParams{Sharded: sharded, Client: c})
+			_, _ = q.ActionReleaseStrayHeld(ctx, db.ActionReleaseStrayHeldParams{Sharded: sharded, Client: wsClient})
 		}},
 		{name: "ActionReleaseLeases", call: func(ctx context.Context, q *db.Queries, sharded bool) {
-			_, _ = q.ActionReleaseLeases(ctx, db.ActionReleaseLeasesParams{Worker: &worker, Sharded: sharded, Client: c})
+			_, _ = q.ActionReleaseLeases(ctx, db.ActionReleaseLeasesParams{Worker: &wsWorker, Sharded: sharded, Client: wsClient})
 		}},
-		// wake-ups, the lanes and the database's mode
+	}
+}
+
+// modeStatements are the statements of wake-ups, the lanes and the database's mode.
+func modeStatements() []workerStatement {
+	return []workerStatement{
 		{name: "Notify", call: func(ctx context.Context, q *db.Queries, _ bool) { _ = q.Notify(ctx, "oncehook_actions") }},
 		{name: "DatabaseMode", call: func(ctx context.Context, q *db.Queries, _ bool) { _, _ = q.DatabaseMode(ctx) }},
 		{name: "ActionClientsWithWork", fansOut: "finds the performer's lanes", call: func(ctx context.Context, q *db.Queries, _ bool) {
