@@ -399,6 +399,160 @@ func (q *Queries) ActionClaim(ctx context.Context, arg ActionClaimParams) ([]Act
 	return items, nil
 }
 
+const actionClaimSharded = `-- name: ActionClaimSharded :many
+WITH due AS (
+    SELECT a.client, a.id, a.state, now() AS at,
+           a.state <> 'uncertain' AND a.destination = ANY($1::text[])
+               AND (a.after_id IS NULL OR NOT a.name = ANY($2::text[])) AS starts
+    FROM actions a
+    WHERE a.client = $3 AND a.state IN ('pending', 'retrying', 'uncertain')
+      AND a.next_attempt_at <= now()
+      AND NOT EXISTS (SELECT 1 FROM destinations d
+                      WHERE d.name = a.destination AND d.status = 'disconnected')
+      AND (coalesce(cardinality($4::text[]), 0) = 0 OR a.destination = ANY($4::text[]))
+      AND a.destination <> ALL(coalesce($5::text[], '{}'))
+    ORDER BY a.next_attempt_at, a.id
+    LIMIT $6
+    FOR UPDATE OF a SKIP LOCKED
+), claimed AS (
+    UPDATE actions a
+    SET state = 'processing', claimed_from = due.state, lease_owner = $7::text,
+        lease_token = a.lease_token + 1,
+        lease_expires_at = now() + make_interval(secs => $8::double precision),
+        attempts = a.attempts + CASE WHEN due.starts THEN 1 ELSE 0 END,
+        first_attempt_at = CASE WHEN due.starts THEN coalesce(a.first_attempt_at, due.at) ELSE a.first_attempt_at END,
+        last_attempt_at = CASE WHEN due.starts THEN due.at ELSE a.last_attempt_at END,
+        updated_at = now()
+    FROM due
+    WHERE a.client = due.client AND a.id = due.id AND a.client = $3
+    RETURNING a.id, a.client, a.environment, a.source, a.name, a.business_key, a.key_parts, a.operation_key, a.destination, a.params, a.params_sha256, a.state, a.reason, a.owner, a.after_id, a.resource, a.occurred_at, a.attempts, a.max_attempts, a.give_up_at, a.next_attempt_at, a.first_attempt_at, a.last_attempt_at, a.lease_owner, a.claimed_from, a.lease_expires_at, a.external_ref, a.result, a.created_at, a.updated_at, a.lease_token, a.state_since, a.attempt_key, a.param_values, a.reason_start, due.starts
+)
+SELECT c.id, c.client, c.environment, c.source, c.name, c.business_key, c.key_parts, c.operation_key, c.destination, c.params, c.params_sha256, c.state, c.reason, c.owner, c.after_id, c.resource, c.occurred_at, c.attempts, c.max_attempts, c.give_up_at, c.next_attempt_at, c.first_attempt_at, c.last_attempt_at, c.lease_owner, c.claimed_from, c.lease_expires_at, c.external_ref, c.result, c.created_at, c.updated_at, c.lease_token, c.state_since, c.attempt_key, c.param_values, c.reason_start, c.starts, 0::bigint AS attempt_id FROM claimed c
+`
+
+type ActionClaimShardedParams struct {
+	Callable         []string
+	FillNames        []string
+	Client           string
+	OnlyDestinations []string
+	SkipDestinations []string
+	MaxActions       int32
+	Worker           string
+	LeaseSeconds     float64
+}
+
+type ActionClaimShardedRow struct {
+	ID             int64
+	Client         string
+	Environment    string
+	Source         string
+	Name           string
+	BusinessKey    string
+	KeyParts       json.RawMessage
+	OperationKey   string
+	Destination    string
+	Params         json.RawMessage
+	ParamsSha256   []byte
+	State          string
+	Reason         string
+	Owner          string
+	AfterID        *int64
+	Resource       string
+	OccurredAt     *time.Time
+	Attempts       int32
+	MaxAttempts    int32
+	GiveUpAt       time.Time
+	NextAttemptAt  time.Time
+	FirstAttemptAt *time.Time
+	LastAttemptAt  *time.Time
+	LeaseOwner     *string
+	ClaimedFrom    string
+	LeaseExpiresAt *time.Time
+	ExternalRef    string
+	Result         json.RawMessage
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+	LeaseToken     int64
+	StateSince     time.Time
+	AttemptKey     string
+	ParamValues    json.RawMessage
+	ReasonStart    *string
+	Starts         pgtype.Bool
+	AttemptID      int64
+}
+
+// ActionClaim on Citus, where an insert that selects from the rows a statement
+// updated (ActionClaim's attempts) runs through the coordinator: the same claim
+// of one client's due work, on the client's shard, which returns the claims and
+// whether each starts a call (attempt_id 0); the caller writes the started
+// attempts next (AttemptStartEach), in the claim's transaction.
+func (q *Queries) ActionClaimSharded(ctx context.Context, arg ActionClaimShardedParams) ([]ActionClaimShardedRow, error) {
+	rows, err := q.db.Query(ctx, actionClaimSharded,
+		arg.Callable,
+		arg.FillNames,
+		arg.Client,
+		arg.OnlyDestinations,
+		arg.SkipDestinations,
+		arg.MaxActions,
+		arg.Worker,
+		arg.LeaseSeconds,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ActionClaimShardedRow{}
+	for rows.Next() {
+		var i ActionClaimShardedRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.Client,
+			&i.Environment,
+			&i.Source,
+			&i.Name,
+			&i.BusinessKey,
+			&i.KeyParts,
+			&i.OperationKey,
+			&i.Destination,
+			&i.Params,
+			&i.ParamsSha256,
+			&i.State,
+			&i.Reason,
+			&i.Owner,
+			&i.AfterID,
+			&i.Resource,
+			&i.OccurredAt,
+			&i.Attempts,
+			&i.MaxAttempts,
+			&i.GiveUpAt,
+			&i.NextAttemptAt,
+			&i.FirstAttemptAt,
+			&i.LastAttemptAt,
+			&i.LeaseOwner,
+			&i.ClaimedFrom,
+			&i.LeaseExpiresAt,
+			&i.ExternalRef,
+			&i.Result,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.LeaseToken,
+			&i.StateSince,
+			&i.AttemptKey,
+			&i.ParamValues,
+			&i.ReasonStart,
+			&i.Starts,
+			&i.AttemptID,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const actionClientsWithWork = `-- name: ActionClientsWithWork :many
 SELECT DISTINCT client FROM actions WHERE state IN ('pending', 'retrying', 'uncertain', 'processing')
 `
@@ -756,6 +910,60 @@ func (q *Queries) ActionGet(ctx context.Context, id int64) (Action, error) {
 	return i, err
 }
 
+const actionGetByKey = `-- name: ActionGetByKey :one
+SELECT id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key, param_values, reason_start FROM actions WHERE client = $1 AND id = $2
+`
+
+type ActionGetByKeyParams struct {
+	Client string
+	ID     int64
+}
+
+// An action by its key: the workers know the client, which routes the read to the
+// client's shard on Citus.
+func (q *Queries) ActionGetByKey(ctx context.Context, arg ActionGetByKeyParams) (Action, error) {
+	row := q.db.QueryRow(ctx, actionGetByKey, arg.Client, arg.ID)
+	var i Action
+	err := row.Scan(
+		&i.ID,
+		&i.Client,
+		&i.Environment,
+		&i.Source,
+		&i.Name,
+		&i.BusinessKey,
+		&i.KeyParts,
+		&i.OperationKey,
+		&i.Destination,
+		&i.Params,
+		&i.ParamsSha256,
+		&i.State,
+		&i.Reason,
+		&i.Owner,
+		&i.AfterID,
+		&i.Resource,
+		&i.OccurredAt,
+		&i.Attempts,
+		&i.MaxAttempts,
+		&i.GiveUpAt,
+		&i.NextAttemptAt,
+		&i.FirstAttemptAt,
+		&i.LastAttemptAt,
+		&i.LeaseOwner,
+		&i.ClaimedFrom,
+		&i.LeaseExpiresAt,
+		&i.ExternalRef,
+		&i.Result,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.LeaseToken,
+		&i.StateSince,
+		&i.AttemptKey,
+		&i.ParamValues,
+		&i.ReasonStart,
+	)
+	return i, err
+}
+
 const actionGetByOperationKey = `-- name: ActionGetByOperationKey :one
 SELECT id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key, param_values, reason_start FROM actions WHERE client = $1 AND operation_key = $2
 `
@@ -812,6 +1020,7 @@ const actionHoldDestination = `-- name: ActionHoldDestination :many
 UPDATE actions
 SET state = 'held', reason = $1, updated_at = now()
 WHERE destination = $2 AND state = ANY($3::text[])
+  AND (NOT $4::boolean OR client = $5)
 RETURNING id
 `
 
@@ -819,10 +1028,20 @@ type ActionHoldDestinationParams struct {
 	Reason      string
 	Destination string
 	States      []string
+	Sharded     bool
+	Client      string
 }
 
+// On Citus (sharded) it holds one client's actions a statement, on the client's
+// shard.
 func (q *Queries) ActionHoldDestination(ctx context.Context, arg ActionHoldDestinationParams) ([]int64, error) {
-	rows, err := q.db.Query(ctx, actionHoldDestination, arg.Reason, arg.Destination, arg.States)
+	rows, err := q.db.Query(ctx, actionHoldDestination,
+		arg.Reason,
+		arg.Destination,
+		arg.States,
+		arg.Sharded,
+		arg.Client,
+	)
 	if err != nil {
 		return nil, err
 	}
@@ -1745,25 +1964,28 @@ func (q *Queries) ActionRecordConflict(ctx context.Context, arg ActionRecordConf
 
 const actionRecoverLeases = `-- name: ActionRecoverLeases :many
 WITH r AS (
-    SELECT unnest($1::text[]) AS client, unnest($2::bigint[]) AS id,
-           unnest($3::text[]) AS state, unnest($4::text[]) AS reason,
-           unnest($5::timestamptz[]) AS next_attempt_at
+    SELECT unnest($3::text[]) AS client, unnest($4::bigint[]) AS id,
+           unnest($5::text[]) AS state, unnest($6::text[]) AS reason,
+           unnest($7::timestamptz[]) AS next_attempt_at
 ), lookups AS (
     UPDATE attempts t
     SET status = 'abandoned', observed = 'lease expired', finished_at = now()
     FROM r
     WHERE t.client = r.client AND t.action_id = r.id
-      AND t.status = 'started' AND t.kind = 'lookup'
+      AND t.status = 'started' AND t.kind = 'lookup' AND (NOT $1::boolean OR t.client = $2)
 )
 UPDATE actions a
 SET state = r.state, reason = r.reason, next_attempt_at = r.next_attempt_at,
     lease_owner = NULL, lease_expires_at = NULL, updated_at = now()
 FROM r
 WHERE a.client = r.client AND a.id = r.id AND a.state = 'processing'
+  AND (NOT $1::boolean OR a.client = $2)
 RETURNING a.client, a.id, a.state
 `
 
 type ActionRecoverLeasesParams struct {
+	Sharded        bool
+	Client         string
 	Clients        []string
 	Ids            []int64
 	States         []string
@@ -1780,9 +2002,12 @@ type ActionRecoverLeasesRow struct {
 // Writes the decision for each expired lease ActionLockExpiredLeases locked. A
 // lookup the gone worker started proves nothing: it is closed as abandoned here (its
 // action was uncertain and stays so), while a started call is closed with its audit
-// entry by AttemptAbandonStarted.
+// entry by AttemptAbandonStarted. On Citus (sharded) it writes one client's
+// leases a statement, named to route it to the client's shard.
 func (q *Queries) ActionRecoverLeases(ctx context.Context, arg ActionRecoverLeasesParams) ([]ActionRecoverLeasesRow, error) {
 	rows, err := q.db.Query(ctx, actionRecoverLeases,
+		arg.Sharded,
+		arg.Client,
 		arg.Clients,
 		arg.Ids,
 		arg.States,
@@ -1839,6 +2064,7 @@ WITH released AS (
     UPDATE actions a
     SET state = a.claimed_from, lease_owner = NULL, lease_expires_at = NULL, updated_at = now()
     WHERE a.state = 'processing' AND a.lease_owner = $1
+      AND (NOT $2::boolean OR a.client = $3)
       AND NOT EXISTS (SELECT 1 FROM attempts t WHERE t.client = a.client AND t.action_id = a.id
                       AND t.status = 'started' AND t.kind = 'call')
     RETURNING a.client, a.id
@@ -1847,15 +2073,23 @@ WITH released AS (
     SET status = 'abandoned', observed = 'the worker stopped during the lookup', finished_at = now()
     FROM released r
     WHERE t.client = r.client AND t.action_id = r.id AND t.status = 'started' AND t.kind = 'lookup'
+      AND (NOT $2::boolean OR t.client = $3)
 )
 SELECT id FROM released
 `
 
+type ActionReleaseLeasesParams struct {
+	Worker  *string
+	Sharded bool
+	Client  string
+}
+
 // A worker shutting down hands back the claims it never started a call for. A
 // lookup it started and did not finish proves nothing: it is closed as abandoned
-// (its action was uncertain and goes back to uncertain).
-func (q *Queries) ActionReleaseLeases(ctx context.Context, worker *string) ([]int64, error) {
-	rows, err := q.db.Query(ctx, actionReleaseLeases, worker)
+// (its action was uncertain and goes back to uncertain). On Citus (sharded) it
+// hands back one client's claims a statement, on the client's shard.
+func (q *Queries) ActionReleaseLeases(ctx context.Context, arg ActionReleaseLeasesParams) ([]int64, error) {
+	rows, err := q.db.Query(ctx, actionReleaseLeases, arg.Worker, arg.Sharded, arg.Client)
 	if err != nil {
 		return nil, err
 	}
@@ -1877,16 +2111,22 @@ func (q *Queries) ActionReleaseLeases(ctx context.Context, worker *string) ([]in
 const actionReleaseStrayHeld = `-- name: ActionReleaseStrayHeld :many
 UPDATE actions a
 SET state = 'pending', reason = '', next_attempt_at = now(), updated_at = now()
-WHERE a.state = 'held'
+WHERE a.state = 'held' AND (NOT $1::boolean OR a.client = $2)
   AND NOT EXISTS (SELECT 1 FROM destinations d WHERE d.name = a.destination AND d.status = 'disconnected')
 RETURNING a.id
 `
 
+type ActionReleaseStrayHeldParams struct {
+	Sharded bool
+	Client  string
+}
+
 // Held actions of a destination that is connected: created held by a router whose
 // transaction read the destination as disconnected and committed only after the
-// reconnect had released the others. Recovery releases them too.
-func (q *Queries) ActionReleaseStrayHeld(ctx context.Context) ([]int64, error) {
-	rows, err := q.db.Query(ctx, actionReleaseStrayHeld)
+// reconnect had released the others. Recovery releases them too. On Citus
+// (sharded) it releases one client's a statement, on the client's shard.
+func (q *Queries) ActionReleaseStrayHeld(ctx context.Context, arg ActionReleaseStrayHeldParams) ([]int64, error) {
+	rows, err := q.db.Query(ctx, actionReleaseStrayHeld, arg.Sharded, arg.Client)
 	if err != nil {
 		return nil, err
 	}
@@ -2019,6 +2259,66 @@ func (q *Queries) ActionStartCalls(ctx context.Context, arg ActionStartCallsPara
 			&i.Attempts,
 			&i.FirstAttemptAt,
 			&i.AttemptID,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const actionStartCallsSharded = `-- name: ActionStartCallsSharded :many
+UPDATE actions a
+SET attempts = a.attempts + 1, first_attempt_at = coalesce(a.first_attempt_at, r.at),
+    last_attempt_at = now(), updated_at = now()
+FROM (SELECT unnest($3::text[]) AS client, unnest($4::bigint[]) AS id, now() AS at) r
+WHERE a.client = r.client AND a.id = r.id AND (a.state = 'processing') IS TRUE AND a.lease_owner = $1::text
+  AND a.client = $2
+RETURNING a.client, a.id, coalesce(nullif(a.attempt_key, ''), a.operation_key)::text AS operation_key,
+          a.attempts, a.first_attempt_at
+`
+
+type ActionStartCallsShardedParams struct {
+	Worker  string
+	Client  string
+	Clients []string
+	Ids     []int64
+}
+
+type ActionStartCallsShardedRow struct {
+	Client         string
+	ID             int64
+	OperationKey   string
+	Attempts       int32
+	FirstAttemptAt *time.Time
+}
+
+// ActionStartCalls on Citus (see ActionClaimSharded): counts the attempts on one
+// client's actions, on the client's shard, and returns what the caller writes the
+// started attempts with (AttemptStartEach), in the same transaction.
+func (q *Queries) ActionStartCallsSharded(ctx context.Context, arg ActionStartCallsShardedParams) ([]ActionStartCallsShardedRow, error) {
+	rows, err := q.db.Query(ctx, actionStartCallsSharded,
+		arg.Worker,
+		arg.Client,
+		arg.Clients,
+		arg.Ids,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ActionStartCallsShardedRow{}
+	for rows.Next() {
+		var i ActionStartCallsShardedRow
+		if err := rows.Scan(
+			&i.Client,
+			&i.ID,
+			&i.OperationKey,
+			&i.Attempts,
+			&i.FirstAttemptAt,
 		); err != nil {
 			return nil, err
 		}

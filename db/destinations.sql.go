@@ -10,6 +10,32 @@ import (
 	"time"
 )
 
+const destinationDisconnectedList = `-- name: DestinationDisconnectedList :many
+SELECT name FROM destinations WHERE status = 'disconnected' ORDER BY name
+`
+
+// The destinations that are disconnected: what ActionInsert reads of them, read
+// first by the router on Citus (ActionInsertOne).
+func (q *Queries) DestinationDisconnectedList(ctx context.Context) ([]string, error) {
+	rows, err := q.db.Query(ctx, destinationDisconnectedList)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []string{}
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			return nil, err
+		}
+		items = append(items, name)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const destinationList = `-- name: DestinationList :many
 SELECT d.name, d.status, d.reason, d.changed_at,
        (SELECT count(*) FROM actions a WHERE a.destination = d.name AND a.state = 'held'

@@ -21,6 +21,9 @@ import (
 //
 // The statement's description (parameter and result types) is still cached per
 // connection: pgx's QueryExecModeCacheDescribe sends it as an unnamed statement.
+// A batch sent through it (sqlc's :batch queries) keeps the connection's mode,
+// prepared statements with kept plans (pgx has no mode for a batch): only
+// statements of one row each, which a kept plan serves as well, are sent so.
 func PlannedPerCall(d DBTX) DBTX { return perCall{d} }
 
 type perCall struct{ DBTX }

@@ -46,6 +46,30 @@ ORDER BY r.ord
 ON CONFLICT (client, operation_key) DO NOTHING
 RETURNING client, operation_key, id;
 
+-- name: ActionInsertOne :batchmany
+-- ActionInsert for one operation, on Citus, where an INSERT ... SELECT over arrays
+-- runs through the coordinator: an INSERT of one row names its client and runs on
+-- the client's shard. The caller reads the predecessor and the destination first
+-- and gives the state and reason the decision table's rows for a new action give
+-- (ActionInsert's CASEs), and whether it is due now. The rows of a run are sent
+-- together in ActionInsert's order, so of two rows for one operation the first
+-- creates the action; it returns the row only when it created it.
+INSERT INTO actions (client, environment, source, name, business_key, key_parts, operation_key,
+                     destination, params, param_values, params_sha256, state, reason, owner, after_id,
+                     resource, occurred_at, max_attempts, give_up_at, next_attempt_at)
+VALUES (@client, @environment, @source, @name, @business_key, @key_parts, @operation_key,
+        @destination, @params, action_param_values(@params), @params_sha256, @state, @reason, @owner,
+        sqlc.narg(after_id), @resource, sqlc.narg(occurred_at), @max_attempts,
+        now() + make_interval(secs => @within_seconds::double precision),
+        CASE WHEN @due::boolean THEN now() ELSE '9999-12-31 00:00:00+00'::timestamptz END)
+ON CONFLICT (client, operation_key) DO NOTHING
+RETURNING client, operation_key, id;
+
+-- name: ActionGetByKey :one
+-- An action by its key: the workers know the client, which routes the read to the
+-- client's shard on Citus.
+SELECT * FROM actions WHERE client = @client AND id = @id;
+
 -- name: ActionGetByOperationKey :one
 SELECT * FROM actions WHERE client = @client AND operation_key = @operation_key;
 
@@ -60,6 +84,13 @@ FROM (SELECT unnest(@clients::text[]) AS client, unnest(@action_ids::bigint[]) A
              unnest(@event_ids::bigint[]) AS event_id, unnest(@params::jsonb[]) AS params,
              unnest(@params_sha256s::bytea[]) AS params_sha256,
              unnest(@conflicts::boolean[]) AS conflict) r
+ON CONFLICT (client, action_id, event_id) DO NOTHING;
+
+-- name: ActionEventLinkOne :batchexec
+-- ActionEventLinks for one link, on Citus (see ActionInsertOne): the links of a
+-- batch are sent together.
+INSERT INTO action_events (client, action_id, event_id, params, params_sha256, conflict)
+VALUES (@client, @action_id, @event_id, @params, @params_sha256, @conflict)
 ON CONFLICT (client, action_id, event_id) DO NOTHING;
 
 -- name: ActionEventList :many
@@ -143,6 +174,41 @@ WITH due AS (
 SELECT c.*, coalesce(t.id, 0)::bigint AS attempt_id
 FROM claimed c LEFT JOIN attempt t ON t.client = c.client AND t.action_id = c.id;
 
+-- name: ActionClaimSharded :many
+-- ActionClaim on Citus, where an insert that selects from the rows a statement
+-- updated (ActionClaim's attempts) runs through the coordinator: the same claim
+-- of one client's due work, on the client's shard, which returns the claims and
+-- whether each starts a call (attempt_id 0); the caller writes the started
+-- attempts next (AttemptStartEach), in the claim's transaction.
+WITH due AS (
+    SELECT a.client, a.id, a.state, now() AS at,
+           a.state <> 'uncertain' AND a.destination = ANY(@callable::text[])
+               AND (a.after_id IS NULL OR NOT a.name = ANY(@fill_names::text[])) AS starts
+    FROM actions a
+    WHERE a.client = @client AND a.state IN ('pending', 'retrying', 'uncertain')
+      AND a.next_attempt_at <= now()
+      AND NOT EXISTS (SELECT 1 FROM destinations d
+                      WHERE d.name = a.destination AND d.status = 'disconnected')
+      AND (coalesce(cardinality(@only_destinations::text[]), 0) = 0 OR a.destination = ANY(@only_destinations::text[]))
+      AND a.destination <> ALL(coalesce(@skip_destinations::text[], '{}'))
+    ORDER BY a.next_attempt_at, a.id
+    LIMIT @max_actions
+    FOR UPDATE OF a SKIP LOCKED
+), claimed AS (
+    UPDATE actions a
+    SET state = 'processing', claimed_from = due.state, lease_owner = @worker::text,
+        lease_token = a.lease_token + 1,
+        lease_expires_at = now() + make_interval(secs => @lease_seconds::double precision),
+        attempts = a.attempts + CASE WHEN due.starts THEN 1 ELSE 0 END,
+        first_attempt_at = CASE WHEN due.starts THEN coalesce(a.first_attempt_at, due.at) ELSE a.first_attempt_at END,
+        last_attempt_at = CASE WHEN due.starts THEN due.at ELSE a.last_attempt_at END,
+        updated_at = now()
+    FROM due
+    WHERE a.client = due.client AND a.id = due.id AND a.client = @client
+    RETURNING a.*, due.starts
+)
+SELECT c.*, 0::bigint AS attempt_id FROM claimed c;
+
 -- name: ActionClientsWithWork :many
 -- The clients with actions to claim or leases to recover: the lanes the performer
 -- goes round beside the config's clients.
@@ -179,6 +245,19 @@ WITH started AS (
 )
 SELECT s.client, s.id, s.attempts, s.first_attempt_at, t.id AS attempt_id
 FROM started s JOIN attempt t ON t.client = s.client AND t.action_id = s.id;
+
+-- name: ActionStartCallsSharded :many
+-- ActionStartCalls on Citus (see ActionClaimSharded): counts the attempts on one
+-- client's actions, on the client's shard, and returns what the caller writes the
+-- started attempts with (AttemptStartEach), in the same transaction.
+UPDATE actions a
+SET attempts = a.attempts + 1, first_attempt_at = coalesce(a.first_attempt_at, r.at),
+    last_attempt_at = now(), updated_at = now()
+FROM (SELECT unnest(@clients::text[]) AS client, unnest(@ids::bigint[]) AS id, now() AS at) r
+WHERE a.client = r.client AND a.id = r.id AND (a.state = 'processing') IS TRUE AND a.lease_owner = @worker::text
+  AND a.client = @client
+RETURNING a.client, a.id, coalesce(nullif(a.attempt_key, ''), a.operation_key)::text AS operation_key,
+          a.attempts, a.first_attempt_at;
 
 -- name: ActionRecordBatch :many
 -- Records a group of decisions in one statement: each
@@ -276,7 +355,8 @@ FOR UPDATE OF a SKIP LOCKED;
 -- Writes the decision for each expired lease ActionLockExpiredLeases locked. A
 -- lookup the gone worker started proves nothing: it is closed as abandoned here (its
 -- action was uncertain and stays so), while a started call is closed with its audit
--- entry by AttemptAbandonStarted.
+-- entry by AttemptAbandonStarted. On Citus (sharded) it writes one client's
+-- leases a statement, named to route it to the client's shard.
 WITH r AS (
     SELECT unnest(@clients::text[]) AS client, unnest(@ids::bigint[]) AS id,
            unnest(@states::text[]) AS state, unnest(@reasons::text[]) AS reason,
@@ -286,23 +366,26 @@ WITH r AS (
     SET status = 'abandoned', observed = 'lease expired', finished_at = now()
     FROM r
     WHERE t.client = r.client AND t.action_id = r.id
-      AND t.status = 'started' AND t.kind = 'lookup'
+      AND t.status = 'started' AND t.kind = 'lookup' AND (NOT @sharded::boolean OR t.client = @client)
 )
 UPDATE actions a
 SET state = r.state, reason = r.reason, next_attempt_at = r.next_attempt_at,
     lease_owner = NULL, lease_expires_at = NULL, updated_at = now()
 FROM r
 WHERE a.client = r.client AND a.id = r.id AND a.state = 'processing'
+  AND (NOT @sharded::boolean OR a.client = @client)
 RETURNING a.client, a.id, a.state;
 
 -- name: ActionReleaseLeases :many
 -- A worker shutting down hands back the claims it never started a call for. A
 -- lookup it started and did not finish proves nothing: it is closed as abandoned
--- (its action was uncertain and goes back to uncertain).
+-- (its action was uncertain and goes back to uncertain). On Citus (sharded) it
+-- hands back one client's claims a statement, on the client's shard.
 WITH released AS (
     UPDATE actions a
     SET state = a.claimed_from, lease_owner = NULL, lease_expires_at = NULL, updated_at = now()
     WHERE a.state = 'processing' AND a.lease_owner = @worker
+      AND (NOT @sharded::boolean OR a.client = @client)
       AND NOT EXISTS (SELECT 1 FROM attempts t WHERE t.client = a.client AND t.action_id = a.id
                       AND t.status = 'started' AND t.kind = 'call')
     RETURNING a.client, a.id
@@ -311,13 +394,17 @@ WITH released AS (
     SET status = 'abandoned', observed = 'the worker stopped during the lookup', finished_at = now()
     FROM released r
     WHERE t.client = r.client AND t.action_id = r.id AND t.status = 'started' AND t.kind = 'lookup'
+      AND (NOT @sharded::boolean OR t.client = @client)
 )
 SELECT id FROM released;
 
 -- name: ActionHoldDestination :many
+-- On Citus (sharded) it holds one client's actions a statement, on the client's
+-- shard.
 UPDATE actions
 SET state = 'held', reason = @reason, updated_at = now()
 WHERE destination = @destination AND state = ANY(@states::text[])
+  AND (NOT @sharded::boolean OR client = @client)
 RETURNING id;
 
 -- name: ActionReleaseHeld :many
@@ -329,10 +416,11 @@ RETURNING id;
 -- name: ActionReleaseStrayHeld :many
 -- Held actions of a destination that is connected: created held by a router whose
 -- transaction read the destination as disconnected and committed only after the
--- reconnect had released the others. Recovery releases them too.
+-- reconnect had released the others. Recovery releases them too. On Citus
+-- (sharded) it releases one client's a statement, on the client's shard.
 UPDATE actions a
 SET state = 'pending', reason = '', next_attempt_at = now(), updated_at = now()
-WHERE a.state = 'held'
+WHERE a.state = 'held' AND (NOT @sharded::boolean OR a.client = @client)
   AND NOT EXISTS (SELECT 1 FROM destinations d WHERE d.name = a.destination AND d.status = 'disconnected')
 RETURNING a.id;
 

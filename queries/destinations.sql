@@ -18,3 +18,8 @@ LEFT JOIN (SELECT a.destination, count(*) AS n FROM actions a
            WHERE a.state = 'held' AND (@all_clients::boolean OR a.client = ANY(@scope_clients::text[]))
            GROUP BY a.destination) h ON h.destination = d.name
 ORDER BY d.name;
+
+-- name: DestinationDisconnectedList :many
+-- The destinations that are disconnected: what ActionInsert reads of them, read
+-- first by the router on Citus (ActionInsertOne).
+SELECT name FROM destinations WHERE status = 'disconnected' ORDER BY name;

@@ -35,6 +35,23 @@ RETURNING id, client, source, source_event_id, (xmax = 0)::boolean AS inserted, 
 SELECT id, client, source, source_event_id, inserted, body_sha256, via
 FROM stored;
 
+-- name: EventInsertOne :batchone
+-- EventInsertBatch for one delivery, on Citus: an INSERT ... SELECT over arrays
+-- reads no distributed table, and Citus runs it through the coordinator, while an
+-- INSERT of one row names its client and runs on the client's shard. The rows of a
+-- batch are sent together (one round trip), in the order EventInsertBatch takes
+-- them, with the same conflict rule and the same row returned.
+INSERT INTO events (client, environment, source, source_event_id, type, body, payload,
+                    body_sha256, headers, occurred_at, deliveries, conflict, via)
+VALUES (@client, @environment, @source, @source_event_id, @type, @body, @payload,
+        @body_sha256, @headers, nullif(@occurred_at::text, '')::timestamptz, @deliveries, @conflict, @via)
+ON CONFLICT (client, source, source_event_id) DO UPDATE
+SET deliveries       = events.deliveries + CASE WHEN EXCLUDED.via = 'backfill' THEN 0 ELSE EXCLUDED.deliveries END,
+    last_received_at = CASE WHEN EXCLUDED.via = 'backfill' THEN events.last_received_at ELSE EXCLUDED.last_received_at END,
+    conflict         = events.conflict OR EXCLUDED.conflict
+                       OR (events.via = EXCLUDED.via AND events.body_sha256 <> EXCLUDED.body_sha256)
+RETURNING id, client, source, source_event_id, (xmax = 0)::boolean AS inserted, body_sha256, via;
+
 -- name: EventConflictInsert :exec
 INSERT INTO event_conflicts (client, event_id, body, body_sha256, headers)
 VALUES (@client, @event_id, @body, @body_sha256, @headers)

@@ -41,6 +41,7 @@ type Inbox struct {
 	metrics *Metrics      // may be nil
 	routers *batch.Wakeup // woken once a batch stored new events
 	writer  *batch.Writer[eventRow, Receipt]
+	mode    *databaseMode // single Postgres or Citus: how a batch is inserted
 }
 
 // NewInbox returns an Inbox writing to pool. It runs until Close. metrics may be
@@ -53,7 +54,8 @@ func newInbox(pool *pgxpool.Pool, logger *slog.Logger, metrics *Metrics, tune fu
 	if logger == nil {
 		logger = slog.Default()
 	}
-	in := &Inbox{pool: pool, logger: logger, metrics: metrics, routers: newWakeup(pool, channelEvents, logger)}
+	in := &Inbox{pool: pool, logger: logger, metrics: metrics, routers: newWakeup(pool, channelEvents, logger),
+		mode: &databaseMode{pool: pool}}
 	in.writer = newInboxWriter(in, tune)
 	return in
 }

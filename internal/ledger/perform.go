@@ -135,7 +135,7 @@ func (pf *Performer) claimRound(ctx context.Context, q *db.Queries, clients []st
 			p.SkipDestinations = spec.skip
 		}
 		p.Sharded = pf.mode.sharded(ctx)
-		rows, err := q.ActionClaim(ctx, p)
+		rows, err := actionClaim(ctx, q, p)
 		if err != nil {
 			return nil, err
 		}
@@ -350,7 +350,7 @@ func (pf *Performer) startCalls(ctx context.Context, q *db.Queries, rows []db.Ac
 			return nil, err
 		}
 	}
-	started, err := q.ActionStartCalls(ctx, p)
+	started, err := actionStartCalls(ctx, q, p)
 	if err != nil {
 		return nil, fmt.Errorf("start calls: %w", err)
 	}
@@ -585,7 +585,7 @@ func fillList(list []any, params []Param, value func(Param) (any, bool)) {
 func predecessors(ctx context.Context, q *db.Queries, a db.Action) (map[string]db.Action, error) {
 	chain := map[string]db.Action{}
 	for next := a.AfterID; next != nil && len(chain) < 32; {
-		p, err := q.ActionGet(ctx, *next)
+		p, err := q.ActionGetByKey(ctx, db.ActionGetByKeyParams{Client: a.Client, ID: *next})
 		if err != nil {
 			return nil, fmt.Errorf("read predecessor %d: %w", *next, err)
 		}

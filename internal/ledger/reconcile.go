@@ -157,49 +157,40 @@ func reconcileWithoutLookup(a db.Action, caps Capabilities, now time.Time) Outco
 func (pf *Performer) RecoverLeases(ctx context.Context) (int, error) {
 	var n int
 	err := db.WithTx(ctx, pf.pool, func(q *db.Queries) error {
-		// One client at a time: a lock names the client (see lanes).
-		var expired []db.ActionLockExpiredLeasesRow
+		n = 0
+		// One client at a time: a lock names the client (see lanes). On a single
+		// Postgres the decisions are written together, on Citus one client's a
+		// statement, on the client's shard.
+		sharded := pf.mode.sharded(ctx)
+		var p db.ActionRecoverLeasesParams
 		for _, client := range pf.lanes.all(ctx) {
-			rows, err := q.ActionLockExpiredLeases(ctx, client)
+			expired, err := q.ActionLockExpiredLeases(ctx, client)
 			if err != nil {
 				return fmt.Errorf("find expired leases: %w", err)
 			}
-			expired = append(expired, rows...)
+			if err := pf.decideLeases(ctx, q, expired, &p); err != nil {
+				return err
+			}
+			if sharded {
+				p.Sharded, p.Client = true, client
+				k, err := pf.recoverLeases(ctx, q, p)
+				n, p = n+k, db.ActionRecoverLeasesParams{}
+				if err != nil {
+					return err
+				}
+			}
 		}
-		var p db.ActionRecoverLeasesParams
-		for _, r := range expired {
-			d := leaseDecision(r.Action, r.CallStarted, pf.planFor(r.Action), pf.now())
-			p.Clients, p.Ids = append(p.Clients, r.Action.Client), append(p.Ids, r.Action.ID)
-			p.States, p.Reasons = append(p.States, d.State), append(p.Reasons, truncate(d.Reason, 1000))
-			p.NextAttemptAts = append(p.NextAttemptAts, d.NextAttemptAt)
-			if !r.CallStarted {
-				continue
-			}
-			if err := q.AttemptAbandonStarted(ctx, db.AttemptAbandonStartedParams{Client: r.Action.Client, ActionID: r.Action.ID}); err != nil {
-				return fmt.Errorf("close abandoned attempt: %w", err)
-			}
-			if err := audit(ctx, q, r.Action.Client, r.Action.ID, "worker", "recover", d.Reason, nil); err != nil {
+		if !sharded {
+			k, err := pf.recoverLeases(ctx, q, p)
+			if n = k; err != nil {
 				return err
 			}
 		}
-		if len(expired) > 0 {
-			recovered, err := q.ActionRecoverLeases(ctx, p)
-			if err != nil {
-				return fmt.Errorf("recover leases: %w", err)
-			}
-			n = len(recovered)
-			for _, r := range recovered {
-				pf.p.Metrics.LeaseRecovered(r.State)
-			}
-		}
-		released, err := q.ActionReleaseStrayHeld(ctx)
+		released, err := pf.releaseStrayHeld(ctx, q)
 		if err != nil {
-			return fmt.Errorf("release held actions of connected destinations: %w", err)
+			return err
 		}
-		if len(released) > 0 {
-			pf.logger.Info("released held actions of connected destinations", "actions", len(released))
-		}
-		if n+len(released) > 0 {
+		if n+released > 0 {
 			return q.Notify(ctx, channelActions)
 		}
 		return nil
@@ -208,6 +199,61 @@ func (pf *Performer) RecoverLeases(ctx context.Context) (int, error) {
 		pf.logger.Info("recovered expired leases", "actions", n)
 	}
 	return n, err
+}
+
+// decideLeases adds to p the decision for each expired lease, and closes the calls
+// started under them, with their audit entries.
+func (pf *Performer) decideLeases(ctx context.Context, q *db.Queries, expired []db.ActionLockExpiredLeasesRow,
+	p *db.ActionRecoverLeasesParams) error {
+	for _, r := range expired {
+		d := leaseDecision(r.Action, r.CallStarted, pf.planFor(r.Action), pf.now())
+		p.Clients, p.Ids = append(p.Clients, r.Action.Client), append(p.Ids, r.Action.ID)
+		p.States, p.Reasons = append(p.States, d.State), append(p.Reasons, truncate(d.Reason, 1000))
+		p.NextAttemptAts = append(p.NextAttemptAts, d.NextAttemptAt)
+		if !r.CallStarted {
+			continue
+		}
+		if err := q.AttemptAbandonStarted(ctx, db.AttemptAbandonStartedParams{Client: r.Action.Client, ActionID: r.Action.ID}); err != nil {
+			return fmt.Errorf("close abandoned attempt: %w", err)
+		}
+		if err := audit(ctx, q, r.Action.Client, r.Action.ID, "worker", "recover", d.Reason, nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// recoverLeases writes the decisions of p (ActionRecoverLeases) and returns how
+// many it wrote.
+func (pf *Performer) recoverLeases(ctx context.Context, q *db.Queries, p db.ActionRecoverLeasesParams) (int, error) {
+	if len(p.Ids) == 0 {
+		return 0, nil
+	}
+	recovered, err := q.ActionRecoverLeases(ctx, p)
+	if err != nil {
+		return 0, fmt.Errorf("recover leases: %w", err)
+	}
+	for _, r := range recovered {
+		pf.p.Metrics.LeaseRecovered(r.State)
+	}
+	return len(recovered), nil
+}
+
+// releaseStrayHeld releases held actions of connected destinations
+// (ActionReleaseStrayHeld) and returns how many.
+func (pf *Performer) releaseStrayHeld(ctx context.Context, q *db.Queries) (int, error) {
+	n := 0
+	for _, client := range pf.clientsOf(ctx) {
+		released, err := q.ActionReleaseStrayHeld(ctx, db.ActionReleaseStrayHeldParams{Sharded: client != "", Client: client})
+		if err != nil {
+			return 0, fmt.Errorf("release held actions of connected destinations: %w", err)
+		}
+		n += len(released)
+	}
+	if n > 0 {
+		pf.logger.Info("released held actions of connected destinations", "actions", n)
+	}
+	return n, nil
 }
 
 // leaseDecision is the decision table's answer to an expired lease.
@@ -252,12 +298,17 @@ func (pf *Performer) finish(ctx context.Context) error {
 
 // releaseLeases hands back this worker's claims that never started a call.
 func (pf *Performer) releaseLeases(ctx context.Context) error {
-	ids, err := db.New(pf.pool).ActionReleaseLeases(ctx, &pf.p.Worker)
-	if err != nil {
-		return fmt.Errorf("release leases: %w", err)
+	n := 0
+	for _, client := range pf.clientsOf(ctx) {
+		ids, err := db.New(pf.pool).ActionReleaseLeases(ctx, db.ActionReleaseLeasesParams{
+			Worker: &pf.p.Worker, Sharded: client != "", Client: client})
+		if err != nil {
+			return fmt.Errorf("release leases: %w", err)
+		}
+		n += len(ids)
 	}
-	if len(ids) > 0 {
-		pf.logger.Info("released unstarted claims", "actions", len(ids))
+	if n > 0 {
+		pf.logger.Info("released unstarted claims", "actions", n)
 	}
 	return nil
 }

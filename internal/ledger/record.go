@@ -264,12 +264,27 @@ func (pf *Performer) disconnect(ctx context.Context, q *db.Queries, name, detail
 	if err := q.DestinationSetStatus(ctx, db.DestinationSetStatusParams{Name: name, Status: "disconnected", Reason: truncate(reason, 500)}); err != nil {
 		return fmt.Errorf("mark destination disconnected: %w", err)
 	}
-	if _, err := q.ActionHoldDestination(ctx, db.ActionHoldDestinationParams{
+	hold := db.ActionHoldDestinationParams{
 		Destination: name, Reason: "destination " + name + " is disconnected", States: HoldableStates,
-	}); err != nil {
-		return fmt.Errorf("hold destination's actions: %w", err)
+	}
+	// On Citus one client at a time, each statement on the client's shard.
+	for _, client := range pf.clientsOf(ctx) {
+		hold.Sharded, hold.Client = client != "", client
+		if _, err := q.ActionHoldDestination(ctx, hold); err != nil {
+			return fmt.Errorf("hold destination's actions: %w", err)
+		}
 	}
 	return nil
+}
+
+// clientsOf is what the statements that write every client's actions of a kind
+// are run for: once for all of them (the client "") on a single Postgres, and on
+// Citus once for each client of the lanes, so that each runs on one shard.
+func (pf *Performer) clientsOf(ctx context.Context) []string {
+	if !pf.mode.sharded(ctx) {
+		return []string{""}
+	}
+	return pf.lanes.all(ctx)
 }
 
 // retryStorage runs fn until it succeeds, fails for a reason other than storage

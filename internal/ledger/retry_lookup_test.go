@@ -65,7 +65,7 @@ func TestReleaseLeasesClosesStartedLookups(t *testing.T) {
 	w.exec(`INSERT INTO attempts (client, action_id, kind, operation_key, worker)
 		SELECT client, id, 'lookup', operation_key, 'w-gone' FROM actions WHERE name = 'open_opportunity'`)
 	worker := "w-gone"
-	released, err := db.New(w.pool).ActionReleaseLeases(context.Background(), &worker)
+	released, err := db.New(w.pool).ActionReleaseLeases(context.Background(), db.ActionReleaseLeasesParams{Worker: &worker})
 	if err != nil || len(released) != 1 {
 		t.Fatalf("released %v, %v; want the one action", released, err)
 	}

@@ -151,7 +151,7 @@ func (r *Review) NextSteps(ctx context.Context, as []Action) (map[int64]Step, er
 		if a.AfterID == nil || Scheduled(a.NextAttemptAt) || preds[*a.AfterID] != nil {
 			continue
 		}
-		row, err := q.ActionGet(ctx, *a.AfterID)
+		row, err := q.ActionGetByKey(ctx, db.ActionGetByKeyParams{Client: a.Client, ID: *a.AfterID})
 		if err != nil && !db.IsNotFound(err) {
 			return nil, fmt.Errorf("read predecessor: %w", err)
 		}

@@ -139,7 +139,7 @@ func (rt *Router) routeClient(ctx context.Context, tx pgx.Tx, q *db.Queries, cli
 	if err := rt.routeEvents(ctx, tx, q, events, eachInSavepoint, b); err != nil {
 		return nil, refusedOr(err)
 	}
-	if err := linkEvents(ctx, q, b.links); err != nil {
+	if err := linkEvents(ctx, q, sharded, b.links); err != nil {
 		return nil, refusedOr(err)
 	}
 	b.statuses.Sharded, b.statuses.Client = sharded, client
@@ -218,11 +218,11 @@ func (rt *Router) routeEvents(ctx context.Context, tx pgx.Tx, q *db.Queries, eve
 }
 
 // linkEvents writes the links between events and the actions they asked for.
-func linkEvents(ctx context.Context, q *db.Queries, links db.ActionEventLinksParams) error {
+func linkEvents(ctx context.Context, q *db.Queries, sharded bool, links db.ActionEventLinksParams) error {
 	if len(links.ActionIds) == 0 {
 		return nil
 	}
-	if err := q.ActionEventLinks(ctx, links); err != nil {
+	if err := actionEventLinks(ctx, q, sharded, links); err != nil {
 		return fmt.Errorf("link events to actions: %w", err)
 	}
 	return nil
@@ -242,7 +242,7 @@ func (rt *Router) routeSetAside(ctx context.Context, tx pgx.Tx, ev db.Event) (ro
 		}
 		var links db.ActionEventLinksParams
 		r.links(&links)
-		return linkEvents(ctx, q, links)
+		return linkEvents(ctx, q, rt.mode.sharded(ctx), links)
 	})
 	pgErr, refused := db.Refused(err)
 	if !refused {
@@ -367,7 +367,7 @@ func (rt *Router) routeRun(ctx context.Context, q *db.Queries, run []db.Event) (
 			routed[i].note("no action rule for event type %q", ev.Type)
 		}
 	}
-	ids, err := insertActions(ctx, q, intents)
+	ids, err := insertActions(ctx, q, rt.mode.sharded(ctx), intents)
 	if err != nil {
 		return nil, fmt.Errorf("route events %d to %d: %w", run[0].ID, run[len(run)-1].ID, err)
 	}
@@ -381,10 +381,10 @@ func (rt *Router) routeRun(ctx context.Context, q *db.Queries, run []db.Event) (
 }
 
 // insertActions inserts the actions intents ask for with one statement
-// (ActionInsert) and returns, for each intent in order, the id of the action it
+// (ActionInsert; on Citus one a row, see actionInsert) and returns, for each intent in order, the id of the action it
 // created, or 0 when its operation already had one: before, or from an earlier
 // intent of the same call.
-func insertActions(ctx context.Context, q *db.Queries, intents []actionIntent) ([]int64, error) {
+func insertActions(ctx context.Context, q *db.Queries, sharded bool, intents []actionIntent) ([]int64, error) {
 	if len(intents) == 0 {
 		return nil, nil
 	}
@@ -405,7 +405,7 @@ func insertActions(ctx context.Context, q *db.Queries, intents []actionIntent) (
 		p.MaxAttempts = append(p.MaxAttempts, int32(in.rule.Retry.Attempts))
 		p.WithinSeconds = append(p.WithinSeconds, in.rule.Retry.Within.Seconds())
 	}
-	rows, err := q.ActionInsert(ctx, p)
+	rows, err := actionInsert(ctx, q, sharded, p)
 	if err != nil {
 		return nil, fmt.Errorf("insert actions: %w", err)
 	}

@@ -36,6 +36,7 @@ var stateSetOf = map[string][]string{
 var stateSetLiterals = map[string][]string{
 	"ActionInsert":                {"predecessor-done"},
 	"ActionClaim":                 {"due"},
+	"ActionClaimSharded":          {"due"},
 	"ActionList":                  {"all", "person", "person", "open"},
 	"DashboardTrendQueuesSharded": {"open"},
 	"ActionListSharded":           {"person", "person", "open"},
