@@ -10,6 +10,31 @@ import (
 	"time"
 )
 
+const destinationDisconnect = `-- name: DestinationDisconnect :execrows
+INSERT INTO destinations (name, status, reason, changed_at) VALUES ($1, 'disconnected', $2, now())
+ON CONFLICT (name) DO UPDATE SET status = EXCLUDED.status, reason = EXCLUDED.reason, changed_at = EXCLUDED.changed_at
+WHERE destinations.status = 'disconnected' OR destinations.changed_at <= $3::timestamptz
+`
+
+type DestinationDisconnectParams struct {
+	Name     string
+	Reason   string
+	CalledAt time.Time
+}
+
+// A destination refused credentials to a call claimed at called_at: disconnected,
+// unless it was connected again since that call was claimed. A refusal that
+// arrives after an admin reconnected the destination (the call carried the old
+// credentials) is stale: it changes nothing, and the one action it held is
+// released by the recovery (ActionReleaseStrayHeld).
+func (q *Queries) DestinationDisconnect(ctx context.Context, arg DestinationDisconnectParams) (int64, error) {
+	result, err := q.db.Exec(ctx, destinationDisconnect, arg.Name, arg.Reason, arg.CalledAt)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const destinationDisconnectedList = `-- name: DestinationDisconnectedList :many
 SELECT name FROM destinations WHERE status = 'disconnected' ORDER BY name
 `

@@ -2,6 +2,16 @@
 INSERT INTO destinations (name, status, reason, changed_at) VALUES (@name, @status, @reason, now())
 ON CONFLICT (name) DO UPDATE SET status = EXCLUDED.status, reason = EXCLUDED.reason, changed_at = EXCLUDED.changed_at;
 
+-- name: DestinationDisconnect :execrows
+-- A destination refused credentials to a call claimed at called_at: disconnected,
+-- unless it was connected again since that call was claimed. A refusal that
+-- arrives after an admin reconnected the destination (the call carried the old
+-- credentials) is stale: it changes nothing, and the one action it held is
+-- released by the recovery (ActionReleaseStrayHeld).
+INSERT INTO destinations (name, status, reason, changed_at) VALUES (@name, 'disconnected', @reason, now())
+ON CONFLICT (name) DO UPDATE SET status = EXCLUDED.status, reason = EXCLUDED.reason, changed_at = EXCLUDED.changed_at
+WHERE destinations.status = 'disconnected' OR destinations.changed_at <= @called_at::timestamptz;
+
 -- name: DestinationList :many
 -- held counts the actions of the clients the reader sees.
 SELECT d.name, d.status, d.reason, d.changed_at,

@@ -507,6 +507,33 @@ func TestHeldAfterReconnectIsReleased(t *testing.T) {
 	}
 }
 
+// TestRefusalFromBeforeAReconnectIsStale: a call made with the old credentials
+// is refused only after an admin reconnected its destination. The refusal holds
+// that action alone; the destination stays connected, and the action is released
+// and performed once.
+func TestRefusalFromBeforeAReconnectIsStale(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, worldOptions{})
+	reached, hang := make(chan struct{}), make(chan struct{})
+	w.crm.Fail(sandbox.Fault{Status: http.StatusUnauthorized, Hang: hang, Reached: reached})
+	w.deliver(checkout{eventID: "evt_stale", enquiry: "enq_stale"})
+	select {
+	case <-reached:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the call never reached the CRM")
+	}
+	w.exec(`INSERT INTO destinations (name, status, reason, changed_at) VALUES ('crm', 'connected', 'reconnected by an admin', now())
+		ON CONFLICT (name) DO UPDATE SET status = 'connected', reason = EXCLUDED.reason, changed_at = now()`)
+	close(hang)
+	a := w.waitFor("open_opportunity", "enq_stale", "confirmed")
+	if n := w.crm.CountByRef(a.OperationKey); n != 1 {
+		t.Errorf("the CRM holds %d records for the key, want 1", n)
+	}
+	if n := w.count(`SELECT count(*) FROM destinations WHERE name = 'crm' AND status = 'connected'`); n != 1 {
+		t.Errorf("the stale refusal disconnected the CRM again")
+	}
+}
+
 // TestLeaseRecoveryFollowsTheTable lets three claims lapse at once, one of each kind,
 // and checks that recovery writes what the decision table says (TestDecide pins
 // the table): a retry that never called anyone is pending, a started call and a

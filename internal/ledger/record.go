@@ -237,32 +237,40 @@ func (pf *Performer) writeDecisions(ctx context.Context, q *db.Queries, group []
 		recorded[actionKey{r.Client, r.ID}] = true
 		due = due || r.Released > 0
 	}
-	disconnected := map[string]bool{}
+	refused := map[string]pendingDecision{} // by destination, its latest claim
 	for _, p := range group {
 		if !recorded[actionKey{p.a.Client, p.a.ID}] {
 			continue
 		}
 		switch p.d.State {
 		case StateHeld:
-			if !disconnected[p.a.Destination] {
-				disconnected[p.a.Destination] = true
-				if err := pf.disconnect(ctx, q, p.a.Destination, p.out.Detail); err != nil {
-					return nil, false, err
-				}
+			if r, ok := refused[p.a.Destination]; !ok || p.a.UpdatedAt.After(r.a.UpdatedAt) {
+				refused[p.a.Destination] = p
 			}
 		case StateRetrying, StateUncertain:
 			due = due || !p.d.NextAttemptAt.After(pf.now())
 		}
 	}
+	for name, p := range refused {
+		if err := pf.disconnect(ctx, q, name, p.out.Detail, p.a.UpdatedAt); err != nil {
+			return nil, false, err
+		}
+	}
 	return recorded, due, nil
 }
 
-// disconnect marks a destination whose credentials failed and holds its waiting
-// actions: no further calls until an admin reconnects it.
-func (pf *Performer) disconnect(ctx context.Context, q *db.Queries, name, detail string) error {
+// disconnect marks a destination whose credentials failed to a call claimed at
+// calledAt and holds its waiting actions: no further calls until an admin
+// reconnects it. A destination reconnected since is left as it is (see
+// DestinationDisconnect).
+func (pf *Performer) disconnect(ctx context.Context, q *db.Queries, name, detail string, calledAt time.Time) error {
 	reason := "credentials refused: " + detail
-	if err := q.DestinationSetStatus(ctx, db.DestinationSetStatusParams{Name: name, Status: "disconnected", Reason: truncate(reason, 500)}); err != nil {
+	n, err := q.DestinationDisconnect(ctx, db.DestinationDisconnectParams{Name: name, Reason: truncate(reason, 500), CalledAt: calledAt})
+	if err != nil {
 		return fmt.Errorf("mark destination disconnected: %w", err)
+	}
+	if n == 0 {
+		return nil
 	}
 	hold := db.ActionHoldDestinationParams{
 		Destination: name, Reason: "destination " + name + " is disconnected", States: HoldableStates,

@@ -194,8 +194,8 @@ func recordStatements() []workerStatement {
 				ExternalRefs: []string{"ref"}, Results: []string{""}, Owners: []string{""}, LeaseTokens: []int64{1},
 				Sharded: sharded, Client: wsClient, Worker: wsWorker})
 		}},
-		{name: "DestinationSetStatus", call: func(ctx context.Context, q *db.Queries, _ bool) {
-			_ = q.DestinationSetStatus(ctx, db.DestinationSetStatusParams{Name: "crm", Status: "disconnected", Reason: "r"})
+		{name: "DestinationDisconnect", call: func(ctx context.Context, q *db.Queries, _ bool) {
+			_, _ = q.DestinationDisconnect(ctx, db.DestinationDisconnectParams{Name: "crm", Reason: "r", CalledAt: wsNow})
 		}},
 		{name: "ActionHoldDestination", call: func(ctx context.Context, q *db.Queries, sharded bool) {
 			_, _ = q.ActionHoldDestination(ctx, db.ActionHoldDestinationParams{Reason: "r", Destination: "crm",
