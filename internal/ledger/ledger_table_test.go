@@ -523,7 +523,7 @@ func TestRefusalFromBeforeAReconnectIsStale(t *testing.T) {
 		t.Fatal("the call never reached the CRM")
 	}
 	w.exec(`INSERT INTO destinations (name, status, reason, changed_at) VALUES ('crm', 'connected', 'reconnected by an admin', now())
-		ON CONFLICT (name) DO UPDATE SET status = 'connected', reason = EXCLUDED.reason, changed_at = now()`)
+		ON CONFLICT (name) DO UPDATE SET status = EXCLUDED.status, reason = EXCLUDED.reason, changed_at = EXCLUDED.changed_at`)
 	close(hang)
 	a := w.waitFor("open_opportunity", "enq_stale", "confirmed")
 	if n := w.crm.CountByRef(a.OperationKey); n != 1 {
