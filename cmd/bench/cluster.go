@@ -17,13 +17,17 @@ const (
 	// clusterClients is how many clients the cluster's server has, as many on each
 	// worker, so that every worker holds a share of the writes and the claims.
 	clusterClients = 4
+	// clusterGrowthBudget bounds each growth measurement on the cluster, whose
+	// cross-client pages may take a second each.
+	clusterGrowthBudget = 5 * time.Second
 )
 
 // cluster runs the single Postgres's ingest and end to end again on a local Citus
 // cluster (a coordinator and its workers, on this machine, under the bench's
 // directory), with the same server binary, load generator and destination, and
 // adds their rows beside the single Postgres's: each party's CPU per delivery and
-// per action, the coordinator's and each worker's apart. Without Citus the row
+// per action, the coordinator's and each worker's apart. Then the growth rows'
+// pages and API calls, over actions spread on the clients, so on both workers. Without Citus the row
 // says how to install it.
 func (b *bench) cluster(ctx context.Context) error {
 	log.Printf("cluster: starting a local Citus cluster, a coordinator and %d workers", clusterWorkers)
@@ -61,7 +65,10 @@ func (b *bench) cluster(ctx context.Context) error {
 	if err := b.clusterIngest(ctx); err != nil {
 		return err
 	}
-	return b.clusterEndToEnd(ctx)
+	if err := b.clusterEndToEnd(ctx); err != nil {
+		return err
+	}
+	return b.growthRows(ctx, "cluster growth", b.o.clusterRows, clusterGrowthBudget)
 }
 
 // startCluster starts a local Citus cluster under dir with the oncehook database

@@ -32,18 +32,19 @@ import (
 
 // options are the bench's flags; the defaults are what `make bench` runs.
 type options struct {
-	out      string        // where the table is written as well as printed
-	seconds  time.Duration // length of each throughput measurement
-	senders  int           // concurrent webhook senders (and baseline clients)
-	rows     int           // actions generated for the large growth measurement
-	profile  string        // write a CPU profile of one phase run in-process here
-	phase    string        // the phase to profile: ingest, e2e or slow
-	keep     bool          // leave the temporary directory for inspection
-	peer     string        // the comparison with the River peer: on, off, or only it
-	cluster  string        // the run on a local Citus cluster: on, off, or only it
-	profiles string        // write a CPU profile of each process the comparison starts here
-	verbose  bool
-	repoRoot string
+	out         string        // where the table is written as well as printed
+	seconds     time.Duration // length of each throughput measurement
+	senders     int           // concurrent webhook senders (and baseline clients)
+	rows        int           // actions generated for the large growth measurement
+	clusterRows int           // the same on the local Citus cluster
+	profile     string        // write a CPU profile of one phase run in-process here
+	phase       string        // the phase to profile: ingest, e2e or slow
+	keep        bool          // leave the temporary directory for inspection
+	peer        string        // the comparison with the River peer: on, off, or only it
+	cluster     string        // the run on a local Citus cluster: on, off, or only it
+	profiles    string        // write a CPU profile of each process the comparison starts here
+	verbose     bool
+	repoRoot    string
 }
 
 func main() {
@@ -52,6 +53,7 @@ func main() {
 	flag.DurationVar(&o.seconds, "duration", 15*time.Second, "length of each throughput measurement")
 	flag.IntVar(&o.senders, "senders", 32, "concurrent senders and baseline clients")
 	flag.IntVar(&o.rows, "rows", 1_000_000, "actions generated for the large growth measurement")
+	flag.IntVar(&o.clusterRows, "cluster-rows", 1_000_000, "actions generated for the large growth measurement on the local Citus cluster")
 	flag.StringVar(&o.profile, "cpuprofile", "", "run one phase in-process with this CPU profile instead of the table")
 	flag.StringVar(&o.phase, "phase", "ingest", "the phase -cpuprofile runs: ingest, e2e (0 ms destination) or slow (100 ms)")
 	flag.StringVar(&o.peer, "peer", "on", "the comparison with the River peer (cmd/riverpeer): on, off, or only (no other phase)")

@@ -33,10 +33,7 @@ import (
 func benchConfig(addr, crmURL string, clients ...string) string {
 	var sources, actions strings.Builder
 	for _, c := range clientsOrAcme(clients) {
-		src, account, action := "stripe-"+c, "acct_"+c, "open_opportunity_"+c
-		if len(clients) == 0 {
-			src, account, action = "stripe-live", "acct_bench", "open_opportunity"
-		}
+		src, account, action := clientNames(c, len(clients) > 0)
 		fmt.Fprintf(&sources, `  - {name: %s, client: %s, provider: stripe, account: %s, environment: live,
      secret_env: BENCH_STRIPE_SECRET, max_body: 256KiB}
 `, src, c, account)
@@ -76,6 +73,16 @@ func clientsOrAcme(clients []string) []string {
 		return []string{"acme"}
 	}
 	return clients
+}
+
+// clientNames are benchConfig's names of client c's source, Stripe account and
+// action: stripe-live, acct_bench and open_opportunity for the single client, and
+// each suffixed by the client's name when several are named.
+func clientNames(c string, several bool) (source, account, action string) {
+	if !several {
+		return "stripe-live", "acct_bench", "open_opportunity"
+	}
+	return "stripe-" + c, "acct_" + c, "open_opportunity_" + c
 }
 
 // hookPaths are the webhook paths of benchConfig's sources for clients.
