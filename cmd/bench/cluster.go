@@ -68,7 +68,12 @@ func (b *bench) cluster(ctx context.Context) error {
 	if err := b.clusterEndToEnd(ctx); err != nil {
 		return err
 	}
-	return b.growthRows(ctx, "cluster growth", b.o.clusterRows, clusterGrowthBudget)
+	if err := b.growthRows(ctx, "cluster growth", b.o.clusterRows, clusterGrowthBudget); err != nil {
+		return err
+	}
+	b.t.note("cluster growth: the large size is -cluster-rows (%s), not -rows (%s): filling the cluster is slower",
+		thousands(int64(b.o.clusterRows)), thousands(int64(b.o.rows)))
+	return nil
 }
 
 // startCluster starts a local Citus cluster under dir with the oncehook database

@@ -163,7 +163,7 @@ func (b *bench) growthRows(ctx context.Context, label string, rows int, budget t
 		}
 		b.t.add(r)
 	}
-	b.t.note("%s: p50 of %s made one after another; rows generated with INSERT ... SELECT generate_series, then VACUUM ANALYZE", label, samples(budget))
+	b.t.note("%s: p50 of %s; rows generated with INSERT ... SELECT generate_series, then VACUUM ANALYZE", label, samples(budget))
 	return nil
 }
 
@@ -191,9 +191,9 @@ func (b *bench) growthPath(ctx context.Context, t growthTarget) (string, error) 
 // samples says how many requests latency makes with budget.
 func samples(budget time.Duration) string {
 	if budget == 0 {
-		return "200 requests, after 20 to warm up"
+		return "200 requests made one after another, after 20 to warm up"
 	}
-	return fmt.Sprintf("up to 200 requests in %s (at least 5), after 3 to warm up", budget)
+	return fmt.Sprintf("up to 200 requests made one after another in %s (at least 5), after 3 to warm up", budget)
 }
 
 // growthMet says whether a page stays under 50 ms of server time at the large
