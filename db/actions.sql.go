@@ -553,6 +553,33 @@ func (q *Queries) ActionClaimSharded(ctx context.Context, arg ActionClaimSharded
 	return items, nil
 }
 
+const actionClientsWithRows = `-- name: ActionClientsWithRows :many
+SELECT client FROM actions GROUP BY client ORDER BY client
+`
+
+// Every client that has actions: on Citus, beside the config's clients, the
+// clients a dashboard read across clients goes round (a client dropped from the
+// config keeps its actions). Each shard groups its own rows.
+func (q *Queries) ActionClientsWithRows(ctx context.Context) ([]string, error) {
+	rows, err := q.db.Query(ctx, actionClientsWithRows)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []string{}
+	for rows.Next() {
+		var client string
+		if err := rows.Scan(&client); err != nil {
+			return nil, err
+		}
+		items = append(items, client)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const actionClientsWithWork = `-- name: ActionClientsWithWork :many
 SELECT DISTINCT client FROM actions WHERE state IN ('pending', 'retrying', 'uncertain', 'processing')
 `
@@ -703,32 +730,42 @@ func (q *Queries) ActionCountByState(ctx context.Context) ([]ActionCountByStateR
 	return items, nil
 }
 
-const actionCountByStateSharded = `-- name: ActionCountByStateSharded :many
-SELECT a.state::text AS state, count(*)::bigint AS n, min(a.created_at)::timestamptz AS oldest
-FROM actions a
-GROUP BY a.state
-ORDER BY a.state
+const actionCountByStateOfClient = `-- name: ActionCountByStateOfClient :many
+SELECT s.state::text AS state, c.n::bigint AS n, o.created_at::timestamptz AS oldest
+FROM unnest(ARRAY['pending', 'processing', 'retrying', 'held', 'uncertain',
+                  'failed', 'confirmed', 'resolved', 'cancelled']) AS s(state)
+CROSS JOIN LATERAL (
+    SELECT count(*) AS n FROM (
+        SELECT 1 FROM actions a WHERE a.client = $1 AND a.state >= s.state AND a.state <= s.state
+        LIMIT 1001) capped) c
+CROSS JOIN LATERAL (
+    SELECT a.created_at FROM actions a
+    WHERE a.client = $1 AND a.state >= s.state AND a.state <= s.state
+    ORDER BY a.state DESC, a.id
+    LIMIT 1) o
+ORDER BY s.state
 `
 
-type ActionCountByStateShardedRow struct {
+type ActionCountByStateOfClientRow struct {
 	State  string
 	N      int64
 	Oldest time.Time
 }
 
-// ActionCountByState on Citus, where its walks (lateral subqueries with limits)
-// and the planner's statistics of the coordinator's empty table do not serve:
-// each shard counts its actions by state, the coordinator adds them up. oldest
-// is the earliest creation time of the state.
-func (q *Queries) ActionCountByStateSharded(ctx context.Context) ([]ActionCountByStateShardedRow, error) {
-	rows, err := q.db.Query(ctx, actionCountByStateSharded)
+// ActionCountByState for one client, on Citus: routed whole to the client's
+// shard, each state counted along actions_state_idx up to 1,001 of the client's
+// actions, and the creation time of its lowest id. Past 1,000 the caller asks the
+// shard's planner for its estimate (db.EstimateActions): the coordinator's own
+// statistics of the table are empty. States without actions are left out.
+func (q *Queries) ActionCountByStateOfClient(ctx context.Context, client string) ([]ActionCountByStateOfClientRow, error) {
+	rows, err := q.db.Query(ctx, actionCountByStateOfClient, client)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	items := []ActionCountByStateShardedRow{}
+	items := []ActionCountByStateOfClientRow{}
 	for rows.Next() {
-		var i ActionCountByStateShardedRow
+		var i ActionCountByStateOfClientRow
 		if err := rows.Scan(&i.State, &i.N, &i.Oldest); err != nil {
 			return nil, err
 		}
@@ -1179,39 +1216,43 @@ func (q *Queries) ActionInsert(ctx context.Context, arg ActionInsertParams) ([]A
 
 const actionList = `-- name: ActionList :many
 SELECT id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key, param_values, reason_start FROM actions a
-WHERE (a.client, a.id) IN (
+WHERE ($1::text = '' OR a.client = $1)
+  AND (a.client, a.id) IN (
     SELECT p.client, p.id
-    FROM unnest(CASE WHEN cardinality($1::text[]) = 0
+    FROM unnest(CASE WHEN cardinality($2::text[]) = 0
                      THEN ARRAY['pending', 'processing', 'retrying', 'held', 'uncertain',
                                 'failed', 'confirmed', 'resolved', 'cancelled']
-                     ELSE $1::text[] END) AS s(state)
+                     ELSE $2::text[] END) AS s(state)
     CROSS JOIN LATERAL (
         SELECT b.client, b.id FROM actions b
         WHERE b.state >= s.state AND b.state <= s.state
-          AND ($2::text = '' OR b.source = $2)
-          AND ($3::text = '' OR b.name = $3)
-          AND ($4::text = '' OR b.owner = $4)
-          AND ($5::text = '' OR b.destination = $5)
-          AND ($6::text = '' OR b.client = $6)
+          AND ($3::text = '' OR b.source = $3)
+          AND ($4::text = '' OR b.name = $4)
+          AND ($5::text = '' OR b.owner = $5)
+          AND ($6::text = '' OR b.destination = $6)
+          AND ($1::text = '' OR b.client = $1)
           AND ($7::boolean OR b.client = ANY($8::text[]))
           AND ($9::text = '' OR lower(b.business_key)
                    LIKE replace(replace(replace(lower($9), '\', '\\'), '%', '\%'), '_', '\_') || '%'
                OR (b.client = ANY($10::text[]) AND b.operation_key = $9)
                OR (b.external_ref = $9 AND b.external_ref <> '') OR b.owner = $9
                OR b.id = ANY(ARRAY(SELECT x.id FROM actions x
-                                   WHERE x.param_values @> jsonb_build_array(lower($9))
+                                   WHERE ($1 = '' OR x.client = $1)
+                                     AND x.param_values @> jsonb_build_array(lower($9))
                                    LIMIT 5000))
                OR (b.state IN ('held', 'uncertain', 'failed')
                    AND b.reason ILIKE '%' || replace(replace(replace($9, '\', '\\'), '%', '\%'), '_', '\_') || '%')
                OR b.id = ANY(ARRAY(SELECT ae.action_id FROM events e
                                    JOIN action_events ae ON ae.client = e.client AND ae.event_id = e.id
-                                   WHERE e.client = ANY($10::text[]) AND e.source = ANY($11::text[])
+                                   WHERE ($1 = '' OR e.client = $1)
+                                     AND e.client = ANY($10::text[]) AND e.source = ANY($11::text[])
                                      AND e.source_event_id = $9)))
           AND ($12::text = '' OR b.reason ILIKE '%' || $12 || '%')
           AND ($13::timestamptz IS NULL OR b.created_at >= $13)
           AND ($14::timestamptz IS NULL OR b.created_at < $14)
           AND ($15::integer = 0
-               OR EXISTS (SELECT 1 FROM attempts t WHERE t.client = b.client AND t.action_id = b.id
+               OR EXISTS (SELECT 1 FROM attempts t WHERE ($1 = '' OR t.client = $1)
+                          AND t.client = b.client AND t.action_id = b.id
                           AND t.http_status = $15))
           -- Sorted by waiting time, only open actions. When the caller lists only
           -- states that wait for a person (person_states), the condition is
@@ -1242,12 +1283,12 @@ LIMIT $21
 `
 
 type ActionListParams struct {
+	Client       string
 	States       []string
 	Source       string
 	Name         string
 	Owner        string
 	Destination  string
-	Client       string
 	AllClients   bool
 	ScopeClients []string
 	Q            string
@@ -1290,14 +1331,17 @@ type ActionListParams struct {
 // order and the keyset condition they choose (a sort key that is a constant is no
 // sort key) and probes the indexes of a search. A range on one state value keeps
 // the walk on the index's order; with state = s.state Postgres forgets it.
+// @client holds every table it reads to that client: on Citus a list across
+// clients is this query run for each client (db.ActionListByClient), each then
+// routed whole to that client's shard, where its walks run as on one Postgres.
 func (q *Queries) ActionList(ctx context.Context, arg ActionListParams) ([]Action, error) {
 	rows, err := q.db.Query(ctx, actionList,
+		arg.Client,
 		arg.States,
 		arg.Source,
 		arg.Name,
 		arg.Owner,
 		arg.Destination,
-		arg.Client,
 		arg.AllClients,
 		arg.ScopeClients,
 		arg.Q,
@@ -1382,156 +1426,6 @@ type ActionListByEventParams struct {
 
 func (q *Queries) ActionListByEvent(ctx context.Context, arg ActionListByEventParams) ([]Action, error) {
 	rows, err := q.db.Query(ctx, actionListByEvent, arg.Client, arg.EventID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []Action{}
-	for rows.Next() {
-		var i Action
-		if err := rows.Scan(
-			&i.ID,
-			&i.Client,
-			&i.Environment,
-			&i.Source,
-			&i.Name,
-			&i.BusinessKey,
-			&i.KeyParts,
-			&i.OperationKey,
-			&i.Destination,
-			&i.Params,
-			&i.ParamsSha256,
-			&i.State,
-			&i.Reason,
-			&i.Owner,
-			&i.AfterID,
-			&i.Resource,
-			&i.OccurredAt,
-			&i.Attempts,
-			&i.MaxAttempts,
-			&i.GiveUpAt,
-			&i.NextAttemptAt,
-			&i.FirstAttemptAt,
-			&i.LastAttemptAt,
-			&i.LeaseOwner,
-			&i.ClaimedFrom,
-			&i.LeaseExpiresAt,
-			&i.ExternalRef,
-			&i.Result,
-			&i.CreatedAt,
-			&i.UpdatedAt,
-			&i.LeaseToken,
-			&i.StateSince,
-			&i.AttemptKey,
-			&i.ParamValues,
-			&i.ReasonStart,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const actionListSharded = `-- name: ActionListSharded :many
-SELECT id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key, param_values, reason_start FROM actions b
-WHERE (cardinality($1::text[]) = 0 OR b.state = ANY($1::text[]))
-  AND ($2::text = '' OR b.source = $2)
-  AND ($3::text = '' OR b.name = $3)
-  AND ($4::text = '' OR b.owner = $4)
-  AND ($5::text = '' OR b.destination = $5)
-  AND ($6::text = '' OR b.client = $6)
-  AND ($7::boolean OR b.client = ANY($8::text[]))
-  AND ($9::text = '' OR lower(b.business_key)
-           LIKE replace(replace(replace(lower($9), '\', '\\'), '%', '\%'), '_', '\_') || '%'
-       OR (b.client = ANY($10::text[]) AND b.operation_key = $9)
-       OR (b.external_ref = $9 AND b.external_ref <> '') OR b.owner = $9
-       OR b.id = ANY(ARRAY(SELECT x.id FROM actions x
-                           WHERE x.param_values @> jsonb_build_array(lower($9))
-                           LIMIT 5000))
-       OR (b.state IN ('held', 'uncertain', 'failed')
-           AND b.reason ILIKE '%' || replace(replace(replace($9, '\', '\\'), '%', '\%'), '_', '\_') || '%')
-       OR b.id = ANY(ARRAY(SELECT ae.action_id FROM events e
-                           JOIN action_events ae ON ae.client = e.client AND ae.event_id = e.id
-                           WHERE e.client = ANY($10::text[]) AND e.source = ANY($11::text[])
-                             AND e.source_event_id = $9)))
-  AND ($12::text = '' OR b.reason ILIKE '%' || $12 || '%')
-  AND ($13::timestamptz IS NULL OR b.created_at >= $13)
-  AND ($14::timestamptz IS NULL OR b.created_at < $14)
-  AND ($15::integer = 0
-       OR EXISTS (SELECT 1 FROM attempts t WHERE t.client = b.client AND t.action_id = b.id
-                  AND t.http_status = $15))
-  AND ($16::text NOT IN ('state_since', '-state_since')
-       OR b.state = ANY(CASE WHEN $17::boolean THEN ARRAY['held', 'uncertain', 'failed']
-                             ELSE ARRAY['pending', 'processing', 'retrying', 'held', 'uncertain', 'failed'] END))
-  AND CASE $16::text
-          WHEN 'created' THEN b.id > coalesce($18::bigint, 0)
-          WHEN 'state_since' THEN (b.state_since, b.id) >
-              (coalesce($19::timestamptz, '-infinity'), coalesce($18::bigint, 0))
-          WHEN '-state_since' THEN (b.state_since, b.id) <
-              (coalesce($19::timestamptz, 'infinity'), coalesce($18::bigint, 9223372036854775807))
-          ELSE b.id < coalesce($18::bigint, 9223372036854775807) END
-ORDER BY CASE WHEN $16 = 'state_since' THEN b.state_since END,
-         CASE WHEN $16 = '-state_since' THEN b.state_since END DESC,
-         CASE WHEN $16 = 'created' OR $16 = 'state_since' THEN b.id END,
-         CASE WHEN $16 NOT IN ('created', 'state_since') THEN b.id END DESC
-LIMIT $20
-`
-
-type ActionListShardedParams struct {
-	States       []string
-	Source       string
-	Name         string
-	Owner        string
-	Destination  string
-	Client       string
-	AllClients   bool
-	ScopeClients []string
-	Q            string
-	Clients      []string
-	Sources      []string
-	Reason       string
-	Since        *time.Time
-	Until        *time.Time
-	HttpStatus   int32
-	Sort         string
-	PersonStates bool
-	CursorID     *int64
-	CursorAt     *time.Time
-	MaxRows      int32
-}
-
-// ActionList on Citus, where a walk state by state (a lateral subquery with a
-// limit) cannot be pushed down to the shards: the same filters, order, keyset
-// and limit over actions as one select, which each shard runs with the limit and
-// the coordinator merges. The parameters come in ActionList's order, so one
-// ActionListParams serves both.
-func (q *Queries) ActionListSharded(ctx context.Context, arg ActionListShardedParams) ([]Action, error) {
-	rows, err := q.db.Query(ctx, actionListSharded,
-		arg.States,
-		arg.Source,
-		arg.Name,
-		arg.Owner,
-		arg.Destination,
-		arg.Client,
-		arg.AllClients,
-		arg.ScopeClients,
-		arg.Q,
-		arg.Clients,
-		arg.Sources,
-		arg.Reason,
-		arg.Since,
-		arg.Until,
-		arg.HttpStatus,
-		arg.Sort,
-		arg.PersonStates,
-		arg.CursorID,
-		arg.CursorAt,
-		arg.MaxRows,
-	)
 	if err != nil {
 		return nil, err
 	}

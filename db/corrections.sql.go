@@ -181,11 +181,18 @@ func (q *Queries) CorrectionOpen(ctx context.Context, arg CorrectionOpenParams) 
 }
 
 const correctionOpenList = `-- name: CorrectionOpenList :many
-SELECT id, client, action_id, original, params, provider_reason, note, proposed_by, proposed_at, state, decided_by, decided_at, decision_note, attempt_key FROM corrections WHERE action_id = ANY($1::bigint[]) AND state = 'proposed'
+SELECT id, client, action_id, original, params, provider_reason, note, proposed_by, proposed_at, state, decided_by, decided_at, decision_note, attempt_key FROM corrections
+WHERE client = ANY($1::text[]) AND action_id = ANY($2::bigint[]) AND state = 'proposed'
 `
 
-func (q *Queries) CorrectionOpenList(ctx context.Context, actionIds []int64) ([]Correction, error) {
-	rows, err := q.db.Query(ctx, correctionOpenList, actionIds)
+type CorrectionOpenListParams struct {
+	Clients   []string
+	ActionIds []int64
+}
+
+// The clients of the actions lead the key (and on Citus name the shards to read).
+func (q *Queries) CorrectionOpenList(ctx context.Context, arg CorrectionOpenListParams) ([]Correction, error) {
+	rows, err := q.db.Query(ctx, correctionOpenList, arg.Clients, arg.ActionIds)
 	if err != nil {
 		return nil, err
 	}

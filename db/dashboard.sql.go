@@ -81,23 +81,23 @@ func (q *Queries) DashboardCauses(ctx context.Context, arg DashboardCausesParams
 
 const dashboardSourceStats = `-- name: DashboardSourceStats :many
 SELECT s.source::text AS source, c.events::bigint AS events, c.deliveries::bigint AS deliveries,
-       c.conflicts::bigint AS conflicts, c.last_received_at::timestamptz AS last_received_at,
-       coalesce(est.n, 0)::bigint AS estimated
+       c.conflicts::bigint AS conflicts, c.last_received_at::timestamptz AS last_received_at
 FROM unnest($1::text[]) AS s(source)
 CROSS JOIN LATERAL (
     SELECT count(*) AS events, coalesce(sum(r.deliveries), 0) AS deliveries,
            count(*) FILTER (WHERE r.conflict) AS conflicts, max(r.last_received_at) AS last_received_at
     FROM (SELECT e.deliveries, e.conflict, e.last_received_at FROM events e
           WHERE e.source >= s.source AND e.source <= s.source
+            AND ($2::text = '' OR e.client = $2)
           ORDER BY e.source, e.id DESC
           LIMIT 10001) r) c
-LEFT JOIN LATERAL (
-    SELECT (t.reltuples * st.most_common_freqs[array_position(st.most_common_vals::text::text[], s.source)])::bigint AS n
-    FROM pg_catalog.pg_class t
-    JOIN pg_catalog.pg_stats st ON st.schemaname = current_schema() AND st.tablename = t.relname AND st.attname = 'source'
-    WHERE t.oid = 'events'::regclass) est ON true
 WHERE c.events > 0
 `
+
+type DashboardSourceStatsParams struct {
+	Sources []string
+	Client  string
+}
 
 type DashboardSourceStatsRow struct {
 	Source         string
@@ -105,16 +105,17 @@ type DashboardSourceStatsRow struct {
 	Deliveries     int64
 	Conflicts      int64
 	LastReceivedAt time.Time
-	Estimated      int64
 }
 
 // Per source of sources: its newest 10,001 stored events counted exactly along
 // events_source_idx (events, deliveries with repeats, conflicts, the last delivery
-// among them), and, for a source with more, the planner's count of its events
-// (autovacuum's ANALYZE keeps it), so a million events cost what 10,000 do.
-// (The range on one value keeps Postgres on the index's order; see ActionList.)
-func (q *Queries) DashboardSourceStats(ctx context.Context, sources []string) ([]DashboardSourceStatsRow, error) {
-	rows, err := q.db.Query(ctx, dashboardSourceStats, sources)
+// among them), so a million events cost what 10,000 do; a source with more is
+// estimated by SourceEstimates (or on Citus db.EstimateEvents). No row for a
+// source without events. (The range on one value keeps Postgres on the index's
+// order; see ActionList.) On Citus it runs for each client with its sources
+// (@client), routed to the client's shard.
+func (q *Queries) DashboardSourceStats(ctx context.Context, arg DashboardSourceStatsParams) ([]DashboardSourceStatsRow, error) {
+	rows, err := q.db.Query(ctx, dashboardSourceStats, arg.Sources, arg.Client)
 	if err != nil {
 		return nil, err
 	}
@@ -128,60 +129,6 @@ func (q *Queries) DashboardSourceStats(ctx context.Context, sources []string) ([
 			&i.Deliveries,
 			&i.Conflicts,
 			&i.LastReceivedAt,
-			&i.Estimated,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const dashboardSourceStatsSharded = `-- name: DashboardSourceStatsSharded :many
-SELECT $1::text AS source, c.events::bigint AS events, c.deliveries::bigint AS deliveries,
-       c.conflicts::bigint AS conflicts, c.last_received_at::timestamptz AS last_received_at,
-       n.n::bigint AS estimated
-FROM (SELECT count(*) AS events, coalesce(sum(r.deliveries), 0) AS deliveries,
-             count(*) FILTER (WHERE r.conflict) AS conflicts, max(r.last_received_at) AS last_received_at
-      FROM (SELECT e.deliveries, e.conflict, e.last_received_at FROM events e
-            WHERE e.source = $1 ORDER BY e.id DESC LIMIT 10001) r) c
-CROSS JOIN (SELECT count(*) AS n FROM events e WHERE e.source = $1) n
-WHERE c.events > 0
-`
-
-type DashboardSourceStatsShardedRow struct {
-	Source         string
-	Events         int64
-	Deliveries     int64
-	Conflicts      int64
-	LastReceivedAt time.Time
-	Estimated      int64
-}
-
-// DashboardSourceStats for one source on Citus, where a walk per source (a
-// lateral subquery with a limit) cannot be pushed down and the coordinator's
-// statistics of events are empty: the source's newest 10,001 events, taken from
-// each shard's newest and merged, counted; estimated is the exact count of its
-// events, counted on each shard and added up. No row for a source without events.
-func (q *Queries) DashboardSourceStatsSharded(ctx context.Context, source string) ([]DashboardSourceStatsShardedRow, error) {
-	rows, err := q.db.Query(ctx, dashboardSourceStatsSharded, source)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []DashboardSourceStatsShardedRow{}
-	for rows.Next() {
-		var i DashboardSourceStatsShardedRow
-		if err := rows.Scan(
-			&i.Source,
-			&i.Events,
-			&i.Deliveries,
-			&i.Conflicts,
-			&i.LastReceivedAt,
-			&i.Estimated,
 		); err != nil {
 			return nil, err
 		}
@@ -405,6 +352,42 @@ func (q *Queries) DashboardTrendQueuesSharded(ctx context.Context, arg Dashboard
 	for rows.Next() {
 		var i DashboardTrendQueuesShardedRow
 		if err := rows.Scan(&i.State, &i.StartAt, &i.N); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const sourceEstimates = `-- name: SourceEstimates :many
+SELECT s.source::text AS source,
+       coalesce((t.reltuples * st.most_common_freqs[array_position(st.most_common_vals::text::text[], s.source)])::bigint,
+                0)::bigint AS estimated
+FROM unnest($1::text[]) AS s(source)
+LEFT JOIN pg_catalog.pg_class t ON t.oid = 'events'::regclass
+LEFT JOIN pg_catalog.pg_stats st ON st.schemaname = current_schema() AND st.tablename = t.relname AND st.attname = 'source'
+`
+
+type SourceEstimatesRow struct {
+	Source    string
+	Estimated int64
+}
+
+// The planner's count of the events of each of sources (autovacuum's ANALYZE
+// keeps it), for the sources DashboardSourceStats found more than 10,000 of.
+func (q *Queries) SourceEstimates(ctx context.Context, sources []string) ([]SourceEstimatesRow, error) {
+	rows, err := q.db.Query(ctx, sourceEstimates, sources)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []SourceEstimatesRow{}
+	for rows.Next() {
+		var i SourceEstimatesRow
+		if err := rows.Scan(&i.Source, &i.Estimated); err != nil {
 			return nil, err
 		}
 		items = append(items, i)

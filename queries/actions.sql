@@ -483,8 +483,12 @@ RETURNING *;
 -- order and the keyset condition they choose (a sort key that is a constant is no
 -- sort key) and probes the indexes of a search. A range on one state value keeps
 -- the walk on the index's order; with state = s.state Postgres forgets it.
+-- @client holds every table it reads to that client: on Citus a list across
+-- clients is this query run for each client (db.ActionListByClient), each then
+-- routed whole to that client's shard, where its walks run as on one Postgres.
 SELECT * FROM actions a
-WHERE (a.client, a.id) IN (
+WHERE (@client::text = '' OR a.client = @client)
+  AND (a.client, a.id) IN (
     SELECT p.client, p.id
     FROM unnest(CASE WHEN cardinality(@states::text[]) = 0
                      THEN ARRAY['pending', 'processing', 'retrying', 'held', 'uncertain',
@@ -504,19 +508,22 @@ WHERE (a.client, a.id) IN (
                OR (b.client = ANY(@clients::text[]) AND b.operation_key = @q)
                OR (b.external_ref = @q AND b.external_ref <> '') OR b.owner = @q
                OR b.id = ANY(ARRAY(SELECT x.id FROM actions x
-                                   WHERE x.param_values @> jsonb_build_array(lower(@q))
+                                   WHERE (@client = '' OR x.client = @client)
+                                     AND x.param_values @> jsonb_build_array(lower(@q))
                                    LIMIT 5000))
                OR (b.state IN ('held', 'uncertain', 'failed')
                    AND b.reason ILIKE '%' || replace(replace(replace(@q, '\', '\\'), '%', '\%'), '_', '\_') || '%')
                OR b.id = ANY(ARRAY(SELECT ae.action_id FROM events e
                                    JOIN action_events ae ON ae.client = e.client AND ae.event_id = e.id
-                                   WHERE e.client = ANY(@clients::text[]) AND e.source = ANY(@sources::text[])
+                                   WHERE (@client = '' OR e.client = @client)
+                                     AND e.client = ANY(@clients::text[]) AND e.source = ANY(@sources::text[])
                                      AND e.source_event_id = @q)))
           AND (@reason::text = '' OR b.reason ILIKE '%' || @reason || '%')
           AND (sqlc.narg(since)::timestamptz IS NULL OR b.created_at >= sqlc.narg(since))
           AND (sqlc.narg(until)::timestamptz IS NULL OR b.created_at < sqlc.narg(until))
           AND (@http_status::integer = 0
-               OR EXISTS (SELECT 1 FROM attempts t WHERE t.client = b.client AND t.action_id = b.id
+               OR EXISTS (SELECT 1 FROM attempts t WHERE (@client = '' OR t.client = @client)
+                          AND t.client = b.client AND t.action_id = b.id
                           AND t.http_status = @http_status))
           -- Sorted by waiting time, only open actions. When the caller lists only
           -- states that wait for a person (person_states), the condition is
@@ -545,55 +552,6 @@ ORDER BY CASE WHEN @sort = 'state_since' THEN a.state_since END,
          CASE WHEN @sort NOT IN ('created', 'state_since') THEN a.id END DESC
 LIMIT @max_rows;
 
--- name: ActionListSharded :many
--- ActionList on Citus, where a walk state by state (a lateral subquery with a
--- limit) cannot be pushed down to the shards: the same filters, order, keyset
--- and limit over actions as one select, which each shard runs with the limit and
--- the coordinator merges. The parameters come in ActionList's order, so one
--- ActionListParams serves both.
-SELECT * FROM actions b
-WHERE (cardinality(@states::text[]) = 0 OR b.state = ANY(@states::text[]))
-  AND (@source::text = '' OR b.source = @source)
-  AND (@name::text = '' OR b.name = @name)
-  AND (@owner::text = '' OR b.owner = @owner)
-  AND (@destination::text = '' OR b.destination = @destination)
-  AND (@client::text = '' OR b.client = @client)
-  AND (@all_clients::boolean OR b.client = ANY(@scope_clients::text[]))
-  AND (@q::text = '' OR lower(b.business_key)
-           LIKE replace(replace(replace(lower(@q), '\', '\\'), '%', '\%'), '_', '\_') || '%'
-       OR (b.client = ANY(@clients::text[]) AND b.operation_key = @q)
-       OR (b.external_ref = @q AND b.external_ref <> '') OR b.owner = @q
-       OR b.id = ANY(ARRAY(SELECT x.id FROM actions x
-                           WHERE x.param_values @> jsonb_build_array(lower(@q))
-                           LIMIT 5000))
-       OR (b.state IN ('held', 'uncertain', 'failed')
-           AND b.reason ILIKE '%' || replace(replace(replace(@q, '\', '\\'), '%', '\%'), '_', '\_') || '%')
-       OR b.id = ANY(ARRAY(SELECT ae.action_id FROM events e
-                           JOIN action_events ae ON ae.client = e.client AND ae.event_id = e.id
-                           WHERE e.client = ANY(@clients::text[]) AND e.source = ANY(@sources::text[])
-                             AND e.source_event_id = @q)))
-  AND (@reason::text = '' OR b.reason ILIKE '%' || @reason || '%')
-  AND (sqlc.narg(since)::timestamptz IS NULL OR b.created_at >= sqlc.narg(since))
-  AND (sqlc.narg(until)::timestamptz IS NULL OR b.created_at < sqlc.narg(until))
-  AND (@http_status::integer = 0
-       OR EXISTS (SELECT 1 FROM attempts t WHERE t.client = b.client AND t.action_id = b.id
-                  AND t.http_status = @http_status))
-  AND (@sort::text NOT IN ('state_since', '-state_since')
-       OR b.state = ANY(CASE WHEN @person_states::boolean THEN ARRAY['held', 'uncertain', 'failed']
-                             ELSE ARRAY['pending', 'processing', 'retrying', 'held', 'uncertain', 'failed'] END))
-  AND CASE @sort::text
-          WHEN 'created' THEN b.id > coalesce(sqlc.narg(cursor_id)::bigint, 0)
-          WHEN 'state_since' THEN (b.state_since, b.id) >
-              (coalesce(sqlc.narg(cursor_at)::timestamptz, '-infinity'), coalesce(sqlc.narg(cursor_id)::bigint, 0))
-          WHEN '-state_since' THEN (b.state_since, b.id) <
-              (coalesce(sqlc.narg(cursor_at)::timestamptz, 'infinity'), coalesce(sqlc.narg(cursor_id)::bigint, 9223372036854775807))
-          ELSE b.id < coalesce(sqlc.narg(cursor_id)::bigint, 9223372036854775807) END
-ORDER BY CASE WHEN @sort = 'state_since' THEN b.state_since END,
-         CASE WHEN @sort = '-state_since' THEN b.state_since END DESC,
-         CASE WHEN @sort = 'created' OR @sort = 'state_since' THEN b.id END,
-         CASE WHEN @sort NOT IN ('created', 'state_since') THEN b.id END DESC
-LIMIT @max_rows;
-
 -- name: ActionCountByState :many
 -- Counts by state, without counting a million rows: each state is counted along
 -- actions_state_idx up to 1,000 actions; past that the planner's statistics give
@@ -620,15 +578,31 @@ LEFT JOIN LATERAL (
     WHERE t.oid = 'actions'::regclass) est ON true
 ORDER BY s.state;
 
--- name: ActionCountByStateSharded :many
--- ActionCountByState on Citus, where its walks (lateral subqueries with limits)
--- and the planner's statistics of the coordinator's empty table do not serve:
--- each shard counts its actions by state, the coordinator adds them up. oldest
--- is the earliest creation time of the state.
-SELECT a.state::text AS state, count(*)::bigint AS n, min(a.created_at)::timestamptz AS oldest
-FROM actions a
-GROUP BY a.state
-ORDER BY a.state;
+-- name: ActionCountByStateOfClient :many
+-- ActionCountByState for one client, on Citus: routed whole to the client's
+-- shard, each state counted along actions_state_idx up to 1,001 of the client's
+-- actions, and the creation time of its lowest id. Past 1,000 the caller asks the
+-- shard's planner for its estimate (db.EstimateActions): the coordinator's own
+-- statistics of the table are empty. States without actions are left out.
+SELECT s.state::text AS state, c.n::bigint AS n, o.created_at::timestamptz AS oldest
+FROM unnest(ARRAY['pending', 'processing', 'retrying', 'held', 'uncertain',
+                  'failed', 'confirmed', 'resolved', 'cancelled']) AS s(state)
+CROSS JOIN LATERAL (
+    SELECT count(*) AS n FROM (
+        SELECT 1 FROM actions a WHERE a.client = @client AND a.state >= s.state AND a.state <= s.state
+        LIMIT 1001) capped) c
+CROSS JOIN LATERAL (
+    SELECT a.created_at FROM actions a
+    WHERE a.client = @client AND a.state >= s.state AND a.state <= s.state
+    ORDER BY a.state DESC, a.id
+    LIMIT 1) o
+ORDER BY s.state;
+
+-- name: ActionClientsWithRows :many
+-- Every client that has actions: on Citus, beside the config's clients, the
+-- clients a dashboard read across clients goes round (a client dropped from the
+-- config keeps its actions). Each shard groups its own rows.
+SELECT client FROM actions GROUP BY client ORDER BY client;
 
 -- name: ActionCountInScope :one
 -- ActionCountByState's figures for one state and the clients of a person who sees

@@ -10,7 +10,9 @@ SELECT * FROM corrections WHERE client = @client AND action_id = @action_id AND 
 FOR UPDATE;
 
 -- name: CorrectionOpenList :many
-SELECT * FROM corrections WHERE action_id = ANY(@action_ids::bigint[]) AND state = 'proposed';
+-- The clients of the actions lead the key (and on Citus name the shards to read).
+SELECT * FROM corrections
+WHERE client = ANY(@clients::text[]) AND action_id = ANY(@action_ids::bigint[]) AND state = 'proposed';
 
 -- name: CorrectionList :many
 SELECT * FROM corrections WHERE client = @client AND action_id = @action_id ORDER BY id;

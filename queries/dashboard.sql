@@ -1,42 +1,33 @@
 -- name: DashboardSourceStats :many
 -- Per source of sources: its newest 10,001 stored events counted exactly along
 -- events_source_idx (events, deliveries with repeats, conflicts, the last delivery
--- among them), and, for a source with more, the planner's count of its events
--- (autovacuum's ANALYZE keeps it), so a million events cost what 10,000 do.
--- (The range on one value keeps Postgres on the index's order; see ActionList.)
+-- among them), so a million events cost what 10,000 do; a source with more is
+-- estimated by SourceEstimates (or on Citus db.EstimateEvents). No row for a
+-- source without events. (The range on one value keeps Postgres on the index's
+-- order; see ActionList.) On Citus it runs for each client with its sources
+-- (@client), routed to the client's shard.
 SELECT s.source::text AS source, c.events::bigint AS events, c.deliveries::bigint AS deliveries,
-       c.conflicts::bigint AS conflicts, c.last_received_at::timestamptz AS last_received_at,
-       coalesce(est.n, 0)::bigint AS estimated
+       c.conflicts::bigint AS conflicts, c.last_received_at::timestamptz AS last_received_at
 FROM unnest(@sources::text[]) AS s(source)
 CROSS JOIN LATERAL (
     SELECT count(*) AS events, coalesce(sum(r.deliveries), 0) AS deliveries,
            count(*) FILTER (WHERE r.conflict) AS conflicts, max(r.last_received_at) AS last_received_at
     FROM (SELECT e.deliveries, e.conflict, e.last_received_at FROM events e
           WHERE e.source >= s.source AND e.source <= s.source
+            AND (@client::text = '' OR e.client = @client)
           ORDER BY e.source, e.id DESC
           LIMIT 10001) r) c
-LEFT JOIN LATERAL (
-    SELECT (t.reltuples * st.most_common_freqs[array_position(st.most_common_vals::text::text[], s.source)])::bigint AS n
-    FROM pg_catalog.pg_class t
-    JOIN pg_catalog.pg_stats st ON st.schemaname = current_schema() AND st.tablename = t.relname AND st.attname = 'source'
-    WHERE t.oid = 'events'::regclass) est ON true
 WHERE c.events > 0;
 
--- name: DashboardSourceStatsSharded :many
--- DashboardSourceStats for one source on Citus, where a walk per source (a
--- lateral subquery with a limit) cannot be pushed down and the coordinator's
--- statistics of events are empty: the source's newest 10,001 events, taken from
--- each shard's newest and merged, counted; estimated is the exact count of its
--- events, counted on each shard and added up. No row for a source without events.
-SELECT @source::text AS source, c.events::bigint AS events, c.deliveries::bigint AS deliveries,
-       c.conflicts::bigint AS conflicts, c.last_received_at::timestamptz AS last_received_at,
-       n.n::bigint AS estimated
-FROM (SELECT count(*) AS events, coalesce(sum(r.deliveries), 0) AS deliveries,
-             count(*) FILTER (WHERE r.conflict) AS conflicts, max(r.last_received_at) AS last_received_at
-      FROM (SELECT e.deliveries, e.conflict, e.last_received_at FROM events e
-            WHERE e.source = @source ORDER BY e.id DESC LIMIT 10001) r) c
-CROSS JOIN (SELECT count(*) AS n FROM events e WHERE e.source = @source) n
-WHERE c.events > 0;
+-- name: SourceEstimates :many
+-- The planner's count of the events of each of sources (autovacuum's ANALYZE
+-- keeps it), for the sources DashboardSourceStats found more than 10,000 of.
+SELECT s.source::text AS source,
+       coalesce((t.reltuples * st.most_common_freqs[array_position(st.most_common_vals::text::text[], s.source)])::bigint,
+                0)::bigint AS estimated
+FROM unnest(@sources::text[]) AS s(source)
+LEFT JOIN pg_catalog.pg_class t ON t.oid = 'events'::regclass
+LEFT JOIN pg_catalog.pg_stats st ON st.schemaname = current_schema() AND st.tablename = t.relname AND st.attname = 'source';
 
 -- name: DashboardTrendNew :many
 -- Actions created from @start_at on, per destination and bucket of @bucket_seconds

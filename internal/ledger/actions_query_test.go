@@ -101,7 +101,7 @@ WHERE a.id % 7 = 0`); err != nil {
 	list := q.ActionList // on Citus its Citus form, which the plain scan checks as well
 	if dbtest.OnCitus() {
 		list = func(ctx context.Context, p db.ActionListParams) ([]db.Action, error) {
-			return q.ActionListSharded(ctx, p.Sharded(p.States, p.MaxRows))
+			return db.ActionListByClient(ctx, q, p, []string{"c0", "c1"})
 		}
 	}
 	for sort, order := range naiveOrders {
@@ -155,7 +155,7 @@ func TestActionCountByState(t *testing.T) {
 	}
 	counts := func() []count {
 		t.Helper()
-		rows, err := countByState(ctx, db.New(pool))
+		rows, err := countByState(ctx, db.New(db.PlannedPerCall(pool)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -251,15 +251,10 @@ FROM generate_series(1, 300) AS i`)
 	}
 }
 
-// countByState is ActionCountByState, or on Citus its Citus form.
+// countByState is ActionCountByState, or on Citus its form client by client.
 func countByState(ctx context.Context, q *db.Queries) ([]db.ActionCountByStateRow, error) {
 	if !dbtest.OnCitus() {
 		return q.ActionCountByState(ctx)
 	}
-	rows, err := q.ActionCountByStateSharded(ctx)
-	out := make([]db.ActionCountByStateRow, 0, len(rows))
-	for _, r := range rows {
-		out = append(out, db.ActionCountByStateRow(r))
-	}
-	return out, err
+	return db.ActionCountByClient(ctx, q, []string{"c0", "c1"})
 }

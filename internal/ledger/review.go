@@ -49,12 +49,13 @@ type Review struct {
 	now     func() time.Time
 	scope   scope         // what the reads see; see For
 	mode    *databaseMode // single Postgres or Citus: a few reads differ
+	known   *knownClients // on Citus, the clients with actions (readClients)
 }
 
 // NewReview returns the review service.
 func NewReview(pool *pgxpool.Pool, cfg *Config, clients map[string]DestinationClient) *Review {
 	return &Review{pool: pool, cfg: cfg, clients: clients, now: time.Now, scope: everyClient,
-		mode: &databaseMode{pool: pool}}
+		mode: &databaseMode{pool: pool}, known: &knownClients{}}
 }
 
 // ActParams is the body of a manual act.

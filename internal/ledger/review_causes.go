@@ -40,8 +40,12 @@ type Waiting struct {
 // Waiting groups every open action by state, destination and the cause its
 // reason names, and counts the queues from the same groups.
 func (r *Review) Waiting(ctx context.Context) (Waiting, error) {
+	sc, err := r.readScope(ctx)
+	if err != nil {
+		return Waiting{}, err
+	}
 	rows, err := db.New(r.pool).DashboardCauses(ctx, db.DashboardCausesParams{ReasonBytes: reasonStartBytes,
-		AllClients: r.scope.all, ScopeClients: r.scope.clients})
+		AllClients: sc.all, ScopeClients: sc.clients})
 	if err != nil {
 		return Waiting{}, fmt.Errorf("group actions by cause: %w", err)
 	}

@@ -301,18 +301,22 @@ func (r *Review) Corrections(ctx context.Context, a Action) ([]Correction, error
 // openCorrections are the corrections waiting for a decision among the failed as.
 func (r *Review) openCorrections(ctx context.Context, as []Action) (map[int64]*Correction, error) {
 	var ids []int64
+	clients := []string{}
 	dest := map[int64]string{}
 	for _, a := range as {
 		if a.State == StateFailed {
 			ids = append(ids, a.ID)
 			dest[a.ID] = a.Destination
+			if !slices.Contains(clients, a.Client) {
+				clients = append(clients, a.Client)
+			}
 		}
 	}
 	out := map[int64]*Correction{}
 	if len(ids) == 0 {
 		return out, nil
 	}
-	rows, err := db.New(r.pool).CorrectionOpenList(ctx, ids)
+	rows, err := db.New(r.pool).CorrectionOpenList(ctx, db.CorrectionOpenListParams{Clients: clients, ActionIds: ids})
 	if err != nil {
 		return nil, fmt.Errorf("list open corrections: %w", err)
 	}

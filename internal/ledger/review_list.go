@@ -250,9 +250,10 @@ type StateCount struct {
 }
 
 // Summary counts actions by state: every client's for a reader of all, else
-// state by state in the reader's clients (see ActionCountInScope).
+// state by state in the reader's clients (see ActionCountInScope); on Citus client
+// by client (countByState).
 func (r *Review) Summary(ctx context.Context) ([]StateCount, error) {
-	if !r.scope.all {
+	if !r.scope.all && !r.mode.sharded(ctx) {
 		return r.summaryInScope(ctx)
 	}
 	rows, err := r.countByState(ctx)

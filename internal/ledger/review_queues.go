@@ -73,7 +73,7 @@ func (r *Review) Sources(ctx context.Context) ([]SourceSummary, error) {
 	if err != nil {
 		return nil, fmt.Errorf("count deliveries: %w", err)
 	}
-	byName := map[string]db.DashboardSourceStatsRow{}
+	byName := map[string]sourceCount{}
 	for _, row := range rows {
 		byName[row.Source] = row
 	}
@@ -92,7 +92,7 @@ func (r *Review) Sources(ctx context.Context) ([]SourceSummary, error) {
 			}
 			if row.Events > sourceCounted {
 				s.About = true
-				s.Events = max(row.Estimated, row.Events)
+				s.Events = max(row.estimated, row.Events)
 				s.Deliveries = int64(float64(row.Deliveries) * float64(s.Events) / float64(row.Events))
 			}
 		}

@@ -40,7 +40,7 @@ func (l *lastQuery) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndD
 // email, in any case; an amount) finds the action, and among many actions the
 // list's own query finds it through actions_param_values_idx.
 func TestSearchByParamValueUsesItsIndex(t *testing.T) {
-	dbtest.SinglePostgresOnly(t, "it reads the single-Postgres plan of ActionList (Citus runs ActionListSharded, and each shard plans its own)")
+	dbtest.SinglePostgresOnly(t, "it reads the single-Postgres plan of ActionList (on Citus it runs client by client, each planned on its client's shard)")
 	t.Parallel()
 	pool := dbtest.New(t)
 	ctx := context.Background()

@@ -13,40 +13,31 @@ import (
 // subquery and a limit, or read the planner's statistics, which Citus cannot
 // push down to the shards. The Citus forms return the same rows.
 
-// actionListSharded is ActionList on Citus (see ActionListSharded). Its one
-// select has no walk per state to bound, so where each state has a bound of its
-// own (the counts under a filter) each state is read by itself.
+// actionListSharded is ActionList on Citus: run for each client the reader
+// sees (or the one the filter names), each routed to its shard, and merged
+// (db.ActionListByClient).
 func (r *Review) actionListSharded(ctx context.Context, p db.ActionListParams) ([]db.Action, error) {
-	q := db.New(r.pool)
-	one := func(states []string, limit int32) ([]db.Action, error) {
-		return q.ActionListSharded(ctx, p.Sharded(states, limit))
+	clients, err := r.readClients(ctx)
+	if err != nil {
+		return nil, err
 	}
-	if p.StateRows >= p.MaxRows || len(p.States) <= 1 {
-		return one(p.States, min(p.StateRows, p.MaxRows))
+	if p.Client != "" {
+		clients = []string{p.Client}
 	}
-	var out []db.Action
-	for _, st := range p.States {
-		rows, err := one([]string{st}, p.StateRows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, rows...)
-	}
-	return out, nil
+	return db.ActionListByClient(ctx, db.New(db.PlannedPerCall(r.pool)), p, clients)
 }
 
-// countByState is ActionCountByState, or its Citus form.
+// countByState is ActionCountByState, or on Citus the same counts of the
+// clients the reader sees, client by client (db.ActionCountByClient).
 func (r *Review) countByState(ctx context.Context) ([]db.ActionCountByStateRow, error) {
-	q := db.New(r.pool)
 	if !r.mode.sharded(ctx) {
-		return q.ActionCountByState(ctx)
+		return db.New(r.pool).ActionCountByState(ctx)
 	}
-	rows, err := q.ActionCountByStateSharded(ctx)
-	out := make([]db.ActionCountByStateRow, 0, len(rows))
-	for _, row := range rows {
-		out = append(out, db.ActionCountByStateRow(row))
+	clients, err := r.readClients(ctx)
+	if err != nil {
+		return nil, err
 	}
-	return out, err
+	return db.ActionCountByClient(ctx, db.New(db.PlannedPerCall(r.pool)), clients)
 }
 
 // destinationList is DestinationList, or its Citus form.
@@ -55,7 +46,11 @@ func (r *Review) destinationList(ctx context.Context) ([]db.DestinationListRow, 
 	if !r.mode.sharded(ctx) {
 		return q.DestinationList(ctx, db.DestinationListParams{AllClients: r.scope.all, ScopeClients: r.scope.clients})
 	}
-	rows, err := q.DestinationListSharded(ctx, db.DestinationListShardedParams{AllClients: r.scope.all, ScopeClients: r.scope.clients})
+	sc, err := r.readScope(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := q.DestinationListSharded(ctx, db.DestinationListShardedParams{AllClients: sc.all, ScopeClients: sc.clients})
 	out := make([]db.DestinationListRow, 0, len(rows))
 	for _, row := range rows {
 		out = append(out, db.DestinationListRow(row))
@@ -63,23 +58,75 @@ func (r *Review) destinationList(ctx context.Context) ([]db.DestinationListRow, 
 	return out, err
 }
 
-// sourceStats is DashboardSourceStats, or its Citus form.
-func (r *Review) sourceStats(ctx context.Context, names []string) ([]db.DashboardSourceStatsRow, error) {
-	q := db.New(r.pool)
+// sourceCount is a source's figures from DashboardSourceStats, and for one with
+// more events than it counts one by one, the planner's estimate of them.
+type sourceCount struct {
+	db.DashboardSourceStatsRow
+	estimated int64
+}
+
+// sourceStats is DashboardSourceStats of names, each a configured source of a
+// client the reader sees, with SourceEstimates for the sources past
+// sourceCounted. On Citus it runs for each client with its sources, routed to
+// the client's shard, and a source past sourceCounted is estimated by that
+// shard's planner (db.EstimateEvents): the coordinator has no statistics.
+func (r *Review) sourceStats(ctx context.Context, names []string) ([]sourceCount, error) {
 	if !r.mode.sharded(ctx) {
-		return q.DashboardSourceStats(ctx, names)
-	}
-	var out []db.DashboardSourceStatsRow
-	for _, name := range names {
-		rows, err := q.DashboardSourceStatsSharded(ctx, name)
+		q := db.New(r.pool)
+		rows, err := q.DashboardSourceStats(ctx, db.DashboardSourceStatsParams{Sources: names})
 		if err != nil {
 			return nil, err
 		}
+		var big []string
 		for _, row := range rows {
-			out = append(out, db.DashboardSourceStatsRow(row))
+			if row.Events > sourceCounted {
+				big = append(big, row.Source)
+			}
+		}
+		est := map[string]int64{}
+		if len(big) > 0 {
+			ests, err := q.SourceEstimates(ctx, big)
+			if err != nil {
+				return nil, err
+			}
+			for _, e := range ests {
+				est[e.Source] = e.Estimated
+			}
+		}
+		out := make([]sourceCount, 0, len(rows))
+		for _, row := range rows {
+			out = append(out, sourceCount{row, est[row.Source]})
+		}
+		return out, nil
+	}
+	byClient := map[string][]string{}
+	var clients []string
+	for _, s := range r.cfg.Sources {
+		if slices.Contains(names, s.Name) {
+			if byClient[s.Client] == nil {
+				clients = append(clients, s.Client)
+			}
+			byClient[s.Client] = append(byClient[s.Client], s.Name)
 		}
 	}
-	return out, nil
+	q := db.New(db.PlannedPerCall(r.pool))
+	return db.EachClient(ctx, clients, func(ctx context.Context, client string) ([]sourceCount, error) {
+		rows, err := q.DashboardSourceStats(ctx, db.DashboardSourceStatsParams{Client: client, Sources: byClient[client]})
+		if err != nil {
+			return nil, err
+		}
+		out := make([]sourceCount, 0, len(rows))
+		for _, row := range rows {
+			c := sourceCount{DashboardSourceStatsRow: row}
+			if row.Events > sourceCounted {
+				if c.estimated, err = db.EstimateEvents(ctx, q, client, row.Source); err != nil {
+					return nil, err
+				}
+			}
+			out = append(out, c)
+		}
+		return out, nil
+	})
 }
 
 // trendQueues is DashboardTrendQueues, or its Citus form.

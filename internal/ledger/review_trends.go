@@ -91,8 +91,12 @@ func (r *Review) queueTrends(ctx context.Context, w TrendWindow, since time.Time
 	for i := range starts {
 		starts[i] = since.Add(time.Duration(i) * w.Bucket)
 	}
+	sc, err := r.readScope(ctx)
+	if err != nil {
+		return out, err
+	}
 	arrived, err := r.trendQueues(ctx, db.DashboardTrendQueuesParams{Starts: starts,
-		BucketSeconds: w.Bucket.Seconds(), AllClients: r.scope.all, ScopeClients: r.scope.clients})
+		BucketSeconds: w.Bucket.Seconds(), AllClients: sc.all, ScopeClients: sc.clients})
 	if err != nil {
 		return out, fmt.Errorf("count queue arrivals: %w", err)
 	}
@@ -132,9 +136,13 @@ func (r *Review) destinationTrends(ctx context.Context, w TrendWindow, since tim
 	if err != nil {
 		return out, err
 	}
+	sc, err := r.readScope(ctx)
+	if err != nil {
+		return out, err
+	}
 	q, secs := db.New(r.pool), w.Bucket.Seconds()
 	counted, err := q.TrendCounted(ctx, db.TrendCountedParams{Since: since, Until: horizon, BucketSeconds: secs,
-		AllClients: r.scope.all, ScopeClients: r.scope.clients})
+		AllClients: sc.all, ScopeClients: sc.clients})
 	if err != nil {
 		return out, fmt.Errorf("read counted trends: %w", err)
 	}
@@ -143,7 +151,7 @@ func (r *Review) destinationTrends(ctx context.Context, w TrendWindow, since tim
 	}
 	from := later(horizon, since)
 	created, err := q.DashboardTrendNew(ctx, db.DashboardTrendNewParams{Since: since, StartAt: from, BucketSeconds: secs,
-		AllClients: r.scope.all, ScopeClients: r.scope.clients})
+		AllClients: sc.all, ScopeClients: sc.clients})
 	if err != nil {
 		return out, fmt.Errorf("count new actions: %w", err)
 	}
@@ -151,7 +159,7 @@ func (r *Review) destinationTrends(ctx context.Context, w TrendWindow, since tim
 		add(trendNew, row.Destination, row.Bucket, row.N)
 	}
 	failed, err := q.DashboardTrendFailures(ctx, db.DashboardTrendFailuresParams{Since: since, StartAt: from,
-		BucketSeconds: secs, Observed: failedObservations, AllClients: r.scope.all, ScopeClients: r.scope.clients})
+		BucketSeconds: secs, Observed: failedObservations, AllClients: sc.all, ScopeClients: sc.clients})
 	if err != nil {
 		return out, fmt.Errorf("count failed calls: %w", err)
 	}

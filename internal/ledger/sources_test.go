@@ -32,7 +32,7 @@ FROM generate_series(1, 4) AS i;
 ANALYZE events`); err != nil {
 		t.Fatal(err)
 	}
-	cfg := &ledger.Config{Sources: []ledger.Source{{Name: "big"}, {Name: "small"}, {Name: "quiet"}}}
+	cfg := &ledger.Config{Sources: []ledger.Source{{Name: "big", Client: "acme"}, {Name: "small", Client: "acme"}, {Name: "quiet", Client: "acme"}}}
 	got, err := ledger.NewReview(pool, cfg, nil).Sources(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -39,7 +39,7 @@ var stateSetLiterals = map[string][]string{
 	"ActionClaimSharded":          {"due"},
 	"ActionList":                  {"all", "person", "person", "open"},
 	"DashboardTrendQueuesSharded": {"open"},
-	"ActionListSharded":           {"person", "person", "open"},
+	"ActionCountByStateOfClient":  {"all"},
 	"DashboardCauses":             {"person", "worker"},
 	"ActionCountByState":          {"all"},
 	"DashboardTrendQueues":        {"person", "person", "worker"},

@@ -1,0 +1,68 @@
+package ledger
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/oncehook/oncehook/db"
+)
+
+// On Citus a read that names no client goes to every shard, and a read whose
+// index walks are lateral subqueries with limits cannot be pushed down at all.
+// So there the dashboard's and the API's reads across clients name the clients
+// the reader sees: a read that Citus can push down takes them as its scope and
+// goes to their shards alone; a walk runs once for each client, routed whole to
+// its shard, and the rows are merged (db.EachClient, db.ActionListByClient).
+
+// clientsAgain is how long the list of clients with actions is kept before it is
+// read again: a client that is new to the config is in the config at once; one
+// dropped from it, with actions still stored, is kept on the list.
+const clientsAgain = time.Minute
+
+// knownClients keeps the clients that have actions, read at most every
+// clientsAgain; one for every Review made from the same NewReview.
+type knownClients struct {
+	mu      sync.Mutex
+	at      time.Time
+	clients []string
+}
+
+// readClients is the clients a read across clients goes round: the reader's
+// own, or for a reader of every client the config's and every client with
+// actions stored.
+func (r *Review) readClients(ctx context.Context) ([]string, error) {
+	if !r.scope.all {
+		return slices.Clone(r.scope.clients), nil
+	}
+	out := slices.Clone(r.cfg.Clients())
+	k := r.known
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.at.IsZero() || r.now().Sub(k.at) >= clientsAgain {
+		stored, err := db.New(r.pool).ActionClientsWithRows(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("find the clients with actions: %w", err)
+		}
+		k.clients, k.at = stored, r.now()
+	}
+	for _, c := range k.clients {
+		if !slices.Contains(out, c) {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+// readScope is the scope a read across clients takes: on Citus the clients
+// spelled out (readClients), so Citus reads their shards alone; on one
+// Postgres the reader's own.
+func (r *Review) readScope(ctx context.Context) (scope, error) {
+	if r.scope.all && r.mode.sharded(ctx) {
+		clients, err := r.readClients(ctx)
+		return scope{clients: clients}, err
+	}
+	return r.scope, nil
+}
