@@ -284,7 +284,8 @@ type DashboardTrendQueuesRow struct {
 // Open actions that entered their state in each bucket (from each of starts, for
 // bucket_seconds) and still wait there, per state. For the states that wait for a
 // person, a count along actions_waiting_idx per state and bucket, reading no row;
-// the workers' states (few and brief) are read and grouped.
+// the workers' states (few and brief) are read and grouped. On Citus it runs for
+// each client, its scope that one client, routed to the client's shard.
 func (q *Queries) DashboardTrendQueues(ctx context.Context, arg DashboardTrendQueuesParams) ([]DashboardTrendQueuesRow, error) {
 	rows, err := q.db.Query(ctx, dashboardTrendQueues,
 		arg.Starts,
@@ -299,58 +300,6 @@ func (q *Queries) DashboardTrendQueues(ctx context.Context, arg DashboardTrendQu
 	items := []DashboardTrendQueuesRow{}
 	for rows.Next() {
 		var i DashboardTrendQueuesRow
-		if err := rows.Scan(&i.State, &i.StartAt, &i.N); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const dashboardTrendQueuesSharded = `-- name: DashboardTrendQueuesSharded :many
-SELECT a.state::text AS state, b.start_at::timestamptz AS start_at, count(*)::bigint AS n
-FROM unnest($1::timestamptz[]) AS b(start_at)
-JOIN actions a ON a.state IN ('pending', 'processing', 'retrying', 'held', 'uncertain', 'failed')
-    AND ($2::boolean OR a.client = ANY($3::text[]))
-    AND a.state_since >= b.start_at
-    AND a.state_since < b.start_at + make_interval(secs => $4::double precision)
-GROUP BY 1, 2
-`
-
-type DashboardTrendQueuesShardedParams struct {
-	Starts        []time.Time
-	AllClients    bool
-	ScopeClients  []string
-	BucketSeconds float64
-}
-
-type DashboardTrendQueuesShardedRow struct {
-	State   string
-	StartAt time.Time
-	N       int64
-}
-
-// DashboardTrendQueues on Citus, where its count per state and bucket (a lateral
-// subquery) cannot be pushed down: the open actions of each bucket read and
-// grouped on each shard, the coordinator adds them up. The parameters come in
-// DashboardTrendQueues' order, so one DashboardTrendQueuesParams serves both.
-func (q *Queries) DashboardTrendQueuesSharded(ctx context.Context, arg DashboardTrendQueuesShardedParams) ([]DashboardTrendQueuesShardedRow, error) {
-	rows, err := q.db.Query(ctx, dashboardTrendQueuesSharded,
-		arg.Starts,
-		arg.AllClients,
-		arg.ScopeClients,
-		arg.BucketSeconds,
-	)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []DashboardTrendQueuesShardedRow{}
-	for rows.Next() {
-		var i DashboardTrendQueuesShardedRow
 		if err := rows.Scan(&i.State, &i.StartAt, &i.N); err != nil {
 			return nil, err
 		}

@@ -102,7 +102,8 @@ GROUP BY 1, 2, 3;
 -- Open actions that entered their state in each bucket (from each of starts, for
 -- bucket_seconds) and still wait there, per state. For the states that wait for a
 -- person, a count along actions_waiting_idx per state and bucket, reading no row;
--- the workers' states (few and brief) are read and grouped.
+-- the workers' states (few and brief) are read and grouped. On Citus it runs for
+-- each client, its scope that one client, routed to the client's shard.
 SELECT s.state::text AS state, b.start_at::timestamptz AS start_at, c.n::bigint AS n
 FROM unnest(ARRAY['held', 'uncertain', 'failed']) AS s(state)
 CROSS JOIN unnest(@starts::timestamptz[]) AS b(start_at)
@@ -117,19 +118,6 @@ UNION ALL
 SELECT a.state::text AS state, b.start_at::timestamptz AS start_at, count(*)::bigint AS n
 FROM unnest(@starts::timestamptz[]) AS b(start_at)
 JOIN actions a ON a.state IN ('pending', 'processing', 'retrying')
-    AND (@all_clients::boolean OR a.client = ANY(@scope_clients::text[]))
-    AND a.state_since >= b.start_at
-    AND a.state_since < b.start_at + make_interval(secs => @bucket_seconds::double precision)
-GROUP BY 1, 2;
-
--- name: DashboardTrendQueuesSharded :many
--- DashboardTrendQueues on Citus, where its count per state and bucket (a lateral
--- subquery) cannot be pushed down: the open actions of each bucket read and
--- grouped on each shard, the coordinator adds them up. The parameters come in
--- DashboardTrendQueues' order, so one DashboardTrendQueuesParams serves both.
-SELECT a.state::text AS state, b.start_at::timestamptz AS start_at, count(*)::bigint AS n
-FROM unnest(@starts::timestamptz[]) AS b(start_at)
-JOIN actions a ON a.state IN ('pending', 'processing', 'retrying', 'held', 'uncertain', 'failed')
     AND (@all_clients::boolean OR a.client = ANY(@scope_clients::text[]))
     AND a.state_since >= b.start_at
     AND a.state_since < b.start_at + make_interval(secs => @bucket_seconds::double precision)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"regexp"
 	"testing"
+	"time"
 
 	"github.com/oncehook/oncehook/db"
 	"github.com/oncehook/oncehook/db/dbtest"
@@ -30,6 +31,10 @@ var clientReads = []struct {
 	{"ActionCountByStateOfClient", func(ctx context.Context, q *db.Queries) {
 		_, _ = q.ActionCountByStateOfClient(ctx, wsClient)
 	}},
+	{"DashboardTrendQueues", func(ctx context.Context, q *db.Queries) {
+		_, _ = q.DashboardTrendQueues(ctx, db.DashboardTrendQueuesParams{Starts: []time.Time{time.Now().Add(-time.Hour), time.Now()},
+			BucketSeconds: 3600, ScopeClients: []string{wsClient}})
+	}},
 	{"DashboardSourceStats", func(ctx context.Context, q *db.Queries) {
 		_, _ = q.DashboardSourceStats(ctx, db.DashboardSourceStatsParams{Client: wsClient, Sources: []string{"shop", "shop2"}})
 	}},
@@ -46,7 +51,7 @@ func TestClientReadsRunAsOneTask(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tx.Rollback(ctx) //nolint:errcheck // only looked into
-	names := regexp.MustCompile(`(Index Cond|Filter): .*client = 'acme'`)
+	names := regexp.MustCompile(`(Index Cond|Filter): .*client = (ANY \('\{acme\}'|'acme')`)
 	for _, r := range clientReads {
 		e := &explainer{t: t, tx: tx, plans: map[string]string{}}
 		r.call(ctx, db.New(e))

@@ -129,18 +129,42 @@ func (r *Review) sourceStats(ctx context.Context, names []string) ([]sourceCount
 	})
 }
 
-// trendQueues is DashboardTrendQueues, or its Citus form.
+// trendQueues is DashboardTrendQueues; on Citus it runs for each client the
+// reader sees, routed to the client's shard (its scope that one client), and
+// the counts are added up by state and bucket.
 func (r *Review) trendQueues(ctx context.Context, p db.DashboardTrendQueuesParams) ([]db.DashboardTrendQueuesRow, error) {
-	q := db.New(r.pool)
 	if !r.mode.sharded(ctx) {
-		return q.DashboardTrendQueues(ctx, p)
+		return db.New(r.pool).DashboardTrendQueues(ctx, p)
 	}
-	rows, err := q.DashboardTrendQueuesSharded(ctx, db.DashboardTrendQueuesShardedParams(p))
-	out := make([]db.DashboardTrendQueuesRow, 0, len(rows))
+	clients, err := r.readClients(ctx)
+	if err != nil {
+		return nil, err
+	}
+	q := db.New(db.PlannedPerCall(r.pool))
+	rows, err := db.EachClient(ctx, clients, func(ctx context.Context, client string) ([]db.DashboardTrendQueuesRow, error) {
+		pc := p
+		pc.AllClients, pc.ScopeClients = false, []string{client}
+		return q.DashboardTrendQueues(ctx, pc)
+	})
+	if err != nil {
+		return nil, err
+	}
+	type key struct {
+		state string
+		at    int64
+	}
+	at := map[key]int{}
+	var out []db.DashboardTrendQueuesRow
 	for _, row := range rows {
-		out = append(out, db.DashboardTrendQueuesRow(row))
+		k := key{row.State, row.StartAt.UnixMicro()}
+		if i, ok := at[k]; ok {
+			out[i].N += row.N
+			continue
+		}
+		at[k] = len(out)
+		out = append(out, row)
 	}
-	return out, err
+	return out, nil
 }
 
 // replayEvents is EventReplay, or on Citus EventReplayOne for each event, in

@@ -38,7 +38,6 @@ var stateSetLiterals = map[string][]string{
 	"ActionClaim":                 {"due"},
 	"ActionClaimSharded":          {"due"},
 	"ActionList":                  {"all", "person", "person", "open"},
-	"DashboardTrendQueuesSharded": {"open"},
 	"ActionCountByStateOfClient":  {"all"},
 	"DashboardCauses":             {"person", "worker"},
 	"ActionCountByState":          {"all"},
