@@ -53,7 +53,7 @@ func main() {
 	flag.DurationVar(&o.seconds, "duration", 15*time.Second, "length of each throughput measurement")
 	flag.IntVar(&o.senders, "senders", 32, "concurrent senders and baseline clients")
 	flag.IntVar(&o.rows, "rows", 1_000_000, "actions generated for the large growth measurement")
-	flag.IntVar(&o.clusterRows, "cluster-rows", 200_000, "actions generated for the large growth measurement on the local Citus cluster (a million take minutes to fill there)")
+	flag.IntVar(&o.clusterRows, "cluster-rows", 1_000_000, "actions generated for the large growth measurement on the local Citus cluster")
 	flag.StringVar(&o.profile, "cpuprofile", "", "run one phase in-process with this CPU profile instead of the table")
 	flag.StringVar(&o.phase, "phase", "ingest", "the phase -cpuprofile runs: ingest, e2e (0 ms destination) or slow (100 ms)")
 	flag.StringVar(&o.peer, "peer", "on", "the comparison with the River peer (cmd/riverpeer): on, off, or only (no other phase)")
