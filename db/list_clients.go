@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"sync"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 )
@@ -74,7 +76,7 @@ func ActionListByClient(ctx context.Context, q *Queries, p ActionListParams, cli
 // its shard), a state past 1,000 actions of a client estimated by its shard's
 // planner (EstimateActions), the counts added up and the oldest kept, by state.
 // q must plan per call (PlannedPerCall).
-func ActionCountByClient(ctx context.Context, q *Queries, clients []string) ([]ActionCountByStateRow, error) {
+func ActionCountByClient(ctx context.Context, q *Queries, clients []string, est *Estimates) ([]ActionCountByStateRow, error) {
 	rows, err := EachClient(ctx, clients, func(ctx context.Context, client string) ([]ActionCountByStateOfClientRow, error) {
 		rows, err := q.ActionCountByStateOfClient(ctx, client)
 		if err != nil {
@@ -82,11 +84,11 @@ func ActionCountByClient(ctx context.Context, q *Queries, clients []string) ([]A
 		}
 		for i, row := range rows {
 			if row.N > 1000 {
-				est, err := EstimateActions(ctx, q, client, row.State)
+				n, err := est.Actions(ctx, q, client, row.State)
 				if err != nil {
 					return nil, err
 				}
-				rows[i].N = max(row.N, est)
+				rows[i].N = max(row.N, n)
 			}
 		}
 		return rows, nil
@@ -140,6 +142,58 @@ const estimateActions = `EXPLAIN (FORMAT JSON) SELECT 1 FROM actions WHERE clien
 
 // estimateEvents is estimateActions for the events of one client's source.
 const estimateEvents = `EXPLAIN (FORMAT JSON) SELECT 1 FROM events WHERE client = $1 AND source = $2`
+
+// Estimates keeps the planner's estimates (EstimateActions, EstimateEvents) for
+// a while, so the pages that show them ask each shard's planner at most once in
+// that while: the estimates come from statistics that autovacuum's ANALYZE
+// refreshes from time to time, so a kept one is as current as a new one. A nil
+// *Estimates keeps nothing.
+type Estimates struct {
+	keep time.Duration
+	now  func() time.Time
+	mu   sync.Mutex
+	m    map[[3]string]keptEstimate
+}
+
+type keptEstimate struct {
+	n  int64
+	at time.Time
+}
+
+// NewEstimates keeps each estimate for keep.
+func NewEstimates(keep time.Duration) *Estimates {
+	return &Estimates{keep: keep, now: time.Now, m: map[[3]string]keptEstimate{}}
+}
+
+// Actions is EstimateActions, kept.
+func (e *Estimates) Actions(ctx context.Context, q *Queries, client, state string) (int64, error) {
+	return e.get(ctx, [3]string{"actions", client, state}, func() (int64, error) { return EstimateActions(ctx, q, client, state) })
+}
+
+// Events is EstimateEvents, kept.
+func (e *Estimates) Events(ctx context.Context, q *Queries, client, source string) (int64, error) {
+	return e.get(ctx, [3]string{"events", client, source}, func() (int64, error) { return EstimateEvents(ctx, q, client, source) })
+}
+
+func (e *Estimates) get(_ context.Context, key [3]string, read func() (int64, error)) (int64, error) {
+	if e == nil {
+		return read()
+	}
+	e.mu.Lock()
+	k, ok := e.m[key]
+	e.mu.Unlock()
+	if ok && e.now().Sub(k.at) < e.keep {
+		return k.n, nil
+	}
+	n, err := read()
+	if err != nil {
+		return 0, err
+	}
+	e.mu.Lock()
+	e.m[key] = keptEstimate{n: n, at: e.now()}
+	e.mu.Unlock()
+	return n, nil
+}
 
 // EstimateActions is the planner's estimate of the actions of client in state
 // (see estimateActions). q must plan per call (PlannedPerCall).

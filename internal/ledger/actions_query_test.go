@@ -256,5 +256,5 @@ func countByState(ctx context.Context, q *db.Queries) ([]db.ActionCountByStateRo
 	if !dbtest.OnCitus() {
 		return q.ActionCountByState(ctx)
 	}
-	return db.ActionCountByClient(ctx, q, []string{"c0", "c1"})
+	return db.ActionCountByClient(ctx, q, []string{"c0", "c1"}, nil)
 }

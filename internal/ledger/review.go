@@ -55,7 +55,7 @@ type Review struct {
 // NewReview returns the review service.
 func NewReview(pool *pgxpool.Pool, cfg *Config, clients map[string]DestinationClient) *Review {
 	return &Review{pool: pool, cfg: cfg, clients: clients, now: time.Now, scope: everyClient,
-		mode: &databaseMode{pool: pool}, known: &knownClients{}}
+		mode: &databaseMode{pool: pool}, known: &knownClients{estimates: db.NewEstimates(estimatesKept)}}
 }
 
 // ActParams is the body of a manual act.

@@ -22,12 +22,19 @@ import (
 // dropped from it, with actions still stored, is kept on the list.
 const clientsAgain = time.Minute
 
+// estimatesKept is how long a shard's planner's estimate of a count past its cap
+// is kept (db.Estimates): it comes from statistics that ANALYZE refreshes now
+// and then, so kept this long it is hardly staler.
+const estimatesKept = 30 * time.Second
+
 // knownClients keeps the clients that have actions, read at most every
-// clientsAgain; one for every Review made from the same NewReview.
+// clientsAgain, and the shards' estimates; one for every Review made from the
+// same NewReview.
 type knownClients struct {
-	mu      sync.Mutex
-	at      time.Time
-	clients []string
+	mu        sync.Mutex
+	at        time.Time
+	clients   []string
+	estimates *db.Estimates
 }
 
 // readClients is the clients a read across clients goes round: the reader's

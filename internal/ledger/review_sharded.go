@@ -37,7 +37,7 @@ func (r *Review) countByState(ctx context.Context) ([]db.ActionCountByStateRow, 
 	if err != nil {
 		return nil, err
 	}
-	return db.ActionCountByClient(ctx, db.New(db.PlannedPerCall(r.pool)), clients)
+	return db.ActionCountByClient(ctx, db.New(db.PlannedPerCall(r.pool)), clients, r.known.estimates)
 }
 
 // destinationList is DestinationList, or its Citus form.
@@ -119,7 +119,7 @@ func (r *Review) sourceStats(ctx context.Context, names []string) ([]sourceCount
 		for _, row := range rows {
 			c := sourceCount{DashboardSourceStatsRow: row}
 			if row.Events > sourceCounted {
-				if c.estimated, err = db.EstimateEvents(ctx, q, client, row.Source); err != nil {
+				if c.estimated, err = r.known.estimates.Events(ctx, q, client, row.Source); err != nil {
 					return nil, err
 				}
 			}
