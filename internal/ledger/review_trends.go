@@ -192,9 +192,17 @@ func (r *Review) CountTrends(ctx context.Context) (time.Time, error) {
 	now := r.now()
 	until := now.Add(-trendSettle).Truncate(trendGrain)
 	oldest := now.Add(-TrendWindows[len(TrendWindows)-1].Span).Truncate(trendGrain)
-	var horizon time.Time
+	// Most pages find the counts current: they read the reach, and lock nothing
+	// (on Citus trend_horizon is on every node, and a lock is taken on each).
+	horizon, err := db.New(r.pool).TrendHorizon(ctx)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("read the trends' reach: %w", err)
+	}
+	if !until.After(later(horizon, oldest)) {
+		return horizon, nil
+	}
 	locked := false
-	err := db.WithTx(ctx, r.pool, func(q *db.Queries) error {
+	err = db.WithTx(ctx, r.pool, func(q *db.Queries) error {
 		h, err := q.TrendHorizonLock(ctx)
 		if db.IsNotFound(err) { // another process is counting
 			return nil

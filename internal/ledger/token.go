@@ -122,15 +122,18 @@ func AuthenticateToken(ctx context.Context, pool *pgxpool.Pool, token string) (A
 	}
 	sum := sha256.Sum256([]byte(token))
 	q := db.New(pool)
-	t, err := q.TokenGetByHash(ctx, sum[:])
+	row, err := q.TokenGetByHash(ctx, sum[:])
 	if db.IsNotFound(err) {
 		return Actor{}, Errorf(EUNAUTHORIZED, "The API token is not valid, has expired or was revoked.")
 	}
 	if err != nil {
 		return Actor{}, &Error{Code: EUNAVAILABLE, Message: "Storage is unavailable; retry later.", Err: err}
 	}
-	if err := q.TokenTouch(ctx, t.ID); err != nil {
-		return Actor{}, &Error{Code: EUNAVAILABLE, Message: "Storage is unavailable; retry later.", Err: err}
+	t := row.ApiToken
+	if row.TouchDue {
+		if err := q.TokenTouch(ctx, t.ID); err != nil {
+			return Actor{}, &Error{Code: EUNAVAILABLE, Message: "Storage is unavailable; retry later.", Err: err}
+		}
 	}
 	return Actor{Name: "token:" + t.Name, Role: t.Role, Clients: t.Clients}, nil
 }
