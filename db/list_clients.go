@@ -17,7 +17,8 @@ import (
 const ReadsAtOnce = 4
 
 // EachClient runs read for each of clients, ReadsAtOnce at a time, and returns
-// their rows in the order of clients. On Citus each such read names one client
+// their rows in the order of clients; what read uses must take statements at the
+// same time (a pool, not one connection or a transaction). On Citus each such read names one client
 // and is routed to its shard: a read across clients then costs one shard per
 // client instead of every shard.
 func EachClient[T any](ctx context.Context, clients []string, read func(ctx context.Context, client string) ([]T, error)) ([]T, error) {
@@ -44,7 +45,8 @@ func EachClient[T any](ctx context.Context, clients []string, read func(ctx cont
 // down to the shards): ActionList runs for each client (p.Client set, so it is
 // routed whole to that client's shard), and the rows are merged in p.Sort's
 // order, each state bounded by p.StateRows and all by p.MaxRows, as ActionList
-// bounds them. q must plan per call (PlannedPerCall), so Citus sees the client.
+// bounds them. q must plan per call (PlannedPerCall), so Citus sees the client,
+// and be over a pool (see EachClient).
 func ActionListByClient(ctx context.Context, q *Queries, p ActionListParams, clients []string) ([]Action, error) {
 	rows, err := EachClient(ctx, clients, func(ctx context.Context, client string) ([]Action, error) {
 		pc := p
@@ -75,7 +77,8 @@ func ActionListByClient(ctx context.Context, q *Queries, p ActionListParams, cli
 // statistics of actions: ActionCountByStateOfClient for each client (routed to
 // its shard), a state past 1,000 actions of a client estimated by its shard's
 // planner (EstimateActions), the counts added up and the oldest kept, by state.
-// q must plan per call (PlannedPerCall).
+// q must plan per call (PlannedPerCall), and be over a pool for more than one
+// client (see EachClient).
 func ActionCountByClient(ctx context.Context, q *Queries, clients []string, est *Estimates) ([]ActionCountByStateRow, error) {
 	rows, err := EachClient(ctx, clients, func(ctx context.Context, client string) ([]ActionCountByStateOfClientRow, error) {
 		rows, err := q.ActionCountByStateOfClient(ctx, client)
