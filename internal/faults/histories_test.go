@@ -501,26 +501,33 @@ func (h *history) reconnect() {
 }
 
 // api calls the JSON API of serve-a, or serve-b while serve-a is unreachable.
+// A 503 (storage unavailable: a pooled connection that Postgres's restart broke,
+// or Postgres not up yet) is retried, as the API asks, for up to 30 s.
 func (h *history) api(method, path, body string) reply {
 	var r reply
-	for i := range 2 {
-		req, err := http.NewRequest(method, h.serverURL(i)+path, strings.NewReader(body))
-		if err != nil {
-			return reply{err: err}
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		for i := range 2 {
+			req, err := http.NewRequest(method, h.serverURL(i)+path, strings.NewReader(body))
+			if err != nil {
+				return reply{err: err}
+			}
+			req.Header.Set("Authorization", "Bearer "+h.admin)
+			req.Header.Set("Content-Type", "application/json")
+			res, err := client.Do(req)
+			if err != nil {
+				r = reply{err: err}
+				continue
+			}
+			r = readReply(res)
+			if r.status != http.StatusServiceUnavailable {
+				return r
+			}
 		}
-		req.Header.Set("Authorization", "Bearer "+h.admin)
-		req.Header.Set("Content-Type", "application/json")
-		res, err := client.Do(req)
-		if err != nil {
-			r = reply{err: err}
-			continue
-		}
-		r = readReply(res)
-		if r.status != http.StatusServiceUnavailable {
+		if r.err != nil || time.Now().After(deadline) {
 			return r
 		}
+		time.Sleep(100 * time.Millisecond) // poll interval
 	}
-	return r
 }
 
 // settle waits until every delivery is acknowledged and every action has come to
