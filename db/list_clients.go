@@ -170,15 +170,15 @@ func NewEstimates(keep time.Duration) *Estimates {
 
 // Actions is EstimateActions, kept.
 func (e *Estimates) Actions(ctx context.Context, q *Queries, client, state string) (int64, error) {
-	return e.get(ctx, [3]string{"actions", client, state}, func() (int64, error) { return EstimateActions(ctx, q, client, state) })
+	return e.get([3]string{"actions", client, state}, func() (int64, error) { return EstimateActions(ctx, q, client, state) })
 }
 
 // Events is EstimateEvents, kept.
 func (e *Estimates) Events(ctx context.Context, q *Queries, client, source string) (int64, error) {
-	return e.get(ctx, [3]string{"events", client, source}, func() (int64, error) { return EstimateEvents(ctx, q, client, source) })
+	return e.get([3]string{"events", client, source}, func() (int64, error) { return EstimateEvents(ctx, q, client, source) })
 }
 
-func (e *Estimates) get(_ context.Context, key [3]string, read func() (int64, error)) (int64, error) {
+func (e *Estimates) get(key [3]string, read func() (int64, error)) (int64, error) {
 	if e == nil {
 		return read()
 	}

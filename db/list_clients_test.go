@@ -1,7 +1,6 @@
 package db
 
 import (
-	"context"
 	"testing"
 	"time"
 )
@@ -16,7 +15,7 @@ func TestEstimatesAreKeptForAWhile(t *testing.T) {
 	read := func() (int64, error) { reads++; return int64(1000 * reads), nil }
 	get := func(e *Estimates, key [3]string) int64 {
 		t.Helper()
-		n, err := e.get(context.Background(), key, read)
+		n, err := e.get(key, read)
 		if err != nil {
 			t.Fatal(err)
 		}

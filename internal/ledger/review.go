@@ -43,19 +43,21 @@ func (a Actor) Label() string {
 // Review is the service behind the dashboard and the JSON API: the manual acts on
 // actions and destinations, each guarded and written to the audit trail.
 type Review struct {
-	pool    *pgxpool.Pool
-	cfg     *Config
-	clients map[string]DestinationClient // each destination's client, by its name
-	now     func() time.Time
-	scope   scope         // what the reads see; see For
-	mode    *databaseMode // single Postgres or Citus: a few reads differ
-	known   *knownClients // on Citus, the clients with actions (readClients)
+	pool      *pgxpool.Pool
+	cfg       *Config
+	clients   map[string]DestinationClient // each destination's client, by its name
+	now       func() time.Time
+	scope     scope         // what the reads see; see For
+	mode      *databaseMode // single Postgres or Citus: a few reads differ
+	known     *knownClients // on Citus, the clients with actions (readClients)
+	estimates *db.Estimates // on Citus, the shards' planners' estimates, kept a while
 }
 
 // NewReview returns the review service.
 func NewReview(pool *pgxpool.Pool, cfg *Config, clients map[string]DestinationClient) *Review {
 	return &Review{pool: pool, cfg: cfg, clients: clients, now: time.Now, scope: everyClient,
-		mode: &databaseMode{pool: pool}, known: &knownClients{estimates: db.NewEstimates(estimatesKept)}}
+		mode: &databaseMode{pool: pool}, known: &knownClients{},
+		estimates: db.NewEstimates(estimatesKept)}
 }
 
 // ActParams is the body of a manual act.

@@ -28,13 +28,11 @@ const clientsAgain = time.Minute
 const estimatesKept = 30 * time.Second
 
 // knownClients keeps the clients that have actions, read at most every
-// clientsAgain, and the shards' estimates; one for every Review made from the
-// same NewReview.
+// clientsAgain; one for every Review made from the same NewReview.
 type knownClients struct {
-	mu        sync.Mutex
-	at        time.Time
-	clients   []string
-	estimates *db.Estimates
+	mu      sync.Mutex
+	at      time.Time
+	clients []string
 }
 
 // readClients is the clients a read across clients goes round: the reader's

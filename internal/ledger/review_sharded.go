@@ -8,21 +8,22 @@ import (
 	"github.com/oncehook/oncehook/db"
 )
 
-// The reads below have a second form on Citus (the sharded flag): their
+// The reads below run differently on Citus (the sharded flag): their
 // single-Postgres forms walk an index per state or source with a lateral
 // subquery and a limit, or read the planner's statistics, which Citus cannot
-// push down to the shards. The Citus forms return the same rows.
+// push down to the shards. There they run client by client (see
+// review_clients.go), or have a form of their own; either returns the same rows.
 
 // actionListSharded is ActionList on Citus: run for each client the reader
 // sees (or the one the filter names), each routed to its shard, and merged
 // (db.ActionListByClient).
 func (r *Review) actionListSharded(ctx context.Context, p db.ActionListParams) ([]db.Action, error) {
-	clients, err := r.readClients(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if p.Client != "" {
-		clients = []string{p.Client}
+	clients := []string{p.Client}
+	if p.Client == "" {
+		var err error
+		if clients, err = r.readClients(ctx); err != nil {
+			return nil, err
+		}
 	}
 	return db.ActionListByClient(ctx, db.New(db.PlannedPerCall(r.pool)), p, clients)
 }
@@ -37,7 +38,7 @@ func (r *Review) countByState(ctx context.Context) ([]db.ActionCountByStateRow, 
 	if err != nil {
 		return nil, err
 	}
-	return db.ActionCountByClient(ctx, db.New(db.PlannedPerCall(r.pool)), clients, r.known.estimates)
+	return db.ActionCountByClient(ctx, db.New(db.PlannedPerCall(r.pool)), clients, r.estimates)
 }
 
 // destinationList is DestinationList, or its Citus form.
@@ -119,7 +120,7 @@ func (r *Review) sourceStats(ctx context.Context, names []string) ([]sourceCount
 		for _, row := range rows {
 			c := sourceCount{DashboardSourceStatsRow: row}
 			if row.Events > sourceCounted {
-				if c.estimated, err = r.known.estimates.Events(ctx, q, client, row.Source); err != nil {
+				if c.estimated, err = r.estimates.Events(ctx, q, client, row.Source); err != nil {
 					return nil, err
 				}
 			}
