@@ -55,7 +55,7 @@ func newInbox(pool *pgxpool.Pool, logger *slog.Logger, metrics *Metrics, tune fu
 		logger = slog.Default()
 	}
 	in := &Inbox{pool: pool, logger: logger, metrics: metrics, routers: newWakeup(pool, channelEvents, logger),
-		mode: &databaseMode{pool: pool}}
+		mode: newDatabaseMode(pool)}
 	in.writer = newInboxWriter(in, tune)
 	return in
 }

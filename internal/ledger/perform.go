@@ -3,9 +3,12 @@ package ledger
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -43,8 +46,69 @@ type Performer struct {
 	limitedNames []string
 }
 
+// setDefaults fills in the zero fields of p.
+func (p *EngineParams) setDefaults() {
+	if p.Worker == "" {
+		host, _ := os.Hostname()
+		b := make([]byte, 4)
+		_, _ = rand.Read(b)
+		p.Worker = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b))
+	}
+	if p.Poll <= 0 {
+		p.Poll = time.Second
+	}
+	if p.LeaseExtra <= 0 {
+		p.LeaseExtra = 30 * time.Second
+	}
+	if p.BackoffBase <= 0 {
+		p.BackoffBase = 2 * time.Second
+	}
+	if p.BackoffMax <= 0 {
+		p.BackoffMax = time.Hour
+	}
+	if p.Concurrency <= 0 {
+		p.Concurrency = 16
+	}
+	if p.Grace <= 0 {
+		p.Grace = 10 * time.Second
+	}
+	if p.Logger == nil {
+		p.Logger = slog.Default()
+	}
+	if p.Now == nil {
+		p.Now = time.Now
+	}
+}
+
+// newPerformer returns the performer of p, whose defaults are set; performers wakes
+// every process's performers, mode tells whether the database is Citus.
+func newPerformer(p EngineParams, mode *databaseMode, performers *batch.Wakeup) *Performer {
+	callable, fillNames := callsToStart(p.Config, p.Clients)
+	limits := newLimits(p.Config, callable, p.Concurrency)
+	pf := &Performer{
+		p: p, pool: p.Pool, cfg: p.Config, logger: p.Logger, now: p.Now, mode: mode,
+		callable: callable, fillNames: fillNames, limits: limits, limitedNames: limitedNames(limits),
+		wake:       batch.NewSignal(),
+		performers: performers,
+		slots:      batch.NewSlots(p.Concurrency),
+		claimed:    batch.NewSlots(p.Concurrency + extraClaims(p.Config, callable, limits, p.Concurrency)),
+		unrecorded: batch.NewSlots(4 * p.Concurrency),
+	}
+	pf.decisions = pf.newRecorder()
+	pf.lanes = newLanes(p.Config, p.Logger, func(ctx context.Context) ([]string, error) {
+		return db.New(p.Pool).ActionClientsWithWork(ctx)
+	})
+	return pf
+}
+
+// Worker is the name this performer writes into leases and attempts.
+func (pf *Performer) Worker() string { return pf.p.Worker }
+
+// Wake makes the performer look for due actions now.
+func (pf *Performer) Wake() { pf.wake.Send() }
+
 func (pf *Performer) performLoop(ctx context.Context) {
-	loop(ctx, pf.logger, pf.p.Poll, pf.wake, "perform", pf.performBatch)
+	batch.Loop(ctx, pf.logger, pf.p.Poll, pf.wake, "perform", pf.performBatch)
 }
 
 func (pf *Performer) recoverLoop(ctx context.Context) {
@@ -593,4 +657,35 @@ func predecessors(ctx context.Context, q *db.Queries, a db.Action) (map[string]d
 		next = p.AfterID
 	}
 	return chain, nil
+}
+
+// planned returns how the performer's transactions of a kind are begun: with the
+// planner settings of db/plan.go on a single Postgres, and on Citus as
+// transactions whose statements are planned for each call, where a generic plan
+// made on the coordinator cannot name the one shard a statement reads (Citus
+// refuses to plan it) and each worker plans its shard's statement itself.
+func (pf *Performer) planned(ctx context.Context, single txBegin) txBegin {
+	if !pf.mode.sharded(ctx) {
+		return single
+	}
+	return func(ctx context.Context, _ db.TxBeginner, fn func(q *db.Queries) error) error {
+		return db.WithTxPlannedPerCall(ctx, pf.pool, fn)
+	}
+}
+
+// EngineParams configures the workers. Zero durations take the defaults.
+type EngineParams struct {
+	Pool        *pgxpool.Pool
+	Config      *Config
+	Clients     map[string]DestinationClient // each destination's client, by its name
+	Logger      *slog.Logger
+	Worker      string        // this process's name in leases; default host-pid-random
+	Poll        time.Duration // fallback polling when no notification arrives; default 1s
+	LeaseExtra  time.Duration // lease = destination timeout + this; default 30s
+	BackoffBase time.Duration // first retry delay; default 2s
+	BackoffMax  time.Duration // default 1h
+	Concurrency int           // destination calls in flight; default 16
+	Grace       time.Duration // how long in-flight calls may finish at shutdown; default 10s
+	Metrics     *Metrics      // may be nil
+	Now         func() time.Time
 }

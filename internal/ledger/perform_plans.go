@@ -12,20 +12,6 @@ import (
 // txBegin begins a transaction for fn: the shape of db.WithTxIndexPlanned.
 type txBegin func(ctx context.Context, b db.TxBeginner, fn func(q *db.Queries) error) error
 
-// planned returns how the performer's transactions of a kind are begun: with the
-// planner settings of db/plan.go on a single Postgres, and on Citus as
-// transactions whose statements are planned for each call, where a generic plan
-// made on the coordinator cannot name the one shard a statement reads (Citus
-// refuses to plan it) and each worker plans its shard's statement itself.
-func (pf *Performer) planned(ctx context.Context, single txBegin) txBegin {
-	if !pf.mode.sharded(ctx) {
-		return single
-	}
-	return func(ctx context.Context, _ db.TxBeginner, fn func(q *db.Queries) error) error {
-		return db.WithTxPlannedPerCall(ctx, pf.pool, fn)
-	}
-}
-
 // databaseMode is whether the database is distributed by Citus, asked once it
 // answers (DatabaseMode). The workers' claims name their client for Citus to
 // route them to one shard; on a single Postgres they leave it to the rows they
@@ -37,6 +23,9 @@ type databaseMode struct {
 	mode string
 }
 
+// newDatabaseMode returns the mode of the database behind pool, asked when first needed.
+func newDatabaseMode(pool *pgxpool.Pool) *databaseMode { return &databaseMode{pool: pool} }
+
 func (m *databaseMode) sharded(ctx context.Context) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -47,3 +36,8 @@ func (m *databaseMode) sharded(ctx context.Context) bool {
 	}
 	return m.mode == "citus"
 }
+
+// splittable says whether a group write that failed with err is worth writing
+// again item by item: not when storage is unavailable, which would fail each one
+// alone too, but when the database refused something, which may be one item's.
+func splittable(err error) bool { return !db.IsUnavailable(err) }

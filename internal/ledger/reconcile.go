@@ -36,75 +36,6 @@ func (pf *Performer) reconcile(ctx context.Context, c claim) error {
 	return pf.record(a, attemptID, out)
 }
 
-// lookupOutcome is the observation a lookup's answer about a makes at now. A failed
-// lookup proves nothing: the table keeps the action uncertain and looks again later.
-func lookupOutcome(a db.Action, r LookupResult, caps Capabilities, now time.Time) Outcome {
-	out := Outcome{HTTPStatus: r.HTTPStatus, Detail: r.Detail}
-	switch {
-	case r.Unsure:
-		out.Observed = ObsLookupFailed
-	case r.Found:
-		out.Observed, out.ExternalRef, out.Result = ObsFound, r.ExternalRef, r.Result
-		out.Detail = "found by lookup"
-	case caps.StrongLookup:
-		out.Observed = ObsAbsentStrong
-		out.Detail = "a strong lookup found no record with this key; retrying with the same key"
-	default:
-		out = eventualAbsence(a, caps, now, out)
-	}
-	return out
-}
-
-// eventualAbsence is what an eventual lookup's "absent" means: nothing, unless the
-// destination's settle time has passed since the last call; before then it looks
-// again once it has. Past it, no index promises to have caught up, so the absence
-// goes to the owner with the lookup's answer, and repeats the call only where the
-// destination opts in (settle: {after, then: retry}).
-func eventualAbsence(a db.Action, caps Capabilities, now time.Time, out Outcome) Outcome {
-	if caps.Settle <= 0 {
-		out.Observed = ObsUnknowable
-		out.Detail = "an eventual lookup found no record, which does not prove it was never created"
-		return out
-	}
-	since := caps.Settle // no call recorded: nothing to wait for
-	if a.LastAttemptAt != nil {
-		since = now.Sub(*a.LastAttemptAt)
-	}
-	if since < caps.Settle {
-		out.Observed, out.RetryAfter = ObsAbsentUnsettled, caps.Settle-since
-		out.Detail = fmt.Sprintf("an eventual lookup found no record %s after the call; it settles after %s, so it looks again then",
-			since.Round(time.Second), caps.Settle)
-		return out
-	}
-	evidence := out.Detail
-	if evidence == "" {
-		evidence = "no record with this reference"
-	}
-	if caps.SettleRetry {
-		out.Observed = ObsAbsentSettledRetry
-		out.Detail = fmt.Sprintf("an eventual lookup found no record %s after the call, past its settle time of %s (lookup: %s); retrying with the same key, as the destination opts in",
-			since.Round(time.Second), caps.Settle, evidence)
-		return out
-	}
-	out.Observed = ObsAbsentSettled
-	out.Detail = fmt.Sprintf("not found %s after the call; the index may lag (lookup: %s). "+
-		"Check the destination: Resolve with the record you find, or Retry confirming it is not there",
-		aboutMinutes(since), evidence)
-	return out
-}
-
-// aboutMinutes is d for people: whole minutes, or seconds under a minute.
-func aboutMinutes(d time.Duration) string {
-	switch m := int(d / time.Minute); {
-	case d < time.Minute:
-		return fmt.Sprintf("%d seconds", int(d/time.Second))
-	case m == 1:
-		return "1 minute"
-	default:
-		return fmt.Sprintf("%d minutes", m)
-	}
-}
-
 // startLookup writes a lookup attempt as started, in a transaction that commits
 // before the destination is asked. It fails when this worker no longer holds the lease.
 func (pf *Performer) startLookup(ctx context.Context, a db.Action) (int64, error) {
@@ -129,24 +60,6 @@ func (pf *Performer) startLookup(ctx context.Context, a db.Action) (int64, error
 		return nil
 	})
 	return id, err
-}
-
-// reconcileWithoutLookup relies on the destination's key memory while it lasts.
-func reconcileWithoutLookup(a db.Action, caps Capabilities, now time.Time) Outcome {
-	if caps.KeyMemory > 0 && a.FirstAttemptAt != nil {
-		age := now.Sub(*a.FirstAttemptAt)
-		if caps.KeyRemembered(*a.FirstAttemptAt, now) {
-			return Outcome{Observed: ObsKeyRemembered, Detail: fmt.Sprintf(
-				"the key is %s old and the destination remembers keys for %s; retrying with the same key",
-				age.Round(time.Second), caps.KeyMemory)}
-		}
-		return Outcome{Observed: ObsUnknowable, Detail: fmt.Sprintf(
-			"no lookup exists and the destination's key memory (%s) has passed", caps.KeyMemory)}
-	}
-	if caps.KeyMemory > 0 { // never called: nothing can have happened
-		return Outcome{Observed: ObsKeyRemembered, Detail: "no call was made yet"}
-	}
-	return Outcome{Observed: ObsUnknowable, Detail: "the destination offers no lookup and no key memory; check it by hand"}
 }
 
 // RecoverLeases sweeps expired leases through the decision table (leaseObservation):
@@ -254,31 +167,6 @@ func (pf *Performer) releaseStrayHeld(ctx context.Context, q *db.Queries) (int, 
 		pf.logger.Info("released held actions of connected destinations", "actions", n)
 	}
 	return n, nil
-}
-
-// leaseDecision is the decision table's answer to an expired lease.
-func leaseDecision(a db.Action, callStarted bool, plan RetryPlan, now time.Time) Decision {
-	obs, detail := leaseObservation(a, callStarted)
-	return Decide(obs, plan, detail, 0, now)
-}
-
-// leaseObservation is the row of the decision table an expired lease is: a call
-// started under it may have reached the destination; a claim made to reconcile
-// (claimed from uncertain) still does not know the earlier call's outcome; any
-// other claim never called anyone and is safe to run.
-func leaseObservation(a db.Action, callStarted bool) (Observation, string) {
-	worker := "a worker"
-	if a.LeaseOwner != nil {
-		worker = "worker " + *a.LeaseOwner
-	}
-	switch {
-	case callStarted:
-		return ObsLeaseStarted, worker + " stopped after starting the call; reconcile before any repeat"
-	case a.ClaimedFrom == StateUncertain:
-		return ObsLeaseReconcile, worker + " stopped while reconciling; reconcile again"
-	default:
-		return ObsLeaseNoAttempt, worker + " stopped before calling anyone; safe to run"
-	}
 }
 
 // finish lets calls in flight finish within the grace period, then hands back the

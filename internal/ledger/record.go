@@ -30,11 +30,6 @@ func (pf *Performer) record(a db.Action, attemptID int64, out Outcome) error {
 	return pf.queueDecision(a, attemptID, out, decideOutcome(out, pf.planFor(a), pf.now()))
 }
 
-// decideOutcome is the decision table's answer to what a call or a lookup observed.
-func decideOutcome(out Outcome, plan RetryPlan, now time.Time) Decision {
-	return Decide(out.Observed, plan, out.Detail, out.RetryAfter, now)
-}
-
 // queueDecision hands a decision to the recorder (see newRecorder) and waits until
 // the group it joined is committed (or has failed): calls that finish together are
 // recorded together, as one group in one statement (see writeGroup), and the
@@ -304,12 +299,7 @@ func retryStorage(ctx context.Context, fn func() error) error {
 		if err == nil || !db.IsUnavailable(err) || ctx.Err() != nil {
 			return err
 		}
-		sleepCtx(ctx, delay)
+		batch.Sleep(ctx, delay)
 		delay = min(delay*2, 2*time.Second)
 	}
 }
-
-// splittable says whether a group write that failed with err is worth writing
-// again item by item: not when storage is unavailable, which would fail each one
-// alone too, but when the database refused something, which may be one item's.
-func splittable(err error) bool { return !db.IsUnavailable(err) }

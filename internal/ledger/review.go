@@ -12,34 +12,6 @@ import (
 	"github.com/oncehook/oncehook/db"
 )
 
-// Roles of people and API tokens.
-const (
-	RoleAdmin    = "admin"
-	RoleOperator = "operator"
-	RoleViewer   = "viewer" // reads the clients in scope, acts on nothing
-)
-
-// Actor is who asks for a manual act: a signed-in person or an API token.
-type Actor struct {
-	Name    string // an email, or "token:<name>"
-	Role    string
-	Clients []string // the clients an operator or a viewer sees; an admin sees every one
-	// Subject is the identity provider's subject of a person who signed in
-	// through it, "" otherwise. Owners and proposers are matched by Name.
-	Subject string
-}
-
-// Label names the actor in an audit trail: the email, and for a person who
-// signed in through the identity provider, their subject there beside it, as in
-// "ann@example.com (sub 248289761001)". Emails can move between people; the
-// subject is the provider's lasting name for one.
-func (a Actor) Label() string {
-	if a.Subject == "" {
-		return a.Name
-	}
-	return a.Name + " (sub " + a.Subject + ")"
-}
-
 // Review is the service behind the dashboard and the JSON API: the manual acts on
 // actions and destinations, each guarded and written to the audit trail.
 type Review struct {
@@ -56,7 +28,7 @@ type Review struct {
 // NewReview returns the review service.
 func NewReview(pool *pgxpool.Pool, cfg *Config, clients map[string]DestinationClient) *Review {
 	return &Review{pool: pool, cfg: cfg, clients: clients, now: time.Now, scope: everyClient,
-		mode: &databaseMode{pool: pool}, known: &knownClients{},
+		mode: newDatabaseMode(pool), known: &knownClients{},
 		estimates: db.NewEstimates(estimatesKept)}
 }
 

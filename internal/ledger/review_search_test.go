@@ -60,10 +60,10 @@ func TestSearchByParamValueUsesItsIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer traced.Close()
-	review := ledger.NewReview(traced, &ledger.Config{Sources: []ledger.Source{{Name: "s0", Client: "c0"}, {Name: "s1", Client: "c1"}}}, nil)
+	rv := ledger.NewReview(traced, &ledger.Config{Sources: []ledger.Source{{Name: "s0", Client: "c0"}, {Name: "s1", Client: "c1"}}}, nil)
 
 	for _, q := range []string{"enq_12345", "customer12345@example.com", "13345", "ORD_12345"} {
-		page, err := review.ListActions(ctx, ledger.ActionFilter{Q: q, Limit: 10})
+		page, err := rv.ListActions(ctx, ledger.ActionFilter{Q: q, Limit: 10})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -10,6 +10,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/oncehook/oncehook/internal/telemetry"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -42,11 +45,25 @@ const (
 	routeBatchBehind = 200
 )
 
+// newRouter returns the router of p, whose defaults are set; performers wakes every
+// process's performers once a batch created actions.
+func newRouter(p EngineParams, mode *databaseMode, performers *batch.Wakeup) *Router {
+	return &Router{pool: p.Pool, cfg: p.Config, logger: p.Logger, poll: p.Poll, mode: mode,
+		wake: batch.NewSignal(), performers: performers,
+		routes: rulesBySource(p.Config.Actions), paths: pathsBySource(p.Config.Actions),
+		lanes: newLanes(p.Config, p.Logger, func(ctx context.Context) ([]string, error) {
+			return db.New(p.Pool).EventQueueClients(ctx)
+		})}
+}
+
+// Wake makes the router look for received events now.
+func (rt *Router) Wake() { rt.wake.Send() }
+
 func (rt *Router) routeLoop(ctx context.Context) {
 	full := false
-	loop(ctx, rt.logger, rt.poll, rt.wake, "route", func(ctx context.Context) (int, error) {
+	batch.Loop(ctx, rt.logger, rt.poll, rt.wake, "route", func(ctx context.Context) (int, error) {
 		if !full {
-			sleepCtx(ctx, batch.RouteWait)
+			batch.Sleep(ctx, batch.RouteWait)
 		}
 		size := routeBatch
 		if full {
@@ -421,4 +438,22 @@ func insertActions(ctx context.Context, q *db.Queries, sharded bool, intents []a
 		delete(created, op) // a later intent for the same operation finds it existing
 	}
 	return ids, nil
+}
+
+// traceRoute records the router's span for one routed event: a child of its
+// delivery's span, naming the actions the event asked for.
+func traceRoute(ev db.Event, r routing) {
+	if !telemetry.Enabled() {
+		return
+	}
+	var headers map[string]string
+	_ = json.Unmarshal(ev.Headers, &headers) // stored by the inbox as an object
+	ctx := storedTraceContext(context.Background(), headers[traceparentHeader])
+	ids := make([]int64, 0, len(r.linked))
+	for _, l := range r.linked {
+		ids = append(ids, l.actionID)
+	}
+	_, span := telemetry.Tracer().Start(ctx, "oncehook.route", trace.WithSpanKind(trace.SpanKindInternal),
+		trace.WithAttributes(attrEventID.Int64(ev.ID), attrEventStatus.String(r.status), attrActionIDs.Int64Slice(ids)))
+	span.End()
 }

@@ -209,18 +209,6 @@ func (rt *Router) linkToAction(ctx context.Context, q *db.Queries, ev db.Event, 
 	return newID, nil
 }
 
-// alreadyConfirmed is the decision table's answer to an event asking for an
-// operation that is already confirmed.
-func alreadyConfirmed(a db.Action, now time.Time) Decision {
-	return Decide(ObsAlreadyConfirmed, RetryPlan{}, fmt.Sprintf("action %d, linked to this event", a.ID), 0, now)
-}
-
-// conflicting is the decision table's answer to an event asking for an existing
-// operation with different params.
-func conflicting(a db.Action, ev db.Event, now time.Time) Decision {
-	return Decide(ObsConflict, RetryPlan{Owner: a.Owner}, fmt.Sprintf("event %d (%s)", ev.ID, ev.SourceEventID), 0, now)
-}
-
 // flagConflict puts an operation that a new event asked for with different params
 // in front of a person, unless it is already closed.
 func (rt *Router) flagConflict(ctx context.Context, q *db.Queries, ev db.Event, a db.Action) error {

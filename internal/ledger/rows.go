@@ -229,3 +229,16 @@ func tokenOf(r db.ApiToken) Token {
 	return Token{ID: r.ID, Name: r.Name, Role: r.Role, Clients: r.Clients, CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt,
 		LastUsedAt: r.LastUsedAt, RevokedAt: r.RevokedAt}
 }
+
+// Actor is the user as the reviews see them: their role and clients.
+func (u User) Actor() Actor {
+	return Actor{Name: u.Email, Role: u.Role, Clients: u.Clients, Subject: u.OIDCSubject}
+}
+
+// AccessRevoked reports whether u is an identity provider's user whom no rule
+// gave access at their last sign-in: their sessions end like a disabled user's.
+// The rules give every operator and viewer at least one client, so no clients
+// means none matched.
+func (u User) AccessRevoked() bool {
+	return u.OIDCSubject != "" && u.Role != RoleAdmin && len(u.Clients) == 0
+}

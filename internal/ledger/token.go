@@ -197,10 +197,3 @@ func TokenAudit(ctx context.Context, pool *pgxpool.Pool, n int) ([]TokenAuditLin
 	}
 	return out, nil
 }
-
-func checkRole(role string) error {
-	if role != RoleAdmin && role != RoleOperator && role != RoleViewer {
-		return Errorf(EINVALID, "The role must be admin, operator or viewer, not %q.", role)
-	}
-	return nil
-}

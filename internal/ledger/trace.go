@@ -10,7 +10,6 @@ import (
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
@@ -70,60 +69,6 @@ func storedTraceContext(ctx context.Context, traceparent string) context.Context
 		return ctx
 	}
 	return otel.GetTextMapPropagator().Extract(ctx, propagation.MapCarrier{"traceparent": traceparent})
-}
-
-// traceRoute records the router's span for one routed event: a child of its
-// delivery's span, naming the actions the event asked for.
-func traceRoute(ev db.Event, r routing) {
-	if !telemetry.Enabled() {
-		return
-	}
-	var headers map[string]string
-	_ = json.Unmarshal(ev.Headers, &headers) // stored by the inbox as an object
-	ctx := storedTraceContext(context.Background(), headers[traceparentHeader])
-	ids := make([]int64, 0, len(r.linked))
-	for _, l := range r.linked {
-		ids = append(ids, l.actionID)
-	}
-	_, span := telemetry.Tracer().Start(ctx, "oncehook.route", trace.WithSpanKind(trace.SpanKindInternal),
-		trace.WithAttributes(attrEventID.Int64(ev.ID), attrEventStatus.String(r.status), attrActionIDs.Int64Slice(ids)))
-	span.End()
-}
-
-// startCallSpan starts the span of one call for an action (name oncehook.attempt or
-// oncehook.lookup), a child of the delivery that asked for the action. Traces off,
-// it returns ctx and a span that records nothing, without touching the database.
-func (pf *Performer) startCallSpan(ctx context.Context, name string, a db.Action) (context.Context, trace.Span) {
-	if !telemetry.Enabled() {
-		return ctx, trace.SpanFromContext(ctx)
-	}
-	parent := ctx
-	tp, err := db.New(pf.pool).EventTraceparentOfAction(ctx,
-		db.EventTraceparentOfActionParams{Client: a.Client, ActionID: a.ID})
-	if err == nil {
-		parent = storedTraceContext(ctx, tp)
-	}
-	return telemetry.Tracer().Start(parent, name, trace.WithSpanKind(trace.SpanKindClient),
-		trace.WithAttributes(attrActionID.Int64(a.ID), attrAction.String(a.Name),
-			attrDestination.String(a.Destination), attrOpKeyHash.String(OperationKeyHash(a.OperationKey)),
-			attrAttemptCount.Int(int(a.Attempts))))
-}
-
-// endCallSpan ends a call's span with what the destination answered.
-func endCallSpan(span trace.Span, observed Observation, httpStatus int) {
-	if !span.IsRecording() {
-		return
-	}
-	span.SetAttributes(attrOutcome.String(observed.Code()))
-	if httpStatus != 0 {
-		span.SetAttributes(attrHTTPStatus.Int(httpStatus))
-	}
-	switch observed {
-	case ObsSuccess, ObsFound, ObsAlreadyConfirmed:
-	default: // the destination's own words can quote params back: kept out of traces
-		span.SetStatus(codes.Error, observed.Code())
-	}
-	span.End()
 }
 
 // actionIDs is what a log line about an action carries: its id, its operation key's

@@ -208,11 +208,6 @@ func GetUser(ctx context.Context, pool *pgxpool.Pool, id int64) (User, error) {
 	return userOf(u), nil
 }
 
-// Actor is the user as the reviews see them: their role and clients.
-func (u User) Actor() Actor {
-	return Actor{Name: u.Email, Role: u.Role, Clients: u.Clients, Subject: u.OIDCSubject}
-}
-
 // ListUsers returns every user by email; enabledOnly keeps those who can be assigned.
 func ListUsers(ctx context.Context, pool *pgxpool.Pool, enabledOnly bool) ([]User, error) {
 	q := db.New(pool)

@@ -15,14 +15,6 @@ type Identity struct {
 	Values                 []string // the values of the configured claim (groups)
 }
 
-// AccessRevoked reports whether u is an identity provider's user whom no rule
-// gave access at their last sign-in: their sessions end like a disabled user's.
-// The rules give every operator and viewer at least one client, so no clients
-// means none matched.
-func (u User) AccessRevoked() bool {
-	return u.OIDCSubject != "" && u.Role != RoleAdmin && len(u.Clients) == 0
-}
-
 // SignInOIDC signs in the person an identity provider vouched for: it creates
 // their user on the first sign-in and, on every one, sets their email, role and
 // clients as the rules give them. Errors: EFORBIDDEN when no rule gives them

@@ -36,3 +36,9 @@ func newWakeup(pool *pgxpool.Pool, channel string, logger *slog.Logger) *batch.W
 
 // wakeTimeout bounds one notification.
 const wakeTimeout = 5 * time.Second
+
+// Notification channels: new events wake the router, new or due actions the performer.
+const (
+	channelEvents  = "oncehook_events"
+	channelActions = "oncehook_actions"
+)
