@@ -15,9 +15,13 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/oncehook/oncehook/db/dbtest"
+	"github.com/oncehook/oncehook/internal/accounts"
 	"github.com/oncehook/oncehook/internal/config"
 	"github.com/oncehook/oncehook/internal/destination"
+	"github.com/oncehook/oncehook/internal/engine"
+	"github.com/oncehook/oncehook/internal/inbox"
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/review"
 	"github.com/oncehook/oncehook/web"
 )
 
@@ -63,8 +67,8 @@ func newAccessSite(t *testing.T) *accessSite {
 	}
 	d.cfg = cfg
 	logger := slog.New(slog.NewTextHandler(d.logs, nil))
-	d.review = ledger.NewReview(d.pool, cfg, destination.NewClients(cfg))
-	e := web.New(web.Params{Config: cfg, Pool: d.pool, Inbox: ledger.NewInbox(d.pool, logger, nil),
+	d.review = review.New(d.pool, cfg, destination.NewClients(cfg))
+	e := web.New(web.Params{Config: cfg, Pool: d.pool, Inbox: inbox.New(d.pool, logger, nil),
 		Review: d.review, Logger: logger, Metrics: ledger.NewMetrics(d.pool), MetricsToken: accessMetricsToken})
 	srv := httptest.NewServer(e)
 	t.Cleanup(srv.Close)
@@ -72,18 +76,18 @@ func newAccessSite(t *testing.T) *accessSite {
 	s := &accessSite{dashboard: d, routes: e.Routes(), tokens: map[string]string{}}
 	ctx := context.Background()
 	for email, role := range map[string]string{adminEmail: ledger.RoleAdmin, opsEmail: ledger.RoleOperator} {
-		u, err := ledger.CreateUser(ctx, d.pool, email, role, password, scopeOf(cfg, role)...)
+		u, err := accounts.CreateUser(ctx, d.pool, email, role, password, scopeOf(cfg, role)...)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if role == ledger.RoleOperator {
 			s.operator = u.ID
 		}
-		if s.tokens[role], err = ledger.CreateToken(ctx, d.pool, "access-"+role, role, scopeOf(cfg, role)...); err != nil {
+		if s.tokens[role], err = accounts.CreateToken(ctx, d.pool, "access-"+role, role, scopeOf(cfg, role)...); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := ledger.CreateToken(ctx, d.pool, "access-spare", ledger.RoleOperator, cfg.Clients()...); err != nil {
+	if _, err := accounts.CreateToken(ctx, d.pool, "access-spare", ledger.RoleOperator, cfg.Clients()...); err != nil {
 		t.Fatal(err)
 	}
 	if err := d.pool.QueryRow(ctx, `SELECT id FROM api_tokens WHERE name = 'access-spare'`).Scan(&s.spare); err != nil {
@@ -100,7 +104,7 @@ func (s *accessSite) routeOne() {
 	if _, err := fmt.Sscan(s.checkout("evt_access", "enq_access", "x"), &s.event); err != nil {
 		s.t.Fatal(err)
 	}
-	eng := ledger.NewEngine(ledger.EngineParams{Pool: s.pool, Config: s.cfg, Logger: slog.New(slog.DiscardHandler)})
+	eng := engine.New(engine.Params{Pool: s.pool, Config: s.cfg, Logger: slog.New(slog.DiscardHandler)})
 	if _, err := eng.RouteBatch(context.Background(), 10); err != nil {
 		s.t.Fatal(err)
 	}
@@ -183,14 +187,14 @@ func withActs(p probe, pattern string) []probe {
 	switch {
 	case strings.HasSuffix(pattern, "/:act"):
 		for _, name := range names {
-			x, _ := ledger.LookupAct(name)
+			x, _ := review.LookupAct(name)
 			q := p
 			q.path, q.admin = strings.TrimSuffix(p.path, "/:act")+"/"+name, p.admin || x.AdminOnly
 			out = append(out, q)
 		}
 	case strings.HasSuffix(pattern, "/bulk"):
 		for _, name := range names {
-			if x, _ := ledger.LookupAct(name); x.Bulk {
+			if x, _ := review.LookupAct(name); x.Bulk {
 				q := p
 				q.path, q.admin = p.path+"?act="+name, p.admin || x.AdminOnly
 				out = append(out, q)
@@ -205,7 +209,7 @@ func withActs(p probe, pattern string) []probe {
 // actNames are the names of every manual act the ledger knows, sorted.
 func actNames() []string {
 	var names []string
-	for name := range ledger.Allowed(ledger.Actor{Role: ledger.RoleAdmin}, ledger.Action{}) {
+	for name := range review.Allowed(ledger.Actor{Role: ledger.RoleAdmin}, ledger.Action{}) {
 		names = append(names, name)
 	}
 	slices.Sort(names)

@@ -8,7 +8,9 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/oncehook/oncehook/internal/accounts"
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/review"
 )
 
 const actorKey = "actor"
@@ -22,7 +24,7 @@ func (s *Server) requireToken(next echo.HandlerFunc) echo.HandlerFunc {
 			c.Response().Header().Set("WWW-Authenticate", `Bearer realm="oncehook"`)
 			return ledger.Errorf(ledger.EUNAUTHORIZED, "An API token is required: Authorization: Bearer TOKEN.")
 		}
-		actor, err := ledger.AuthenticateToken(c.Request().Context(), s.pool, token)
+		actor, err := accounts.AuthenticateToken(c.Request().Context(), s.pool, token)
 		if err != nil {
 			return err
 		}
@@ -46,10 +48,10 @@ func pathID(c echo.Context) (int64, error) {
 
 // pathAction reads the action named by the path's {id}, with its events, attempts
 // and audit trail.
-func (s *Server) pathAction(c echo.Context) (ledger.ActionDetail, error) {
+func (s *Server) pathAction(c echo.Context) (review.ActionDetail, error) {
 	n, err := pathID(c)
 	if err != nil {
-		return ledger.ActionDetail{}, err
+		return review.ActionDetail{}, err
 	}
 	return s.review(c).GetAction(c.Request().Context(), n)
 }
@@ -71,7 +73,7 @@ func (s *Server) apiListActions(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	f := ledger.ActionFilter{Source: c.QueryParam("source"), Name: c.QueryParam("name"),
+	f := review.ActionFilter{Source: c.QueryParam("source"), Name: c.QueryParam("name"),
 		Owner: c.QueryParam("owner"), Q: c.QueryParam("q"), Limit: limit, Cursor: c.QueryParam("cursor"),
 		Destination: c.QueryParam("destination"), Client: c.QueryParam("client"), Sort: c.QueryParam("sort")}
 	if st := c.QueryParam("state"); st != "" {
@@ -122,7 +124,7 @@ func (s *Server) apiGetAction(c echo.Context) error {
 }
 
 // apiActionDetail answers with the action, its step and its corrections.
-func (s *Server) apiActionDetail(c echo.Context, d ledger.ActionDetail) error {
+func (s *Server) apiActionDetail(c echo.Context, d review.ActionDetail) error {
 	ctx := c.Request().Context()
 	step, err := s.review(c).NextStep(ctx, d.Action)
 	if err != nil {
@@ -211,7 +213,7 @@ func (s *Server) apiAct(c echo.Context) error {
 			return ledger.Errorf(ledger.EINVALID, "The body must be a JSON object with note, external_ref, owner or checked_destination.")
 		}
 	}
-	p := ledger.ActParams{Note: body.Note, ExternalRef: body.ExternalRef, Owner: body.Owner, CheckedDestination: body.CheckedDestination}
+	p := review.ActParams{Note: body.Note, ExternalRef: body.ExternalRef, Owner: body.Owner, CheckedDestination: body.CheckedDestination}
 	a, err := s.review(c).Do(c.Request().Context(), actorOf(c), c.Param("act"), n, p)
 	if err != nil {
 		return err

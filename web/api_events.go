@@ -7,16 +7,17 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/review"
 )
 
 // eventFilter reads the events list's filters from the query: source, status, type,
 // via, from and to (RFC 3339, or a date), q (the provider's event id), limit, cursor.
-func eventFilter(c echo.Context) (ledger.EventFilter, error) {
+func eventFilter(c echo.Context) (review.EventFilter, error) {
 	limit, err := queryInt(c, "limit")
 	if err != nil {
-		return ledger.EventFilter{}, err
+		return review.EventFilter{}, err
 	}
-	f := ledger.EventFilter{Source: c.QueryParam("source"), Status: c.QueryParam("status"),
+	f := review.EventFilter{Source: c.QueryParam("source"), Status: c.QueryParam("status"),
 		Type: c.QueryParam("type"), Via: c.QueryParam("via"), Q: c.QueryParam("q"),
 		Limit: limit, Cursor: c.QueryParam("cursor")}
 	if f.From, err = queryTime(c, "from"); err != nil {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/review"
 )
 
 // The JSON shapes of DESIGN.md section 4. Ids are strings: clients treat them as opaque.
@@ -30,7 +31,7 @@ type actionJSON struct {
 
 // toActionJSON is a with its step: next_attempt_at is set only when a worker will
 // act on it by itself.
-func toActionJSON(a ledger.Action, step ledger.Step) actionJSON {
+func toActionJSON(a ledger.Action, step review.Step) actionJSON {
 	var next *time.Time
 	if step.NextAttempt != nil {
 		t := step.NextAttempt.UTC()
@@ -115,14 +116,14 @@ type correctionJSON struct {
 	Approve        string          `json:"approve"`
 }
 
-func toCorrectionJSON(c ledger.Correction) correctionJSON {
+func toCorrectionJSON(c review.Correction) correctionJSON {
 	return correctionJSON{ID: id(c.ID), State: c.State, Original: c.Original, Params: c.Params,
 		ProviderReason: c.ProviderReason, Note: c.Note, ProposedBy: c.ProposedBy, ProposedAt: c.ProposedAt.UTC(),
 		DecidedBy: c.DecidedBy, DecidedAt: c.DecidedAt, DecisionNote: c.DecisionNote, AttemptKey: c.AttemptKey,
 		Approve: c.Approve}
 }
 
-func toActionDetailJSON(d ledger.ActionDetail, step ledger.Step, corrections []ledger.Correction,
+func toActionDetailJSON(d review.ActionDetail, step review.Step, corrections []review.Correction,
 	followOns []ledger.Action) actionDetailJSON {
 	out := actionDetailJSON{
 		actionJSON: toActionJSON(d.Action, step), Destination: d.Action.Destination, NextStep: step.Text,

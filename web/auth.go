@@ -9,6 +9,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/oncehook/oncehook/internal/accounts"
 	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/views"
 )
@@ -26,7 +27,7 @@ func (s *Server) requireUser(next echo.HandlerFunc) echo.HandlerFunc {
 		if id == 0 {
 			return s.toLogin(c)
 		}
-		u, err := ledger.GetUser(ctx, s.pool, id)
+		u, err := accounts.GetUser(ctx, s.pool, id)
 		if ledger.ErrorCode(err) == ledger.ENOTFOUND || (err == nil && (u.Disabled || u.AccessRevoked())) {
 			if err := s.sessions.Destroy(ctx); err != nil {
 				return err
@@ -87,7 +88,7 @@ func (s *Server) login(c echo.Context) error {
 	if s.cfg.SignIn.PasswordsOff {
 		return s.refuseSignIn(c, http.StatusForbidden, "Passwords are turned off here: use the button to sign in.")
 	}
-	u, err := ledger.Authenticate(ctx, s.pool, s.limits, email, c.FormValue("password"), c.RealIP())
+	u, err := accounts.Authenticate(ctx, s.pool, s.limits, email, c.FormValue("password"), c.RealIP())
 	if status, msg, ok := signInError(err); ok && ledger.ErrorCode(err) != ledger.ECONFLICT {
 		return s.render(c, status, views.Login(s.layout(c, "Sign in", ""),
 			s.loginPage(views.LoginPage{Email: email, Next: next, Error: msg})))

@@ -10,9 +10,13 @@ import (
 	"time"
 
 	"github.com/oncehook/oncehook/db/dbtest"
+	"github.com/oncehook/oncehook/internal/accounts"
+	"github.com/oncehook/oncehook/internal/backfill"
 	"github.com/oncehook/oncehook/internal/config"
+	"github.com/oncehook/oncehook/internal/inbox"
 	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/internal/provider"
+	"github.com/oncehook/oncehook/internal/review"
 	"github.com/oncehook/oncehook/internal/sandbox"
 	"github.com/oncehook/oncehook/web"
 )
@@ -49,12 +53,12 @@ actions:
 		t.Fatal(err)
 	}
 	logger := slog.New(slog.NewTextHandler(&lockedWriter{w: &strings.Builder{}}, nil))
-	inbox := ledger.NewInbox(pool, logger, nil)
+	inbox := inbox.New(pool, logger, nil)
 	t.Cleanup(inbox.Close)
 	srv := httptest.NewServer(web.New(web.Params{Config: cfg, Pool: pool, Inbox: inbox,
-		Review: ledger.NewReview(pool, cfg, nil), Logger: logger}))
+		Review: review.New(pool, cfg, nil), Logger: logger}))
 	t.Cleanup(srv.Close)
-	if _, err := ledger.CreateUser(context.Background(), pool, opsEmail, ledger.RoleOperator, password, cfg.Clients()...); err != nil {
+	if _, err := accounts.CreateUser(context.Background(), pool, opsEmail, ledger.RoleOperator, password, cfg.Clients()...); err != nil {
 		t.Fatal(err)
 	}
 	p := (&dashboard{t: t, url: srv.URL}).person()
@@ -63,7 +67,7 @@ actions:
 		t.Errorf("/sources before the first pass lacks 'not yet'")
 	}
 
-	bf := ledger.NewBackfiller(ledger.BackfillParams{Pool: pool, Config: cfg, Inbox: inbox,
+	bf := backfill.New(backfill.Params{Pool: pool, Config: cfg, Inbox: inbox,
 		Clients: provider.NewBackfillClients(cfg), Logger: logger, Owner: "page"})
 	bf.RunDue(context.Background(), true)
 	body := p.get("/sources").body

@@ -11,6 +11,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/review"
 	"github.com/oncehook/oncehook/internal/sender"
 )
 
@@ -40,7 +41,7 @@ func (d *dashboard) waitStatus(sourceEventID, want string) ledger.Event {
 	d.t.Helper()
 	var last ledger.Event
 	waitUntil(d.t, "event "+sourceEventID+" to be "+want, func() bool {
-		page, err := d.review.ListEvents(context.Background(), ledger.EventFilter{Q: sourceEventID})
+		page, err := d.review.ListEvents(context.Background(), review.EventFilter{Q: sourceEventID})
 		if err != nil {
 			d.t.Fatal(err)
 		}

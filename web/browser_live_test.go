@@ -9,6 +9,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/review"
 	"github.com/oncehook/oncehook/internal/sandbox"
 )
 
@@ -29,8 +30,8 @@ func TestBrowserPagesUpdateThemselves(t *testing.T) {
 		return regexp.MustCompile(`^updated \d+ s ago$`).MatchString(b.text("#live-age"))
 	})
 	// Someone else retries it (the API, another person); the worker confirms it.
-	if _, err := d.review.Do(t.Context(), ledger.Actor{Name: "token:ci", Role: ledger.RoleAdmin}, ledger.ActRetry, a.ID,
-		ledger.ActParams{}); err != nil {
+	if _, err := d.review.Do(t.Context(), ledger.Actor{Name: "token:ci", Role: ledger.RoleAdmin}, review.ActRetry, a.ID,
+		review.ActParams{}); err != nil {
 		t.Fatal(err)
 	}
 	d.waitAction("open_opportunity", "enq-live", ledger.StateConfirmed)

@@ -10,6 +10,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/review"
 	"github.com/oncehook/oncehook/internal/sandbox"
 	"github.com/oncehook/oncehook/internal/sender"
 )
@@ -228,7 +229,7 @@ func TestBrowserConflictFilterFindsChangedPayload(t *testing.T) {
 	d.deliver(body(1200))
 	d.waitAction("open_opportunity", "enq-changed", ledger.StateConfirmed)
 	d.deliver(body(9999))
-	page, err := d.review.ListEvents(t.Context(), ledger.EventFilter{Q: "evt_changed"})
+	page, err := d.review.ListEvents(t.Context(), review.EventFilter{Q: "evt_changed"})
 	if err != nil || len(page.Events) != 1 || !page.Events[0].Conflict {
 		t.Fatalf("the changed payload is not flagged: %v %+v", err, page.Events)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/oncehook/oncehook/internal/accounts"
 	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/internal/sandbox"
 )
@@ -234,7 +235,7 @@ func TestBrowserCorrectionApprovedAndPerformed(t *testing.T) {
 	t.Parallel()
 	d := newDashboard(t)
 	const ownerEmail = "sales-ops@example.com" // the action rule's owner
-	if _, err := ledger.CreateUser(context.Background(), d.pool, ownerEmail, ledger.RoleOperator, password, d.cfg.Clients()...); err != nil {
+	if _, err := accounts.CreateUser(context.Background(), d.pool, ownerEmail, ledger.RoleOperator, password, d.cfg.Clients()...); err != nil {
 		t.Fatal(err)
 	}
 	d.crm.Fail(sandbox.Fault{Status: 422, Message: "amount must be approved"})

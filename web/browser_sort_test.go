@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/review"
 	"github.com/oncehook/oncehook/internal/sandbox"
 )
 
@@ -72,11 +73,11 @@ func TestBrowserSortColumns(t *testing.T) {
 	}
 	// Page after page, one action a page, in the order of waiting.
 	for sort, want := range map[string][]string{
-		ledger.SortWaitingLongest: {"enq-sort-b", "enq-sort-c", "enq-sort-a"},
-		ledger.SortWaitingLeast:   {"enq-sort-a", "enq-sort-c", "enq-sort-b"},
-		ledger.SortOldest:         {"enq-sort-a", "enq-sort-b", "enq-sort-c"},
+		review.SortWaitingLongest: {"enq-sort-b", "enq-sort-c", "enq-sort-a"},
+		review.SortWaitingLeast:   {"enq-sort-a", "enq-sort-c", "enq-sort-b"},
+		review.SortOldest:         {"enq-sort-a", "enq-sort-b", "enq-sort-c"},
 	} {
-		f := ledger.ActionFilter{States: []string{ledger.StateFailed}, Name: "open_opportunity", Sort: sort, Limit: 1}
+		f := review.ActionFilter{States: []string{ledger.StateFailed}, Name: "open_opportunity", Sort: sort, Limit: 1}
 		var got []string
 		for range 5 {
 			page, err := d.review.ListActions(context.Background(), f)
@@ -95,7 +96,7 @@ func TestBrowserSortColumns(t *testing.T) {
 		}
 	}
 	// Orders that do not exist, or waiting among closed actions, are refused in words.
-	for _, f := range []ledger.ActionFilter{{Sort: "name"}, {Sort: ledger.SortWaitingLongest, States: []string{ledger.StateConfirmed}}} {
+	for _, f := range []review.ActionFilter{{Sort: "name"}, {Sort: review.SortWaitingLongest, States: []string{ledger.StateConfirmed}}} {
 		if _, err := d.review.ListActions(context.Background(), f); ledger.ErrorCode(err) != ledger.EINVALID {
 			t.Errorf("sort %q over %v: %v, want EINVALID", f.Sort, f.States, err)
 		}

@@ -17,9 +17,13 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/oncehook/oncehook/db/dbtest"
+	"github.com/oncehook/oncehook/internal/accounts"
 	"github.com/oncehook/oncehook/internal/config"
 	"github.com/oncehook/oncehook/internal/destination"
+	"github.com/oncehook/oncehook/internal/engine"
+	"github.com/oncehook/oncehook/internal/inbox"
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/review"
 	"github.com/oncehook/oncehook/internal/sandbox"
 	"github.com/oncehook/oncehook/internal/sender"
 	"github.com/oncehook/oncehook/web"
@@ -85,7 +89,7 @@ type dashboard struct {
 	url    string
 	pool   *pgxpool.Pool
 	cfg    *ledger.Config
-	review *ledger.Review
+	review *review.Review
 	crm    *sandbox.CRM
 	mail   *sandbox.Mail
 	logs   *lockedWriter
@@ -124,14 +128,14 @@ func newDashboardConfig(t *testing.T, cfgText string) *dashboard {
 	}
 	logger := slog.New(slog.NewTextHandler(d.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	clients := destination.NewClients(d.cfg)
-	d.review = ledger.NewReview(d.pool, d.cfg, clients)
-	e := web.New(web.Params{Config: d.cfg, Pool: d.pool, Inbox: ledger.NewInbox(d.pool, logger, nil),
+	d.review = review.New(d.pool, d.cfg, clients)
+	e := web.New(web.Params{Config: d.cfg, Pool: d.pool, Inbox: inbox.New(d.pool, logger, nil),
 		Review: d.review, Logger: logger})
 	srv := httptest.NewServer(e)
 	t.Cleanup(srv.Close)
 	d.url = srv.URL
 
-	eng := ledger.NewEngine(ledger.EngineParams{Pool: d.pool, Config: d.cfg, Clients: clients, Logger: logger,
+	eng := engine.New(engine.Params{Pool: d.pool, Config: d.cfg, Clients: clients, Logger: logger,
 		Poll: 50 * time.Millisecond, LeaseExtra: 5 * time.Second, BackoffBase: 20 * time.Millisecond,
 		BackoffMax: 200 * time.Millisecond, Grace: 2 * time.Second})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -140,7 +144,7 @@ func newDashboardConfig(t *testing.T, cfgText string) *dashboard {
 	t.Cleanup(func() { cancel(); <-done })
 
 	for email, role := range map[string]string{adminEmail: ledger.RoleAdmin, opsEmail: ledger.RoleOperator} {
-		if _, err := ledger.CreateUser(context.Background(), d.pool, email, role, password, scopeOf(d.cfg, role)...); err != nil {
+		if _, err := accounts.CreateUser(context.Background(), d.pool, email, role, password, scopeOf(d.cfg, role)...); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -182,7 +186,7 @@ func (d *dashboard) waitAction(name, enquiry, want string) ledger.Action {
 	deadline := time.Now().Add(60 * time.Second)
 	var last []ledger.Action
 	for time.Now().Before(deadline) {
-		page, err := d.review.ListActions(context.Background(), ledger.ActionFilter{Name: name, Q: enquiry, Limit: 10})
+		page, err := d.review.ListActions(context.Background(), review.ActionFilter{Name: name, Q: enquiry, Limit: 10})
 		if err != nil {
 			d.t.Fatal(err)
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"golang.org/x/oauth2"
 
+	"github.com/oncehook/oncehook/internal/accounts"
 	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/views"
 )
@@ -112,7 +113,7 @@ func (s *Server) loginPage(p views.LoginPage) views.LoginPage {
 // signInError turns a failed sign-in into its status and plain words.
 func signInError(err error) (int, string, bool) {
 	switch code := ledger.ErrorCode(err); code {
-	case ledger.EUNAUTHORIZED, ledger.EFORBIDDEN, ledger.ECONFLICT, ledger.ETHROTTLED:
+	case ledger.EUNAUTHORIZED, ledger.EFORBIDDEN, ledger.ECONFLICT, accounts.ETHROTTLED:
 		return statusOf[code], ledger.ErrorMessage(err), true
 	}
 	return 0, "", false
@@ -127,7 +128,7 @@ func (s *Server) startSession(c echo.Context, u ledger.User, next string) error 
 	}
 	s.sessions.Put(ctx, sessUserID, u.ID)
 	s.sessions.Put(ctx, sessCSRF, newCSRFToken())
-	if _, err := ledger.DeleteExpiredSessions(ctx, s.pool); err != nil {
+	if _, err := accounts.DeleteExpiredSessions(ctx, s.pool); err != nil {
 		s.logger.WarnContext(ctx, "sweep sessions", "err", err) // housekeeping only
 	}
 	return c.Redirect(http.StatusSeeOther, safeNext(next))
@@ -163,7 +164,7 @@ func (s *Server) oidcCallback(c echo.Context) error {
 	id, err := s.oidcIdentity(ctx, c.QueryParam("code"), verifier, nonce)
 	var u ledger.User
 	if err == nil {
-		u, err = ledger.SignInOIDC(ctx, s.pool, s.oidc.cfg, id)
+		u, err = accounts.SignInOIDC(ctx, s.pool, s.oidc.cfg, id)
 	}
 	if status, msg, ok := signInError(err); ok {
 		s.logger.WarnContext(ctx, "identity provider sign-in refused", "err", err, "subject", id.Subject)
@@ -176,16 +177,16 @@ func (s *Server) oidcCallback(c echo.Context) error {
 }
 
 // refused is a sign-in refused in words for the person, with the cause for the log.
-func refused(msg string, err error) (ledger.Identity, error) {
-	return ledger.Identity{}, &ledger.Error{Code: ledger.EUNAUTHORIZED, Message: msg, Err: err}
+func refused(msg string, err error) (accounts.Identity, error) {
+	return accounts.Identity{}, &ledger.Error{Code: ledger.EUNAUTHORIZED, Message: msg, Err: err}
 }
 
 // oidcIdentity exchanges the code and returns who the verified ID token names.
-func (s *Server) oidcIdentity(ctx context.Context, code, verifier, nonce string) (ledger.Identity, error) {
+func (s *Server) oidcIdentity(ctx context.Context, code, verifier, nonce string) (accounts.Identity, error) {
 	name := s.oidc.cfg.Name
 	flow, check, err := s.oidc.discover(ctx)
 	if err != nil {
-		return ledger.Identity{}, &ledger.Error{Code: ledger.EUNAVAILABLE,
+		return accounts.Identity{}, &ledger.Error{Code: ledger.EUNAVAILABLE,
 			Message: fmt.Sprintf("%s cannot be reached just now; try again shortly.", name), Err: err}
 	}
 	octx := s.oidc.context(ctx)
@@ -211,7 +212,7 @@ func (s *Server) oidcIdentity(ctx context.Context, code, verifier, nonce string)
 
 // identity reads the subject, the email and the configured claim's values. An
 // email the provider says it has not verified names nobody.
-func (o *oidcClient) identity(idt *oidc.IDToken) (ledger.Identity, error) {
+func (o *oidcClient) identity(idt *oidc.IDToken) (accounts.Identity, error) {
 	var claims map[string]any
 	if err := idt.Claims(&claims); err != nil {
 		return refused(fmt.Sprintf("%s's answer could not be read. Sign in again.", o.cfg.Name), err)
@@ -221,7 +222,7 @@ func (o *oidcClient) identity(idt *oidc.IDToken) (ledger.Identity, error) {
 		return refused(fmt.Sprintf("%s has not verified the email %s, so oncehook cannot name you by it.", o.cfg.Name, email),
 			errors.New("email_verified is false"))
 	}
-	return ledger.Identity{Issuer: idt.Issuer, Subject: idt.Subject, Email: email, Values: claimValues(claims[o.cfg.Claim])}, nil
+	return accounts.Identity{Issuer: idt.Issuer, Subject: idt.Subject, Email: email, Values: claimValues(claims[o.cfg.Claim])}, nil
 }
 
 // claimValues is a claim's strings: a list of them, or one.

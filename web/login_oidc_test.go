@@ -15,9 +15,13 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/oncehook/oncehook/db/dbtest"
+	"github.com/oncehook/oncehook/internal/accounts"
 	"github.com/oncehook/oncehook/internal/config"
 	"github.com/oncehook/oncehook/internal/destination"
+	"github.com/oncehook/oncehook/internal/engine"
+	"github.com/oncehook/oncehook/internal/inbox"
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/review"
 	"github.com/oncehook/oncehook/internal/sandbox"
 	"github.com/oncehook/oncehook/web"
 )
@@ -72,21 +76,21 @@ func newOIDCDashboard(t *testing.T, passwords bool) (*dashboard, *testOP) {
 	}
 	logger := slog.New(slog.NewTextHandler(d.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	clients := destination.NewClients(d.cfg)
-	d.review = ledger.NewReview(d.pool, d.cfg, clients)
+	d.review = review.New(d.pool, d.cfg, clients)
 	srv := httptest.NewUnstartedServer(web.New(web.Params{Config: d.cfg, Pool: d.pool,
-		Inbox: ledger.NewInbox(d.pool, logger, nil), Review: d.review, Logger: logger}))
+		Inbox: inbox.New(d.pool, logger, nil), Review: d.review, Logger: logger}))
 	srv.Listener.Close()
 	srv.Listener = ln
 	srv.Start()
 	t.Cleanup(srv.Close)
-	eng := ledger.NewEngine(ledger.EngineParams{Pool: d.pool, Config: d.cfg, Clients: clients, Logger: logger,
+	eng := engine.New(engine.Params{Pool: d.pool, Config: d.cfg, Clients: clients, Logger: logger,
 		Poll: 50 * time.Millisecond, LeaseExtra: 5 * time.Second, BackoffBase: 20 * time.Millisecond,
 		BackoffMax: 200 * time.Millisecond, Grace: 2 * time.Second})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = eng.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
-	if _, err := ledger.CreateUser(ctx, d.pool, adminEmail, ledger.RoleAdmin, password); err != nil {
+	if _, err := accounts.CreateUser(ctx, d.pool, adminEmail, ledger.RoleAdmin, password); err != nil {
 		t.Fatal(err)
 	}
 	return d, o
@@ -177,7 +181,7 @@ func (d *dashboard) oidcUser(subject string) (u ledger.User, ok bool) {
 	if err != nil {
 		return ledger.User{}, false
 	}
-	u, err = ledger.GetUser(context.Background(), d.pool, id)
+	u, err = accounts.GetUser(context.Background(), d.pool, id)
 	if err != nil {
 		d.t.Fatal(err)
 	}
@@ -377,7 +381,7 @@ func TestOIDCDisabledSessionEnds(t *testing.T) {
 	}
 	u, _ := d.oidcUser(annSubject)
 	boss := ledger.Actor{Name: adminEmail, Role: ledger.RoleAdmin}
-	if err := ledger.SetUserDisabled(t.Context(), d.pool, boss, u.ID, true); err != nil {
+	if err := accounts.SetUserDisabled(t.Context(), d.pool, boss, u.ID, true); err != nil {
 		t.Fatal(err)
 	}
 	if r := ann.get("/"); r.status != http.StatusSeeOther || r.location != "/login" {
@@ -387,7 +391,7 @@ func TestOIDCDisabledSessionEnds(t *testing.T) {
 	if r.status != http.StatusForbidden || !strings.Contains(r.body, "This account is disabled") {
 		t.Errorf("a disabled user signing in through the provider: %d %s", r.status, tailOf(r.body, 500))
 	}
-	if err := ledger.SetUserDisabled(t.Context(), d.pool, boss, u.ID, false); err != nil {
+	if err := accounts.SetUserDisabled(t.Context(), d.pool, boss, u.ID, false); err != nil {
 		t.Fatal(err)
 	}
 	if who := ann.signedIn(); who != "" {
@@ -427,7 +431,7 @@ func TestOIDCAuditNamesSubject(t *testing.T) {
 	}
 	const want = annEmail + " (sub " + annSubject + ")"
 	last := detail.Audit[len(detail.Audit)-1]
-	if last.Act != ledger.ActResolve || last.Actor != want {
+	if last.Act != review.ActResolve || last.Actor != want {
 		t.Errorf("audit's last line: %s by %q, want resolve by %q", last.Act, last.Actor, want)
 	}
 	if page := ann.get(path); !strings.Contains(page.body, "<td>"+want+"</td>") {

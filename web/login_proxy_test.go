@@ -12,13 +12,16 @@ import (
 	"time"
 
 	"github.com/oncehook/oncehook/db/dbtest"
+	"github.com/oncehook/oncehook/internal/accounts"
 	"github.com/oncehook/oncehook/internal/config"
+	"github.com/oncehook/oncehook/internal/inbox"
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/review"
 	"github.com/oncehook/oncehook/web"
 )
 
 // proxyLimits are the default limits with short waits, so the test is quick.
-var proxyLimits = ledger.LoginLimits{PerAccount: 5, PerAddress: 20, Window: 15 * time.Minute,
+var proxyLimits = accounts.LoginLimits{PerAccount: 5, PerAddress: 20, Window: 15 * time.Minute,
 	Delay: 100 * time.Millisecond, MaxDelay: 400 * time.Millisecond}
 
 // proxySite is the dashboard with extra top-level config (trusted_proxies) and
@@ -34,11 +37,11 @@ func proxySite(t *testing.T, extra string) *dashboard {
 	}
 	d.cfg = cfg
 	logger := slog.New(slog.NewTextHandler(d.logs, nil))
-	srv := httptest.NewServer(web.New(web.Params{Config: cfg, Pool: d.pool, Inbox: ledger.NewInbox(d.pool, logger, nil),
-		Review: ledger.NewReview(d.pool, cfg, nil), Logger: logger, LoginLimits: proxyLimits}))
+	srv := httptest.NewServer(web.New(web.Params{Config: cfg, Pool: d.pool, Inbox: inbox.New(d.pool, logger, nil),
+		Review: review.New(d.pool, cfg, nil), Logger: logger, LoginLimits: proxyLimits}))
 	t.Cleanup(srv.Close)
 	d.url = srv.URL
-	if _, err := ledger.CreateUser(context.Background(), d.pool, adminEmail, ledger.RoleAdmin, password); err != nil {
+	if _, err := accounts.CreateUser(context.Background(), d.pool, adminEmail, ledger.RoleAdmin, password); err != nil {
 		t.Fatal(err)
 	}
 	return d

@@ -14,7 +14,9 @@ import (
 
 	"github.com/oncehook/oncehook/db/dbtest"
 	"github.com/oncehook/oncehook/internal/config"
+	"github.com/oncehook/oncehook/internal/inbox"
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/review"
 	"github.com/oncehook/oncehook/internal/sender"
 	"github.com/oncehook/oncehook/web"
 )
@@ -66,8 +68,8 @@ func newHarness(t *testing.T, yaml string, pool *pgxpool.Pool) *harness {
 	}
 	logs := &lockedWriter{w: &bytes.Buffer{}}
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	e := web.New(web.Params{Config: cfg, Pool: pool, Inbox: ledger.NewInbox(pool, logger, nil),
-		Review: ledger.NewReview(pool, cfg, nil), Logger: logger})
+	e := web.New(web.Params{Config: cfg, Pool: pool, Inbox: inbox.New(pool, logger, nil),
+		Review: review.New(pool, cfg, nil), Logger: logger})
 	srv := httptest.NewServer(e)
 	t.Cleanup(srv.Close)
 	return &harness{t: t, url: srv.URL, pool: pool, cfg: cfg, logs: logs}

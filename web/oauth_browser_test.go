@@ -12,9 +12,15 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/oncehook/oncehook/db/dbtest"
+	"github.com/oncehook/oncehook/internal/accounts"
 	"github.com/oncehook/oncehook/internal/config"
 	"github.com/oncehook/oncehook/internal/destination"
+	"github.com/oncehook/oncehook/internal/engine"
+	"github.com/oncehook/oncehook/internal/inbox"
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/notify"
+	"github.com/oncehook/oncehook/internal/oauthstore"
+	"github.com/oncehook/oncehook/internal/review"
 	"github.com/oncehook/oncehook/internal/sandbox"
 	"github.com/oncehook/oncehook/internal/sandbox/authserver"
 	"github.com/oncehook/oncehook/web"
@@ -79,7 +85,7 @@ func TestOAuthConnectRevokeReconnectInTheBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	pool := dbtest.New(t)
-	tokens, err := ledger.OpenTokens(ctx, pool, cfg)
+	tokens, err := oauthstore.OpenTokens(ctx, pool, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,20 +93,20 @@ func TestOAuthConnectRevokeReconnectInTheBrowser(t *testing.T) {
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	clients := destination.NewClients(cfg)
 	destination.UseOAuth(clients, cfg, tokens, nil)
-	review := ledger.NewReview(pool, cfg, clients)
-	srv := httptest.NewServer(web.New(web.Params{Config: cfg, Pool: pool, Inbox: ledger.NewInbox(pool, logger, nil),
+	review := review.New(pool, cfg, clients)
+	srv := httptest.NewServer(web.New(web.Params{Config: cfg, Pool: pool, Inbox: inbox.New(pool, logger, nil),
 		Review: review, Logger: logger}))
 	t.Cleanup(srv.Close)
 	cfg.BaseURL = srv.URL
 	as.SetRedirectDomain(srv.URL)
-	eng := ledger.NewEngine(ledger.EngineParams{Pool: pool, Config: cfg, Clients: clients, Logger: logger,
+	eng := engine.New(engine.Params{Pool: pool, Config: cfg, Clients: clients, Logger: logger,
 		Poll: 50 * time.Millisecond, LeaseExtra: 5 * time.Second, BackoffBase: 20 * time.Millisecond,
 		BackoffMax: 200 * time.Millisecond, Grace: 2 * time.Second})
 	engCtx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() { defer close(done); _ = eng.Run(engCtx) }()
 	t.Cleanup(func() { cancel(); <-done })
-	if _, err := ledger.CreateUser(ctx, pool, adminEmail, ledger.RoleAdmin, password); err != nil {
+	if _, err := accounts.CreateUser(ctx, pool, adminEmail, ledger.RoleAdmin, password); err != nil {
 		t.Fatal(err)
 	}
 	d := &dashboard{t: t, url: srv.URL, pool: pool, cfg: cfg, review: review, crm: crm, mail: mail, logs: logs}
@@ -146,7 +152,7 @@ func TestOAuthConnectRevokeReconnectInTheBrowser(t *testing.T) {
 	if text := b.text("main"); !strings.Contains(text, "credential refresh cannot recover access") || !strings.Contains(text, "invalid_grant") {
 		t.Errorf("the destinations page does not say why crm is disconnected:\n%s", text)
 	}
-	notifier := ledger.NewNotifier(ledger.NotifierParams{Pool: pool, Config: cfg,
+	notifier := notify.New(notify.Params{Pool: pool, Config: cfg,
 		Mail: destination.NewSMTP(cfg.Notify.SMTP.Destination()), Logger: logger})
 	if _, err := notifier.NotifyOnce(ctx, time.Now()); err != nil {
 		t.Fatal(err)

@@ -4,7 +4,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/oncehook/oncehook/internal/accounts"
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/review"
 )
 
 // TestOwnersWithoutAccountFlagged: the config's owners that nobody signs in as are
@@ -12,7 +14,7 @@ import (
 func TestOwnersWithoutAccountFlagged(t *testing.T) {
 	t.Parallel()
 	d := newDashboard(t)
-	without, err := ledger.OwnersWithoutAccount(t.Context(), d.pool, d.cfg)
+	without, err := review.OwnersWithoutAccount(t.Context(), d.pool, d.cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +37,7 @@ func TestOwnersWithoutAccountFlagged(t *testing.T) {
 	if n := strings.Count(dests.body, `class="no-account"`); n != 2 {
 		t.Errorf("/destinations flags %d owners, want 2 (crm-admin, mail-admin)", n)
 	}
-	if _, err := ledger.CreateUser(t.Context(), d.pool, "crm-admin@example.com", ledger.RoleOperator, password, d.cfg.Clients()...); err != nil {
+	if _, err := accounts.CreateUser(t.Context(), d.pool, "crm-admin@example.com", ledger.RoleOperator, password, d.cfg.Clients()...); err != nil {
 		t.Fatal(err)
 	}
 	if n := strings.Count(admin.get("/destinations").body, `class="no-account"`); n != 1 {

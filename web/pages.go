@@ -12,6 +12,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/review"
 	"github.com/oncehook/oncehook/static"
 	"github.com/oncehook/oncehook/views"
 )
@@ -104,7 +105,7 @@ func (s *Server) actionRows(c echo.Context, as []ledger.Action) ([]views.ActionR
 	now := s.now()
 	rows := make([]views.ActionRow, 0, len(as))
 	for _, a := range as {
-		reason, detail := ledger.PlainReason(a)
+		reason, detail := review.PlainReason(a)
 		rows = append(rows, views.ActionRow{
 			ID: a.ID, URL: actionURL(a.ID), State: a.State, Name: a.Name, BusinessKey: a.BusinessKey,
 			Source: a.Source, Destination: a.Destination, Owner: a.Owner, Attempts: a.Attempts,
@@ -156,13 +157,13 @@ const waitingKey = "waiting"
 
 // waiting is what the open actions wait for, read once a request: the
 // navigation's counts, the overview and a queue's causes come from one read.
-func (s *Server) waiting(c echo.Context) (ledger.Waiting, error) {
-	if w, ok := c.Get(waitingKey).(ledger.Waiting); ok {
+func (s *Server) waiting(c echo.Context) (review.Waiting, error) {
+	if w, ok := c.Get(waitingKey).(review.Waiting); ok {
 		return w, nil
 	}
 	w, err := s.review(c).Waiting(c.Request().Context())
 	if err != nil {
-		return ledger.Waiting{}, err
+		return review.Waiting{}, err
 	}
 	c.Set(waitingKey, w)
 	return w, nil

@@ -10,6 +10,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/review"
 	"github.com/oncehook/oncehook/views"
 )
 
@@ -25,14 +26,14 @@ func (s *Server) actionPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	allowed := ledger.Allowed(actorOf(c), a)
+	allowed := review.Allowed(actorOf(c), a)
 	m := views.ActionPage{
 		Action:       s.actionInfo(a, step),
-		CanRetry:     allowed[ledger.ActRetry],
-		CanReconcile: allowed[ledger.ActReconcile],
-		CanResolve:   allowed[ledger.ActResolve],
-		CanCancel:    allowed[ledger.ActCancel],
-		CanAssign:    allowed[ledger.ActAssign],
+		CanRetry:     allowed[review.ActRetry],
+		CanReconcile: allowed[review.ActReconcile],
+		CanResolve:   allowed[review.ActResolve],
+		CanCancel:    allowed[review.ActCancel],
+		CanAssign:    allowed[review.ActAssign],
 	}
 	if m.CanReconcile {
 		var useful bool
@@ -132,8 +133,8 @@ func auditLines(audit []ledger.AuditEntry) []views.AuditLine {
 
 // actionInfo is the action itself, with its step: the next attempt is shown only
 // when a worker will act on it by itself.
-func (s *Server) actionInfo(a ledger.Action, step ledger.Step) views.ActionInfo {
-	reason, detail := ledger.PlainReason(a)
+func (s *Server) actionInfo(a ledger.Action, step review.Step) views.ActionInfo {
+	reason, detail := review.PlainReason(a)
 	info := views.ActionInfo{
 		ID: a.ID, URL: actionURL(a.ID), Name: a.Name, State: a.State, Reason: reason, ReasonDetail: detail,
 		AttemptKey: a.AttemptKey, NextStep: step.Text, BusinessKey: a.BusinessKey, OperationKey: a.OperationKey,
@@ -186,7 +187,7 @@ func (s *Server) reconcilePage(c echo.Context) error {
 	}
 	a := d.Action
 	plan, _ := s.review(c).ReconcilePlan(a)
-	if why := s.review(c).Refusal(actorOf(c), ledger.ActReconcile, a); why != "" {
+	if why := s.review(c).Refusal(actorOf(c), review.ActReconcile, a); why != "" {
 		plan = why
 	}
 	m := views.ReconcilePage{URL: actionURL(a.ID), Name: a.Name, BusinessKey: a.BusinessKey, State: a.State,
@@ -245,16 +246,16 @@ func (s *Server) actionAct(c echo.Context) error {
 	}
 	name := c.Param("act")
 	ctx := c.Request().Context()
-	p := ledger.ActParams{Note: c.FormValue("note"), ExternalRef: c.FormValue("external_ref"),
+	p := review.ActParams{Note: c.FormValue("note"), ExternalRef: c.FormValue("external_ref"),
 		Owner: c.FormValue("owner"), CheckedDestination: c.FormValue("checked_destination") == "1"}
-	if name == ledger.ActCancel {
+	if name == review.ActCancel {
 		if err := s.cancelConfirmed(c, id); err != nil {
 			return err
 		}
 	}
 	a, err := s.review(c).Do(ctx, actorOf(c), name, id, p)
 	if err != nil {
-		if name == ledger.ActRetry && ledger.ErrorCode(err) == ledger.ECONFLICT {
+		if name == review.ActRetry && ledger.ErrorCode(err) == ledger.ECONFLICT {
 			d, gerr := s.review(c).GetAction(ctx, id)
 			if gerr != nil {
 				return gerr
@@ -269,12 +270,12 @@ func (s *Server) actionAct(c echo.Context) error {
 	}
 	msg := actDone[name]
 	switch {
-	case name == ledger.ActAssign:
+	case name == review.ActAssign:
 		msg = "Assigned to " + a.Owner + "."
-	case name == ledger.ActRetry && a.State == ledger.StateUncertain:
+	case name == review.ActRetry && a.State == ledger.StateUncertain:
 		msg = "Retry requested: the operation is looked up at the destination first, and called again with the same key only if it is not there."
 	}
-	if name == ledger.ActRetry || name == ledger.ActReconcile {
+	if name == review.ActRetry || name == review.ActReconcile {
 		step, err := s.review(c).NextStep(ctx, a)
 		if err != nil {
 			return err
@@ -284,7 +285,7 @@ func (s *Server) actionAct(c echo.Context) error {
 		}
 	}
 	s.flash(c, msg)
-	if q := c.FormValue("from"); (name == ledger.ActResolve || name == ledger.ActCancel) && ledger.QueueStates[q] != nil {
+	if q := c.FormValue("from"); (name == review.ActResolve || name == review.ActCancel) && ledger.QueueStates[q] != nil {
 		return c.Redirect(http.StatusSeeOther, actionURL(id)+"?from="+q)
 	}
 	return c.Redirect(http.StatusSeeOther, actionURL(id))
@@ -300,12 +301,12 @@ func (s *Server) nextInQueue(c echo.Context, a ledger.Action) (*views.QueueNext,
 	}
 	ctx := c.Request().Context()
 	out := &views.QueueNext{Queue: q, QueueURL: "/queue/" + q}
-	page, err := s.review(c).ListActions(ctx, ledger.ActionFilter{States: states, Cursor: strconv.FormatInt(a.ID, 10), Limit: 1})
+	page, err := s.review(c).ListActions(ctx, review.ActionFilter{States: states, Cursor: strconv.FormatInt(a.ID, 10), Limit: 1})
 	if err != nil {
 		return nil, err
 	}
 	if len(page.Actions) == 0 {
-		if page, err = s.review(c).ListActions(ctx, ledger.ActionFilter{States: states, Limit: 1}); err != nil {
+		if page, err = s.review(c).ListActions(ctx, review.ActionFilter{States: states, Limit: 1}); err != nil {
 			return nil, err
 		}
 	}

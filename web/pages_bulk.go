@@ -9,6 +9,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/review"
 	"github.com/oncehook/oncehook/views"
 )
 
@@ -21,7 +22,7 @@ const sessBulk = "bulk_report"
 type bulkReport struct {
 	Act     string              `json:"act"`
 	Back    string              `json:"back"`
-	Results []ledger.BulkResult `json:"results"`
+	Results []review.BulkResult `json:"results"`
 }
 
 // bulkURL is a queue's bulk confirmation step for act on the filter f or, when
@@ -29,7 +30,7 @@ type bulkReport struct {
 func bulkURL(path string, f views.Filter, act, owner string, ids []int64) string {
 	v := filterValues(f)
 	v.Set("act", act)
-	if owner != "" && act == ledger.ActAssign {
+	if owner != "" && act == review.ActAssign {
 		v.Set("assign_owner", owner)
 	}
 	for _, id := range ids {
@@ -58,8 +59,8 @@ func formIDs(c echo.Context) ([]int64, error) {
 		}
 		ids = append(ids, n)
 	}
-	if len(ids) > ledger.MaxBulk {
-		return nil, ledger.Errorf(ledger.EINVALID, "At most %d actions at once; narrow the filter.", ledger.MaxBulk)
+	if len(ids) > review.MaxBulk {
+		return nil, ledger.Errorf(ledger.EINVALID, "At most %d actions at once; narrow the filter.", review.MaxBulk)
 	}
 	return ids, nil
 }
@@ -91,7 +92,7 @@ func (s *Server) queueBulk(c echo.Context) error {
 		}
 		return c.Redirect(http.StatusSeeOther, bulkURL(path, f, act, c.FormValue("assign_owner"), ids))
 	}
-	results, err := s.review(c).Bulk(c.Request().Context(), actorOf(c), act, ids, ledger.ActParams{Owner: c.FormValue("assign_owner")})
+	results, err := s.review(c).Bulk(c.Request().Context(), actorOf(c), act, ids, review.ActParams{Owner: c.FormValue("assign_owner")})
 	if err != nil {
 		return err
 	}
@@ -124,7 +125,7 @@ func (s *Server) bulkConfirm(c echo.Context) error {
 	if len(ids) > 0 {
 		chosen, err = s.review(c).ActionsByID(c.Request().Context(), ids)
 	} else {
-		var af ledger.ActionFilter
+		var af review.ActionFilter
 		if af, err = actionFilter(states, f); err == nil {
 			chosen, err = s.review(c).MatchingActions(c.Request().Context(), af)
 		}
@@ -133,8 +134,8 @@ func (s *Server) bulkConfirm(c echo.Context) error {
 		return err
 	}
 	m := views.BulkConfirm{Act: act, Ticked: len(ids) > 0, Path: path, Filter: f, Owner: c.QueryParam("assign_owner"),
-		Back: queueURL(path, f, ""), FilterText: filterText(f), TooMany: len(chosen) > ledger.MaxBulk,
-		Max: ledger.MaxBulk}
+		Back: queueURL(path, f, ""), FilterText: filterText(f), TooMany: len(chosen) > review.MaxBulk,
+		Max: review.MaxBulk}
 	if !m.TooMany {
 		for _, a := range chosen {
 			why := s.review(c).Refusal(actorOf(c), act, a)
@@ -152,7 +153,7 @@ func (s *Server) bulkConfirm(c echo.Context) error {
 // the person may not do at all: an operator asking to assign gets one 403, not a
 // confirmation page and then a report of every action refused.
 func mayBulk(c echo.Context, act string) error {
-	x, ok := ledger.LookupAct(act)
+	x, ok := review.LookupAct(act)
 	if !ok || !x.Bulk {
 		return ledger.Errorf(ledger.EINVALID, "Several actions at once can be retried, reconciled or assigned, not %q.", act)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/review"
 	"github.com/oncehook/oncehook/views"
 )
 
@@ -23,7 +24,7 @@ func (s *Server) correctionModel(c echo.Context, a ledger.Action, m *views.Actio
 		return err
 	}
 	actor := actorOf(c)
-	if i := slices.IndexFunc(cs, func(x ledger.Correction) bool { return x.State == "proposed" }); i >= 0 {
+	if i := slices.IndexFunc(cs, func(x review.Correction) bool { return x.State == "proposed" }); i >= 0 {
 		x := cs[i]
 		oc := &views.OpenCorrection{ProposedBy: x.ProposedBy, ProposedAt: stamp(x.ProposedAt), Note: x.Note,
 			Rows: diffParams(x.Original, x.Params), NewIdentity: s.review(c).CorrectionNeedsNewKey(a),
@@ -36,11 +37,11 @@ func (s *Server) correctionModel(c echo.Context, a ledger.Action, m *views.Actio
 		m.Correction = oc
 		return nil
 	}
-	if !ledger.Correctable(a) || !actor.MayAct() {
+	if !review.Correctable(a) || !actor.MayAct() {
 		return nil
 	}
 	m.CanCorrect = true
-	m.Correct = views.CorrectForm{ProviderReason: a.Reason, NamedField: ledger.NamedField(a.Reason, a.Params),
+	m.Correct = views.CorrectForm{ProviderReason: a.Reason, NamedField: review.NamedField(a.Reason, a.Params),
 		Approve: s.review(c).Approvers(a)}
 	var params map[string]json.RawMessage
 	_ = json.Unmarshal(a.Params, &params) // params are objects we rendered ourselves

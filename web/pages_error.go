@@ -7,7 +7,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/accounts"
 	"github.com/oncehook/oncehook/views"
 )
 
@@ -88,7 +88,7 @@ func (s *Server) loadSessionForError(c echo.Context) bool {
 	if id == 0 {
 		return false
 	}
-	u, err := ledger.GetUser(ctx, s.pool, id)
+	u, err := accounts.GetUser(ctx, s.pool, id)
 	if err != nil || u.Disabled {
 		return false
 	}

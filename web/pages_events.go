@@ -11,6 +11,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/review"
 	"github.com/oncehook/oncehook/views"
 )
 
@@ -24,8 +25,8 @@ func eventsViewFilter(c echo.Context) views.EventFilter {
 }
 
 // eventsFilter reads the page's filter into the ledger's; the form's times are UTC.
-func eventsFilter(f views.EventFilter) (ledger.EventFilter, error) {
-	out := ledger.EventFilter{Source: f.Source, Status: f.Status, Type: f.Type, Via: f.Via, Q: f.Q}
+func eventsFilter(f views.EventFilter) (review.EventFilter, error) {
+	out := review.EventFilter{Source: f.Source, Status: f.Status, Type: f.Type, Via: f.Via, Q: f.Q}
 	var err error
 	if out.From, err = formTime("from", f.From); err != nil {
 		return out, err
@@ -82,10 +83,10 @@ func (s *Server) eventsPage(c echo.Context) error {
 	for _, src := range s.review(c).Catalog().Sources {
 		m.Sources = append(m.Sources, views.Option{Value: src, Label: src})
 	}
-	for _, st := range ledger.EventStatuses {
+	for _, st := range review.EventStatuses {
 		m.Statuses = append(m.Statuses, views.Option{Value: st, Label: st})
 	}
-	for _, v := range ledger.EventVias {
+	for _, v := range review.EventVias {
 		m.Vias = append(m.Vias, views.Option{Value: v, Label: v})
 	}
 	for _, e := range page.Events {
@@ -121,7 +122,7 @@ func (s *Server) renderReplayAll(c echo.Context, status int, vf views.EventFilte
 	if err != nil {
 		return err
 	}
-	m := views.ReplayAllPage{Filter: vf, Count: n, TooMany: n > ledger.MaxReplayMatching, Back: eventsURL(vf, ""), Error: errMsg}
+	m := views.ReplayAllPage{Filter: vf, Count: n, TooMany: n > review.MaxReplayMatching, Back: eventsURL(vf, ""), Error: errMsg}
 	return s.render(c, status, views.ReplayAll(s.layout(c, "Replay all that match", "events"), m))
 }
 

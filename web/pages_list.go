@@ -10,6 +10,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/review"
 	"github.com/oncehook/oncehook/views"
 )
 
@@ -87,7 +88,7 @@ func (s *Server) showQueue(c echo.Context, showFilter bool) error {
 // queueTable is the table of page, what f selects from cursor on, with its links:
 // to refresh it, to the next and the first page, and to the CSV export.
 func (s *Server) queueTable(c echo.Context, path string, f views.Filter, states []string, cursor string,
-	page ledger.ActionPage) (views.QueueTable, error) {
+	page review.ActionPage) (views.QueueTable, error) {
 	rows, err := s.actionRows(c, page.Actions)
 	if err != nil {
 		return views.QueueTable{}, err
@@ -133,9 +134,9 @@ func queueHeading(m *views.QueuePage, path, queue string) (section string, all [
 // (past 1,000 the planner's estimate, marked "about"); with one, counted along
 // the list's query up to ledger.FilterCountCap ("100+"). Each is a link to that state
 // with the rest of the filter kept.
-func (s *Server) stateCounts(c echo.Context, t *views.QueueTable, path string, af ledger.ActionFilter, states []string) error {
+func (s *Server) stateCounts(c echo.Context, t *views.QueueTable, path string, af review.ActionFilter, states []string) error {
 	af.States = nil
-	var counts []ledger.FilterCount
+	var counts []review.FilterCount
 	if af.Filtered() {
 		var err error
 		if counts, err = s.review(c).CountMatching(c.Request().Context(), af, states); err != nil {
@@ -151,13 +152,13 @@ func (s *Server) stateCounts(c echo.Context, t *views.QueueTable, path string, a
 			byState[sc.State] = sc.Count
 		}
 		for _, st := range states {
-			counts = append(counts, ledger.FilterCount{State: st, Count: byState[st]})
+			counts = append(counts, review.FilterCount{State: st, Count: byState[st]})
 		}
 	}
 	for _, n := range counts {
 		g := t.Filter
 		g.State = n.State
-		about := !af.Filtered() && n.Count > ledger.CountCap
+		about := !af.Filtered() && n.Count > review.CountCap
 		t.Total += n.Count
 		t.TotalAbout, t.TotalMore = t.TotalAbout || about, t.TotalMore || n.More
 		t.Counts = append(t.Counts, views.StateTotal{State: n.State, Count: n.Count, About: about, More: n.More,
@@ -171,7 +172,7 @@ const csvBatch = 500
 
 // exportCSV writes every action the filter selects as CSV, newest first, reading
 // them a batch at a time along the list's own query.
-func (s *Server) exportCSV(c echo.Context, path string, af ledger.ActionFilter) error {
+func (s *Server) exportCSV(c echo.Context, path string, af review.ActionFilter) error {
 	name := "oncehook" + strings.ReplaceAll(path, "/", "-") + "-" + s.now().UTC().Format("20060102-150405") + ".csv"
 	h := c.Response().Header()
 	h.Set(echo.HeaderContentType, "text/csv; charset=utf-8")

@@ -8,6 +8,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/review"
 	"github.com/oncehook/oncehook/views"
 )
 
@@ -18,7 +19,7 @@ func (s *Server) overviewPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	mine, err := s.review(c).ListActions(ctx, ledger.ActionFilter{States: ledger.OpenStates(), Owner: userOf(c).Email, Limit: 10})
+	mine, err := s.review(c).ListActions(ctx, review.ActionFilter{States: ledger.OpenStates(), Owner: userOf(c).Email, Limit: 10})
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/review"
 	"github.com/oncehook/oncehook/views"
 )
 
@@ -67,8 +68,8 @@ func withinStates(states []string, state string) ([]string, error) {
 
 // actionFilter is the ledger's filter for a page's: EINVALID for a time or a
 // status that does not parse.
-func actionFilter(states []string, f views.Filter) (ledger.ActionFilter, error) {
-	af := ledger.ActionFilter{States: states, Source: f.Source, Name: f.Action, Owner: f.Owner,
+func actionFilter(states []string, f views.Filter) (review.ActionFilter, error) {
+	af := review.ActionFilter{States: states, Source: f.Source, Name: f.Action, Owner: f.Owner,
 		Destination: f.Destination, Client: f.Client, Q: f.Q, Reason: f.Reason, Sort: f.Sort}
 	var err error
 	if af.Since, err = parseWhen("from", f.Since); err != nil {
@@ -135,7 +136,7 @@ func tableSorts(path string, f views.Filter, states []string) views.TableSorts {
 	heading := func(first, other, firstHint, otherHint string) views.SortHeader {
 		current := f.Sort
 		if current == "" {
-			current = ledger.SortNewest
+			current = review.SortNewest
 		}
 		next, h := first, views.SortHeader{Hint: firstHint}
 		switch current {
@@ -147,18 +148,18 @@ func tableSorts(path string, f views.Filter, states []string) views.TableSorts {
 		}
 		g := f
 		g.Sort = next
-		if next == ledger.SortNewest {
+		if next == review.SortNewest {
 			g.Sort = ""
 		}
 		h.URL = queueURL(path, g, "")
 		return h
 	}
-	ts := views.TableSorts{Created: heading(ledger.SortNewest, ledger.SortOldest,
+	ts := views.TableSorts{Created: heading(review.SortNewest, review.SortOldest,
 		"sort newest first", "sort oldest first")}
-	if ledger.ClosedAmong(states) != "" {
+	if review.ClosedAmong(states) != "" {
 		return ts
 	}
-	ts.Age = heading(ledger.SortWaitingLongest, ledger.SortWaitingLeast,
+	ts.Age = heading(review.SortWaitingLongest, review.SortWaitingLeast,
 		"sort by the longest waiting first", "sort by the shortest waiting first")
 	return ts
 }
@@ -166,7 +167,7 @@ func tableSorts(path string, f views.Filter, states []string) views.TableSorts {
 // sortOrder is how a sort's column reads, for aria-sort: newest first is the
 // creation times descending, longest waiting first the ages descending.
 func sortOrder(sort string) string {
-	if sort == ledger.SortOldest || sort == ledger.SortWaitingLeast {
+	if sort == review.SortOldest || sort == review.SortWaitingLeast {
 		return "ascending"
 	}
 	return "descending"

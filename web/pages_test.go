@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/oncehook/oncehook/internal/accounts"
 	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/internal/sandbox"
 )
@@ -55,13 +56,13 @@ func TestLoginRefusals(t *testing.T) {
 		}
 	})
 	t.Run("ThrottledPerAccountAndAddress", func(t *testing.T) {
-		for range ledger.DefaultLoginLimits.PerAccount {
+		for range accounts.DefaultLoginLimits.PerAccount {
 			p.post("/login", "/login", url.Values{"email": {opsEmail}, "password": {"guess guess guess"}})
 		}
 		// Even the right password is refused now: the guesser cannot tell.
 		pg := p.post("/login", "/login", url.Values{"email": {opsEmail}, "password": {password}})
 		if pg.status != http.StatusTooManyRequests || !strings.Contains(pg.body, "Too many failed sign-ins from here. Wait 15 minutes") {
-			t.Fatalf("after %d failures: %d %s", ledger.DefaultLoginLimits.PerAccount, pg.status, tailOf(pg.body, 500))
+			t.Fatalf("after %d failures: %d %s", accounts.DefaultLoginLimits.PerAccount, pg.status, tailOf(pg.body, 500))
 		}
 		// Another account from the same address still signs in.
 		d.person().login(adminEmail)
@@ -150,7 +151,7 @@ func TestCSRFRefusals(t *testing.T) {
 			}
 		})
 	}
-	users, err := ledger.ListUsers(t.Context(), d.pool, false)
+	users, err := accounts.ListUsers(t.Context(), d.pool, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +160,7 @@ func TestCSRFRefusals(t *testing.T) {
 	}
 	t.Run("HooksAndAPIExempt", func(t *testing.T) {
 		d.checkout("evt_exempt", "enq-exempt", "")
-		tok, _ := ledger.CreateToken(t.Context(), d.pool, "t", ledger.RoleAdmin)
+		tok, _ := accounts.CreateToken(t.Context(), d.pool, "t", ledger.RoleAdmin)
 		pg := p.do(http.MethodPost, "/api/v1/destinations/crm/reconnect", nil,
 			map[string]string{"Authorization": "Bearer " + tok, "Origin": "https://evil.example"})
 		if pg.status != http.StatusOK {

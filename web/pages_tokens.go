@@ -7,6 +7,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/oncehook/oncehook/internal/accounts"
 	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/views"
 )
@@ -24,11 +25,11 @@ func (s *Server) tokensPage(c echo.Context) error {
 
 func (s *Server) showTokens(c echo.Context, m views.TokensPage) error {
 	ctx := c.Request().Context()
-	ts, err := ledger.ListTokens(ctx, s.pool)
+	ts, err := accounts.ListTokens(ctx, s.pool)
 	if err != nil {
 		return err
 	}
-	audit, err := ledger.TokenAudit(ctx, s.pool, tokenAuditLines)
+	audit, err := accounts.TokenAudit(ctx, s.pool, tokenAuditLines)
 	if err != nil {
 		return err
 	}
@@ -59,7 +60,7 @@ func (s *Server) addToken(c echo.Context) error {
 	if clients, err = ledger.CheckScope(role, clients, s.cfg.Clients()); err != nil {
 		return err
 	}
-	token, _, err := ledger.IssueToken(c.Request().Context(), s.pool, ledger.TokenParams{Name: name,
+	token, _, err := accounts.IssueToken(c.Request().Context(), s.pool, accounts.TokenParams{Name: name,
 		Role: role, Clients: clients, Expires: time.Duration(days) * 24 * time.Hour, Actor: actorOf(c)})
 	if err != nil {
 		return err
@@ -73,7 +74,7 @@ func (s *Server) revokeToken(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	t, err := ledger.RevokeToken(c.Request().Context(), s.pool, actorOf(c), id)
+	t, err := accounts.RevokeToken(c.Request().Context(), s.pool, actorOf(c), id)
 	if err != nil {
 		return err
 	}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/review"
 	"github.com/oncehook/oncehook/views"
 )
 
@@ -29,7 +29,7 @@ func (s *Server) trendsPage(c echo.Context) error {
 		return err
 	}
 	m := views.TrendsPage{Window: window, From: stamp(tr.Since)}
-	for _, w := range ledger.TrendWindows {
+	for _, w := range review.TrendWindows {
 		m.Windows = append(m.Windows, views.Option{Value: "/trends?window=" + w.Name, Label: w.Name})
 	}
 	for _, q := range tr.Queues {
@@ -50,7 +50,7 @@ type series struct {
 // trendChart lays out one chart: per bucket, one bar per series side by side,
 // scaled to the largest count. Its summary says the totals in words, and whether
 // the newest bucket's failures (or arrivals) are above the window's average.
-func trendChart(id, title string, tr ledger.Trends, ss []series, now time.Time) views.Chart {
+func trendChart(id, title string, tr review.Trends, ss []series, now time.Time) views.Chart {
 	c := views.Chart{ID: id, Title: title, Width: chartWidth, Height: chartHeight,
 		Oldest: "1 " + tr.Window.Name + " ago"}
 	n := len(ss[0].counts)

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/review"
 )
 
 // TestTrendChartSaysRecovered: failures that stopped read "recovered" once the
@@ -12,9 +12,9 @@ import (
 // bucket still read "getting worse".
 func TestTrendChartSaysRecovered(t *testing.T) {
 	t.Parallel()
-	w := ledger.TrendWindow{Name: "hour", Span: time.Hour, Bucket: 5 * time.Minute}
+	w := review.TrendWindow{Name: "hour", Span: time.Hour, Bucket: 5 * time.Minute}
 	since := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	tr := ledger.Trends{Window: w, Since: since}
+	tr := review.Trends{Window: w, Since: since}
 	newest := since.Add(11 * w.Bucket)
 	failed := make([]int64, 12)
 	failed[10] = 6 // the bucket before the newest

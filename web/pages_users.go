@@ -6,7 +6,9 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/oncehook/oncehook/internal/accounts"
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/review"
 	"github.com/oncehook/oncehook/views"
 )
 
@@ -19,17 +21,17 @@ func (s *Server) usersPage(c echo.Context) error {
 }
 
 func (s *Server) showUsers(c echo.Context, status int, email, role string, clients []string) error {
-	us, err := ledger.ListUsers(c.Request().Context(), s.pool, false)
+	us, err := accounts.ListUsers(c.Request().Context(), s.pool, false)
 	if err != nil {
 		return err
 	}
-	without, err := ledger.OwnersWithoutAccount(c.Request().Context(), s.pool, s.cfg)
+	without, err := review.OwnersWithoutAccount(c.Request().Context(), s.pool, s.cfg)
 	if err != nil {
 		return err
 	}
 	me := userOf(c).ID
 	m := views.UsersPage{Roles: roles, NewEmail: email, NewRole: role,
-		MinChars: ledger.MinPasswordLength, OwnersWithout: without, Clients: s.cfg.Clients(), NewClients: clients}
+		MinChars: accounts.MinPasswordLength, OwnersWithout: without, Clients: s.cfg.Clients(), NewClients: clients}
 	for _, u := range us {
 		m.Rows = append(m.Rows, views.UserRow{ID: u.ID, Email: u.Email, Role: u.Role, Clients: u.Clients, Disabled: u.Disabled,
 			Created: stamp(u.CreatedAt), IsMe: u.ID == me})
@@ -51,7 +53,7 @@ func (s *Server) addUser(c echo.Context) error {
 	clients, err = ledger.CheckScope(role, clients, s.cfg.Clients())
 	var u ledger.User
 	if err == nil {
-		u, err = ledger.CreateUser(c.Request().Context(), s.pool, email, role, c.FormValue("password"), clients...)
+		u, err = accounts.CreateUser(c.Request().Context(), s.pool, email, role, c.FormValue("password"), clients...)
 	}
 	if err != nil {
 		code := ledger.ErrorCode(err)
@@ -82,7 +84,7 @@ func (s *Server) setUserRole(c echo.Context) error {
 	if clients, err = ledger.CheckScope(role, clients, s.cfg.Clients()); err != nil {
 		return err
 	}
-	if err := ledger.SetUserRole(c.Request().Context(), s.pool, actorOf(c), id, role, clients...); err != nil {
+	if err := accounts.SetUserRole(c.Request().Context(), s.pool, actorOf(c), id, role, clients...); err != nil {
 		return err
 	}
 	s.flash(c, "Role changed: "+scopeWords(role, clients)+".")
@@ -96,7 +98,7 @@ func (s *Server) setUserDisabled(c echo.Context) error {
 		return err
 	}
 	disabled := c.FormValue("disabled") == "true"
-	if err := ledger.SetUserDisabled(c.Request().Context(), s.pool, actorOf(c), id, disabled); err != nil {
+	if err := accounts.SetUserDisabled(c.Request().Context(), s.pool, actorOf(c), id, disabled); err != nil {
 		return err
 	}
 	if disabled {

@@ -16,9 +16,13 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/oncehook/oncehook/db/dbtest"
+	"github.com/oncehook/oncehook/internal/accounts"
 	"github.com/oncehook/oncehook/internal/config"
 	"github.com/oncehook/oncehook/internal/destination"
+	"github.com/oncehook/oncehook/internal/engine"
+	"github.com/oncehook/oncehook/internal/inbox"
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/review"
 	"github.com/oncehook/oncehook/internal/sender"
 	"github.com/oncehook/oncehook/web"
 )
@@ -121,8 +125,8 @@ func newScopeSite(t *testing.T) *scopeSite {
 	}
 	d.cfg = cfg
 	logger := slog.New(slog.NewTextHandler(d.logs, nil))
-	d.review = ledger.NewReview(d.pool, cfg, destination.NewClients(cfg))
-	e := web.New(web.Params{Config: cfg, Pool: d.pool, Inbox: ledger.NewInbox(d.pool, logger, nil),
+	d.review = review.New(d.pool, cfg, destination.NewClients(cfg))
+	e := web.New(web.Params{Config: cfg, Pool: d.pool, Inbox: inbox.New(d.pool, logger, nil),
 		Review: d.review, Logger: logger, Metrics: ledger.NewMetrics(d.pool), MetricsToken: accessMetricsToken})
 	srv := httptest.NewServer(e)
 	t.Cleanup(srv.Close)
@@ -150,10 +154,10 @@ func (s *scopeSite) addPersonas() {
 		if x.client != "" {
 			clients = []string{x.client}
 		}
-		if _, err := ledger.CreateUser(ctx, s.pool, x.email, x.role, password, clients...); err != nil {
+		if _, err := accounts.CreateUser(ctx, s.pool, x.email, x.role, password, clients...); err != nil {
 			s.t.Fatal(err)
 		}
-		tok, err := ledger.CreateToken(ctx, s.pool, "scope-"+x.email, x.role, clients...)
+		tok, err := accounts.CreateToken(ctx, s.pool, "scope-"+x.email, x.role, clients...)
 		if err != nil {
 			s.t.Fatal(err)
 		}
@@ -161,12 +165,12 @@ func (s *scopeSite) addPersonas() {
 		p.login(x.email)
 		s.personas = append(s.personas, &scopePersona{email: x.email, role: x.role, client: x.client, token: tok, p: p})
 	}
-	u, err := ledger.CreateUser(ctx, s.pool, "spare@example.com", ledger.RoleViewer, password, "acme")
+	u, err := accounts.CreateUser(ctx, s.pool, "spare@example.com", ledger.RoleViewer, password, "acme")
 	if err != nil {
 		s.t.Fatal(err)
 	}
 	s.user = u.ID
-	if _, err := ledger.CreateToken(ctx, s.pool, "spare", ledger.RoleViewer, "acme"); err != nil {
+	if _, err := accounts.CreateToken(ctx, s.pool, "spare", ledger.RoleViewer, "acme"); err != nil {
 		s.t.Fatal(err)
 	}
 	if err := s.pool.QueryRow(ctx, `SELECT id FROM api_tokens WHERE name = 'spare'`).Scan(&s.spare); err != nil {
@@ -214,7 +218,7 @@ func (s *scopeSite) fill(c string) *clientData {
 		d.events = append(d.events, s.deliver(c, n, 1000+n))
 	}
 	s.deliver(c, 0, 9999) // a repeat with another body
-	eng := ledger.NewEngine(ledger.EngineParams{Pool: s.pool, Config: s.cfg, Logger: slog.New(slog.DiscardHandler)})
+	eng := engine.New(engine.Params{Pool: s.pool, Config: s.cfg, Logger: slog.New(slog.DiscardHandler)})
 	if _, err := eng.RouteBatch(ctx, 20); err != nil {
 		s.t.Fatal(err)
 	}
@@ -249,8 +253,8 @@ func (s *scopeSite) fill(c string) *clientData {
 	}
 	d.actions[ledger.StatePending] = d.all[len(d.all)-1]
 	admin := ledger.Actor{Name: adminEmail, Role: ledger.RoleAdmin}
-	if _, err := s.review.Do(ctx, admin, ledger.ActAssign, d.actions[ledger.StateUncertain],
-		ledger.ActParams{Owner: "op-" + c + "@example.com"}); err != nil {
+	if _, err := s.review.Do(ctx, admin, review.ActAssign, d.actions[ledger.StateUncertain],
+		review.ActParams{Owner: "op-" + c + "@example.com"}); err != nil {
 		s.t.Fatal(err)
 	}
 	op := ledger.Actor{Name: "op-" + c + "@example.com", Role: ledger.RoleOperator, Clients: []string{c}}

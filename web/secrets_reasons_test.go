@@ -14,9 +14,14 @@ import (
 	"time"
 
 	"github.com/oncehook/oncehook/db/dbtest"
+	"github.com/oncehook/oncehook/internal/accounts"
 	"github.com/oncehook/oncehook/internal/config"
 	"github.com/oncehook/oncehook/internal/destination"
+	"github.com/oncehook/oncehook/internal/engine"
+	"github.com/oncehook/oncehook/internal/inbox"
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/oauthstore"
+	"github.com/oncehook/oncehook/internal/review"
 	"github.com/oncehook/oncehook/web"
 )
 
@@ -129,7 +134,7 @@ func TestSecretsStayOutOfReasons(t *testing.T) {
 	for _, path := range []string{"/queue/failed", "/queue/outstanding", "/destinations", "/actions?limit=200"} {
 		texts["GET "+path] = admin.get(path).body
 	}
-	token, err := ledger.CreateToken(ctx, d.pool, "echo", ledger.RoleAdmin)
+	token, err := accounts.CreateToken(ctx, d.pool, "echo", ledger.RoleAdmin)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +177,7 @@ func runEchoSite(t *testing.T, cfg *ledger.Config) *dashboard {
 	t.Helper()
 	ctx := context.Background()
 	pool := dbtest.New(t)
-	tokens, err := ledger.OpenTokens(ctx, pool, cfg)
+	tokens, err := oauthstore.OpenTokens(ctx, pool, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,18 +185,18 @@ func runEchoSite(t *testing.T, cfg *ledger.Config) *dashboard {
 	logger := slog.New(slog.NewTextHandler(logs, nil))
 	clients := destination.NewClients(cfg)
 	destination.UseOAuth(clients, cfg, tokens, nil)
-	review := ledger.NewReview(pool, cfg, clients)
-	srv := httptest.NewServer(web.New(web.Params{Config: cfg, Pool: pool, Inbox: ledger.NewInbox(pool, logger, nil),
+	review := review.New(pool, cfg, clients)
+	srv := httptest.NewServer(web.New(web.Params{Config: cfg, Pool: pool, Inbox: inbox.New(pool, logger, nil),
 		Review: review, Logger: logger}))
 	t.Cleanup(srv.Close)
-	eng := ledger.NewEngine(ledger.EngineParams{Pool: pool, Config: cfg, Clients: clients, Logger: logger,
+	eng := engine.New(engine.Params{Pool: pool, Config: cfg, Clients: clients, Logger: logger,
 		Poll: 50 * time.Millisecond, LeaseExtra: 5 * time.Second, BackoffBase: 20 * time.Millisecond,
 		BackoffMax: 200 * time.Millisecond, Grace: 2 * time.Second})
 	engCtx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() { defer close(done); _ = eng.Run(engCtx) }()
 	t.Cleanup(func() { cancel(); <-done })
-	if _, err := ledger.CreateUser(ctx, pool, adminEmail, ledger.RoleAdmin, password); err != nil {
+	if _, err := accounts.CreateUser(ctx, pool, adminEmail, ledger.RoleAdmin, password); err != nil {
 		t.Fatal(err)
 	}
 	return &dashboard{t: t, url: srv.URL, pool: pool, cfg: cfg, review: review, logs: logs}

@@ -12,15 +12,18 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/labstack/echo/v4"
 
+	"github.com/oncehook/oncehook/internal/accounts"
+	"github.com/oncehook/oncehook/internal/inbox"
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/review"
 )
 
 // Params is everything the HTTP layer needs, passed explicitly.
 type Params struct {
 	Config *ledger.Config
 	Pool   *pgxpool.Pool
-	Inbox  *ledger.Inbox
-	Review *ledger.Review
+	Inbox  *inbox.Inbox
+	Review *review.Review
 	Logger *slog.Logger
 	Now    func() time.Time // nil means time.Now
 	// Metrics is served at /metrics; MetricsToken, when set, must come as a
@@ -29,15 +32,15 @@ type Params struct {
 	MetricsToken string
 	// LoginLimits sets the sign-in throttling; zero takes DefaultLoginLimits.
 	// The session timeouts are the config's (Config.Sessions).
-	LoginLimits ledger.LoginLimits
+	LoginLimits accounts.LoginLimits
 }
 
 // Server holds the handlers' dependencies.
 type Server struct {
 	cfg       *ledger.Config
 	pool      *pgxpool.Pool
-	inbox     *ledger.Inbox
-	reviewAll *ledger.Review // sees every client: handlers read through review(c)
+	inbox     *inbox.Inbox
+	reviewAll *review.Review // sees every client: handlers read through review(c)
 	logger    *slog.Logger
 	now       func() time.Time
 
@@ -47,7 +50,7 @@ type Server struct {
 	sessions *scs.SessionManager
 	secure   bool                        // served over HTTPS (base_url): Secure, __Host- cookies
 	origins  *http.CrossOriginProtection // see checkCSRF
-	limits   ledger.LoginLimits
+	limits   accounts.LoginLimits
 	oidc     *oidcClient // nil when no identity provider is configured
 }
 
@@ -59,8 +62,8 @@ func New(p Params) *echo.Echo {
 	s.sessions = newSessions(p.Pool, p.Config.Sessions, p.Config.BaseURL)
 	s.limits = p.LoginLimits
 	s.oidc = newOIDCClient(p.Config.SignIn.OIDC, p.Config.BaseURL)
-	if s.limits == (ledger.LoginLimits{}) {
-		s.limits = ledger.DefaultLoginLimits
+	if s.limits == (accounts.LoginLimits{}) {
+		s.limits = accounts.DefaultLoginLimits
 	}
 	if s.now == nil {
 		s.now = time.Now
@@ -84,6 +87,6 @@ func New(p Params) *echo.Echo {
 
 // review is the review service as the person or token of c sees it: only their
 // clients' records.
-func (s *Server) review(c echo.Context) *ledger.Review {
+func (s *Server) review(c echo.Context) *review.Review {
 	return s.reviewAll.For(actorOf(c))
 }

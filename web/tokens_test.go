@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oncehook/oncehook/internal/accounts"
 	"github.com/oncehook/oncehook/internal/ledger"
 )
 
@@ -75,7 +76,7 @@ func TestTokenLifecycleOnTheTokensPage(t *testing.T) {
 	}
 
 	// An expiring token: the clock is moved past its expiry, as time would.
-	old, _, err := ledger.IssueToken(ctx, s.pool, ledger.TokenParams{Name: "short", Role: ledger.RoleOperator, Clients: []string{"acme"},
+	old, _, err := accounts.IssueToken(ctx, s.pool, accounts.TokenParams{Name: "short", Role: ledger.RoleOperator, Clients: []string{"acme"},
 		Expires: time.Hour, Actor: ledger.Actor{Name: adminEmail, Role: ledger.RoleAdmin}})
 	if err != nil {
 		t.Fatal(err)

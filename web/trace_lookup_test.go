@@ -13,7 +13,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/oncehook/oncehook/internal/destination"
-	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/engine"
 	"github.com/oncehook/oncehook/internal/sandbox"
 	"github.com/oncehook/oncehook/internal/sender"
 	"github.com/oncehook/oncehook/internal/telemetry"
@@ -43,7 +43,7 @@ func TestLookupTrace(t *testing.T) {
 	yaml = strings.Replace(yaml, "actions: []", `actions:
   - {name: open, source: stripe-live, on: [checkout.session.completed], key: [/data/object/metadata/enquiry_id], destination: crm, params: {enquiry: /data/object/metadata/enquiry_id}}`, 1)
 	h := newHarness(t, yaml, nil)
-	engine := ledger.NewEngine(ledger.EngineParams{Pool: h.pool, Config: h.cfg, Clients: destination.NewClients(h.cfg),
+	engine := engine.New(engine.Params{Pool: h.pool, Config: h.cfg, Clients: destination.NewClients(h.cfg),
 		BackoffBase: 10 * time.Millisecond, Poll: 50 * time.Millisecond})
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan error, 1)

@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/oncehook/oncehook/internal/destination"
+	"github.com/oncehook/oncehook/internal/engine"
 	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/internal/sender"
 	"github.com/oncehook/oncehook/internal/telemetry"
@@ -54,7 +55,7 @@ func TestDeliveryTrace(t *testing.T) {
 	h := newHarness(t, yaml, nil)
 	logs := &lockedWriter{w: &bytes.Buffer{}}
 	logger := slog.New(telemetry.LogHandler(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
-	engine := ledger.NewEngine(ledger.EngineParams{Pool: h.pool, Config: h.cfg, Clients: destination.NewClients(h.cfg), Logger: logger})
+	engine := engine.New(engine.Params{Pool: h.pool, Config: h.cfg, Clients: destination.NewClients(h.cfg), Logger: logger})
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- engine.Run(ctx) }()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/oncehook/oncehook/internal/accounts"
 	"github.com/oncehook/oncehook/internal/ledger"
 )
 
@@ -24,7 +25,7 @@ func TestAdminsSetScopes(t *testing.T) {
 	ctx := context.Background()
 	stored := func(email string) ledger.User {
 		t.Helper()
-		us, err := ledger.ListUsers(ctx, s.pool, false)
+		us, err := accounts.ListUsers(ctx, s.pool, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -65,7 +66,7 @@ func TestAdminsSetScopes(t *testing.T) {
 	if r.status != http.StatusOK || m == nil {
 		t.Fatalf("create a viewer's token: %d %s", r.status, tailOf(r.body, 300))
 	}
-	ts, err := ledger.ListTokens(ctx, s.pool)
+	ts, err := accounts.ListTokens(ctx, s.pool)
 	if err != nil {
 		t.Fatal(err)
 	}

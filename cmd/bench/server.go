@@ -22,7 +22,9 @@ import (
 	"github.com/oncehook/oncehook/db"
 	configs "github.com/oncehook/oncehook/internal/config"
 	destinations "github.com/oncehook/oncehook/internal/destination"
-	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/engine"
+	"github.com/oncehook/oncehook/internal/inbox"
+	"github.com/oncehook/oncehook/internal/review"
 	"github.com/oncehook/oncehook/internal/sandbox"
 	"github.com/oncehook/oncehook/web"
 )
@@ -291,8 +293,8 @@ func (b *bench) startInProcess(ctx context.Context, config string, concurrency i
 		logger = slog.Default()
 	}
 	clients := destinations.NewClients(cfg)
-	inbox := ledger.NewInbox(pool, logger, nil)
-	eng := ledger.NewEngine(ledger.EngineParams{Pool: pool, Config: cfg, Clients: clients,
+	inbox := inbox.New(pool, logger, nil)
+	eng := engine.New(engine.Params{Pool: pool, Config: cfg, Clients: clients,
 		Logger: logger, Concurrency: concurrency})
 	engCtx, stopEngine := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
@@ -306,7 +308,7 @@ func (b *bench) startInProcess(ctx context.Context, config string, concurrency i
 		return nil, err
 	}
 	srv := &http.Server{Handler: web.New(web.Params{Config: cfg, Pool: pool, Inbox: inbox,
-		Review: ledger.NewReview(pool, cfg, clients), Logger: logger}), ReadHeaderTimeout: 10 * time.Second}
+		Review: review.New(pool, cfg, clients), Logger: logger}), ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(ln) //nolint:errcheck // ends at Shutdown
 	stop := func() {
 		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/oncehook/oncehook/db"
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/oauthstore"
 )
 
 // describeTokens prints whether each OAuth2 destination has tokens stored, when
@@ -34,7 +35,7 @@ func describeTokens(ctx context.Context, env *environment, cfg *ledger.Config) e
 		return fmt.Errorf("open the database: %w", err)
 	}
 	defer pool.Close()
-	status, err := ledger.NewTokenStore(pool, cfg.SecretKeys).Status(ctx)
+	status, err := oauthstore.New(pool, cfg.SecretKeys).Status(ctx)
 	if err != nil {
 		return fmt.Errorf("read the stored oauth2 tokens: %w", err)
 	}

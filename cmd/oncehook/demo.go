@@ -16,9 +16,11 @@ import (
 	"time"
 
 	"github.com/oncehook/oncehook/db"
+	"github.com/oncehook/oncehook/internal/accounts"
 	"github.com/oncehook/oncehook/internal/config"
 	"github.com/oncehook/oncehook/internal/demo"
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/review"
 	"github.com/oncehook/oncehook/internal/sandbox"
 )
 
@@ -93,7 +95,7 @@ func runDemo(ctx context.Context, env *environment, args []string) error {
 		screen.show(b.text(false), phaseProgress)
 		traffic := &demo.Traffic{BaseURL: "http://" + addr, Config: cfg, Secrets: secrets, CRM: sb.crm, Mail: sb.mail,
 			Logger: trafficLogger, Pace: o.pace, Played: func() { screen.show(b.text(true), phaseQuiet) },
-			Review: ledger.NewReview(d.Pool, cfg, nil), Admin: demoAdmin}
+			Review: review.New(d.Pool, cfg, nil), Admin: demoAdmin}
 		go traffic.Run(ctx)
 	}})
 }
@@ -176,12 +178,12 @@ func (s *demoSandboxes) Close() {
 // names accounts with the same one, so /mine shows each of them their actions from
 // the first minute.
 func demoAccounts(ctx context.Context, d *database, cfg *ledger.Config, password string) error {
-	if err := ledger.EnsureUser(ctx, d.Pool, demoAdmin, ledger.RoleAdmin, password); err != nil {
+	if err := accounts.EnsureUser(ctx, d.Pool, demoAdmin, ledger.RoleAdmin, password); err != nil {
 		return fmt.Errorf("create the demo admin: %w", err)
 	}
 	for _, o := range cfg.Owners() {
 		if o != demoAdmin {
-			if err := ledger.EnsureUser(ctx, d.Pool, o, ledger.RoleOperator, password, cfg.Clients()...); err != nil {
+			if err := accounts.EnsureUser(ctx, d.Pool, o, ledger.RoleOperator, password, cfg.Clients()...); err != nil {
 				return fmt.Errorf("create the demo owner %s: %w", o, err)
 			}
 		}

@@ -10,6 +10,8 @@ import (
 
 	"github.com/oncehook/oncehook/internal/config"
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/retention"
+	"github.com/oncehook/oncehook/internal/review"
 )
 
 const pruneUsage = `Usage: oncehook prune --config FILE [--data-dir DIR]
@@ -33,7 +35,7 @@ func runPrune(ctx context.Context, env *environment, args []string) error {
 		return err
 	}
 	return withDatabase(ctx, env, df, func(d *database) error {
-		r, err := ledger.Prune(ctx, d.Pool, cfg, time.Now())
+		r, err := retention.Prune(ctx, d.Pool, cfg, time.Now())
 		if err != nil {
 			return err
 		}
@@ -57,7 +59,7 @@ func pruneEvery(ctx context.Context, pool *pgxpool.Pool, cfg *ledger.Config, log
 			return
 		case <-t.C:
 		}
-		r, err := ledger.Prune(ctx, pool, cfg, time.Now())
+		r, err := retention.Prune(ctx, pool, cfg, time.Now())
 		if err != nil {
 			if ctx.Err() == nil {
 				logger.Warn("prune", "err", err)
@@ -72,7 +74,7 @@ func pruneEvery(ctx context.Context, pool *pgxpool.Pool, cfg *ledger.Config, log
 
 // countTrendsEvery keeps the trends' counts current, a minute at most behind, so
 // no page of trends has to count much itself.
-func countTrendsEvery(ctx context.Context, review *ledger.Review, logger *slog.Logger) {
+func countTrendsEvery(ctx context.Context, review *review.Review, logger *slog.Logger) {
 	t := time.NewTicker(time.Minute)
 	defer t.Stop()
 	for {

@@ -10,10 +10,16 @@ import (
 	"sync"
 	"time"
 
+	"github.com/oncehook/oncehook/internal/backfill"
 	"github.com/oncehook/oncehook/internal/config"
 	"github.com/oncehook/oncehook/internal/destination"
+	"github.com/oncehook/oncehook/internal/engine"
+	"github.com/oncehook/oncehook/internal/inbox"
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/notify"
+	"github.com/oncehook/oncehook/internal/oauthstore"
 	"github.com/oncehook/oncehook/internal/provider"
+	"github.com/oncehook/oncehook/internal/review"
 	"github.com/oncehook/oncehook/internal/telemetry"
 	"github.com/oncehook/oncehook/web"
 )
@@ -111,12 +117,12 @@ type services struct {
 func runServices(ctx context.Context, env *environment, cfg *ledger.Config, d *database, logger *slog.Logger, opts services) error {
 	clients := destination.NewClients(cfg)
 	metrics := ledger.NewMetrics(d.Pool)
-	tokens, err := ledger.OpenTokens(ctx, d.Pool, cfg)
+	tokens, err := oauthstore.OpenTokens(ctx, d.Pool, cfg)
 	if err != nil {
 		return err
 	}
 	destination.UseOAuth(clients, cfg, tokens, metrics)
-	engine := ledger.NewEngine(ledger.EngineParams{Pool: d.Pool, Config: cfg, Clients: clients,
+	engine := engine.New(engine.Params{Pool: d.Pool, Config: cfg, Clients: clients,
 		Logger: logger, Metrics: metrics})
 	engineCtx, stopEngine := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
@@ -134,19 +140,19 @@ func runServices(ctx context.Context, env *environment, cfg *ledger.Config, d *d
 	}
 	wg.Add(2)
 	go func() { defer wg.Done(); pruneEvery(engineCtx, d.Pool, cfg, logger) }()
-	notifier := ledger.NewNotifier(ledger.NotifierParams{Pool: d.Pool, Config: cfg,
+	notifier := notify.New(notify.Params{Pool: d.Pool, Config: cfg,
 		Mail: destination.NewSMTP(cfg.Notify.SMTP.Destination()), Logger: logger})
 	go func() { defer wg.Done(); notifier.Run(engineCtx) }()
 
-	inbox := ledger.NewInbox(d.Pool, logger, metrics)
+	inbox := inbox.New(d.Pool, logger, metrics)
 	defer inbox.Close() // after the HTTP server: flush the last group commit
 	// Backfill passes store through the inbox; the lease in the database keeps one
 	// pass per source at a time however many servers run.
-	backfiller := ledger.NewBackfiller(ledger.BackfillParams{Pool: d.Pool, Config: cfg, Inbox: inbox,
+	backfiller := backfill.New(backfill.Params{Pool: d.Pool, Config: cfg, Inbox: inbox,
 		Clients: provider.NewBackfillClients(cfg), Logger: logger, Metrics: metrics})
 	wg.Add(1)
 	go func() { defer wg.Done(); _ = backfiller.Run(engineCtx) }()
-	review := ledger.NewReview(d.Pool, cfg, clients)
+	review := review.New(d.Pool, cfg, clients)
 	wg.Add(1)
 	go func() { defer wg.Done(); countTrendsEvery(engineCtx, review, logger) }()
 	e := web.New(web.Params{Config: cfg, Pool: d.Pool, Inbox: inbox,

@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/oncehook/oncehook/internal/accounts"
 	"github.com/oncehook/oncehook/internal/ledger"
 )
 
@@ -74,8 +75,8 @@ func tokenCreate(ctx context.Context, env *environment, args []string) error {
 		return err
 	}
 	return withDatabase(ctx, env, *df, func(d *database) error {
-		token, _, err := ledger.IssueToken(ctx, d.Pool, ledger.TokenParams{Name: *name, Role: *role, Clients: clients, Expires: life,
-			Actor: ledger.CommandLine})
+		token, _, err := accounts.IssueToken(ctx, d.Pool, accounts.TokenParams{Name: *name, Role: *role, Clients: clients, Expires: life,
+			Actor: accounts.CommandLine})
 		if err != nil {
 			return err
 		}
@@ -90,7 +91,7 @@ func tokenList(ctx context.Context, env *environment, args []string) error {
 		return err
 	}
 	return withDatabase(ctx, env, *df, func(d *database) error {
-		ts, err := ledger.ListTokens(ctx, d.Pool)
+		ts, err := accounts.ListTokens(ctx, d.Pool)
 		if err != nil {
 			return err
 		}
@@ -119,7 +120,7 @@ func tokenRevoke(ctx context.Context, env *environment, args []string) error {
 		return fmt.Errorf("token revoke: --id is required (see token list)")
 	}
 	return withDatabase(ctx, env, *df, func(d *database) error {
-		t, err := ledger.RevokeToken(ctx, d.Pool, ledger.CommandLine, *id)
+		t, err := accounts.RevokeToken(ctx, d.Pool, accounts.CommandLine, *id)
 		if err != nil {
 			return err
 		}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/oncehook/oncehook/internal/accounts"
 	"github.com/oncehook/oncehook/internal/config"
 	"github.com/oncehook/oncehook/internal/ledger"
 )
@@ -50,7 +51,7 @@ func runUser(ctx context.Context, env *environment, args []string) error {
 		return err
 	}
 	return withDatabase(ctx, env, df, func(d *database) error {
-		u, err := ledger.CreateUser(ctx, d.Pool, *email, *role, password, clients...)
+		u, err := accounts.CreateUser(ctx, d.Pool, *email, *role, password, clients...)
 		if err != nil {
 			return err
 		}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/review"
 	"github.com/oncehook/oncehook/internal/sandbox"
 	"github.com/oncehook/oncehook/internal/sender"
 )
@@ -36,7 +37,7 @@ type Traffic struct {
 	Trouble time.Duration
 	// Review and Admin, if set: a few of the actions that wait for a person are
 	// assigned to Admin, so that person finds work under Mine from the start.
-	Review *ledger.Review
+	Review *review.Review
 	Admin  string
 
 	client *http.Client
@@ -114,11 +115,11 @@ func (t *Traffic) assignSome(ctx context.Context) {
 	if t.Review == nil || t.Admin == "" {
 		return
 	}
-	mine, err := t.Review.ListActions(ctx, ledger.ActionFilter{States: ledger.PersonStates, Owner: t.Admin, Limit: adminShare})
+	mine, err := t.Review.ListActions(ctx, review.ActionFilter{States: ledger.PersonStates, Owner: t.Admin, Limit: adminShare})
 	if err != nil || len(mine.Actions) >= adminShare {
 		return
 	}
-	open, err := t.Review.ListActions(ctx, ledger.ActionFilter{States: []string{ledger.StateFailed, ledger.StateUncertain}, Limit: 20})
+	open, err := t.Review.ListActions(ctx, review.ActionFilter{States: []string{ledger.StateFailed, ledger.StateUncertain}, Limit: 20})
 	if err != nil {
 		t.Logger.Warn("demo: list actions to assign", "err", err)
 		return
@@ -131,8 +132,8 @@ func (t *Traffic) assignSome(ctx context.Context) {
 		if a.Owner == t.Admin {
 			continue
 		}
-		_, err := t.Review.Do(ctx, ledger.Actor{Name: "demo", Role: ledger.RoleAdmin}, ledger.ActAssign, a.ID,
-			ledger.ActParams{Owner: t.Admin, Note: "assigned by the demo, to practise on"})
+		_, err := t.Review.Do(ctx, ledger.Actor{Name: "demo", Role: ledger.RoleAdmin}, review.ActAssign, a.ID,
+			review.ActParams{Owner: t.Admin, Note: "assigned by the demo, to practise on"})
 		if err != nil {
 			t.Logger.Warn("demo: assign", "action", a.ID, "err", err)
 			continue

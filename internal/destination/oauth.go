@@ -43,8 +43,6 @@ type Tokens interface {
 	Save(ctx context.Context, destination string, t ledger.OAuthToken) error
 }
 
-var _ Tokens = (*ledger.TokenStore)(nil)
-
 // UseOAuth gives every http destination of cfg configured with oauth2 its OAuth,
 // storing grants in tokens and counting refreshes in metrics (may be nil).
 func UseOAuth(clients map[string]ledger.DestinationClient, cfg *ledger.Config, tokens Tokens, metrics *ledger.Metrics) {

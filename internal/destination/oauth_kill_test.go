@@ -15,6 +15,7 @@ import (
 	"github.com/oncehook/oncehook/db"
 	"github.com/oncehook/oncehook/internal/config"
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/oauthstore"
 	"github.com/oncehook/oncehook/internal/sandbox/authserver"
 )
 
@@ -47,7 +48,7 @@ func runOAuthChild() {
 		fmt.Fprintln(os.Stderr, "child database:", err)
 		os.Exit(2)
 	}
-	tokens := stopAfterRefresh{TokenStore: ledger.NewTokenStore(pool, cfg.SecretKeys), stop: func() error {
+	tokens := stopAfterRefresh{TokenStore: oauthstore.New(pool, cfg.SecretKeys), stop: func() error {
 		fmt.Println("stored")
 		select {} // killed here
 	}}

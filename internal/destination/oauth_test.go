@@ -20,9 +20,13 @@ import (
 	"github.com/oncehook/oncehook/db/dbtest"
 	"github.com/oncehook/oncehook/internal/config"
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/oauthstore"
 	"github.com/oncehook/oncehook/internal/sandbox"
 	"github.com/oncehook/oncehook/internal/sandbox/authserver"
 )
+
+// The OAuth store is what the wiring hands the clients as their Tokens.
+var _ Tokens = (*oauthstore.TokenStore)(nil)
 
 const (
 	oauthClientID     = "oncehook-test-client"
@@ -97,7 +101,7 @@ func testKeys(t *testing.T, current, previous string) ledger.SecretKeys {
 // process is what one oncehook process holds: its own pool, token store and client.
 type process struct {
 	pool   *pgxpool.Pool
-	tokens *ledger.TokenStore
+	tokens *oauthstore.TokenStore
 	h      *HTTP
 }
 
@@ -108,7 +112,7 @@ func (e *oauthEnv) process(t *testing.T) *process {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	tokens := ledger.NewTokenStore(pool, e.keys)
+	tokens := oauthstore.New(pool, e.keys)
 	h := NewHTTP(e.dest, nil)
 	h.oauth = NewOAuth(e.dest, tokens, http.DefaultClient, nil)
 	return &process{pool: pool, tokens: tokens, h: h}
@@ -118,7 +122,7 @@ func (e *oauthEnv) process(t *testing.T) *process {
 // a refreshed grant is committed, before the new access token is used: stop's
 // error is returned in place of the token, as if the process had ended there.
 type stopAfterRefresh struct {
-	*ledger.TokenStore
+	*oauthstore.TokenStore
 	stop func() error
 }
 
@@ -330,15 +334,15 @@ func TestOAuthSecretKeys(t *testing.T) {
 	wantObserved(t, perform(t, p, "op-1"), ledger.ObsSuccess)
 	ctx := context.Background()
 	newK := newKey()
-	if _, err := ledger.NewTokenStore(p.pool, testKeys(t, newK, "")).Open(ctx); !errors.Is(err, ledger.ErrWrongSecretKey) {
+	if _, err := oauthstore.New(p.pool, testKeys(t, newK, "")).Open(ctx); !errors.Is(err, ledger.ErrWrongSecretKey) {
 		t.Fatalf("a wrong key opened the grants: %v", err)
 	}
 	// Rotation: the new key with the old one as previous opens and re-seals.
-	st, err := ledger.NewTokenStore(p.pool, testKeys(t, newK, oldKey)).Open(ctx)
+	st, err := oauthstore.New(p.pool, testKeys(t, newK, oldKey)).Open(ctx)
 	if err != nil || !st["crm"].Connected {
 		t.Fatalf("rotation: %v %+v", err, st)
 	}
-	if _, err := ledger.NewTokenStore(p.pool, testKeys(t, newK, "")).Open(ctx); err != nil {
+	if _, err := oauthstore.New(p.pool, testKeys(t, newK, "")).Open(ctx); err != nil {
 		t.Fatalf("after rotation the new key alone: %v", err)
 	}
 	var sealed []byte

@@ -15,9 +15,13 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/oncehook/oncehook/db/dbtest"
+	"github.com/oncehook/oncehook/internal/accounts"
 	"github.com/oncehook/oncehook/internal/config"
 	"github.com/oncehook/oncehook/internal/destination"
+	"github.com/oncehook/oncehook/internal/engine"
+	"github.com/oncehook/oncehook/internal/inbox"
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/review"
 	"github.com/oncehook/oncehook/internal/sender"
 	"github.com/oncehook/oncehook/web"
 )
@@ -47,8 +51,8 @@ func newSite(t *testing.T, metricsToken string) *site {
 		t.Fatal(err)
 	}
 	logger := slog.New(slog.DiscardHandler)
-	e := web.New(web.Params{Config: cfg, Pool: pool, Inbox: ledger.NewInbox(pool, logger, nil),
-		Review: ledger.NewReview(pool, cfg, destination.NewClients(cfg)), Logger: logger,
+	e := web.New(web.Params{Config: cfg, Pool: pool, Inbox: inbox.New(pool, logger, nil),
+		Review: review.New(pool, cfg, destination.NewClients(cfg)), Logger: logger,
 		Metrics: ledger.NewMetrics(pool), MetricsToken: metricsToken})
 	srv := httptest.NewServer(e)
 	t.Cleanup(srv.Close)
@@ -63,7 +67,7 @@ func (s *site) action(t *testing.T) int64 {
 	if r := post(s.url+"/hooks/stripe-live", hdr, body); r.status != http.StatusOK {
 		t.Fatalf("deliver: %d %v %s", r.status, r.err, r.body)
 	}
-	eng := ledger.NewEngine(ledger.EngineParams{Pool: s.pool, Config: s.cfg, Logger: slog.New(slog.DiscardHandler)})
+	eng := engine.New(engine.Params{Pool: s.pool, Config: s.cfg, Logger: slog.New(slog.DiscardHandler)})
 	if _, err := eng.RouteBatch(context.Background(), 10); err != nil {
 		t.Fatal(err)
 	}
@@ -347,9 +351,9 @@ func TestLoginThrottleHoldsUnderBurst(t *testing.T) {
 	if res := other.login("target@example.com", "the right password"); res.StatusCode != http.StatusTooManyRequests {
 		t.Errorf("the right password after the burst: %d, want 429 until the window passes", res.StatusCode)
 	}
-	if n := counts[http.StatusUnauthorized]; n > ledger.DefaultLoginLimits.PerAccount {
+	if n := counts[http.StatusUnauthorized]; n > accounts.DefaultLoginLimits.PerAccount {
 		// Authenticate counts each try before the (slow on purpose) password check,
 		// so a burst cannot pass the limit all at once.
-		t.Errorf("%d guesses were checked in a burst, limit %d", n, ledger.DefaultLoginLimits.PerAccount)
+		t.Errorf("%d guesses were checked in a burst, limit %d", n, accounts.DefaultLoginLimits.PerAccount)
 	}
 }

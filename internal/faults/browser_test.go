@@ -13,6 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/oncehook/oncehook/internal/accounts"
 	"github.com/oncehook/oncehook/internal/ledger"
 )
 
@@ -90,14 +91,14 @@ func (b *browser) session() string {
 // person creates a dashboard user.
 func person(t testing.TB, pool *pgxpool.Pool, email, role, password string) {
 	t.Helper()
-	if _, err := ledger.CreateUser(context.Background(), pool, email, role, password, acmeUnlessAdmin(role)...); err != nil {
+	if _, err := accounts.CreateUser(context.Background(), pool, email, role, password, acmeUnlessAdmin(role)...); err != nil {
 		t.Fatal(err)
 	}
 }
 
 func apiToken(t testing.TB, pool *pgxpool.Pool, name, role string) string {
 	t.Helper()
-	tok, err := ledger.CreateToken(context.Background(), pool, name, role, acmeUnlessAdmin(role)...)
+	tok, err := accounts.CreateToken(context.Background(), pool, name, role, acmeUnlessAdmin(role)...)
 	if err != nil {
 		t.Fatal(err)
 	}

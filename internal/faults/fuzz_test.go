@@ -6,6 +6,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/oncehook/oncehook/internal/inbox"
 	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/internal/provider"
 	"github.com/oncehook/oncehook/internal/sender"
@@ -44,7 +45,7 @@ func FuzzSignedBody(f *testing.F) {
 			}
 			return
 		}
-		if err := ledger.CheckDelivery(d); err != nil {
+		if err := inbox.CheckDelivery(d); err != nil {
 			if code := ledger.ErrorCode(err); code != ledger.EINVALID {
 				t.Fatalf("%s: CheckDelivery refused with %q: %v", p, code, err)
 			}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/oncehook/oncehook/db/dbtest"
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/oauthstore"
 	"github.com/oncehook/oncehook/internal/sandbox"
 	"github.com/oncehook/oncehook/internal/sandbox/authserver"
 )
@@ -156,7 +157,7 @@ func TestOAuthSecretKeyAtStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := ledger.NewTokenStore(w.pool, keys).Save(context.Background(), "oauth-crm",
+	if err := oauthstore.New(w.pool, keys).Save(context.Background(), "oauth-crm",
 		ledger.OAuthToken{Access: "stored-access-token", Expiry: time.Now().Add(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}

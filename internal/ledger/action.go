@@ -60,9 +60,9 @@ func (id OperationIdentity) BusinessKey() string {
 	return strings.Join(id.KeyParts, " / ")
 }
 
-// sentKey is the key the destination sees for a: its operation key, or the new
+// SentKey is the key the destination sees for a: its operation key, or the new
 // attempt identity an approved correction needed (see correctionNeedsNewKey).
-func sentKey(a db.Action) string {
+func SentKey(a db.Action) string {
 	if a.AttemptKey != "" {
 		return a.AttemptKey
 	}

@@ -8,8 +8,8 @@ import (
 	"github.com/oncehook/oncehook/db"
 )
 
-// audit writes one line of an action's audit trail: who did what, when and why.
-func audit(ctx context.Context, q *db.Queries, client string, actionID int64, actor, act, note string, detail map[string]any) error {
+// Audit writes one line of an action's audit trail: who did what, when and why.
+func Audit(ctx context.Context, q *db.Queries, client string, actionID int64, actor, act, note string, detail map[string]any) error {
 	if detail == nil {
 		detail = map[string]any{}
 	}
@@ -25,16 +25,16 @@ func audit(ctx context.Context, q *db.Queries, client string, actionID int64, ac
 	return nil
 }
 
-// cancelSuccessors cancels the actions waiting for a cancelled one, with an audit
+// CancelSuccessors cancels the actions waiting for a cancelled one, with an audit
 // line each: they would otherwise wait in the outstanding queue for ever.
-func cancelSuccessors(ctx context.Context, q *db.Queries, client string, id int64, actor string) error {
+func CancelSuccessors(ctx context.Context, q *db.Queries, client string, id int64, actor string) error {
 	reason := fmt.Sprintf("its predecessor (action %d) was cancelled", id)
 	ids, err := q.ActionCancelSuccessors(ctx, db.ActionCancelSuccessorsParams{Client: client, AfterID: &id, Reason: reason})
 	if err != nil {
 		return fmt.Errorf("cancel successors: %w", err)
 	}
 	for _, s := range ids {
-		if err := audit(ctx, q, client, s, actor, "cancel", reason, map[string]any{"predecessor": id}); err != nil {
+		if err := Audit(ctx, q, client, s, actor, "cancel", reason, map[string]any{"predecessor": id}); err != nil {
 			return err
 		}
 	}

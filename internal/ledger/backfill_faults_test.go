@@ -15,8 +15,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oncehook/oncehook/internal/backfill"
 	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/internal/provider"
+	"github.com/oncehook/oncehook/internal/review"
 	"github.com/oncehook/oncehook/internal/sandbox"
 )
 
@@ -84,7 +86,7 @@ func TestStripeBackfillTimeoutNeverBlocksIngest(t *testing.T) {
 	clients := provider.NewBackfillClients(w.cfg)
 	clients["stripe-bf"] = provider.NewStripeEvents(src.Backfill.APIURL, bfStripeKey, []string{"checkout.session.completed"},
 		&http.Client{Timeout: 300 * time.Millisecond})
-	bf := ledger.NewBackfiller(ledger.BackfillParams{Pool: w.pool, Config: w.cfg, Inbox: w.inbox, Clients: clients,
+	bf := backfill.New(backfill.Params{Pool: w.pool, Config: w.cfg, Inbox: w.inbox, Clients: clients,
 		Logger: slog.New(slog.NewTextHandler(w.logs, nil)), Metrics: w.metrics, Owner: "p1"})
 	done := make(chan []ledger.BackfillResult)
 	go func() { done <- bf.RunDue(context.Background(), true) }()
@@ -175,7 +177,7 @@ func TestGitHubBackfillHookKinds(t *testing.T) {
 			g.Deliver(guid, "issues", []byte(`{"action":"opened","issue":{"id":5}}`), true)
 			client := provider.NewGitHubDeliveries(srv.URL, hook.token, hook.config, "Iv1.oncehooktest", http.DefaultClient)
 			clients := map[string]ledger.BackfillClient{"gh": client}
-			bf := ledger.NewBackfiller(ledger.BackfillParams{Pool: w.pool, Config: w.cfg, Inbox: w.inbox, Clients: clients, Owner: "p"})
+			bf := backfill.New(backfill.Params{Pool: w.pool, Config: w.cfg, Inbox: w.inbox, Clients: clients, Owner: "p"})
 			r := onlyResult(t, bf.RunDue(context.Background(), true), "gh")
 			if r.Err != nil || r.Redelivered != 1 {
 				t.Fatalf("pass = %+v", r)
@@ -219,8 +221,8 @@ func TestGitHubBackfillAsksOncePerDelivery(t *testing.T) {
 	if !slices.Equal(r.Refused, []string{"guid-refused"}) {
 		t.Errorf("second pass refused %v, want guid-refused", r.Refused)
 	}
-	sts, err := ledger.NewReview(w.pool, w.cfg, nil).BackfillStatuses(context.Background())
-	if i := slices.IndexFunc(sts, func(s ledger.BackfillStatus) bool { return s.Source == "gh" }); err != nil || i < 0 ||
+	sts, err := review.New(w.pool, w.cfg, nil).BackfillStatuses(context.Background())
+	if i := slices.IndexFunc(sts, func(s review.BackfillStatus) bool { return s.Source == "gh" }); err != nil || i < 0 ||
 		sts[i].Refused != 1 || !slices.Equal(sts[i].RefusedIDs, []string{"guid-refused"}) {
 		t.Errorf("sources page status %+v (%v), want guid-refused among the refused", sts, err)
 	}

@@ -14,9 +14,13 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/oncehook/oncehook/db/dbtest"
+	"github.com/oncehook/oncehook/internal/backfill"
 	"github.com/oncehook/oncehook/internal/config"
+	"github.com/oncehook/oncehook/internal/engine"
+	"github.com/oncehook/oncehook/internal/inbox"
 	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/internal/provider"
+	"github.com/oncehook/oncehook/internal/review"
 	"github.com/oncehook/oncehook/internal/sandbox"
 	"github.com/oncehook/oncehook/internal/sender"
 	"github.com/oncehook/oncehook/web"
@@ -65,7 +69,7 @@ type backfillWorld struct {
 	t       *testing.T
 	pool    *pgxpool.Pool
 	cfg     *ledger.Config
-	inbox   *ledger.Inbox
+	inbox   *inbox.Inbox
 	url     string
 	stripe  *sandbox.StripeAPI
 	github  *sandbox.GitHubHook
@@ -93,19 +97,19 @@ func newBackfillWorld(t *testing.T, pool *pgxpool.Pool) *backfillWorld {
 	}
 	w.cfg = cfg
 	logger := slog.New(slog.NewTextHandler(w.logs, nil))
-	w.inbox = ledger.NewInbox(w.pool, logger, nil)
+	w.inbox = inbox.New(w.pool, logger, nil)
 	t.Cleanup(w.inbox.Close)
 	w.metrics = ledger.NewMetrics(w.pool)
 	srv := httptest.NewServer(web.New(web.Params{Config: cfg, Pool: w.pool, Inbox: w.inbox,
-		Review: ledger.NewReview(w.pool, cfg, nil), Logger: logger, Metrics: w.metrics}))
+		Review: review.New(w.pool, cfg, nil), Logger: logger, Metrics: w.metrics}))
 	t.Cleanup(srv.Close)
 	w.url = srv.URL
 	w.github.Target = srv.URL + "/hooks/gh"
 	return w
 }
 
-func (w *backfillWorld) backfiller(owner string) *ledger.Backfiller {
-	return ledger.NewBackfiller(ledger.BackfillParams{Pool: w.pool, Config: w.cfg, Inbox: w.inbox,
+func (w *backfillWorld) backfiller(owner string) *backfill.Backfiller {
+	return backfill.New(backfill.Params{Pool: w.pool, Config: w.cfg, Inbox: w.inbox,
 		Clients: provider.NewBackfillClients(w.cfg), Logger: slog.New(slog.NewTextHandler(w.logs, nil)),
 		Metrics: w.metrics, Owner: owner})
 }
@@ -210,7 +214,7 @@ func TestStripeBackfillStoresWhatWasMissed(t *testing.T) {
 	}
 
 	// The router routes backfilled events like any other: one action per enquiry.
-	eng := ledger.NewEngine(ledger.EngineParams{Pool: w.pool, Config: w.cfg, Logger: slog.New(slog.NewTextHandler(w.logs, nil))})
+	eng := engine.New(engine.Params{Pool: w.pool, Config: w.cfg, Logger: slog.New(slog.NewTextHandler(w.logs, nil))})
 	if _, err := eng.RouteBatch(context.Background(), 100); err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/oncehook/oncehook/db"
 	"github.com/oncehook/oncehook/db/dbtest"
 	"github.com/oncehook/oncehook/internal/destination"
+	"github.com/oncehook/oncehook/internal/engine"
 	"github.com/oncehook/oncehook/internal/ledger"
 )
 
@@ -86,7 +87,7 @@ func TestRouterKeepsNoPreparedPlan(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	w := newWorld(t, worldOptions{noEngine: true})
-	eng := ledger.NewEngine(ledger.EngineParams{Pool: w.pool, Config: w.cfg,
+	eng := engine.New(engine.Params{Pool: w.pool, Config: w.cfg,
 		Clients: destination.NewClients(w.cfg)})
 	for i := range 8 { // past the fifth call, after which Postgres would consider a generic plan
 		w.deliver(checkout{eventID: fmt.Sprintf("evt_plan_%d", i), enquiry: fmt.Sprintf("enq-plan-%d", i), amount: 100})
@@ -456,7 +457,7 @@ SELECT 'acme', 'live', 'stripe-live', 'evt_q_' || i, 'ping', '{}', '\x00' FROM g
 		t.Fatal(err)
 	}
 	defer explained.Close()
-	eng := ledger.NewEngine(ledger.EngineParams{Pool: explained, Config: w.cfg,
+	eng := engine.New(engine.Params{Pool: explained, Config: w.cfg,
 		Clients: destination.NewClients(w.cfg)})
 	n, err := eng.RouteBatch(ctx, 50)
 	if err != nil {

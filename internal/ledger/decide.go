@@ -110,7 +110,7 @@ var DecisionTable = []Rule{
 	{ObsCorrectionApproved, "correction_approved", StatePending, "the provider reason and the approved correction: the original request, the corrected one, who made and who approved it", false},
 }
 
-var ruleOf = func() map[Observation]Rule {
+var RuleOf = func() map[Observation]Rule {
 	m := make(map[Observation]Rule, len(DecisionTable))
 	for _, r := range DecisionTable {
 		m[r.Observed] = r
@@ -162,7 +162,7 @@ func ObserveMeaning(m string, hasLookup bool) Observation {
 // Repeats reports whether the meaning m leads, by the table, to the call being made
 // again without a lookup first: retried, or held and then released.
 func Repeats(m string) bool {
-	next := ruleOf[ObserveMeaning(m, true)].Next
+	next := RuleOf[ObserveMeaning(m, true)].Next
 	return next == StateRetrying || next == StateHeld
 }
 
@@ -170,18 +170,18 @@ func Repeats(m string) bool {
 // destination acted: one the table reads by default as confirmed or uncertain.
 // Only replies that say nothing was done may be read as a reason to call again.
 func MayHavePerformed(status int) bool {
-	next := ruleOf[ObserveStatus(status)].Next
+	next := RuleOf[ObserveStatus(status)].Next
 	return next == StateConfirmed || next == StateUncertain
 }
 
-// manualRetry is what a person's Retry observes about the destination: the same key
+// ManualRetry is what a person's Retry observes about the destination: the same key
 // may be sent while the destination remembers it (since the first attempt at
 // first), or when the person checked the destination; past the key memory, a
 // lookup whose absence the table acts on (strong, or eventual with the settle
 // opt-in to a repeat) comes first. An eventual lookup without the opt-in proves
 // nothing, so the person confirms. ok is false when neither holds: a retry could
 // act twice, and is refused.
-func manualRetry(caps Capabilities, first time.Time, checked bool, now time.Time) (obs Observation, ok bool) {
+func ManualRetry(caps Capabilities, first time.Time, checked bool, now time.Time) (obs Observation, ok bool) {
 	switch {
 	case caps.KeyRemembered(first, now), checked:
 		return ObsRetryByPerson, true
@@ -191,23 +191,23 @@ func manualRetry(caps Capabilities, first time.Time, checked bool, now time.Time
 	return "", false
 }
 
-// decideCorrection is the table's answer to an approved correction.
-func decideCorrection(plan RetryPlan, detail string, now time.Time) Decision {
+// DecideCorrection is the table's answer to an approved correction.
+func DecideCorrection(plan RetryPlan, detail string, now time.Time) Decision {
 	return Decide(ObsCorrectionApproved, plan, detail, 0, now)
 }
 
-// correctionNeedsNewKey reports whether a corrected request must go under a new
+// CorrectionNeedsNewKey reports whether a corrected request must go under a new
 // attempt identity: a destination that remembers keys answers a repeat of a key it
 // still remembers with the answer it kept, the rejection included, so the same key
 // would only replay the refusal. The rejection performed nothing, so a new key
 // cannot act twice.
-func correctionNeedsNewKey(caps Capabilities, first *time.Time, now time.Time) bool {
+func CorrectionNeedsNewKey(caps Capabilities, first *time.Time, now time.Time) bool {
 	return first != nil && caps.KeyRemembered(*first, now)
 }
 
 // Code is the observation's short name, for metrics labels.
 func (o Observation) Code() string {
-	if r, ok := ruleOf[o]; ok {
+	if r, ok := RuleOf[o]; ok {
 		return r.Code
 	}
 	return "unknown"
@@ -241,10 +241,10 @@ type Decision struct {
 // A row that waits (Rule.Wait) becomes "budget spent" when the attempts or the
 // elapsed time are used up, with the owner named.
 func Decide(obs Observation, plan RetryPlan, detail string, retryAfter time.Duration, now time.Time) Decision {
-	rule, ok := ruleOf[obs]
+	rule, ok := RuleOf[obs]
 	if !ok {
 		// An observation outside the table is a program error; the safe answer is a person.
-		rule = ruleOf[ObsUnknowable]
+		rule = RuleOf[ObsUnknowable]
 		detail = fmt.Sprintf("unrecognised observation %q: %s", obs, detail)
 	}
 	d := Decision{State: rule.Next, Rule: rule, NextAttemptAt: now, Reason: reasonText(obs, detail)}
@@ -253,7 +253,7 @@ func Decide(obs Observation, plan RetryPlan, detail string, retryAfter time.Dura
 		d.NextAttemptAt = now.Add(wait)
 		attemptsSpent := rule.Next == StateRetrying && plan.Attempts >= plan.MaxAttempts
 		if attemptsSpent || d.NextAttemptAt.After(plan.GiveUpAt) {
-			spent := ruleOf[ObsBudgetSpent]
+			spent := RuleOf[ObsBudgetSpent]
 			d.State, d.Rule, d.NextAttemptAt = spent.Next, spent, now
 			d.Reason = fmt.Sprintf("gave up after %d attempts (first %s, last %s): %s; owner %s",
 				plan.Attempts, plan.FirstAttempt.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339),

@@ -27,7 +27,7 @@ func TestDecide(t *testing.T) {
 	worker := "w1"
 	action := db.Action{ID: 7, Owner: "ops@example.com", FirstAttemptAt: &first, LeaseOwner: &worker}
 	claimedFrom := func(state string) db.Action { a := action; a.ClaimedFrom = state; return a }
-	row := func(o Observation) Rule { return ruleOf[o] }
+	row := func(o Observation) Rule { return RuleOf[o] }
 	strong := Capabilities{Lookup: true, StrongLookup: true}
 	eventual := Capabilities{Lookup: true}
 	remembers := Capabilities{KeyMemory: 24 * time.Hour}
@@ -43,7 +43,7 @@ func TestDecide(t *testing.T) {
 		want Decision
 	}{
 		{"SuccessConfirms",
-			decideOutcome(Outcome{Observed: ObsSuccess, HTTPStatus: 201, ExternalRef: "rec_1"}, plan, now),
+			DecideOutcome(Outcome{Observed: ObsSuccess, HTTPStatus: 201, ExternalRef: "rec_1"}, plan, now),
 			Decision{State: StateConfirmed, Reason: string(ObsSuccess), NextAttemptAt: now, Rule: row(ObsSuccess)}},
 		{"CreatedIsReady",
 			Decide(ObsCreated, plan, "", 0, now),
@@ -52,96 +52,96 @@ func TestDecide(t *testing.T) {
 			Decide(ObsCreatedDisconnected, plan, "", 0, now),
 			Decision{State: StateHeld, Reason: string(ObsCreatedDisconnected), NextAttemptAt: now, Rule: row(ObsCreatedDisconnected)}},
 		{"AlreadyConfirmedStays",
-			alreadyConfirmed(action, now),
+			AlreadyConfirmed(action, now),
 			Decision{State: StateConfirmed, Reason: string(ObsAlreadyConfirmed) + ": action 7, linked to this event",
 				NextAttemptAt: now, Rule: row(ObsAlreadyConfirmed)}},
 		{"RejectedFailsNamingOwner",
-			decideOutcome(Outcome{Observed: ObsRejected, HTTPStatus: 422, Detail: "email is invalid"}, plan, now),
+			DecideOutcome(Outcome{Observed: ObsRejected, HTTPStatus: 422, Detail: "email is invalid"}, plan, now),
 			Decision{State: StateFailed, Reason: string(ObsRejected) + ": email is invalid", NextAttemptAt: now,
 				Owner: "ops@example.com", Rule: row(ObsRejected)}},
 		{"UnauthorizedHolds",
-			decideOutcome(Outcome{Observed: ObsUnauthorized, HTTPStatus: 401, Detail: "bad token"}, plan, now),
+			DecideOutcome(Outcome{Observed: ObsUnauthorized, HTTPStatus: 401, Detail: "bad token"}, plan, now),
 			Decision{State: StateHeld, Reason: string(ObsUnauthorized) + ": bad token", NextAttemptAt: now, Rule: row(ObsUnauthorized)}},
 		{"InFlightRetriesAfterBackoff",
-			decideOutcome(Outcome{Observed: ObsInFlight, HTTPStatus: 409}, plan, now),
+			DecideOutcome(Outcome{Observed: ObsInFlight, HTTPStatus: 409}, plan, now),
 			Decision{State: StateRetrying, Reason: string(ObsInFlight), NextAttemptAt: now.Add(2 * time.Second), Rule: row(ObsInFlight)}},
 		{"ThrottledRetriesAfterRetryAfter",
-			decideOutcome(Outcome{Observed: ObsThrottled, HTTPStatus: 429, RetryAfter: 30 * time.Second, Detail: "slow down"}, plan, now),
+			DecideOutcome(Outcome{Observed: ObsThrottled, HTTPStatus: 429, RetryAfter: 30 * time.Second, Detail: "slow down"}, plan, now),
 			Decision{State: StateRetrying, Reason: string(ObsThrottled) + ": slow down", NextAttemptAt: now.Add(30 * time.Second),
 				Rule: row(ObsThrottled)}},
 		{"UnsureIsUncertainAtOnce",
-			decideOutcome(Outcome{Observed: ObsUnsure, HTTPStatus: 502, Detail: "bad gateway"}, spentAttempts, now),
+			DecideOutcome(Outcome{Observed: ObsUnsure, HTTPStatus: 502, Detail: "bad gateway"}, spentAttempts, now),
 			Decision{State: StateUncertain, Reason: string(ObsUnsure) + ": bad gateway", NextAttemptAt: now, Rule: row(ObsUnsure)}},
 		{"LookupFindsRecord",
-			decideOutcome(lookupOutcome(action, LookupResult{Found: true, ExternalRef: "rec_1", HTTPStatus: 200}, eventual, now), plan, now),
+			DecideOutcome(LookupOutcome(action, LookupResult{Found: true, ExternalRef: "rec_1", HTTPStatus: 200}, eventual, now), plan, now),
 			Decision{State: StateConfirmed, Reason: string(ObsFound) + ": found by lookup", NextAttemptAt: now, Rule: row(ObsFound)}},
 		{"StrongLookupAbsentRetries",
-			decideOutcome(lookupOutcome(action, LookupResult{HTTPStatus: 404}, strong, now), plan, now),
+			DecideOutcome(LookupOutcome(action, LookupResult{HTTPStatus: 404}, strong, now), plan, now),
 			Decision{State: StateRetrying, NextAttemptAt: now.Add(2 * time.Second), Rule: row(ObsAbsentStrong),
 				Reason: string(ObsAbsentStrong) + ": a strong lookup found no record with this key; retrying with the same key"}},
 		{"KeyRememberedRetries",
-			decideOutcome(reconcileWithoutLookup(action, remembers, now), plan, now),
+			DecideOutcome(ReconcileWithoutLookup(action, remembers, now), plan, now),
 			Decision{State: StateRetrying, NextAttemptAt: now.Add(2 * time.Second), Rule: row(ObsKeyRemembered),
 				Reason: string(ObsKeyRemembered) + ": the key is 1h0m0s old and the destination remembers keys for 24h0m0s; retrying with the same key"}},
 		{"EventualLookupAbsentIsUnknown",
-			decideOutcome(lookupOutcome(action, LookupResult{HTTPStatus: 404}, eventual, now), plan, now),
+			DecideOutcome(LookupOutcome(action, LookupResult{HTTPStatus: 404}, eventual, now), plan, now),
 			Decision{State: StateFailed, NextAttemptAt: now, Owner: "ops@example.com", Rule: row(ObsUnknowable),
 				Reason: "outcome unknown: an eventual lookup found no record, which does not prove it was never created"}},
 		{"KeyForgottenIsUnknown",
-			decideOutcome(reconcileWithoutLookup(action, forgot, now), plan, now),
+			DecideOutcome(ReconcileWithoutLookup(action, forgot, now), plan, now),
 			Decision{State: StateFailed, NextAttemptAt: now, Owner: "ops@example.com", Rule: row(ObsUnknowable),
 				Reason: "outcome unknown: no lookup exists and the destination's key memory (30m0s) has passed"}},
 		{"LookupFailedLooksAgainLater",
-			decideOutcome(lookupOutcome(action, LookupResult{Unsure: true, HTTPStatus: 503, Detail: "lookup timed out"}, strong, now), spentAttempts, now),
+			DecideOutcome(LookupOutcome(action, LookupResult{Unsure: true, HTTPStatus: 503, Detail: "lookup timed out"}, strong, now), spentAttempts, now),
 			Decision{State: StateUncertain, Reason: string(ObsLookupFailed) + ": lookup timed out",
 				NextAttemptAt: now.Add(4 * time.Second), Rule: row(ObsLookupFailed)}},
 		{"AttemptsSpentFails",
-			decideOutcome(Outcome{Observed: ObsThrottled, HTTPStatus: 503, Detail: "busy"}, spentAttempts, now),
+			DecideOutcome(Outcome{Observed: ObsThrottled, HTTPStatus: 503, Detail: "busy"}, spentAttempts, now),
 			Decision{State: StateFailed, NextAttemptAt: now, Owner: "ops@example.com", Rule: row(ObsBudgetSpent),
 				Reason: fmt.Sprintf(gaveUp, 3, string(ObsThrottled)+": busy")}},
 		{"ElapsedSpentFails",
-			decideOutcome(Outcome{Observed: ObsThrottled, HTTPStatus: 429, RetryAfter: 2 * time.Hour}, plan, now),
+			DecideOutcome(Outcome{Observed: ObsThrottled, HTTPStatus: 429, RetryAfter: 2 * time.Hour}, plan, now),
 			Decision{State: StateFailed, NextAttemptAt: now, Owner: "ops@example.com", Rule: row(ObsBudgetSpent),
 				Reason: fmt.Sprintf(gaveUp, 2, string(ObsThrottled))}},
 		{"LookupsFailingPastTheBudgetFail",
-			decideOutcome(lookupOutcome(action, LookupResult{Unsure: true, Detail: "lookup timed out"}, strong, now), spentTime, now),
+			DecideOutcome(LookupOutcome(action, LookupResult{Unsure: true, Detail: "lookup timed out"}, strong, now), spentTime, now),
 			Decision{State: StateFailed, NextAttemptAt: now, Owner: "ops@example.com", Rule: row(ObsBudgetSpent),
 				Reason: fmt.Sprintf(gaveUp, 2, string(ObsLookupFailed)+": lookup timed out")}},
 		{"LeaseWithoutAttemptIsPending",
-			leaseDecision(claimedFrom(StateRetrying), false, plan, now),
+			LeaseDecision(claimedFrom(StateRetrying), false, plan, now),
 			Decision{State: StatePending, NextAttemptAt: now, Rule: row(ObsLeaseNoAttempt),
 				Reason: string(ObsLeaseNoAttempt) + ": worker w1 stopped before calling anyone; safe to run"}},
 		{"LeaseWithAttemptIsUncertain",
-			leaseDecision(claimedFrom(StatePending), true, plan, now),
+			LeaseDecision(claimedFrom(StatePending), true, plan, now),
 			Decision{State: StateUncertain, NextAttemptAt: now, Rule: row(ObsLeaseStarted),
 				Reason: string(ObsLeaseStarted) + ": worker w1 stopped after starting the call; reconcile before any repeat"}},
 		{"LeaseDuringReconcileStaysUncertain",
-			leaseDecision(claimedFrom(StateUncertain), false, plan, now),
+			LeaseDecision(claimedFrom(StateUncertain), false, plan, now),
 			Decision{State: StateUncertain, NextAttemptAt: now, Rule: row(ObsLeaseReconcile),
 				Reason: string(ObsLeaseReconcile) + ": worker w1 stopped while reconciling; reconcile again"}},
 		{"ConflictFails",
-			conflicting(action, db.Event{ID: 9, SourceEventID: "evt_2"}, now),
+			Conflicting(action, db.Event{ID: 9, SourceEventID: "evt_2"}, now),
 			Decision{State: StateFailed, NextAttemptAt: now, Owner: "ops@example.com", Rule: row(ObsConflict),
 				Reason: string(ObsConflict) + ": event 9 (evt_2)"}},
 		{"ExistsIsReconciled",
-			decideOutcome(Outcome{Observed: ObsExists, HTTPStatus: 409, Detail: "Contact already exists"}, plan, now),
+			DecideOutcome(Outcome{Observed: ObsExists, HTTPStatus: 409, Detail: "Contact already exists"}, plan, now),
 			Decision{State: StateUncertain, Reason: string(ObsExists) + ": Contact already exists", NextAttemptAt: now,
 				Rule: row(ObsExists)}},
 		{"ExistsWithoutLookupFails",
-			decideOutcome(Outcome{Observed: ObsExistsNoLookup, HTTPStatus: 409, Detail: "duplicate"}, plan, now),
+			DecideOutcome(Outcome{Observed: ObsExistsNoLookup, HTTPStatus: 409, Detail: "duplicate"}, plan, now),
 			Decision{State: StateFailed, Reason: string(ObsExistsNoLookup) + ": duplicate", NextAttemptAt: now,
 				Owner: "ops@example.com", Rule: row(ObsExistsNoLookup)}},
 		{"UnsettledAbsenceLooksAgainAtSettle",
-			decideOutcome(lookupOutcome(calledAt(4*time.Minute), LookupResult{HTTPStatus: 200}, settles, now), plan, now),
+			DecideOutcome(LookupOutcome(calledAt(4*time.Minute), LookupResult{HTTPStatus: 200}, settles, now), plan, now),
 			Decision{State: StateUncertain, NextAttemptAt: now.Add(6 * time.Minute), Rule: row(ObsAbsentUnsettled),
 				Reason: string(ObsAbsentUnsettled) + ": an eventual lookup found no record 4m0s after the call; it settles after 10m0s, so it looks again then"}},
 		{"SettledAbsenceGoesToTheOwner",
-			decideOutcome(lookupOutcome(calledAt(11*time.Minute), LookupResult{HTTPStatus: 200, Detail: "HTTP 200: no record with this reference"}, settles, now), plan, now),
+			DecideOutcome(LookupOutcome(calledAt(11*time.Minute), LookupResult{HTTPStatus: 200, Detail: "HTTP 200: no record with this reference"}, settles, now), plan, now),
 			Decision{State: StateFailed, NextAttemptAt: now, Owner: "ops@example.com", Rule: row(ObsAbsentSettled),
 				Reason: string(ObsAbsentSettled) + ": not found 11 minutes after the call; the index may lag (lookup: HTTP 200: no record with this reference). " +
 					"Check the destination: Resolve with the record you find, or Retry confirming it is not there"}},
 		{"SettledAbsenceRetriesWhereTheDestinationOptsIn",
-			decideOutcome(lookupOutcome(calledAt(11*time.Minute), LookupResult{HTTPStatus: 200, Detail: "HTTP 200: no record with this reference"}, settlesRetrying, now), plan, now),
+			DecideOutcome(LookupOutcome(calledAt(11*time.Minute), LookupResult{HTTPStatus: 200, Detail: "HTTP 200: no record with this reference"}, settlesRetrying, now), plan, now),
 			Decision{State: StateRetrying, NextAttemptAt: now.Add(2 * time.Second), Rule: row(ObsAbsentSettledRetry),
 				Reason: string(ObsAbsentSettledRetry) + ": an eventual lookup found no record 11m0s after the call, past its settle time of 10m0s " +
 					"(lookup: HTTP 200: no record with this reference); retrying with the same key, as the destination opts in"}},
@@ -155,27 +155,27 @@ func TestDecide(t *testing.T) {
 			decideManualRetry(t, strong, first, false, plan, now),
 			Decision{State: StateUncertain, Reason: string(ObsRetryLookupFirst), NextAttemptAt: now, Rule: row(ObsRetryLookupFirst)}},
 		{"ApprovedCorrectionIsPerformed",
-			decideCorrection(plan, "approved by b", now),
+			DecideCorrection(plan, "approved by b", now),
 			Decision{State: StatePending, Reason: string(ObsCorrectionApproved) + ": approved by b", NextAttemptAt: now,
 				Rule: row(ObsCorrectionApproved)}},
 	}
-	if !correctionNeedsNewKey(remembers, &first, now) {
+	if !CorrectionNeedsNewKey(remembers, &first, now) {
 		t.Error("a correction sent while the destination remembers the key was not given a new attempt identity")
 	}
-	if correctionNeedsNewKey(forgot, &first, now) || correctionNeedsNewKey(Capabilities{}, &first, now) ||
-		correctionNeedsNewKey(remembers, nil, now) {
+	if CorrectionNeedsNewKey(forgot, &first, now) || CorrectionNeedsNewKey(Capabilities{}, &first, now) ||
+		CorrectionNeedsNewKey(remembers, nil, now) {
 		t.Error("a correction got a new attempt identity where the destination keeps no answer under the key")
 	}
-	if _, ok := manualRetry(forgot, first, false, now); ok {
+	if _, ok := ManualRetry(forgot, first, false, now); ok {
 		t.Error("a retry past the key memory, with no lookup and nothing checked, was allowed")
 	}
-	if _, ok := manualRetry(eventual, first, false, now); ok {
+	if _, ok := ManualRetry(eventual, first, false, now); ok {
 		t.Error("a retry with only an eventual lookup without settle, nothing checked, was allowed")
 	}
-	if _, ok := manualRetry(settles, first, false, now); ok {
+	if _, ok := ManualRetry(settles, first, false, now); ok {
 		t.Error("a retry with an eventual lookup whose settle does not opt in to a repeat, nothing checked, was allowed")
 	}
-	if obs, ok := manualRetry(settlesRetrying, first, false, now); !ok || obs != ObsRetryLookupFirst {
+	if obs, ok := ManualRetry(settlesRetrying, first, false, now); !ok || obs != ObsRetryLookupFirst {
 		t.Errorf("a retry where settle opts in to a repeat: %q %v, want a lookup first", obs, ok)
 	}
 	covered := map[Observation]bool{}
@@ -192,14 +192,14 @@ func TestDecide(t *testing.T) {
 			t.Errorf("no case decides the row %q", r.Observed)
 		}
 	}
-	if len(ruleOf) != len(DecisionTable) {
-		t.Errorf("the decision table has %d rows for %d observations: one is listed twice", len(DecisionTable), len(ruleOf))
+	if len(RuleOf) != len(DecisionTable) {
+		t.Errorf("the decision table has %d rows for %d observations: one is listed twice", len(DecisionTable), len(RuleOf))
 	}
 }
 
 func decideManualRetry(t *testing.T, caps Capabilities, first time.Time, checked bool, plan RetryPlan, now time.Time) Decision {
 	t.Helper()
-	obs, ok := manualRetry(caps, first, checked, now)
+	obs, ok := ManualRetry(caps, first, checked, now)
 	if !ok {
 		t.Fatalf("manualRetry(%+v, checked %v) refused", caps, checked)
 	}

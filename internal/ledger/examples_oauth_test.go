@@ -10,6 +10,7 @@ import (
 
 	"github.com/oncehook/oncehook/internal/destination"
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/oauthstore"
 	"github.com/oncehook/oncehook/internal/sandbox"
 	"github.com/oncehook/oncehook/internal/sandbox/authserver"
 )
@@ -19,7 +20,7 @@ func (w *world) clients() map[string]ledger.DestinationClient {
 	w.t.Helper()
 	c := destination.NewClients(w.cfg)
 	if w.cfg.SecretKeys.Set() {
-		tokens, err := ledger.OpenTokens(context.Background(), w.pool, w.cfg)
+		tokens, err := oauthstore.OpenTokens(context.Background(), w.pool, w.cfg)
 		if err != nil {
 			w.t.Fatal(err)
 		}

@@ -14,7 +14,10 @@ import (
 
 	"github.com/oncehook/oncehook/db/dbtest"
 	"github.com/oncehook/oncehook/internal/config"
+	"github.com/oncehook/oncehook/internal/engine"
+	"github.com/oncehook/oncehook/internal/inbox"
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/review"
 	"github.com/oncehook/oncehook/internal/sandbox"
 	"github.com/oncehook/oncehook/web"
 )
@@ -215,7 +218,7 @@ func recipeYAML(t *testing.T, rc recipe, apiURL string) string {
 // newConfigWorld is a world running the config yaml, with env (and the Stripe
 // secret) as its environment, and an engine when engine is set; set changes the
 // engine's parameters.
-func newConfigWorld(t *testing.T, file, yaml string, env map[string]string, engine bool, set func(*ledger.EngineParams)) *world {
+func newConfigWorld(t *testing.T, file, yaml string, env map[string]string, withEngine bool, set func(*engine.Params)) *world {
 	t.Helper()
 	w := &world{t: t, logs: &syncBuffer{}, yaml: yaml}
 	w.pool, w.dsn = dbtest.NewDSN(t)
@@ -232,8 +235,8 @@ func newConfigWorld(t *testing.T, file, yaml string, env map[string]string, engi
 	logger := slog.New(slog.NewTextHandler(w.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	w.metrics = ledger.NewMetrics(w.pool)
 	clients := w.clients()
-	e := web.New(web.Params{Config: w.cfg, Pool: w.pool, Inbox: ledger.NewInbox(w.pool, logger, w.metrics),
-		Review: ledger.NewReview(w.pool, w.cfg, clients), Metrics: w.metrics,
+	e := web.New(web.Params{Config: w.cfg, Pool: w.pool, Inbox: inbox.New(w.pool, logger, w.metrics),
+		Review: review.New(w.pool, w.cfg, clients), Metrics: w.metrics,
 		Logger: slog.New(slog.NewTextHandler(w.logs, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	srv := httptest.NewServer(e)
 	t.Cleanup(srv.Close)
@@ -241,9 +244,9 @@ func newConfigWorld(t *testing.T, file, yaml string, env map[string]string, engi
 	w.token = w.newToken("ops", ledger.RoleOperator)
 	w.admin = w.newToken("boss", ledger.RoleAdmin)
 	if set == nil {
-		set = func(*ledger.EngineParams) {}
+		set = func(*engine.Params) {}
 	}
-	if engine {
+	if withEngine {
 		w.stop = w.startEngineWith(set)
 	}
 	return w

@@ -18,9 +18,13 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/oncehook/oncehook/db/dbtest"
+	"github.com/oncehook/oncehook/internal/accounts"
 	"github.com/oncehook/oncehook/internal/config"
 	"github.com/oncehook/oncehook/internal/destination"
+	"github.com/oncehook/oncehook/internal/engine"
+	"github.com/oncehook/oncehook/internal/inbox"
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/review"
 	"github.com/oncehook/oncehook/internal/sandbox"
 	"github.com/oncehook/oncehook/internal/sender"
 	"github.com/oncehook/oncehook/web"
@@ -175,8 +179,8 @@ func newWorld(t *testing.T, o worldOptions) *world {
 	logger := slog.New(slog.NewTextHandler(w.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	clients := destination.NewClients(w.cfg)
 	w.metrics = ledger.NewMetrics(w.pool)
-	e := web.New(web.Params{Config: w.cfg, Pool: w.pool, Inbox: ledger.NewInbox(w.pool, logger, w.metrics),
-		Review: ledger.NewReview(w.pool, w.cfg, clients), Logger: logger, Metrics: w.metrics})
+	e := web.New(web.Params{Config: w.cfg, Pool: w.pool, Inbox: inbox.New(w.pool, logger, w.metrics),
+		Review: review.New(w.pool, w.cfg, clients), Logger: logger, Metrics: w.metrics})
 	srv := httptest.NewServer(e)
 	t.Cleanup(srv.Close)
 	w.url = srv.URL
@@ -201,7 +205,7 @@ func (w *world) loadConfig() *ledger.Config {
 // startEngine runs an engine with test-sized timings until the test ends or the
 // returned stop is called.
 func (w *world) startEngine(lease time.Duration) (stop func()) {
-	return w.startEngineWith(func(p *ledger.EngineParams) {
+	return w.startEngineWith(func(p *engine.Params) {
 		if lease != 0 {
 			p.LeaseExtra = lease
 		}
@@ -209,15 +213,15 @@ func (w *world) startEngine(lease time.Duration) (stop func()) {
 }
 
 // startEngineWith is startEngine with the engine's parameters changed by set.
-func (w *world) startEngineWith(set func(*ledger.EngineParams)) (stop func()) {
+func (w *world) startEngineWith(set func(*engine.Params)) (stop func()) {
 	logger := slog.New(slog.NewTextHandler(w.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	p := ledger.EngineParams{
+	p := engine.Params{
 		Pool: w.pool, Config: w.cfg, Clients: w.clients(), Logger: logger,
 		Poll: 50 * time.Millisecond, LeaseExtra: 2 * time.Second, BackoffBase: 20 * time.Millisecond,
 		BackoffMax: 200 * time.Millisecond, Grace: 2 * time.Second, Metrics: w.metrics,
 	}
 	set(&p)
-	eng := ledger.NewEngine(p)
+	eng := engine.New(p)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = eng.Run(ctx) }()
@@ -232,7 +236,7 @@ func (w *world) newToken(name, role string) string {
 	if role != ledger.RoleAdmin {
 		clients = w.cfg.Clients() // an operator of every client: scopes have tests of their own
 	}
-	tok, err := ledger.CreateToken(context.Background(), w.pool, name, role, clients...)
+	tok, err := accounts.CreateToken(context.Background(), w.pool, name, role, clients...)
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -410,7 +414,7 @@ var _ = strings.Contains
 // route runs the router once, without performing anything.
 func (w *world) route() {
 	w.t.Helper()
-	eng := ledger.NewEngine(ledger.EngineParams{Pool: w.pool, Config: w.cfg,
+	eng := engine.New(engine.Params{Pool: w.pool, Config: w.cfg,
 		Logger: slog.New(slog.NewTextHandler(w.logs, nil))})
 	if _, err := eng.RouteBatch(context.Background(), 100); err != nil {
 		w.t.Fatal(err)

@@ -40,3 +40,10 @@ type Answer struct {
 	ContentType string
 	Body        []byte
 }
+
+// Receipt is what the sender is told once its delivery is durable.
+type Receipt struct {
+	EventID   int64
+	Duplicate bool // a repeat of a delivery identity already stored
+	Conflict  bool // a repeat whose body differs from the stored one
+}

@@ -12,11 +12,11 @@ import (
 // config's (a source renamed or removed while its work waited).
 const laneRefresh = 10 * time.Second
 
-// lanes are the clients a worker goes round when it claims work. Each claim names
+// Lanes are the clients a worker goes round when it claims work. Each claim names
 // one client, so that one client's backlog does not hold up another's work, and on
 // a database sharded by client each claim reads and locks rows of one shard only.
 // They are the config's clients and the clients found with work in the database.
-type lanes struct {
+type Lanes struct {
 	configured []string
 	find       func(context.Context) ([]string, error)
 	logger     *slog.Logger
@@ -27,7 +27,7 @@ type lanes struct {
 	foundAt time.Time
 }
 
-func newLanes(cfg *Config, logger *slog.Logger, find func(context.Context) ([]string, error)) *lanes {
+func NewLanes(cfg *Config, logger *slog.Logger, find func(context.Context) ([]string, error)) *Lanes {
 	var configured []string
 	for _, s := range cfg.Sources {
 		if !slices.Contains(configured, s.Client) {
@@ -35,12 +35,12 @@ func newLanes(cfg *Config, logger *slog.Logger, find func(context.Context) ([]st
 		}
 	}
 	slices.Sort(configured)
-	return &lanes{configured: configured, clients: configured, find: find, logger: logger}
+	return &Lanes{configured: configured, clients: configured, find: find, logger: logger}
 }
 
-// round returns every client once, starting one further than the previous round
+// Round returns every client once, starting one further than the previous round
 // did, so that each client in turn is claimed for first.
-func (l *lanes) round(ctx context.Context) []string {
+func (l *Lanes) Round(ctx context.Context) []string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if time.Since(l.foundAt) >= laneRefresh {
@@ -54,8 +54,8 @@ func (l *lanes) round(ctx context.Context) []string {
 	return append(slices.Clone(l.clients[start:]), l.clients[:start]...)
 }
 
-// all returns every client, without moving the round on.
-func (l *lanes) all(ctx context.Context) []string {
+// All returns every client, without moving the round on.
+func (l *Lanes) All(ctx context.Context) []string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if time.Since(l.foundAt) >= laneRefresh {
@@ -66,7 +66,7 @@ func (l *lanes) all(ctx context.Context) []string {
 
 // refresh adds the clients found with work to the configured ones. A failed look
 // keeps the lanes as they were and is tried again at the next refresh.
-func (l *lanes) refresh(ctx context.Context) {
+func (l *Lanes) refresh(ctx context.Context) {
 	l.foundAt = time.Now()
 	found, err := l.find(ctx)
 	if err != nil {

@@ -13,7 +13,7 @@ import (
 	"github.com/oncehook/oncehook/db"
 	"github.com/oncehook/oncehook/internal/config"
 	"github.com/oncehook/oncehook/internal/destination"
-	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/engine"
 	"github.com/oncehook/oncehook/internal/sandbox"
 )
 
@@ -41,7 +41,7 @@ func runChild() {
 		fmt.Fprintln(os.Stderr, "child database:", err)
 		os.Exit(3)
 	}
-	eng := ledger.NewEngine(ledger.EngineParams{
+	eng := engine.New(engine.Params{
 		Pool: pool, Config: cfg, Clients: destination.NewClients(cfg),
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, nil)), Worker: "child",
 		Poll: 50 * time.Millisecond, LeaseExtra: time.Second, BackoffBase: 20 * time.Millisecond,

@@ -18,6 +18,7 @@ import (
 	"github.com/oncehook/oncehook/db"
 	"github.com/oncehook/oncehook/db/dbtest"
 	"github.com/oncehook/oncehook/internal/destination"
+	"github.com/oncehook/oncehook/internal/engine"
 	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/internal/sandbox"
 )
@@ -555,7 +556,7 @@ func TestLeaseRecoveryFollowsTheTable(t *testing.T) {
 	w.exec(`INSERT INTO attempts (client, action_id, kind, operation_key, worker)
 		SELECT client, id, 'call', operation_key, 'dead-worker' FROM actions
 		WHERE name = 'open_opportunity' AND business_key LIKE '%enq_call'`)
-	eng := ledger.NewEngine(ledger.EngineParams{Pool: w.pool, Config: w.cfg, Clients: destination.NewClients(w.cfg)})
+	eng := engine.New(engine.Params{Pool: w.pool, Config: w.cfg, Clients: destination.NewClients(w.cfg)})
 	n, err := eng.RecoverLeases(context.Background())
 	if err != nil || n != 3 {
 		t.Fatalf("recovered %d leases (%v), want 3", n, err)

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/oncehook/oncehook/db/dbtest"
-	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/engine"
 	"github.com/oncehook/oncehook/internal/sandbox"
 	"github.com/oncehook/oncehook/internal/sender"
 )
@@ -373,7 +373,7 @@ func TestEventRoutedByAnOlderRouterIsNotRoutedAgain(t *testing.T) {
 	}
 	routed := make(chan error, 1)
 	go func() {
-		eng := ledger.NewEngine(ledger.EngineParams{Pool: w.pool, Config: w.cfg,
+		eng := engine.New(engine.Params{Pool: w.pool, Config: w.cfg,
 			Logger: slog.New(slog.NewTextHandler(w.logs, nil))})
 		_, err := eng.RouteBatch(ctx, 100)
 		routed <- err
@@ -430,7 +430,7 @@ func TestCallsInFlightStayWithinSlots(t *testing.T) {
 	for i := range n {
 		w.deliver(checkout{eventID: fmt.Sprintf("evt_slot_%d", i), enquiry: fmt.Sprintf("enq_slot_%d", i), amount: 100})
 	}
-	w.startEngineWith(func(p *ledger.EngineParams) { p.Concurrency = slots })
+	w.startEngineWith(func(p *engine.Params) { p.Concurrency = slots })
 	heldNow := func() int {
 		mu.Lock()
 		defer mu.Unlock()

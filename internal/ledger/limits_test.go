@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oncehook/oncehook/internal/engine"
 	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/internal/sandbox"
 )
@@ -70,7 +71,7 @@ func TestLimitedDestinationWaitsAlone(t *testing.T) {
 	t.Cleanup(fast.Close)
 
 	w := newConfigWorld(t, "limits.yaml", fmt.Sprintf(limitsConfig, slow.URL, fast.URL),
-		map[string]string{"CRM_TOKEN": crmToken}, true, func(p *ledger.EngineParams) { p.Concurrency = 4 })
+		map[string]string{"CRM_TOKEN": crmToken}, true, func(p *engine.Params) { p.Concurrency = 4 })
 	const n = 12
 	for i := range n {
 		w.deliver(checkout{eventID: fmt.Sprintf("evt_%d", i), enquiry: fmt.Sprintf("enq_%d", i), amount: 100})
@@ -120,7 +121,7 @@ actions:
      destination: slow, params: {enquiry_id: /data/object/metadata/enquiry_id}}
 `
 	w := newConfigWorld(t, "rate.yaml", fmt.Sprintf(cfg, srv.URL), nil, true,
-		func(p *ledger.EngineParams) { p.Grace = 200 * time.Millisecond })
+		func(p *engine.Params) { p.Grace = 200 * time.Millisecond })
 	w.deliver(checkout{eventID: "evt_r1", enquiry: "enq_r1"})
 	w.deliver(checkout{eventID: "evt_r2", enquiry: "enq_r2"})
 	deadline := time.Now().Add(15 * time.Second)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/oncehook/oncehook/db/dbtest"
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/review"
 )
 
 // TestBulkSelectsWhatTheListShows: for every filter, "all that match" (what a bulk
@@ -37,10 +38,10 @@ INSERT INTO attempts (client, action_id, kind, operation_key, worker, status, ht
 SELECT client, id, 'call', operation_key, 'w', 'finished', 400 + id % 30 FROM actions WHERE id % 4 = 0`); err != nil {
 		t.Fatal(err)
 	}
-	r := ledger.NewReview(pool, &ledger.Config{}, nil)
+	r := review.New(pool, &ledger.Config{}, nil)
 	since, until := time.Date(2026, 1, 1, 0, 1, 0, 0, time.UTC), time.Date(2026, 1, 1, 0, 5, 0, 0, time.UTC)
 	open := ledger.OpenStates()
-	extras := []ledger.ActionFilter{{}, {Reason: "with 42"}, {HTTPStatus: 422}, {Since: &since}, {Until: &until},
+	extras := []review.ActionFilter{{}, {Reason: "with 42"}, {HTTPStatus: 422}, {Since: &since}, {Until: &until},
 		{Since: &since, Until: &until, Reason: "refused"}}
 	for _, extra := range extras {
 		for _, states := range [][]string{nil, {"failed"}, {"failed", "uncertain"}, open, {"confirmed", "nope"}} {

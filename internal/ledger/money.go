@@ -20,10 +20,10 @@ const (
 	MoneyAsNumber = "number"
 )
 
-// render is m's value in doc: the major-unit decimal with the currency's ISO 4217
+// Render is m's value in doc: the major-unit decimal with the currency's ISO 4217
 // exponent of digits after the point, or nil when the amount is not a whole number
 // of minor units or the currency is not an ISO 4217 code with an exponent.
-func (m Money) render(doc any) any {
+func (m Money) Render(doc any) any {
 	code := m.Currency
 	if strings.HasPrefix(code, "/") {
 		code, _ = PointerString(doc, code)

@@ -15,6 +15,7 @@ import (
 	"github.com/oncehook/oncehook/internal/config"
 	"github.com/oncehook/oncehook/internal/destination"
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/notify"
 	"github.com/oncehook/oncehook/internal/provider"
 	"github.com/oncehook/oncehook/internal/sandbox"
 )
@@ -76,7 +77,7 @@ notify:
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := ledger.NewNotifier(ledger.NotifierParams{Pool: w.pool, Config: cfg, Mail: destination.NewSMTP(cfg.Notify.SMTP.Destination())})
+	n := notify.New(notify.Params{Pool: w.pool, Config: cfg, Mail: destination.NewSMTP(cfg.Notify.SMTP.Destination())})
 
 	w.crm.Fail(sandbox.Fault{Status: 422, Message: "bad amount"})
 	w.deliver(checkout{eventID: "evt_n1", enquiry: "enq_n1"})

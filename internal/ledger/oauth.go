@@ -115,8 +115,8 @@ func (k SecretKeys) Format(f fmt.State, _ rune) {
 // ONCEHOOK_SECRET_KEY nor ONCEHOOK_SECRET_KEY_PREVIOUS.
 var ErrWrongSecretKey = errors.New(SecretKeyEnv + " does not open the stored OAuth2 tokens: it is not the key they were stored with (when rotating, keep the old one as " + SecretKeyPreviousEnv + ")")
 
-// seal encrypts plain with the current key; aad binds it to its row.
-func (k SecretKeys) seal(plain, aad []byte) ([]byte, error) {
+// Seal encrypts plain with the current key; aad binds it to its row.
+func (k SecretKeys) Seal(plain, aad []byte) ([]byte, error) {
 	if !k.set {
 		return nil, fmt.Errorf("%s is not set", SecretKeyEnv)
 	}
@@ -127,9 +127,9 @@ func (k SecretKeys) seal(plain, aad []byte) ([]byte, error) {
 	return k.current.Seal(nonce, nonce, plain, aad), nil
 }
 
-// open decrypts sealed with the current key, else the previous one; rotated says
+// Open decrypts sealed with the current key, else the previous one; rotated says
 // the previous one was needed, so the value should be sealed again.
-func (k SecretKeys) open(sealed, aad []byte) (plain []byte, rotated bool, err error) {
+func (k SecretKeys) Open(sealed, aad []byte) (plain []byte, rotated bool, err error) {
 	if !k.set {
 		return nil, false, fmt.Errorf("%s is not set", SecretKeyEnv)
 	}
@@ -171,3 +171,6 @@ func (t OAuthToken) Due(now time.Time) bool {
 	early := min(time.Minute, t.Expiry.Sub(t.ObtainedAt)/4)
 	return !now.Before(t.Expiry.Add(-early))
 }
+
+// ErrNotConnected means the destination has no stored grant yet.
+var ErrNotConnected = errors.New("not connected yet: an admin connects it with Reconnect on /destinations")

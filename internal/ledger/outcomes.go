@@ -7,9 +7,9 @@ import (
 	"github.com/oncehook/oncehook/db"
 )
 
-// lookupOutcome is the observation a lookup's answer about a makes at now. A failed
+// LookupOutcome is the observation a lookup's answer about a makes at now. A failed
 // lookup proves nothing: the table keeps the action uncertain and looks again later.
-func lookupOutcome(a db.Action, r LookupResult, caps Capabilities, now time.Time) Outcome {
+func LookupOutcome(a db.Action, r LookupResult, caps Capabilities, now time.Time) Outcome {
 	out := Outcome{HTTPStatus: r.HTTPStatus, Detail: r.Detail}
 	switch {
 	case r.Unsure:
@@ -21,17 +21,17 @@ func lookupOutcome(a db.Action, r LookupResult, caps Capabilities, now time.Time
 		out.Observed = ObsAbsentStrong
 		out.Detail = "a strong lookup found no record with this key; retrying with the same key"
 	default:
-		out = eventualAbsence(a, caps, now, out)
+		out = EventualAbsence(a, caps, now, out)
 	}
 	return out
 }
 
-// eventualAbsence is what an eventual lookup's "absent" means: nothing, unless the
+// EventualAbsence is what an eventual lookup's "absent" means: nothing, unless the
 // destination's settle time has passed since the last call; before then it looks
 // again once it has. Past it, no index promises to have caught up, so the absence
 // goes to the owner with the lookup's answer, and repeats the call only where the
 // destination opts in (settle: {after, then: retry}).
-func eventualAbsence(a db.Action, caps Capabilities, now time.Time, out Outcome) Outcome {
+func EventualAbsence(a db.Action, caps Capabilities, now time.Time, out Outcome) Outcome {
 	if caps.Settle <= 0 {
 		out.Observed = ObsUnknowable
 		out.Detail = "an eventual lookup found no record, which does not prove it was never created"
@@ -76,8 +76,8 @@ func aboutMinutes(d time.Duration) string {
 	}
 }
 
-// reconcileWithoutLookup relies on the destination's key memory while it lasts.
-func reconcileWithoutLookup(a db.Action, caps Capabilities, now time.Time) Outcome {
+// ReconcileWithoutLookup relies on the destination's key memory while it lasts.
+func ReconcileWithoutLookup(a db.Action, caps Capabilities, now time.Time) Outcome {
 	if caps.KeyMemory > 0 && a.FirstAttemptAt != nil {
 		age := now.Sub(*a.FirstAttemptAt)
 		if caps.KeyRemembered(*a.FirstAttemptAt, now) {
@@ -94,8 +94,8 @@ func reconcileWithoutLookup(a db.Action, caps Capabilities, now time.Time) Outco
 	return Outcome{Observed: ObsUnknowable, Detail: "the destination offers no lookup and no key memory; check it by hand"}
 }
 
-// leaseDecision is the decision table's answer to an expired lease.
-func leaseDecision(a db.Action, callStarted bool, plan RetryPlan, now time.Time) Decision {
+// LeaseDecision is the decision table's answer to an expired lease.
+func LeaseDecision(a db.Action, callStarted bool, plan RetryPlan, now time.Time) Decision {
 	obs, detail := leaseObservation(a, callStarted)
 	return Decide(obs, plan, detail, 0, now)
 }
@@ -119,19 +119,19 @@ func leaseObservation(a db.Action, callStarted bool) (Observation, string) {
 	}
 }
 
-// decideOutcome is the decision table's answer to what a call or a lookup observed.
-func decideOutcome(out Outcome, plan RetryPlan, now time.Time) Decision {
+// DecideOutcome is the decision table's answer to what a call or a lookup observed.
+func DecideOutcome(out Outcome, plan RetryPlan, now time.Time) Decision {
 	return Decide(out.Observed, plan, out.Detail, out.RetryAfter, now)
 }
 
-// alreadyConfirmed is the decision table's answer to an event asking for an
+// AlreadyConfirmed is the decision table's answer to an event asking for an
 // operation that is already confirmed.
-func alreadyConfirmed(a db.Action, now time.Time) Decision {
+func AlreadyConfirmed(a db.Action, now time.Time) Decision {
 	return Decide(ObsAlreadyConfirmed, RetryPlan{}, fmt.Sprintf("action %d, linked to this event", a.ID), 0, now)
 }
 
-// conflicting is the decision table's answer to an event asking for an existing
+// Conflicting is the decision table's answer to an event asking for an existing
 // operation with different params.
-func conflicting(a db.Action, ev db.Event, now time.Time) Decision {
+func Conflicting(a db.Action, ev db.Event, now time.Time) Decision {
 	return Decide(ObsConflict, RetryPlan{Owner: a.Owner}, fmt.Sprintf("event %d (%s)", ev.ID, ev.SourceEventID), 0, now)
 }

@@ -9,24 +9,24 @@ import (
 	"github.com/oncehook/oncehook/db"
 )
 
-// txBegin begins a transaction for fn: the shape of db.WithTxIndexPlanned.
-type txBegin func(ctx context.Context, b db.TxBeginner, fn func(q *db.Queries) error) error
+// TxBegin begins a transaction for fn: the shape of db.WithTxIndexPlanned.
+type TxBegin func(ctx context.Context, b db.TxBeginner, fn func(q *db.Queries) error) error
 
-// databaseMode is whether the database is distributed by Citus, asked once it
+// DatabaseMode is whether the database is distributed by Citus, asked once it
 // answers (DatabaseMode). The workers' claims name their client for Citus to
 // route them to one shard; on a single Postgres they leave it to the rows they
 // join, so that each claimed row is looked up by its key whatever the table's
 // statistics say (see ActionClaim).
-type databaseMode struct {
+type DatabaseMode struct {
 	pool *pgxpool.Pool
 	mu   sync.Mutex
 	mode string
 }
 
-// newDatabaseMode returns the mode of the database behind pool, asked when first needed.
-func newDatabaseMode(pool *pgxpool.Pool) *databaseMode { return &databaseMode{pool: pool} }
+// NewDatabaseMode returns the mode of the database behind pool, asked when first needed.
+func NewDatabaseMode(pool *pgxpool.Pool) *DatabaseMode { return &DatabaseMode{pool: pool} }
 
-func (m *databaseMode) sharded(ctx context.Context) bool {
+func (m *DatabaseMode) Sharded(ctx context.Context) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.mode == "" {
@@ -37,7 +37,7 @@ func (m *databaseMode) sharded(ctx context.Context) bool {
 	return m.mode == "citus"
 }
 
-// splittable says whether a group write that failed with err is worth writing
+// Splittable says whether a group write that failed with err is worth writing
 // again item by item: not when storage is unavailable, which would fail each one
 // alone too, but when the database refused something, which may be one item's.
-func splittable(err error) bool { return !db.IsUnavailable(err) }
+func Splittable(err error) bool { return !db.IsUnavailable(err) }

@@ -32,9 +32,9 @@ func ValidPointer(ptr string) error {
 	return nil
 }
 
-// pointerTokens splits a valid pointer into its unescaped reference tokens. The
+// PointerTokens splits a valid pointer into its unescaped reference tokens. The
 // order of the replacements is the RFC's: "~01" must become "~1", not "/".
-func pointerTokens(ptr string) []string {
+func PointerTokens(ptr string) []string {
 	if ptr == "" {
 		return nil
 	}
@@ -56,7 +56,7 @@ func Pointer(doc any, ptr string) (any, bool) {
 		return nil, false
 	}
 	cur := doc
-	for _, tok := range pointerTokens(ptr) {
+	for _, tok := range PointerTokens(ptr) {
 		switch v := cur.(type) {
 		case map[string]any:
 			next, ok := v[tok]

@@ -172,7 +172,7 @@ func FuzzPointer(f *testing.F) {
 		// Unescaping is reversible for a valid pointer: escaping the tokens again
 		// gives the same text, so a pointer names exactly one path.
 		var b strings.Builder
-		for _, tok := range pointerTokens(ptr) {
+		for _, tok := range PointerTokens(ptr) {
 			b.WriteString("/" + strings.ReplaceAll(strings.ReplaceAll(tok, "~", "~0"), "/", "~1"))
 		}
 		if b.String() != ptr {

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/retention"
 )
 
 func TestRetention(t *testing.T) {
@@ -19,7 +19,7 @@ func TestRetention(t *testing.T) {
 		requests := len(w.crm.Requests())
 		w.exec(`UPDATE events SET received_at = now() - interval '31 days'`)
 
-		r, err := ledger.Prune(context.Background(), w.pool, w.cfg, time.Now())
+		r, err := retention.Prune(context.Background(), w.pool, w.cfg, time.Now())
 		if err != nil || r.Events != 1 {
 			t.Fatalf("prune: %+v %v; want the one event past the 720h window", r, err)
 		}
@@ -52,7 +52,7 @@ func TestRetention(t *testing.T) {
 		w.exec(`UPDATE events SET routed_at = now() - interval '8 days'`)
 		cfg := *w.cfg
 		cfg.Retention.DropBodiesAfter = 7 * 24 * time.Hour
-		r, err := ledger.Prune(context.Background(), w.pool, &cfg, time.Now())
+		r, err := retention.Prune(context.Background(), w.pool, &cfg, time.Now())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -82,7 +82,7 @@ func TestRetention(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer conn.Exec(context.Background(), "SELECT pg_advisory_unlock(7262531)") //nolint:errcheck
-		r, err := ledger.Prune(context.Background(), w.pool, w.cfg, time.Now())
+		r, err := retention.Prune(context.Background(), w.pool, w.cfg, time.Now())
 		if err != nil || !r.Skipped {
 			t.Errorf("prune while another holds the lock: %+v %v; want skipped", r, err)
 		}

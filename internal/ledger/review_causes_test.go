@@ -8,6 +8,7 @@ import (
 
 	"github.com/oncehook/oncehook/db/dbtest"
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/review"
 )
 
 // TestWaitingGroupsByCause: the queues' counts and the causes come from one read
@@ -56,7 +57,7 @@ VALUES ('acme', 'live', 's', 'n', 'k'||$1::int, '[]', 'op'||$1::int, $2, '{}', '
 			}
 		}
 	}
-	w, err := ledger.NewReview(pool, &ledger.Config{}, nil).Waiting(ctx)
+	w, err := review.New(pool, &ledger.Config{}, nil).Waiting(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,15 +112,15 @@ INSERT INTO actions (client, environment, source, name, business_key, key_parts,
 SELECT 'acme', 'live', 's', 'n', 'k' || i, '[]', 'op' || i, 'crm', '{}', '\x00',
        CASE WHEN i <= $1 THEN 'failed' ELSE 'confirmed' END,
        'ops@example.com', 3, now() + interval '1 hour', now()
-FROM generate_series(1, $1 + 7) AS i`, ledger.FilterCountCap+5); err != nil {
+FROM generate_series(1, $1 + 7) AS i`, review.FilterCountCap+5); err != nil {
 		t.Fatal(err)
 	}
-	counts, err := ledger.NewReview(pool, &ledger.Config{}, nil).CountMatching(ctx,
-		ledger.ActionFilter{Q: "ops@example.com"}, []string{ledger.StateFailed, ledger.StateConfirmed, ledger.StateHeld})
+	counts, err := review.New(pool, &ledger.Config{}, nil).CountMatching(ctx,
+		review.ActionFilter{Q: "ops@example.com"}, []string{ledger.StateFailed, ledger.StateConfirmed, ledger.StateHeld})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []ledger.FilterCount{{State: ledger.StateFailed, Count: ledger.FilterCountCap, More: true},
+	want := []review.FilterCount{{State: ledger.StateFailed, Count: review.FilterCountCap, More: true},
 		{State: ledger.StateConfirmed, Count: 7}, {State: ledger.StateHeld}}
 	if fmt.Sprint(counts) != fmt.Sprint(want) {
 		t.Errorf("counts %v, want %v", counts, want)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/oncehook/oncehook/db/dbtest"
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/review"
 )
 
 // TestReadsAcrossClientsSeeEveryClient: a list and the counts across clients hold
@@ -19,10 +20,10 @@ func TestReadsAcrossClientsSeeEveryClient(t *testing.T) {
 	// c0 and c1, 150 actions each, in the states below; the config names c0 alone.
 	fillActions(t, pool, 1, 300, `(ARRAY['failed','confirmed','held'])[1 + i % 3]`)
 	cfg := &ledger.Config{Sources: []ledger.Source{{Name: "s0", Client: "c0"}}}
-	r := ledger.NewReview(pool, cfg, nil)
+	r := review.New(pool, cfg, nil)
 	for _, tc := range []struct {
 		name   string
-		review *ledger.Review
+		review *review.Review
 		want   map[string]int // actions listed, by client
 	}{
 		{"admin", r, map[string]int{"c0": 150, "c1": 150}},
@@ -31,7 +32,7 @@ func TestReadsAcrossClientsSeeEveryClient(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := map[string]int{}
-			f := ledger.ActionFilter{Limit: 70}
+			f := review.ActionFilter{Limit: 70}
 			for pages := 0; ; pages++ {
 				page, err := tc.review.ListActions(ctx, f)
 				if err != nil {

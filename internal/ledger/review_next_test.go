@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/review"
 	"github.com/oncehook/oncehook/internal/sandbox"
 )
 
@@ -18,12 +19,12 @@ func TestNextStepOf(t *testing.T) {
 	parked := time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC) // waiting for a predecessor
 	pred := int64(1)
 	failedPred := &ledger.Action{ID: 1, Name: "open_opportunity", State: ledger.StateFailed}
-	crmDown := &ledger.DestinationStatus{Name: "crm", Status: "disconnected", Owner: "crm-admin@example.com"}
+	crmDown := &review.DestinationStatus{Name: "crm", Status: "disconnected", Owner: "crm-admin@example.com"}
 	later := now.Add(90 * time.Second)
 	cases := []struct {
 		name        string
 		a           ledger.Action
-		f           ledger.StepFacts
+		f           review.StepFacts
 		wantIn      []string
 		wantNot     []string
 		wantAttempt *time.Time
@@ -31,46 +32,46 @@ func TestNextStepOf(t *testing.T) {
 	}{
 		{name: "FailedPredecessorBlocks",
 			a:      ledger.Action{ID: 2, State: ledger.StatePending, AfterID: &pred, NextAttemptAt: parked, Destination: "mail"},
-			f:      ledger.StepFacts{Predecessor: failedPred, Now: now},
+			f:      review.StepFacts{Predecessor: failedPred, Now: now},
 			wantIn: []string{"Blocked", "open_opportunity (action 1)", "failed"}, wantNot: []string{"will perform"}, blocked: true},
 		{name: "PendingPredecessorIsWaitedFor",
 			a:      ledger.Action{ID: 2, State: ledger.StatePending, AfterID: &pred, NextAttemptAt: parked},
-			f:      ledger.StepFacts{Predecessor: &ledger.Action{ID: 1, Name: "open_opportunity", State: ledger.StateRetrying}, Now: now},
+			f:      review.StepFacts{Predecessor: &ledger.Action{ID: 1, Name: "open_opportunity", State: ledger.StateRetrying}, Now: now},
 			wantIn: []string{"open_opportunity (action 1)", "retrying", "once that one is confirmed"}, blocked: true},
 		{name: "HeldUntilANamedPersonReconnects",
 			a:      ledger.Action{ID: 3, State: ledger.StateHeld, Destination: "crm", NextAttemptAt: now},
-			f:      ledger.StepFacts{Disconnected: crmDown, Now: now},
+			f:      review.StepFacts{Disconnected: crmDown, Now: now},
 			wantIn: []string{"Nothing is scheduled", "crm-admin@example.com", "reconnects crm"}},
 		{name: "UncertainBehindADisconnectedDestinationSchedulesNothing",
 			a:      ledger.Action{ID: 4, State: ledger.StateUncertain, Destination: "crm", NextAttemptAt: now.Add(-time.Hour)},
-			f:      ledger.StepFacts{Disconnected: crmDown, Now: now},
+			f:      review.StepFacts{Disconnected: crmDown, Now: now},
 			wantIn: []string{"Nothing is scheduled", "reconnects crm", "looks the operation up"}},
 		{name: "RateLimitWaitsUntilItsTime",
 			a: ledger.Action{ID: 5, State: ledger.StateRetrying, Destination: "crm", NextAttemptAt: later,
 				Reason: string(ledger.ObsThrottled) + ": HTTP 429"},
-			f:      ledger.StepFacts{Now: now},
+			f:      review.StepFacts{Now: now},
 			wantIn: []string{"rate limit", "2026-01-01 12:01:30 UTC"}, wantAttempt: &later},
 		{name: "FailedBehindADisconnectedDestinationStillNeedsAPerson",
 			a:      ledger.Action{ID: 9, State: ledger.StateFailed, Destination: "crm", NextAttemptAt: now},
-			f:      ledger.StepFacts{Disconnected: crmDown, Now: now},
+			f:      review.StepFacts{Disconnected: crmDown, Now: now},
 			wantIn: []string{"Nothing is scheduled", "Retry"}, wantNot: []string{"then a worker"}},
 		{name: "FailedHasNothingScheduled",
 			a:      ledger.Action{ID: 6, State: ledger.StateFailed, NextAttemptAt: now},
-			f:      ledger.StepFacts{Now: now},
+			f:      review.StepFacts{Now: now},
 			wantIn: []string{"Nothing is scheduled", "Correct"}},
 		{name: "CorrectionWaitsForAnotherPerson",
 			a: ledger.Action{ID: 7, State: ledger.StateFailed, NextAttemptAt: now},
-			f: ledger.StepFacts{Now: now, Correction: &ledger.Correction{ProposedBy: "ops@example.com",
+			f: review.StepFacts{Now: now, Correction: &review.Correction{ProposedBy: "ops@example.com",
 				Approve: ledger.ApproveAnotherPerson}},
 			wantIn: []string{"ops@example.com proposed a correction", "another person"}},
 		{name: "PendingDueNow",
 			a:      ledger.Action{ID: 8, State: ledger.StatePending, NextAttemptAt: now},
-			f:      ledger.StepFacts{Now: now},
+			f:      review.StepFacts{Now: now},
 			wantIn: []string{"a worker will perform it shortly"}, wantAttempt: &now},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got := ledger.NextStepOf(c.a, c.f)
+			got := review.NextStepOf(c.a, c.f)
 			for _, w := range c.wantIn {
 				if !strings.Contains(got.Text, w) {
 					t.Errorf("step %q does not say %q", got.Text, w)

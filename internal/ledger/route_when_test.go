@@ -14,7 +14,10 @@ import (
 
 	"github.com/oncehook/oncehook/db/dbtest"
 	"github.com/oncehook/oncehook/internal/config"
+	"github.com/oncehook/oncehook/internal/engine"
+	"github.com/oncehook/oncehook/internal/inbox"
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/review"
 	"github.com/oncehook/oncehook/internal/sender"
 	"github.com/oncehook/oncehook/web"
 )
@@ -90,7 +93,7 @@ func TestCancellationNeedsItsWhen(t *testing.T) {
 type shop struct {
 	t     *testing.T
 	url   string
-	eng   *ledger.Engine
+	eng   *engine.Engine
 	state func() string // the order's action's state
 	pool  *pgxpool.Pool
 }
@@ -114,10 +117,10 @@ func newShop(t *testing.T, cancelledBy string) *shop {
 		t.Fatal(err)
 	}
 	logger := slog.New(slog.DiscardHandler)
-	srv := httptest.NewServer(web.New(web.Params{Config: cfg, Pool: pool, Inbox: ledger.NewInbox(pool, logger, nil),
-		Review: ledger.NewReview(pool, cfg, nil), Logger: logger}))
+	srv := httptest.NewServer(web.New(web.Params{Config: cfg, Pool: pool, Inbox: inbox.New(pool, logger, nil),
+		Review: review.New(pool, cfg, nil), Logger: logger}))
 	t.Cleanup(srv.Close)
-	s := &shop{t: t, url: srv.URL, pool: pool, eng: ledger.NewEngine(ledger.EngineParams{Pool: pool, Config: cfg, Logger: logger})}
+	s := &shop{t: t, url: srv.URL, pool: pool, eng: engine.New(engine.Params{Pool: pool, Config: cfg, Logger: logger})}
 	s.state = func() string {
 		var st string
 		if err := pool.QueryRow(context.Background(), `SELECT state FROM actions WHERE name = 'record_order'`).Scan(&st); err != nil {

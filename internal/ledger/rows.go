@@ -45,7 +45,7 @@ type Action struct {
 	StateSince     time.Time // when it entered its state: what its age counts from
 }
 
-func actionOf(a db.Action) Action {
+func ActionOf(a db.Action) Action {
 	return Action{ID: a.ID, Client: a.Client, Environment: a.Environment, Source: a.Source, Name: a.Name,
 		BusinessKey: a.BusinessKey, KeyParts: a.KeyParts, OperationKey: a.OperationKey, AttemptKey: a.AttemptKey,
 		Destination: a.Destination, Params: a.Params, State: a.State, Reason: a.Reason, Owner: a.Owner,
@@ -56,10 +56,10 @@ func actionOf(a db.Action) Action {
 		CreatedAt: a.CreatedAt, UpdatedAt: a.UpdatedAt, StateSince: a.StateSince}
 }
 
-func actionsOf(rows []db.Action) []Action {
+func ActionsOf(rows []db.Action) []Action {
 	out := make([]Action, len(rows))
 	for i, a := range rows {
-		out[i] = actionOf(a)
+		out[i] = ActionOf(a)
 	}
 	return out
 }
@@ -79,7 +79,7 @@ type Attempt struct {
 	FinishedAt   *time.Time
 }
 
-func attemptsOf(rows []db.Attempt) []Attempt {
+func AttemptsOf(rows []db.Attempt) []Attempt {
 	out := make([]Attempt, len(rows))
 	for i, a := range rows {
 		out[i] = Attempt{ID: a.ID, Kind: a.Kind, OperationKey: a.OperationKey, Worker: a.Worker,
@@ -99,7 +99,7 @@ type AuditEntry struct {
 	At     time.Time
 }
 
-func auditOf(rows []db.Audit) []AuditEntry {
+func AuditOf(rows []db.Audit) []AuditEntry {
 	out := make([]AuditEntry, len(rows))
 	for i, a := range rows {
 		out[i] = AuditEntry{ID: a.ID, Actor: a.Actor, Act: a.Act, Note: a.Note, Detail: a.Detail, At: a.At}
@@ -107,7 +107,7 @@ func auditOf(rows []db.Audit) []AuditEntry {
 	return out
 }
 
-func eventAuditOf(rows []db.EventAudit) []AuditEntry {
+func EventAuditOf(rows []db.EventAudit) []AuditEntry {
 	out := make([]AuditEntry, len(rows))
 	for i, a := range rows {
 		out[i] = AuditEntry{ID: a.ID, Actor: a.Actor, Act: a.Act, Note: a.Note, Detail: a.Detail, At: a.At}
@@ -130,7 +130,7 @@ type LinkedEvent struct {
 	ReceivedAt    time.Time
 }
 
-func linkedEventsOf(rows []db.ActionEventListRow) []LinkedEvent {
+func LinkedEventsOf(rows []db.ActionEventListRow) []LinkedEvent {
 	out := make([]LinkedEvent, len(rows))
 	for i, r := range rows {
 		out[i] = LinkedEvent(r)
@@ -160,7 +160,7 @@ type Event struct {
 	Via            string // ViaWebhook or ViaBackfill
 }
 
-func eventOf(e db.Event) Event {
+func EventOf(e db.Event) Event {
 	return Event{ID: e.ID, Client: e.Client, Environment: e.Environment, Source: e.Source,
 		SourceEventID: e.SourceEventID, Type: e.Type, Status: e.Status, Reason: e.Reason, Body: e.Body,
 		Payload: e.Payload, Headers: e.Headers, OccurredAt: e.OccurredAt, ReceivedAt: e.ReceivedAt,
@@ -168,7 +168,7 @@ func eventOf(e db.Event) Event {
 		Via: e.Via}
 }
 
-func eventListOf(rows []db.EventListRow) []Event {
+func EventListOf(rows []db.EventListRow) []Event {
 	out := make([]Event, len(rows))
 	for i, e := range rows {
 		out[i] = Event{ID: e.ID, Client: e.Client, Environment: e.Environment, Source: e.Source,
@@ -187,7 +187,7 @@ type ConflictingBody struct {
 	ReceivedAt time.Time
 }
 
-func conflictsOf(rows []db.EventConflict) []ConflictingBody {
+func ConflictsOf(rows []db.EventConflict) []ConflictingBody {
 	out := make([]ConflictingBody, len(rows))
 	for i, c := range rows {
 		out[i] = ConflictingBody{ID: c.ID, Body: c.Body, Headers: c.Headers, ReceivedAt: c.ReceivedAt}
@@ -210,24 +210,18 @@ type User struct {
 	SignedInAt  *time.Time
 }
 
-func userOf(u db.User) User {
+func UserOf(u db.User) User {
 	return User{ID: u.ID, Email: u.Email, Role: u.Role, Clients: u.Clients, Disabled: u.Disabled,
-		CreatedAt: u.CreatedAt, OIDCIssuer: deref(u.OidcIssuer), OIDCSubject: deref(u.OidcSubject),
+		CreatedAt: u.CreatedAt, OIDCIssuer: Deref(u.OidcIssuer), OIDCSubject: Deref(u.OidcSubject),
 		SignedInAt: u.SignedInAt}
 }
 
-// deref is a nullable text column's value, the empty string for null.
-func deref(s *string) string {
+// Deref is a nullable text column's value, the empty string for null.
+func Deref(s *string) string {
 	if s == nil {
 		return ""
 	}
 	return *s
-}
-
-// tokenOf is an API token row without its hash.
-func tokenOf(r db.ApiToken) Token {
-	return Token{ID: r.ID, Name: r.Name, Role: r.Role, Clients: r.Clients, CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt,
-		LastUsedAt: r.LastUsedAt, RevokedAt: r.RevokedAt}
 }
 
 // Actor is the user as the reviews see them: their role and clients.

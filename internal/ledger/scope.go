@@ -5,56 +5,56 @@ import (
 	"strings"
 )
 
-// scope is the clients a reader sees, as every scoped query takes it: all, or the
+// Scope is the clients a reader sees, as every scoped query takes it: all, or the
 // listed ones. It is the one rule every read and act of the dashboard and the API
 // goes through, written into SQL as (@all_clients OR client = ANY(@scope_clients)).
-type scope struct {
-	all     bool
-	clients []string
+type Scope struct {
+	All     bool
+	Clients []string
 }
 
-// everyClient is the scope of the engine, the command line and admins.
-var everyClient = scope{all: true, clients: []string{}}
+// EveryClient is the scope of the engine, the command line and admins.
+var EveryClient = Scope{All: true, Clients: []string{}}
 
-// scope is what a sees: every client for an admin, else a's clients (none for an
+// Scope is what a sees: every client for an admin, else a's clients (none for an
 // actor without a role, so a forgotten role shows nothing).
-func (a Actor) scope() scope {
+func (a Actor) Scope() Scope {
 	if a.Role == RoleAdmin {
-		return everyClient
+		return EveryClient
 	}
-	return scope{clients: append([]string{}, a.Clients...)}
+	return Scope{Clients: append([]string{}, a.Clients...)}
 }
 
 // Sees reports whether a may read the records of client.
-func (a Actor) Sees(client string) bool { return a.scope().sees(client) }
+func (a Actor) Sees(client string) bool { return a.Scope().Sees(client) }
 
 // MayAct reports whether a may do anything at all (a viewer only reads).
 func (a Actor) MayAct() bool { return a.Role == RoleAdmin || a.Role == RoleOperator }
 
-func (s scope) sees(client string) bool { return s.all || slices.Contains(s.clients, client) }
+func (s Scope) Sees(client string) bool { return s.All || slices.Contains(s.Clients, client) }
 
-// of keeps those of clients the scope sees, in their order.
-func (s scope) of(clients []string) []string {
+// Of keeps those of clients the scope sees, in their order.
+func (s Scope) Of(clients []string) []string {
 	out := []string{}
 	for _, c := range clients {
-		if s.sees(c) {
+		if s.Sees(c) {
 			out = append(out, c)
 		}
 	}
 	return out
 }
 
-// notFound is how a record of a client outside the scope is refused: as if it did
+// NotFound is how a record of a client outside the scope is refused: as if it did
 // not exist, so a person learns nothing of other clients' records.
-func notFound(what string, id int64) error {
+func NotFound(what string, id int64) error {
 	return Errorf(ENOTFOUND, "%s %d does not exist.", what, id)
 }
 
-// checkActor refuses an act by actor on a record of client: ENOTFOUND outside its
+// CheckActor refuses an act by actor on a record of client: ENOTFOUND outside its
 // scope, EFORBIDDEN for a viewer.
-func checkActor(actor Actor, client, what string, id int64) error {
+func CheckActor(actor Actor, client, what string, id int64) error {
 	if !actor.Sees(client) {
-		return notFound(what, id)
+		return NotFound(what, id)
 	}
 	if !actor.MayAct() {
 		return Errorf(EFORBIDDEN, "Viewers can read but not change anything.")
@@ -77,7 +77,7 @@ func (c *Config) Clients() []string {
 // clients that known does not hold; an admin has no clients (it sees all), an
 // operator or viewer needs at least one. It returns the clients cleaned and sorted.
 func CheckScope(role string, clients, known []string) ([]string, error) {
-	out, err := scopeShape(role, clients)
+	out, err := ScopeShape(role, clients)
 	if err != nil {
 		return nil, err
 	}
@@ -89,9 +89,9 @@ func CheckScope(role string, clients, known []string) ([]string, error) {
 	return out, nil
 }
 
-// scopeShape is CheckScope without the config: the role known, the clients
+// ScopeShape is CheckScope without the config: the role known, the clients
 // cleaned, none for an admin and some for anyone else.
-func scopeShape(role string, clients []string) ([]string, error) {
+func ScopeShape(role string, clients []string) ([]string, error) {
 	if err := checkRole(role); err != nil {
 		return nil, err
 	}
@@ -101,7 +101,7 @@ func scopeShape(role string, clients []string) ([]string, error) {
 		if c == "" || slices.Contains(out, c) {
 			continue
 		}
-		if err := checkText("client", c); err != nil {
+		if err := CheckText("client", c); err != nil {
 			return nil, err
 		}
 		out = append(out, c)

@@ -8,7 +8,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/oncehook/oncehook/db/dbtest"
+	"github.com/oncehook/oncehook/internal/accounts"
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/review"
 )
 
 // TestScopeOfReaders reads and acts over two clients' actions (c0 and c1) as
@@ -22,7 +24,7 @@ func TestScopeOfReaders(t *testing.T) {
 	ctx := context.Background()
 	fillActions(t, pool, 1, 40, `(ARRAY['failed', 'confirmed', 'pending', 'uncertain'])[1 + (i / 2) % 4]`)
 	cfg := &ledger.Config{Sources: []ledger.Source{{Name: "s0", Client: "c0"}, {Name: "s1", Client: "c1"}}}
-	r := ledger.NewReview(pool, cfg, nil)
+	r := review.New(pool, cfg, nil)
 	op := ledger.Actor{Name: "op0@example.com", Role: ledger.RoleOperator, Clients: []string{"c0"}}
 	viewer := ledger.Actor{Name: "v0@example.com", Role: ledger.RoleViewer, Clients: []string{"c0"}}
 	admin := ledger.Actor{Name: "boss@example.com", Role: ledger.RoleAdmin}
@@ -44,7 +46,7 @@ func TestScopeOfReaders(t *testing.T) {
 	}
 
 	t.Run("ListsAndCountsHoldTheirClientOnly", func(t *testing.T) {
-		page, err := r.For(op).ListActions(ctx, ledger.ActionFilter{Limit: 100})
+		page, err := r.For(op).ListActions(ctx, review.ActionFilter{Limit: 100})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -84,7 +86,7 @@ func TestScopeOfReaders(t *testing.T) {
 		if diff := cmp.Diff(want, counted); diff != "" {
 			t.Errorf("summary (-c0's +counted):\n%s", diff)
 		}
-		if page, err := r.For(ledger.Actor{Name: "nobody"}).ListActions(ctx, ledger.ActionFilter{}); err != nil || len(page.Actions) != 0 {
+		if page, err := r.For(ledger.Actor{Name: "nobody"}).ListActions(ctx, review.ActionFilter{}); err != nil || len(page.Actions) != 0 {
 			t.Errorf("an actor without a role listed %d actions (%v), want none", len(page.Actions), err)
 		}
 	})
@@ -94,7 +96,7 @@ func TestScopeOfReaders(t *testing.T) {
 		if _, err := r.For(op).GetAction(ctx, theirs); ledger.ErrorCode(err) != ledger.ENOTFOUND {
 			t.Errorf("reading c1's action as c0's operator: %v, want not found", err)
 		}
-		if _, err := r.Do(ctx, op, ledger.ActCancel, theirs, ledger.ActParams{}); ledger.ErrorCode(err) != ledger.ENOTFOUND {
+		if _, err := r.Do(ctx, op, review.ActCancel, theirs, review.ActParams{}); ledger.ErrorCode(err) != ledger.ENOTFOUND {
 			t.Errorf("cancelling c1's action as c0's operator: %v, want not found", err)
 		}
 		if got, err := r.For(op).ActionsByID(ctx, []int64{theirs}); err != nil || len(got) != 0 {
@@ -107,13 +109,13 @@ func TestScopeOfReaders(t *testing.T) {
 	t.Run("ViewerActsOnNothing", func(t *testing.T) {
 		own := idOf("c0", ledger.StatePending)
 		before := rowOf(own)
-		if _, err := r.Do(ctx, viewer, ledger.ActCancel, own, ledger.ActParams{}); ledger.ErrorCode(err) != ledger.EFORBIDDEN {
+		if _, err := r.Do(ctx, viewer, review.ActCancel, own, review.ActParams{}); ledger.ErrorCode(err) != ledger.EFORBIDDEN {
 			t.Errorf("a viewer's cancel: %v, want forbidden", err)
 		}
-		if res, err := r.Bulk(ctx, viewer, ledger.ActRetry, []int64{idOf("c0", ledger.StateFailed)}, ledger.ActParams{}); err != nil || len(res) != 1 || res[0].Done {
+		if res, err := r.Bulk(ctx, viewer, review.ActRetry, []int64{idOf("c0", ledger.StateFailed)}, review.ActParams{}); err != nil || len(res) != 1 || res[0].Done {
 			t.Errorf("a viewer's bulk retry: %+v %v, want refused", res, err)
 		}
-		if allowed := ledger.Allowed(viewer, ledger.Action{State: ledger.StateFailed}); allowed[ledger.ActRetry] || allowed[ledger.ActCancel] {
+		if allowed := review.Allowed(viewer, ledger.Action{State: ledger.StateFailed}); allowed[review.ActRetry] || allowed[review.ActCancel] {
 			t.Errorf("a viewer is offered %v", allowed)
 		}
 		if after := rowOf(own); after != before {
@@ -123,15 +125,15 @@ func TestScopeOfReaders(t *testing.T) {
 	t.Run("AssignedOnlyToWhoSeesTheClient", func(t *testing.T) {
 		for _, u := range []struct{ email, role, client string }{{"op0@example.com", ledger.RoleOperator, "c0"},
 			{"op1@example.com", ledger.RoleOperator, "c1"}} {
-			if _, err := ledger.CreateUser(ctx, pool, u.email, u.role, "a long enough password", u.client); err != nil {
+			if _, err := accounts.CreateUser(ctx, pool, u.email, u.role, "a long enough password", u.client); err != nil {
 				t.Fatal(err)
 			}
 		}
 		theirs := idOf("c1", ledger.StateFailed)
-		if _, err := r.Do(ctx, admin, ledger.ActAssign, theirs, ledger.ActParams{Owner: "op0@example.com"}); ledger.ErrorCode(err) != ledger.EINVALID {
+		if _, err := r.Do(ctx, admin, review.ActAssign, theirs, review.ActParams{Owner: "op0@example.com"}); ledger.ErrorCode(err) != ledger.EINVALID {
 			t.Errorf("assigning c1's action to c0's operator: %v, want refused", err)
 		}
-		if a, err := r.Do(ctx, admin, ledger.ActAssign, theirs, ledger.ActParams{Owner: "op1@example.com"}); err != nil || a.Owner != "op1@example.com" {
+		if a, err := r.Do(ctx, admin, review.ActAssign, theirs, review.ActParams{Owner: "op1@example.com"}); err != nil || a.Owner != "op1@example.com" {
 			t.Errorf("assigning c1's action to c1's operator: %v %v", a.Owner, err)
 		}
 		us, err := r.Assignees(ctx, "c1")

@@ -333,8 +333,8 @@ func (c Condition) Holds(doc any) bool {
 	return ok && s == c.Equals
 }
 
-// allHold reports whether every condition holds for doc (true for none).
-func allHold(cs []Condition, doc any) bool {
+// AllHold reports whether every condition holds for doc (true for none).
+func AllHold(cs []Condition, doc any) bool {
 	for _, c := range cs {
 		if !c.Holds(doc) {
 			return false
@@ -526,3 +526,9 @@ func (c *Config) Owners() []string {
 	}
 	return out
 }
+
+// Who may approve a correction, per destination (corrections.approve).
+const (
+	ApproveAnotherPerson = "another_person" // the default: four eyes
+	ApproveSelf          = "self"
+)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/oncehook/oncehook/db/dbtest"
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/review"
 )
 
 // TestSourceSummariesCountTheNewestAndEstimateTheRest: a source with a few events
@@ -33,7 +34,7 @@ ANALYZE events`); err != nil {
 		t.Fatal(err)
 	}
 	cfg := &ledger.Config{Sources: []ledger.Source{{Name: "big", Client: "acme"}, {Name: "small", Client: "acme"}, {Name: "quiet", Client: "acme"}}}
-	got, err := ledger.NewReview(pool, cfg, nil).Sources(ctx)
+	got, err := review.New(pool, cfg, nil).Sources(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,9 @@ import (
 	"time"
 
 	"github.com/oncehook/oncehook/db/dbtest"
+	"github.com/oncehook/oncehook/internal/accounts"
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/review"
 )
 
 // TestStateSince: an action's clock is when it entered its state. Assigning it,
@@ -32,12 +34,12 @@ func TestStateSince(t *testing.T) {
 		}
 	}
 	exec(`UPDATE actions SET state_since = '2026-01-01 00:00:00+00' WHERE id = 1`)
-	r := ledger.NewReview(pool, &ledger.Config{}, nil)
-	if _, err := ledger.CreateUser(ctx, pool, "ops@example.com", ledger.RoleAdmin, "a long enough password"); err != nil {
+	r := review.New(pool, &ledger.Config{}, nil)
+	if _, err := accounts.CreateUser(ctx, pool, "ops@example.com", ledger.RoleAdmin, "a long enough password"); err != nil {
 		t.Fatal(err) // an owner must be a user who sees the action's client
 	}
-	if _, err := r.Do(ctx, ledger.Actor{Name: "admin@example.com", Role: ledger.RoleAdmin}, ledger.ActAssign, 1,
-		ledger.ActParams{Owner: "ops@example.com"}); err != nil {
+	if _, err := r.Do(ctx, ledger.Actor{Name: "admin@example.com", Role: ledger.RoleAdmin}, review.ActAssign, 1,
+		review.ActParams{Owner: "ops@example.com"}); err != nil {
 		t.Fatal(err)
 	}
 	if got := since(); !got.Equal(old) {

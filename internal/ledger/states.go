@@ -58,3 +58,21 @@ func OpenStates() []string {
 	}
 	return out
 }
+
+// Queues lists the three review queues in the order people work them.
+var Queues = []string{QueueFailed, QueueUncertain, QueueOutstanding}
+
+// Event statuses (exact strings, used in the API and the pages).
+const (
+	EventReceived = "received"
+	EventRouted   = "routed"
+	EventIgnored  = "ignored"
+	EventStale    = "stale"
+	EventConflict = "conflict"
+)
+
+// How an event reached the inbox (events.via).
+const (
+	ViaWebhook  = "webhook"
+	ViaBackfill = "backfill"
+)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/oncehook/oncehook/db/dbtest"
+	"github.com/oncehook/oncehook/internal/accounts"
 	"github.com/oncehook/oncehook/internal/ledger"
 )
 
@@ -15,13 +16,13 @@ func TestTokenUseIsMarkedAtMostOnceAMinute(t *testing.T) {
 	t.Parallel()
 	pool := dbtest.New(t)
 	ctx := context.Background()
-	token, err := ledger.CreateToken(ctx, pool, "ci", ledger.RoleAdmin)
+	token, err := accounts.CreateToken(ctx, pool, "ci", ledger.RoleAdmin)
 	if err != nil {
 		t.Fatal(err)
 	}
 	lastUsed := func() time.Time {
 		t.Helper()
-		ts, err := ledger.ListTokens(ctx, pool)
+		ts, err := accounts.ListTokens(ctx, pool)
 		if err != nil || len(ts) != 1 {
 			t.Fatalf("tokens %v: %v", ts, err)
 		}
@@ -32,7 +33,7 @@ func TestTokenUseIsMarkedAtMostOnceAMinute(t *testing.T) {
 	}
 	use := func() {
 		t.Helper()
-		if a, err := ledger.AuthenticateToken(ctx, pool, token); err != nil || a.Name != "token:ci" {
+		if a, err := accounts.AuthenticateToken(ctx, pool, token); err != nil || a.Name != "token:ci" {
 			t.Fatalf("authenticate: %+v, %v", a, err)
 		}
 	}

@@ -17,23 +17,23 @@ import (
 	"github.com/oncehook/oncehook/internal/telemetry"
 )
 
-// traceparentHeader is the identity header under which an event keeps the trace
+// TraceparentHeader is the identity header under which an event keeps the trace
 // context of the delivery that stored it, so that the router and the performer, in
 // whichever process claims the work, continue that delivery's trace.
-const traceparentHeader = "Traceparent"
+const TraceparentHeader = "Traceparent"
 
 // Span attribute keys. Never params, bodies or secrets: the operation key is hashed.
 const (
-	attrEventID      = attribute.Key("oncehook.event_id")
-	attrEventStatus  = attribute.Key("oncehook.event_status")
-	attrActionIDs    = attribute.Key("oncehook.action_ids")
-	attrActionID     = attribute.Key("oncehook.action_id")
-	attrAction       = attribute.Key("oncehook.action")
-	attrDestination  = attribute.Key("oncehook.destination")
-	attrOpKeyHash    = attribute.Key("oncehook.operation_key_hash")
-	attrOutcome      = attribute.Key("oncehook.outcome")
-	attrHTTPStatus   = attribute.Key("http.response.status_code")
-	attrAttemptCount = attribute.Key("oncehook.attempt")
+	AttrEventID      = attribute.Key("oncehook.event_id")
+	AttrEventStatus  = attribute.Key("oncehook.event_status")
+	AttrActionIDs    = attribute.Key("oncehook.action_ids")
+	AttrActionID     = attribute.Key("oncehook.action_id")
+	AttrAction       = attribute.Key("oncehook.action")
+	AttrDestination  = attribute.Key("oncehook.destination")
+	AttrOpKeyHash    = attribute.Key("oncehook.operation_key_hash")
+	AttrOutcome      = attribute.Key("oncehook.outcome")
+	AttrHTTPStatus   = attribute.Key("http.response.status_code")
+	AttrAttemptCount = attribute.Key("oncehook.attempt")
 )
 
 // OperationKeyHash is the first 16 hex digits of the operation key's SHA-256: enough
@@ -44,9 +44,9 @@ func OperationKeyHash(key string) string {
 	return hex.EncodeToString(sum[:8])
 }
 
-// withTraceparent returns headers with the trace context of ctx's span added, when
+// WithTraceparent returns headers with the trace context of ctx's span added, when
 // traces are on and ctx has one; otherwise headers itself.
-func withTraceparent(ctx context.Context, headers map[string]string) map[string]string {
+func WithTraceparent(ctx context.Context, headers map[string]string) map[string]string {
 	if !telemetry.Enabled() || !trace.SpanContextFromContext(ctx).IsValid() {
 		return headers
 	}
@@ -58,22 +58,22 @@ func withTraceparent(ctx context.Context, headers map[string]string) map[string]
 	}
 	out := make(map[string]string, len(headers)+1)
 	maps.Copy(out, headers)
-	out[traceparentHeader] = tp
+	out[TraceparentHeader] = tp
 	return out
 }
 
-// storedTraceContext is ctx carrying the trace context an event was stored with, if
+// StoredTraceContext is ctx carrying the trace context an event was stored with, if
 // any.
-func storedTraceContext(ctx context.Context, traceparent string) context.Context {
+func StoredTraceContext(ctx context.Context, traceparent string) context.Context {
 	if traceparent == "" {
 		return ctx
 	}
 	return otel.GetTextMapPropagator().Extract(ctx, propagation.MapCarrier{"traceparent": traceparent})
 }
 
-// actionIDs is what a log line about an action carries: its id, its operation key's
+// ActionIDs is what a log line about an action carries: its id, its operation key's
 // hash and, inside a call's span, the trace id. Computed only for a line written.
-func actionIDs(ctx context.Context, a db.Action) slog.Attr {
+func ActionIDs(ctx context.Context, a db.Action) slog.Attr {
 	return slog.Any("", actionLog{ctx: ctx, id: a.ID, key: a.OperationKey})
 }
 
@@ -93,9 +93,9 @@ func (l actionLog) LogValue() slog.Value {
 	return slog.GroupValue(attrs...)
 }
 
-// eventIDs is what a log line about an event carries: its id and, when it was stored
+// EventIDs is what a log line about an event carries: its id and, when it was stored
 // while tracing, its delivery's trace id.
-func eventIDs(ev db.Event) slog.Attr {
+func EventIDs(ev db.Event) slog.Attr {
 	return slog.Any("", eventLog(ev))
 }
 
@@ -105,7 +105,7 @@ func (l eventLog) LogValue() slog.Value {
 	attrs := []slog.Attr{slog.Int64("event_id", l.ID)}
 	var headers map[string]string
 	_ = json.Unmarshal(l.Headers, &headers)
-	if sc := trace.SpanContextFromContext(storedTraceContext(context.Background(), headers[traceparentHeader])); sc.IsValid() {
+	if sc := trace.SpanContextFromContext(StoredTraceContext(context.Background(), headers[TraceparentHeader])); sc.IsValid() {
 		attrs = append(attrs, slog.String("trace_id", sc.TraceID().String()))
 	}
 	return slog.GroupValue(attrs...)

@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/oncehook/oncehook/db/dbtest"
+	"github.com/oncehook/oncehook/internal/accounts"
 	"github.com/oncehook/oncehook/internal/ledger"
 )
 
@@ -54,13 +55,13 @@ func TestSignInOIDC(t *testing.T) {
 	t.Parallel()
 	pool := dbtest.New(t)
 	ctx := context.Background()
-	ann := ledger.Identity{Issuer: testOIDC.Issuer, Subject: "248289761001", Email: "ann@example.com", Values: []string{"acme-ops"}}
+	ann := accounts.Identity{Issuer: testOIDC.Issuer, Subject: "248289761001", Email: "ann@example.com", Values: []string{"acme-ops"}}
 
-	first, err := ledger.SignInOIDC(ctx, pool, testOIDC, ann)
+	first, err := accounts.SignInOIDC(ctx, pool, testOIDC, ann)
 	if err != nil {
 		t.Fatal(err)
 	}
-	stored, err := ledger.GetUser(ctx, pool, first.ID)
+	stored, err := accounts.GetUser(ctx, pool, first.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +71,7 @@ func TestSignInOIDC(t *testing.T) {
 	}
 	t.Run("PasswordNeverAuthenticates", func(t *testing.T) {
 		for _, pw := range []string{"", "decoy password that no account has"} {
-			if _, err := ledger.Authenticate(ctx, pool, ledger.DefaultLoginLimits, ann.Email, pw, "192.0.2.9"); ledger.ErrorCode(err) != ledger.EUNAUTHORIZED {
+			if _, err := accounts.Authenticate(ctx, pool, accounts.DefaultLoginLimits, ann.Email, pw, "192.0.2.9"); ledger.ErrorCode(err) != ledger.EUNAUTHORIZED {
 				t.Errorf("password %q for an identity provider's user: %v, want refused", pw, err)
 			}
 		}
@@ -78,11 +79,11 @@ func TestSignInOIDC(t *testing.T) {
 	t.Run("UpdatedOnEverySignIn", func(t *testing.T) {
 		again := ann
 		again.Email, again.Values = "ann.smith@example.com", []string{"beta-ops", "acme-view"}
-		u, err := ledger.SignInOIDC(ctx, pool, testOIDC, again)
+		u, err := accounts.SignInOIDC(ctx, pool, testOIDC, again)
 		if err != nil {
 			t.Fatal(err)
 		}
-		stored, _ := ledger.GetUser(ctx, pool, first.ID)
+		stored, _ := accounts.GetUser(ctx, pool, first.ID)
 		if u.ID != first.ID || stored.Email != again.Email || stored.Role != ledger.RoleOperator ||
 			!cmp.Equal(stored.Clients, []string{"beta"}) || !stored.SignedInAt.After(*first.SignedInAt) {
 			t.Errorf("second sign-in: %+v, want the same user with the new email and clients", stored)
@@ -91,10 +92,10 @@ func TestSignInOIDC(t *testing.T) {
 	t.Run("RemovedGroupRemovesAccess", func(t *testing.T) {
 		gone := ann
 		gone.Values = []string{"sales"}
-		if _, err := ledger.SignInOIDC(ctx, pool, testOIDC, gone); ledger.ErrorCode(err) != ledger.EFORBIDDEN {
+		if _, err := accounts.SignInOIDC(ctx, pool, testOIDC, gone); ledger.ErrorCode(err) != ledger.EFORBIDDEN {
 			t.Fatalf("sign-in with no matching group: %v, want refused", err)
 		}
-		stored, _ := ledger.GetUser(ctx, pool, first.ID)
+		stored, _ := accounts.GetUser(ctx, pool, first.ID)
 		if stored.Role != ledger.RoleViewer || len(stored.Clients) != 0 {
 			t.Errorf("after the group was removed: role %s clients %v, want a viewer of nothing", stored.Role, stored.Clients)
 		}
@@ -107,14 +108,14 @@ func TestSignInOIDCRefused(t *testing.T) {
 	t.Parallel()
 	pool := dbtest.New(t)
 	ctx := context.Background()
-	ann := ledger.Identity{Issuer: testOIDC.Issuer, Subject: "248289761001", Email: "ann@example.com", Values: []string{"acme-ops"}}
-	first, err := ledger.SignInOIDC(ctx, pool, testOIDC, ann)
+	ann := accounts.Identity{Issuer: testOIDC.Issuer, Subject: "248289761001", Email: "ann@example.com", Values: []string{"acme-ops"}}
+	first, err := accounts.SignInOIDC(ctx, pool, testOIDC, ann)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Run("UnknownWithNoGroupIsNotCreated", func(t *testing.T) {
-		bob := ledger.Identity{Issuer: testOIDC.Issuer, Subject: "bob", Email: "bob@example.com", Values: []string{"sales"}}
-		if _, err := ledger.SignInOIDC(ctx, pool, testOIDC, bob); ledger.ErrorCode(err) != ledger.EFORBIDDEN {
+		bob := accounts.Identity{Issuer: testOIDC.Issuer, Subject: "bob", Email: "bob@example.com", Values: []string{"sales"}}
+		if _, err := accounts.SignInOIDC(ctx, pool, testOIDC, bob); ledger.ErrorCode(err) != ledger.EFORBIDDEN {
 			t.Fatalf("refused sign-in: %v", err)
 		}
 		var n int
@@ -123,18 +124,18 @@ func TestSignInOIDCRefused(t *testing.T) {
 		}
 	})
 	t.Run("DisabledIsRefused", func(t *testing.T) {
-		boss, err := ledger.CreateUser(ctx, pool, "boss@example.com", ledger.RoleAdmin, "twelve chars!")
+		boss, err := accounts.CreateUser(ctx, pool, "boss@example.com", ledger.RoleAdmin, "twelve chars!")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := ledger.SetUserDisabled(ctx, pool, ledger.Actor{Name: boss.Email, Role: ledger.RoleAdmin}, first.ID, true); err != nil {
+		if err := accounts.SetUserDisabled(ctx, pool, ledger.Actor{Name: boss.Email, Role: ledger.RoleAdmin}, first.ID, true); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := ledger.SignInOIDC(ctx, pool, testOIDC, ann); ledger.ErrorCode(err) != ledger.EFORBIDDEN {
+		if _, err := accounts.SignInOIDC(ctx, pool, testOIDC, ann); ledger.ErrorCode(err) != ledger.EFORBIDDEN {
 			t.Errorf("a disabled user signed in: %v", err)
 		}
-		taken := ledger.Identity{Issuer: testOIDC.Issuer, Subject: "other", Email: "Boss@example.com", Values: []string{"admins"}}
-		if _, err := ledger.SignInOIDC(ctx, pool, testOIDC, taken); ledger.ErrorCode(err) != ledger.ECONFLICT {
+		taken := accounts.Identity{Issuer: testOIDC.Issuer, Subject: "other", Email: "Boss@example.com", Values: []string{"admins"}}
+		if _, err := accounts.SignInOIDC(ctx, pool, testOIDC, taken); ledger.ErrorCode(err) != ledger.ECONFLICT {
 			t.Errorf("an identity with a local account's email: %v, want a conflict, not that account", err)
 		}
 	})
@@ -144,11 +145,11 @@ func TestSignInOIDCRefused(t *testing.T) {
 func TestSignInOIDCAtOnce(t *testing.T) {
 	t.Parallel()
 	pool := dbtest.New(t)
-	id := ledger.Identity{Issuer: testOIDC.Issuer, Subject: "s-1", Email: "cy@example.com", Values: []string{"admins"}}
+	id := accounts.Identity{Issuer: testOIDC.Issuer, Subject: "s-1", Email: "cy@example.com", Values: []string{"admins"}}
 	var wg sync.WaitGroup
 	errs := make([]error, 8)
 	for i := range errs {
-		wg.Go(func() { _, errs[i] = ledger.SignInOIDC(context.Background(), pool, testOIDC, id) })
+		wg.Go(func() { _, errs[i] = accounts.SignInOIDC(context.Background(), pool, testOIDC, id) })
 	}
 	wg.Wait()
 	for _, err := range errs {

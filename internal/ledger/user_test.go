@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/oncehook/oncehook/db/dbtest"
+	"github.com/oncehook/oncehook/internal/accounts"
 	"github.com/oncehook/oncehook/internal/ledger"
 )
 
@@ -14,11 +15,11 @@ func TestUsers(t *testing.T) {
 	pool := dbtest.New(t)
 	ctx := context.Background()
 	const pw = "twelve chars!"
-	admin, err := ledger.CreateUser(ctx, pool, "boss@example.com", ledger.RoleAdmin, pw)
+	admin, err := accounts.CreateUser(ctx, pool, "boss@example.com", ledger.RoleAdmin, pw)
 	if err != nil {
 		t.Fatal(err)
 	}
-	limits := ledger.LoginLimits{PerAccount: 3, PerAddress: 100, Window: time.Minute}
+	limits := accounts.LoginLimits{PerAccount: 3, PerAddress: 100, Window: time.Minute}
 	boss := ledger.Actor{Name: admin.Email, Role: ledger.RoleAdmin}
 
 	t.Run("CreateRefusals", func(t *testing.T) {
@@ -30,7 +31,7 @@ func TestUsers(t *testing.T) {
 		}
 		for _, c := range cases {
 			t.Run(c.name, func(t *testing.T) {
-				_, err := ledger.CreateUser(ctx, pool, c.email, c.role, c.password, "acme")
+				_, err := accounts.CreateUser(ctx, pool, c.email, c.role, c.password, "acme")
 				if got := ledger.ErrorCode(err); got != c.code {
 					t.Errorf("code %q (%v), want %q", got, err, c.code)
 				}
@@ -38,45 +39,45 @@ func TestUsers(t *testing.T) {
 		}
 	})
 	t.Run("AuthenticateIgnoresEmailCase", func(t *testing.T) {
-		u, err := ledger.Authenticate(ctx, pool, limits, "Boss@Example.com", pw, "192.0.2.1")
+		u, err := accounts.Authenticate(ctx, pool, limits, "Boss@Example.com", pw, "192.0.2.1")
 		if err != nil || u.ID != admin.ID {
 			t.Fatalf("authenticate: %+v %v", u, err)
 		}
 	})
 	t.Run("LastAdminStays", func(t *testing.T) {
-		if err := ledger.SetUserRole(ctx, pool, boss, admin.ID, ledger.RoleOperator, "acme"); ledger.ErrorCode(err) != ledger.ECONFLICT {
+		if err := accounts.SetUserRole(ctx, pool, boss, admin.ID, ledger.RoleOperator, "acme"); ledger.ErrorCode(err) != ledger.ECONFLICT {
 			t.Errorf("demoting the last admin: %v, want a conflict", err)
 		}
-		if err := ledger.SetUserDisabled(ctx, pool, boss, admin.ID, true); ledger.ErrorCode(err) != ledger.ECONFLICT {
+		if err := accounts.SetUserDisabled(ctx, pool, boss, admin.ID, true); ledger.ErrorCode(err) != ledger.ECONFLICT {
 			t.Errorf("disabling the last admin: %v, want a conflict", err)
 		}
 	})
 	t.Run("DisabledCannotSignIn", func(t *testing.T) {
-		op, err := ledger.CreateUser(ctx, pool, "op@example.com", ledger.RoleOperator, pw, "acme")
+		op, err := accounts.CreateUser(ctx, pool, "op@example.com", ledger.RoleOperator, pw, "acme")
 		if err != nil {
 			t.Fatal(err)
 		}
 		opActor := ledger.Actor{Name: op.Email, Role: ledger.RoleOperator}
-		if err := ledger.SetUserDisabled(ctx, pool, opActor, admin.ID, true); ledger.ErrorCode(err) != ledger.EFORBIDDEN {
+		if err := accounts.SetUserDisabled(ctx, pool, opActor, admin.ID, true); ledger.ErrorCode(err) != ledger.EFORBIDDEN {
 			t.Errorf("an operator changing users: %v, want forbidden", err)
 		}
-		if err := ledger.SetUserDisabled(ctx, pool, boss, op.ID, true); err != nil {
+		if err := accounts.SetUserDisabled(ctx, pool, boss, op.ID, true); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := ledger.Authenticate(ctx, pool, limits, op.Email, pw, "192.0.2.2"); ledger.ErrorCode(err) != ledger.EFORBIDDEN {
+		if _, err := accounts.Authenticate(ctx, pool, limits, op.Email, pw, "192.0.2.2"); ledger.ErrorCode(err) != ledger.EFORBIDDEN {
 			t.Errorf("disabled user signs in: %v", err)
 		}
 	})
 	t.Run("ThrottlePerAddress", func(t *testing.T) {
-		tight := ledger.LoginLimits{PerAccount: 100, PerAddress: 2, Window: limits.Window}
+		tight := accounts.LoginLimits{PerAccount: 100, PerAddress: 2, Window: limits.Window}
 		for range 2 {
-			_, _ = ledger.Authenticate(ctx, pool, tight, "nobody@example.com", "wrong wrong", "192.0.2.9")
+			_, _ = accounts.Authenticate(ctx, pool, tight, "nobody@example.com", "wrong wrong", "192.0.2.9")
 		}
-		_, err := ledger.Authenticate(ctx, pool, tight, admin.Email, pw, "192.0.2.9")
-		if ledger.ErrorCode(err) != ledger.ETHROTTLED {
+		_, err := accounts.Authenticate(ctx, pool, tight, admin.Email, pw, "192.0.2.9")
+		if ledger.ErrorCode(err) != accounts.ETHROTTLED {
 			t.Errorf("after 2 failures from one address: %v, want throttled", err)
 		}
-		if _, err := ledger.Authenticate(ctx, pool, tight, admin.Email, pw, "192.0.2.10"); err != nil {
+		if _, err := accounts.Authenticate(ctx, pool, tight, admin.Email, pw, "192.0.2.10"); err != nil {
 			t.Errorf("another address: %v", err)
 		}
 	})
@@ -89,11 +90,11 @@ func TestLastAdminRace(t *testing.T) {
 	pool := dbtest.New(t)
 	ctx := context.Background()
 	const pw = "twelve chars!"
-	a, err := ledger.CreateUser(ctx, pool, "a@example.com", ledger.RoleAdmin, pw)
+	a, err := accounts.CreateUser(ctx, pool, "a@example.com", ledger.RoleAdmin, pw)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := ledger.CreateUser(ctx, pool, "b@example.com", ledger.RoleAdmin, pw)
+	b, err := accounts.CreateUser(ctx, pool, "b@example.com", ledger.RoleAdmin, pw)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,10 +102,10 @@ func TestLastAdminRace(t *testing.T) {
 	actorB := ledger.Actor{Name: b.Email, Role: ledger.RoleAdmin}
 	moves := map[string]func(ledger.Actor, int64) error{
 		"Demote": func(by ledger.Actor, id int64) error {
-			return ledger.SetUserRole(ctx, pool, by, id, ledger.RoleOperator, "acme")
+			return accounts.SetUserRole(ctx, pool, by, id, ledger.RoleOperator, "acme")
 		},
 		"Disable": func(by ledger.Actor, id int64) error {
-			return ledger.SetUserDisabled(ctx, pool, by, id, true)
+			return accounts.SetUserDisabled(ctx, pool, by, id, true)
 		},
 	}
 	for _, pair := range [][2]string{{"Demote", "Demote"}, {"Disable", "Disable"}, {"Demote", "Disable"}} {
@@ -145,12 +146,12 @@ func TestEnsureUser(t *testing.T) {
 	t.Parallel()
 	pool := dbtest.New(t)
 	ctx := context.Background()
-	limits := ledger.LoginLimits{PerAccount: 5, PerAddress: 100, Window: time.Minute}
+	limits := accounts.LoginLimits{PerAccount: 5, PerAddress: 100, Window: time.Minute}
 	// Two at once, as two demo runs starting together would: both succeed, one user.
 	errs := make(chan error, 2)
 	for range 2 {
 		go func() {
-			errs <- ledger.EnsureUser(ctx, pool, "demo@example.com", ledger.RoleAdmin, "first password")
+			errs <- accounts.EnsureUser(ctx, pool, "demo@example.com", ledger.RoleAdmin, "first password")
 		}()
 	}
 	for range 2 {
@@ -158,40 +159,40 @@ func TestEnsureUser(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	u, err := ledger.Authenticate(ctx, pool, limits, "demo@example.com", "first password", "192.0.2.1")
+	u, err := accounts.Authenticate(ctx, pool, limits, "demo@example.com", "first password", "192.0.2.1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	other, err := ledger.CreateUser(ctx, pool, "other@example.com", ledger.RoleAdmin, "first password")
+	other, err := accounts.CreateUser(ctx, pool, "other@example.com", ledger.RoleAdmin, "first password")
 	if err != nil {
 		t.Fatal(err)
 	}
 	boss := ledger.Actor{Name: other.Email, Role: ledger.RoleAdmin}
-	if err := ledger.SetUserRole(ctx, pool, boss, u.ID, ledger.RoleOperator, "acme"); err != nil {
+	if err := accounts.SetUserRole(ctx, pool, boss, u.ID, ledger.RoleOperator, "acme"); err != nil {
 		t.Fatal(err)
 	}
-	if err := ledger.SetUserDisabled(ctx, pool, boss, u.ID, true); err != nil {
+	if err := accounts.SetUserDisabled(ctx, pool, boss, u.ID, true); err != nil {
 		t.Fatal(err)
 	}
 	// Again, in another case, with a new password: enabled, same role, same user.
-	if err := ledger.EnsureUser(ctx, pool, "Demo@Example.com", ledger.RoleAdmin, "second password"); err != nil {
+	if err := accounts.EnsureUser(ctx, pool, "Demo@Example.com", ledger.RoleAdmin, "second password"); err != nil {
 		t.Fatal(err)
 	}
-	again, err := ledger.Authenticate(ctx, pool, limits, "demo@example.com", "second password", "192.0.2.1")
+	again, err := accounts.Authenticate(ctx, pool, limits, "demo@example.com", "second password", "192.0.2.1")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if again.ID != u.ID || again.Role != ledger.RoleOperator {
 		t.Errorf("after the second EnsureUser: user %d role %s, want user %d keeping role operator", again.ID, again.Role, u.ID)
 	}
-	users, err := ledger.ListUsers(ctx, pool, false)
+	users, err := accounts.ListUsers(ctx, pool, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(users) != 2 {
 		t.Errorf("%d users, want 2", len(users))
 	}
-	if err := ledger.EnsureUser(ctx, pool, "demo@example.com", ledger.RoleAdmin, "short"); ledger.ErrorCode(err) != ledger.EINVALID {
+	if err := accounts.EnsureUser(ctx, pool, "demo@example.com", ledger.RoleAdmin, "short"); ledger.ErrorCode(err) != ledger.EINVALID {
 		t.Errorf("short password: %v, want %s", err, ledger.EINVALID)
 	}
 }

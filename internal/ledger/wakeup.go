@@ -11,7 +11,7 @@ import (
 	"github.com/oncehook/oncehook/internal/batch"
 )
 
-// newWakeup returns the wake-up that tells the routers or the performers of every
+// NewWakeup returns the wake-up that tells the routers or the performers of every
 // process, through one notification channel, that there is new work. It is sent
 // after the transaction that made the work has committed, as a statement of its
 // own. NOTIFY takes a server-wide lock when its transaction commits and holds it
@@ -24,7 +24,7 @@ import (
 // Calls that arrive while a notification is being sent are folded into one more
 // (see batch.Wakeup): a burst of batches sends a few notifications, not one per
 // batch. A notification that fails is logged and dropped; listeners poll.
-func newWakeup(pool *pgxpool.Pool, channel string, logger *slog.Logger) *batch.Wakeup {
+func NewWakeup(pool *pgxpool.Pool, channel string, logger *slog.Logger) *batch.Wakeup {
 	return batch.NewWakeup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), wakeTimeout)
 		defer cancel()
@@ -39,6 +39,6 @@ const wakeTimeout = 5 * time.Second
 
 // Notification channels: new events wake the router, new or due actions the performer.
 const (
-	channelEvents  = "oncehook_events"
-	channelActions = "oncehook_actions"
+	ChannelEvents  = "oncehook_events"
+	ChannelActions = "oncehook_actions"
 )

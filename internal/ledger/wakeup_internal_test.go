@@ -27,7 +27,7 @@ func TestWakeupFoldsConcurrentCalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer listener.Exec(ctx, "UNLISTEN test_wake") //nolint:errcheck // the test is over
-	w := newWakeup(pool, "test_wake", slog.New(slog.NewTextHandler(io.Discard, nil)))
+	w := NewWakeup(pool, "test_wake", slog.New(slog.NewTextHandler(io.Discard, nil)))
 	const calls = 64
 	var wg sync.WaitGroup
 	for range calls {

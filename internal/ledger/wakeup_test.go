@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/engine"
 )
 
 // With polling an hour apart, only notifications move work along: a delivery the
@@ -14,7 +14,7 @@ import (
 func TestNotificationsMoveWorkAlong(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, worldOptions{noEngine: true})
-	w.startEngineWith(func(p *ledger.EngineParams) { p.Poll = time.Hour })
+	w.startEngineWith(func(p *engine.Params) { p.Poll = time.Hour })
 	// The engine's first route and perform find nothing; wait until its listener
 	// listens, so that the delivery's notification cannot come before it.
 	deadline := time.Now().Add(20 * time.Second)

@@ -1,0 +1,47 @@
+package performer
+
+import (
+	"context"
+
+	"github.com/oncehook/oncehook/db"
+	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/telemetry"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// startCallSpan starts the span of one call for an action (name oncehook.attempt or
+// oncehook.lookup), a child of the delivery that asked for the action. Traces off,
+// it returns ctx and a span that records nothing, without touching the database.
+func (pf *Performer) startCallSpan(ctx context.Context, name string, a db.Action) (context.Context, trace.Span) {
+	if !telemetry.Enabled() {
+		return ctx, trace.SpanFromContext(ctx)
+	}
+	parent := ctx
+	tp, err := db.New(pf.pool).EventTraceparentOfAction(ctx,
+		db.EventTraceparentOfActionParams{Client: a.Client, ActionID: a.ID})
+	if err == nil {
+		parent = ledger.StoredTraceContext(ctx, tp)
+	}
+	return telemetry.Tracer().Start(parent, name, trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(ledger.AttrActionID.Int64(a.ID), ledger.AttrAction.String(a.Name),
+			ledger.AttrDestination.String(a.Destination), ledger.AttrOpKeyHash.String(ledger.OperationKeyHash(a.OperationKey)),
+			ledger.AttrAttemptCount.Int(int(a.Attempts))))
+}
+
+// endCallSpan ends a call's span with what the destination answered.
+func endCallSpan(span trace.Span, observed ledger.Observation, httpStatus int) {
+	if !span.IsRecording() {
+		return
+	}
+	span.SetAttributes(ledger.AttrOutcome.String(observed.Code()))
+	if httpStatus != 0 {
+		span.SetAttributes(ledger.AttrHTTPStatus.Int(httpStatus))
+	}
+	switch observed {
+	case ledger.ObsSuccess, ledger.ObsFound, ledger.ObsAlreadyConfirmed:
+	default: // the destination's own words can quote params back: kept out of traces
+		span.SetStatus(codes.Error, observed.Code())
+	}
+	span.End()
+}

@@ -1,0 +1,138 @@
+package review
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/oncehook/oncehook/db"
+	"github.com/oncehook/oncehook/internal/ledger"
+)
+
+// Cause is a group of open actions held by the same thing, with what fixes it:
+// "crm disconnected: 52 held -> Reconnect".
+type Cause struct {
+	Queue       string
+	State       string
+	Destination string
+	Label       string // what holds them, in words
+	Fix         string // what a person does about it, in a few words
+	Count       int64
+	Oldest      time.Time // when the one waiting longest entered its state
+	Reason      string    // the start of their reasons, to filter the queue by; "" for none
+	Blocked     bool      // pending behind a predecessor that is not confirmed
+}
+
+// reasonStartBytes is how much of a reason decides its cause: every cause
+// prefix fits in it (TestCausePrefixesFitReasonStart), and migration 00030 keeps
+// that much of each waiting action's reason in reason_start.
+const reasonStartBytes = 80
+
+// Waiting is what the open actions wait for, read once: the queues with their
+// counts, and the causes that hold them.
+type Waiting struct {
+	Queues []QueueSummary // every queue, empty ones included, in Queues' order
+	Causes []Cause        // the queues' order first, the largest group first within a queue
+}
+
+// Waiting groups every open action by state, destination and the cause its
+// reason names, and counts the queues from the same groups.
+func (r *Review) Waiting(ctx context.Context) (Waiting, error) {
+	sc, err := r.readScope(ctx)
+	if err != nil {
+		return Waiting{}, err
+	}
+	rows, err := db.New(r.pool).DashboardCauses(ctx, db.DashboardCausesParams{ReasonBytes: reasonStartBytes,
+		AllClients: sc.All, ScopeClients: sc.Clients})
+	if err != nil {
+		return Waiting{}, fmt.Errorf("group actions by cause: %w", err)
+	}
+	return Waiting{Queues: queueSummaries(rows), Causes: r.causes(rows)}, nil
+}
+
+// causes merges the rows that share a cause, then names each group and its fix.
+func (r *Review) causes(rows []db.DashboardCausesRow) []Cause {
+	var out []Cause
+	for _, q := range ledger.Queues {
+		var group []Cause
+		for _, row := range rows {
+			if ledger.QueueOf(row.State) != q {
+				continue
+			}
+			c := Cause{Queue: q, State: row.State, Destination: row.Destination, Count: row.N,
+				Oldest: row.Oldest, Reason: causeOf(ledger.Deref(row.ReasonStart)), Blocked: row.Blocked}
+			// Held is one cause whatever the reason says: the destination is disconnected.
+			if c.State == ledger.StateHeld {
+				c.Reason = ""
+			}
+			i := slices.IndexFunc(group, func(o Cause) bool {
+				return o.State == c.State && o.Destination == c.Destination && o.Reason == c.Reason && o.Blocked == c.Blocked
+			})
+			if i < 0 {
+				group = append(group, c)
+				continue
+			}
+			group[i].Count += c.Count
+			if c.Oldest.Before(group[i].Oldest) {
+				group[i].Oldest = c.Oldest
+			}
+		}
+		slices.SortStableFunc(group, func(a, b Cause) int {
+			if a.State != b.State {
+				return strings.Compare(a.State, b.State)
+			}
+			return cmp.Compare(b.Count, a.Count)
+		})
+		for i := range group {
+			group[i].Label, group[i].Fix = r.causeWords(group[i])
+		}
+		out = append(out, group...)
+	}
+	return out
+}
+
+// causeWords names c and its fix as a person at the queue says them.
+func (r *Review) causeWords(c Cause) (label, fix string) {
+	d := c.Destination
+	switch c.State {
+	case ledger.StateHeld:
+		return d + " disconnected", "Reconnect " + d
+	case ledger.StateUncertain:
+		if c.Reason == string(ledger.ObsLookupFailed) {
+			return d + ": its lookup failed, looked up again later", "Wait, or Reconcile"
+		}
+		if dest, ok := r.clients[d]; ok && !dest.Capabilities().Lookup {
+			return d + ": outcome unknown", "Check " + d + " by hand, then Resolve"
+		}
+		return d + ": outcome unknown", "Reconcile"
+	case ledger.StateFailed:
+		return failedCauseWords(d, c.Reason)
+	case ledger.StatePending:
+		if c.Blocked {
+			return d + ": waiting for an earlier action", "Deal with the earlier action first"
+		}
+		return d + ": waiting for a worker", "Nothing: the workers have it"
+	case ledger.StateRetrying:
+		return d + ": tried again later", "Nothing: retried with the same key"
+	}
+	return d + ": being performed", "Nothing: a worker has it"
+}
+
+func failedCauseWords(d, cause string) (label, fix string) {
+	switch cause {
+	case string(ledger.ObsRejected):
+		return d + " refused the request", "Correct it, then Retry"
+	case causeGaveUp:
+		return d + ": gave up after retries", "Check " + d + ", then Retry"
+	case causeOutcomeUnknown, string(ledger.ObsUnknowable):
+		return d + ": outcome unknown", "Check " + d + " by hand, then Resolve or Retry"
+	case string(ledger.ObsConflict):
+		return "changed payload for the same operation", "Compare the events, then Resolve or Cancel"
+	case string(ledger.ObsExistsNoLookup):
+		return d + " says it already exists", "Check " + d + ", then Resolve"
+	}
+	return d + ": failed", "Read the reason, then Retry, Resolve or Cancel"
+}

@@ -1,0 +1,74 @@
+package review
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/oncehook/oncehook/db"
+	"github.com/oncehook/oncehook/internal/ledger"
+)
+
+// On Citus a read that names no client goes to every shard, and a read whose
+// index walks are lateral subqueries with limits cannot be pushed down at all.
+// So there the dashboard's and the API's reads across clients name the clients
+// the reader sees: a read that Citus can push down takes them as its scope and
+// goes to their shards alone; a walk runs once for each client, routed whole to
+// its shard, and the rows are merged (db.EachClient, db.ActionListByClient).
+
+// clientsAgain is how long the list of clients with actions is kept before it is
+// read again: a client that is new to the config is in the config at once; one
+// dropped from it, with actions still stored, is kept on the list.
+const clientsAgain = time.Minute
+
+// estimatesKept is how long a shard's planner's estimate of a count past its cap
+// is kept (db.Estimates): it comes from statistics that ANALYZE refreshes now
+// and then, so kept this long it is hardly staler.
+const estimatesKept = 30 * time.Second
+
+// knownClients keeps the clients that have actions, read at most every
+// clientsAgain; one for every Review made from the same NewReview.
+type knownClients struct {
+	mu      sync.Mutex
+	at      time.Time
+	clients []string
+}
+
+// readClients is the clients a read across clients goes round: the reader's
+// own, or for a reader of every client the config's and every client with
+// actions stored.
+func (r *Review) readClients(ctx context.Context) ([]string, error) {
+	if !r.scope.All {
+		return slices.Clone(r.scope.Clients), nil
+	}
+	out := slices.Clone(r.cfg.Clients())
+	k := r.known
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.at.IsZero() || r.now().Sub(k.at) >= clientsAgain {
+		stored, err := db.New(r.pool).ActionClientsWithRows(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("find the clients with actions: %w", err)
+		}
+		k.clients, k.at = stored, r.now()
+	}
+	for _, c := range k.clients {
+		if !slices.Contains(out, c) {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+// readScope is the scope a read across clients takes: on Citus the clients
+// spelled out (readClients), so Citus reads their shards alone; on one
+// Postgres the reader's own.
+func (r *Review) readScope(ctx context.Context) (ledger.Scope, error) {
+	if r.scope.All && r.mode.Sharded(ctx) {
+		clients, err := r.readClients(ctx)
+		return ledger.Scope{Clients: clients}, err
+	}
+	return r.scope, nil
+}

@@ -1,0 +1,418 @@
+package router
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/oncehook/oncehook/db"
+	"github.com/oncehook/oncehook/internal/ledger"
+)
+
+// prepare reads what routing ev needs: the source's rules and the event's document.
+// ok is false when there is nothing to do, with the reason noted in r.
+func (rt *Router) prepare(ev db.Event) (rules []ledger.ActionRule, doc any, r routing, ok bool) {
+	r = routing{status: ledger.EventIgnored}
+	rules = rt.routes[ev.Source]
+	if len(rules) == 0 {
+		r.note("no action rule for source %s", ev.Source)
+		return nil, nil, r, false
+	}
+	if !slices.ContainsFunc(rules, func(rule ledger.ActionRule) bool {
+		return slices.Contains(rule.On, ev.Type) || slices.Contains(rule.CancelledBy, ev.Type)
+	}) { // decided without reading the body
+		r.note("no action rule for event type %q", ev.Type)
+		return nil, nil, r, false
+	}
+	body := ev.Payload
+	if body == nil {
+		body = ev.Body
+	}
+	doc, err := decodeDoc(body, rt.paths[ev.Source])
+	if err != nil {
+		r.note("the body is not a JSON document")
+		return nil, nil, r, false
+	}
+	return rules, doc, r, true
+}
+
+// independent says whether routing ev only inserts actions that depend on nothing
+// else routed: no rule is cancelled by its type, and no rule it matches waits for a
+// predecessor or checks its resource for staleness (both need the events before it
+// routed first). Such events are routed in runs (routeRun). It reads no body.
+func (rt *Router) independent(ev db.Event) bool {
+	for _, rule := range rt.routes[ev.Source] {
+		if slices.Contains(rule.CancelledBy, ev.Type) ||
+			slices.Contains(rule.On, ev.Type) && (rule.After != "" || rule.Resource != "") {
+			return false
+		}
+	}
+	return true
+}
+
+// whenHolds reports whether the event's body meets the rule's when, noting in r
+// when it does not.
+func whenHolds(rule ledger.ActionRule, doc any, r *routing) bool {
+	if ledger.AllHold(rule.When, doc) {
+		return true
+	}
+	r.note("%s: the body does not meet its when", rule.Name)
+	return false
+}
+
+// routeRule creates (or finds) the action one rule asks for.
+func (rt *Router) routeRule(ctx context.Context, q *db.Queries, ev db.Event, doc any, rule ledger.ActionRule,
+	eventTime *time.Time, ids map[string]int64, r *routing) error {
+	parts, ok := keyParts(doc, rule, r)
+	if !ok {
+		return nil
+	}
+	var afterID int64 // 0: none
+	if rule.After != "" {
+		id, ok := ids[rule.After]
+		if !ok {
+			r.note("%s: waits for %s, which this event did not start", rule.Name, rule.After)
+			return nil
+		}
+		afterID = id
+	}
+	resource, occurred := "", ruleTime(doc, rule, eventTime)
+	if rule.Resource != "" {
+		resource, _ = ledger.PointerString(doc, rule.Resource)
+	}
+	if resource != "" && occurred != nil {
+		stale, err := rt.checkStale(ctx, q, ev, resource, *occurred)
+		if err != nil {
+			return err
+		}
+		if stale && !rule.ActOnStale {
+			if r.status == ledger.EventIgnored {
+				r.status = ledger.EventStale
+			}
+			r.note("%s: older than what was already processed for %s", rule.Name, resource)
+			return nil
+		}
+	}
+	in, err := rt.intent(ev, doc, rule, parts, afterID, resource, occurred)
+	if err != nil {
+		return err
+	}
+	newIDs, err := insertActions(ctx, q, rt.mode.Sharded(ctx), []actionIntent{in})
+	if err != nil {
+		return fmt.Errorf("insert action %s: %w", rule.Name, err)
+	}
+	id, err := rt.linkToAction(ctx, q, ev, in, newIDs[0], r)
+	if err != nil {
+		return err
+	}
+	ids[rule.Name] = id
+	return nil
+}
+
+// keyParts reads the rule's key from the event, noting in r a part that is missing.
+func keyParts(doc any, rule ledger.ActionRule, r *routing) ([]string, bool) {
+	parts := make([]string, 0, len(rule.Key))
+	for _, ptr := range rule.Key {
+		v, ok := ledger.PointerString(doc, ptr)
+		if !ok || v == "" {
+			r.note("%s: key field %s is missing", rule.Name, ptr)
+			return nil, false
+		}
+		parts = append(parts, v)
+	}
+	return parts, true
+}
+
+// actionIntent is the action one rule of one event asks for, ready to insert.
+type actionIntent struct {
+	rule     ledger.ActionRule
+	id       ledger.OperationIdentity
+	source   string
+	params   json.RawMessage
+	sum      []byte
+	owner    string
+	afterID  int64 // the predecessor it waits for; 0 for none
+	resource string
+	occurred *time.Time
+}
+
+// ruleTime is when the event says the rule's operation happened: the rule's own
+// occurred_at field when the event has it, else the event's time.
+func ruleTime(doc any, rule ledger.ActionRule, eventTime *time.Time) *time.Time {
+	if rule.OccurredAt != "" {
+		if t, ok := pointerTime(doc, rule.OccurredAt); ok {
+			return &t
+		}
+	}
+	return eventTime
+}
+
+// intent works out the action rule asks for, with the key parts read from the event.
+func (rt *Router) intent(ev db.Event, doc any, rule ledger.ActionRule, parts []string, afterID int64,
+	resource string, occurred *time.Time) (actionIntent, error) {
+	params, err := renderParams(doc, rule.Params)
+	if err != nil {
+		return actionIntent{}, fmt.Errorf("render params for %s: %w", rule.Name, err)
+	}
+	sum := sha256.Sum256(params)
+	owner := rule.Owner
+	if owner == "" {
+		dest, _ := rt.cfg.Destination(rule.Destination)
+		owner = dest.Owner
+	}
+	return actionIntent{rule: rule, source: ev.Source, params: params, sum: sum[:], owner: owner,
+		id:      ledger.OperationIdentity{Client: ev.Client, Environment: ev.Environment, Name: rule.Name, KeyParts: parts},
+		afterID: afterID, resource: resource, occurred: occurred}, nil
+}
+
+// linkToAction takes the outcome of an action's insert: the new action (newID), or, when
+// newID is 0, the one that already stands for the operation, flagged as a conflict
+// when this event asks for it with different params, or noted as already confirmed.
+// It links the event to the action and returns its id.
+func (rt *Router) linkToAction(ctx context.Context, q *db.Queries, ev db.Event, in actionIntent,
+	newID int64, r *routing) (int64, error) {
+	conflict := false
+	if newID != 0 {
+		r.created++
+	} else {
+		existing, err := q.ActionGetByOperationKey(ctx, db.ActionGetByOperationKeyParams{
+			Client: ev.Client, OperationKey: in.id.OperationKey()})
+		if err != nil {
+			return 0, fmt.Errorf("find existing action: %w", err)
+		}
+		newID = existing.ID
+		switch {
+		case !bytes.Equal(existing.ParamsSha256, in.sum):
+			conflict = true
+			if err := rt.flagConflict(ctx, q, ev, existing); err != nil {
+				return 0, err
+			}
+		case existing.State == ledger.StateConfirmed:
+			// The table keeps it confirmed (TestDecide pins that): only the link is
+			// written, and later steps not done yet start, their predecessor confirmed.
+			r.note("%s: %s", in.rule.Name, ledger.AlreadyConfirmed(existing, time.Now()).Reason)
+		}
+	}
+	r.linked = append(r.linked, actionLink{client: ev.Client, actionID: newID, eventID: ev.ID,
+		params: in.params, sum: in.sum, conflict: conflict})
+	switch {
+	case conflict:
+		r.status = ledger.EventConflict
+		r.note("%s: asks for operation %s with different params", in.rule.Name, in.id.BusinessKey())
+	case r.status != ledger.EventConflict:
+		r.status = ledger.EventRouted
+	}
+	return newID, nil
+}
+
+// flagConflict puts an operation that a new event asked for with different params
+// in front of a person, unless it is already closed.
+func (rt *Router) flagConflict(ctx context.Context, q *db.Queries, ev db.Event, a db.Action) error {
+	d := ledger.Conflicting(a, ev, time.Now())
+	if err := q.ActionRecordConflict(ctx, db.ActionRecordConflictParams{Client: a.Client, ID: a.ID,
+		State: d.State, Reason: ledger.Truncate(d.Reason, 1000), NextAttemptAt: d.NextAttemptAt, States: ledger.ConflictableStates}); err != nil {
+		return fmt.Errorf("flag conflict: %w", err)
+	}
+	return ledger.Audit(ctx, q, a.Client, a.ID, "router", "conflict", d.Reason, map[string]any{"event_id": ev.ID})
+}
+
+// checkStale locks the resource row and says whether the event is older than what
+// was already processed (or cancelled) for it; if not, it records the event's time.
+func (rt *Router) checkStale(ctx context.Context, q *db.Queries, ev db.Event, resource string, at time.Time) (bool, error) {
+	key := db.ResourceEnsureParams{Client: ev.Client, Source: ev.Source, Resource: resource}
+	if err := q.ResourceEnsure(ctx, key); err != nil {
+		return false, fmt.Errorf("ensure resource: %w", err)
+	}
+	res, err := q.ResourceGetForUpdate(ctx, db.ResourceGetForUpdateParams(key))
+	if err != nil {
+		return false, fmt.Errorf("lock resource: %w", err)
+	}
+	if res.CancelledAt != nil && !at.After(*res.CancelledAt) {
+		return true, nil
+	}
+	if res.LastOccurredAt != nil && at.Before(*res.LastOccurredAt) {
+		return true, nil
+	}
+	err = q.ResourceSeen(ctx, db.ResourceSeenParams{Client: ev.Client, Source: ev.Source, Resource: resource, OccurredAt: &at})
+	if err != nil {
+		return false, fmt.Errorf("record resource time: %w", err)
+	}
+	return false, nil
+}
+
+// applyCancellations cancels the not-yet-performed actions of the event's resource
+// for every rule that names this event type in cancelled_by, noting in r why a rule
+// cancelled nothing.
+func (rt *Router) applyCancellations(ctx context.Context, q *db.Queries, ev db.Event, doc any, rules []ledger.ActionRule, r *routing) (int, error) {
+	byResource := map[string][]string{} // resource pointer value -> rule names
+	for _, rule := range rules {
+		if rule.Resource == "" || !slices.Contains(rule.CancelledBy, ev.Type) {
+			continue
+		}
+		if !ledger.AllHold(rule.CancelWhen[ev.Type], doc) {
+			r.note("%s: the body does not meet the when of its cancellation by %s", rule.Name, ev.Type)
+			continue
+		}
+		res, ok := ledger.PointerString(doc, rule.Resource)
+		if !ok || res == "" {
+			r.note("%s: the body names no resource at %s to cancel", rule.Name, rule.Resource)
+			continue
+		}
+		byResource[res] = append(byResource[res], rule.Name)
+	}
+	total := 0
+	for res, names := range byResource {
+		var at *time.Time
+		for _, rule := range rules {
+			if rule.OccurredAt != "" && slices.Contains(names, rule.Name) {
+				if t, ok := pointerTime(doc, rule.OccurredAt); ok {
+					at = &t
+					break
+				}
+			}
+		}
+		if at == nil {
+			at = ev.OccurredAt
+		}
+		key := db.ResourceEnsureParams{Client: ev.Client, Source: ev.Source, Resource: res}
+		if err := q.ResourceEnsure(ctx, key); err != nil {
+			return 0, fmt.Errorf("ensure resource: %w", err)
+		}
+		if err := rt.cancelResource(ctx, q, db.ResourceCancelParams{Client: ev.Client, Source: ev.Source, Resource: res, OccurredAt: at}); err != nil {
+			return 0, fmt.Errorf("record cancellation: %w", err)
+		}
+		ids, err := q.ActionCancelByResource(ctx, db.ActionCancelByResourceParams{
+			Client: ev.Client, Source: ev.Source, Resource: res, Names: names, States: ledger.EventCancellableStates,
+			Reason: fmt.Sprintf("cancelled by event %d (%s)", ev.ID, ev.Type),
+		})
+		if err != nil {
+			return 0, fmt.Errorf("cancel actions: %w", err)
+		}
+		for _, id := range ids {
+			if err := ledger.Audit(ctx, q, ev.Client, id, "router", "cancel",
+				fmt.Sprintf("cancelled by event %d (%s)", ev.ID, ev.Type), map[string]any{"event_id": ev.ID}); err != nil {
+				return 0, err
+			}
+			if err := ledger.CancelSuccessors(ctx, q, ev.Client, id, "router"); err != nil {
+				return 0, err
+			}
+		}
+		total += len(ids)
+	}
+	return total, nil
+}
+
+// pathsBySource is what each source's rules read of an event's document.
+func pathsBySource(actions []ledger.ActionRule) map[string]*docPaths {
+	bySource := map[string][]ledger.ActionRule{}
+	for _, r := range actions {
+		bySource[r.Source] = append(bySource[r.Source], r)
+	}
+	out := make(map[string]*docPaths, len(bySource))
+	for source, rules := range bySource {
+		out[source] = pathsFor(rules)
+	}
+	return out
+}
+
+// rulesBySource returns each source's rules with every predecessor before its
+// successors, the order the router applies them in.
+func rulesBySource(actions []ledger.ActionRule) map[string][]ledger.ActionRule {
+	bySource := map[string][]ledger.ActionRule{}
+	for _, r := range actions {
+		bySource[r.Source] = append(bySource[r.Source], r)
+	}
+	for source, rules := range bySource {
+		bySource[source] = predecessorsFirst(rules)
+	}
+	return bySource
+}
+
+// predecessorsFirst orders rules so that every predecessor comes before its successors.
+func predecessorsFirst(rules []ledger.ActionRule) []ledger.ActionRule {
+	ordered := make([]ledger.ActionRule, 0, len(rules))
+	placed := map[string]bool{}
+	for len(ordered) < len(rules) {
+		progress := false
+		for _, r := range rules {
+			if !placed[r.Name] && (r.After == "" || placed[r.After]) {
+				ordered, placed[r.Name], progress = append(ordered, r), true, true
+			}
+		}
+		if !progress { // the loader refuses cycles; never loop forever anyway
+			break
+		}
+	}
+	return ordered
+}
+
+// renderParams renders an action's params from the event: a JSON object whose
+// nested params are nested objects and lists. A {result: action} param is left out
+// (or null in a list) until its call, when fillResults puts it in.
+func renderParams(doc any, params []ledger.Param) (json.RawMessage, error) {
+	b, err := json.Marshal(renderObject(doc, params)) // map keys are sorted: the hash is stable
+	if err != nil {
+		return nil, fmt.Errorf("encode params: %w", err)
+	}
+	return b, nil
+}
+
+func renderObject(doc any, params []ledger.Param) map[string]any {
+	out := make(map[string]any, len(params))
+	for _, p := range params {
+		if v, ok := renderParam(doc, p); ok {
+			out[p.Name] = v
+		}
+	}
+	return out
+}
+
+func renderParam(doc any, p ledger.Param) (any, bool) {
+	switch {
+	case p.Result != "":
+		return nil, false
+	case p.Pointer != "":
+		v, _ := ledger.Pointer(doc, p.Pointer)
+		return v, true
+	case p.Money != nil:
+		return p.Money.Render(doc), true
+	case p.IsObject:
+		return renderObject(doc, p.Object), true
+	case p.IsList:
+		out := make([]any, 0, len(p.List))
+		for _, q := range p.List {
+			v, _ := renderParam(doc, q)
+			out = append(out, v)
+		}
+		return out, true
+	}
+	return p.Const, true
+}
+
+// pointerTime reads a time at ptr: RFC 3339 text or unix seconds.
+func pointerTime(doc any, ptr string) (time.Time, bool) {
+	s, ok := ledger.PointerString(doc, ptr)
+	if !ok {
+		return time.Time{}, false
+	}
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, true
+	}
+	if secs, err := strconv.ParseInt(s, 10, 64); err == nil && secs > 0 {
+		return time.Unix(secs, 0), true
+	}
+	return time.Time{}, false
+}
+
+// cancelResource is ResourceCancel, or its Citus form (ResourceCancelSharded).
+func (rt *Router) cancelResource(ctx context.Context, q *db.Queries, p db.ResourceCancelParams) error {
+	if !rt.mode.Sharded(ctx) {
+		return q.ResourceCancel(ctx, p)
+	}
+	return q.ResourceCancelSharded(ctx, db.ResourceCancelShardedParams(p))
+}
