@@ -8,30 +8,11 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/oncehook/oncehook/internal/accounts"
 	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/internal/review"
 )
 
 const actorKey = "actor"
-
-// requireToken authenticates the JSON API by bearer token.
-func (s *Server) requireToken(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		h := c.Request().Header.Get(echo.HeaderAuthorization)
-		token, ok := strings.CutPrefix(h, "Bearer ")
-		if !ok || token == "" {
-			c.Response().Header().Set("WWW-Authenticate", `Bearer realm="oncehook"`)
-			return ledger.Errorf(ledger.EUNAUTHORIZED, "An API token is required: Authorization: Bearer TOKEN.")
-		}
-		actor, err := accounts.AuthenticateToken(c.Request().Context(), s.pool, token)
-		if err != nil {
-			return err
-		}
-		c.Set(actorKey, actor)
-		return next(c)
-	}
-}
 
 func actorOf(c echo.Context) ledger.Actor {
 	a, _ := c.Get(actorKey).(ledger.Actor)

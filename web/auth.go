@@ -132,3 +132,21 @@ func onSitePath(p string) bool {
 		return r == '\\' || r == utf8.RuneError || unicode.IsControl(r) || unicode.IsSpace(r)
 	})
 }
+
+// requireToken authenticates the JSON API by bearer token.
+func (s *Server) requireToken(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		h := c.Request().Header.Get(echo.HeaderAuthorization)
+		token, ok := strings.CutPrefix(h, "Bearer ")
+		if !ok || token == "" {
+			c.Response().Header().Set("WWW-Authenticate", `Bearer realm="oncehook"`)
+			return ledger.Errorf(ledger.EUNAUTHORIZED, "An API token is required: Authorization: Bearer TOKEN.")
+		}
+		actor, err := accounts.AuthenticateToken(c.Request().Context(), s.pool, token)
+		if err != nil {
+			return err
+		}
+		c.Set(actorKey, actor)
+		return next(c)
+	}
+}

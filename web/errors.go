@@ -6,7 +6,6 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/oncehook/oncehook/internal/accounts"
 	"github.com/oncehook/oncehook/internal/ledger"
 )
 
@@ -21,7 +20,7 @@ var statusOf = map[string]int{
 	ledger.ETOOLARGE:     http.StatusRequestEntityTooLarge,
 	ledger.ETIMEOUT:      http.StatusRequestTimeout,
 	ledger.EINTERNAL:     http.StatusInternalServerError,
-	accounts.ETHROTTLED:  http.StatusTooManyRequests,
+	ledger.ETHROTTLED:    http.StatusTooManyRequests,
 }
 
 // retryAfterSeconds is what a sender is asked to wait when storage is unavailable.

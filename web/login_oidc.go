@@ -113,7 +113,7 @@ func (s *Server) loginPage(p views.LoginPage) views.LoginPage {
 // signInError turns a failed sign-in into its status and plain words.
 func signInError(err error) (int, string, bool) {
 	switch code := ledger.ErrorCode(err); code {
-	case ledger.EUNAUTHORIZED, ledger.EFORBIDDEN, ledger.ECONFLICT, accounts.ETHROTTLED:
+	case ledger.EUNAUTHORIZED, ledger.EFORBIDDEN, ledger.ECONFLICT, ledger.ETHROTTLED:
 		return statusOf[code], ledger.ErrorMessage(err), true
 	}
 	return 0, "", false

@@ -6,7 +6,6 @@ import (
 
 	"github.com/oncehook/oncehook/internal/accounts"
 	"github.com/oncehook/oncehook/internal/ledger"
-	"github.com/oncehook/oncehook/internal/review"
 )
 
 // TestOwnersWithoutAccountFlagged: the config's owners that nobody signs in as are
@@ -14,7 +13,7 @@ import (
 func TestOwnersWithoutAccountFlagged(t *testing.T) {
 	t.Parallel()
 	d := newDashboard(t)
-	without, err := review.OwnersWithoutAccount(t.Context(), d.pool, d.cfg)
+	without, err := accounts.OwnersWithoutAccount(t.Context(), d.pool, d.cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

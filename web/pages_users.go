@@ -8,7 +8,6 @@ import (
 
 	"github.com/oncehook/oncehook/internal/accounts"
 	"github.com/oncehook/oncehook/internal/ledger"
-	"github.com/oncehook/oncehook/internal/review"
 	"github.com/oncehook/oncehook/views"
 )
 
@@ -25,7 +24,7 @@ func (s *Server) showUsers(c echo.Context, status int, email, role string, clien
 	if err != nil {
 		return err
 	}
-	without, err := review.OwnersWithoutAccount(c.Request().Context(), s.pool, s.cfg)
+	without, err := accounts.OwnersWithoutAccount(c.Request().Context(), s.pool, s.cfg)
 	if err != nil {
 		return err
 	}

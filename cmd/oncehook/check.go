@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/oncehook/oncehook/internal/accounts"
 	"github.com/oncehook/oncehook/internal/config"
-	"github.com/oncehook/oncehook/internal/review"
 )
 
 const checkUsage = `Usage: oncehook check --config FILE
@@ -70,7 +70,7 @@ func runCheck(ctx context.Context, env *environment, args []string) error {
 		return nil
 	}
 	return withDatabase(ctx, env, df, func(d *database) error {
-		without, err := review.OwnersWithoutAccount(ctx, d.Pool, cfg)
+		without, err := accounts.OwnersWithoutAccount(ctx, d.Pool, cfg)
 		if err != nil {
 			return err
 		}

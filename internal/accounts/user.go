@@ -22,10 +22,6 @@ import (
 // MinPasswordLength is the shortest password a person may choose, in characters.
 const MinPasswordLength = 12
 
-// ETHROTTLED is the error code of a sign-in refused because too many failed
-// before it; the web layer maps it to 429.
-const ETHROTTLED = "throttled"
-
 // LoginLimits bounds failed sign-ins. The counts are kept in Postgres so that
 // every oncehook process shares them and a restart does not reset them.
 //
@@ -170,7 +166,7 @@ func countTry(ctx context.Context, q *db.Queries, limits LoginLimits, accountKey
 		counts[i] = int(n)
 	}
 	if counts[1] > limits.PerAccount || counts[2] > limits.PerAddress {
-		return 0, ledger.Errorf(ETHROTTLED, "Too many failed sign-ins from here. Wait %s, then try again.", plainDuration(limits.Window))
+		return 0, ledger.Errorf(ledger.ETHROTTLED, "Too many failed sign-ins from here. Wait %s, then try again.", plainDuration(limits.Window))
 	}
 	return counts[0] - 1, nil
 }
@@ -344,3 +340,32 @@ var decoyHash = sync.OnceValue(func() string {
 	}
 	return h
 })
+
+// OwnersWithoutAccount returns the owners cfg names that no enabled user has, sorted:
+// they cannot sign in to see what is assigned to them.
+func OwnersWithoutAccount(ctx context.Context, pool *pgxpool.Pool, cfg *ledger.Config) ([]string, error) {
+	known, err := AccountHolders(ctx, pool)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, o := range cfg.Owners() {
+		if !known[strings.ToLower(o)] {
+			out = append(out, o)
+		}
+	}
+	return out, nil
+}
+
+// AccountHolders returns the emails of the enabled users, lowercased.
+func AccountHolders(ctx context.Context, pool *pgxpool.Pool) (map[string]bool, error) {
+	users, err := ListUsers(ctx, pool, true)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]bool, len(users))
+	for _, u := range users {
+		out[strings.ToLower(u.Email)] = true
+	}
+	return out, nil
+}

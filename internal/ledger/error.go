@@ -17,6 +17,7 @@ const (
 	ETOOLARGE     = "too_large"
 	ETIMEOUT      = "timeout" // the request arrived too slowly
 	EINTERNAL     = "internal"
+	ETHROTTLED    = "throttled" // a sign-in refused because too many failed before it
 )
 
 // Error is a domain error: a code the program acts on and a message a person can read.

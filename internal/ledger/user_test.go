@@ -74,7 +74,7 @@ func TestUsers(t *testing.T) {
 			_, _ = accounts.Authenticate(ctx, pool, tight, "nobody@example.com", "wrong wrong", "192.0.2.9")
 		}
 		_, err := accounts.Authenticate(ctx, pool, tight, admin.Email, pw, "192.0.2.9")
-		if ledger.ErrorCode(err) != accounts.ETHROTTLED {
+		if ledger.ErrorCode(err) != ledger.ETHROTTLED {
 			t.Errorf("after 2 failures from one address: %v, want throttled", err)
 		}
 		if _, err := accounts.Authenticate(ctx, pool, tight, admin.Email, pw, "192.0.2.10"); err != nil {

@@ -4,10 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
-
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/oncehook/oncehook/db"
 	"github.com/oncehook/oncehook/internal/accounts"
@@ -215,36 +212,8 @@ func (r *Review) Evidence(a ledger.Action) []ledger.Evidence {
 	return nil
 }
 
-// OwnersWithoutAccount returns the owners cfg names that no enabled user has, sorted:
-// they cannot sign in to see what is assigned to them.
-func OwnersWithoutAccount(ctx context.Context, pool *pgxpool.Pool, cfg *ledger.Config) ([]string, error) {
-	known, err := accountHolders(ctx, pool)
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	for _, o := range cfg.Owners() {
-		if !known[strings.ToLower(o)] {
-			out = append(out, o)
-		}
-	}
-	return out, nil
-}
-
 // AccountHolders returns the emails of the enabled users, lowercased, to flag
 // owners (configured or assigned) that cannot sign in.
 func (r *Review) AccountHolders(ctx context.Context) (map[string]bool, error) {
-	return accountHolders(ctx, r.pool)
-}
-
-func accountHolders(ctx context.Context, pool *pgxpool.Pool) (map[string]bool, error) {
-	users, err := accounts.ListUsers(ctx, pool, true)
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[string]bool, len(users))
-	for _, u := range users {
-		out[strings.ToLower(u.Email)] = true
-	}
-	return out, nil
+	return accounts.AccountHolders(ctx, r.pool)
 }

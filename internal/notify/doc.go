@@ -1,0 +1,6 @@
+// Package notify tells each owner once what waits for them: a digest mail (or a
+// signed webhook) of the actions that failed, are held, or stayed uncertain a
+// while, each action told once per owner.
+//
+// cmd/oncehook starts it.
+package notify
