@@ -354,8 +354,8 @@ func (e *explainer) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResult
 	return e.tx.SendBatch(ctx, none)
 }
 
-// Every statement the files of ingest, route, perform, record, reconcile, the
-// wake-ups and the lanes send is in workerStatements, so that none is added to
+// Every statement the inbox, the router, the performer, the engine and the core's
+// files they share (the wake-ups, the lanes, the audit, the traces) send is in workerStatements, so that none is added to
 // them without the EXPLAIN of TestWorkerStatementsRunAsOneTask.
 func TestWorkerStatementsListed(t *testing.T) {
 	t.Parallel()
@@ -366,8 +366,8 @@ func TestWorkerStatementsListed(t *testing.T) {
 	methods := reflect.TypeOf(&db.Queries{})
 	call := regexp.MustCompile(`\.([A-Z]\w*)\(`)
 	var files []string
-	for _, pattern := range []string{"ingest*.go", "route*.go", "perform*.go", "record*.go", "reconcile*.go",
-		"wakeup.go", "lanes.go", "engine.go", "audit.go", "limits.go", "trace.go"} {
+	for _, pattern := range []string{"../inbox/*.go", "../router/*.go", "../performer/*.go", "../engine/*.go",
+		"wakeup.go", "lanes.go", "audit.go", "trace.go", "outcomes.go", "perform_plans.go"} {
 		found, err := filepath.Glob(pattern)
 		if err != nil {
 			t.Fatal(err)
