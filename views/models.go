@@ -139,7 +139,7 @@ type Option struct {
 // Filter is a queue's filter, as the query string carries it.
 type Filter struct {
 	State, Source, Action, Destination, Owner, Client, Q string
-	Sort                                                 string // the list's order: one of ledger.Sorts
+	Sort                                                 string // the list's order: one of review.Sorts
 	Reason                                               string // a part of the reason
 	Since                                                string // created at or after: "2006-01-02" or "2006-01-02T15:04", UTC
 	Until                                                string // created before, the same way

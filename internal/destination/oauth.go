@@ -30,13 +30,13 @@ type OAuth struct {
 }
 
 // Tokens is the store an OAuth keeps its destination's grant in: a
-// *ledger.TokenStore, which tests wrap to stop a process between committing a
+// *oauthstore.TokenStore, which tests wrap to stop a process between committing a
 // refreshed grant and using it.
 type Tokens interface {
 	// Token returns the stored grant (ledger.ErrNotConnected when there is none).
 	Token(ctx context.Context, destination string) (ledger.OAuthToken, error)
 	// Refresh replaces the grant with fetch's when due says so, one process at a
-	// time, and commits it before returning it (see ledger.TokenStore.Refresh).
+	// time, and commits it before returning it (see oauthstore.TokenStore.Refresh).
 	Refresh(ctx context.Context, destination string, due func(ledger.OAuthToken) bool,
 		fetch func(context.Context, ledger.OAuthToken) (ledger.OAuthToken, error)) (t ledger.OAuthToken, refreshed bool, err error)
 	// Save stores a new grant.

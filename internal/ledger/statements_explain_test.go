@@ -367,7 +367,7 @@ func TestWorkerStatementsListed(t *testing.T) {
 	call := regexp.MustCompile(`\.([A-Z]\w*)\(`)
 	var files []string
 	for _, pattern := range []string{"../inbox/*.go", "../router/*.go", "../performer/*.go", "../engine/*.go",
-		"wakeup.go", "lanes.go", "audit.go", "trace.go", "outcomes.go", "perform_plans.go"} {
+		"wakeup.go", "lanes.go", "audit.go", "trace.go", "outcomes.go", "tx.go"} {
 		found, err := filepath.Glob(pattern)
 		if err != nil {
 			t.Fatal(err)
