@@ -45,9 +45,16 @@ build:
 	go build -o $(BIN)/oncehook ./cmd/oncehook
 
 ## test: generated code is current, vet, and the whole suite with the race detector
-## (the Helm chart's test is a module of its own, so ./... does not reach it)
+## (the Helm chart's test is a module of its own, so ./... does not reach it). The
+## packages run TEST_P at a time: most of their time is spent waiting on Postgres,
+## servers and browsers, not on the two cores. The tests whose assertion is a latency
+## bound (ALONE) then run by themselves, so that the other packages' load does not
+## decide them.
+TEST_P ?= 3
+ALONE  := TestOneClientsBurstDoesNotDelayAnother
 test: tools chromium podman check-generated vet
-	go test -race -count=1 -timeout 20m ./...
+	go test -race -count=1 -p $(TEST_P) -timeout 20m -skip '^($(ALONE))$$' ./...
+	go test -race -count=1 -timeout 10m -run '^($(ALONE))$$' ./internal/ledger/
 	cd deploy/helm && go test -count=1 -timeout 10m ./...
 
 ## chromium: Debian's headless browser for the dashboard tests, installed only when missing
@@ -103,12 +110,13 @@ $(BIN)/templ:
 $(BIN)/stripe-mock:
 	GOBIN=$(BIN) go install github.com/stripe/stripe-mock@$(STRIPE_MOCK_VERSION)
 
-## test-citus: the ledger, API and dashboard (web), fault and history (3 seeds) suites
-## against a local Citus cluster: db/dbtest starts a coordinator and two workers from the
-## machine's PostgreSQL with Citus preloaded (ONCEHOOK_TEST_CITUS=1), one package at a
-## time. Citus comes from Citus's own packages, or ../shared/citus/build.sh; without it
-## this stops with the one line that says so.
-CITUS_PKGS ?= ./internal/ledger/ ./web/ ./internal/faults/
+## test-citus: the ledger, inbox, review, API and dashboard (web), fault and history
+## (3 seeds) suites against a local Citus cluster: db/dbtest starts a coordinator and two
+## workers from the machine's PostgreSQL with Citus preloaded (ONCEHOOK_TEST_CITUS=1), a
+## cluster for each package, TEST_P packages at a time, then the ALONE tests by
+## themselves. Citus comes from Citus's own packages, or ../shared/citus/build.sh;
+## without it this stops with the one line that says so.
+CITUS_PKGS ?= ./internal/ledger/ ./internal/inbox/ ./internal/review/ ./web/ ./internal/faults/
 test-citus: tools
 	@for d in $(PG_DIRS); do \
 		if [ -x "$$d/postgres" ]; then \
@@ -118,7 +126,8 @@ test-citus: tools
 			echo "make test-citus needs Citus in PostgreSQL ($$d): install it from Citus's packages (https://docs.citusdata.com/en/stable/installation/multi_node.html), or run ../shared/citus/build.sh"; exit 1; \
 		fi; \
 	done; echo "make test-citus needs PostgreSQL with Citus: install PostgreSQL, then Citus from Citus's packages"; exit 1
-	ONCEHOOK_TEST_CITUS=1 go test -race -count=1 -p 1 -timeout 60m $(CITUS_PKGS)
+	ONCEHOOK_TEST_CITUS=1 go test -race -count=1 -p $(TEST_P) -timeout 60m -skip '^($(ALONE))$$' $(CITUS_PKGS)
+	ONCEHOOK_TEST_CITUS=1 go test -race -count=1 -timeout 10m -run '^($(ALONE))$$' ./internal/ledger/
 
 # ---- fault tests, fuzzing and the vulnerability check (issue 6) ----
 .PHONY: test-faults histories fuzz vuln
