@@ -145,6 +145,15 @@ func signedHostiles() []signedHostile {
 	return out
 }
 
+// otherSpelling sets the unused low bits of a padded base64 signature's last
+// character (keeping any "v1," before it): the same bytes, spelled another way.
+func otherSpelling(sig string) string {
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+	i := strings.LastIndexFunc(sig, func(r rune) bool { return r != '=' })
+	v := strings.IndexByte(alphabet, sig[i])
+	return sig[:i] + string(alphabet[v|1]) + sig[i+1:]
+}
+
 // TestHostileInput sends what no provider sends to a running `oncehook serve`:
 // unsigned and validly signed hostile bodies and headers on every source, and
 // malformed HTTP. It never answers 5xx, never 2xx without a valid signature, and a
@@ -174,6 +183,23 @@ func TestHostileInput(t *testing.T) {
 		hdr, _ := sender.Headers("stripe", "whsec_someone_else", sender.Delivery{Body: body})
 		if r := post(srv.url+"/hooks/stripe-live", hdr, body); r.status != http.StatusUnauthorized {
 			t.Errorf("signed with another secret: %d %v", r.status, r.err)
+		}
+	})
+
+	// The right signature spelled another way (its unused bits set) decodes to the
+	// same bytes under a lenient decoder: it is refused, and nothing is stored.
+	t.Run("OtherSpellingOfTheRightSignature", func(t *testing.T) {
+		for provider, header := range map[string]string{"shopify": "X-Shopify-Hmac-Sha256", "standard-webhooks": "Webhook-Signature"} {
+			d := sender.Delivery{ID: "spelled-" + provider, Type: "orders/create", Body: []byte(`{"type":"invoice.paid","id":1}`)}
+			hdr := w.signed(provider, d)
+			hdr.Set(header, otherSpelling(hdr.Get(header)))
+			r := post(srv.url+"/hooks/"+sourceOf[provider], hdr, d.Body)
+			if r.status != http.StatusUnauthorized || !strings.Contains(string(r.body), "malformed") && !strings.Contains(string(r.body), "signature") {
+				t.Errorf("%s, the signature spelled %q: %d %v %s, want 401 saying why", provider, hdr.Get(header), r.status, r.err, tail(string(r.body), 200))
+			}
+			if n := w.count(`SELECT count(*) FROM events WHERE source_event_id = $1`, d.ID); n != 0 {
+				t.Errorf("%s: %d events stored for a refused delivery", provider, n)
+			}
 		}
 	})
 

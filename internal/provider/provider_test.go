@@ -378,6 +378,12 @@ func TestVerifyShopify(t *testing.T) {
 		{name: "MalformedTruncatedIsRefused", params: withParams(kav, setParamHeader("X-Shopify-Hmac-Sha256", shopifyKAVHmac[:40])), wantCode: unauthorized},
 		{name: "MalformedHexInsteadOfBase64IsRefused", params: withParams(kav, setParamHeader("X-Shopify-Hmac-Sha256", "076ded5cdebcd60674d2858d46b82dcc113d5d20e8e72694bbac1f9a1bb76bb8")), wantCode: unauthorized},
 		{name: "GarbageHeaderIsRefused", params: withParams(kav, setParamHeader("X-Shopify-Hmac-Sha256", garbageHeader)), wantCode: unauthorized},
+		// The right signature spelled another way decodes to the same bytes under a
+		// lenient decoder; Shopify writes one spelling, and only that one is taken.
+		{name: "UnusedBitsSetAreRefused", params: withParams(kav, setParamHeader("X-Shopify-Hmac-Sha256", shopifyKAVHmac[:42]+"h=")), wantCode: unauthorized},
+		{name: "PaddingDroppedIsRefused", params: withParams(kav, setParamHeader("X-Shopify-Hmac-Sha256", strings.TrimSuffix(shopifyKAVHmac, "="))), wantCode: unauthorized},
+		{name: "TrailingGarbageIsRefused", params: withParams(kav, setParamHeader("X-Shopify-Hmac-Sha256", shopifyKAVHmac+"AAAA")), wantCode: unauthorized},
+		{name: "LineBreakInsideIsRefused", params: withParams(kav, setParamHeader("X-Shopify-Hmac-Sha256", shopifyKAVHmac[:20]+"\r\n"+shopifyKAVHmac[20:])), wantCode: unauthorized},
 		{name: "RotationOldAndNewVerify", params: withParams(kav, func(p *provider.VerifyParams) { p.Secrets = []string{"shpss_new", shopifyKAVSecret} }), want: want},
 		{name: "UnknownSecretIsRefused", params: withParams(kav, func(p *provider.VerifyParams) { p.Secrets = []string{"shpss_new"} }), wantCode: unauthorized},
 		{name: "OldTriggeredAtIsNotATolerance", params: withParams(kav, func(p *provider.VerifyParams) { p.Now = verifyTestNow.Add(1000 * time.Hour) }), want: want},
@@ -437,6 +443,8 @@ func TestVerifyStandardWebhooks(t *testing.T) {
 		{name: "WrongSignatureIsRefused", params: withParams(kav, setParamHeader("webhook-signature", standardWrongSig)), wantCode: unauthorized},
 		{name: "PartialSignatureIsRefused", params: withParams(kav, setParamHeader("webhook-signature", "v1,")), wantCode: unauthorized},
 		{name: "MalformedNoVersionIsRefused", params: withParams(kav, setParamHeader("webhook-signature", strings.TrimPrefix(standardKAVSig, "v1,"))), wantCode: unauthorized},
+		{name: "UnusedBitsSetAreRefused", params: withParams(kav, setParamHeader("webhook-signature", strings.TrimSuffix(standardKAVSig, "E=")+"F=")), wantCode: unauthorized},
+		{name: "URLAlphabetIsRefused", params: withParams(kav, setParamHeader("webhook-signature", strings.NewReplacer("+", "-", "/", "_").Replace(standardKAVSig))), wantCode: unauthorized},
 		{name: "OtherVersionIsIgnored", params: withParams(kav, setParamHeader("webhook-signature", "v1a,"+strings.TrimPrefix(standardKAVSig, "v1,"))), wantCode: unauthorized},
 		{name: "SeveralSignaturesOneValidVerifies", params: withParams(kav, setParamHeader("webhook-signature", standardWrongSig+" v2,Ceo5qEr07ixe2NLpvHk3FH9bwy/WavXrAFQ/9tdO6mc= "+standardKAVSig+" "+standardWrongSig)), want: want},
 		{name: "MissingSignatureIsRefused", params: withParams(kav, func(p *provider.VerifyParams) { p.Header.Del("webhook-signature") }), wantCode: unauthorized},

@@ -6,7 +6,6 @@ import (
 	"crypto/sha1"
 	"crypto/sha256"
 	"crypto/sha512"
-	"encoding/base64"
 	"encoding/hex"
 	"hash"
 	"net/http"
@@ -179,7 +178,7 @@ func (r *request) decodeSig(s string) ([]byte, bool) {
 	var sig []byte
 	var err error
 	if r.spec.Encoding == "base64" {
-		sig, err = base64.StdEncoding.DecodeString(s)
+		sig, err = decodeBase64(s)
 	} else {
 		sig, err = hex.DecodeString(s)
 	}
@@ -297,7 +296,7 @@ func contains(list []string, s string) bool {
 // standardKey decodes a whsec_ secret as Standard Webhooks does; one that is not
 // base64 yields nil and so never matches rather than failing the whole request.
 func standardKey(secret string) []byte {
-	key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, "whsec_"))
+	key, err := decodeBase64(strings.TrimPrefix(secret, "whsec_"))
 	if err != nil {
 		return nil
 	}

@@ -7,7 +7,6 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"crypto/x509"
-	"encoding/base64"
 	"encoding/hex"
 	"net/http"
 	"strings"
@@ -38,7 +37,7 @@ func parseECDSAKey(s string) (*ecdsa.PublicKey, bool) {
 	s = strings.TrimSpace(s)
 	s = strings.TrimPrefix(s, "-----BEGIN PUBLIC KEY-----")
 	s = strings.TrimSuffix(s, "-----END PUBLIC KEY-----")
-	der, err := base64.StdEncoding.DecodeString(strings.Join(strings.Fields(s), ""))
+	der, err := decodeBase64(strings.Join(strings.Fields(s), "")) // PEM wraps its lines
 	if err != nil {
 		return nil, false
 	}
@@ -121,6 +120,10 @@ func KeyProblem(spec *ledger.VerifySpec, secret string) string {
 	case ledger.VerifyKindBasic:
 		if !strings.Contains(secret, ":") {
 			return `is not "user:password"`
+		}
+	case ledger.VerifyKindHMAC, "":
+		if spec.Key == "base64" && standardKey(secret) == nil {
+			return "is not a whsec_ secret: base64 in the standard alphabet with its padding after the prefix"
 		}
 	}
 	return ""
