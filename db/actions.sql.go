@@ -1827,13 +1827,13 @@ func (q *Queries) ActionRecordBatch(ctx context.Context, arg ActionRecordBatchPa
 	return items, nil
 }
 
-const actionRecordConflict = `-- name: ActionRecordConflict :exec
+const actionRecordRouted = `-- name: ActionRecordRouted :exec
 UPDATE actions
 SET state = $1, reason = $2, next_attempt_at = $3, updated_at = now()
 WHERE client = $4 AND id = $5 AND state = ANY($6::text[])
 `
 
-type ActionRecordConflictParams struct {
+type ActionRecordRoutedParams struct {
 	State         string
 	Reason        string
 	NextAttemptAt time.Time
@@ -1842,10 +1842,12 @@ type ActionRecordConflictParams struct {
 	States        []string
 }
 
-// A new event asked for this operation with different params: the decision table's
-// state (a person decides), unless the action is already performed or closed.
-func (q *Queries) ActionRecordConflict(ctx context.Context, arg ActionRecordConflictParams) error {
-	_, err := q.db.Exec(ctx, actionRecordConflict,
+// The router's decision for an action it links an event to: a new event asked for
+// this operation with different params, or the event cannot fill a param of the
+// action it just created. The decision table's state (a person decides), unless the
+// action is already performed or closed.
+func (q *Queries) ActionRecordRouted(ctx context.Context, arg ActionRecordRoutedParams) error {
+	_, err := q.db.Exec(ctx, actionRecordRouted,
 		arg.State,
 		arg.Reason,
 		arg.NextAttemptAt,

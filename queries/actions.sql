@@ -107,9 +107,11 @@ JOIN actions a ON a.client = ae.client AND a.id = ae.action_id
 WHERE ae.client = @client AND ae.event_id = @event_id
 ORDER BY a.id;
 
--- name: ActionRecordConflict :exec
--- A new event asked for this operation with different params: the decision table's
--- state (a person decides), unless the action is already performed or closed.
+-- name: ActionRecordRouted :exec
+-- The router's decision for an action it links an event to: a new event asked for
+-- this operation with different params, or the event cannot fill a param of the
+-- action it just created. The decision table's state (a person decides), unless the
+-- action is already performed or closed.
 UPDATE actions
 SET state = @state, reason = @reason, next_attempt_at = @next_attempt_at, updated_at = now()
 WHERE client = @client AND id = @id AND state = ANY(@states::text[]);

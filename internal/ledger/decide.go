@@ -56,6 +56,9 @@ const (
 const (
 	ObsCreated             Observation = "created for an event"
 	ObsCreatedDisconnected Observation = "created while its destination is disconnected"
+	// A param the event cannot fill (a money amount whose currency is unknown) is
+	// never sent as null: a person corrects the request first.
+	ObsUnfillable Observation = "a param the event cannot fill"
 )
 
 // The row of a person's correction (DESIGN.md section 3, "a person corrects a
@@ -106,6 +109,7 @@ var DecisionTable = []Rule{
 	{ObsRetryLookupFirst, "retry_lookup_first", StateUncertain, "who retried; the operation is looked up before any call", false},
 	{ObsCreated, "created", StatePending, "the event that asked for it", false},
 	{ObsCreatedDisconnected, "created_held", StateHeld, "the disconnected destination", false},
+	{ObsUnfillable, "unfillable", StateFailed, "the param and what the event holds", false},
 
 	{ObsCorrectionApproved, "correction_approved", StatePending, "the provider reason and the approved correction: the original request, the corrected one, who made and who approved it", false},
 }

@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 )
 
@@ -21,29 +22,33 @@ const (
 )
 
 // Render is m's value in doc: the major-unit decimal with the currency's ISO 4217
-// exponent of digits after the point, or nil when the amount is not a whole number
-// of minor units or the currency is not an ISO 4217 code with an exponent.
-func (m Money) Render(doc any) any {
+// exponent of digits after the point. When the event cannot give one (the currency
+// is missing or not an ISO 4217 code with an exponent, the amount is not a whole
+// number of minor units) it returns nil and why, in words a person can act on.
+func (m Money) Render(doc any) (value any, problem string) {
 	code := m.Currency
 	if strings.HasPrefix(code, "/") {
-		code, _ = PointerString(doc, code)
+		var found bool
+		if code, found = PointerString(doc, m.Currency); !found {
+			return nil, fmt.Sprintf("the event has no currency at %s", m.Currency)
+		}
 	}
 	exp, ok := CurrencyExponent(code)
 	if !ok {
-		return nil
+		return nil, fmt.Sprintf("the currency %q is not an ISO 4217 code", Truncate(code, 40))
 	}
 	minor, ok := PointerString(doc, m.Amount)
 	if !ok {
-		return nil
+		return nil, fmt.Sprintf("the event has no amount at %s", m.Amount)
 	}
 	major, ok := MajorUnits(minor, exp)
 	switch {
 	case !ok:
-		return nil
+		return nil, fmt.Sprintf("the amount %q at %s is not a whole number of minor units", Truncate(minor, 40), m.Amount)
 	case m.AsNumber:
-		return json.Number(major)
+		return json.Number(major), ""
 	}
-	return major
+	return major, ""
 }
 
 // MajorUnits writes the integer minor (in minor units) as a decimal with exp

@@ -130,6 +130,12 @@ func AlreadyConfirmed(a db.Action, now time.Time) Decision {
 	return Decide(ObsAlreadyConfirmed, RetryPlan{}, fmt.Sprintf("action %d, linked to this event", a.ID), 0, now)
 }
 
+// Unfillable is the decision table's answer to an action just created whose params
+// the event cannot fill: problems says which param and why.
+func Unfillable(owner, problems string, now time.Time) Decision {
+	return Decide(ObsUnfillable, RetryPlan{Owner: owner}, problems, 0, now)
+}
+
 // Conflicting is the decision table's answer to an event asking for an existing
 // operation with different params.
 func Conflicting(a db.Action, ev db.Event, now time.Time) Decision {

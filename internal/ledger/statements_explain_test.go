@@ -103,8 +103,8 @@ func routeStatements() []workerStatement {
 		{name: "ActionGetByOperationKey", client: true, call: func(ctx context.Context, q *db.Queries, _ bool) {
 			_, _ = q.ActionGetByOperationKey(ctx, db.ActionGetByOperationKeyParams{Client: wsClient, OperationKey: "op"})
 		}},
-		{name: "ActionRecordConflict", client: true, call: func(ctx context.Context, q *db.Queries, _ bool) {
-			_ = q.ActionRecordConflict(ctx, db.ActionRecordConflictParams{State: "held", Reason: "r", NextAttemptAt: wsNow,
+		{name: "ActionRecordRouted", client: true, call: func(ctx context.Context, q *db.Queries, _ bool) {
+			_ = q.ActionRecordRouted(ctx, db.ActionRecordRoutedParams{State: "held", Reason: "r", NextAttemptAt: wsNow,
 				Client: wsClient, ID: 1, States: []string{"pending"}})
 		}},
 		{name: "ActionEventLinks", mode: "single", call: func(ctx context.Context, q *db.Queries, _ bool) {

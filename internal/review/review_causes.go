@@ -131,6 +131,8 @@ func failedCauseWords(d, cause string) (label, fix string) {
 		return d + ": outcome unknown", "Check " + d + " by hand, then Resolve or Retry"
 	case string(ledger.ObsConflict):
 		return "changed payload for the same operation", "Compare the events, then Resolve or Cancel"
+	case string(ledger.ObsUnfillable):
+		return d + ": a value the event cannot fill", "Correct the request"
 	case string(ledger.ObsExistsNoLookup):
 		return d + " says it already exists", "Check " + d + ", then Resolve"
 	}

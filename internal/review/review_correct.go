@@ -49,10 +49,12 @@ func correctionOf(c db.Correction, approve string) Correction {
 		AttemptKey: c.AttemptKey, Approve: approve}
 }
 
-// Correctable reports whether a can be corrected: the destination rejected it (a
-// 4xx, which performed nothing) and it is failed.
+// Correctable reports whether a can be corrected: it is failed, and nothing was
+// performed: the destination rejected it (a 4xx), or the event could not fill a
+// param and nothing was sent.
 func Correctable(a ledger.Action) bool {
-	return a.State == ledger.StateFailed && strings.HasPrefix(a.Reason, string(ledger.ObsRejected))
+	return a.State == ledger.StateFailed && (strings.HasPrefix(a.Reason, string(ledger.ObsRejected)) ||
+		strings.HasPrefix(a.Reason, string(ledger.ObsUnfillable)))
 }
 
 // NamedField is the param the provider's reason names, if any: the first

@@ -31,6 +31,7 @@ var plainObservations = map[ledger.Observation]string{
 	ledger.ObsLeaseStarted:     "A worker stopped during its call to %[1]s, so nobody knows yet whether it acted.",
 	ledger.ObsLeaseReconcile:   "A worker stopped while looking the operation up at %[1]s.",
 	ledger.ObsConflict:         "A later event asked for the same operation with different values: a person decides which is right.",
+	ledger.ObsUnfillable:       "The event cannot fill a value of the request to %[1]s, so nothing was sent: correct the request first.",
 	ledger.ObsExists:           "%[1]s says the record already exists; it is looked up to confirm.",
 	ledger.ObsExistsNoLookup:   "%[1]s says the record already exists, and it cannot be looked up: check it there by hand.",
 	ledger.ObsAbsentUnsettled:  "%[1]s does not show the record yet; it is looked up again once its lookups have caught up.",
@@ -93,7 +94,8 @@ func PlainReason(a ledger.Action) (sentence, detail string) {
 		return upperFirst(reason) + ".", ""
 	}
 	s := fmt.Sprintf(plainObservations[ledger.Observation(cause)], a.Destination)
-	if ledger.Observation(cause) == ledger.ObsRejected || ledger.Observation(cause) == ledger.ObsExistsNoLookup {
+	if ledger.Observation(cause) == ledger.ObsRejected || ledger.Observation(cause) == ledger.ObsExistsNoLookup ||
+		ledger.Observation(cause) == ledger.ObsUnfillable {
 		return sentenceWith(s, words), reason
 	}
 	return s, reason

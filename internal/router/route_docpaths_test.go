@@ -76,9 +76,9 @@ func TestDecodeDocFindsWhatTheWholeDocumentHolds(t *testing.T) {
 				}
 			}
 			for _, rule := range rules {
-				wp, err1 := renderParams(whole, rule.Params)
-				gp, err2 := renderParams(got, rule.Params)
-				if !bytes.Equal(wp, gp) || (err1 != nil) != (err2 != nil) {
+				wp, wu, err1 := renderParams(whole, rule.Params)
+				gp, gu, err2 := renderParams(got, rule.Params)
+				if !bytes.Equal(wp, gp) || wu != gu || (err1 != nil) != (err2 != nil) {
 					t.Errorf("params: got %s, the whole document gives %s", gp, wp)
 				}
 			}

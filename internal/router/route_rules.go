@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/oncehook/oncehook/db"
@@ -130,15 +131,18 @@ func keyParts(doc any, rule ledger.ActionRule, r *routing) ([]string, bool) {
 
 // actionIntent is the action one rule of one event asks for, ready to insert.
 type actionIntent struct {
-	rule     ledger.ActionRule
-	id       ledger.OperationIdentity
-	source   string
-	params   json.RawMessage
-	sum      []byte
-	owner    string
-	afterID  int64 // the predecessor it waits for; 0 for none
-	resource string
-	occurred *time.Time
+	rule   ledger.ActionRule
+	id     ledger.OperationIdentity
+	source string
+	params json.RawMessage
+	// unfillable names the params the event cannot fill, and why: the action is
+	// created, then sent to a person (refuseUnfillable).
+	unfillable string
+	sum        []byte
+	owner      string
+	afterID    int64 // the predecessor it waits for; 0 for none
+	resource   string
+	occurred   *time.Time
 }
 
 // ruleTime is when the event says the rule's operation happened: the rule's own
@@ -155,7 +159,7 @@ func ruleTime(doc any, rule ledger.ActionRule, eventTime *time.Time) *time.Time 
 // intent works out the action rule asks for, with the key parts read from the event.
 func (rt *Router) intent(ev db.Event, doc any, rule ledger.ActionRule, parts []string, afterID int64,
 	resource string, occurred *time.Time) (actionIntent, error) {
-	params, err := renderParams(doc, rule.Params)
+	params, unfillable, err := renderParams(doc, rule.Params)
 	if err != nil {
 		return actionIntent{}, fmt.Errorf("render params for %s: %w", rule.Name, err)
 	}
@@ -165,7 +169,7 @@ func (rt *Router) intent(ev db.Event, doc any, rule ledger.ActionRule, parts []s
 		dest, _ := rt.cfg.Destination(rule.Destination)
 		owner = dest.Owner
 	}
-	return actionIntent{rule: rule, source: ev.Source, params: params, sum: sum[:], owner: owner,
+	return actionIntent{rule: rule, source: ev.Source, params: params, unfillable: unfillable, sum: sum[:], owner: owner,
 		id:      ledger.OperationIdentity{Client: ev.Client, Environment: ev.Environment, Name: rule.Name, KeyParts: parts},
 		afterID: afterID, resource: resource, occurred: occurred}, nil
 }
@@ -179,6 +183,11 @@ func (rt *Router) linkToAction(ctx context.Context, q *db.Queries, ev db.Event, 
 	conflict := false
 	if newID != 0 {
 		r.created++
+		if in.unfillable != "" {
+			if err := rt.refuseUnfillable(ctx, q, ev.Client, newID, in); err != nil {
+				return 0, err
+			}
+		}
 	} else {
 		existing, err := q.ActionGetByOperationKey(ctx, db.ActionGetByOperationKeyParams{
 			Client: ev.Client, OperationKey: in.id.OperationKey()})
@@ -214,11 +223,22 @@ func (rt *Router) linkToAction(ctx context.Context, q *db.Queries, ev db.Event, 
 // in front of a person, unless it is already closed.
 func (rt *Router) flagConflict(ctx context.Context, q *db.Queries, ev db.Event, a db.Action) error {
 	d := ledger.Conflicting(a, ev, time.Now())
-	if err := q.ActionRecordConflict(ctx, db.ActionRecordConflictParams{Client: a.Client, ID: a.ID,
+	if err := q.ActionRecordRouted(ctx, db.ActionRecordRoutedParams{Client: a.Client, ID: a.ID,
 		State: d.State, Reason: ledger.Truncate(d.Reason, 1000), NextAttemptAt: d.NextAttemptAt, States: ledger.ConflictableStates}); err != nil {
 		return fmt.Errorf("flag conflict: %w", err)
 	}
 	return ledger.Audit(ctx, q, a.Client, a.ID, "router", "conflict", d.Reason, map[string]any{"event_id": ev.ID})
+}
+
+// refuseUnfillable sends the action id, just created, to a person: a param of in
+// cannot be filled from the event, and a null is never sent to a destination.
+func (rt *Router) refuseUnfillable(ctx context.Context, q *db.Queries, client string, id int64, in actionIntent) error {
+	d := ledger.Unfillable(in.owner, in.unfillable, time.Now())
+	if err := q.ActionRecordRouted(ctx, db.ActionRecordRoutedParams{Client: client, ID: id,
+		State: d.State, Reason: ledger.Truncate(d.Reason, 1000), NextAttemptAt: d.NextAttemptAt, States: ledger.ConflictableStates}); err != nil {
+		return fmt.Errorf("send an unfillable action to a person: %w", err)
+	}
+	return ledger.Audit(ctx, q, client, id, "router", "unfillable", d.Reason, nil)
 }
 
 // checkStale locks the resource row and says whether the event is older than what
@@ -354,25 +374,29 @@ func predecessorsFirst(rules []ledger.ActionRule) []ledger.ActionRule {
 // renderParams renders an action's params from the event: a JSON object whose
 // nested params are nested objects and lists. A {result: action} param is left out
 // (or null in a list) until its call, when fillResults puts it in.
-func renderParams(doc any, params []ledger.Param) (json.RawMessage, error) {
-	b, err := json.Marshal(renderObject(doc, params)) // map keys are sorted: the hash is stable
+// renderParams writes the params of a rule from doc. unfillable names each param
+// the event cannot fill, and why ("" when every one is filled): such a param is
+// written as null and the action goes to a person before anything is sent.
+func renderParams(doc any, params []ledger.Param) (b json.RawMessage, unfillable string, err error) {
+	var problems []string
+	b, err = json.Marshal(renderObject(doc, params, "", &problems)) // map keys are sorted: the hash is stable
 	if err != nil {
-		return nil, fmt.Errorf("encode params: %w", err)
+		return nil, "", fmt.Errorf("encode params: %w", err)
 	}
-	return b, nil
+	return b, strings.Join(problems, "; "), nil
 }
 
-func renderObject(doc any, params []ledger.Param) map[string]any {
+func renderObject(doc any, params []ledger.Param, path string, problems *[]string) map[string]any {
 	out := make(map[string]any, len(params))
 	for _, p := range params {
-		if v, ok := renderParam(doc, p); ok {
+		if v, ok := renderParam(doc, p, path+p.Name, problems); ok {
 			out[p.Name] = v
 		}
 	}
 	return out
 }
 
-func renderParam(doc any, p ledger.Param) (any, bool) {
+func renderParam(doc any, p ledger.Param, path string, problems *[]string) (any, bool) {
 	switch {
 	case p.Result != "":
 		return nil, false
@@ -380,13 +404,17 @@ func renderParam(doc any, p ledger.Param) (any, bool) {
 		v, _ := ledger.Pointer(doc, p.Pointer)
 		return v, true
 	case p.Money != nil:
-		return p.Money.Render(doc), true
+		v, problem := p.Money.Render(doc)
+		if problem != "" {
+			*problems = append(*problems, path+": "+problem)
+		}
+		return v, true
 	case p.IsObject:
-		return renderObject(doc, p.Object), true
+		return renderObject(doc, p.Object, path+".", problems), true
 	case p.IsList:
 		out := make([]any, 0, len(p.List))
-		for _, q := range p.List {
-			v, _ := renderParam(doc, q)
+		for i, q := range p.List {
+			v, _ := renderParam(doc, q, fmt.Sprintf("%s[%d]", path, i), problems)
 			out = append(out, v)
 		}
 		return out, true
