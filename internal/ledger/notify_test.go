@@ -12,12 +12,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oncehook/oncehook/internal/accounts"
 	"github.com/oncehook/oncehook/internal/config"
 	"github.com/oncehook/oncehook/internal/destination"
 	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/internal/notify"
 	"github.com/oncehook/oncehook/internal/provider"
 	"github.com/oncehook/oncehook/internal/sandbox"
+	"github.com/oncehook/oncehook/internal/sender"
 )
 
 // digestSink is a chat tool's webhook endpoint: it verifies each digest the way a
@@ -129,4 +131,82 @@ notify:
 			t.Errorf("held digest %+v; want it sent to the destination's owner", last)
 		}
 	})
+}
+
+// A digest holds only what its reader may see: the CRM's owner, an operator of acme
+// alone, is told of acme's held action and never of beta's, whose key, reason and
+// count stay out of the mail and the webhook. Without an account, the same owner is
+// told of both: the config itself named them the CRM's owner.
+func TestDigestsKeepToTheReadersScope(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, worldOptions{yaml: betaClient})
+	sink := &digestSink{}
+	hook := httptest.NewServer(sink)
+	t.Cleanup(hook.Close)
+	ownerMail, err := sandbox.StartMail("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ownerMail.Close)
+	cfg, err := config.Parse("notify.yaml", []byte(w.yaml+fmt.Sprintf(`
+notify:
+  every: 15m
+  smtp: {addr: %q, from: oncehook@example.com}
+  webhook: {url: %q, secret_env: NOTIFY_SECRET}
+`, ownerMail.Addr(), hook.URL)), func(k string) string {
+		return map[string]string{"STRIPE_SECRET": stripeSecret, "CRM_TOKEN": crmToken, "NOTIFY_SECRET": notifySecret}[k]
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := notify.New(notify.Params{Pool: w.pool, Config: cfg, Mail: destination.NewSMTP(cfg.Notify.SMTP.Destination())})
+
+	w.crm.SetToken("rotated") // the CRM refuses oncehook's token: both clients' actions are held
+	w.deliver(checkout{eventID: "evt_scope_acme", enquiry: "enq_scope_acme"})
+	body := checkout{eventID: "evt_scope_beta", enquiry: "enq_scope_beta"}.body()
+	hdr, err := sender.Headers("stripe", stripeSecret, sender.Delivery{Body: body})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if status, out := w.request("POST", "/hooks/stripe-beta", hdr, body); status != http.StatusOK {
+		t.Fatalf("deliver beta's event: %d %v", status, out)
+	}
+	w.waitFor("open_opportunity", "enq_scope_acme", "held")
+	w.waitFor("beta_checkout", "enq_scope_beta", "held")
+
+	if _, err := accounts.CreateUser(context.Background(), w.pool, "crm-admin@example.com", ledger.RoleOperator,
+		"correct horse battery staple", "acme"); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	if _, err := n.NotifyOnce(context.Background(), now); err != nil {
+		t.Fatal(err)
+	}
+	var toCRMAdmin []sandbox.Message
+	for _, m := range ownerMail.Messages() {
+		if m.To[0] == "crm-admin@example.com" {
+			toCRMAdmin = append(toCRMAdmin, m)
+		}
+	}
+	if len(toCRMAdmin) != 1 || !strings.Contains(toCRMAdmin[0].Body, "enq_scope_acme") {
+		t.Fatalf("the CRM's owner got %+v; want one digest with acme's held action", toCRMAdmin)
+	}
+	if strings.Contains(toCRMAdmin[0].Body, "enq_scope_beta") || !strings.Contains(toCRMAdmin[0].Body, "1 action needs you") {
+		t.Errorf("the digest of an operator of acme tells of beta's work: %q", toCRMAdmin[0].Body)
+	}
+	for _, d := range sink.all() {
+		if d["owner"] == "crm-admin@example.com" && strings.Contains(fmt.Sprint(d), "enq_scope_beta") {
+			t.Errorf("the webhook digest for an operator of acme tells of beta's work: %v", d)
+		}
+	}
+
+	// Without an account, the owner the config names is told of beta's action too.
+	w.exec(`DELETE FROM users WHERE email = 'crm-admin@example.com'`)
+	if _, err := n.NotifyOnce(context.Background(), now.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	last := ownerMail.Messages()[len(ownerMail.Messages())-1]
+	if last.To[0] != "crm-admin@example.com" || !strings.Contains(last.Body, "enq_scope_beta") {
+		t.Errorf("without an account the CRM's owner got %q; want beta's held action, which the config addressed to them", last.Body)
+	}
 }

@@ -27,6 +27,7 @@ var stages = []string{"inbox", "router", "performer", "review", "accounts", "oau
 var doors = map[[2]string][]string{
 	{"review", "accounts"}:    {"ListUsers", "AccountHolders"}, // who work can be assigned to
 	{"retention", "accounts"}: {"DeleteExpiredSessions"},       // expired sign-ins go with the rest
+	{"notify", "accounts"}:    {"ListUsers"},                   // a digest holds what its reader may see
 }
 
 // webStages are the stages whose services web's handlers call: the inbox for

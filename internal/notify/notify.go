@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/oncehook/oncehook/db"
+	"github.com/oncehook/oncehook/internal/accounts"
 	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/internal/sender"
 )
@@ -31,7 +32,7 @@ type Notifier struct {
 	client *http.Client
 }
 
-// Params is the input of NewNotifier.
+// Params is the input of New.
 type Params struct {
 	Pool   *pgxpool.Pool
 	Config *ledger.Config
@@ -94,6 +95,10 @@ func (n *Notifier) NotifyOnce(ctx context.Context, now time.Time) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("find actions needing a person: %w", err)
 	}
+	readers, err := n.readers(ctx)
+	if err != nil {
+		return 0, err
+	}
 	byOwner := map[string][]db.Action{}
 	for _, a := range cands {
 		owner := a.Owner
@@ -102,7 +107,7 @@ func (n *Notifier) NotifyOnce(ctx context.Context, now time.Time) (int, error) {
 				owner = d.Owner
 			}
 		}
-		if owner != "" {
+		if owner != "" && n.mayRead(readers, owner, a) {
 			byOwner[owner] = append(byOwner[owner], a)
 		}
 	}
@@ -139,6 +144,43 @@ func (n *Notifier) NotifyOnce(ctx context.Context, now time.Time) (int, error) {
 		}
 	}
 	return sent, nil
+}
+
+// readers returns every user by lowercased email: whom a digest is for decides what
+// of it they may read.
+func (n *Notifier) readers(ctx context.Context) (map[string]ledger.User, error) {
+	users, err := accounts.ListUsers(ctx, n.pool, false)
+	if err != nil {
+		return nil, fmt.Errorf("read who the owners are: %w", err)
+	}
+	out := make(map[string]ledger.User, len(users))
+	for _, u := range users {
+		out[strings.ToLower(u.Email)] = u
+	}
+	return out, nil
+}
+
+// mayRead reports whether owner may be told of a, through the scope the pages hold
+// them to: an owner with an account, what the account sees (a disabled one,
+// nothing); an owner without one, what the config itself addressed to them, the
+// action's rule for its client or the destination it waits for. An item left out is
+// not reported to them, and stays to be told to someone who may read it.
+func (n *Notifier) mayRead(readers map[string]ledger.User, owner string, a db.Action) bool {
+	if u, ok := readers[strings.ToLower(owner)]; ok {
+		return !u.Disabled && u.Actor().Sees(a.Client)
+	}
+	if d, ok := n.cfg.Destination(a.Destination); ok && strings.EqualFold(d.Owner, owner) {
+		return true
+	}
+	for _, r := range n.cfg.Actions {
+		if r.Name != a.Name || !strings.EqualFold(r.Owner, owner) {
+			continue
+		}
+		if src, ok := n.cfg.Source(r.Source); ok && src.Client == a.Client {
+			return true
+		}
+	}
+	return false
 }
 
 // claim takes the owner's digest slot and the items not claimed elsewhere, in one
