@@ -581,11 +581,11 @@ func (q *Queries) ActionClientsWithRows(ctx context.Context) ([]string, error) {
 }
 
 const actionClientsWithWork = `-- name: ActionClientsWithWork :many
-SELECT DISTINCT client FROM actions WHERE state IN ('pending', 'retrying', 'uncertain', 'processing')
+SELECT DISTINCT client FROM actions WHERE state IN ('pending', 'retrying', 'uncertain', 'processing', 'held')
 `
 
-// The clients with actions to claim or leases to recover: the lanes the performer
-// goes round beside the config's clients.
+// The clients with actions to claim, leases to recover or held actions to release:
+// the lanes the performer goes round beside the config's clients.
 func (q *Queries) ActionClientsWithWork(ctx context.Context) ([]string, error) {
 	rows, err := q.db.Query(ctx, actionClientsWithWork)
 	if err != nil {

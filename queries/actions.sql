@@ -212,9 +212,9 @@ WITH due AS (
 SELECT c.*, 0::bigint AS attempt_id FROM claimed c;
 
 -- name: ActionClientsWithWork :many
--- The clients with actions to claim or leases to recover: the lanes the performer
--- goes round beside the config's clients.
-SELECT DISTINCT client FROM actions WHERE state IN ('pending', 'retrying', 'uncertain', 'processing');
+-- The clients with actions to claim, leases to recover or held actions to release:
+-- the lanes the performer goes round beside the config's clients.
+SELECT DISTINCT client FROM actions WHERE state IN ('pending', 'retrying', 'uncertain', 'processing', 'held');
 
 -- name: ActionRenewLease :execrows
 UPDATE actions

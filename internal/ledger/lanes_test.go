@@ -3,10 +3,12 @@ package ledger_test
 import (
 	"context"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/oncehook/oncehook/internal/engine"
 	"github.com/oncehook/oncehook/internal/sender"
 )
 
@@ -89,5 +91,60 @@ func waitUntil(t *testing.T, within time.Duration, what string, ok func() bool) 
 			t.Fatalf("%s: not within %v", what, within)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// withoutBeta is the config of betaClient with beta's source and rule taken out
+// again: beta is no longer configured, while its actions stay in the database.
+func withoutBeta(yaml string) string {
+	var kept []string
+	for _, line := range strings.Split(yaml[:strings.Index(yaml, "  - name: beta_checkout")], "\n") {
+		if !strings.Contains(line, "stripe-beta") {
+			kept = append(kept, line)
+		}
+	}
+	return strings.Join(kept, "\n")
+}
+
+// A held action whose client the config no longer names is released by recovery
+// once its destination is connected, and performed once. On Citus recovery goes
+// client by client, so it must go round the clients with work in the database, not
+// only the config's.
+func TestHeldActionOfARemovedClientIsReleased(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, worldOptions{yaml: betaClient, noEngine: true})
+	w.exec(`INSERT INTO destinations (name, status, reason, changed_at) VALUES ('crm', 'disconnected', 'refused', now())
+		ON CONFLICT (name) DO UPDATE SET status = EXCLUDED.status`)
+	body := checkout{eventID: "evt_gone", enquiry: "enq_gone"}.body()
+	hdr, err := sender.Headers("stripe", stripeSecret, sender.Delivery{Body: body})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if status, out := w.request("POST", "/hooks/stripe-beta", hdr, body); status != http.StatusOK {
+		t.Fatalf("deliver beta's event: status %d %v", status, out)
+	}
+	w.route()
+	if n := w.count(`SELECT count(*) FROM actions WHERE client = 'beta' AND state = 'held'`); n != 1 {
+		t.Fatalf("%d held actions of beta, want 1", n)
+	}
+	// The destination is connected again behind the held action's back (a router
+	// that read it disconnected, committing after the reconnect released the rest),
+	// and beta leaves the config.
+	w.exec(`UPDATE destinations SET status = 'connected', reason = 'reconnected' WHERE name = 'crm'`)
+	w.yaml = withoutBeta(w.yaml)
+	cfg := w.loadConfig()
+	if slices.Contains(cfg.Clients(), "beta") {
+		t.Fatalf("the config still names beta: %v", cfg.Clients())
+	}
+	w.startEngineWith(func(p *engine.Params) { p.Config = cfg })
+	w.waitFor("beta_checkout", "enq_gone", "confirmed")
+	found := 0
+	for _, r := range w.crm.Records() {
+		if r.Fields["enquiry_id"] == "enq_gone" {
+			found++
+		}
+	}
+	if found != 1 {
+		t.Errorf("the CRM holds %d records for the removed client's action, want 1", found)
 	}
 }

@@ -25,8 +25,9 @@ var (
 	// (pending, retrying) or looked up (uncertain).
 	DueStates = []string{StatePending, StateRetrying, StateUncertain}
 	// LaneStates are the actions that give a client a lane in the performer's round:
-	// due work, or leases to recover.
-	LaneStates = []string{StatePending, StateRetrying, StateUncertain, StateProcessing}
+	// due work, leases to recover, or held work recovery may release (of a client
+	// the config may no longer name).
+	LaneStates = []string{StatePending, StateRetrying, StateUncertain, StateProcessing, StateHeld}
 	// HoldableStates are held when their destination is disconnected.
 	HoldableStates = []string{StatePending, StateRetrying}
 	// EventCancellableStates are the actions a cancelling event still stops: not
