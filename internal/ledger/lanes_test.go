@@ -2,6 +2,7 @@ package ledger_test
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"slices"
 	"strings"
@@ -9,6 +10,8 @@ import (
 	"time"
 
 	"github.com/oncehook/oncehook/internal/engine"
+	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/review"
 	"github.com/oncehook/oncehook/internal/sender"
 )
 
@@ -146,5 +149,52 @@ func TestHeldActionOfARemovedClientIsReleased(t *testing.T) {
 	}
 	if found != 1 {
 		t.Errorf("the CRM holds %d records for the removed client's action, want 1", found)
+	}
+}
+
+// An action of a client the config no longer names that waits for a person says
+// so as its next step, and a person can close it: cancelled, it is never sent.
+func TestActionOfARemovedClientCanBeClosed(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, worldOptions{yaml: betaClient, noEngine: true})
+	w.exec(`INSERT INTO destinations (name, status, reason, changed_at) VALUES ('crm', 'disconnected', 'refused', now())
+		ON CONFLICT (name) DO UPDATE SET status = EXCLUDED.status`)
+	body := checkout{eventID: "evt_left", enquiry: "enq_left"}.body()
+	hdr, err := sender.Headers("stripe", stripeSecret, sender.Delivery{Body: body})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if status, out := w.request("POST", "/hooks/stripe-beta", hdr, body); status != http.StatusOK {
+		t.Fatalf("deliver beta's event: status %d %v", status, out)
+	}
+	w.route()
+	w.yaml = withoutBeta(w.yaml)
+	rv := review.New(w.pool, w.loadConfig(), nil)
+	ctx := context.Background()
+	page, err := rv.ListActions(ctx, review.ActionFilter{States: []string{ledger.StateHeld}, Limit: 10})
+	if err != nil || len(page.Actions) != 1 || page.Actions[0].Client != "beta" {
+		t.Fatalf("the held queue of the config without beta lists %+v, %v; want beta's action", page.Actions, err)
+	}
+	a := page.Actions[0]
+	step, err := rv.NextStep(ctx, a)
+	if err != nil || !strings.Contains(step.Text, "no longer configured") {
+		t.Errorf("the next step is %q, %v; want it to say the client is no longer configured", step.Text, err)
+	}
+	admin := ledger.Actor{Name: "boss@example.com", Role: ledger.RoleAdmin}
+	done, err := rv.Do(ctx, admin, review.ActCancel, a.ID, review.ActParams{Note: "beta left"})
+	if err != nil || done.State != ledger.StateCancelled {
+		t.Fatalf("cancel: %+v, %v", done, err)
+	}
+	// Connected again, recovery releases held actions only: the cancelled one stays.
+	w.exec(`UPDATE destinations SET status = 'connected' WHERE name = 'crm'`)
+	eng := engine.New(engine.Params{Pool: w.pool, Config: w.loadConfig(), Logger: slog.New(slog.DiscardHandler)})
+	if _, err := eng.RecoverLeases(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := w.count(`SELECT count(*) FROM actions WHERE client = 'beta' AND state = 'cancelled'`); n != 1 {
+		t.Errorf("%d cancelled actions of beta after recovery, want 1", n)
+	}
+	if n := len(w.crm.Records()); n != 0 {
+		t.Errorf("the CRM holds %d records of a cancelled action", n)
 	}
 }

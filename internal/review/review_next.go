@@ -30,6 +30,7 @@ type StepFacts struct {
 	Predecessor  *ledger.Action     // the action it runs after, if any
 	Disconnected *DestinationStatus // its destination, when disconnected
 	Correction   *Correction        // a correction waiting for approval, if any
+	Unconfigured bool               // its client is no longer in the config
 	Now          time.Time
 }
 
@@ -52,6 +53,9 @@ func NextStepOf(a ledger.Action, f StepFacts) Step {
 		return Step{Text: "Nothing: it will not be performed."}
 	case ledger.StateProcessing:
 		return Step{Text: "Wait: a worker is performing it now."}
+	}
+	if f.Unconfigured && (a.State == ledger.StateHeld || a.State == ledger.StateFailed) {
+		return Step{Text: "Its client is no longer configured: Cancel it, or Resolve it if it was done another way."}
 	}
 	if waitsBehindPredecessor(a, f.Predecessor) {
 		return blockedStep(*f.Predecessor)
@@ -167,8 +171,10 @@ func (r *Review) NextSteps(ctx context.Context, as []ledger.Action) (map[int64]S
 	}
 	out := make(map[int64]Step, len(as))
 	now := r.now()
+	configured := r.cfg.Clients()
 	for _, a := range as {
-		f := StepFacts{Disconnected: down[a.Destination], Correction: corrections[a.ID], Now: now}
+		f := StepFacts{Disconnected: down[a.Destination], Correction: corrections[a.ID], Now: now,
+			Unconfigured: !slices.Contains(configured, a.Client)}
 		if a.AfterID != nil {
 			f.Predecessor = preds[*a.AfterID]
 		}
