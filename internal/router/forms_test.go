@@ -1,0 +1,138 @@
+package router
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/oncehook/oncehook/db"
+	"github.com/oncehook/oncehook/db/dbtest"
+	"github.com/oncehook/oncehook/internal/ledger"
+)
+
+// insertedAction is what an insert decided for an action, with its times read as
+// what the rule says of them.
+type insertedAction struct {
+	Client, Name, OperationKey, State, Reason string
+	AfterID                                   *int64
+	DueNow                                    bool // next_attempt_at is now, not the far future of a waiting successor
+}
+
+// The actions' insert has two forms, one statement on a single Postgres and one
+// row a statement on Citus (actionInsertOne gives each row the state, reason and
+// due time ActionInsert's CASEs give it). Both run here, each in a transaction
+// rolled back, on the same rows in every case the rule tells apart: they must
+// create the same actions, so that a change to one form alone fails this test.
+func TestActionInsertFormsAgree(t *testing.T) {
+	t.Parallel()
+	if dbtest.OnCitus() {
+		t.Skip("the single-Postgres form does not run on Citus: the forms are compared on one Postgres, where both run")
+	}
+	pool := dbtest.New(t)
+	ctx := context.Background()
+	q := db.New(pool)
+	// The predecessors, one in each state a successor reads, and a destination
+	// that is disconnected.
+	preds := map[string]int64{}
+	for i, state := range []string{ledger.StatePending, ledger.StateConfirmed, ledger.StateResolved, ledger.StateFailed} {
+		p := insertParams(row{client: "acme", name: "first_" + state, key: fmt.Sprint("pred-", i), dest: "crm"})
+		created, err := q.ActionInsert(ctx, p)
+		if err != nil || len(created) != 1 {
+			t.Fatalf("insert predecessor: %v %v", created, err)
+		}
+		preds[state] = created[0].ID
+		if _, err := pool.Exec(ctx, `UPDATE actions SET state = $1 WHERE id = $2`, state, created[0].ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := pool.Exec(ctx, `INSERT INTO destinations (name, status, reason, changed_at)
+		VALUES ('down', 'disconnected', 'refused', now())`); err != nil {
+		t.Fatal(err)
+	}
+	existing, err := q.ActionInsert(ctx, insertParams(row{client: "acme", name: "welcome", key: "existing", dest: "crm"}))
+	if err != nil || len(existing) != 1 {
+		t.Fatalf("insert the existing action: %v %v", existing, err)
+	}
+	cases := map[string][]row{
+		"new, no predecessor":            {{client: "acme", name: "welcome", key: "k1", dest: "crm"}},
+		"destination disconnected":       {{client: "acme", name: "welcome", key: "k2", dest: "down"}},
+		"after a pending predecessor":    {{client: "acme", name: "next", key: "k3", dest: "crm", after: preds[ledger.StatePending]}},
+		"after a confirmed predecessor":  {{client: "acme", name: "next", key: "k4", dest: "crm", after: preds[ledger.StateConfirmed]}},
+		"after a resolved predecessor":   {{client: "acme", name: "next", key: "k5", dest: "crm", after: preds[ledger.StateResolved]}},
+		"after a failed predecessor":     {{client: "acme", name: "next", key: "k6", dest: "crm", after: preds[ledger.StateFailed]}},
+		"after a predecessor not found":  {{client: "acme", name: "next", key: "k7", dest: "crm", after: 999999}},
+		"held, after a pending one":      {{client: "acme", name: "next", key: "k8", dest: "down", after: preds[ledger.StatePending]}},
+		"the operation exists already":   {{client: "acme", name: "welcome", key: "existing", dest: "crm"}},
+		"one operation twice in a batch": {{client: "acme", name: "welcome", key: "k9", dest: "crm"}, {client: "acme", name: "welcome", key: "k9", dest: "down"}},
+		"a run of two clients":           {{client: "acme", name: "welcome", key: "k10", dest: "crm"}, {client: "beta", name: "welcome", key: "k10", dest: "crm"}},
+	}
+	for name, rows := range cases {
+		t.Run(name, func(t *testing.T) {
+			single := insertWith(t, pool, false, rows...)
+			sharded := insertWith(t, pool, true, rows...)
+			if diff := cmp.Diff(single, sharded); diff != "" {
+				t.Errorf("the two forms of the insert disagree (-single +sharded):\n%s", diff)
+			}
+			if len(rows) > 0 && name != "the operation exists already" && len(single) == 0 {
+				t.Errorf("no action created")
+			}
+		})
+	}
+}
+
+type row struct {
+	client, name, key, dest string
+	after                   int64
+}
+
+func insertParams(rows ...row) db.ActionInsertParams {
+	p := db.ActionInsertParams{ReadyState: ledger.RuleOf[ledger.ObsCreated].Next, HeldState: ledger.RuleOf[ledger.ObsCreatedDisconnected].Next}
+	for _, r := range rows {
+		id := ledger.OperationIdentity{Client: r.client, Environment: "live", Name: r.name, KeyParts: []string{r.key}}
+		keys, _ := json.Marshal(id.KeyParts)
+		p.Clients, p.Environments = append(p.Clients, r.client), append(p.Environments, "live")
+		p.Sources, p.Names = append(p.Sources, "stripe-live"), append(p.Names, r.name)
+		p.BusinessKeys, p.KeyParts = append(p.BusinessKeys, id.BusinessKey()), append(p.KeyParts, keys)
+		p.OperationKeys, p.Destinations = append(p.OperationKeys, id.OperationKey()), append(p.Destinations, r.dest)
+		p.Params, p.ParamsSha256s = append(p.Params, json.RawMessage(`{"a":1}`)), append(p.ParamsSha256s, []byte{1})
+		p.Owners, p.AfterIds, p.Resources = append(p.Owners, "ops@example.com"), append(p.AfterIds, r.after), append(p.Resources, "")
+		p.OccurredAts, p.HasOccurredAts = append(p.OccurredAts, time.Time{}), append(p.HasOccurredAts, false)
+		p.MaxAttempts, p.WithinSeconds = append(p.MaxAttempts, 3), append(p.WithinSeconds, 3600)
+	}
+	return p
+}
+
+// insertWith inserts rows with one form of the insert in a transaction it rolls
+// back, and returns the actions it created as the rule reads them.
+func insertWith(t *testing.T, pool *pgxpool.Pool, sharded bool, rows ...row) []insertedAction {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // the test reads, then undoes
+	q := db.New(tx)
+	created, err := actionInsert(ctx, q, sharded, insertParams(rows...))
+	if err != nil {
+		t.Fatalf("insert (sharded %v): %v", sharded, err)
+	}
+	var out []insertedAction
+	for _, c := range created {
+		var a insertedAction
+		err := tx.QueryRow(ctx, `SELECT client, name, operation_key, state, reason, after_id,
+			next_attempt_at < '9999-01-01' FROM actions WHERE client = $1 AND id = $2`, c.Client, c.ID).
+			Scan(&a.Client, &a.Name, &a.OperationKey, &a.State, &a.Reason, &a.AfterID, &a.DueNow)
+		if err != nil && err != pgx.ErrNoRows {
+			t.Fatal(err)
+		}
+		out = append(out, a)
+	}
+	return out
+}
