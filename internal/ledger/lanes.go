@@ -27,6 +27,8 @@ type Lanes struct {
 	foundAt time.Time
 }
 
+// NewLanes returns the lanes of cfg's clients; find lists the clients with work in
+// the database, asked again every laneRefresh.
 func NewLanes(cfg *Config, logger *slog.Logger, find func(context.Context) ([]string, error)) *Lanes {
 	var configured []string
 	for _, s := range cfg.Sources {

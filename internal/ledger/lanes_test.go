@@ -47,14 +47,7 @@ FROM generate_series(1, $1::int) AS i`, burst)
 		return w.count(`SELECT count(*) FROM actions WHERE client = 'acme' AND state = 'confirmed'`) > 0
 	})
 
-	body := checkout{eventID: "evt_beta", enquiry: "enq_beta", amount: 300}.body()
-	hdr, err := sender.Headers("stripe", stripeSecret, sender.Delivery{Body: body})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if status, out := w.request("POST", "/hooks/stripe-beta", hdr, body); status != http.StatusOK {
-		t.Fatalf("deliver beta's event: status %d %v", status, out)
-	}
+	w.deliverBeta(checkout{eventID: "evt_beta", enquiry: "enq_beta", amount: 300})
 	acked := time.Now()
 	for w.count(`SELECT count(*) FROM actions WHERE client = 'beta' AND state = 'confirmed'`) != 1 {
 		if time.Since(acked) > 2*time.Second {
@@ -97,6 +90,20 @@ func waitUntil(t *testing.T, within time.Duration, what string, ok func() bool) 
 	}
 }
 
+// deliverBeta posts c as Stripe would to beta's source, and fails the test unless it
+// is acknowledged.
+func (w *world) deliverBeta(c checkout) {
+	w.t.Helper()
+	body := c.body()
+	hdr, err := sender.Headers("stripe", stripeSecret, sender.Delivery{Body: body})
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	if status, out := w.request("POST", "/hooks/stripe-beta", hdr, body); status != http.StatusOK {
+		w.t.Fatalf("deliver beta's event: status %d %v", status, out)
+	}
+}
+
 // withoutBeta is the config of betaClient with beta's source and rule taken out
 // again: beta is no longer configured, while its actions stay in the database.
 func withoutBeta(yaml string) string {
@@ -118,14 +125,7 @@ func TestHeldActionOfARemovedClientIsReleased(t *testing.T) {
 	w := newWorld(t, worldOptions{yaml: betaClient, noEngine: true})
 	w.exec(`INSERT INTO destinations (name, status, reason, changed_at) VALUES ('crm', 'disconnected', 'refused', now())
 		ON CONFLICT (name) DO UPDATE SET status = EXCLUDED.status`)
-	body := checkout{eventID: "evt_gone", enquiry: "enq_gone"}.body()
-	hdr, err := sender.Headers("stripe", stripeSecret, sender.Delivery{Body: body})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if status, out := w.request("POST", "/hooks/stripe-beta", hdr, body); status != http.StatusOK {
-		t.Fatalf("deliver beta's event: status %d %v", status, out)
-	}
+	w.deliverBeta(checkout{eventID: "evt_gone", enquiry: "enq_gone"})
 	w.route()
 	if n := w.count(`SELECT count(*) FROM actions WHERE client = 'beta' AND state = 'held'`); n != 1 {
 		t.Fatalf("%d held actions of beta, want 1", n)
@@ -159,14 +159,7 @@ func TestActionOfARemovedClientCanBeClosed(t *testing.T) {
 	w := newWorld(t, worldOptions{yaml: betaClient, noEngine: true})
 	w.exec(`INSERT INTO destinations (name, status, reason, changed_at) VALUES ('crm', 'disconnected', 'refused', now())
 		ON CONFLICT (name) DO UPDATE SET status = EXCLUDED.status`)
-	body := checkout{eventID: "evt_left", enquiry: "enq_left"}.body()
-	hdr, err := sender.Headers("stripe", stripeSecret, sender.Delivery{Body: body})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if status, out := w.request("POST", "/hooks/stripe-beta", hdr, body); status != http.StatusOK {
-		t.Fatalf("deliver beta's event: status %d %v", status, out)
-	}
+	w.deliverBeta(checkout{eventID: "evt_left", enquiry: "enq_left"})
 	w.route()
 	w.yaml = withoutBeta(w.yaml)
 	rv := review.New(w.pool, w.loadConfig(), nil)

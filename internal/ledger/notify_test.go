@@ -55,17 +55,18 @@ func (d *digestSink) all() []map[string]any {
 	return append([]map[string]any(nil), d.digests...)
 }
 
-func TestNotifyOwners(t *testing.T) {
-	t.Parallel()
-	w := newWorld(t, worldOptions{})
+// notifier returns a Notifier of w's config with both channels, every 15 minutes:
+// mail to the returned sink, Standard Webhooks posts to the returned digestSink.
+func (w *world) notifier() (*notify.Notifier, *sandbox.Mail, *digestSink) {
+	w.t.Helper()
 	sink := &digestSink{}
 	hook := httptest.NewServer(sink)
-	t.Cleanup(hook.Close)
+	w.t.Cleanup(hook.Close)
 	ownerMail, err := sandbox.StartMail("127.0.0.1:0")
 	if err != nil {
-		t.Fatal(err)
+		w.t.Fatal(err)
 	}
-	t.Cleanup(ownerMail.Close)
+	w.t.Cleanup(ownerMail.Close)
 	cfg, err := config.Parse("notify.yaml", []byte(w.yaml+fmt.Sprintf(`
 base_url: https://oncehook.example.com
 notify:
@@ -77,9 +78,15 @@ notify:
 		return map[string]string{"STRIPE_SECRET": stripeSecret, "CRM_TOKEN": crmToken, "NOTIFY_SECRET": notifySecret}[k]
 	})
 	if err != nil {
-		t.Fatal(err)
+		w.t.Fatal(err)
 	}
-	n := notify.New(notify.Params{Pool: w.pool, Config: cfg, Mail: destination.NewSMTP(cfg.Notify.SMTP.Destination())})
+	return notify.New(notify.Params{Pool: w.pool, Config: cfg, Mail: destination.NewSMTP(cfg.Notify.SMTP.Destination())}), ownerMail, sink
+}
+
+func TestNotifyOwners(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, worldOptions{})
+	n, ownerMail, sink := w.notifier()
 
 	w.crm.Fail(sandbox.Fault{Status: 422, Message: "bad amount"})
 	w.deliver(checkout{eventID: "evt_n1", enquiry: "enq_n1"})
@@ -140,26 +147,7 @@ notify:
 func TestDigestsKeepToTheReadersScope(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, worldOptions{yaml: betaClient})
-	sink := &digestSink{}
-	hook := httptest.NewServer(sink)
-	t.Cleanup(hook.Close)
-	ownerMail, err := sandbox.StartMail("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(ownerMail.Close)
-	cfg, err := config.Parse("notify.yaml", []byte(w.yaml+fmt.Sprintf(`
-notify:
-  every: 15m
-  smtp: {addr: %q, from: oncehook@example.com}
-  webhook: {url: %q, secret_env: NOTIFY_SECRET}
-`, ownerMail.Addr(), hook.URL)), func(k string) string {
-		return map[string]string{"STRIPE_SECRET": stripeSecret, "CRM_TOKEN": crmToken, "NOTIFY_SECRET": notifySecret}[k]
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := notify.New(notify.Params{Pool: w.pool, Config: cfg, Mail: destination.NewSMTP(cfg.Notify.SMTP.Destination())})
+	n, ownerMail, sink := w.notifier()
 
 	w.crm.SetToken("rotated") // the CRM refuses oncehook's token: both clients' actions are held
 	w.deliver(checkout{eventID: "evt_scope_acme", enquiry: "enq_scope_acme"})

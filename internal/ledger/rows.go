@@ -45,6 +45,8 @@ type Action struct {
 	StateSince     time.Time // when it entered its state: what its age counts from
 }
 
+// ActionOf is a as the ledger hands it out; ActionsOf, AttemptsOf and the other
+// ...Of functions below convert their rows the same way, in this one place.
 func ActionOf(a db.Action) Action {
 	return Action{ID: a.ID, Client: a.Client, Environment: a.Environment, Source: a.Source, Name: a.Name,
 		BusinessKey: a.BusinessKey, KeyParts: a.KeyParts, OperationKey: a.OperationKey, AttemptKey: a.AttemptKey,

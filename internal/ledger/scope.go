@@ -31,6 +31,7 @@ func (a Actor) Sees(client string) bool { return a.Scope().Sees(client) }
 // MayAct reports whether a may do anything at all (a viewer only reads).
 func (a Actor) MayAct() bool { return a.Role == RoleAdmin || a.Role == RoleOperator }
 
+// Sees reports whether the scope holds client.
 func (s Scope) Sees(client string) bool { return s.All || slices.Contains(s.Clients, client) }
 
 // Of keeps those of clients the scope sees, in their order.

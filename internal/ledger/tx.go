@@ -26,6 +26,8 @@ type DatabaseMode struct {
 // NewDatabaseMode returns the mode of the database behind pool, asked when first needed.
 func NewDatabaseMode(pool *pgxpool.Pool) *DatabaseMode { return &DatabaseMode{pool: pool} }
 
+// Sharded reports whether the database is distributed by Citus, asking it the
+// first time it answers.
 func (m *DatabaseMode) Sharded(ctx context.Context) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -108,10 +108,13 @@ func (pf *Performer) Worker() string { return pf.p.Worker }
 // Wake makes the performer look for due actions now.
 func (pf *Performer) Wake() { pf.wake.Send() }
 
+// PerformLoop claims and performs due actions until ctx ends.
 func (pf *Performer) PerformLoop(ctx context.Context) {
 	batch.Loop(ctx, pf.logger, pf.p.Poll, pf.wake, "perform", pf.performBatch)
 }
 
+// RecoverLoop applies the decision table to lapsed leases, and releases stray held
+// actions, until ctx ends.
 func (pf *Performer) RecoverLoop(ctx context.Context) {
 	tick := time.NewTicker(max(pf.p.LeaseExtra/3, 100*time.Millisecond))
 	defer tick.Stop()

@@ -68,6 +68,8 @@ func New(p Params, mode *ledger.DatabaseMode, performers *batch.Wakeup) *Router 
 // Wake makes the router look for received events now.
 func (rt *Router) Wake() { rt.wake.Send() }
 
+// RouteLoop routes received events until ctx ends: a batch whenever it is woken
+// or the poll passes, and at once again while batches come back full.
 func (rt *Router) RouteLoop(ctx context.Context) {
 	full := false
 	batch.Loop(ctx, rt.logger, rt.poll, rt.wake, "route", func(ctx context.Context) (int, error) {

@@ -386,17 +386,19 @@ func renderParams(doc any, params []ledger.Param) (b json.RawMessage, unfillable
 	return b, strings.Join(problems, "; "), nil
 }
 
-func renderObject(doc any, params []ledger.Param, path string, problems *[]string) map[string]any {
+// renderObject writes params from doc; prefix is where they sit among the rule's
+// params ("deal." for a nested mapping), for naming one the event cannot fill.
+func renderObject(doc any, params []ledger.Param, prefix string, problems *[]string) map[string]any {
 	out := make(map[string]any, len(params))
 	for _, p := range params {
-		if v, ok := renderParam(doc, p, path+p.Name, problems); ok {
+		if v, ok := renderParam(doc, p, prefix, problems); ok {
 			out[p.Name] = v
 		}
 	}
 	return out
 }
 
-func renderParam(doc any, p ledger.Param, path string, problems *[]string) (any, bool) {
+func renderParam(doc any, p ledger.Param, prefix string, problems *[]string) (any, bool) {
 	switch {
 	case p.Result != "":
 		return nil, false
@@ -406,15 +408,18 @@ func renderParam(doc any, p ledger.Param, path string, problems *[]string) (any,
 	case p.Money != nil:
 		v, problem := p.Money.Render(doc)
 		if problem != "" {
-			*problems = append(*problems, path+": "+problem)
+			*problems = append(*problems, prefix+p.Name+": "+problem)
 		}
 		return v, true
 	case p.IsObject:
-		return renderObject(doc, p.Object, path+".", problems), true
+		return renderObject(doc, p.Object, prefix+p.Name+".", problems), true
 	case p.IsList:
 		out := make([]any, 0, len(p.List))
 		for i, q := range p.List {
-			v, _ := renderParam(doc, q, fmt.Sprintf("%s[%d]", path, i), problems)
+			if q.Money != nil || q.IsObject || q.IsList { // named only where a value may go unfilled
+				q.Name = fmt.Sprintf("%s[%d]", p.Name, i)
+			}
+			v, _ := renderParam(doc, q, prefix, problems)
 			out = append(out, v)
 		}
 		return out, true
