@@ -95,6 +95,9 @@ func (n *Notifier) NotifyOnce(ctx context.Context, now time.Time) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("find actions needing a person: %w", err)
 	}
+	if len(cands) == 0 {
+		return 0, nil
+	}
 	readers, err := n.readers(ctx)
 	if err != nil {
 		return 0, err
