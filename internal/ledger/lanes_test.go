@@ -104,6 +104,18 @@ func (w *world) deliverBeta(c checkout) {
 	}
 }
 
+// heldBetaWorld is a world of betaClient without an engine, whose CRM is
+// disconnected, with beta's checkout c delivered and routed: its action is held.
+func heldBetaWorld(t *testing.T, c checkout) *world {
+	t.Helper()
+	w := newWorld(t, worldOptions{yaml: betaClient, noEngine: true})
+	w.exec(`INSERT INTO destinations (name, status, reason, changed_at) VALUES ('crm', 'disconnected', 'refused', now())
+		ON CONFLICT (name) DO UPDATE SET status = EXCLUDED.status`)
+	w.deliverBeta(c)
+	w.route()
+	return w
+}
+
 // withoutBeta is the config of betaClient with beta's source and rule taken out
 // again: beta is no longer configured, while its actions stay in the database.
 func withoutBeta(yaml string) string {
@@ -122,11 +134,7 @@ func withoutBeta(yaml string) string {
 // only the config's.
 func TestHeldActionOfARemovedClientIsReleased(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t, worldOptions{yaml: betaClient, noEngine: true})
-	w.exec(`INSERT INTO destinations (name, status, reason, changed_at) VALUES ('crm', 'disconnected', 'refused', now())
-		ON CONFLICT (name) DO UPDATE SET status = EXCLUDED.status`)
-	w.deliverBeta(checkout{eventID: "evt_gone", enquiry: "enq_gone"})
-	w.route()
+	w := heldBetaWorld(t, checkout{eventID: "evt_gone", enquiry: "enq_gone"})
 	if n := w.count(`SELECT count(*) FROM actions WHERE client = 'beta' AND state = 'held'`); n != 1 {
 		t.Fatalf("%d held actions of beta, want 1", n)
 	}
@@ -156,11 +164,7 @@ func TestHeldActionOfARemovedClientIsReleased(t *testing.T) {
 // so as its next step, and a person can close it: cancelled, it is never sent.
 func TestActionOfARemovedClientCanBeClosed(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t, worldOptions{yaml: betaClient, noEngine: true})
-	w.exec(`INSERT INTO destinations (name, status, reason, changed_at) VALUES ('crm', 'disconnected', 'refused', now())
-		ON CONFLICT (name) DO UPDATE SET status = EXCLUDED.status`)
-	w.deliverBeta(checkout{eventID: "evt_left", enquiry: "enq_left"})
-	w.route()
+	w := heldBetaWorld(t, checkout{eventID: "evt_left", enquiry: "enq_left"})
 	w.yaml = withoutBeta(w.yaml)
 	rv := review.New(w.pool, w.loadConfig(), nil)
 	ctx := context.Background()
