@@ -904,6 +904,8 @@ const actionGet = `-- name: ActionGet :one
 SELECT id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key, param_values, reason_start FROM actions WHERE id = $1
 `
 
+// An action by its id alone: one Postgres finds it by actions_id_idx; on Citus
+// the reviews read ActionGetByKey instead, which goes to the client's shard alone.
 func (q *Queries) ActionGet(ctx context.Context, id int64) (Action, error) {
 	row := q.db.QueryRow(ctx, actionGet, id)
 	var i Action
@@ -1932,22 +1934,27 @@ const actionReleaseHeld = `-- name: ActionReleaseHeld :many
 UPDATE actions
 SET state = 'pending', reason = '', next_attempt_at = now(), updated_at = now()
 WHERE destination = $1 AND state = 'held'
-RETURNING id
+RETURNING client, id
 `
 
-func (q *Queries) ActionReleaseHeld(ctx context.Context, destination string) ([]int64, error) {
+type ActionReleaseHeldRow struct {
+	Client string
+	ID     int64
+}
+
+func (q *Queries) ActionReleaseHeld(ctx context.Context, destination string) ([]ActionReleaseHeldRow, error) {
 	rows, err := q.db.Query(ctx, actionReleaseHeld, destination)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	items := []int64{}
+	items := []ActionReleaseHeldRow{}
 	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
+		var i ActionReleaseHeldRow
+		if err := rows.Scan(&i.Client, &i.ID); err != nil {
 			return nil, err
 		}
-		items = append(items, id)
+		items = append(items, i)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err

@@ -74,6 +74,8 @@ SELECT * FROM actions WHERE client = @client AND id = @id;
 SELECT * FROM actions WHERE client = @client AND operation_key = @operation_key;
 
 -- name: ActionGet :one
+-- An action by its id alone: one Postgres finds it by actions_id_idx; on Citus
+-- the reviews read ActionGetByKey instead, which goes to the client's shard alone.
 SELECT * FROM actions WHERE id = @id;
 
 -- name: ActionEventLinks :exec
@@ -413,7 +415,7 @@ RETURNING id;
 UPDATE actions
 SET state = 'pending', reason = '', next_attempt_at = now(), updated_at = now()
 WHERE destination = @destination AND state = 'held'
-RETURNING id;
+RETURNING client, id;
 
 -- name: ActionReleaseStrayHeld :many
 -- Held actions of a destination that is connected: created held by a router whose

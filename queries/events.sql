@@ -58,7 +58,12 @@ VALUES (@client, @event_id, @body, @body_sha256, @headers)
 ON CONFLICT (client, event_id, body_sha256) DO NOTHING;
 
 -- name: EventGet :one
+-- An event by its id alone: one Postgres finds it by events_id_idx; on Citus the
+-- reviews read EventGetByKey instead, which goes to the client's shard alone.
 SELECT * FROM events WHERE id = @id;
+
+-- name: EventGetByKey :one
+SELECT * FROM events WHERE client = @client AND id = @id;
 
 -- name: EventConflictList :many
 SELECT * FROM event_conflicts WHERE client = @client AND event_id = @event_id ORDER BY id;

@@ -2,6 +2,7 @@ package views
 
 import (
 	"fmt"
+	"maps"
 	"net/url"
 	"slices"
 	"strconv"
@@ -112,3 +113,30 @@ func contains(list []string, s string) bool { return slices.Contains(list, s) }
 
 // join lists names comma-separated.
 func join(names []string) string { return strings.Join(names, ", ") }
+
+// actURL is the URL of act on the item whose page is u: u's path and "/act",
+// with u's query (the item's client) kept.
+func actURL(u, act string) string {
+	path, query, ok := strings.Cut(u, "?")
+	if !ok {
+		return path + "/" + act
+	}
+	return path + "/" + act + "?" + query
+}
+
+// queryFields is u's query as a form's fields: a browser replaces the query of a
+// GET form's action with the form's fields, so a GET form carries it this way.
+func queryFields(u string) [][2]string {
+	_, query, _ := strings.Cut(u, "?")
+	vs, err := url.ParseQuery(query)
+	if err != nil {
+		return nil
+	}
+	var out [][2]string
+	for _, k := range slices.Sorted(maps.Keys(vs)) {
+		for _, v := range vs[k] {
+			out = append(out, [2]string{k, v})
+		}
+	}
+	return out
+}

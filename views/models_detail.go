@@ -182,6 +182,7 @@ type RetryPage struct {
 // EventPage is "/events/{id}".
 type EventPage struct {
 	ID            int64
+	URL           string // this page: the acts' forms go under it
 	Source        string
 	SourceEventID string
 	Type          string

@@ -34,7 +34,7 @@ func (s *Server) pathAction(c echo.Context) (review.ActionDetail, error) {
 	if err != nil {
 		return review.ActionDetail{}, err
 	}
-	return s.review(c).GetAction(c.Request().Context(), n)
+	return s.item(c).GetAction(c.Request().Context(), n)
 }
 
 func queryInt(c echo.Context, name string) (int, error) {
@@ -139,10 +139,10 @@ func (s *Server) apiCorrect(c echo.Context) error {
 	if err := c.Bind(&body); err != nil || len(body.Params) == 0 {
 		return ledger.Errorf(ledger.EINVALID, "The body must be a JSON object with params (the corrected parameters) and an optional note.")
 	}
-	if _, err := s.review(c).Correct(c.Request().Context(), actorOf(c), n, body.Params, body.Note); err != nil {
+	if _, err := s.item(c).Correct(c.Request().Context(), actorOf(c), n, body.Params, body.Note); err != nil {
 		return err
 	}
-	d, err := s.review(c).GetAction(c.Request().Context(), n)
+	d, err := s.item(c).GetAction(c.Request().Context(), n)
 	if err != nil {
 		return err
 	}
@@ -163,10 +163,10 @@ func (s *Server) apiDecideCorrection(approve bool) echo.HandlerFunc {
 				return ledger.Errorf(ledger.EINVALID, "The body must be a JSON object with an optional note.")
 			}
 		}
-		if _, err := s.review(c).DecideCorrection(c.Request().Context(), actorOf(c), n, approve, body.Note); err != nil {
+		if _, err := s.item(c).DecideCorrection(c.Request().Context(), actorOf(c), n, approve, body.Note); err != nil {
 			return err
 		}
-		d, err := s.review(c).GetAction(c.Request().Context(), n)
+		d, err := s.item(c).GetAction(c.Request().Context(), n)
 		if err != nil {
 			return err
 		}
@@ -195,7 +195,7 @@ func (s *Server) apiAct(c echo.Context) error {
 		}
 	}
 	p := review.ActParams{Note: body.Note, ExternalRef: body.ExternalRef, Owner: body.Owner, CheckedDestination: body.CheckedDestination}
-	a, err := s.review(c).Do(c.Request().Context(), actorOf(c), c.Param("act"), n, p)
+	a, err := s.item(c).Do(c.Request().Context(), actorOf(c), c.Param("act"), n, p)
 	if err != nil {
 		return err
 	}

@@ -66,7 +66,7 @@ func (s *Server) apiGetEvent(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	d, err := s.review(c).GetEvent(c.Request().Context(), n)
+	d, err := s.item(c).GetEvent(c.Request().Context(), n)
 	if err != nil {
 		return err
 	}
@@ -105,7 +105,7 @@ func (s *Server) apiReplayEvent(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if _, err := s.review(c).ReplayEvent(c.Request().Context(), actorOf(c), n, body.Note); err != nil {
+	if _, err := s.item(c).ReplayEvent(c.Request().Context(), actorOf(c), n, body.Note); err != nil {
 		return err
 	}
 	return c.JSON(http.StatusAccepted, map[string]any{"event_id": id(n), "replayed": true})

@@ -43,7 +43,7 @@ func TestBrowserOldestWaitingSurvivesAssign(t *testing.T) {
 		t.Errorf("after Assign the overview says %q, want 3h 0m still", got)
 	}
 	b.open("/queue/failed", "#queue-table")
-	row := b.text(fmt.Sprintf(`#queue-table tr:has(a[href="/actions/%d"])`, a.ID))
+	row := b.text(fmt.Sprintf(`#queue-table tr:has(a[href^="/actions/%d?"])`, a.ID))
 	if !strings.Contains(row, "3h 0m") {
 		t.Errorf("the queue row's age after Assign: %q, want 3h 0m", row)
 	}

@@ -38,7 +38,7 @@ func TestBrowserHistoryAndSearch(t *testing.T) {
 	if got := b.text("#count-state-failed"); !strings.HasSuffix(got, "2") {
 		t.Errorf("failed count reads %q, want 2", got)
 	}
-	link := func(id int64) string { return fmt.Sprintf(`#queue-table a[href="/actions/%d"]`, id) }
+	link := func(id int64) string { return fmt.Sprintf(`#queue-table a[href^="/actions/%d?"]`, id) }
 	shows := func(id int64) bool { return eval[bool](b, `document.querySelector('`+link(id)+`') !== null`) }
 	rows := func() int { return eval[int](b, `document.querySelectorAll('#queue-table tbody tr').length`) }
 	if n := rows(); n != 4 {

@@ -29,7 +29,7 @@ func TestBrowserReviewWorkflow(t *testing.T) {
 	d.checkout("evt_other", "enq-other", "second order")
 	d.waitAction("send_welcome_email", "enq-other", ledger.StateFailed)
 	actionPath := fmt.Sprintf("/actions/%d", a.ID)
-	actionLink := fmt.Sprintf(`#queue-table a[href="%s"]`, actionPath)
+	actionLink := fmt.Sprintf(`#queue-table a[href^="%s?"]`, actionPath)
 
 	b := newBrowser(t, d.url)
 

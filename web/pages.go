@@ -3,6 +3,7 @@ package web
 import (
 	"bytes"
 	"fmt"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -92,8 +93,29 @@ func age(now, t time.Time) string {
 	return fmt.Sprintf("%dd %dh", int(d.Hours())/24, int(d.Hours())%24)
 }
 
-func actionURL(id int64) string { return "/actions/" + strconv.FormatInt(id, 10) }
-func eventURL(id int64) string  { return "/events/" + strconv.FormatInt(id, 10) }
+// actionURL and eventURL are the pages of an action and an event. Each names the
+// item's client, so on Citus the page reads that client's shard alone
+// (Server.item); an empty client leaves it out (the page then finds the item
+// among the reader's clients).
+func actionURL(client string, id int64) string { return itemURL("/actions/", client, id) }
+func eventURL(client string, id int64) string  { return itemURL("/events/", client, id) }
+
+func itemURL(prefix, client string, id int64) string {
+	u := prefix + strconv.FormatInt(id, 10)
+	if client != "" {
+		u += "?client=" + url.QueryEscape(client)
+	}
+	return u
+}
+
+// withParam is u with k=v added to its query.
+func withParam(u, k, v string) string {
+	sep := "?"
+	if strings.Contains(u, "?") {
+		sep = "&"
+	}
+	return u + sep + url.QueryEscape(k) + "=" + url.QueryEscape(v)
+}
 
 // actionRows turns actions into table rows, each with its next step as the
 // ledger computes it.
@@ -107,7 +129,7 @@ func (s *Server) actionRows(c echo.Context, as []ledger.Action) ([]views.ActionR
 	for _, a := range as {
 		reason, detail := review.PlainReason(a)
 		rows = append(rows, views.ActionRow{
-			ID: a.ID, URL: actionURL(a.ID), State: a.State, Name: a.Name, BusinessKey: a.BusinessKey,
+			ID: a.ID, URL: actionURL(a.Client, a.ID), State: a.State, Name: a.Name, BusinessKey: a.BusinessKey,
 			Source: a.Source, Destination: a.Destination, Owner: a.Owner, Attempts: a.Attempts,
 			Created: ageOf(now, a.CreatedAt), Age: ageOf(now, a.StateSince), Reason: reason, ReasonDetail: detail,
 			NextStep: steps[a.ID].Text,

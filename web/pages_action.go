@@ -93,11 +93,11 @@ func actionEvents(a ledger.Action, events []ledger.LinkedEvent) ([]views.ActionE
 	var out []views.ActionEvent
 	var diffs []views.ParamDiff
 	for _, e := range events {
-		out = append(out, views.ActionEvent{ID: e.EventID, URL: eventURL(e.EventID), Source: e.Source,
+		out = append(out, views.ActionEvent{ID: e.EventID, URL: eventURL(a.Client, e.EventID), Source: e.Source,
 			SourceEventID: e.SourceEventID, Type: e.Type, Status: e.Status, Deliveries: e.Deliveries,
 			Conflict: e.Conflict || e.EventConflict, Received: stamp(e.ReceivedAt)})
 		if e.Conflict {
-			diffs = append(diffs, views.ParamDiff{EventID: e.EventID, EventURL: eventURL(e.EventID),
+			diffs = append(diffs, views.ParamDiff{EventID: e.EventID, EventURL: eventURL(a.Client, e.EventID),
 				Rows: diffParams(a.Params, e.Params)})
 		}
 	}
@@ -136,7 +136,7 @@ func auditLines(audit []ledger.AuditEntry) []views.AuditLine {
 func (s *Server) actionInfo(a ledger.Action, step review.Step) views.ActionInfo {
 	reason, detail := review.PlainReason(a)
 	info := views.ActionInfo{
-		ID: a.ID, URL: actionURL(a.ID), Name: a.Name, State: a.State, Reason: reason, ReasonDetail: detail,
+		ID: a.ID, URL: actionURL(a.Client, a.ID), Name: a.Name, State: a.State, Reason: reason, ReasonDetail: detail,
 		AttemptKey: a.AttemptKey, NextStep: step.Text, BusinessKey: a.BusinessKey, OperationKey: a.OperationKey,
 		Source: a.Source, Client: a.Client, Environment: a.Environment, Destination: a.Destination,
 		Owner: a.Owner, Attempts: a.Attempts, ExternalRef: a.ExternalRef, Params: prettyJSON(a.Params),
@@ -167,7 +167,7 @@ func (s *Server) retryPage(c echo.Context) error {
 }
 
 func (s *Server) retryModel(c echo.Context, a ledger.Action, errMsg, note string) (views.RetryPage, error) {
-	m := views.RetryPage{ID: a.ID, URL: actionURL(a.ID), Name: a.Name, BusinessKey: a.BusinessKey, State: a.State,
+	m := views.RetryPage{ID: a.ID, URL: actionURL(a.Client, a.ID), Name: a.Name, BusinessKey: a.BusinessKey, State: a.State,
 		Destination: a.Destination, OperationKey: a.OperationKey, NeedsCheck: s.review(c).RetryNeedsCheck(a),
 		Error: errMsg, Note: note}
 	var err error
@@ -190,7 +190,7 @@ func (s *Server) reconcilePage(c echo.Context) error {
 	if why := s.review(c).Refusal(actorOf(c), review.ActReconcile, a); why != "" {
 		plan = why
 	}
-	m := views.ReconcilePage{URL: actionURL(a.ID), Name: a.Name, BusinessKey: a.BusinessKey, State: a.State,
+	m := views.ReconcilePage{URL: actionURL(a.Client, a.ID), Name: a.Name, BusinessKey: a.BusinessKey, State: a.State,
 		Reason: a.Reason, Plan: plan}
 	dest, err := s.disconnected(c, a)
 	if err != nil {
@@ -253,10 +253,10 @@ func (s *Server) actionAct(c echo.Context) error {
 			return err
 		}
 	}
-	a, err := s.review(c).Do(ctx, actorOf(c), name, id, p)
+	a, err := s.item(c).Do(ctx, actorOf(c), name, id, p)
 	if err != nil {
 		if name == review.ActRetry && ledger.ErrorCode(err) == ledger.ECONFLICT {
-			d, gerr := s.review(c).GetAction(ctx, id)
+			d, gerr := s.item(c).GetAction(ctx, id)
 			if gerr != nil {
 				return gerr
 			}
@@ -286,9 +286,9 @@ func (s *Server) actionAct(c echo.Context) error {
 	}
 	s.flash(c, msg)
 	if q := c.FormValue("from"); (name == review.ActResolve || name == review.ActCancel) && ledger.QueueStates[q] != nil {
-		return c.Redirect(http.StatusSeeOther, actionURL(id)+"?from="+q)
+		return c.Redirect(http.StatusSeeOther, withParam(actionURL(c.QueryParam("client"), id), "from", q))
 	}
-	return c.Redirect(http.StatusSeeOther, actionURL(id))
+	return c.Redirect(http.StatusSeeOther, actionURL(c.QueryParam("client"), id))
 }
 
 // nextInQueue is, after a person took a out of a queue (?from=queue), the next
@@ -312,7 +312,7 @@ func (s *Server) nextInQueue(c echo.Context, a ledger.Action) (*views.QueueNext,
 	}
 	if len(page.Actions) > 0 {
 		n := page.Actions[0]
-		out.Next = &views.BulkRow{ID: n.ID, URL: actionURL(n.ID) + "?from=" + q, Name: n.Name, BusinessKey: n.BusinessKey}
+		out.Next = &views.BulkRow{ID: n.ID, URL: withParam(actionURL(n.Client, n.ID), "from", q), Name: n.Name, BusinessKey: n.BusinessKey}
 	}
 	return out, nil
 }
@@ -329,7 +329,7 @@ func (s *Server) cancelCascade(c echo.Context, a ledger.Action, m *views.ActionP
 	}
 	ids := make([]string, 0, len(fs))
 	for _, f := range fs {
-		m.FollowOns = append(m.FollowOns, views.BulkRow{ID: f.ID, URL: actionURL(f.ID), Name: f.Name,
+		m.FollowOns = append(m.FollowOns, views.BulkRow{ID: f.ID, URL: actionURL(f.Client, f.ID), Name: f.Name,
 			BusinessKey: f.BusinessKey, State: f.State})
 		ids = append(ids, strconv.FormatInt(f.ID, 10))
 	}
@@ -343,7 +343,7 @@ func (s *Server) cancelConfirmed(c echo.Context, id int64) error {
 	if c.FormValue("confirm") != "1" {
 		return ledger.Errorf(ledger.EINVALID, "Nothing was cancelled: tick \"I understand this cannot be undone\" to cancel.")
 	}
-	d, err := s.review(c).GetAction(c.Request().Context(), id)
+	d, err := s.item(c).GetAction(c.Request().Context(), id)
 	if err != nil {
 		return err
 	}

@@ -142,7 +142,7 @@ func (s *Server) bulkConfirm(c echo.Context) error {
 			if why == "" {
 				m.WillDo++
 			}
-			m.Rows = append(m.Rows, views.BulkRow{ID: a.ID, URL: actionURL(a.ID), Name: a.Name, BusinessKey: a.BusinessKey,
+			m.Rows = append(m.Rows, views.BulkRow{ID: a.ID, URL: actionURL(a.Client, a.ID), Name: a.Name, BusinessKey: a.BusinessKey,
 				State: a.State, Message: why})
 		}
 	}
@@ -188,7 +188,7 @@ func (s *Server) bulkDone(c echo.Context) error {
 	for _, res := range r.Results {
 		row := views.BulkRow{ID: res.ID, Name: res.Name, BusinessKey: res.BusinessKey, Message: res.Message}
 		if res.Name != "" { // named only when it exists for the person: no link to an id they made up
-			row.URL = actionURL(res.ID)
+			row.URL = actionURL(res.Client, res.ID)
 		}
 		if res.Done {
 			m.Done = append(m.Done, row)

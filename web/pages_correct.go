@@ -99,11 +99,11 @@ func (s *Server) correctAct(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if _, err := s.review(c).Correct(c.Request().Context(), actorOf(c), id, params, c.FormValue("note")); err != nil {
+	if _, err := s.item(c).Correct(c.Request().Context(), actorOf(c), id, params, c.FormValue("note")); err != nil {
 		return err
 	}
 	s.flash(c, "Correction proposed. Nothing is sent until it is approved.")
-	return c.Redirect(http.StatusSeeOther, actionURL(id))
+	return c.Redirect(http.StatusSeeOther, actionURL(c.QueryParam("client"), id))
 }
 
 // correctionDecide serves POST /actions/{id}/correction: approve or refuse.
@@ -116,7 +116,7 @@ func (s *Server) correctionDecide(c echo.Context) error {
 	if !approve && c.FormValue("decision") != "refuse" {
 		return ledger.Errorf(ledger.EINVALID, "Approve or refuse the correction.")
 	}
-	if _, err := s.review(c).DecideCorrection(c.Request().Context(), actorOf(c), id, approve, c.FormValue("note")); err != nil {
+	if _, err := s.item(c).DecideCorrection(c.Request().Context(), actorOf(c), id, approve, c.FormValue("note")); err != nil {
 		return err
 	}
 	msg := "Correction refused; the action stays failed."
@@ -124,5 +124,5 @@ func (s *Server) correctionDecide(c echo.Context) error {
 		msg = "Correction approved: it is performed with the corrected parameters."
 	}
 	s.flash(c, msg)
-	return c.Redirect(http.StatusSeeOther, actionURL(id))
+	return c.Redirect(http.StatusSeeOther, actionURL(c.QueryParam("client"), id))
 }

@@ -21,12 +21,12 @@ func (s *Server) eventPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	d, err := s.review(c).GetEvent(c.Request().Context(), id)
+	d, err := s.item(c).GetEvent(c.Request().Context(), id)
 	if err != nil {
 		return err
 	}
 	e := d.Event
-	m := views.EventPage{ID: e.ID, Source: e.Source, SourceEventID: e.SourceEventID, Type: e.Type, Status: e.Status,
+	m := views.EventPage{ID: e.ID, URL: eventURL(e.Client, e.ID), Source: e.Source, SourceEventID: e.SourceEventID, Type: e.Type, Status: e.Status,
 		Reason: e.Reason, Deliveries: e.Deliveries, Conflict: e.Conflict, Received: stamp(e.ReceivedAt),
 		LastReceived: stamp(e.LastReceivedAt), Pruned: e.Body == nil,
 		Via: e.Via, CanReplay: e.Body != nil && e.Status != ledger.EventReceived && actorOf(c).MayAct(),
@@ -65,7 +65,7 @@ func (s *Server) eventReplay(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if _, err := s.review(c).ReplayEvent(c.Request().Context(), actorOf(c), id, c.FormValue("note")); err != nil {
+	if _, err := s.item(c).ReplayEvent(c.Request().Context(), actorOf(c), id, c.FormValue("note")); err != nil {
 		if ledger.ErrorCode(err) != ledger.ECONFLICT {
 			return err
 		}
@@ -73,7 +73,7 @@ func (s *Server) eventReplay(c echo.Context) error {
 	} else {
 		s.flash(c, "Replay requested: the router routes it again with today's rules shortly.")
 	}
-	return c.Redirect(http.StatusSeeOther, eventURL(id))
+	return c.Redirect(http.StatusSeeOther, eventURL(c.QueryParam("client"), id))
 }
 
 // prettyJSON indents JSON for reading; anything else is shown as the text it is.

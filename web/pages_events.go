@@ -90,7 +90,7 @@ func (s *Server) eventsPage(c echo.Context) error {
 		m.Vias = append(m.Vias, views.Option{Value: v, Label: v})
 	}
 	for _, e := range page.Events {
-		m.Rows = append(m.Rows, views.EventRow{ID: e.ID, URL: eventURL(e.ID), Source: e.Source,
+		m.Rows = append(m.Rows, views.EventRow{ID: e.ID, URL: eventURL(e.Client, e.ID), Source: e.Source,
 			SourceEventID: e.SourceEventID, Type: e.Type, Status: e.Status, Via: e.Via, Deliveries: e.Deliveries,
 			Received: stamp(e.ReceivedAt), Reason: e.Reason})
 	}

@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"html"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -388,5 +389,48 @@ func TestHTTPSCookie(t *testing.T) {
 	c := res.Header.Get("Set-Cookie")
 	if !strings.HasPrefix(c, "__Host-oncehook_session=") || !strings.Contains(c, "; Secure") || strings.Contains(c, "Domain=") {
 		t.Errorf("Set-Cookie behind https base_url = %q, want a Secure, host-only __Host- cookie", c)
+	}
+}
+
+// TestItemLinksNameTheirClient: the queue links to an action by a URL that names
+// its client, the action's page links to its events the same way and its forms
+// keep it (GET forms as a field, which a browser sends in place of the action's
+// query), the act sent through that URL is done, and it lands back on the URL.
+func TestItemLinksNameTheirClient(t *testing.T) {
+	t.Parallel()
+	d := newDashboard(t)
+	d.mail.FailNext(550, "mailbox unavailable")
+	d.checkout("evt_links", "enq-links", "")
+	a := d.waitAction("send_welcome_email", "enq-links", ledger.StateFailed)
+	admin := d.person()
+	admin.login(adminEmail)
+	page := "/actions/" + id64(a.ID) + "?client=" + url.QueryEscape(a.Client)
+	if q := admin.get("/queue/failed"); !strings.Contains(q.body, `href="`+html.EscapeString(page)+`"`) {
+		t.Fatalf("the queue does not link to %s: %s", page, tailOf(q.body, 800))
+	}
+	pg := admin.get(page)
+	for _, want := range []string{
+		`action="` + html.EscapeString("/actions/"+id64(a.ID)+"/resolve?client="+url.QueryEscape(a.Client)) + `"`,
+		`<input type="hidden" name="client" value="` + html.EscapeString(a.Client) + `">`,
+		`href="/events/`,
+	} {
+		if !strings.Contains(pg.body, want) {
+			t.Errorf("the action's page lacks %s", want)
+		}
+	}
+	if m := regexp.MustCompile(`href="/events/\d+([^"]*)"`).FindStringSubmatch(pg.body); m == nil || m[1] != html.EscapeString("?client="+url.QueryEscape(a.Client)) {
+		t.Errorf("the action's page links to its event as %v, want the client named", m)
+	}
+	res := admin.post(page, "/actions/"+id64(a.ID)+"/resolve?client="+url.QueryEscape(a.Client),
+		url.Values{"note": {"sent by hand"}, "external_ref": {"MSG-1"}})
+	if res.status != http.StatusSeeOther || res.location != page {
+		t.Fatalf("resolve: %d to %q, want back at %s", res.status, res.location, page)
+	}
+	if got, err := d.review.GetAction(t.Context(), a.ID); err != nil || got.Action.State != ledger.StateResolved {
+		t.Fatalf("after resolve through the client's URL: %+v, %v", got.Action, err)
+	}
+	// A URL naming another client does not find it.
+	if res := admin.get("/actions/" + id64(a.ID) + "?client=someone-else"); res.status != http.StatusNotFound {
+		t.Errorf("the action through another client's URL: %d, want 404", res.status)
 	}
 }

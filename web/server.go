@@ -90,3 +90,10 @@ func New(p Params) *echo.Echo {
 func (s *Server) review(c echo.Context) *review.Review {
 	return s.reviewAll.For(actorOf(c))
 }
+
+// item is review for the routes of one action or event: their URL names the
+// item's client (?client=, which every link to an item carries), so on Citus the
+// item is read on that client's shard alone (review.In).
+func (s *Server) item(c echo.Context) *review.Review {
+	return s.review(c).In(c.QueryParam("client"))
+}

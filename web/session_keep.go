@@ -44,7 +44,7 @@ func (s *Server) keepExpiredForm(next echo.HandlerFunc) echo.HandlerFunc {
 		if err := r.ParseForm(); err != nil {
 			return next(c)
 		}
-		k := keptForm{Page: page, Action: r.URL.Path}
+		k := keptForm{Page: page, Action: safeNext(r.URL.RequestURI())} // the query names the item's client
 		for name, values := range r.PostForm {
 			if keptNever[name] {
 				continue

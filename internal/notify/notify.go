@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"sort"
 	"strings"
 	"time"
@@ -208,7 +209,7 @@ func (n *Notifier) claim(ctx context.Context, owner string, actions []db.Action,
 				return fmt.Errorf("claim notification: %w", err)
 			}
 			items = append(items, DigestItem{ID: fmt.Sprint(a.ID), Name: a.Name, State: a.State, BusinessKey: a.BusinessKey,
-				Reason: a.Reason, URL: fmt.Sprintf("%s/actions/%d", n.cfg.BaseURL, a.ID), client: a.Client, actionID: a.ID})
+				Reason: a.Reason, URL: fmt.Sprintf("%s/actions/%d?client=%s", n.cfg.BaseURL, a.ID, url.QueryEscape(a.Client)), client: a.Client, actionID: a.ID})
 		}
 		return nil
 	})

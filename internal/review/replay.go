@@ -30,7 +30,7 @@ type ReplayResult struct {
 // audit trail with actor and note. Errors: ENOTFOUND for no such event; ECONFLICT
 // when it still waits to be routed or its body was dropped by retention.
 func (r *Review) ReplayEvent(ctx context.Context, actor ledger.Actor, id int64, note string) (ReplayResult, error) {
-	ev, err := db.New(r.pool).EventGet(ctx, id)
+	ev, err := r.eventRow(ctx, db.New(r.pool), actor.Scope(), id)
 	if db.IsNotFound(err) {
 		return ReplayResult{}, ledger.NotFound("Event", id)
 	}

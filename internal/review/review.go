@@ -21,6 +21,7 @@ type Review struct {
 	clients   map[string]ledger.DestinationClient // each destination's client, by its name
 	now       func() time.Time
 	scope     ledger.Scope         // what the reads see; see For
+	hint      string               // the client an item's URL names; see In
 	mode      *ledger.DatabaseMode // single Postgres or Citus: a few reads differ
 	known     *knownClients        // on Citus, the clients with actions (readClients)
 	estimates *db.Estimates        // on Citus, the shards' planners' estimates, kept a while
@@ -181,7 +182,7 @@ func (r *Review) Do(ctx context.Context, actor ledger.Actor, name string, id int
 	}
 	var out db.Action
 	err := db.WithTx(ctx, r.pool, func(q *db.Queries) error {
-		a, err := q.ActionGet(ctx, id)
+		a, err := r.actionRow(ctx, q, actor.Scope(), id)
 		if db.IsNotFound(err) {
 			return ledger.Errorf(ledger.ENOTFOUND, "Action %d does not exist.", id)
 		}
@@ -320,7 +321,7 @@ func (r *Review) ActionsByID(ctx context.Context, ids []int64) ([]ledger.Action,
 	q := db.New(r.pool)
 	out := make([]ledger.Action, 0, len(ids))
 	for _, id := range ids {
-		a, err := q.ActionGet(ctx, id)
+		a, err := r.actionRow(ctx, q, r.scope, id)
 		if db.IsNotFound(err) || err == nil && !r.scope.Sees(a.Client) {
 			continue
 		}
@@ -374,7 +375,7 @@ func (r *Review) Reconnect(ctx context.Context, actor ledger.Actor, name string)
 // release marks the destination connected and releases its held actions, each
 // with its audit entry.
 func (r *Review) release(ctx context.Context, actor ledger.Actor, name string) (int, error) {
-	var released []int64
+	var released []db.ActionReleaseHeldRow
 	err := db.WithTx(ctx, r.pool, func(q *db.Queries) error {
 		if err := q.DestinationSetStatus(ctx, db.DestinationSetStatusParams{Name: name, Status: "connected",
 			Reason: "reconnected by " + actor.Name}); err != nil {
@@ -385,12 +386,8 @@ func (r *Review) release(ctx context.Context, actor ledger.Actor, name string) (
 		if err != nil {
 			return fmt.Errorf("release held actions: %w", err)
 		}
-		for _, id := range released {
-			a, err := q.ActionGet(ctx, id)
-			if err != nil {
-				return fmt.Errorf("read released action: %w", err)
-			}
-			if err := ledger.Audit(ctx, q, a.Client, id, actor.Label(), "reconnect", "destination "+name+" reconnected", nil); err != nil {
+		for _, a := range released {
+			if err := ledger.Audit(ctx, q, a.Client, a.ID, actor.Label(), "reconnect", "destination "+name+" reconnected", nil); err != nil {
 				return err
 			}
 		}

@@ -261,7 +261,7 @@ func correctionKey(opKey string, c db.Correction) string {
 // actionForAct reads action id for actor's manual act: ENOTFOUND when it does not
 // exist or is another client's, EFORBIDDEN for a viewer.
 func (r *Review) actionForAct(ctx context.Context, q *db.Queries, actor ledger.Actor, id int64) (db.Action, error) {
-	a, err := q.ActionGet(ctx, id)
+	a, err := r.actionRow(ctx, q, actor.Scope(), id)
 	if db.IsNotFound(err) {
 		return a, ledger.NotFound("Action", id)
 	}

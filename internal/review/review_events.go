@@ -109,7 +109,7 @@ type EventDetail struct {
 // GetEvent returns one event with what hangs off it; ENOTFOUND when there is none.
 func (r *Review) GetEvent(ctx context.Context, id int64) (EventDetail, error) {
 	q := db.New(r.pool)
-	ev, err := q.EventGet(ctx, id)
+	ev, err := r.eventRow(ctx, q, r.scope, id)
 	if db.IsNotFound(err) || err == nil && !r.scope.Sees(ev.Client) {
 		return EventDetail{}, ledger.NotFound("Event", id)
 	}

@@ -219,7 +219,7 @@ type ActionDetail struct {
 // GetAction returns one action with its events, attempts and audit trail.
 func (r *Review) GetAction(ctx context.Context, id int64) (ActionDetail, error) {
 	q := db.New(r.pool)
-	a, err := q.ActionGet(ctx, id)
+	a, err := r.actionRow(ctx, q, r.scope, id)
 	if db.IsNotFound(err) || err == nil && !r.scope.Sees(a.Client) {
 		return ActionDetail{}, ledger.NotFound("Action", id)
 	}

@@ -113,6 +113,7 @@ func (r *Review) RetryNeedsCheck(a ledger.Action) string {
 // BulkResult is what became of one action of a bulk act.
 type BulkResult struct {
 	ID          int64
+	Client      string // "" when it does not exist for the actor
 	Name        string
 	BusinessKey string
 	Done        bool
@@ -139,7 +140,7 @@ func (r *Review) Bulk(ctx context.Context, actor ledger.Actor, act string, ids [
 	out := make([]BulkResult, 0, len(ids))
 	for _, id := range ids {
 		a, err := r.Do(ctx, actor, act, id, p)
-		res := BulkResult{ID: id, Name: a.Name, BusinessKey: a.BusinessKey, Done: err == nil}
+		res := BulkResult{ID: id, Client: a.Client, Name: a.Name, BusinessKey: a.BusinessKey, Done: err == nil}
 		if err != nil {
 			if ledger.ErrorCode(err) == ledger.EINTERNAL || ledger.ErrorCode(err) == ledger.EUNAVAILABLE {
 				return out, err // storage trouble: stop rather than report every row refused
@@ -147,10 +148,10 @@ func (r *Review) Bulk(ctx context.Context, actor ledger.Actor, act string, ids [
 			res.Message = ledger.ErrorMessage(err)
 			// A refusal returns no action: name it for the report all the same.
 			// (Another client's is not named: it does not exist for actor.)
-			row, err := db.New(r.pool).ActionGet(ctx, id)
+			row, err := r.actionRow(ctx, db.New(r.pool), actor.Scope(), id)
 			switch {
 			case err == nil && actor.Sees(row.Client):
-				res.Name, res.BusinessKey = row.Name, row.BusinessKey
+				res.Client, res.Name, res.BusinessKey = row.Client, row.Name, row.BusinessKey
 			case err != nil && !db.IsNotFound(err):
 				return out, fmt.Errorf("read refused action: %w", err)
 			}
