@@ -11,21 +11,21 @@ import (
 )
 
 const dashboardCauses = `-- name: DashboardCauses :many
-SELECT state, destination, reason_start, false AS blocked,
+SELECT state, destination, reason_start, client, false AS blocked,
        count(*)::bigint AS n, min(state_since)::timestamptz AS oldest
 FROM actions
 WHERE state IN ('held', 'uncertain', 'failed')
   AND ($1::boolean OR client = ANY($2::text[]))
-GROUP BY state, destination, reason_start
+GROUP BY state, destination, reason_start, client
 UNION ALL
-SELECT state, destination, left(reason, $3::integer)::text,
+SELECT state, destination, left(reason, $3::integer)::text, client,
        (state = 'pending' AND after_id IS NOT NULL
         AND next_attempt_at = '9999-12-31 00:00:00+00'::timestamptz)::boolean,
        count(*)::bigint, min(state_since)::timestamptz
 FROM actions
 WHERE state IN ('pending', 'processing', 'retrying')
   AND ($1::boolean OR client = ANY($2::text[]))
-GROUP BY 1, 2, 3, 4
+GROUP BY 1, 2, 3, 4, 5
 `
 
 type DashboardCausesParams struct {
@@ -38,6 +38,7 @@ type DashboardCausesRow struct {
 	State       string
 	Destination string
 	ReasonStart *string
+	Client      string
 	Blocked     bool
 	N           int64
 	Oldest      time.Time
@@ -51,7 +52,8 @@ type DashboardCausesRow struct {
 // reason's first @reason_bytes bytes, see migration 00030; the index includes the
 // client); the workers' states are few and brief, read whole.
 // (Grouped by the columns themselves, in the index's order, so the counts stream
-// along it; null is a reason_start the code reads as "".)
+// along it; null is a reason_start the code reads as "". The client too: an
+// action of a client no longer in the config is a cause of its own.)
 func (q *Queries) DashboardCauses(ctx context.Context, arg DashboardCausesParams) ([]DashboardCausesRow, error) {
 	rows, err := q.db.Query(ctx, dashboardCauses, arg.AllClients, arg.ScopeClients, arg.ReasonBytes)
 	if err != nil {
@@ -65,6 +67,7 @@ func (q *Queries) DashboardCauses(ctx context.Context, arg DashboardCausesParams
 			&i.State,
 			&i.Destination,
 			&i.ReasonStart,
+			&i.Client,
 			&i.Blocked,
 			&i.N,
 			&i.Oldest,

@@ -132,19 +132,20 @@ GROUP BY 1, 2;
 -- reason's first @reason_bytes bytes, see migration 00030; the index includes the
 -- client); the workers' states are few and brief, read whole.
 -- (Grouped by the columns themselves, in the index's order, so the counts stream
--- along it; null is a reason_start the code reads as "".)
-SELECT state, destination, reason_start, false AS blocked,
+-- along it; null is a reason_start the code reads as "". The client too: an
+-- action of a client no longer in the config is a cause of its own.)
+SELECT state, destination, reason_start, client, false AS blocked,
        count(*)::bigint AS n, min(state_since)::timestamptz AS oldest
 FROM actions
 WHERE state IN ('held', 'uncertain', 'failed')
   AND (@all_clients::boolean OR client = ANY(@scope_clients::text[]))
-GROUP BY state, destination, reason_start
+GROUP BY state, destination, reason_start, client
 UNION ALL
-SELECT state, destination, left(reason, @reason_bytes::integer)::text,
+SELECT state, destination, left(reason, @reason_bytes::integer)::text, client,
        (state = 'pending' AND after_id IS NOT NULL
         AND next_attempt_at = '9999-12-31 00:00:00+00'::timestamptz)::boolean,
        count(*)::bigint, min(state_since)::timestamptz
 FROM actions
 WHERE state IN ('pending', 'processing', 'retrying')
   AND (@all_clients::boolean OR client = ANY(@scope_clients::text[]))
-GROUP BY 1, 2, 3, 4;
+GROUP BY 1, 2, 3, 4, 5;

@@ -24,13 +24,13 @@ func (s *Server) causeRows(c echo.Context, queue, path string) ([]views.CauseRow
 		if p == "" {
 			p = "/queue/" + k.Queue
 		}
-		f := views.Filter{State: k.State, Destination: k.Destination, Reason: k.Reason}
+		f := views.Filter{State: k.State, Destination: k.Destination, Reason: k.Reason, Client: k.Unconfigured}
 		if len(ledger.QueueStates[k.Queue]) == 1 {
 			f.State = ""
 		}
 		r := views.CauseRow{Label: k.Label, Count: k.Count, State: k.State, Fix: k.Fix, URL: queueURL(p, f, ""),
 			Oldest: ageOf(now, k.Oldest)}
-		if k.State == ledger.StateHeld {
+		if k.State == ledger.StateHeld && k.Unconfigured == "" {
 			r.FixURL = "/destinations"
 		}
 		out = append(out, r)

@@ -2,6 +2,7 @@ package ledger_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -176,6 +177,19 @@ func TestActionOfARemovedClientCanBeClosed(t *testing.T) {
 	step, err := rv.NextStep(ctx, a)
 	if err != nil || !strings.Contains(step.Text, "no longer configured") {
 		t.Errorf("the next step is %q, %v; want it to say the client is no longer configured", step.Text, err)
+	}
+	// The queue shows it as a cause of its own: the client, not the destination's
+	// disconnection, is what a person deals with.
+	waiting, err := rv.Waiting(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var causes []string
+	for _, c := range waiting.Causes {
+		causes = append(causes, fmt.Sprintf("%s %d: %s -> %s", c.State, c.Count, c.Label, c.Fix))
+	}
+	if want := "held 1: crm: its client beta is no longer configured -> Cancel, or Resolve if done another way"; !slices.Contains(causes, want) || len(causes) != 1 {
+		t.Errorf("the causes are %q; want only %q", causes, want)
 	}
 	admin := ledger.Actor{Name: "boss@example.com", Role: ledger.RoleAdmin}
 	done, err := rv.Do(ctx, admin, review.ActCancel, a.ID, review.ActParams{Note: "beta left"})

@@ -57,7 +57,7 @@ VALUES ('acme', 'live', 's', 'n', 'k'||$1::int, '[]', 'op'||$1::int, $2, '{}', '
 			}
 		}
 	}
-	w, err := review.New(pool, &ledger.Config{}, nil).Waiting(ctx)
+	w, err := review.New(pool, &ledger.Config{Sources: []ledger.Source{{Name: "shop", Client: "acme"}}}, nil).Waiting(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

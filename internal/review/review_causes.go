@@ -24,6 +24,9 @@ type Cause struct {
 	Oldest      time.Time // when the one waiting longest entered its state
 	Reason      string    // the start of their reasons, to filter the queue by; "" for none
 	Blocked     bool      // pending behind a predecessor that is not confirmed
+	// Unconfigured is the client, no longer in the config, whose actions these
+	// are (waitsForUnconfigured): a cause of its own, whatever their reasons; "".
+	Unconfigured string
 }
 
 // reasonStartBytes is how much of a reason decides its cause: every cause
@@ -55,6 +58,7 @@ func (r *Review) Waiting(ctx context.Context) (Waiting, error) {
 
 // causes merges the rows that share a cause, then names each group and its fix.
 func (r *Review) causes(rows []db.DashboardCausesRow) []Cause {
+	configured := r.cfg.Clients()
 	var out []Cause
 	for _, q := range ledger.Queues {
 		var group []Cause
@@ -68,8 +72,12 @@ func (r *Review) causes(rows []db.DashboardCausesRow) []Cause {
 			if c.State == ledger.StateHeld {
 				c.Reason = ""
 			}
+			if waitsForUnconfigured(c.State) && !slices.Contains(configured, row.Client) {
+				c.Unconfigured, c.Reason = row.Client, ""
+			}
 			i := slices.IndexFunc(group, func(o Cause) bool {
-				return o.State == c.State && o.Destination == c.Destination && o.Reason == c.Reason && o.Blocked == c.Blocked
+				return o.State == c.State && o.Destination == c.Destination && o.Reason == c.Reason &&
+					o.Blocked == c.Blocked && o.Unconfigured == c.Unconfigured
 			})
 			if i < 0 {
 				group = append(group, c)
@@ -97,6 +105,9 @@ func (r *Review) causes(rows []db.DashboardCausesRow) []Cause {
 // causeWords names c and its fix as a person at the queue says them.
 func (r *Review) causeWords(c Cause) (label, fix string) {
 	d := c.Destination
+	if c.Unconfigured != "" {
+		return d + ": its client " + c.Unconfigured + " is no longer configured", "Cancel, or Resolve if done another way"
+	}
 	switch c.State {
 	case ledger.StateHeld:
 		return d + " disconnected", "Reconnect " + d

@@ -42,6 +42,14 @@ func waitsBehindPredecessor(a ledger.Action, pred *ledger.Action) bool {
 	return a.State == ledger.StatePending || a.State == ledger.StateRetrying || a.State == ledger.StateHeld
 }
 
+// waitsForUnconfigured reports whether an action in state, of a client no longer
+// in the config, waits for a person because of that: one held (nobody will
+// reconnect for it) or failed (nobody will correct it) is closed by hand. The
+// next step and the queue's causes both read it.
+func waitsForUnconfigured(state string) bool {
+	return state == ledger.StateHeld || state == ledger.StateFailed
+}
+
 // NextStepOf says what happens next to a, given the facts around it.
 func NextStepOf(a ledger.Action, f StepFacts) Step {
 	switch a.State {
@@ -54,7 +62,7 @@ func NextStepOf(a ledger.Action, f StepFacts) Step {
 	case ledger.StateProcessing:
 		return Step{Text: "Wait: a worker is performing it now."}
 	}
-	if f.Unconfigured && (a.State == ledger.StateHeld || a.State == ledger.StateFailed) {
+	if f.Unconfigured && waitsForUnconfigured(a.State) {
 		return Step{Text: "Its client is no longer configured: Cancel it, or Resolve it if it was done another way."}
 	}
 	if waitsBehindPredecessor(a, f.Predecessor) {
