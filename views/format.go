@@ -116,7 +116,10 @@ func join(names []string) string { return strings.Join(names, ", ") }
 
 // actURL is the URL of act on the item whose page is u: u's path and "/act",
 // with u's query (the item's client) kept.
-func actURL(u, act string) string {
+func actURL(u, act string) string { return ActURL(u, act) }
+
+// ActURL is actURL for the server's own links.
+func ActURL(u, act string) string {
 	path, query, ok := strings.Cut(u, "?")
 	if !ok {
 		return path + "/" + act

@@ -81,7 +81,16 @@ type ActionRow struct {
 	// ReasonDetail is the stored reason behind Reason, shown on request; "" when
 	// Reason is it.
 	ReasonDetail string
-	NextStep     string
+	NextStep     string  // the short step, specific to what holds it
+	Act          *RowAct // the next step's act, when the person may do it; nil otherwise
+}
+
+// RowAct is a row's button for its next step: it opens the act's guard (its
+// confirmation page, or its form on the action's page).
+type RowAct struct {
+	Label string
+	URL   string
+	Aria  string // what a screen reader hears: the act and the action
 }
 
 // QueueCard is one queue on the overview.

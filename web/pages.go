@@ -2,6 +2,7 @@ package web
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"net/url"
 	"slices"
@@ -132,10 +133,54 @@ func (s *Server) actionRows(c echo.Context, as []ledger.Action) ([]views.ActionR
 			ID: a.ID, URL: actionURL(a.Client, a.ID), State: a.State, Name: a.Name, BusinessKey: a.BusinessKey,
 			Source: a.Source, Destination: a.Destination, Owner: a.Owner, Attempts: a.Attempts,
 			Created: ageOf(now, a.CreatedAt), Age: ageOf(now, a.StateSince), Reason: reason, ReasonDetail: detail,
-			NextStep: steps[a.ID].Text,
+			NextStep: cmp.Or(steps[a.ID].Short, steps[a.ID].Text), Act: s.rowAct(c, a, steps[a.ID].Act),
 		})
 	}
 	return rows, nil
+}
+
+// rowActs are the labels of the acts a row offers, and where each one's guard
+// is: the confirmation pages of Retry and Reconcile, the forms of the action's
+// page for the others (what they ask for, a note or the corrected params, is
+// typed there), the destinations page for Reconnect.
+var rowActs = map[string]struct{ label, at string }{
+	review.ActRetry:     {"Retry", "/retry"},
+	review.ActReconcile: {"Reconcile", "/reconcile"},
+	review.ActResolve:   {"Resolve", "#resolve-note"},
+	review.ActCancel:    {"Cancel", "#cancel-note"},
+	review.ActCorrect:   {"Correct", "#correct"},
+	review.ActDecide:    {"Approve or refuse", "#correction"},
+}
+
+// rowAct is the button of a's row for its next step's act, when the person may
+// do it now; nil otherwise.
+func (s *Server) rowAct(c echo.Context, a ledger.Action, act string) *views.RowAct {
+	actor := actorOf(c)
+	u := actionURL(a.Client, a.ID)
+	switch act {
+	case "":
+		return nil
+	case review.ActReconnect:
+		if actor.Role != ledger.RoleAdmin {
+			return nil
+		}
+		return &views.RowAct{Label: "Reconnect", URL: "/destinations", Aria: "Reconnect " + a.Destination}
+	case review.ActCorrect, review.ActDecide:
+		if !actor.MayAct() || a.State != ledger.StateFailed {
+			return nil
+		}
+	default:
+		if s.review(c).Refusal(actor, act, a) != "" {
+			return nil
+		}
+	}
+	x := rowActs[act]
+	if strings.HasPrefix(x.at, "/") {
+		u = views.ActURL(u, x.at[1:])
+	} else {
+		u += x.at
+	}
+	return &views.RowAct{Label: x.label, URL: u, Aria: x.label + " action " + strconv.FormatInt(a.ID, 10) + " " + a.Name + " " + a.BusinessKey}
 }
 
 // assignees are the people work of any of clients can be assigned to: the

@@ -16,6 +16,14 @@ import (
 // the queue rows and the JSON API all show this one value.
 type Step struct {
 	Text string
+	// Short is the step as a row of a queue says it: one short sentence, specific
+	// to what holds the action (the field a destination refused, the Message-ID
+	// to look for), the long explanation staying in Text for the action's page.
+	Short string
+	// Act is what Short asks a person to do, offered on the row: an act's name
+	// (ActRetry, ActReconcile, ActResolve, ActCancel), ActCorrect, ActDecide or
+	// ActReconnect; "" when nothing is for a person to do.
+	Act string
 	// NextAttempt is when a worker acts on it by itself; nil when nothing is
 	// scheduled (a person must act, or it waits for a predecessor or a reconnect).
 	NextAttempt *time.Time
@@ -31,8 +39,17 @@ type StepFacts struct {
 	Disconnected *DestinationStatus // its destination, when disconnected
 	Correction   *Correction        // a correction waiting for approval, if any
 	Unconfigured bool               // its client is no longer in the config
+	Evidence     []ledger.Evidence  // what to look for at its destination by hand (Review.Evidence)
 	Now          time.Time
 }
+
+// The steps a row offers beside the manual acts: correcting the request (on
+// the action's page) and reconnecting its destination (on the destinations page).
+const (
+	ActCorrect   = "correct"
+	ActDecide    = "decide-correction" // approve or refuse a correction waiting for it
+	ActReconnect = "reconnect"
+)
 
 // waitsBehindPredecessor reports whether a is parked until its predecessor is done.
 func waitsBehindPredecessor(a ledger.Action, pred *ledger.Action) bool {
@@ -50,8 +67,16 @@ func waitsForUnconfigured(state string) bool {
 	return state == ledger.StateHeld || state == ledger.StateFailed
 }
 
-// NextStepOf says what happens next to a, given the facts around it.
+// NextStepOf says what happens next to a, given the facts around it: the long
+// sentence and, for a queue's row, the short one with its act (shortStep).
 func NextStepOf(a ledger.Action, f StepFacts) Step {
+	s := longStep(a, f)
+	s.Short, s.Act = shortStep(a, f, s)
+	return s
+}
+
+// longStep is NextStepOf's sentence for the action's page.
+func longStep(a ledger.Action, f StepFacts) Step {
 	switch a.State {
 	case ledger.StateConfirmed:
 		return Step{Text: "Nothing: the destination confirmed it."}
@@ -182,7 +207,7 @@ func (r *Review) NextSteps(ctx context.Context, as []ledger.Action) (map[int64]S
 	configured := r.cfg.Clients()
 	for _, a := range as {
 		f := StepFacts{Disconnected: down[a.Destination], Correction: corrections[a.ID], Now: now,
-			Unconfigured: !slices.Contains(configured, a.Client)}
+			Unconfigured: !slices.Contains(configured, a.Client), Evidence: r.Evidence(a)}
 		if a.AfterID != nil {
 			f.Predecessor = preds[*a.AfterID]
 		}
@@ -216,4 +241,52 @@ func (r *Review) OutstandingWords(ctx context.Context) (string, error) {
 	}
 	return "Not all of these are the workers': " + strings.Join(held, "; ") +
 		". The rest wait for a worker, a predecessor or a retry time, as each row says.", nil
+}
+
+// shortStep is step as a queue's row says it, with the act it asks for: for an
+// action that waits for a person, its cause's fix (the words of the queue's
+// cause list, failedCauseWords, made specific to the action); for one the
+// workers have, the long sentence's first clause.
+func shortStep(a ledger.Action, f StepFacts, step Step) (short, act string) {
+	d := a.Destination
+	switch {
+	case a.State == ledger.StateConfirmed || a.State == ledger.StateResolved || a.State == ledger.StateCancelled ||
+		a.State == ledger.StateProcessing:
+		return step.Text, ""
+	case f.Unconfigured && waitsForUnconfigured(a.State):
+		return "Its client is gone: Cancel it, or Resolve it if done another way.", ActCancel
+	case step.BlockedBy != nil:
+		return fmt.Sprintf("Deal with %s (action %d) first.", step.BlockedBy.Name, step.BlockedBy.ID), ""
+	case step.HeldFor != "" || a.State == ledger.StateHeld:
+		return "Reconnect " + d + "; it then runs.", ActReconnect
+	case a.State == ledger.StateUncertain:
+		if step.NextAttempt != nil {
+			return "Wait: it is looked up at " + d + " first; or Reconcile now.", ActReconcile
+		}
+		return "Reconcile: look it up at " + d + " before any repeat.", ActReconcile
+	case a.State != ledger.StateFailed:
+		first, _, _ := strings.Cut(step.Text, ";")
+		return strings.TrimSuffix(first, ".") + ".", ""
+	case f.Correction != nil:
+		return "Approve or refuse the correction " + f.Correction.ProposedBy + " proposed.", ActDecide
+	}
+	cause := causeOf(a.Reason)
+	_, fix := failedCauseWords(d, cause)
+	switch cause {
+	case string(ledger.ObsRejected), string(ledger.ObsUnfillable):
+		if field := NamedField(a.Reason, a.Params); field != "" {
+			return "Correct " + field + ", then Retry.", ActCorrect
+		}
+		return fix + ".", ActCorrect
+	case causeOutcomeUnknown, string(ledger.ObsUnknowable), string(ledger.ObsExistsNoLookup):
+		for _, e := range f.Evidence {
+			if e.Value != "" {
+				return fmt.Sprintf("Look for %s %s at %s, then Resolve or Retry.", e.Label, e.Value, d), ActResolve
+			}
+		}
+		return fix + ".", ActResolve
+	case string(ledger.ObsConflict):
+		return fix + ".", ActResolve
+	}
+	return fix + ".", ActRetry
 }
