@@ -8,6 +8,7 @@ package db
 import (
 	"context"
 	"encoding/json"
+	"time"
 )
 
 const auditInsert = `-- name: AuditInsert :exec
@@ -61,6 +62,52 @@ func (q *Queries) AuditLatest(ctx context.Context, arg AuditLatestParams) (Audit
 		&i.At,
 	)
 	return i, err
+}
+
+const auditLatestNotes = `-- name: AuditLatestNotes :many
+SELECT DISTINCT ON (action_id) action_id, actor, note, at
+FROM audit
+WHERE client = $1 AND action_id = ANY($2::bigint[]) AND act = 'note'
+ORDER BY action_id, id DESC
+`
+
+type AuditLatestNotesParams struct {
+	Client    string
+	ActionIds []int64
+}
+
+type AuditLatestNotesRow struct {
+	ActionID int64
+	Actor    string
+	Note     string
+	At       time.Time
+}
+
+// The newest note of each of a client's actions ids, for the queues' rows: one
+// read of the client's shard along audit_action_idx.
+func (q *Queries) AuditLatestNotes(ctx context.Context, arg AuditLatestNotesParams) ([]AuditLatestNotesRow, error) {
+	rows, err := q.db.Query(ctx, auditLatestNotes, arg.Client, arg.ActionIds)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []AuditLatestNotesRow{}
+	for rows.Next() {
+		var i AuditLatestNotesRow
+		if err := rows.Scan(
+			&i.ActionID,
+			&i.Actor,
+			&i.Note,
+			&i.At,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const auditList = `-- name: AuditList :many

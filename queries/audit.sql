@@ -8,3 +8,11 @@ SELECT * FROM audit WHERE client = @client AND action_id = @action_id ORDER BY i
 -- name: AuditLatest :one
 SELECT * FROM audit WHERE client = @client AND action_id = @action_id AND act = @act
 ORDER BY id DESC LIMIT 1;
+
+-- name: AuditLatestNotes :many
+-- The newest note of each of a client's actions ids, for the queues' rows: one
+-- read of the client's shard along audit_action_idx.
+SELECT DISTINCT ON (action_id) action_id, actor, note, at
+FROM audit
+WHERE client = @client AND action_id = ANY(@action_ids::bigint[]) AND act = 'note'
+ORDER BY action_id, id DESC;

@@ -83,6 +83,8 @@ type ActionRow struct {
 	ReasonDetail string
 	NextStep     string  // the short step, specific to what holds it
 	Act          *RowAct // the next step's act, when the person may do it; nil otherwise
+	Note         string  // the first words of its newest note; "" for none
+	NoteBy       string  // who wrote it
 }
 
 // RowAct is a row's button for its next step: it opens the act's guard (its

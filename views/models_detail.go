@@ -12,6 +12,7 @@ type ActionPage struct {
 	CanResolve   bool
 	CanCancel    bool
 	CanAssign    bool
+	CanNote      bool // may add a note (anyone who may act)
 	Assignees    []Option
 	// ReconcilePlan says what Reconcile would do; shown instead of the button
 	// when Reconcile could find nothing out (CanReconcile false).

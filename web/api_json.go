@@ -57,6 +57,7 @@ type actionDetailJSON struct {
 	Corrections []correctionJSON  `json:"corrections"`
 	Events      []actionEventJSON `json:"events"`
 	Attempts    []attemptJSON     `json:"attempts"`
+	Notes       []noteJSON        `json:"notes"`
 	Audit       []auditJSON       `json:"audit"`
 }
 
@@ -84,6 +85,13 @@ type attemptJSON struct {
 	Worker       string     `json:"worker"`
 	StartedAt    time.Time  `json:"started_at"`
 	FinishedAt   *time.Time `json:"finished_at"`
+}
+
+// noteJSON is a note a person added (POST .../note), also in the audit.
+type noteJSON struct {
+	By   string    `json:"by"`
+	Text string    `json:"text"`
+	At   time.Time `json:"at"`
 }
 
 type auditJSON struct {
@@ -128,7 +136,7 @@ func toActionDetailJSON(d review.ActionDetail, step review.Step, corrections []r
 	out := actionDetailJSON{
 		actionJSON: toActionJSON(d.Action, step), Destination: d.Action.Destination, NextStep: step.Text,
 		Params: d.Action.Params,
-		Events: []actionEventJSON{}, Attempts: []attemptJSON{}, Audit: []auditJSON{},
+		Events: []actionEventJSON{}, Attempts: []attemptJSON{}, Audit: []auditJSON{}, Notes: []noteJSON{},
 		Corrections: []correctionJSON{}, FollowOns: []blockedJSON{},
 	}
 	for _, f := range followOns {
@@ -156,6 +164,9 @@ func toActionDetailJSON(d review.ActionDetail, step review.Step, corrections []r
 	}
 	for _, a := range d.Audit {
 		out.Audit = append(out.Audit, auditJSON{Actor: a.Actor, Act: a.Act, Note: a.Note, Detail: a.Detail, At: a.At.UTC()})
+	}
+	for _, n := range review.NotesOf(d.Audit) {
+		out.Notes = append(out.Notes, noteJSON{By: n.By, Text: n.Text, At: n.At.UTC()})
 	}
 	return out
 }

@@ -125,6 +125,10 @@ func (s *Server) actionRows(c echo.Context, as []ledger.Action) ([]views.ActionR
 	if err != nil {
 		return nil, err
 	}
+	notes, err := s.review(c).LatestNotes(c.Request().Context(), as)
+	if err != nil {
+		return nil, err
+	}
 	now := s.now()
 	rows := make([]views.ActionRow, 0, len(as))
 	for _, a := range as {
@@ -134,10 +138,14 @@ func (s *Server) actionRows(c echo.Context, as []ledger.Action) ([]views.ActionR
 			Source: a.Source, Destination: a.Destination, Owner: a.Owner, Attempts: a.Attempts,
 			Created: ageOf(now, a.CreatedAt), Age: ageOf(now, a.StateSince), Reason: reason, ReasonDetail: detail,
 			NextStep: cmp.Or(steps[a.ID].Short, steps[a.ID].Text), Act: s.rowAct(c, a, steps[a.ID].Act),
+			Note: ledger.Truncate(strings.Join(strings.Fields(notes[a.ID].Text), " "), noteWords), NoteBy: notes[a.ID].By,
 		})
 	}
 	return rows, nil
 }
+
+// noteWords is how much of its newest note a row shows, in bytes.
+const noteWords = 60
 
 // rowActs are the labels of the acts a row offers, and where each one's guard
 // is: the confirmation pages of Retry and Reconcile, the forms of the action's

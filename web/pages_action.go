@@ -34,6 +34,7 @@ func (s *Server) actionPage(c echo.Context) error {
 		CanResolve:   allowed[review.ActResolve],
 		CanCancel:    allowed[review.ActCancel],
 		CanAssign:    allowed[review.ActAssign],
+		CanNote:      allowed[review.ActNote],
 	}
 	if m.CanReconcile {
 		var useful bool
@@ -234,6 +235,7 @@ var actDone = map[string]string{
 	"resolve":   "Resolved.",
 	"cancel":    "Cancelled.",
 	"assign":    "Assigned.",
+	"note":      "Note added.",
 }
 
 // actionAct serves the forms of /actions/{id}: POST .../retry|reconcile|resolve|cancel|assign.

@@ -180,7 +180,7 @@ func (s *Server) exportCSV(c echo.Context, path string, af review.ActionFilter) 
 	c.Response().WriteHeader(http.StatusOK)
 	w := csv.NewWriter(c.Response())
 	_ = w.Write([]string{"id", "state", "action", "business_key", "operation_key", "source", "client", "destination",
-		"owner", "attempts", "reason", "external_ref", "created_at", "in_state_since", "updated_at"})
+		"owner", "attempts", "reason", "external_ref", "created_at", "in_state_since", "updated_at", "latest_note"})
 	af.Limit = csvBatch
 	rc := http.NewResponseController(c.Response())
 	for {
@@ -194,11 +194,17 @@ func (s *Server) exportCSV(c echo.Context, path string, af review.ActionFilter) 
 			w.Flush()
 			return nil
 		}
+		notes, err := s.review(c).LatestNotes(c.Request().Context(), page.Actions)
+		if err != nil {
+			s.logger.ErrorContext(c.Request().Context(), "export actions", "err", err)
+			w.Flush()
+			return nil
+		}
 		for _, a := range page.Actions {
 			_ = w.Write([]string{strconv.FormatInt(a.ID, 10), a.State, a.Name, csvSafe(a.BusinessKey), csvSafe(a.OperationKey),
 				a.Source, a.Client, a.Destination, csvSafe(a.Owner), strconv.Itoa(int(a.Attempts)), csvSafe(a.Reason),
 				csvSafe(a.ExternalRef), a.CreatedAt.UTC().Format(time.RFC3339), a.StateSince.UTC().Format(time.RFC3339),
-				a.UpdatedAt.UTC().Format(time.RFC3339)})
+				a.UpdatedAt.UTC().Format(time.RFC3339), csvSafe(notes[a.ID].Text)})
 		}
 		w.Flush()
 		if page.NextCursor == "" {

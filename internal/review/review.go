@@ -49,7 +49,11 @@ const (
 	ActResolve   = "resolve"
 	ActCancel    = "cancel"
 	ActAssign    = "assign"
+	ActNote      = "note" // a note to the team; it changes nothing else
 )
+
+// MaxNote is the longest note a person may add to an action, in characters.
+const MaxNote = 2000
 
 // An Act is one manual act on an action: the one place that says from which states
 // it may be done, who may do it, whether it can be applied to many actions at once,
@@ -131,6 +135,21 @@ var acts = []Act{
 		},
 		detail: func(a db.Action, p ActParams) map[string]any {
 			return map[string]any{"owner": p.Owner, "previous_owner": a.Owner}
+		}},
+	// A note is an entry of the audit trail and nothing else: whoever may act on
+	// the action may add one, in any state; the workers never read it.
+	{Name: ActNote,
+		check: func(p ActParams) error {
+			switch n := len([]rune(strings.TrimSpace(p.Note))); {
+			case n == 0:
+				return ledger.Errorf(ledger.EINVALID, "A note needs some text.")
+			case n > MaxNote:
+				return ledger.Errorf(ledger.EINVALID, "A note is at most %d characters; this one has %d.", MaxNote, n)
+			}
+			return nil
+		},
+		apply: func(_ *Review, _ context.Context, _ *db.Queries, _ ledger.Actor, _ Act, a db.Action, _ ActParams) (db.Action, error) {
+			return a, nil
 		}},
 }
 
