@@ -1256,32 +1256,37 @@ WHERE ($1::text = '' OR a.client = $1)
                OR EXISTS (SELECT 1 FROM attempts t WHERE ($1 = '' OR t.client = $1)
                           AND t.client = b.client AND t.action_id = b.id
                           AND t.http_status = $15))
+          -- snoozed: '' every action, 'awake' those not snoozed at @snooze_now
+          -- (the queues' default view), 'asleep' those snoozed then.
+          AND ($16::text = ''
+               OR ($16 = 'asleep') = EXISTS (SELECT 1 FROM snoozes z WHERE ($1 = '' OR z.client = $1)
+                          AND z.client = b.client AND z.action_id = b.id AND z.until > $17::timestamptz))
           -- Sorted by waiting time, only open actions. When the caller lists only
           -- states that wait for a person (person_states), the condition is
           -- actions_waiting_idx's own, and Postgres walks it.
-          AND ($16::text NOT IN ('state_since', '-state_since')
-               OR b.state = ANY(CASE WHEN $17::boolean THEN ARRAY['held', 'uncertain', 'failed']
+          AND ($18::text NOT IN ('state_since', '-state_since')
+               OR b.state = ANY(CASE WHEN $19::boolean THEN ARRAY['held', 'uncertain', 'failed']
                                      ELSE ARRAY['pending', 'processing', 'retrying', 'held', 'uncertain', 'failed'] END))
-          AND CASE $16::text
-                  WHEN 'created' THEN b.id > coalesce($18::bigint, 0)
+          AND CASE $18::text
+                  WHEN 'created' THEN b.id > coalesce($20::bigint, 0)
                   WHEN 'state_since' THEN (b.state_since, b.id) >
-                      (coalesce($19::timestamptz, '-infinity'), coalesce($18::bigint, 0))
+                      (coalesce($21::timestamptz, '-infinity'), coalesce($20::bigint, 0))
                   WHEN '-state_since' THEN (b.state_since, b.id) <
-                      (coalesce($19::timestamptz, 'infinity'), coalesce($18::bigint, 9223372036854775807))
-                  ELSE b.id < coalesce($18::bigint, 9223372036854775807) END
+                      (coalesce($21::timestamptz, 'infinity'), coalesce($20::bigint, 9223372036854775807))
+                  ELSE b.id < coalesce($20::bigint, 9223372036854775807) END
         -- A walk backwards down an index goes down every column of it backwards.
-        ORDER BY CASE WHEN $16 IN ('created', '-state_since') THEN b.state END DESC,
-                 CASE WHEN $16 NOT IN ('created', '-state_since') THEN b.state END,
-                 CASE WHEN $16 = 'state_since' THEN b.state_since END,
-                 CASE WHEN $16 = '-state_since' THEN b.state_since END DESC,
-                 CASE WHEN $16 = 'created' OR $16 = 'state_since' THEN b.id END,
-                 CASE WHEN $16 NOT IN ('created', 'state_since') THEN b.id END DESC
-        LIMIT $20) p)
-ORDER BY CASE WHEN $16 = 'state_since' THEN a.state_since END,
-         CASE WHEN $16 = '-state_since' THEN a.state_since END DESC,
-         CASE WHEN $16 = 'created' OR $16 = 'state_since' THEN a.id END,
-         CASE WHEN $16 NOT IN ('created', 'state_since') THEN a.id END DESC
-LIMIT $21
+        ORDER BY CASE WHEN $18 IN ('created', '-state_since') THEN b.state END DESC,
+                 CASE WHEN $18 NOT IN ('created', '-state_since') THEN b.state END,
+                 CASE WHEN $18 = 'state_since' THEN b.state_since END,
+                 CASE WHEN $18 = '-state_since' THEN b.state_since END DESC,
+                 CASE WHEN $18 = 'created' OR $18 = 'state_since' THEN b.id END,
+                 CASE WHEN $18 NOT IN ('created', 'state_since') THEN b.id END DESC
+        LIMIT $22) p)
+ORDER BY CASE WHEN $18 = 'state_since' THEN a.state_since END,
+         CASE WHEN $18 = '-state_since' THEN a.state_since END DESC,
+         CASE WHEN $18 = 'created' OR $18 = 'state_since' THEN a.id END,
+         CASE WHEN $18 NOT IN ('created', 'state_since') THEN a.id END DESC
+LIMIT $23
 `
 
 type ActionListParams struct {
@@ -1300,6 +1305,8 @@ type ActionListParams struct {
 	Since        *time.Time
 	Until        *time.Time
 	HttpStatus   int32
+	Snoozed      string
+	SnoozeNow    time.Time
 	Sort         string
 	PersonStates bool
 	CursorID     *int64
@@ -1322,7 +1329,7 @@ type ActionListParams struct {
 // is an index probe (clients and sources are the configured ones,
 // which lead the keys of operation keys and event ids). reason is a part of the
 // reason; since/until bound the creation time; http_status matches an attempt's
-// reply. all_clients, else scope_clients, is what the reader may see (see
+// reply; snoozed keeps or leaves out the actions a person snoozed. all_clients, else scope_clients, is what the reader may see (see
 // ledger's scope). Each state is walked on its own down actions_state_idx (state, id DESC)
 // or actions_owner_idx with an owner, for at most state_rows rows (max_rows in all), so a page costs
 // the same with a thousand actions or a million; sorted by waiting time, the
@@ -1353,6 +1360,8 @@ func (q *Queries) ActionList(ctx context.Context, arg ActionListParams) ([]Actio
 		arg.Since,
 		arg.Until,
 		arg.HttpStatus,
+		arg.Snoozed,
+		arg.SnoozeNow,
 		arg.Sort,
 		arg.PersonStates,
 		arg.CursorID,
@@ -2301,4 +2310,86 @@ func (q *Queries) ActionWaitingSuccessors(ctx context.Context, arg ActionWaiting
 		return nil, err
 	}
 	return items, nil
+}
+
+const snoozeClear = `-- name: SnoozeClear :execrows
+DELETE FROM snoozes WHERE client = $1 AND action_id = $2
+`
+
+type SnoozeClearParams struct {
+	Client   string
+	ActionID int64
+}
+
+func (q *Queries) SnoozeClear(ctx context.Context, arg SnoozeClearParams) (int64, error) {
+	result, err := q.db.Exec(ctx, snoozeClear, arg.Client, arg.ActionID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const snoozeList = `-- name: SnoozeList :many
+SELECT action_id, until, snoozed_by FROM snoozes
+WHERE client = $1 AND action_id = ANY($2::bigint[]) AND until > $3
+`
+
+type SnoozeListParams struct {
+	Client    string
+	ActionIds []int64
+	Now       time.Time
+}
+
+type SnoozeListRow struct {
+	ActionID  int64
+	Until     time.Time
+	SnoozedBy string
+}
+
+// The snoozes of a client's actions ids that have not run out by @now.
+func (q *Queries) SnoozeList(ctx context.Context, arg SnoozeListParams) ([]SnoozeListRow, error) {
+	rows, err := q.db.Query(ctx, snoozeList, arg.Client, arg.ActionIds, arg.Now)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []SnoozeListRow{}
+	for rows.Next() {
+		var i SnoozeListRow
+		if err := rows.Scan(&i.ActionID, &i.Until, &i.SnoozedBy); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const snoozeSet = `-- name: SnoozeSet :exec
+INSERT INTO snoozes (client, action_id, until, snoozed_by, snoozed_at)
+VALUES ($1, $2, $3, $4, $5)
+ON CONFLICT (client, action_id) DO UPDATE
+SET until = EXCLUDED.until, snoozed_by = EXCLUDED.snoozed_by, snoozed_at = EXCLUDED.snoozed_at
+`
+
+type SnoozeSetParams struct {
+	Client    string
+	ActionID  int64
+	Until     time.Time
+	SnoozedBy string
+	Now       time.Time
+}
+
+// Snoozes an action until @until (a later snooze replaces an earlier one).
+func (q *Queries) SnoozeSet(ctx context.Context, arg SnoozeSetParams) error {
+	_, err := q.db.Exec(ctx, snoozeSet,
+		arg.Client,
+		arg.ActionID,
+		arg.Until,
+		arg.SnoozedBy,
+		arg.Now,
+	)
+	return err
 }

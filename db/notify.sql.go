@@ -42,6 +42,23 @@ func (q *Queries) NotificationClaim(ctx context.Context, arg NotificationClaimPa
 	return action_id, err
 }
 
+const notificationForget = `-- name: NotificationForget :exec
+DELETE FROM notifications WHERE client = $1 AND action_id = $2 AND state = $3
+`
+
+type NotificationForgetParams struct {
+	Client   string
+	ActionID int64
+	State    string
+}
+
+// Forgets that an action's state was reported: a snoozed action is reported
+// again once it wakes.
+func (q *Queries) NotificationForget(ctx context.Context, arg NotificationForgetParams) error {
+	_, err := q.db.Exec(ctx, notificationForget, arg.Client, arg.ActionID, arg.State)
+	return err
+}
+
 const notificationSetStatus = `-- name: NotificationSetStatus :exec
 UPDATE notifications SET status = $1
 WHERE client = $2 AND action_id = $3 AND state = $4
@@ -71,13 +88,21 @@ WHERE (a.state IN ('failed', 'held')
   AND NOT EXISTS (SELECT 1 FROM notifications n
                   WHERE n.client = a.client AND n.action_id = a.id AND n.state = a.state
                     AND n.status <> 'failed')
+  AND NOT EXISTS (SELECT 1 FROM snoozes z
+                  WHERE z.client = a.client AND z.action_id = a.id AND z.until > $2::timestamptz)
 ORDER BY a.id
 LIMIT 1000
 `
 
-// Actions that need a person and whose current state has not been reported yet.
-func (q *Queries) NotifyCandidates(ctx context.Context, uncertainBefore time.Time) ([]Action, error) {
-	rows, err := q.db.Query(ctx, notifyCandidates, uncertainBefore)
+type NotifyCandidatesParams struct {
+	UncertainBefore time.Time
+	Now             time.Time
+}
+
+// Actions that need a person and whose current state has not been reported yet,
+// but those a person snoozed until after @now.
+func (q *Queries) NotifyCandidates(ctx context.Context, arg NotifyCandidatesParams) ([]Action, error) {
+	rows, err := q.db.Query(ctx, notifyCandidates, arg.UncertainBefore, arg.Now)
 	if err != nil {
 		return nil, err
 	}

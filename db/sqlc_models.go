@@ -230,6 +230,14 @@ type Session struct {
 	Expiry time.Time
 }
 
+type Snooze struct {
+	Client    string
+	ActionID  int64
+	Until     time.Time
+	SnoozedBy string
+	SnoozedAt time.Time
+}
+
 type TokenAudit struct {
 	ID      int64
 	TokenID int64

@@ -476,7 +476,7 @@ RETURNING *;
 -- is an index probe (clients and sources are the configured ones,
 -- which lead the keys of operation keys and event ids). reason is a part of the
 -- reason; since/until bound the creation time; http_status matches an attempt's
--- reply. all_clients, else scope_clients, is what the reader may see (see
+-- reply; snoozed keeps or leaves out the actions a person snoozed. all_clients, else scope_clients, is what the reader may see (see
 -- ledger's scope). Each state is walked on its own down actions_state_idx (state, id DESC)
 -- or actions_owner_idx with an owner, for at most state_rows rows (max_rows in all), so a page costs
 -- the same with a thousand actions or a million; sorted by waiting time, the
@@ -529,6 +529,11 @@ WHERE (@client::text = '' OR a.client = @client)
                OR EXISTS (SELECT 1 FROM attempts t WHERE (@client = '' OR t.client = @client)
                           AND t.client = b.client AND t.action_id = b.id
                           AND t.http_status = @http_status))
+          -- snoozed: '' every action, 'awake' those not snoozed at @snooze_now
+          -- (the queues' default view), 'asleep' those snoozed then.
+          AND (@snoozed::text = ''
+               OR (@snoozed = 'asleep') = EXISTS (SELECT 1 FROM snoozes z WHERE (@client = '' OR z.client = @client)
+                          AND z.client = b.client AND z.action_id = b.id AND z.until > @snooze_now::timestamptz))
           -- Sorted by waiting time, only open actions. When the caller lists only
           -- states that wait for a person (person_states), the condition is
           -- actions_waiting_idx's own, and Postgres walks it.
@@ -650,3 +655,18 @@ SET params = @params, attempt_key = CASE WHEN @attempt_key::text <> '' THEN @att
     updated_at = now()
 WHERE client = @client AND id = @id AND state = 'failed'
 RETURNING *;
+
+-- name: SnoozeSet :exec
+-- Snoozes an action until @until (a later snooze replaces an earlier one).
+INSERT INTO snoozes (client, action_id, until, snoozed_by, snoozed_at)
+VALUES (@client, @action_id, @until, @snoozed_by, @now)
+ON CONFLICT (client, action_id) DO UPDATE
+SET until = EXCLUDED.until, snoozed_by = EXCLUDED.snoozed_by, snoozed_at = EXCLUDED.snoozed_at;
+
+-- name: SnoozeClear :execrows
+DELETE FROM snoozes WHERE client = @client AND action_id = @action_id;
+
+-- name: SnoozeList :many
+-- The snoozes of a client's actions ids that have not run out by @now.
+SELECT action_id, until, snoozed_by FROM snoozes
+WHERE client = @client AND action_id = ANY(@action_ids::bigint[]) AND until > @now;

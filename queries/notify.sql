@@ -1,11 +1,14 @@
 -- name: NotifyCandidates :many
--- Actions that need a person and whose current state has not been reported yet.
+-- Actions that need a person and whose current state has not been reported yet,
+-- but those a person snoozed until after @now.
 SELECT a.* FROM actions a
 WHERE (a.state IN ('failed', 'held')
        OR (a.state = 'uncertain' AND a.updated_at < @uncertain_before::timestamptz))
   AND NOT EXISTS (SELECT 1 FROM notifications n
                   WHERE n.client = a.client AND n.action_id = a.id AND n.state = a.state
                     AND n.status <> 'failed')
+  AND NOT EXISTS (SELECT 1 FROM snoozes z
+                  WHERE z.client = a.client AND z.action_id = a.id AND z.until > @now::timestamptz)
 ORDER BY a.id
 LIMIT 1000;
 
@@ -29,3 +32,8 @@ RETURNING action_id;
 -- name: NotificationSetStatus :exec
 UPDATE notifications SET status = @status
 WHERE client = @client AND action_id = @action_id AND state = @state;
+
+-- name: NotificationForget :exec
+-- Forgets that an action's state was reported: a snoozed action is reported
+-- again once it wakes.
+DELETE FROM notifications WHERE client = @client AND action_id = @action_id AND state = @state;

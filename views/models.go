@@ -85,6 +85,8 @@ type ActionRow struct {
 	Act          *RowAct // the next step's act, when the person may do it; nil otherwise
 	Note         string  // the first words of its newest note; "" for none
 	NoteBy       string  // who wrote it
+	SnoozedUntil Stamp   // zero when it is not snoozed
+	SnoozedBy    string
 }
 
 // RowAct is a row's button for its next step: it opens the act's guard (its
@@ -155,13 +157,14 @@ type Filter struct {
 	Since                                                string // created at or after: "2006-01-02" or "2006-01-02T15:04", UTC
 	Until                                                string // created before, the same way
 	HTTPStatus                                           string // an attempt got this reply status
+	Snoozed                                              string // "" leaves out the snoozed, "only" shows them alone, "all" both
 }
 
 // Pairs is the filter as query parameters, in the order forms and links carry them.
 func (f Filter) Pairs() [][2]string {
 	return [][2]string{{"state", f.State}, {"source", f.Source}, {"action", f.Action}, {"destination", f.Destination},
 		{"client", f.Client}, {"owner", f.Owner}, {"q", f.Q}, {"reason", f.Reason}, {"since", f.Since},
-		{"until", f.Until}, {"http_status", f.HTTPStatus}, {"sort", f.Sort}}
+		{"until", f.Until}, {"http_status", f.HTTPStatus}, {"snoozed", f.Snoozed}, {"sort", f.Sort}}
 }
 
 // QueuePage is a queue, or "/mine".

@@ -13,6 +13,9 @@ type ActionPage struct {
 	CanCancel    bool
 	CanAssign    bool
 	CanNote      bool // may add a note (anyone who may act)
+	CanSnooze    bool // may snooze it (it waits for a person, and the person may act)
+	SnoozedUntil Stamp  // zero when it is not snoozed
+	SnoozedBy    string
 	Assignees    []Option
 	// ReconcilePlan says what Reconcile would do; shown instead of the button
 	// when Reconcile could find nothing out (CanReconcile false).

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -56,7 +57,8 @@ func (s *Server) apiListActions(c echo.Context) error {
 	}
 	f := review.ActionFilter{Source: c.QueryParam("source"), Name: c.QueryParam("name"),
 		Owner: c.QueryParam("owner"), Q: c.QueryParam("q"), Limit: limit, Cursor: c.QueryParam("cursor"),
-		Destination: c.QueryParam("destination"), Client: c.QueryParam("client"), Sort: c.QueryParam("sort")}
+		Destination: c.QueryParam("destination"), Client: c.QueryParam("client"), Sort: c.QueryParam("sort"),
+		Snoozed: c.QueryParam("snoozed")}
 	if st := c.QueryParam("state"); st != "" {
 		for _, one := range strings.Split(st, ",") {
 			if one == "" {
@@ -176,10 +178,11 @@ func (s *Server) apiDecideCorrection(approve bool) echo.HandlerFunc {
 
 // actBody is the JSON body of the manual acts.
 type actBody struct {
-	Note               string `json:"note"`
-	ExternalRef        string `json:"external_ref"`
-	Owner              string `json:"owner"`
-	CheckedDestination bool   `json:"checked_destination"`
+	Note               string     `json:"note"`
+	ExternalRef        string     `json:"external_ref"`
+	Owner              string     `json:"owner"`
+	CheckedDestination bool       `json:"checked_destination"`
+	Until              *time.Time `json:"until"` // a snooze's end (RFC 3339)
 }
 
 // apiAct serves POST /api/v1/actions/{id}/{act}.
@@ -191,10 +194,13 @@ func (s *Server) apiAct(c echo.Context) error {
 	var body actBody
 	if c.Request().ContentLength != 0 {
 		if err := c.Bind(&body); err != nil {
-			return ledger.Errorf(ledger.EINVALID, "The body must be a JSON object with note, external_ref, owner or checked_destination.")
+			return ledger.Errorf(ledger.EINVALID, "The body must be a JSON object with note, external_ref, owner, checked_destination or until.")
 		}
 	}
 	p := review.ActParams{Note: body.Note, ExternalRef: body.ExternalRef, Owner: body.Owner, CheckedDestination: body.CheckedDestination}
+	if body.Until != nil {
+		p.Until = *body.Until
+	}
 	a, err := s.item(c).Do(c.Request().Context(), actorOf(c), c.Param("act"), n, p)
 	if err != nil {
 		return err

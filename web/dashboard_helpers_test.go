@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -93,6 +94,26 @@ type dashboard struct {
 	crm    *sandbox.CRM
 	mail   *sandbox.Mail
 	logs   *lockedWriter
+	clock  *testClock // the pages' and the review's time: the real one, moved on by a test
+}
+
+// testClock is the time plus an offset a test moves it on by.
+type testClock struct {
+	mu     sync.Mutex
+	offset time.Duration
+}
+
+func (c *testClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return time.Now().Add(c.offset)
+}
+
+// Advance moves the clock on by d.
+func (c *testClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.offset += d
 }
 
 func newDashboard(t *testing.T) *dashboard {
@@ -128,9 +149,10 @@ func newDashboardConfig(t *testing.T, cfgText string) *dashboard {
 	}
 	logger := slog.New(slog.NewTextHandler(d.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	clients := destination.NewClients(d.cfg)
-	d.review = review.New(d.pool, d.cfg, clients)
+	d.clock = &testClock{}
+	d.review = review.New(d.pool, d.cfg, clients).WithClock(d.clock.Now)
 	e := web.New(web.Params{Config: d.cfg, Pool: d.pool, Inbox: inbox.New(d.pool, logger, nil),
-		Review: d.review, Logger: logger})
+		Review: d.review, Logger: logger, Now: d.clock.Now})
 	srv := httptest.NewServer(e)
 	t.Cleanup(srv.Close)
 	d.url = srv.URL

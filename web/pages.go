@@ -129,6 +129,10 @@ func (s *Server) actionRows(c echo.Context, as []ledger.Action) ([]views.ActionR
 	if err != nil {
 		return nil, err
 	}
+	snoozes, err := s.review(c).Snoozes(c.Request().Context(), as)
+	if err != nil {
+		return nil, err
+	}
 	now := s.now()
 	rows := make([]views.ActionRow, 0, len(as))
 	for _, a := range as {
@@ -139,6 +143,7 @@ func (s *Server) actionRows(c echo.Context, as []ledger.Action) ([]views.ActionR
 			Created: ageOf(now, a.CreatedAt), Age: ageOf(now, a.StateSince), Reason: reason, ReasonDetail: detail,
 			NextStep: cmp.Or(steps[a.ID].Short, steps[a.ID].Text), Act: s.rowAct(c, a, steps[a.ID].Act),
 			Note: ledger.Truncate(strings.Join(strings.Fields(notes[a.ID].Text), " "), noteWords), NoteBy: notes[a.ID].By,
+			SnoozedUntil: stamp(snoozes[a.ID].Until), SnoozedBy: snoozes[a.ID].By,
 		})
 	}
 	return rows, nil

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -35,6 +36,14 @@ func (s *Server) actionPage(c echo.Context) error {
 		CanCancel:    allowed[review.ActCancel],
 		CanAssign:    allowed[review.ActAssign],
 		CanNote:      allowed[review.ActNote],
+		CanSnooze:    allowed[review.ActSnooze],
+	}
+	snoozes, err := s.review(c).Snoozes(ctx, []ledger.Action{a})
+	if err != nil {
+		return err
+	}
+	if z, ok := snoozes[a.ID]; ok {
+		m.SnoozedUntil, m.SnoozedBy = stamp(z.Until), z.By
 	}
 	if m.CanReconcile {
 		var useful bool
@@ -236,6 +245,27 @@ var actDone = map[string]string{
 	"cancel":    "Cancelled.",
 	"assign":    "Assigned.",
 	"note":      "Note added.",
+	"wake":      "Back in the queue: the snooze is over.",
+}
+
+// snoozeChoices are the ends a snooze form offers, from now; "date" is a day
+// of the person's choosing, at 09:00 UTC.
+var snoozeChoices = map[string]time.Duration{"1h": time.Hour, "4h": 4 * time.Hour, "tomorrow": 24 * time.Hour,
+	"week": 7 * 24 * time.Hour}
+
+// snoozeUntil is the end of the snooze a form asks for.
+func snoozeUntil(choice, date string, now time.Time) (time.Time, error) {
+	if d, ok := snoozeChoices[choice]; ok {
+		return now.Add(d), nil
+	}
+	if choice != "date" {
+		return time.Time{}, ledger.Errorf(ledger.EINVALID, "Choose how long to snooze it: 1 hour, 4 hours, tomorrow, a week or a date.")
+	}
+	day, err := time.Parse("2006-01-02", date)
+	if err != nil {
+		return time.Time{}, ledger.Errorf(ledger.EINVALID, "The date %q is not a date like 2026-12-24.", date)
+	}
+	return day.Add(9 * time.Hour), nil
 }
 
 // actionAct serves the forms of /actions/{id}: POST .../retry|reconcile|resolve|cancel|assign.
@@ -252,6 +282,11 @@ func (s *Server) actionAct(c echo.Context) error {
 		Owner: c.FormValue("owner"), CheckedDestination: c.FormValue("checked_destination") == "1"}
 	if name == review.ActCancel {
 		if err := s.cancelConfirmed(c, id); err != nil {
+			return err
+		}
+	}
+	if name == review.ActSnooze {
+		if p.Until, err = snoozeUntil(c.FormValue("snooze"), c.FormValue("snooze_date"), s.now()); err != nil {
 			return err
 		}
 	}
@@ -272,6 +307,8 @@ func (s *Server) actionAct(c echo.Context) error {
 	}
 	msg := actDone[name]
 	switch {
+	case name == review.ActSnooze:
+		msg = "Snoozed until " + p.Until.UTC().Format("Jan 2, 2006, 15:04 UTC") + ": out of the queues' default view and the digests until then."
 	case name == review.ActAssign:
 		msg = "Assigned to " + a.Owner + "."
 	case name == review.ActRetry && a.State == ledger.StateUncertain:
@@ -303,12 +340,12 @@ func (s *Server) nextInQueue(c echo.Context, a ledger.Action) (*views.QueueNext,
 	}
 	ctx := c.Request().Context()
 	out := &views.QueueNext{Queue: q, QueueURL: "/queue/" + q}
-	page, err := s.review(c).ListActions(ctx, review.ActionFilter{States: states, Cursor: strconv.FormatInt(a.ID, 10), Limit: 1})
+	page, err := s.review(c).ListActions(ctx, review.ActionFilter{States: states, Snoozed: review.SnoozedAwake, Cursor: strconv.FormatInt(a.ID, 10), Limit: 1})
 	if err != nil {
 		return nil, err
 	}
 	if len(page.Actions) == 0 {
-		if page, err = s.review(c).ListActions(ctx, review.ActionFilter{States: states, Limit: 1}); err != nil {
+		if page, err = s.review(c).ListActions(ctx, review.ActionFilter{States: states, Snoozed: review.SnoozedAwake, Limit: 1}); err != nil {
 			return nil, err
 		}
 	}

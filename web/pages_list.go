@@ -136,6 +136,9 @@ func queueHeading(m *views.QueuePage, path, queue string) (section string, all [
 // with the rest of the filter kept.
 func (s *Server) stateCounts(c echo.Context, t *views.QueueTable, path string, af review.ActionFilter, states []string) error {
 	af.States = nil
+	if af.Snoozed == review.SnoozedAwake { // a snooze hides an action from the list, never from the counts
+		af.Snoozed = ""
+	}
 	var counts []review.FilterCount
 	if af.Filtered() {
 		var err error

@@ -19,7 +19,8 @@ func (s *Server) overviewPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	mine, err := s.review(c).ListActions(ctx, review.ActionFilter{States: ledger.OpenStates(), Owner: userOf(c).Email, Limit: 10})
+	mine, err := s.review(c).ListActions(ctx, review.ActionFilter{States: ledger.OpenStates(), Owner: userOf(c).Email,
+		Snoozed: review.SnoozedAwake, Limit: 10})
 	if err != nil {
 		return err
 	}

@@ -30,7 +30,7 @@ func queueFilter(c echo.Context) views.Filter {
 		Destination: c.FormValue("destination"), Owner: c.FormValue("owner"),
 		Client: c.FormValue("client"), Q: strings.TrimSpace(c.FormValue("q")), Reason: c.FormValue("reason"),
 		Since: c.FormValue("since"), Until: c.FormValue("until"), HTTPStatus: c.FormValue("http_status"),
-		Sort: c.FormValue("sort")}
+		Snoozed: c.FormValue("snoozed"), Sort: c.FormValue("sort")}
 }
 
 // queueScope is what a queue path selects: the states and, for /mine, the owner.
@@ -71,6 +71,15 @@ func withinStates(states []string, state string) ([]string, error) {
 func actionFilter(states []string, f views.Filter) (review.ActionFilter, error) {
 	af := review.ActionFilter{States: states, Source: f.Source, Name: f.Action, Owner: f.Owner,
 		Destination: f.Destination, Client: f.Client, Q: f.Q, Reason: f.Reason, Sort: f.Sort}
+	switch f.Snoozed {
+	case "": // the default view: a snoozed action is back at its time
+		af.Snoozed = review.SnoozedAwake
+	case "only":
+		af.Snoozed = review.SnoozedAsleep
+	case "all":
+	default:
+		return af, ledger.Errorf(ledger.EINVALID, "snoozed is \"only\" or \"all\", or empty to leave the snoozed out.")
+	}
 	var err error
 	if af.Since, err = parseWhen("from", f.Since); err != nil {
 		return af, err

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -18,6 +19,7 @@ import (
 	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/internal/notify"
 	"github.com/oncehook/oncehook/internal/provider"
+	"github.com/oncehook/oncehook/internal/review"
 	"github.com/oncehook/oncehook/internal/sandbox"
 	"github.com/oncehook/oncehook/internal/sender"
 )
@@ -196,5 +198,48 @@ func TestDigestsKeepToTheReadersScope(t *testing.T) {
 	last := ownerMail.Messages()[len(ownerMail.Messages())-1]
 	if last.To[0] != "crm-admin@example.com" || !strings.Contains(last.Body, "enq_scope_beta") {
 		t.Errorf("without an account the CRM's owner got %q; want beta's held action, which the config addressed to them", last.Body)
+	}
+}
+
+// TestSnoozedActionWaitsOutOfTheDigest: an action a person snoozed, reported
+// before or not yet, is in no digest until its snooze ends, and is reported at
+// the first run after it; the snooze changes nothing of the action.
+func TestSnoozedActionWaitsOutOfTheDigest(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, worldOptions{})
+	n, ownerMail, _ := w.notifier()
+	ctx := context.Background()
+	w.crm.Fail(sandbox.Fault{Status: 422, Message: "bad amount"})
+	w.deliver(checkout{eventID: "evt_zz", enquiry: "enq_zz"})
+	failed := w.waitFor("open_opportunity", "enq_zz", "failed")
+	id, err := strconv.ParseInt(failed.ID, 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	if sent, err := n.NotifyOnce(ctx, now); err != nil || sent != 1 {
+		t.Fatalf("the first digest: sent %d, %v", sent, err)
+	}
+	clock := now
+	rv := review.New(w.pool, w.loadConfig(), nil).WithClock(func() time.Time { return clock })
+	op := ledger.Actor{Name: "sales-ops@example.com", Role: ledger.RoleAdmin}
+	if _, err := rv.Do(ctx, op, review.ActSnooze, id, review.ActParams{Until: now.Add(2 * time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	for _, at := range []time.Duration{time.Hour, 2*time.Hour - time.Minute} {
+		if sent, err := n.NotifyOnce(ctx, now.Add(at)); err != nil || sent != 0 {
+			t.Errorf("%s into a two-hour snooze: sent %d digests (%v), want none", at, sent, err)
+		}
+	}
+	if sent, err := n.NotifyOnce(ctx, now.Add(2*time.Hour+time.Minute)); err != nil || sent != 1 {
+		t.Fatalf("after the snooze: sent %d, %v; want the action reported again", sent, err)
+	}
+	msgs := ownerMail.Messages()
+	if len(msgs) != 2 || !strings.Contains(msgs[1].Body, "/actions/"+failed.ID) {
+		t.Fatalf("%d digests, the last %+v; want the snoozed action in the second", len(msgs), msgs[len(msgs)-1])
+	}
+	if got := w.actions("open_opportunity"); len(got) != 1 || got[0].State != "failed" || got[0].Attempts != failed.Attempts ||
+		got[0].Reason != failed.Reason {
+		t.Errorf("the snooze changed the action: %+v, was %+v", got, failed)
 	}
 }

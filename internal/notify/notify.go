@@ -92,7 +92,7 @@ type DigestItem struct {
 // NotifyOnce sends what is due now and returns how many digests went out.
 func (n *Notifier) NotifyOnce(ctx context.Context, now time.Time) (int, error) {
 	q := db.New(n.pool)
-	cands, err := q.NotifyCandidates(ctx, now.Add(-n.cfg.Notify.UncertainAfter))
+	cands, err := q.NotifyCandidates(ctx, db.NotifyCandidatesParams{UncertainBefore: now.Add(-n.cfg.Notify.UncertainAfter), Now: now})
 	if err != nil {
 		return 0, fmt.Errorf("find actions needing a person: %w", err)
 	}

@@ -40,6 +40,7 @@ type ActParams struct {
 	ExternalRef        string
 	Owner              string
 	CheckedDestination bool
+	Until              time.Time // a snooze's end
 }
 
 // Manual acts on an action, by name: the API's path segment and the pages' forms.
@@ -50,7 +51,12 @@ const (
 	ActCancel    = "cancel"
 	ActAssign    = "assign"
 	ActNote      = "note" // a note to the team; it changes nothing else
+	ActSnooze    = "snooze" // out of the queues' default view and the digests until a time
+	ActWake      = "wake"   // a snooze ended by hand
 )
+
+// MaxSnooze is how far ahead an action can be snoozed.
+const MaxSnooze = 90 * 24 * time.Hour
 
 // MaxNote is the longest note a person may add to an action, in characters.
 const MaxNote = 2000
@@ -150,6 +156,36 @@ var acts = []Act{
 		},
 		apply: func(_ *Review, _ context.Context, _ *db.Queries, _ ledger.Actor, _ Act, a db.Action, _ ActParams) (db.Action, error) {
 			return a, nil
+		}},
+	// A snooze is for an action that waits for someone outside: it leaves the
+	// queues' default view and the digests until its time, then is reported
+	// again. It never changes the action's state or what the workers do, nor the
+	// counts of its queue.
+	{Name: ActSnooze, States: []string{ledger.StateHeld, ledger.StateUncertain, ledger.StateFailed},
+		apply: func(r *Review, ctx context.Context, q *db.Queries, actor ledger.Actor, _ Act, a db.Action, p ActParams) (db.Action, error) {
+			now := r.now()
+			switch {
+			case !p.Until.After(now):
+				return a, ledger.Errorf(ledger.EINVALID, "A snooze ends later than now.")
+			case p.Until.After(now.Add(MaxSnooze)):
+				return a, ledger.Errorf(ledger.EINVALID, "A snooze ends within %d days.", int(MaxSnooze.Hours()/24))
+			}
+			if err := q.SnoozeSet(ctx, db.SnoozeSetParams{Client: a.Client, ActionID: a.ID, Until: p.Until,
+				SnoozedBy: actor.Name, Now: now}); err != nil {
+				return a, fmt.Errorf("snooze: %w", err)
+			}
+			return a, q.NotificationForget(ctx, db.NotificationForgetParams{Client: a.Client, ActionID: a.ID, State: a.State})
+		},
+		detail: func(_ db.Action, p ActParams) map[string]any {
+			return map[string]any{"until": p.Until.UTC().Format(time.RFC3339)}
+		}},
+	{Name: ActWake,
+		apply: func(_ *Review, ctx context.Context, q *db.Queries, _ ledger.Actor, _ Act, a db.Action, _ ActParams) (db.Action, error) {
+			n, err := q.SnoozeClear(ctx, db.SnoozeClearParams{Client: a.Client, ActionID: a.ID})
+			if err == nil && n == 0 {
+				return a, ledger.Errorf(ledger.ECONFLICT, "It is not snoozed.")
+			}
+			return a, err
 		}},
 }
 

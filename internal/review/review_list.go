@@ -25,10 +25,18 @@ type ActionFilter struct {
 	Since       *time.Time // created at or after
 	Until       *time.Time // created before
 	HTTPStatus  int        // an attempt got this reply status; 0 for any
+	Snoozed     string     // "" every action, SnoozedAwake or SnoozedAsleep
 	Sort        string     // one of Sorts; "" is SortNewest
 	Limit       int
 	Cursor      string // from the previous page's NextCursor
 }
+
+// What a list keeps of the actions a person snoozed (ActSnooze): the queues'
+// default view leaves them out until their time, and a filter shows them.
+const (
+	SnoozedAwake  = "awake"  // those not snoozed now
+	SnoozedAsleep = "asleep" // those snoozed now
+)
 
 // The orders a list of actions can be read in.
 const (
@@ -91,6 +99,9 @@ func (r *Review) selectActions(ctx context.Context, f ActionFilter, after keyset
 	if err != nil {
 		return nil, err
 	}
+	if f.Snoozed != "" && f.Snoozed != SnoozedAwake && f.Snoozed != SnoozedAsleep {
+		return nil, ledger.Errorf(ledger.EINVALID, "snoozed is %q or %q, or empty for every action.", SnoozedAwake, SnoozedAsleep)
+	}
 	states := f.States
 	if states == nil {
 		states = []string{}
@@ -107,6 +118,7 @@ func (r *Review) selectActions(ctx context.Context, f ActionFilter, after keyset
 		Client: f.Client, Q: f.Q, Clients: clients, Sources: sources,
 		AllClients: r.scope.All, ScopeClients: r.scope.Clients,
 		Reason: f.Reason, Since: f.Since, Until: f.Until, HttpStatus: int32(f.HTTPStatus),
+		Snoozed: f.Snoozed, SnoozeNow: r.now(),
 		Sort: sort, PersonStates: SortsByWaiting(sort) && onlyPersonStates(f.States),
 		CursorID: after.id, CursorAt: after.at, StateRows: int32(perState), MaxRows: int32(limit),
 	})

@@ -28,9 +28,48 @@ func NotesOf(audit []ledger.AuditEntry) []Note {
 	return out
 }
 
-// LatestNotes is the newest note of each of as that has one, by action id: one
-// read for each client among them, on that client's shard.
+// Snooze is a snooze that has not run out (ActSnooze).
+type Snooze struct {
+	Until time.Time
+	By    string
+}
+
+// LatestNotes is the newest note of each of as that has one, by action id.
 func (r *Review) LatestNotes(ctx context.Context, as []ledger.Action) (map[int64]Note, error) {
+	out := map[int64]Note{}
+	err := r.eachClientsIDs(as, func(q *db.Queries, client string, ids []int64) error {
+		rows, err := q.AuditLatestNotes(ctx, db.AuditLatestNotesParams{Client: client, ActionIds: ids})
+		if err != nil {
+			return fmt.Errorf("read the latest notes: %w", err)
+		}
+		for _, n := range rows {
+			out[n.ActionID] = Note{By: n.Actor, Text: n.Note, At: n.At}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// Snoozes are the snoozes of as that have not run out, by action id.
+func (r *Review) Snoozes(ctx context.Context, as []ledger.Action) (map[int64]Snooze, error) {
+	out := map[int64]Snooze{}
+	now := r.now()
+	err := r.eachClientsIDs(as, func(q *db.Queries, client string, ids []int64) error {
+		rows, err := q.SnoozeList(ctx, db.SnoozeListParams{Client: client, ActionIds: ids, Now: now})
+		if err != nil {
+			return fmt.Errorf("read the snoozes: %w", err)
+		}
+		for _, z := range rows {
+			out[z.ActionID] = Snooze{Until: z.Until, By: z.SnoozedBy}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// eachClientsIDs calls read once for each client among as (those the reader
+// sees), with its actions' ids: one read of that client's shard on Citus.
+func (r *Review) eachClientsIDs(as []ledger.Action, read func(q *db.Queries, client string, ids []int64) error) error {
 	ids := map[string][]int64{}
 	var clients []string
 	for _, a := range as {
@@ -42,16 +81,11 @@ func (r *Review) LatestNotes(ctx context.Context, as []ledger.Action) (map[int64
 		}
 		ids[a.Client] = append(ids[a.Client], a.ID)
 	}
-	out := map[int64]Note{}
 	q := db.New(r.pool)
 	for _, c := range clients {
-		rows, err := q.AuditLatestNotes(ctx, db.AuditLatestNotesParams{Client: c, ActionIds: ids[c]})
-		if err != nil {
-			return nil, fmt.Errorf("read the latest notes: %w", err)
-		}
-		for _, n := range rows {
-			out[n.ActionID] = Note{By: n.Actor, Text: n.Note, At: n.At}
+		if err := read(q, c, ids[c]); err != nil {
+			return err
 		}
 	}
-	return out, nil
+	return nil
 }

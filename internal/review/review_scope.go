@@ -4,11 +4,20 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/oncehook/oncehook/db"
 	"github.com/oncehook/oncehook/internal/accounts"
 	"github.com/oncehook/oncehook/internal/ledger"
 )
+
+// WithClock returns the review service telling the time by now (a test's
+// clock: a snooze's end, the trends' buckets); every For of it does too.
+func (r *Review) WithClock(now func() time.Time) *Review {
+	s := *r
+	s.now = now
+	return &s
+}
 
 // For returns the review service as actor sees it: every list, count and page it
 // reads holds only the clients actor sees. NewReview's own sees every client.
