@@ -37,6 +37,33 @@ func (q *Queries) AuditInsert(ctx context.Context, arg AuditInsertParams) error 
 	return err
 }
 
+const auditLast = `-- name: AuditLast :one
+SELECT id, client, action_id, actor, act, note, detail, at FROM audit WHERE client = $1 AND action_id = $2
+ORDER BY id DESC LIMIT 1
+`
+
+type AuditLastParams struct {
+	Client   string
+	ActionID int64
+}
+
+// The newest audit entry of an action, whatever its act: what an undo undoes.
+func (q *Queries) AuditLast(ctx context.Context, arg AuditLastParams) (Audit, error) {
+	row := q.db.QueryRow(ctx, auditLast, arg.Client, arg.ActionID)
+	var i Audit
+	err := row.Scan(
+		&i.ID,
+		&i.Client,
+		&i.ActionID,
+		&i.Actor,
+		&i.Act,
+		&i.Note,
+		&i.Detail,
+		&i.At,
+	)
+	return i, err
+}
+
 const auditLatest = `-- name: AuditLatest :one
 SELECT id, client, action_id, actor, act, note, detail, at FROM audit WHERE client = $1 AND action_id = $2 AND act = $3
 ORDER BY id DESC LIMIT 1

@@ -16,3 +16,8 @@ SELECT DISTINCT ON (action_id) action_id, actor, note, at
 FROM audit
 WHERE client = @client AND action_id = ANY(@action_ids::bigint[]) AND act = 'note'
 ORDER BY action_id, id DESC;
+
+-- name: AuditLast :one
+-- The newest audit entry of an action, whatever its act: what an undo undoes.
+SELECT * FROM audit WHERE client = @client AND action_id = @action_id
+ORDER BY id DESC LIMIT 1;

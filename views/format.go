@@ -143,3 +143,11 @@ func queryFields(u string) [][2]string {
 	}
 	return out
 }
+
+// userEmail is the signed-in person's email, for the script's "assign to me"; "".
+func userEmail(l Layout) string {
+	if l.User == nil {
+		return ""
+	}
+	return l.User.Email
+}

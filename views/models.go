@@ -13,6 +13,9 @@ type Layout struct {
 	CSRF       string   // the session's synchronizer token, put in every form
 	Flash      string
 	FlashError string
+	// FlashUndo is where the act the flash confirms is undone (an assign, a
+	// snooze), offered for a few seconds; "" when it cannot be.
+	FlashUndo string
 	Kept       *KeptForm // a form sent after the session expired, offered again
 	// Live pages update by themselves (with the script): LiveURL is polled and its
 	// #live part swapped in; Live alone shows the status for a page whose own
@@ -87,6 +90,10 @@ type ActionRow struct {
 	NoteBy       string  // who wrote it
 	SnoozedUntil Stamp   // zero when it is not snoozed
 	SnoozedBy    string
+	// The keyboard's acts on the row (the queues' r and a): Retry's confirmation
+	// page when the person may retry it now, and where an admin assigns it; "".
+	RetryURL  string
+	AssignURL string
 }
 
 // RowAct is a row's button for its next step: it opens the act's guard (its

@@ -47,6 +47,7 @@ func (s *Server) layout(c echo.Context, title, section string) views.Layout {
 	l.CSRF = s.csrfToken(c)
 	l.Flash = s.sessions.PopString(ctx, sessFlash)
 	l.FlashError = s.sessions.PopString(ctx, sessFlashError)
+	l.FlashUndo = s.sessions.PopString(ctx, sessFlashUndo)
 	l.Kept = s.keptFor(c)
 	l.LiveAt = stamp(s.now())
 	if u := userOf(c); u.ID != 0 {
@@ -145,6 +146,13 @@ func (s *Server) actionRows(c echo.Context, as []ledger.Action) ([]views.ActionR
 			Note: ledger.Truncate(strings.Join(strings.Fields(notes[a.ID].Text), " "), noteWords), NoteBy: notes[a.ID].By,
 			SnoozedUntil: stamp(snoozes[a.ID].Until), SnoozedBy: snoozes[a.ID].By,
 		})
+		r := &rows[len(rows)-1]
+		if s.review(c).Refusal(actorOf(c), review.ActRetry, a) == "" {
+			r.RetryURL = views.ActURL(r.URL, review.ActRetry)
+		}
+		if s.review(c).Refusal(actorOf(c), review.ActAssign, a) == "" {
+			r.AssignURL = views.ActURL(r.URL, review.ActAssign)
+		}
 	}
 	return rows, nil
 }

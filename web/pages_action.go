@@ -246,6 +246,7 @@ var actDone = map[string]string{
 	"assign":    "Assigned.",
 	"note":      "Note added.",
 	"wake":      "Back in the queue: the snooze is over.",
+	"undo":      "Undone.",
 }
 
 // snoozeChoices are the ends a snooze form offers, from now; "date" is a day
@@ -322,6 +323,14 @@ func (s *Server) actionAct(c echo.Context) error {
 		if step.HeldFor != "" || step.BlockedBy != nil {
 			msg += " It cannot run now. " + step.Text
 		}
+	}
+	switch name {
+	case review.ActAssign, review.ActSnooze:
+		s.sessions.Put(ctx, sessFlashUndo, views.ActURL(actionURL(c.QueryParam("client"), id), review.ActUndo))
+	case review.ActRetry, review.ActReconcile:
+		msg += " It cannot be undone: it goes to " + a.Destination + "."
+	case review.ActResolve, review.ActCancel:
+		msg += " It cannot be undone."
 	}
 	s.flash(c, msg)
 	if q := c.FormValue("from"); (name == review.ActResolve || name == review.ActCancel) && ledger.QueueStates[q] != nil {

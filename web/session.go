@@ -19,6 +19,7 @@ const (
 	sessCSRF       = "csrf"
 	sessFlash      = "flash"
 	sessFlashError = "flash_error"
+	sessFlashUndo  = "flash_undo"
 )
 
 // sessionLoadedKey marks a request whose session was loaded, so the error page

@@ -41,6 +41,7 @@ type ActParams struct {
 	Owner              string
 	CheckedDestination bool
 	Until              time.Time // a snooze's end
+	previous           *Snooze   // the snooze a new one replaces, for its undo
 }
 
 // Manual acts on an action, by name: the API's path segment and the pages' forms.
@@ -53,7 +54,16 @@ const (
 	ActNote      = "note" // a note to the team; it changes nothing else
 	ActSnooze    = "snooze" // out of the queues' default view and the digests until a time
 	ActWake      = "wake"   // a snooze ended by hand
+	ActUndo      = "undo"   // the person's own assign or snooze of a moment ago, undone
 )
+
+// UndoFor is how long after an assign or a snooze the person who did it can
+// undo it (the confirming message offers it for a few seconds of that).
+const UndoFor = 30 * time.Second
+
+// undoable are the acts an undo can take back: they reach no destination and
+// change no state of the ledger.
+var undoable = []string{ActAssign, ActSnooze}
 
 // MaxSnooze is how far ahead an action can be snoozed.
 const MaxSnooze = 90 * 24 * time.Hour
@@ -76,6 +86,9 @@ type Act struct {
 	apply func(r *Review, ctx context.Context, q *db.Queries, actor ledger.Actor, x Act, a db.Action, p ActParams) (db.Action, error)
 	// detail is what the audit line keeps beside the note, read before the act.
 	detail func(a db.Action, p ActParams) map[string]any
+	// prepare reads, inside the act's transaction and before detail, what the
+	// detail keeps besides a and the request (what an undo restores).
+	prepare func(r *Review, ctx context.Context, q *db.Queries, a db.Action, p *ActParams) error
 }
 
 // reviewStates are the states a person may close an action from: open, and not held
@@ -176,9 +189,24 @@ var acts = []Act{
 			}
 			return a, q.NotificationForget(ctx, db.NotificationForgetParams{Client: a.Client, ActionID: a.ID, State: a.State})
 		},
+		prepare: func(r *Review, ctx context.Context, q *db.Queries, a db.Action, p *ActParams) error {
+			rows, err := q.SnoozeList(ctx, db.SnoozeListParams{Client: a.Client, ActionIds: []int64{a.ID}, Now: r.now()})
+			if err != nil {
+				return fmt.Errorf("read the snooze: %w", err)
+			}
+			if len(rows) == 1 {
+				p.previous = &Snooze{Until: rows[0].Until, By: rows[0].SnoozedBy}
+			}
+			return nil
+		},
 		detail: func(_ db.Action, p ActParams) map[string]any {
-			return map[string]any{"until": p.Until.UTC().Format(time.RFC3339)}
+			d := map[string]any{"until": p.Until.UTC().Format(time.RFC3339)}
+			if p.previous != nil {
+				d["previous_until"], d["previous_by"] = p.previous.Until.UTC().Format(time.RFC3339), p.previous.By
+			}
+			return d
 		}},
+	{Name: ActUndo, apply: (*Review).undo},
 	{Name: ActWake,
 		apply: func(_ *Review, ctx context.Context, q *db.Queries, _ ledger.Actor, _ Act, a db.Action, _ ActParams) (db.Action, error) {
 			n, err := q.SnoozeClear(ctx, db.SnoozeClearParams{Client: a.Client, ActionID: a.ID})
@@ -249,6 +277,11 @@ func (r *Review) Do(ctx context.Context, actor ledger.Actor, name string, id int
 		}
 		if x.States != nil && !slices.Contains(x.States, a.State) {
 			return r.refusal(ctx, q, a, x.Name)
+		}
+		if x.prepare != nil {
+			if err := x.prepare(r, ctx, q, a, &p); err != nil {
+				return err
+			}
 		}
 		detail := map[string]any{}
 		if x.detail != nil {

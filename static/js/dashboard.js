@@ -1,6 +1,7 @@
 // oncehook's dashboard enhancements. Every page works without this file; it adds
-// select-all and shift-click for the bulk form, a count of the rows selected, and
-// keeps htmx's polling from replacing a table while rows are selected.
+// select-all and shift-click for the bulk form, a count of the rows selected,
+// keeps htmx's polling from replacing a table while rows are selected, and the
+// queues' keyboard shortcuts.
 (function () {
   "use strict";
   var last = null; // the row checkbox clicked last, for shift-click ranges
@@ -167,4 +168,118 @@
     form.insertBefore(note, form.firstChild);
     first.focus();
   }
+
+  // The undo a confirming message offers goes after a few seconds.
+  document.addEventListener("DOMContentLoaded", function () {
+    document.querySelectorAll("form[data-undo-seconds]").forEach(function (f) {
+      setTimeout(function () { f.remove(); }, 1000 * Number(f.getAttribute("data-undo-seconds")));
+    });
+  });
+
+  // The queues' keyboard: j/k move, x ticks, Enter opens (the row's link has the
+  // focus), a assigns to me, r asks for Retry through its confirmation page, /
+  // searches, ? lists the keys. Nothing fires while typing in a field or with a
+  // modifier held; what a key did, or why not, is said in #kb-status.
+  var focusedID = "";
+  function rows() {
+    return Array.prototype.slice.call(document.querySelectorAll("#queue-table tbody tr[data-id]"));
+  }
+  function say(msg) {
+    var s = document.getElementById("kb-status");
+    if (s) s.textContent = msg;
+  }
+  function focusRow(tr) {
+    rows().forEach(function (r) { r.classList.remove("kb-focus"); });
+    if (!tr) return;
+    tr.classList.add("kb-focus");
+    focusedID = tr.getAttribute("data-id");
+    var link = tr.querySelector("a[id^=open-]");
+    if (link) link.focus();
+  }
+  function currentRow() {
+    var all = rows();
+    for (var i = 0; i < all.length; i++) {
+      if (all[i].getAttribute("data-id") === focusedID) return all[i];
+    }
+    return null;
+  }
+  function typing(t) {
+    return t && (t.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(t.tagName));
+  }
+  function post(url, fields) {
+    var token = document.querySelector("input[name=csrf_token]");
+    var f = document.createElement("form");
+    f.method = "post";
+    f.action = url;
+    fields.csrf_token = token ? token.value : "";
+    Object.keys(fields).forEach(function (k) {
+      var i = document.createElement("input");
+      i.type = "hidden";
+      i.name = k;
+      i.value = fields[k];
+      f.appendChild(i);
+    });
+    document.body.appendChild(f);
+    f.submit();
+  }
+  document.addEventListener("keydown", function (e) {
+    var keys = document.getElementById("keys");
+    if (!keys || e.ctrlKey || e.metaKey || e.altKey || typing(e.target)) return;
+    if (keys.open) return; // the dialog has Esc, and its button
+    var all = rows(), tr = currentRow(), i = all.indexOf(tr);
+    switch (e.key) {
+      case "j":
+      case "k":
+        if (all.length === 0) return;
+        i = e.key === "j" ? Math.min(all.length - 1, i + 1) : Math.max(0, i < 0 ? 0 : i - 1);
+        focusRow(all[i]);
+        break;
+      case "x":
+        if (!tr) { say("Move to a row first: j or k."); break; }
+        var box = tr.querySelector("input[type=checkbox][name=id]");
+        if (!box) { say("Rows cannot be ticked here."); break; }
+        box.click();
+        say((box.checked ? "Ticked " : "Unticked ") + tr.querySelector("a[id^=open-]").textContent + ".");
+        break;
+      case "a":
+        if (!tr) { say("Move to a row first: j or k."); break; }
+        var me = document.getElementById("main").getAttribute("data-me");
+        if (!tr.getAttribute("data-assign") || !me) { say("Only admins can assign actions."); break; }
+        post(tr.getAttribute("data-assign"), { owner: me });
+        break;
+      case "r":
+        if (!tr) { say("Move to a row first: j or k."); break; }
+        if (!tr.getAttribute("data-retry")) { say("This action cannot be retried now; open it to see why."); break; }
+        window.location.href = tr.getAttribute("data-retry");
+        break;
+      case "/":
+        var q = document.getElementById("f-q");
+        if (!q) return;
+        var tool = document.getElementById("filter-tool");
+        if (tool) tool.open = true;
+        q.focus();
+        dropSlash = true;
+        break;
+      case "?":
+        keys.showModal();
+        break;
+      default:
+        return;
+    }
+    e.preventDefault();
+  });
+  // The "/" that moved the focus to the search is not typed into it (a browser
+  // whose keydown's preventDefault already kept it out sends no keypress).
+  var dropSlash = false;
+  document.addEventListener("keypress", function (e) {
+    if (dropSlash && e.key === "/") e.preventDefault();
+    dropSlash = false;
+  }, true);
+  document.addEventListener("keyup", function (e) {
+    if (e.key === "/") dropSlash = false;
+  }, true);
+  // A poll replaces the rows: the focus comes back to the same action's row.
+  document.addEventListener("htmx:afterSettle", function () {
+    if (focusedID && document.activeElement === document.body) focusRow(currentRow());
+  });
 })();
