@@ -16,7 +16,7 @@ type Layout struct {
 	// FlashUndo is where the act the flash confirms is undone (an assign, a
 	// snooze), offered for a few seconds; "" when it cannot be.
 	FlashUndo string
-	Kept       *KeptForm // a form sent after the session expired, offered again
+	Kept      *KeptForm // a form sent after the session expired, offered again
 	// Live pages update by themselves (with the script): LiveURL is polled and its
 	// #live part swapped in; Live alone shows the status for a page whose own
 	// parts poll (a queue's table).

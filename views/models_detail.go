@@ -12,9 +12,9 @@ type ActionPage struct {
 	CanResolve   bool
 	CanCancel    bool
 	CanAssign    bool
-	CanNote      bool // may add a note (anyone who may act)
-	CanSnooze    bool // may snooze it (it waits for a person, and the person may act)
-	SnoozedUntil Stamp  // zero when it is not snoozed
+	CanNote      bool  // may add a note (anyone who may act)
+	CanSnooze    bool  // may snooze it (it waits for a person, and the person may act)
+	SnoozedUntil Stamp // zero when it is not snoozed
 	SnoozedBy    string
 	Assignees    []Option
 	// ReconcilePlan says what Reconcile would do; shown instead of the button

@@ -36,7 +36,9 @@ func TestBrowserKeyboardTriage(t *testing.T) {
 	}
 	focused := func() string { return eval[string](b, `document.activeElement ? document.activeElement.id : ''`) }
 	queue := func() { b.open("/queue/failed", "#queue-table tbody tr[data-id]") }
-	ticked := func(id int64) bool { return eval[bool](b, fmt.Sprintf(`document.getElementById('pick-%d').checked`, id)) }
+	ticked := func(id int64) bool {
+		return eval[bool](b, fmt.Sprintf(`document.getElementById('pick-%d').checked`, id))
+	}
 
 	// ? lists the keys; Esc closes the list.
 	queue()
@@ -44,6 +46,7 @@ func TestBrowserKeyboardTriage(t *testing.T) {
 	if !eval[bool](b, `document.getElementById('keys').open`) || !strings.Contains(b.text("#keys"), "assign the row's action to me") {
 		t.Fatal("? does not list the keys")
 	}
+	b.screenshot("queue-keys")
 	press(kb.Escape)
 	if eval[bool](b, `document.getElementById('keys').open`) {
 		t.Fatal("Esc does not close the list of keys")

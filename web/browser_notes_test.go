@@ -58,6 +58,7 @@ func TestBrowserNotesAreTheTeams(t *testing.T) {
 		!strings.Contains(got, "op-acme@example.com") {
 		t.Errorf("the row's note reads %q, want its first words and who wrote it", got)
 	}
+	viewer.screenshot("queue-note")
 	if eval[bool](viewer, `document.querySelector('.row-note b') !== null`) {
 		t.Errorf("the note's markup was rendered, not shown as text")
 	}

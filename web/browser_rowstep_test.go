@@ -34,6 +34,7 @@ func TestBrowserRowStepIsItsCause(t *testing.T) {
 	b.login(adminEmail, password)
 	b.open("/queue/failed", fmt.Sprintf(`#queue-table a[href^="/actions/%d?"]`, crm.ID))
 	row := func(id int64) string { return fmt.Sprintf(`#queue-table tr:has(a[href^="/actions/%d?"])`, id) }
+	b.screenshot("queue-row-steps")
 	for _, a := range []ledger.Action{crm, mail} {
 		step, err := d.review.NextStep(t.Context(), a)
 		if err != nil {

@@ -46,6 +46,7 @@ func TestBrowserSnoozeComesBackOnTime(t *testing.T) {
 		t.Errorf("after snoozing: %q", msg)
 	}
 	b.do("see it snoozed", chromedp.WaitVisible(chromedp.ID("snoozed")))
+	b.screenshot("action-snoozed")
 	if got := d.state(a.ID); got.State != ledger.StateFailed || got.Reason != a.Reason || got.Owner != opsEmail {
 		t.Errorf("the snooze changed the action: %+v", got)
 	}

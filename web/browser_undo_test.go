@@ -34,6 +34,7 @@ func TestBrowserUndoAssignAndSnooze(t *testing.T) {
 	if got := d.state(a.ID); got.Owner != opsEmail {
 		t.Fatalf("after Assign the owner is %q", got.Owner)
 	}
+	b.screenshot("undo-assign")
 	b.submit("#undo")
 	if msg := b.text(".flash"); msg != "Undone." {
 		t.Errorf("after Undo: %q", msg)

@@ -286,12 +286,14 @@ func (s *Server) actionAct(c echo.Context) error {
 			return err
 		}
 	}
+	var badSnooze error // said only to someone who may snooze this action: the act's guard comes first
 	if name == review.ActSnooze {
-		if p.Until, err = snoozeUntil(c.FormValue("snooze"), c.FormValue("snooze_date"), s.now()); err != nil {
-			return err
-		}
+		p.Until, badSnooze = snoozeUntil(c.FormValue("snooze"), c.FormValue("snooze_date"), s.now())
 	}
 	a, err := s.item(c).Do(ctx, actorOf(c), name, id, p)
+	if badSnooze != nil && ledger.ErrorCode(err) == ledger.EINVALID {
+		err = badSnooze
+	}
 	if err != nil {
 		if name == review.ActRetry && ledger.ErrorCode(err) == ledger.ECONFLICT {
 			d, gerr := s.item(c).GetAction(ctx, id)

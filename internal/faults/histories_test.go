@@ -2,6 +2,7 @@ package faults
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"math/rand/v2"
@@ -15,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/oncehook/oncehook/db"
 	"github.com/oncehook/oncehook/db/dbtest"
 	"github.com/oncehook/oncehook/internal/ledger"
@@ -376,11 +378,21 @@ func (h *history) killHolder(reached chan struct{}, kind string, o op) {
 		h.note("   the CRM was not asked within %s; nothing killed", reachWait)
 		return
 	}
+	// The pool's connections may be dead from a Postgres restart planned just
+	// before (seed 8000495): the read is made again on a fresh one until it
+	// answers; only an answer that nothing is in flight fails the history.
 	var owner string
-	err := h.w.pool.QueryRow(context.Background(), `SELECT a.lease_owner FROM attempts t
-		JOIN actions a ON a.client = t.client AND a.id = t.action_id
-		WHERE t.kind = $1 AND t.status = 'started' AND a.state = 'processing' AND a.lease_owner IS NOT NULL
-		ORDER BY t.started_at DESC LIMIT 1`, kind).Scan(&owner)
+	var err error
+	for deadline := time.Now().Add(time.Minute); ; {
+		err = h.w.pool.QueryRow(context.Background(), `SELECT a.lease_owner FROM attempts t
+			JOIN actions a ON a.client = t.client AND a.id = t.action_id
+			WHERE t.kind = $1 AND t.status = 'started' AND a.state = 'processing' AND a.lease_owner IS NOT NULL
+			ORDER BY t.started_at DESC LIMIT 1`, kind).Scan(&owner)
+		if err == nil || errors.Is(err, pgx.ErrNoRows) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond) // poll interval while Postgres comes back
+	}
 	if err != nil {
 		h.t.Errorf("%s not done: no %s in flight found: %v", o.Kind, kind, err)
 		return

@@ -51,7 +51,7 @@ const (
 	ActResolve   = "resolve"
 	ActCancel    = "cancel"
 	ActAssign    = "assign"
-	ActNote      = "note" // a note to the team; it changes nothing else
+	ActNote      = "note"   // a note to the team; it changes nothing else
 	ActSnooze    = "snooze" // out of the queues' default view and the digests until a time
 	ActWake      = "wake"   // a snooze ended by hand
 	ActUndo      = "undo"   // the person's own assign or snooze of a moment ago, undone
