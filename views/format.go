@@ -59,7 +59,7 @@ func (f Filter) Active() bool {
 func (f Filter) set() int {
 	n := 0
 	for _, v := range []string{f.State, f.Source, f.Action, f.Destination, f.Owner, f.Client, f.Q, f.Reason,
-		f.Since, f.Until, f.HTTPStatus} {
+		f.Since, f.Until, f.HTTPStatus, f.Snoozed} {
 		if v != "" {
 			n++
 		}

@@ -3,6 +3,7 @@ package web_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -47,6 +48,16 @@ func TestBrowserRowStepIsItsCause(t *testing.T) {
 		if page := step.Text; page == step.Short {
 			t.Errorf("the action's page and the row say the same %q", page)
 		}
+	}
+	// Checked against the queue's own cause list: a row whose reason names no
+	// field says its cause's fix; the CRM's says it with the field named.
+	fixes := eval[[]string](b, `[...document.querySelectorAll('#queue-causes li')].map(li => li.querySelector('a').textContent.split(':')[0] + ' -> ' + li.querySelector('.fix').textContent)`)
+	if !slices.Contains(fixes, "mail refused the request -> Correct it, then Retry") ||
+		!slices.Contains(fixes, "crm refused the request -> Correct it, then Retry") {
+		t.Fatalf("the cause list reads %q", fixes)
+	}
+	if got := b.text(row(mail.ID) + " td.next"); !strings.HasPrefix(got, "Correct it, then Retry.") {
+		t.Errorf("the email's row says %q, want its cause's fix", got)
 	}
 	if got := b.text(row(crm.ID) + " td.next"); !strings.HasPrefix(got, "Correct amount, then Retry.") {
 		t.Errorf("the CRM's row says %q, want the refused field named", got)
