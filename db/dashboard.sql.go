@@ -11,37 +11,43 @@ import (
 )
 
 const dashboardCauses = `-- name: DashboardCauses :many
-SELECT state, destination, reason_start, client, false AS blocked,
-       count(*)::bigint AS n, min(state_since)::timestamptz AS oldest
+SELECT state, destination, reason_start, false AS blocked,
+       count(*)::bigint AS n, min(state_since)::timestamptz AS oldest,
+       count(*) FILTER (WHERE client <> ALL($1::text[]))::bigint AS unconfigured,
+       -- (the group's oldest when none is configured: it is then all unconfigured's)
+       coalesce(min(state_since) FILTER (WHERE client = ANY($1::text[])), min(state_since))::timestamptz
+           AS oldest_configured
 FROM actions
 WHERE state IN ('held', 'uncertain', 'failed')
-  AND ($1::boolean OR client = ANY($2::text[]))
-GROUP BY state, destination, reason_start, client
+  AND ($2::boolean OR client = ANY($3::text[]))
+GROUP BY state, destination, reason_start
 UNION ALL
-SELECT state, destination, left(reason, $3::integer)::text, client,
+SELECT state, destination, left(reason, $4::integer)::text,
        (state = 'pending' AND after_id IS NOT NULL
         AND next_attempt_at = '9999-12-31 00:00:00+00'::timestamptz)::boolean,
-       count(*)::bigint, min(state_since)::timestamptz
+       count(*)::bigint, min(state_since)::timestamptz, 0::bigint, min(state_since)::timestamptz
 FROM actions
 WHERE state IN ('pending', 'processing', 'retrying')
-  AND ($1::boolean OR client = ANY($2::text[]))
-GROUP BY 1, 2, 3, 4, 5
+  AND ($2::boolean OR client = ANY($3::text[]))
+GROUP BY 1, 2, 3, 4
 `
 
 type DashboardCausesParams struct {
+	Configured   []string
 	AllClients   bool
 	ScopeClients []string
 	ReasonBytes  int32
 }
 
 type DashboardCausesRow struct {
-	State       string
-	Destination string
-	ReasonStart *string
-	Client      string
-	Blocked     bool
-	N           int64
-	Oldest      time.Time
+	State            string
+	Destination      string
+	ReasonStart      *string
+	Blocked          bool
+	N                int64
+	Oldest           time.Time
+	Unconfigured     int64
+	OldestConfigured time.Time
 }
 
 // The open actions grouped by state, destination and the start of their reason
@@ -52,10 +58,16 @@ type DashboardCausesRow struct {
 // reason's first @reason_bytes bytes, see migration 00030; the index includes the
 // client); the workers' states are few and brief, read whole.
 // (Grouped by the columns themselves, in the index's order, so the counts stream
-// along it; null is a reason_start the code reads as "". The client too: an
-// action of a client no longer in the config is a cause of its own.)
+// along it; null is a reason_start the code reads as "". unconfigured counts
+// those of clients not in @configured: a cause of their own, which
+// DashboardCausesUnconfigured then names, and only when there are any.)
 func (q *Queries) DashboardCauses(ctx context.Context, arg DashboardCausesParams) ([]DashboardCausesRow, error) {
-	rows, err := q.db.Query(ctx, dashboardCauses, arg.AllClients, arg.ScopeClients, arg.ReasonBytes)
+	rows, err := q.db.Query(ctx, dashboardCauses,
+		arg.Configured,
+		arg.AllClients,
+		arg.ScopeClients,
+		arg.ReasonBytes,
+	)
 	if err != nil {
 		return nil, err
 	}
@@ -67,8 +79,59 @@ func (q *Queries) DashboardCauses(ctx context.Context, arg DashboardCausesParams
 			&i.State,
 			&i.Destination,
 			&i.ReasonStart,
-			&i.Client,
 			&i.Blocked,
+			&i.N,
+			&i.Oldest,
+			&i.Unconfigured,
+			&i.OldestConfigured,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const dashboardCausesUnconfigured = `-- name: DashboardCausesUnconfigured :many
+SELECT client, state, destination, count(*)::bigint AS n, min(state_since)::timestamptz AS oldest
+FROM actions
+WHERE state IN ('held', 'failed') AND client <> ALL($1::text[])
+  AND ($2::boolean OR client = ANY($3::text[]))
+GROUP BY client, state, destination
+`
+
+type DashboardCausesUnconfiguredParams struct {
+	Configured   []string
+	AllClients   bool
+	ScopeClients []string
+}
+
+type DashboardCausesUnconfiguredRow struct {
+	Client      string
+	State       string
+	Destination string
+	N           int64
+	Oldest      time.Time
+}
+
+// The actions that wait for a person of clients no longer in @configured, by
+// client, state and destination: read only when DashboardCauses counted some.
+func (q *Queries) DashboardCausesUnconfigured(ctx context.Context, arg DashboardCausesUnconfiguredParams) ([]DashboardCausesUnconfiguredRow, error) {
+	rows, err := q.db.Query(ctx, dashboardCausesUnconfigured, arg.Configured, arg.AllClients, arg.ScopeClients)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []DashboardCausesUnconfiguredRow{}
+	for rows.Next() {
+		var i DashboardCausesUnconfiguredRow
+		if err := rows.Scan(
+			&i.Client,
+			&i.State,
+			&i.Destination,
 			&i.N,
 			&i.Oldest,
 		); err != nil {

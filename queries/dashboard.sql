@@ -132,20 +132,34 @@ GROUP BY 1, 2;
 -- reason's first @reason_bytes bytes, see migration 00030; the index includes the
 -- client); the workers' states are few and brief, read whole.
 -- (Grouped by the columns themselves, in the index's order, so the counts stream
--- along it; null is a reason_start the code reads as "". The client too: an
--- action of a client no longer in the config is a cause of its own.)
-SELECT state, destination, reason_start, client, false AS blocked,
-       count(*)::bigint AS n, min(state_since)::timestamptz AS oldest
+-- along it; null is a reason_start the code reads as "". unconfigured counts
+-- those of clients not in @configured: a cause of their own, which
+-- DashboardCausesUnconfigured then names, and only when there are any.)
+SELECT state, destination, reason_start, false AS blocked,
+       count(*)::bigint AS n, min(state_since)::timestamptz AS oldest,
+       count(*) FILTER (WHERE client <> ALL(@configured::text[]))::bigint AS unconfigured,
+       -- (the group's oldest when none is configured: it is then all unconfigured's)
+       coalesce(min(state_since) FILTER (WHERE client = ANY(@configured::text[])), min(state_since))::timestamptz
+           AS oldest_configured
 FROM actions
 WHERE state IN ('held', 'uncertain', 'failed')
   AND (@all_clients::boolean OR client = ANY(@scope_clients::text[]))
-GROUP BY state, destination, reason_start, client
+GROUP BY state, destination, reason_start
 UNION ALL
-SELECT state, destination, left(reason, @reason_bytes::integer)::text, client,
+SELECT state, destination, left(reason, @reason_bytes::integer)::text,
        (state = 'pending' AND after_id IS NOT NULL
         AND next_attempt_at = '9999-12-31 00:00:00+00'::timestamptz)::boolean,
-       count(*)::bigint, min(state_since)::timestamptz
+       count(*)::bigint, min(state_since)::timestamptz, 0::bigint, min(state_since)::timestamptz
 FROM actions
 WHERE state IN ('pending', 'processing', 'retrying')
   AND (@all_clients::boolean OR client = ANY(@scope_clients::text[]))
-GROUP BY 1, 2, 3, 4, 5;
+GROUP BY 1, 2, 3, 4;
+
+-- name: DashboardCausesUnconfigured :many
+-- The actions that wait for a person of clients no longer in @configured, by
+-- client, state and destination: read only when DashboardCauses counted some.
+SELECT client, state, destination, count(*)::bigint AS n, min(state_since)::timestamptz AS oldest
+FROM actions
+WHERE state IN ('held', 'failed') AND client <> ALL(@configured::text[])
+  AND (@all_clients::boolean OR client = ANY(@scope_clients::text[]))
+GROUP BY client, state, destination;

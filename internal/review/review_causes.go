@@ -48,33 +48,60 @@ func (r *Review) Waiting(ctx context.Context) (Waiting, error) {
 	if err != nil {
 		return Waiting{}, err
 	}
-	rows, err := db.New(r.pool).DashboardCauses(ctx, db.DashboardCausesParams{ReasonBytes: reasonStartBytes,
-		AllClients: sc.All, ScopeClients: sc.Clients})
+	q := db.New(r.pool)
+	configured := r.cfg.Clients()
+	rows, err := q.DashboardCauses(ctx, db.DashboardCausesParams{ReasonBytes: reasonStartBytes,
+		AllClients: sc.All, ScopeClients: sc.Clients, Configured: configured})
 	if err != nil {
 		return Waiting{}, fmt.Errorf("group actions by cause: %w", err)
 	}
-	return Waiting{Queues: queueSummaries(rows), Causes: r.causes(rows)}, nil
+	// The actions of clients no longer configured are named client by client,
+	// read only when there are some: a config that names every client with
+	// actions (the usual case) costs no second read.
+	var gone []db.DashboardCausesUnconfiguredRow
+	if slices.ContainsFunc(rows, func(row db.DashboardCausesRow) bool {
+		return row.Unconfigured > 0 && waitsForUnconfigured(row.State)
+	}) {
+		if gone, err = q.DashboardCausesUnconfigured(ctx, db.DashboardCausesUnconfiguredParams{Configured: configured,
+			AllClients: sc.All, ScopeClients: sc.Clients}); err != nil {
+			return Waiting{}, fmt.Errorf("group the actions of clients no longer configured: %w", err)
+		}
+	}
+	return Waiting{Queues: queueSummaries(rows), Causes: r.causes(rows, gone)}, nil
 }
 
 // causes merges the rows that share a cause, then names each group and its fix.
-func (r *Review) causes(rows []db.DashboardCausesRow) []Cause {
-	configured := r.cfg.Clients()
+// gone are the actions of clients no longer configured, which rows count
+// (their Unconfigured) and which are causes of their own.
+func (r *Review) causes(rows []db.DashboardCausesRow, gone []db.DashboardCausesUnconfiguredRow) []Cause {
+	var all []Cause
+	for _, row := range rows {
+		c := Cause{State: row.State, Destination: row.Destination, Count: row.N,
+			Oldest: row.Oldest, Reason: causeOf(ledger.Deref(row.ReasonStart)), Blocked: row.Blocked}
+		// Held is one cause whatever the reason says: the destination is disconnected.
+		if c.State == ledger.StateHeld {
+			c.Reason = ""
+		}
+		if waitsForUnconfigured(c.State) && row.Unconfigured > 0 {
+			c.Count -= row.Unconfigured // counted under their client, from gone
+			if c.Count == 0 {
+				continue
+			}
+			c.Oldest = row.OldestConfigured
+		}
+		all = append(all, c)
+	}
+	for _, g := range gone {
+		all = append(all, Cause{State: g.State, Destination: g.Destination, Count: g.N, Oldest: g.Oldest, Unconfigured: g.Client})
+	}
 	var out []Cause
 	for _, q := range ledger.Queues {
 		var group []Cause
-		for _, row := range rows {
-			if ledger.QueueOf(row.State) != q {
+		for _, c := range all {
+			if ledger.QueueOf(c.State) != q {
 				continue
 			}
-			c := Cause{Queue: q, State: row.State, Destination: row.Destination, Count: row.N,
-				Oldest: row.Oldest, Reason: causeOf(ledger.Deref(row.ReasonStart)), Blocked: row.Blocked}
-			// Held is one cause whatever the reason says: the destination is disconnected.
-			if c.State == ledger.StateHeld {
-				c.Reason = ""
-			}
-			if waitsForUnconfigured(c.State) && !slices.Contains(configured, row.Client) {
-				c.Unconfigured, c.Reason = row.Client, ""
-			}
+			c.Queue = q
 			i := slices.IndexFunc(group, func(o Cause) bool {
 				return o.State == c.State && o.Destination == c.Destination && o.Reason == c.Reason &&
 					o.Blocked == c.Blocked && o.Unconfigured == c.Unconfigured

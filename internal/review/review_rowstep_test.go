@@ -2,11 +2,13 @@ package review
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/oncehook/oncehook/db"
 	"github.com/oncehook/oncehook/internal/ledger"
 )
 
@@ -81,5 +83,28 @@ func TestRowStepIsItsCauses(t *testing.T) {
 		if s.Short != c.short || s.Act != c.act {
 			t.Errorf("%s: the row says %q (%q), want %q (%q)", c.name, s.Short, s.Act, c.short, c.act)
 		}
+	}
+}
+
+// TestCausesSplitTheUnconfigured: a group that holds actions of a configured
+// client and of one no longer configured is two causes, counted apart, and the
+// queues' totals hold both.
+func TestCausesSplitTheUnconfigured(t *testing.T) {
+	t.Parallel()
+	r := &Review{cfg: &ledger.Config{Sources: []ledger.Source{{Name: "s", Client: "acme"}}}}
+	t0 := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	rows := []db.DashboardCausesRow{{State: ledger.StateHeld, Destination: "crm", N: 5, Oldest: t0, Unconfigured: 2,
+		OldestConfigured: t0.Add(time.Hour)}}
+	gone := []db.DashboardCausesUnconfiguredRow{{Client: "beta", State: ledger.StateHeld, Destination: "crm", N: 2, Oldest: t0}}
+	var got []string
+	for _, c := range r.causes(rows, gone) {
+		got = append(got, fmt.Sprintf("%d %s since %s", c.Count, c.Label, c.Oldest.Format("15:04")))
+	}
+	want := []string{"3 crm disconnected since 01:00", "2 crm: its client beta is no longer configured since 00:00"}
+	if !slices.Equal(got, want) {
+		t.Errorf("causes %q, want %q", got, want)
+	}
+	if q := queueSummaries(rows); q[slices.IndexFunc(q, func(s QueueSummary) bool { return s.Name == ledger.QueueOutstanding })].Count != 5 {
+		t.Errorf("the queues count %+v, want all five held", q)
 	}
 }
