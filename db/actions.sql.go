@@ -553,6 +553,38 @@ func (q *Queries) ActionClaimSharded(ctx context.Context, arg ActionClaimSharded
 	return items, nil
 }
 
+const actionClientsStored = `-- name: ActionClientsStored :many
+WITH RECURSIVE c AS (
+    (SELECT a.client FROM actions a ORDER BY a.client LIMIT 1)
+    UNION ALL
+    SELECT (SELECT a.client FROM actions a WHERE a.client > c.client ORDER BY a.client LIMIT 1)
+    FROM c WHERE c.client IS NOT NULL
+)
+SELECT c.client::text AS client FROM c WHERE c.client IS NOT NULL
+`
+
+// ActionClientsWithRows on one Postgres: the distinct clients read along the
+// primary key, one probe a client (a loose index scan), however many actions.
+func (q *Queries) ActionClientsStored(ctx context.Context) ([]string, error) {
+	rows, err := q.db.Query(ctx, actionClientsStored)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []string{}
+	for rows.Next() {
+		var client string
+		if err := rows.Scan(&client); err != nil {
+			return nil, err
+		}
+		items = append(items, client)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const actionClientsWithRows = `-- name: ActionClientsWithRows :many
 SELECT client FROM actions GROUP BY client ORDER BY client
 `

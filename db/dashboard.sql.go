@@ -13,26 +13,27 @@ import (
 const dashboardCauses = `-- name: DashboardCauses :many
 SELECT state, destination, reason_start, false AS blocked,
        count(*)::bigint AS n, min(state_since)::timestamptz AS oldest,
-       count(*) FILTER (WHERE client <> ALL($1::text[]))::bigint AS unconfigured,
+       count(*) FILTER (WHERE $1::boolean AND client <> ALL($2::text[]))::bigint AS unconfigured,
        -- (the group's oldest when none is configured: it is then all unconfigured's)
-       coalesce(min(state_since) FILTER (WHERE client = ANY($1::text[])), min(state_since))::timestamptz
+       coalesce(min(state_since) FILTER (WHERE NOT $1 OR client = ANY($2::text[])), min(state_since))::timestamptz
            AS oldest_configured
 FROM actions
 WHERE state IN ('held', 'uncertain', 'failed')
-  AND ($2::boolean OR client = ANY($3::text[]))
+  AND ($3::boolean OR client = ANY($4::text[]))
 GROUP BY state, destination, reason_start
 UNION ALL
-SELECT state, destination, left(reason, $4::integer)::text,
+SELECT state, destination, left(reason, $5::integer)::text,
        (state = 'pending' AND after_id IS NOT NULL
         AND next_attempt_at = '9999-12-31 00:00:00+00'::timestamptz)::boolean,
        count(*)::bigint, min(state_since)::timestamptz, 0::bigint, min(state_since)::timestamptz
 FROM actions
 WHERE state IN ('pending', 'processing', 'retrying')
-  AND ($2::boolean OR client = ANY($3::text[]))
+  AND ($3::boolean OR client = ANY($4::text[]))
 GROUP BY 1, 2, 3, 4
 `
 
 type DashboardCausesParams struct {
+	Split        bool
 	Configured   []string
 	AllClients   bool
 	ScopeClients []string
@@ -58,11 +59,13 @@ type DashboardCausesRow struct {
 // reason's first @reason_bytes bytes, see migration 00030; the index includes the
 // client); the workers' states are few and brief, read whole.
 // (Grouped by the columns themselves, in the index's order, so the counts stream
-// along it; null is a reason_start the code reads as "". unconfigured counts
-// those of clients not in @configured: a cause of their own, which
-// DashboardCausesUnconfigured then names, and only when there are any.)
+// along it; null is a reason_start the code reads as "". With @split, when
+// some client with actions stored is no longer in @configured, unconfigured
+// counts those clients' actions, a cause of their own that
+// DashboardCausesUnconfigured then names; without it nothing is compared.)
 func (q *Queries) DashboardCauses(ctx context.Context, arg DashboardCausesParams) ([]DashboardCausesRow, error) {
 	rows, err := q.db.Query(ctx, dashboardCauses,
+		arg.Split,
 		arg.Configured,
 		arg.AllClients,
 		arg.ScopeClients,

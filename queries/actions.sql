@@ -613,6 +613,17 @@ ORDER BY s.state;
 -- config keeps its actions). Each shard groups its own rows.
 SELECT client FROM actions GROUP BY client ORDER BY client;
 
+-- name: ActionClientsStored :many
+-- ActionClientsWithRows on one Postgres: the distinct clients read along the
+-- primary key, one probe a client (a loose index scan), however many actions.
+WITH RECURSIVE c AS (
+    (SELECT a.client FROM actions a ORDER BY a.client LIMIT 1)
+    UNION ALL
+    SELECT (SELECT a.client FROM actions a WHERE a.client > c.client ORDER BY a.client LIMIT 1)
+    FROM c WHERE c.client IS NOT NULL
+)
+SELECT c.client::text AS client FROM c WHERE c.client IS NOT NULL;
+
 -- name: ActionCountInScope :one
 -- ActionCountByState's figures for one state and the clients of a person who sees
 -- some: up to 1,001 actions, and the creation time of the lowest id. Planned per

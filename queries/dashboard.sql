@@ -132,14 +132,15 @@ GROUP BY 1, 2;
 -- reason's first @reason_bytes bytes, see migration 00030; the index includes the
 -- client); the workers' states are few and brief, read whole.
 -- (Grouped by the columns themselves, in the index's order, so the counts stream
--- along it; null is a reason_start the code reads as "". unconfigured counts
--- those of clients not in @configured: a cause of their own, which
--- DashboardCausesUnconfigured then names, and only when there are any.)
+-- along it; null is a reason_start the code reads as "". With @split, when
+-- some client with actions stored is no longer in @configured, unconfigured
+-- counts those clients' actions, a cause of their own that
+-- DashboardCausesUnconfigured then names; without it nothing is compared.)
 SELECT state, destination, reason_start, false AS blocked,
        count(*)::bigint AS n, min(state_since)::timestamptz AS oldest,
-       count(*) FILTER (WHERE client <> ALL(@configured::text[]))::bigint AS unconfigured,
+       count(*) FILTER (WHERE @split::boolean AND client <> ALL(@configured::text[]))::bigint AS unconfigured,
        -- (the group's oldest when none is configured: it is then all unconfigured's)
-       coalesce(min(state_since) FILTER (WHERE client = ANY(@configured::text[])), min(state_since))::timestamptz
+       coalesce(min(state_since) FILTER (WHERE NOT @split OR client = ANY(@configured::text[])), min(state_since))::timestamptz
            AS oldest_configured
 FROM actions
 WHERE state IN ('held', 'uncertain', 'failed')

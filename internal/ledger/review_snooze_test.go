@@ -2,10 +2,12 @@ package ledger_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/oncehook/oncehook/db"
 	"github.com/oncehook/oncehook/db/dbtest"
 	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/internal/review"
@@ -90,5 +92,33 @@ func TestSnoozeAndNoteGuards(t *testing.T) {
 	now = now.Add(time.Hour + time.Second)
 	if got := ids(review.SnoozedAwake); len(got) != 2 {
 		t.Errorf("after its time, awake lists %v, want both", got)
+	}
+}
+
+// TestStoredClientsFormsAgree: the loose index scan of the clients with actions
+// (one Postgres) finds what the grouping (Citus's form) finds.
+func TestStoredClientsFormsAgree(t *testing.T) {
+	dbtest.SinglePostgresOnly(t, "the loose index scan is a recursive CTE, which Citus does not run over a distributed table")
+	t.Parallel()
+	pool := dbtest.New(t)
+	ctx := context.Background()
+	q := db.New(pool)
+	if got, err := q.ActionClientsStored(ctx); err != nil || len(got) != 0 {
+		t.Fatalf("no actions: %v, %v", got, err)
+	}
+	fillActions(t, pool, 1, 50, `'failed'`)
+	if _, err := pool.Exec(ctx, `UPDATE actions SET client = 'c' || (id % 7) WHERE id % 5 = 0`); err != nil {
+		t.Fatal(err)
+	}
+	loose, err := q.ActionClientsStored(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	grouped, err := q.ActionClientsWithRows(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(loose, grouped) || len(loose) < 3 {
+		t.Errorf("the loose scan finds %v, the grouping %v", loose, grouped)
 	}
 }

@@ -50,8 +50,13 @@ func (r *Review) Waiting(ctx context.Context) (Waiting, error) {
 	}
 	q := db.New(r.pool)
 	configured := r.cfg.Clients()
+	stored, err := r.storedClients(ctx)
+	if err != nil {
+		return Waiting{}, err
+	}
+	split := slices.ContainsFunc(stored, func(c string) bool { return !slices.Contains(configured, c) && sc.Sees(c) })
 	rows, err := q.DashboardCauses(ctx, db.DashboardCausesParams{ReasonBytes: reasonStartBytes,
-		AllClients: sc.All, ScopeClients: sc.Clients, Configured: configured})
+		AllClients: sc.All, ScopeClients: sc.Clients, Split: split, Configured: configured})
 	if err != nil {
 		return Waiting{}, fmt.Errorf("group actions by cause: %w", err)
 	}

@@ -44,22 +44,38 @@ func (r *Review) readClients(ctx context.Context) ([]string, error) {
 		return slices.Clone(r.scope.Clients), nil
 	}
 	out := slices.Clone(r.cfg.Clients())
-	k := r.known
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if k.at.IsZero() || r.now().Sub(k.at) >= clientsAgain {
-		stored, err := db.New(r.pool).ActionClientsWithRows(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("find the clients with actions: %w", err)
-		}
-		k.clients, k.at = stored, r.now()
+	stored, err := r.storedClients(ctx)
+	if err != nil {
+		return nil, err
 	}
-	for _, c := range k.clients {
+	for _, c := range stored {
 		if !slices.Contains(out, c) {
 			out = append(out, c)
 		}
 	}
 	return out, nil
+}
+
+// storedClients is every client with actions stored, read at most every
+// clientsAgain: on Citus each shard groups its own rows, on one Postgres the
+// primary key is probed once a client.
+func (r *Review) storedClients(ctx context.Context) ([]string, error) {
+	k := r.known
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.at.IsZero() || r.now().Sub(k.at) >= clientsAgain {
+		q := db.New(r.pool)
+		read := q.ActionClientsStored
+		if r.mode.Sharded(ctx) {
+			read = q.ActionClientsWithRows
+		}
+		stored, err := read(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("find the clients with actions: %w", err)
+		}
+		k.clients, k.at = stored, r.now()
+	}
+	return slices.Clone(k.clients), nil
 }
 
 // readScope is the scope a read across clients takes: on Citus the clients
