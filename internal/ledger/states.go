@@ -41,6 +41,10 @@ var (
 	// NotifyAtOnceStates are told to their owner in the next digest; uncertain ones
 	// only once they have stayed uncertain a while.
 	NotifyAtOnceStates = []string{StateFailed, StateHeld}
+	// UnconfiguredWaitStates wait for a person when their client is no longer
+	// in the config: nobody reconnects for a held one, nobody corrects a failed
+	// one; a person cancels or resolves them.
+	UnconfiguredWaitStates = []string{StateHeld, StateFailed}
 )
 
 // QueueStates lists the states of each queue.

@@ -27,6 +27,7 @@ var stateSetOf = map[string][]string{
 	"conflictable":      ledger.ConflictableStates,
 	"predecessor-done":  ledger.PredecessorDoneStates,
 	"notify-at-once":    ledger.NotifyAtOnceStates,
+	"unconfigured-wait": ledger.UnconfiguredWaitStates,
 }
 
 // stateSetLiterals lists, for each query (by its sqlc name) and each migration (by
@@ -40,6 +41,7 @@ var stateSetLiterals = map[string][]string{
 	"ActionList":                       {"all", "person", "person", "open"},
 	"ActionCountByStateOfClient":       {"all"},
 	"DashboardCauses":                  {"person", "worker"},
+	"DashboardCausesUnconfigured":      {"unconfigured-wait"},
 	"ActionCountByState":               {"all"},
 	"DashboardTrendQueues":             {"person", "person", "worker"},
 	"MetricsOpenActions":               {"open"},

@@ -64,7 +64,7 @@ func waitsBehindPredecessor(a ledger.Action, pred *ledger.Action) bool {
 // reconnect for it) or failed (nobody will correct it) is closed by hand. The
 // next step and the queue's causes both read it.
 func waitsForUnconfigured(state string) bool {
-	return state == ledger.StateHeld || state == ledger.StateFailed
+	return slices.Contains(ledger.UnconfiguredWaitStates, state)
 }
 
 // NextStepOf says what happens next to a, given the facts around it: the long
