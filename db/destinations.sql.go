@@ -10,6 +10,93 @@ import (
 	"time"
 )
 
+const destinationBreakerOpen = `-- name: DestinationBreakerOpen :one
+INSERT INTO destinations (name, breaker_state, breaker_since, breaker_reason, breaker_outage_at,
+                          breaker_probe_at, breaker_open_for)
+VALUES ($1, 'open', now(), $2, now(),
+        now() + make_interval(secs => $3::double precision), $3::double precision)
+ON CONFLICT (name) DO UPDATE
+SET breaker_state = 'open', breaker_since = now(), breaker_reason = EXCLUDED.breaker_reason,
+    breaker_outage_at = now(), breaker_probe_at = EXCLUDED.breaker_probe_at,
+    breaker_open_for = EXCLUDED.breaker_open_for, breaker_probe_owner = '', breaker_probe_until = NULL
+WHERE destinations.breaker_state = 'closed'
+RETURNING name, breaker_since
+`
+
+type DestinationBreakerOpenParams struct {
+	Name    string
+	Reason  string
+	OpenFor float64
+}
+
+type DestinationBreakerOpenRow struct {
+	Name         string
+	BreakerSince time.Time
+}
+
+// A closed breaker opens: the one process whose tally tripped it first wins (a
+// conditional update), the others find it open already and get no row. The wait
+// before the first probe is open_for.
+func (q *Queries) DestinationBreakerOpen(ctx context.Context, arg DestinationBreakerOpenParams) (DestinationBreakerOpenRow, error) {
+	row := q.db.QueryRow(ctx, destinationBreakerOpen, arg.Name, arg.Reason, arg.OpenFor)
+	var i DestinationBreakerOpenRow
+	err := row.Scan(&i.Name, &i.BreakerSince)
+	return i, err
+}
+
+const destinationBreakers = `-- name: DestinationBreakers :many
+SELECT name, breaker_state, breaker_since, breaker_reason, breaker_outage_at, breaker_probe_at,
+       breaker_open_for, breaker_probe_owner, breaker_probe_until, breaker_last_probe_at, breaker_last_probe
+FROM destinations ORDER BY name
+`
+
+type DestinationBreakersRow struct {
+	Name               string
+	BreakerState       string
+	BreakerSince       time.Time
+	BreakerReason      string
+	BreakerOutageAt    *time.Time
+	BreakerProbeAt     *time.Time
+	BreakerOpenFor     float64
+	BreakerProbeOwner  string
+	BreakerProbeUntil  *time.Time
+	BreakerLastProbeAt *time.Time
+	BreakerLastProbe   string
+}
+
+// Every destination's breaker, for the workers and the pages.
+func (q *Queries) DestinationBreakers(ctx context.Context) ([]DestinationBreakersRow, error) {
+	rows, err := q.db.Query(ctx, destinationBreakers)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []DestinationBreakersRow{}
+	for rows.Next() {
+		var i DestinationBreakersRow
+		if err := rows.Scan(
+			&i.Name,
+			&i.BreakerState,
+			&i.BreakerSince,
+			&i.BreakerReason,
+			&i.BreakerOutageAt,
+			&i.BreakerProbeAt,
+			&i.BreakerOpenFor,
+			&i.BreakerProbeOwner,
+			&i.BreakerProbeUntil,
+			&i.BreakerLastProbeAt,
+			&i.BreakerLastProbe,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const destinationDisconnect = `-- name: DestinationDisconnect :execrows
 INSERT INTO destinations (name, status, reason, changed_at) VALUES ($1, 'disconnected', $2, now())
 ON CONFLICT (name) DO UPDATE SET status = EXCLUDED.status, reason = EXCLUDED.reason, changed_at = EXCLUDED.changed_at

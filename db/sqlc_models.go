@@ -115,6 +115,16 @@ type BackfillState struct {
 	RefusedIds  []string
 }
 
+type BreakerTransition struct {
+	ID          int64
+	Destination string
+	At          time.Time
+	FromState   string
+	ToState     string
+	Reason      string
+	Actor       string
+}
+
 type Correction struct {
 	ID             int64
 	Client         string
@@ -133,10 +143,20 @@ type Correction struct {
 }
 
 type Destination struct {
-	Name      string
-	Status    string
-	Reason    string
-	ChangedAt time.Time
+	Name               string
+	Status             string
+	Reason             string
+	ChangedAt          time.Time
+	BreakerState       string
+	BreakerSince       time.Time
+	BreakerReason      string
+	BreakerOutageAt    *time.Time
+	BreakerProbeAt     *time.Time
+	BreakerOpenFor     float64
+	BreakerProbeOwner  string
+	BreakerProbeUntil  *time.Time
+	BreakerLastProbeAt *time.Time
+	BreakerLastProbe   string
 }
 
 type Event struct {

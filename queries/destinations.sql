@@ -33,3 +33,24 @@ ORDER BY d.name;
 -- The destinations that are disconnected: what ActionInsert reads of them, read
 -- first by the router on Citus (ActionInsertOne).
 SELECT name FROM destinations WHERE status = 'disconnected' ORDER BY name;
+
+-- name: DestinationBreakerOpen :one
+-- A closed breaker opens: the one process whose tally tripped it first wins (a
+-- conditional update), the others find it open already and get no row. The wait
+-- before the first probe is open_for.
+INSERT INTO destinations (name, breaker_state, breaker_since, breaker_reason, breaker_outage_at,
+                          breaker_probe_at, breaker_open_for)
+VALUES (@name, 'open', now(), @reason, now(),
+        now() + make_interval(secs => @open_for::double precision), @open_for::double precision)
+ON CONFLICT (name) DO UPDATE
+SET breaker_state = 'open', breaker_since = now(), breaker_reason = EXCLUDED.breaker_reason,
+    breaker_outage_at = now(), breaker_probe_at = EXCLUDED.breaker_probe_at,
+    breaker_open_for = EXCLUDED.breaker_open_for, breaker_probe_owner = '', breaker_probe_until = NULL
+WHERE destinations.breaker_state = 'closed'
+RETURNING name, breaker_since;
+
+-- name: DestinationBreakers :many
+-- Every destination's breaker, for the workers and the pages.
+SELECT name, breaker_state, breaker_since, breaker_reason, breaker_outage_at, breaker_probe_at,
+       breaker_open_for, breaker_probe_owner, breaker_probe_until, breaker_last_probe_at, breaker_last_probe
+FROM destinations ORDER BY name;

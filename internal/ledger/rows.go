@@ -238,3 +238,12 @@ func (u User) Actor() Actor {
 func (u User) AccessRevoked() bool {
 	return u.OIDCSubject != "" && u.Role != RoleAdmin && len(u.Clients) == 0
 }
+
+// breakerOf is a destination's breaker as its row holds it.
+func breakerOf(r db.DestinationBreakersRow) Breaker {
+	return Breaker{Destination: r.Name, State: r.BreakerState, Since: r.BreakerSince, Reason: r.BreakerReason,
+		OutageAt: r.BreakerOutageAt, ProbeAt: r.BreakerProbeAt,
+		OpenFor:    time.Duration(r.BreakerOpenFor * float64(time.Second)),
+		ProbeOwner: r.BreakerProbeOwner, ProbeUntil: r.BreakerProbeUntil,
+		LastProbeAt: r.BreakerLastProbeAt, LastProbe: r.BreakerLastProbe}
+}

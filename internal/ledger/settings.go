@@ -108,6 +108,9 @@ type Destination struct {
 	Limits         Limits
 	Timeout        time.Duration
 	Owner          string // who reconnects it when its credentials fail
+	// Breaker parks the destination's work while it is down (breaker.go); the
+	// zero value is the defaults.
+	Breaker BreakerSettings
 	// Corrections says who may approve a person's correction of a rejected request.
 	Corrections Corrections
 
