@@ -21,7 +21,7 @@ SET params = $1, attempt_key = CASE WHEN $2::text <> '' THEN $2 ELSE attempt_key
     give_up_at = now() + make_interval(secs => $6::double precision),
     updated_at = now()
 WHERE client = $7 AND id = $8 AND state = 'failed'
-RETURNING id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key, param_values, reason_start
+RETURNING id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key, param_values, reason_start, parked_at
 `
 
 type ActionApplyCorrectionParams struct {
@@ -87,6 +87,7 @@ func (q *Queries) ActionApplyCorrection(ctx context.Context, arg ActionApplyCorr
 		&i.AttemptKey,
 		&i.ParamValues,
 		&i.ReasonStart,
+		&i.ParkedAt,
 	)
 	return i, err
 }
@@ -94,7 +95,7 @@ func (q *Queries) ActionApplyCorrection(ctx context.Context, arg ActionApplyCorr
 const actionAssign = `-- name: ActionAssign :one
 UPDATE actions SET owner = $1, updated_at = now()
 WHERE client = $2 AND id = $3
-RETURNING id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key, param_values, reason_start
+RETURNING id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key, param_values, reason_start, parked_at
 `
 
 type ActionAssignParams struct {
@@ -142,6 +143,7 @@ func (q *Queries) ActionAssign(ctx context.Context, arg ActionAssignParams) (Act
 		&i.AttemptKey,
 		&i.ParamValues,
 		&i.ReasonStart,
+		&i.ParkedAt,
 	)
 	return i, err
 }
@@ -234,8 +236,9 @@ WITH due AS (
     FROM actions a
     WHERE a.client = $3 AND a.state IN ('pending', 'retrying', 'uncertain')
       AND a.next_attempt_at <= now()
+      -- Nor are the actions of a destination whose breaker is open (ActionPark).
       AND NOT EXISTS (SELECT 1 FROM destinations d
-                      WHERE d.name = a.destination AND d.status = 'disconnected')
+                      WHERE d.name = a.destination AND (d.status = 'disconnected' OR d.breaker_state <> 'closed'))
       -- A destination with limits is claimed on its own, for its free room only.
       AND (coalesce(cardinality($4::text[]), 0) = 0 OR a.destination = ANY($4::text[]))
       AND a.destination <> ALL(coalesce($5::text[], '{}'))
@@ -245,7 +248,7 @@ WITH due AS (
 ), claimed AS (
     UPDATE actions a
     SET state = 'processing', claimed_from = due.state, lease_owner = $7::text,
-        lease_token = a.lease_token + 1,
+        lease_token = a.lease_token + 1, parked_at = NULL,
         lease_expires_at = now() + make_interval(secs => $8::double precision),
         attempts = a.attempts + CASE WHEN due.starts THEN 1 ELSE 0 END,
         -- The time is a column (due.at): Citus allows no function that is not
@@ -260,14 +263,14 @@ WITH due AS (
     -- while the table was small (or its statistics said so) read every action of
     -- the client for each claim.
     WHERE a.client = due.client AND a.id = due.id AND (NOT $9::boolean OR a.client = $3)
-    RETURNING a.id, a.client, a.environment, a.source, a.name, a.business_key, a.key_parts, a.operation_key, a.destination, a.params, a.params_sha256, a.state, a.reason, a.owner, a.after_id, a.resource, a.occurred_at, a.attempts, a.max_attempts, a.give_up_at, a.next_attempt_at, a.first_attempt_at, a.last_attempt_at, a.lease_owner, a.claimed_from, a.lease_expires_at, a.external_ref, a.result, a.created_at, a.updated_at, a.lease_token, a.state_since, a.attempt_key, a.param_values, a.reason_start, due.starts
+    RETURNING a.id, a.client, a.environment, a.source, a.name, a.business_key, a.key_parts, a.operation_key, a.destination, a.params, a.params_sha256, a.state, a.reason, a.owner, a.after_id, a.resource, a.occurred_at, a.attempts, a.max_attempts, a.give_up_at, a.next_attempt_at, a.first_attempt_at, a.last_attempt_at, a.lease_owner, a.claimed_from, a.lease_expires_at, a.external_ref, a.result, a.created_at, a.updated_at, a.lease_token, a.state_since, a.attempt_key, a.param_values, a.reason_start, a.parked_at, due.starts
 ), attempt AS (
     INSERT INTO attempts (client, action_id, kind, operation_key, worker)
     SELECT $3, c.id, 'call', coalesce(nullif(c.attempt_key, ''), c.operation_key), $7::text
     FROM claimed c WHERE c.starts
     RETURNING client, id, action_id
 )
-SELECT c.id, c.client, c.environment, c.source, c.name, c.business_key, c.key_parts, c.operation_key, c.destination, c.params, c.params_sha256, c.state, c.reason, c.owner, c.after_id, c.resource, c.occurred_at, c.attempts, c.max_attempts, c.give_up_at, c.next_attempt_at, c.first_attempt_at, c.last_attempt_at, c.lease_owner, c.claimed_from, c.lease_expires_at, c.external_ref, c.result, c.created_at, c.updated_at, c.lease_token, c.state_since, c.attempt_key, c.param_values, c.reason_start, c.starts, coalesce(t.id, 0)::bigint AS attempt_id
+SELECT c.id, c.client, c.environment, c.source, c.name, c.business_key, c.key_parts, c.operation_key, c.destination, c.params, c.params_sha256, c.state, c.reason, c.owner, c.after_id, c.resource, c.occurred_at, c.attempts, c.max_attempts, c.give_up_at, c.next_attempt_at, c.first_attempt_at, c.last_attempt_at, c.lease_owner, c.claimed_from, c.lease_expires_at, c.external_ref, c.result, c.created_at, c.updated_at, c.lease_token, c.state_since, c.attempt_key, c.param_values, c.reason_start, c.parked_at, c.starts, coalesce(t.id, 0)::bigint AS attempt_id
 FROM claimed c LEFT JOIN attempt t ON t.client = c.client AND t.action_id = c.id
 `
 
@@ -319,6 +322,7 @@ type ActionClaimRow struct {
 	AttemptKey     string
 	ParamValues    json.RawMessage
 	ReasonStart    *string
+	ParkedAt       *time.Time
 	Starts         pgtype.Bool
 	AttemptID      int64
 }
@@ -386,6 +390,7 @@ func (q *Queries) ActionClaim(ctx context.Context, arg ActionClaimParams) ([]Act
 			&i.AttemptKey,
 			&i.ParamValues,
 			&i.ReasonStart,
+			&i.ParkedAt,
 			&i.Starts,
 			&i.AttemptID,
 		); err != nil {
@@ -399,6 +404,73 @@ func (q *Queries) ActionClaim(ctx context.Context, arg ActionClaimParams) ([]Act
 	return items, nil
 }
 
+const actionClaimProbe = `-- name: ActionClaimProbe :one
+UPDATE actions
+SET state = 'processing', claimed_from = state, lease_owner = $1::text, lease_token = lease_token + 1,
+    lease_expires_at = now() + make_interval(secs => $2::double precision),
+    first_attempt_at = coalesce(first_attempt_at, now()), last_attempt_at = now(), updated_at = now()
+WHERE client = $3 AND id = $4 AND state IN ('pending', 'retrying', 'uncertain')
+RETURNING id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key, param_values, reason_start, parked_at
+`
+
+type ActionClaimProbeParams struct {
+	Worker       string
+	LeaseSeconds float64
+	Client       string
+	ID           int64
+}
+
+// Claims the probe's action under a lease, as a claim does, but spends none of
+// its budget: its attempts are not counted.
+func (q *Queries) ActionClaimProbe(ctx context.Context, arg ActionClaimProbeParams) (Action, error) {
+	row := q.db.QueryRow(ctx, actionClaimProbe,
+		arg.Worker,
+		arg.LeaseSeconds,
+		arg.Client,
+		arg.ID,
+	)
+	var i Action
+	err := row.Scan(
+		&i.ID,
+		&i.Client,
+		&i.Environment,
+		&i.Source,
+		&i.Name,
+		&i.BusinessKey,
+		&i.KeyParts,
+		&i.OperationKey,
+		&i.Destination,
+		&i.Params,
+		&i.ParamsSha256,
+		&i.State,
+		&i.Reason,
+		&i.Owner,
+		&i.AfterID,
+		&i.Resource,
+		&i.OccurredAt,
+		&i.Attempts,
+		&i.MaxAttempts,
+		&i.GiveUpAt,
+		&i.NextAttemptAt,
+		&i.FirstAttemptAt,
+		&i.LastAttemptAt,
+		&i.LeaseOwner,
+		&i.ClaimedFrom,
+		&i.LeaseExpiresAt,
+		&i.ExternalRef,
+		&i.Result,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.LeaseToken,
+		&i.StateSince,
+		&i.AttemptKey,
+		&i.ParamValues,
+		&i.ReasonStart,
+		&i.ParkedAt,
+	)
+	return i, err
+}
+
 const actionClaimSharded = `-- name: ActionClaimSharded :many
 WITH due AS (
     SELECT a.client, a.id, a.state, now() AS at,
@@ -407,8 +479,9 @@ WITH due AS (
     FROM actions a
     WHERE a.client = $3 AND a.state IN ('pending', 'retrying', 'uncertain')
       AND a.next_attempt_at <= now()
+      -- Nor are the actions of a destination whose breaker is open (ActionPark).
       AND NOT EXISTS (SELECT 1 FROM destinations d
-                      WHERE d.name = a.destination AND d.status = 'disconnected')
+                      WHERE d.name = a.destination AND (d.status = 'disconnected' OR d.breaker_state <> 'closed'))
       AND (coalesce(cardinality($4::text[]), 0) = 0 OR a.destination = ANY($4::text[]))
       AND a.destination <> ALL(coalesce($5::text[], '{}'))
     ORDER BY a.next_attempt_at, a.id
@@ -417,7 +490,7 @@ WITH due AS (
 ), claimed AS (
     UPDATE actions a
     SET state = 'processing', claimed_from = due.state, lease_owner = $7::text,
-        lease_token = a.lease_token + 1,
+        lease_token = a.lease_token + 1, parked_at = NULL,
         lease_expires_at = now() + make_interval(secs => $8::double precision),
         attempts = a.attempts + CASE WHEN due.starts THEN 1 ELSE 0 END,
         first_attempt_at = CASE WHEN due.starts THEN coalesce(a.first_attempt_at, due.at) ELSE a.first_attempt_at END,
@@ -425,9 +498,9 @@ WITH due AS (
         updated_at = now()
     FROM due
     WHERE a.client = due.client AND a.id = due.id AND a.client = $3
-    RETURNING a.id, a.client, a.environment, a.source, a.name, a.business_key, a.key_parts, a.operation_key, a.destination, a.params, a.params_sha256, a.state, a.reason, a.owner, a.after_id, a.resource, a.occurred_at, a.attempts, a.max_attempts, a.give_up_at, a.next_attempt_at, a.first_attempt_at, a.last_attempt_at, a.lease_owner, a.claimed_from, a.lease_expires_at, a.external_ref, a.result, a.created_at, a.updated_at, a.lease_token, a.state_since, a.attempt_key, a.param_values, a.reason_start, due.starts
+    RETURNING a.id, a.client, a.environment, a.source, a.name, a.business_key, a.key_parts, a.operation_key, a.destination, a.params, a.params_sha256, a.state, a.reason, a.owner, a.after_id, a.resource, a.occurred_at, a.attempts, a.max_attempts, a.give_up_at, a.next_attempt_at, a.first_attempt_at, a.last_attempt_at, a.lease_owner, a.claimed_from, a.lease_expires_at, a.external_ref, a.result, a.created_at, a.updated_at, a.lease_token, a.state_since, a.attempt_key, a.param_values, a.reason_start, a.parked_at, due.starts
 )
-SELECT c.id, c.client, c.environment, c.source, c.name, c.business_key, c.key_parts, c.operation_key, c.destination, c.params, c.params_sha256, c.state, c.reason, c.owner, c.after_id, c.resource, c.occurred_at, c.attempts, c.max_attempts, c.give_up_at, c.next_attempt_at, c.first_attempt_at, c.last_attempt_at, c.lease_owner, c.claimed_from, c.lease_expires_at, c.external_ref, c.result, c.created_at, c.updated_at, c.lease_token, c.state_since, c.attempt_key, c.param_values, c.reason_start, c.starts, 0::bigint AS attempt_id FROM claimed c
+SELECT c.id, c.client, c.environment, c.source, c.name, c.business_key, c.key_parts, c.operation_key, c.destination, c.params, c.params_sha256, c.state, c.reason, c.owner, c.after_id, c.resource, c.occurred_at, c.attempts, c.max_attempts, c.give_up_at, c.next_attempt_at, c.first_attempt_at, c.last_attempt_at, c.lease_owner, c.claimed_from, c.lease_expires_at, c.external_ref, c.result, c.created_at, c.updated_at, c.lease_token, c.state_since, c.attempt_key, c.param_values, c.reason_start, c.parked_at, c.starts, 0::bigint AS attempt_id FROM claimed c
 `
 
 type ActionClaimShardedParams struct {
@@ -477,6 +550,7 @@ type ActionClaimShardedRow struct {
 	AttemptKey     string
 	ParamValues    json.RawMessage
 	ReasonStart    *string
+	ParkedAt       *time.Time
 	Starts         pgtype.Bool
 	AttemptID      int64
 }
@@ -540,6 +614,7 @@ func (q *Queries) ActionClaimSharded(ctx context.Context, arg ActionClaimSharded
 			&i.AttemptKey,
 			&i.ParamValues,
 			&i.ReasonStart,
+			&i.ParkedAt,
 			&i.Starts,
 			&i.AttemptID,
 		); err != nil {
@@ -645,7 +720,7 @@ SET state = $1, reason = $2,
     next_attempt_at = now(), updated_at = now()
 WHERE client = $4 AND id = $5
   AND state = ANY($6::text[])
-RETURNING id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key, param_values, reason_start
+RETURNING id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key, param_values, reason_start, parked_at
 `
 
 type ActionCloseParams struct {
@@ -705,6 +780,7 @@ func (q *Queries) ActionClose(ctx context.Context, arg ActionCloseParams) (Actio
 		&i.AttemptKey,
 		&i.ParamValues,
 		&i.ReasonStart,
+		&i.ParkedAt,
 	)
 	return i, err
 }
@@ -933,7 +1009,7 @@ func (q *Queries) ActionEventList(ctx context.Context, arg ActionEventListParams
 }
 
 const actionGet = `-- name: ActionGet :one
-SELECT id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key, param_values, reason_start FROM actions WHERE id = $1
+SELECT id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key, param_values, reason_start, parked_at FROM actions WHERE id = $1
 `
 
 // An action by its id alone: one Postgres finds it by actions_id_idx; on Citus
@@ -977,12 +1053,13 @@ func (q *Queries) ActionGet(ctx context.Context, id int64) (Action, error) {
 		&i.AttemptKey,
 		&i.ParamValues,
 		&i.ReasonStart,
+		&i.ParkedAt,
 	)
 	return i, err
 }
 
 const actionGetByKey = `-- name: ActionGetByKey :one
-SELECT id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key, param_values, reason_start FROM actions WHERE client = $1 AND id = $2
+SELECT id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key, param_values, reason_start, parked_at FROM actions WHERE client = $1 AND id = $2
 `
 
 type ActionGetByKeyParams struct {
@@ -1031,12 +1108,13 @@ func (q *Queries) ActionGetByKey(ctx context.Context, arg ActionGetByKeyParams) 
 		&i.AttemptKey,
 		&i.ParamValues,
 		&i.ReasonStart,
+		&i.ParkedAt,
 	)
 	return i, err
 }
 
 const actionGetByOperationKey = `-- name: ActionGetByOperationKey :one
-SELECT id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key, param_values, reason_start FROM actions WHERE client = $1 AND operation_key = $2
+SELECT id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key, param_values, reason_start, parked_at FROM actions WHERE client = $1 AND operation_key = $2
 `
 
 type ActionGetByOperationKeyParams struct {
@@ -1083,6 +1161,7 @@ func (q *Queries) ActionGetByOperationKey(ctx context.Context, arg ActionGetByOp
 		&i.AttemptKey,
 		&i.ParamValues,
 		&i.ReasonStart,
+		&i.ParkedAt,
 	)
 	return i, err
 }
@@ -1249,7 +1328,7 @@ func (q *Queries) ActionInsert(ctx context.Context, arg ActionInsertParams) ([]A
 }
 
 const actionList = `-- name: ActionList :many
-SELECT id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key, param_values, reason_start FROM actions a
+SELECT id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key, param_values, reason_start, parked_at FROM actions a
 WHERE ($1::text = '' OR a.client = $1)
   AND (a.client, a.id) IN (
     SELECT p.client, p.id
@@ -1444,6 +1523,7 @@ func (q *Queries) ActionList(ctx context.Context, arg ActionListParams) ([]Actio
 			&i.AttemptKey,
 			&i.ParamValues,
 			&i.ReasonStart,
+			&i.ParkedAt,
 		); err != nil {
 			return nil, err
 		}
@@ -1456,7 +1536,7 @@ func (q *Queries) ActionList(ctx context.Context, arg ActionListParams) ([]Actio
 }
 
 const actionListByEvent = `-- name: ActionListByEvent :many
-SELECT a.id, a.client, a.environment, a.source, a.name, a.business_key, a.key_parts, a.operation_key, a.destination, a.params, a.params_sha256, a.state, a.reason, a.owner, a.after_id, a.resource, a.occurred_at, a.attempts, a.max_attempts, a.give_up_at, a.next_attempt_at, a.first_attempt_at, a.last_attempt_at, a.lease_owner, a.claimed_from, a.lease_expires_at, a.external_ref, a.result, a.created_at, a.updated_at, a.lease_token, a.state_since, a.attempt_key, a.param_values, a.reason_start FROM action_events ae
+SELECT a.id, a.client, a.environment, a.source, a.name, a.business_key, a.key_parts, a.operation_key, a.destination, a.params, a.params_sha256, a.state, a.reason, a.owner, a.after_id, a.resource, a.occurred_at, a.attempts, a.max_attempts, a.give_up_at, a.next_attempt_at, a.first_attempt_at, a.last_attempt_at, a.lease_owner, a.claimed_from, a.lease_expires_at, a.external_ref, a.result, a.created_at, a.updated_at, a.lease_token, a.state_since, a.attempt_key, a.param_values, a.reason_start, a.parked_at FROM action_events ae
 JOIN actions a ON a.client = ae.client AND a.id = ae.action_id
 WHERE ae.client = $1 AND ae.event_id = $2
 ORDER BY a.id
@@ -1512,6 +1592,7 @@ func (q *Queries) ActionListByEvent(ctx context.Context, arg ActionListByEventPa
 			&i.AttemptKey,
 			&i.ParamValues,
 			&i.ReasonStart,
+			&i.ParkedAt,
 		); err != nil {
 			return nil, err
 		}
@@ -1524,7 +1605,7 @@ func (q *Queries) ActionListByEvent(ctx context.Context, arg ActionListByEventPa
 }
 
 const actionLockExpiredLeases = `-- name: ActionLockExpiredLeases :many
-SELECT a.id, a.client, a.environment, a.source, a.name, a.business_key, a.key_parts, a.operation_key, a.destination, a.params, a.params_sha256, a.state, a.reason, a.owner, a.after_id, a.resource, a.occurred_at, a.attempts, a.max_attempts, a.give_up_at, a.next_attempt_at, a.first_attempt_at, a.last_attempt_at, a.lease_owner, a.claimed_from, a.lease_expires_at, a.external_ref, a.result, a.created_at, a.updated_at, a.lease_token, a.state_since, a.attempt_key, a.param_values, a.reason_start,
+SELECT a.id, a.client, a.environment, a.source, a.name, a.business_key, a.key_parts, a.operation_key, a.destination, a.params, a.params_sha256, a.state, a.reason, a.owner, a.after_id, a.resource, a.occurred_at, a.attempts, a.max_attempts, a.give_up_at, a.next_attempt_at, a.first_attempt_at, a.last_attempt_at, a.lease_owner, a.claimed_from, a.lease_expires_at, a.external_ref, a.result, a.created_at, a.updated_at, a.lease_token, a.state_since, a.attempt_key, a.param_values, a.reason_start, a.parked_at,
        EXISTS (SELECT 1 FROM attempts t
                WHERE t.client = $1 AND t.action_id = a.id
                  AND t.status = 'started' AND t.kind = 'call') AS call_started
@@ -1589,6 +1670,7 @@ func (q *Queries) ActionLockExpiredLeases(ctx context.Context, client string) ([
 			&i.Action.AttemptKey,
 			&i.Action.ParamValues,
 			&i.Action.ReasonStart,
+			&i.Action.ParkedAt,
 			&i.CallStarted,
 		); err != nil {
 			return nil, err
@@ -1605,7 +1687,7 @@ const actionManualReconcile = `-- name: ActionManualReconcile :one
 UPDATE actions
 SET state = 'uncertain', reason = $1, next_attempt_at = now(), updated_at = now()
 WHERE client = $2 AND id = $3 AND state = ANY($4::text[])
-RETURNING id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key, param_values, reason_start
+RETURNING id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key, param_values, reason_start, parked_at
 `
 
 type ActionManualReconcileParams struct {
@@ -1659,6 +1741,7 @@ func (q *Queries) ActionManualReconcile(ctx context.Context, arg ActionManualRec
 		&i.AttemptKey,
 		&i.ParamValues,
 		&i.ReasonStart,
+		&i.ParkedAt,
 	)
 	return i, err
 }
@@ -1670,7 +1753,7 @@ SET state = $1::text, reason = $2, next_attempt_at = now(),
     give_up_at = now() + make_interval(secs => $4::double precision),
     updated_at = now()
 WHERE client = $5 AND id = $6 AND state = ANY($7::text[])
-RETURNING id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key, param_values, reason_start
+RETURNING id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key, param_values, reason_start, parked_at
 `
 
 type ActionManualRetryParams struct {
@@ -1732,7 +1815,65 @@ func (q *Queries) ActionManualRetry(ctx context.Context, arg ActionManualRetryPa
 		&i.AttemptKey,
 		&i.ParamValues,
 		&i.ReasonStart,
+		&i.ParkedAt,
 	)
+	return i, err
+}
+
+const actionPark = `-- name: ActionPark :execrows
+UPDATE actions
+SET parked_at = coalesce(parked_at, next_attempt_at), next_attempt_at = $1
+WHERE client = $2 AND destination = $3
+  AND state IN ('pending', 'retrying', 'uncertain') AND next_attempt_at <= now()
+  -- The caller's copy of the breakers may be a moment old: one that has closed
+  -- since (and released what it parked) parks nothing.
+  AND EXISTS (SELECT 1 FROM destinations d WHERE d.name = $3 AND d.breaker_state <> 'closed')
+`
+
+type ActionParkParams struct {
+	Until       time.Time
+	Client      string
+	Destination string
+}
+
+// The client's due actions of a destination whose breaker is open are parked
+// until @until, past the breaker's next probe: they keep their state, and the
+// claims that follow do not read them again. parked_at keeps when each became
+// due (ActionReleaseParked).
+func (q *Queries) ActionPark(ctx context.Context, arg ActionParkParams) (int64, error) {
+	result, err := q.db.Exec(ctx, actionPark, arg.Until, arg.Client, arg.Destination)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const actionProbePick = `-- name: ActionProbePick :one
+SELECT client, id FROM actions
+WHERE destination = $1 AND parked_at IS NOT NULL
+  AND state IN ('pending', 'retrying', 'uncertain')
+  AND ($2::boolean OR state <> 'uncertain')
+ORDER BY (state = 'uncertain') DESC, id
+LIMIT 1
+`
+
+type ActionProbePickParams struct {
+	Destination string
+	HasLookup   bool
+}
+
+type ActionProbePickRow struct {
+	Client string
+	ID     int64
+}
+
+// The action a half-open breaker probes with: the oldest parked uncertain one
+// where a lookup can reconcile it (reconcile before any repeat), else the
+// oldest parked one to call.
+func (q *Queries) ActionProbePick(ctx context.Context, arg ActionProbePickParams) (ActionProbePickRow, error) {
+	row := q.db.QueryRow(ctx, actionProbePick, arg.Destination, arg.HasLookup)
+	var i ActionProbePickRow
+	err := row.Scan(&i.Client, &i.ID)
 	return i, err
 }
 
@@ -2052,6 +2193,32 @@ func (q *Queries) ActionReleaseLeases(ctx context.Context, arg ActionReleaseLeas
 	return items, nil
 }
 
+const actionReleaseParked = `-- name: ActionReleaseParked :execrows
+UPDATE actions
+SET next_attempt_at = least(parked_at, now()), give_up_at = give_up_at + greatest(now() - parked_at, interval '0'),
+    parked_at = NULL
+WHERE destination = $1 AND parked_at IS NOT NULL
+  AND (NOT $2::boolean OR client = $3)
+`
+
+type ActionReleaseParkedParams struct {
+	Destination string
+	Sharded     bool
+	Client      string
+}
+
+// A closed breaker releases its destination's parked actions: each is due again
+// from when it first became due (so the oldest go first, in the order they
+// were due) and its elapsed-time budget moves later by the time it was parked.
+// On Citus (sharded) it releases one client's a statement, on its shard.
+func (q *Queries) ActionReleaseParked(ctx context.Context, arg ActionReleaseParkedParams) (int64, error) {
+	result, err := q.db.Exec(ctx, actionReleaseParked, arg.Destination, arg.Sharded, arg.Client)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const actionReleaseStrayHeld = `-- name: ActionReleaseStrayHeld :many
 UPDATE actions a
 SET state = 'pending', reason = '', next_attempt_at = now(), updated_at = now()
@@ -2275,7 +2442,7 @@ func (q *Queries) ActionStartCallsSharded(ctx context.Context, arg ActionStartCa
 }
 
 const actionWaitingSuccessors = `-- name: ActionWaitingSuccessors :many
-SELECT id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key, param_values, reason_start FROM actions
+SELECT id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key, param_values, reason_start, parked_at FROM actions
 WHERE client = $1 AND after_id = $2 AND state = 'pending'
   AND next_attempt_at = '9999-12-31 00:00:00+00'::timestamptz
 ORDER BY id
@@ -2333,6 +2500,7 @@ func (q *Queries) ActionWaitingSuccessors(ctx context.Context, arg ActionWaiting
 			&i.AttemptKey,
 			&i.ParamValues,
 			&i.ReasonStart,
+			&i.ParkedAt,
 		); err != nil {
 			return nil, err
 		}

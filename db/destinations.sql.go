@@ -10,14 +10,37 @@ import (
 	"time"
 )
 
+const destinationBreakerClose = `-- name: DestinationBreakerClose :one
+UPDATE destinations
+SET breaker_state = 'closed', breaker_since = now(), breaker_reason = '', breaker_outage_at = NULL,
+    breaker_probe_at = NULL, breaker_open_for = 0, breaker_probe_owner = '', breaker_probe_until = NULL,
+    breaker_last_probe_at = now(), breaker_last_probe = $1
+WHERE name = $2 AND breaker_state = 'half_open' AND breaker_probe_owner = $3
+RETURNING name
+`
+
+type DestinationBreakerCloseParams struct {
+	Answer string
+	Name   string
+	Worker string
+}
+
+// The probe found the destination well: closed, the outage over.
+func (q *Queries) DestinationBreakerClose(ctx context.Context, arg DestinationBreakerCloseParams) (string, error) {
+	row := q.db.QueryRow(ctx, destinationBreakerClose, arg.Answer, arg.Name, arg.Worker)
+	var name string
+	err := row.Scan(&name)
+	return name, err
+}
+
 const destinationBreakerOpen = `-- name: DestinationBreakerOpen :one
 INSERT INTO destinations (name, breaker_state, breaker_since, breaker_reason, breaker_outage_at,
                           breaker_probe_at, breaker_open_for)
 VALUES ($1, 'open', now(), $2, now(),
         now() + make_interval(secs => $3::double precision), $3::double precision)
 ON CONFLICT (name) DO UPDATE
-SET breaker_state = 'open', breaker_since = now(), breaker_reason = EXCLUDED.breaker_reason,
-    breaker_outage_at = now(), breaker_probe_at = EXCLUDED.breaker_probe_at,
+SET breaker_state = 'open', breaker_since = EXCLUDED.breaker_since, breaker_reason = EXCLUDED.breaker_reason,
+    breaker_outage_at = EXCLUDED.breaker_outage_at, breaker_probe_at = EXCLUDED.breaker_probe_at,
     breaker_open_for = EXCLUDED.breaker_open_for, breaker_probe_owner = '', breaker_probe_until = NULL
 WHERE destinations.breaker_state = 'closed'
 RETURNING name, breaker_since
@@ -36,12 +59,77 @@ type DestinationBreakerOpenRow struct {
 
 // A closed breaker opens: the one process whose tally tripped it first wins (a
 // conditional update), the others find it open already and get no row. The wait
-// before the first probe is open_for.
+// before the first probe is open_for. (Citus allows no function in DO UPDATE
+// SET: the times come from the row that was to be inserted.)
 func (q *Queries) DestinationBreakerOpen(ctx context.Context, arg DestinationBreakerOpenParams) (DestinationBreakerOpenRow, error) {
 	row := q.db.QueryRow(ctx, destinationBreakerOpen, arg.Name, arg.Reason, arg.OpenFor)
 	var i DestinationBreakerOpenRow
 	err := row.Scan(&i.Name, &i.BreakerSince)
 	return i, err
+}
+
+const destinationBreakerProbeTake = `-- name: DestinationBreakerProbeTake :one
+UPDATE destinations
+SET breaker_state = 'half_open', breaker_probe_owner = $1,
+    breaker_probe_until = now() + make_interval(secs => $2::double precision),
+    breaker_since = CASE WHEN breaker_state = 'open' THEN now() ELSE breaker_since END
+WHERE name = $3
+  AND (breaker_state = 'open' AND breaker_probe_at <= now()
+       OR breaker_state = 'half_open' AND (breaker_probe_until IS NULL OR breaker_probe_until < now()))
+RETURNING breaker_open_for, (breaker_since = now())::boolean AS was_open
+`
+
+type DestinationBreakerProbeTakeParams struct {
+	Worker       string
+	LeaseSeconds float64
+	Name         string
+}
+
+type DestinationBreakerProbeTakeRow struct {
+	BreakerOpenFor float64
+	WasOpen        bool
+}
+
+// One process takes the probe of an open breaker whose wait has passed, or of a
+// half-open one whose prober's lease lapsed (it died before the answer): the
+// breaker is half-open under this worker's lease. The others get no row.
+func (q *Queries) DestinationBreakerProbeTake(ctx context.Context, arg DestinationBreakerProbeTakeParams) (DestinationBreakerProbeTakeRow, error) {
+	row := q.db.QueryRow(ctx, destinationBreakerProbeTake, arg.Worker, arg.LeaseSeconds, arg.Name)
+	var i DestinationBreakerProbeTakeRow
+	err := row.Scan(&i.BreakerOpenFor, &i.WasOpen)
+	return i, err
+}
+
+const destinationBreakerReopen = `-- name: DestinationBreakerReopen :one
+UPDATE destinations
+SET breaker_state = 'open', breaker_since = now(), breaker_reason = $1,
+    breaker_probe_at = now() + make_interval(secs => $2::double precision),
+    breaker_open_for = $2::double precision, breaker_probe_owner = '', breaker_probe_until = NULL,
+    breaker_last_probe_at = now(), breaker_last_probe = $3
+WHERE name = $4 AND breaker_state = 'half_open' AND breaker_probe_owner = $5
+RETURNING name
+`
+
+type DestinationBreakerReopenParams struct {
+	Reason  string
+	OpenFor float64
+	Answer  string
+	Name    string
+	Worker  string
+}
+
+// The probe found the destination still unwell: open again, for @open_for.
+func (q *Queries) DestinationBreakerReopen(ctx context.Context, arg DestinationBreakerReopenParams) (string, error) {
+	row := q.db.QueryRow(ctx, destinationBreakerReopen,
+		arg.Reason,
+		arg.OpenFor,
+		arg.Answer,
+		arg.Name,
+		arg.Worker,
+	)
+	var name string
+	err := row.Scan(&name)
+	return name, err
 }
 
 const destinationBreakers = `-- name: DestinationBreakers :many

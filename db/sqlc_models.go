@@ -45,6 +45,7 @@ type Action struct {
 	AttemptKey     string
 	ParamValues    json.RawMessage
 	ReasonStart    *string
+	ParkedAt       *time.Time
 }
 
 type ActionEvent struct {

@@ -142,8 +142,9 @@ WITH due AS (
     FROM actions a
     WHERE a.client = @client AND a.state IN ('pending', 'retrying', 'uncertain')
       AND a.next_attempt_at <= now()
+      -- Nor are the actions of a destination whose breaker is open (ActionPark).
       AND NOT EXISTS (SELECT 1 FROM destinations d
-                      WHERE d.name = a.destination AND d.status = 'disconnected')
+                      WHERE d.name = a.destination AND (d.status = 'disconnected' OR d.breaker_state <> 'closed'))
       -- A destination with limits is claimed on its own, for its free room only.
       AND (coalesce(cardinality(@only_destinations::text[]), 0) = 0 OR a.destination = ANY(@only_destinations::text[]))
       AND a.destination <> ALL(coalesce(@skip_destinations::text[], '{}'))
@@ -153,7 +154,7 @@ WITH due AS (
 ), claimed AS (
     UPDATE actions a
     SET state = 'processing', claimed_from = due.state, lease_owner = @worker::text,
-        lease_token = a.lease_token + 1,
+        lease_token = a.lease_token + 1, parked_at = NULL,
         lease_expires_at = now() + make_interval(secs => @lease_seconds::double precision),
         attempts = a.attempts + CASE WHEN due.starts THEN 1 ELSE 0 END,
         -- The time is a column (due.at): Citus allows no function that is not
@@ -191,8 +192,9 @@ WITH due AS (
     FROM actions a
     WHERE a.client = @client AND a.state IN ('pending', 'retrying', 'uncertain')
       AND a.next_attempt_at <= now()
+      -- Nor are the actions of a destination whose breaker is open (ActionPark).
       AND NOT EXISTS (SELECT 1 FROM destinations d
-                      WHERE d.name = a.destination AND d.status = 'disconnected')
+                      WHERE d.name = a.destination AND (d.status = 'disconnected' OR d.breaker_state <> 'closed'))
       AND (coalesce(cardinality(@only_destinations::text[]), 0) = 0 OR a.destination = ANY(@only_destinations::text[]))
       AND a.destination <> ALL(coalesce(@skip_destinations::text[], '{}'))
     ORDER BY a.next_attempt_at, a.id
@@ -201,7 +203,7 @@ WITH due AS (
 ), claimed AS (
     UPDATE actions a
     SET state = 'processing', claimed_from = due.state, lease_owner = @worker::text,
-        lease_token = a.lease_token + 1,
+        lease_token = a.lease_token + 1, parked_at = NULL,
         lease_expires_at = now() + make_interval(secs => @lease_seconds::double precision),
         attempts = a.attempts + CASE WHEN due.starts THEN 1 ELSE 0 END,
         first_attempt_at = CASE WHEN due.starts THEN coalesce(a.first_attempt_at, due.at) ELSE a.first_attempt_at END,
@@ -212,6 +214,51 @@ WITH due AS (
     RETURNING a.*, due.starts
 )
 SELECT c.*, 0::bigint AS attempt_id FROM claimed c;
+
+-- name: ActionPark :execrows
+-- The client's due actions of a destination whose breaker is open are parked
+-- until @until, past the breaker's next probe: they keep their state, and the
+-- claims that follow do not read them again. parked_at keeps when each became
+-- due (ActionReleaseParked).
+UPDATE actions
+SET parked_at = coalesce(parked_at, next_attempt_at), next_attempt_at = @until
+WHERE client = @client AND destination = @destination
+  AND state IN ('pending', 'retrying', 'uncertain') AND next_attempt_at <= now()
+  -- The caller's copy of the breakers may be a moment old: one that has closed
+  -- since (and released what it parked) parks nothing.
+  AND EXISTS (SELECT 1 FROM destinations d WHERE d.name = @destination AND d.breaker_state <> 'closed');
+
+-- name: ActionReleaseParked :execrows
+-- A closed breaker releases its destination's parked actions: each is due again
+-- from when it first became due (so the oldest go first, in the order they
+-- were due) and its elapsed-time budget moves later by the time it was parked.
+-- On Citus (sharded) it releases one client's a statement, on its shard.
+UPDATE actions
+SET next_attempt_at = least(parked_at, now()), give_up_at = give_up_at + greatest(now() - parked_at, interval '0'),
+    parked_at = NULL
+WHERE destination = @destination AND parked_at IS NOT NULL
+  AND (NOT @sharded::boolean OR client = @client);
+
+-- name: ActionProbePick :one
+-- The action a half-open breaker probes with: the oldest parked uncertain one
+-- where a lookup can reconcile it (reconcile before any repeat), else the
+-- oldest parked one to call.
+SELECT client, id FROM actions
+WHERE destination = @destination AND parked_at IS NOT NULL
+  AND state IN ('pending', 'retrying', 'uncertain')
+  AND (@has_lookup::boolean OR state <> 'uncertain')
+ORDER BY (state = 'uncertain') DESC, id
+LIMIT 1;
+
+-- name: ActionClaimProbe :one
+-- Claims the probe's action under a lease, as a claim does, but spends none of
+-- its budget: its attempts are not counted.
+UPDATE actions
+SET state = 'processing', claimed_from = state, lease_owner = @worker::text, lease_token = lease_token + 1,
+    lease_expires_at = now() + make_interval(secs => @lease_seconds::double precision),
+    first_attempt_at = coalesce(first_attempt_at, now()), last_attempt_at = now(), updated_at = now()
+WHERE client = @client AND id = @id AND state IN ('pending', 'retrying', 'uncertain')
+RETURNING *;
 
 -- name: ActionClientsWithWork :many
 -- The clients with actions to claim, leases to recover or held actions to release:

@@ -37,14 +37,15 @@ SELECT name FROM destinations WHERE status = 'disconnected' ORDER BY name;
 -- name: DestinationBreakerOpen :one
 -- A closed breaker opens: the one process whose tally tripped it first wins (a
 -- conditional update), the others find it open already and get no row. The wait
--- before the first probe is open_for.
+-- before the first probe is open_for. (Citus allows no function in DO UPDATE
+-- SET: the times come from the row that was to be inserted.)
 INSERT INTO destinations (name, breaker_state, breaker_since, breaker_reason, breaker_outage_at,
                           breaker_probe_at, breaker_open_for)
 VALUES (@name, 'open', now(), @reason, now(),
         now() + make_interval(secs => @open_for::double precision), @open_for::double precision)
 ON CONFLICT (name) DO UPDATE
-SET breaker_state = 'open', breaker_since = now(), breaker_reason = EXCLUDED.breaker_reason,
-    breaker_outage_at = now(), breaker_probe_at = EXCLUDED.breaker_probe_at,
+SET breaker_state = 'open', breaker_since = EXCLUDED.breaker_since, breaker_reason = EXCLUDED.breaker_reason,
+    breaker_outage_at = EXCLUDED.breaker_outage_at, breaker_probe_at = EXCLUDED.breaker_probe_at,
     breaker_open_for = EXCLUDED.breaker_open_for, breaker_probe_owner = '', breaker_probe_until = NULL
 WHERE destinations.breaker_state = 'closed'
 RETURNING name, breaker_since;
@@ -54,3 +55,35 @@ RETURNING name, breaker_since;
 SELECT name, breaker_state, breaker_since, breaker_reason, breaker_outage_at, breaker_probe_at,
        breaker_open_for, breaker_probe_owner, breaker_probe_until, breaker_last_probe_at, breaker_last_probe
 FROM destinations ORDER BY name;
+
+-- name: DestinationBreakerProbeTake :one
+-- One process takes the probe of an open breaker whose wait has passed, or of a
+-- half-open one whose prober's lease lapsed (it died before the answer): the
+-- breaker is half-open under this worker's lease. The others get no row.
+UPDATE destinations
+SET breaker_state = 'half_open', breaker_probe_owner = @worker,
+    breaker_probe_until = now() + make_interval(secs => @lease_seconds::double precision),
+    breaker_since = CASE WHEN breaker_state = 'open' THEN now() ELSE breaker_since END
+WHERE name = @name
+  AND (breaker_state = 'open' AND breaker_probe_at <= now()
+       OR breaker_state = 'half_open' AND (breaker_probe_until IS NULL OR breaker_probe_until < now()))
+RETURNING breaker_open_for, (breaker_since = now())::boolean AS was_open;
+
+-- name: DestinationBreakerReopen :one
+-- The probe found the destination still unwell: open again, for @open_for.
+UPDATE destinations
+SET breaker_state = 'open', breaker_since = now(), breaker_reason = @reason,
+    breaker_probe_at = now() + make_interval(secs => @open_for::double precision),
+    breaker_open_for = @open_for::double precision, breaker_probe_owner = '', breaker_probe_until = NULL,
+    breaker_last_probe_at = now(), breaker_last_probe = @answer
+WHERE name = @name AND breaker_state = 'half_open' AND breaker_probe_owner = @worker
+RETURNING name;
+
+-- name: DestinationBreakerClose :one
+-- The probe found the destination well: closed, the outage over.
+UPDATE destinations
+SET breaker_state = 'closed', breaker_since = now(), breaker_reason = '', breaker_outage_at = NULL,
+    breaker_probe_at = NULL, breaker_open_for = 0, breaker_probe_owner = '', breaker_probe_until = NULL,
+    breaker_last_probe_at = now(), breaker_last_probe = @answer
+WHERE name = @name AND breaker_state = 'half_open' AND breaker_probe_owner = @worker
+RETURNING name;

@@ -33,6 +33,10 @@ func (s *Server) causeRows(c echo.Context, queue, path string) ([]views.CauseRow
 		if k.State == ledger.StateHeld && k.Unconfigured == "" {
 			r.FixURL = "/destinations"
 		}
+		if k.Breaker != nil { // every parked action of the destination, whatever its state
+			r.State, r.FixURL = "waiting", "/destinations"
+			r.URL = queueURL(p, views.Filter{Destination: k.Destination}, "")
+		}
 		out = append(out, r)
 	}
 	return out, nil

@@ -76,10 +76,10 @@ func TestLoadConfig(t *testing.T) {
 						Reference: "/source_ref", ResultID: "/id", Consistency: "strong"},
 					Errors:  []ledger.ErrorRule{{Status: 422, Pointer: "/error", Equals: "amount must be positive", HasEquals: true, Means: "rejected"}},
 					Limits:  ledger.Limits{Concurrency: 8, PerSecond: 50},
-					Timeout: 5 * time.Second, Owner: "crm-admin@example.com",
+					Timeout: 5 * time.Second, Owner: "crm-admin@example.com", Breaker: defaultBreaker,
 					Corrections: ledger.Corrections{Approve: ledger.ApproveAnotherPerson}},
 				{Name: "mail", Type: "smtp", Addr: "127.0.0.1:2525", From: "hello@example.com",
-					Timeout: 10 * time.Second, Owner: "ops@example.com"},
+					Timeout: 10 * time.Second, Owner: "ops@example.com", Breaker: defaultBreaker},
 			},
 			Actions: []ledger.ActionRule{
 				{Name: "open_opportunity", Source: "stripe-live", On: []string{"checkout.session.completed"},
@@ -157,8 +157,9 @@ func TestParseConfigDefaults(t *testing.T) {
 				Encoding: "json", ResultID: ledger.ResultID{Pointer: "/id"}},
 				// No key memory unless the destination declares one (DESIGN.md section 4a).
 				Lookup:  ledger.Lookup{Method: "GET", URL: "https://crm.example/records?ref={ref}", ResultID: "/id", Consistency: "eventual"},
-				Timeout: 10 * time.Second, Owner: "crm@example.com"},
-			{Name: "mail", Type: "smtp", Addr: "localhost:25", From: "a@example.com", Timeout: 10 * time.Second},
+				Timeout: 10 * time.Second, Owner: "crm@example.com", Breaker: defaultBreaker},
+			{Name: "mail", Type: "smtp", Addr: "localhost:25", From: "a@example.com", Timeout: 10 * time.Second,
+				Breaker: defaultBreaker},
 		},
 		Actions: []ledger.ActionRule{{Name: "a", Source: "s", On: []string{"e"}, Key: []string{"/id"}, Destination: "crm",
 			Retry: ledger.RetryPolicy{Attempts: 8, Within: 72 * time.Hour}, Owner: "crm@example.com"}},
@@ -653,7 +654,7 @@ func TestParseConfigErrors(t *testing.T) {
 			"lisen: ':80'",
 		), []string{
 			"t.yaml:5:35: destinations[0].create.verb: unknown field (known: method, url, encoding, result_id)",
-			"t.yaml:6:5: destinations[0].retries: unknown field (known: name, type, timeout, owner, corrections, create, auth, idempotency, reference_field, lookup, result_id, check, errors, rate_limit_reset, limits, addr, from, username_env, password_env)",
+			"t.yaml:6:5: destinations[0].retries: unknown field (known: name, type, timeout, owner, corrections, breaker, create, auth, idempotency, reference_field, lookup, result_id, check, errors, rate_limit_reset, limits, addr, from, username_env, password_env)",
 			"t.yaml:7:1: lisen: unknown field (known: listen, base_url, sources, destinations, actions, retention, notify, sessions, trusted_proxies, connections_per_address, sign_in)",
 		}},
 		{"RequiredFieldsAtTheirMapping", lines(
@@ -993,4 +994,54 @@ func TestListenOnPort(t *testing.T) {
 			t.Errorf("listen = %q after a bad PORT, want it unchanged", c.Listen)
 		}
 	})
+}
+
+// defaultBreaker is the breaker of a destination that sets none: Convoy's
+// numbers (docs/destinations.md).
+var defaultBreaker = ledger.BreakerSettings{FailureRate: 0.7, MinCalls: 10, Window: 5 * time.Minute,
+	OpenFor: 30 * time.Second, MaxOpenFor: 10 * time.Minute}
+
+// TestParseConfigBreaker: a destination's breaker is off, the defaults, or the
+// settings it names with the defaults for the rest; bad values name their place.
+func TestParseConfigBreaker(t *testing.T) {
+	t.Parallel()
+	parse := func(breaker string) (*ledger.Config, error) {
+		return Parse("b.yaml", lines(
+			"sources: [{name: s, client: c, provider: stripe, environment: test, secret_env: S}]",
+			"destinations:",
+			"  - {name: crm, type: http, create: {url: 'http://crm/x'}"+breaker+"}",
+		), envFrom(map[string]string{"S": "whsec_x"}))
+	}
+	for _, c := range []struct {
+		yaml string
+		want ledger.BreakerSettings
+	}{
+		{"", defaultBreaker},
+		{", breaker: off", ledger.BreakerSettings{Off: true, FailureRate: 0.7, MinCalls: 10, Window: 5 * time.Minute,
+			OpenFor: 30 * time.Second, MaxOpenFor: 10 * time.Minute}},
+		{", breaker: {failure_rate: 0.5, min_calls: 20}", ledger.BreakerSettings{FailureRate: 0.5, MinCalls: 20,
+			Window: 5 * time.Minute, OpenFor: 30 * time.Second, MaxOpenFor: 10 * time.Minute}},
+		{", breaker: {window: 1m, open_for: 20m, max_open_for: 1h}", ledger.BreakerSettings{FailureRate: 0.7, MinCalls: 10,
+			Window: time.Minute, OpenFor: 20 * time.Minute, MaxOpenFor: time.Hour}},
+	} {
+		cfg, err := parse(c.yaml)
+		if err != nil {
+			t.Fatalf("%q: %v", c.yaml, err)
+		}
+		if diff := cmp.Diff(c.want, cfg.Destinations[0].Breaker); diff != "" {
+			t.Errorf("%q (-want +got):\n%s", c.yaml, diff)
+		}
+	}
+	for _, c := range []struct{ yaml, want string }{
+		{", breaker: on", `b.yaml:3:60: destinations[0].breaker: "on": write off, or {failure_rate: 0.7, min_calls: 10, window: 5m, open_for: 30s, max_open_for: 10m}`},
+		{", breaker: {failure_rate: 70}", `destinations[0].breaker.failure_rate: "70" is not a fraction above 0 and at most 1 (0.7 is 70%)`},
+		{", breaker: {min_calls: 0}", `destinations[0].breaker.min_calls: "0" is not a whole number from 1 to 1000000`},
+		{", breaker: {open_for: 5m, max_open_for: 1m}", `destinations[0].breaker.max_open_for: is shorter than open_for (5m0s): the wait only grows`},
+		{", breaker: {half_open: 1}", `destinations[0].breaker.half_open: unknown field`},
+	} {
+		_, err := parse(c.yaml)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: %v, want it to say %s", c.yaml, err, c.want)
+		}
+	}
 }

@@ -22,7 +22,7 @@ var (
 )
 
 func (l *loader) destination(path string, n ast.Node) ledger.Destination {
-	m := l.mapping(path, n, append(append([]string{"name", "type", "timeout", "owner", "corrections"}, httpOnly...), smtpOnly...)...)
+	m := l.mapping(path, n, append(append([]string{"name", "type", "timeout", "owner", "corrections", "breaker"}, httpOnly...), smtpOnly...)...)
 	d := ledger.Destination{
 		Name:    m.name("name"),
 		Type:    m.oneOf("type", "", ledger.DestinationHTTP, ledger.DestinationSMTP),
@@ -33,6 +33,7 @@ func (l *loader) destination(path string, n ast.Node) ledger.Destination {
 	if cm := m.sub("corrections", "approve"); cm.has("approve") {
 		d.Corrections.Approve = cm.oneOf("approve", ledger.ApproveAnotherPerson, ledger.ApproveAnotherPerson, ledger.ApproveSelf)
 	}
+	d.Breaker = l.breaker(m)
 	foreign := smtpOnly
 	switch d.Type {
 	case ledger.DestinationHTTP:
@@ -204,6 +205,43 @@ func (l *loader) idempotency(m fields) ledger.Idempotency {
 	}
 	return ledger.Idempotency{Header: l.header(im, "header", ledger.DefaultIdempotencyHeader),
 		TTL: im.duration("ttl", 0)}
+}
+
+// breaker reads a destination's breaker: off, or the settings that differ
+// from the defaults (docs/destinations.md says them and why).
+func (l *loader) breaker(m fields) ledger.BreakerSettings {
+	n := m.vals["breaker"]
+	if s, ok := scalarText(n); ok {
+		if n != nil && s != "off" {
+			l.errorf(m.at("breaker"), "%q: write off, or {failure_rate: 0.7, min_calls: 10, window: 5m, open_for: 30s, max_open_for: 10m}", s)
+		}
+		return ledger.BreakerSettings{Off: n != nil}.OrDefault()
+	}
+	bm := m.sub("breaker", "failure_rate", "min_calls", "window", "open_for", "max_open_for")
+	b := ledger.BreakerSettings{
+		FailureRate: bm.fraction("failure_rate"),
+		MinCalls:    bm.integer("min_calls", ledger.DefaultBreakerMinCalls, 1, 1000000),
+		Window:      bm.duration("window", ledger.DefaultBreakerWindow),
+		OpenFor:     bm.duration("open_for", ledger.DefaultBreakerOpenFor),
+		MaxOpenFor:  bm.duration("max_open_for", 0),
+	}.OrDefault()
+	if b.MaxOpenFor < b.OpenFor {
+		l.errorf(bm.at("max_open_for"), "is shorter than open_for (%s): the wait only grows", b.OpenFor)
+	}
+	return b
+}
+
+// fraction reads a number above 0 and at most 1; 0 when absent.
+func (m fields) fraction(key string) float64 {
+	s := m.str(key)
+	if s == "" {
+		return 0
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || f <= 0 || f > 1 {
+		m.l.errorf(m.at(key), "%q is not a fraction above 0 and at most 1 (0.7 is 70%%)", s)
+	}
+	return f
 }
 
 func (l *loader) lookup(lk fields, defResultID string) ledger.Lookup {

@@ -61,7 +61,8 @@ func (e *Engine) Worker() string { return e.performer.Worker() }
 // flight finish within the grace period and hands back the claims it never started.
 func (e *Engine) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
-	loops := []func(context.Context){e.listenLoop, e.router.RouteLoop, e.performer.PerformLoop, e.performer.RecoverLoop}
+	loops := []func(context.Context){e.listenLoop, e.router.RouteLoop, e.performer.PerformLoop, e.performer.RecoverLoop,
+		e.performer.ProbeLoop}
 	for _, loop := range loops {
 		wg.Add(1)
 		go func() { defer wg.Done(); loop(ctx) }()

@@ -71,3 +71,96 @@ func BreakerTransitions(ctx context.Context, q *db.Queries, destination string, 
 	}
 	return out, nil
 }
+
+// TakeBreakerProbe takes the destination's probe for worker, under a lease: the
+// breaker goes half-open. It reports false when the probe is not due or another
+// process took it, and otherwise the wait the breaker was at.
+func TakeBreakerProbe(ctx context.Context, b db.Beginner, destination, worker string, lease time.Duration) (time.Duration, bool, error) {
+	var wait time.Duration
+	took := false
+	err := db.WithTx(ctx, b, func(q *db.Queries) error {
+		row, err := q.DestinationBreakerProbeTake(ctx, db.DestinationBreakerProbeTakeParams{
+			Name: destination, Worker: worker, LeaseSeconds: lease.Seconds()})
+		if db.IsNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		took, wait = true, time.Duration(row.BreakerOpenFor*float64(time.Second))
+		from, reason := BreakerOpen, "its wait has passed: one probe goes"
+		if !row.WasOpen {
+			from, reason = BreakerHalfOpen, "the last probe's process did not answer in time: probed again"
+		}
+		return q.BreakerTransitionInsert(ctx, db.BreakerTransitionInsertParams{Destination: destination,
+			FromState: from, ToState: BreakerHalfOpen, Reason: reason, Actor: BreakerActorWorkers})
+	})
+	if err != nil {
+		return 0, false, fmt.Errorf("take the probe of %s: %w", destination, err)
+	}
+	return wait, took, nil
+}
+
+// ReopenBreaker opens the half-open breaker whose probe worker holds again, for
+// wait: the probe's answer was unwell. It reports false when worker no longer
+// holds the probe.
+func ReopenBreaker(ctx context.Context, b db.Beginner, destination, worker, answer string, wait time.Duration) (bool, error) {
+	answer = Truncate(answer, 500)
+	ok := false
+	err := db.WithTx(ctx, b, func(q *db.Queries) error {
+		_, err := q.DestinationBreakerReopen(ctx, db.DestinationBreakerReopenParams{Name: destination, Worker: worker,
+			Reason: answer, Answer: answer, OpenFor: wait.Seconds()})
+		if db.IsNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		ok = true
+		return q.BreakerTransitionInsert(ctx, db.BreakerTransitionInsertParams{Destination: destination,
+			FromState: BreakerHalfOpen, ToState: BreakerOpen, Reason: "the probe: " + answer + "; next in " + wait.String(),
+			Actor: BreakerActorWorkers})
+	})
+	if err != nil {
+		return false, fmt.Errorf("reopen the breaker of %s: %w", destination, err)
+	}
+	return ok, nil
+}
+
+// CloseBreaker closes the half-open breaker whose probe worker holds, and
+// releases its parked actions in the same transaction (on Citus client by
+// client, of clients). It reports how many it released, and false when worker
+// no longer holds the probe (nothing changed).
+func CloseBreaker(ctx context.Context, b db.Beginner, destination, worker, answer string, sharded bool, clients []string) (int64, bool, error) {
+	var released int64
+	ok := false
+	err := db.WithTx(ctx, b, func(q *db.Queries) error {
+		released, ok = 0, false
+		_, err := q.DestinationBreakerClose(ctx, db.DestinationBreakerCloseParams{Name: destination, Worker: worker,
+			Answer: Truncate(answer, 500)})
+		if db.IsNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		ok = true
+		if !sharded {
+			clients = []string{""}
+		}
+		for _, c := range clients {
+			n, err := q.ActionReleaseParked(ctx, db.ActionReleaseParkedParams{Destination: destination, Sharded: sharded, Client: c})
+			if err != nil {
+				return fmt.Errorf("release parked actions: %w", err)
+			}
+			released += n
+		}
+		return q.BreakerTransitionInsert(ctx, db.BreakerTransitionInsertParams{Destination: destination,
+			FromState: BreakerHalfOpen, ToState: BreakerClosed,
+			Reason: fmt.Sprintf("the probe: %s; %d parked actions released", answer, released), Actor: BreakerActorWorkers})
+	})
+	if err != nil {
+		return 0, false, fmt.Errorf("close the breaker of %s: %w", destination, err)
+	}
+	return released, ok, nil
+}

@@ -223,9 +223,12 @@ type RetryPlan struct {
 	MaxAttempts  int       // the attempts budget
 	GiveUpAt     time.Time // the elapsed-time budget
 	FirstAttempt time.Time
-	Owner        string        // who is named when the budget is spent
-	BackoffBase  time.Duration // the first retry's delay; doubles each attempt
-	BackoffMax   time.Duration
+	Owner        string // who is named when the budget is spent
+	// Parked: the destination's breaker is open. An outage spends no budget: the
+	// action waits, parked, and is never failed by it.
+	Parked      bool
+	BackoffBase time.Duration // the first retry's delay; doubles each attempt
+	BackoffMax  time.Duration
 	// Jitter picks the random part of a backoff, in [0, n]; nil is uniform. Tests
 	// fix it to compare whole decisions.
 	Jitter func(n time.Duration) time.Duration
@@ -256,7 +259,7 @@ func Decide(obs Observation, plan RetryPlan, detail string, retryAfter time.Dura
 		wait := max(backoff(plan.Attempts, plan.BackoffBase, plan.BackoffMax, plan.Jitter), retryAfter)
 		d.NextAttemptAt = now.Add(wait)
 		attemptsSpent := rule.Next == StateRetrying && plan.Attempts >= plan.MaxAttempts
-		if attemptsSpent || d.NextAttemptAt.After(plan.GiveUpAt) {
+		if (attemptsSpent || d.NextAttemptAt.After(plan.GiveUpAt)) && !plan.Parked {
 			spent := RuleOf[ObsBudgetSpent]
 			d.State, d.Rule, d.NextAttemptAt = spent.Next, spent, now
 			d.Reason = fmt.Sprintf("gave up after %d attempts (first %s, last %s): %s; owner %s",

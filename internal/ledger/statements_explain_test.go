@@ -234,6 +234,18 @@ func modeStatements() []workerStatement {
 	return []workerStatement{
 		{name: "Notify", call: func(ctx context.Context, q *db.Queries, _ bool) { _ = q.Notify(ctx, "oncehook_actions") }},
 		{name: "DatabaseMode", call: func(ctx context.Context, q *db.Queries, _ bool) { _, _ = q.DatabaseMode(ctx) }},
+		{name: "ActionPark", client: true, call: func(ctx context.Context, q *db.Queries, _ bool) {
+			_, _ = q.ActionPark(ctx, db.ActionParkParams{Client: wsClient, Destination: "crm", Until: wsNow})
+		}},
+		{name: "ActionProbePick", fansOut: "picks a breaker's probe, once a wait: it locks nothing", call: func(ctx context.Context, q *db.Queries, _ bool) {
+			_, _ = q.ActionProbePick(ctx, db.ActionProbePickParams{Destination: "crm", HasLookup: true})
+		}},
+		{name: "ActionClaimProbe", client: true, call: func(ctx context.Context, q *db.Queries, _ bool) {
+			_, _ = q.ActionClaimProbe(ctx, db.ActionClaimProbeParams{Worker: wsWorker, LeaseSeconds: 30, Client: wsClient, ID: 1})
+		}},
+		{name: "ActionReleaseParked", mode: "citus", call: func(ctx context.Context, q *db.Queries, sharded bool) {
+			_, _ = q.ActionReleaseParked(ctx, db.ActionReleaseParkedParams{Destination: "crm", Sharded: sharded, Client: wsClient})
+		}},
 		{name: "ActionClientsWithWork", fansOut: "finds the performer's lanes", call: func(ctx context.Context, q *db.Queries, _ bool) {
 			_, _ = q.ActionClientsWithWork(ctx)
 		}},

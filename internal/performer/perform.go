@@ -38,6 +38,7 @@ type Performer struct {
 	inflight   sync.WaitGroup
 	decisions  *batch.Writer[pendingDecision, struct{}] // outcomes recorded together (newRecorder)
 	lanes      *ledger.Lanes                            // the clients it claims actions for in turn
+	breakers   *breakers                                // the destinations' breakers (breaker.go)
 	mode       *ledger.DatabaseMode                     // single Postgres or Citus
 
 	// Derived from the config once: the config does not change while it runs.
@@ -96,6 +97,7 @@ func New(p Params, mode *ledger.DatabaseMode, performers *batch.Wakeup) *Perform
 		unrecorded: batch.NewSlots(4 * p.Concurrency),
 	}
 	pf.decisions = pf.newRecorder()
+	pf.breakers = newBreakers(pf)
 	pf.lanes = ledger.NewLanes(p.Config, p.Logger, func(ctx context.Context) ([]string, error) {
 		return db.New(p.Pool).ActionClientsWithWork(ctx)
 	})
@@ -161,6 +163,9 @@ func (pf *Performer) performBatch(ctx context.Context) (int, error) {
 	defer cancel()
 	total := 0
 	clients := pf.lanes.Round(ctx)
+	if err := pf.parkDue(ctx, clients); err != nil {
+		return 0, fmt.Errorf("park the actions of open breakers: %w", err)
+	}
 	for _, spec := range pf.claimSpecs(free) {
 		var batch []claim
 		// Index planned, as the router's statements are: a generic plan made
@@ -180,6 +185,24 @@ func (pf *Performer) performBatch(ctx context.Context) (int, error) {
 		total += len(batch)
 	}
 	return total, nil
+}
+
+// parkDue parks the clients' due actions of the destinations whose breakers
+// are open, before they are claimed: the claims leave them alone anyway, and
+// once parked they no longer read them either.
+func (pf *Performer) parkDue(ctx context.Context, clients []string) error {
+	ps := pf.breakers.parking(ctx)
+	if len(ps) == 0 {
+		return nil
+	}
+	return pf.planned(ctx, db.WithTxIndexPlanned)(ctx, pf.pool, func(q *db.Queries) error {
+		for _, client := range clients {
+			if err := pf.breakers.parkDue(ctx, q, client, ps); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 // claimRound claims up to spec.n actions, going round the clients (see lanes):
@@ -353,6 +376,9 @@ type claim struct {
 	answered  func()          // frees the call slot once the destination has answered
 	limit     *destLimit      // the destination's own limits; nil for the shared slots
 	slot      *atomic.Bool    // a shared call slot was taken for it (takeSlot); nil with limit
+	// probe, set on a breaker's probe, is told the destination's health instead
+	// of the process's tally (breaker.go).
+	probe func(h ledger.Health, detail string)
 }
 
 // claimParams asks for up to n claims of the client's actions, and for the calls
@@ -568,6 +594,12 @@ func (pf *Performer) call(ctx context.Context, c claim) error {
 	pf.p.Metrics.Attempt(a.Destination, out.Observed, time.Since(start))
 	pf.logger.Debug("destination called", ledger.ActionIDs(callCtx, a), "destination", a.Destination,
 		"observed", string(out.Observed), "status", out.HTTPStatus)
+	d, _ := pf.cfg.Destination(a.Destination)
+	if h := ledger.HealthOf(d.Type, out); c.probe != nil {
+		c.probe(h, callAnswer(out))
+	} else {
+		pf.breakers.observe(ctx, a.Destination, start, h, out.RetryAfter, callAnswer(out))
+	}
 	return pf.record(a, c.attemptID, out)
 }
 

@@ -45,3 +45,24 @@ func endCallSpan(span trace.Span, observed ledger.Observation, httpStatus int) {
 	}
 	span.End()
 }
+
+// startProbeSpan starts the span of a breaker's probe of a destination
+// (oncehook.breaker.probe); the probe's call or lookup is its child.
+func (pf *Performer) startProbeSpan(ctx context.Context, destination string) (context.Context, trace.Span) {
+	if !telemetry.Enabled() {
+		return ctx, trace.SpanFromContext(ctx)
+	}
+	return telemetry.Tracer().Start(ctx, "oncehook.breaker.probe", trace.WithSpanKind(trace.SpanKindInternal),
+		trace.WithAttributes(ledger.AttrDestination.String(destination)))
+}
+
+// endProbeSpan ends a probe's span with whether the destination was well.
+func endProbeSpan(span trace.Span, h ledger.Health, answer string) {
+	if !span.IsRecording() {
+		return
+	}
+	if h != ledger.Well {
+		span.SetStatus(codes.Error, "unwell")
+	}
+	span.End()
+}

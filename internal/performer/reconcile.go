@@ -28,12 +28,18 @@ func (pf *Performer) reconcile(ctx context.Context, c claim) error {
 	if err != nil {
 		return err
 	}
+	sent := time.Now()
 	callCtx, span := pf.startCallSpan(ctx, "oncehook.lookup", a)
 	r := dest.Lookup(callCtx, ledger.SentKey(a))
 	c.answered()
 	out := ledger.LookupOutcome(a, r, caps, pf.now())
 	endCallSpan(span, out.Observed, r.HTTPStatus)
 	pf.p.Metrics.Reconcile(out.Observed)
+	if h := ledger.LookupHealth(r); c.probe != nil {
+		c.probe(h, lookupAnswer(r))
+	} else {
+		pf.breakers.observe(ctx, a.Destination, sent, h, 0, lookupAnswer(r))
+	}
 	return pf.record(a, attemptID, out)
 }
 

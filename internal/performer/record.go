@@ -22,6 +22,7 @@ func (pf *Performer) planFor(a db.Action) ledger.RetryPlan {
 	return ledger.RetryPlan{
 		Attempts: int(a.Attempts), MaxAttempts: int(a.MaxAttempts), GiveUpAt: a.GiveUpAt,
 		FirstAttempt: first, Owner: a.Owner, BackoffBase: pf.p.BackoffBase, BackoffMax: pf.p.BackoffMax,
+		Parked: pf.breakers.parks(a.Destination),
 	}
 }
 

@@ -27,6 +27,9 @@ type Cause struct {
 	// Unconfigured is the client, no longer in the config, whose actions these
 	// are (waitsForUnconfigured): a cause of its own, whatever their reasons; "".
 	Unconfigured string
+	// Breaker is set on the one cause of a destination whose breaker parks its
+	// actions: every action of it that would run or be reconciled waits for it.
+	Breaker *ledger.Breaker
 }
 
 // reasonStartBytes is how much of a reason decides its cause: every cause
@@ -72,17 +75,25 @@ func (r *Review) Waiting(ctx context.Context) (Waiting, error) {
 			return Waiting{}, fmt.Errorf("group the actions of clients no longer configured: %w", err)
 		}
 	}
-	return Waiting{Queues: queueSummaries(rows), Causes: r.causes(rows, gone)}, nil
+	breakers, err := ledger.Breakers(ctx, q)
+	if err != nil {
+		return Waiting{}, err
+	}
+	return Waiting{Queues: queueSummaries(rows), Causes: r.causes(rows, gone, breakers)}, nil
 }
 
 // causes merges the rows that share a cause, then names each group and its fix.
 // gone are the actions of clients no longer configured, which rows count
-// (their Unconfigured) and which are causes of their own.
-func (r *Review) causes(rows []db.DashboardCausesRow, gone []db.DashboardCausesUnconfiguredRow) []Cause {
+// (their Unconfigured) and which are causes of their own. The actions a
+// breaker parks are one cause, in the outstanding queue, whatever their states.
+func (r *Review) causes(rows []db.DashboardCausesRow, gone []db.DashboardCausesUnconfiguredRow, breakers map[string]ledger.Breaker) []Cause {
 	var all []Cause
 	for _, row := range rows {
 		c := Cause{State: row.State, Destination: row.Destination, Count: row.N,
 			Oldest: row.Oldest, Reason: causeOf(ledger.Deref(row.ReasonStart)), Blocked: row.Blocked}
+		if b, ok := breakers[row.Destination]; ok && b.Parks() && slices.Contains(ledger.DueStates, row.State) {
+			c.State, c.Reason, c.Blocked, c.Breaker = ledger.StatePending, "", false, &b
+		}
 		// Held is one cause whatever the reason says: the destination is disconnected.
 		if c.State == ledger.StateHeld {
 			c.Reason = ""
@@ -109,7 +120,7 @@ func (r *Review) causes(rows []db.DashboardCausesRow, gone []db.DashboardCausesU
 			c.Queue = q
 			i := slices.IndexFunc(group, func(o Cause) bool {
 				return o.State == c.State && o.Destination == c.Destination && o.Reason == c.Reason &&
-					o.Blocked == c.Blocked && o.Unconfigured == c.Unconfigured
+					o.Blocked == c.Blocked && o.Unconfigured == c.Unconfigured && (o.Breaker == nil) == (c.Breaker == nil)
 			})
 			if i < 0 {
 				group = append(group, c)
@@ -137,6 +148,9 @@ func (r *Review) causes(rows []db.DashboardCausesRow, gone []db.DashboardCausesU
 // causeWords names c and its fix as a person at the queue says them.
 func (r *Review) causeWords(c Cause) (label, fix string) {
 	d := c.Destination
+	if b := c.Breaker; b != nil {
+		return breakerWords(*b), "Nothing: a probe releases them, oldest first, once " + d + " answers; see Destinations"
+	}
 	if c.Unconfigured != "" {
 		return d + ": its client " + c.Unconfigured + " is no longer configured", "Cancel, or Resolve if done another way"
 	}
@@ -180,4 +194,21 @@ func failedCauseWords(d, cause string) (label, fix string) {
 		return d + " says it already exists", "Check " + d + ", then Resolve"
 	}
 	return d + ": failed", "Read the reason, then Retry, Resolve or Cancel"
+}
+
+// breakerWords says what a breaker that parks its destination's work is doing:
+// "crm down since 14:02 UTC, next probe 14:07 UTC".
+func breakerWords(b ledger.Breaker) string {
+	since := b.Since
+	if b.OutageAt != nil {
+		since = *b.OutageAt
+	}
+	words := b.Destination + " down since " + since.UTC().Format("15:04 UTC")
+	switch {
+	case b.State == ledger.BreakerHalfOpen:
+		return words + ", probing now"
+	case b.ProbeAt != nil:
+		return words + ", next probe " + b.ProbeAt.UTC().Format("15:04 UTC")
+	}
+	return words
 }

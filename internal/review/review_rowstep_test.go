@@ -97,7 +97,7 @@ func TestCausesSplitTheUnconfigured(t *testing.T) {
 		OldestConfigured: t0.Add(time.Hour)}}
 	gone := []db.DashboardCausesUnconfiguredRow{{Client: "beta", State: ledger.StateHeld, Destination: "crm", N: 2, Oldest: t0}}
 	var got []string
-	for _, c := range r.causes(rows, gone) {
+	for _, c := range r.causes(rows, gone, nil) {
 		got = append(got, fmt.Sprintf("%d %s since %s", c.Count, c.Label, c.Oldest.Format("15:04")))
 	}
 	want := []string{"3 crm disconnected since 01:00", "2 crm: its client beta is no longer configured since 00:00"}
