@@ -408,24 +408,27 @@ const actionClaimProbe = `-- name: ActionClaimProbe :one
 UPDATE actions
 SET state = 'processing', claimed_from = state, lease_owner = $1::text, lease_token = lease_token + 1,
     lease_expires_at = now() + make_interval(secs => $2::double precision),
-    first_attempt_at = coalesce(first_attempt_at, now()), last_attempt_at = now(), updated_at = now()
-WHERE client = $3 AND id = $4 AND state IN ('pending', 'retrying', 'uncertain')
+    first_attempt_at = coalesce(first_attempt_at, $3::timestamptz), last_attempt_at = now(), updated_at = now()
+WHERE client = $4 AND id = $5 AND state IN ('pending', 'retrying', 'uncertain')
 RETURNING id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key, param_values, reason_start, parked_at
 `
 
 type ActionClaimProbeParams struct {
 	Worker       string
 	LeaseSeconds float64
+	Now          time.Time
 	Client       string
 	ID           int64
 }
 
 // Claims the probe's action under a lease, as a claim does, but spends none of
-// its budget: its attempts are not counted.
+// its budget: its attempts are not counted. The time is the caller's: Citus
+// allows no function that is not immutable inside coalesce.
 func (q *Queries) ActionClaimProbe(ctx context.Context, arg ActionClaimProbeParams) (Action, error) {
 	row := q.db.QueryRow(ctx, actionClaimProbe,
 		arg.Worker,
 		arg.LeaseSeconds,
+		arg.Now,
 		arg.Client,
 		arg.ID,
 	)
@@ -2195,13 +2198,17 @@ func (q *Queries) ActionReleaseLeases(ctx context.Context, arg ActionReleaseLeas
 
 const actionReleaseParked = `-- name: ActionReleaseParked :execrows
 UPDATE actions
-SET next_attempt_at = least(parked_at, now()), give_up_at = give_up_at + greatest(now() - parked_at, interval '0'),
+SET next_attempt_at = least(parked_at, $1::timestamptz),
+    give_up_at = ((give_up_at AT TIME ZONE 'UTC')
+                  + greatest($1::timestamptz AT TIME ZONE 'UTC' - (parked_at AT TIME ZONE 'UTC'), interval '0'))
+                 AT TIME ZONE 'UTC',
     parked_at = NULL
-WHERE destination = $1 AND parked_at IS NOT NULL
-  AND (NOT $2::boolean OR client = $3)
+WHERE destination = $2 AND parked_at IS NOT NULL
+  AND (NOT $3::boolean OR client = $4)
 `
 
 type ActionReleaseParkedParams struct {
+	ReleasedAt  time.Time
 	Destination string
 	Sharded     bool
 	Client      string
@@ -2211,8 +2218,16 @@ type ActionReleaseParkedParams struct {
 // from when it first became due (so the oldest go first, in the order they
 // were due) and its elapsed-time budget moves later by the time it was parked.
 // On Citus (sharded) it releases one client's a statement, on its shard.
+// (Citus calls no function that is not immutable with a column in an update's
+// SET, and adding an interval to a timestamptz is only stable: the sums are
+// made in UTC, and the time is the caller's.)
 func (q *Queries) ActionReleaseParked(ctx context.Context, arg ActionReleaseParkedParams) (int64, error) {
-	result, err := q.db.Exec(ctx, actionReleaseParked, arg.Destination, arg.Sharded, arg.Client)
+	result, err := q.db.Exec(ctx, actionReleaseParked,
+		arg.ReleasedAt,
+		arg.Destination,
+		arg.Sharded,
+		arg.Client,
+	)
 	if err != nil {
 		return 0, err
 	}

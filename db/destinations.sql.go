@@ -68,15 +68,36 @@ func (q *Queries) DestinationBreakerOpen(ctx context.Context, arg DestinationBre
 	return i, err
 }
 
+const destinationBreakerProbeRetake = `-- name: DestinationBreakerProbeRetake :one
+UPDATE destinations
+SET breaker_probe_owner = $1,
+    breaker_probe_until = now() + make_interval(secs => $2::double precision)
+WHERE name = $3 AND breaker_state = 'half_open' AND (breaker_probe_until IS NULL OR breaker_probe_until < now())
+RETURNING breaker_open_for
+`
+
+type DestinationBreakerProbeRetakeParams struct {
+	Worker       string
+	LeaseSeconds float64
+	Name         string
+}
+
+// DestinationBreakerProbeTake of a half-open breaker whose prober's lease lapsed
+// (its process died before the answer). (Citus allows no CASE around now(): the
+// two takes are two statements.)
+func (q *Queries) DestinationBreakerProbeRetake(ctx context.Context, arg DestinationBreakerProbeRetakeParams) (float64, error) {
+	row := q.db.QueryRow(ctx, destinationBreakerProbeRetake, arg.Worker, arg.LeaseSeconds, arg.Name)
+	var breaker_open_for float64
+	err := row.Scan(&breaker_open_for)
+	return breaker_open_for, err
+}
+
 const destinationBreakerProbeTake = `-- name: DestinationBreakerProbeTake :one
 UPDATE destinations
-SET breaker_state = 'half_open', breaker_probe_owner = $1,
-    breaker_probe_until = now() + make_interval(secs => $2::double precision),
-    breaker_since = CASE WHEN breaker_state = 'open' THEN now() ELSE breaker_since END
-WHERE name = $3
-  AND (breaker_state = 'open' AND breaker_probe_at <= now()
-       OR breaker_state = 'half_open' AND (breaker_probe_until IS NULL OR breaker_probe_until < now()))
-RETURNING breaker_open_for, (breaker_since = now())::boolean AS was_open
+SET breaker_state = 'half_open', breaker_since = now(), breaker_probe_owner = $1,
+    breaker_probe_until = now() + make_interval(secs => $2::double precision)
+WHERE name = $3 AND breaker_state = 'open' AND breaker_probe_at <= now()
+RETURNING breaker_open_for
 `
 
 type DestinationBreakerProbeTakeParams struct {
@@ -85,19 +106,13 @@ type DestinationBreakerProbeTakeParams struct {
 	Name         string
 }
 
-type DestinationBreakerProbeTakeRow struct {
-	BreakerOpenFor float64
-	WasOpen        bool
-}
-
-// One process takes the probe of an open breaker whose wait has passed, or of a
-// half-open one whose prober's lease lapsed (it died before the answer): the
+// One process takes the probe of an open breaker whose wait has passed: the
 // breaker is half-open under this worker's lease. The others get no row.
-func (q *Queries) DestinationBreakerProbeTake(ctx context.Context, arg DestinationBreakerProbeTakeParams) (DestinationBreakerProbeTakeRow, error) {
+func (q *Queries) DestinationBreakerProbeTake(ctx context.Context, arg DestinationBreakerProbeTakeParams) (float64, error) {
 	row := q.db.QueryRow(ctx, destinationBreakerProbeTake, arg.Worker, arg.LeaseSeconds, arg.Name)
-	var i DestinationBreakerProbeTakeRow
-	err := row.Scan(&i.BreakerOpenFor, &i.WasOpen)
-	return i, err
+	var breaker_open_for float64
+	err := row.Scan(&breaker_open_for)
+	return breaker_open_for, err
 }
 
 const destinationBreakerReopen = `-- name: DestinationBreakerReopen :one

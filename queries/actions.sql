@@ -233,8 +233,14 @@ WHERE client = @client AND destination = @destination
 -- from when it first became due (so the oldest go first, in the order they
 -- were due) and its elapsed-time budget moves later by the time it was parked.
 -- On Citus (sharded) it releases one client's a statement, on its shard.
+-- (Citus calls no function that is not immutable with a column in an update's
+-- SET, and adding an interval to a timestamptz is only stable: the sums are
+-- made in UTC, and the time is the caller's.)
 UPDATE actions
-SET next_attempt_at = least(parked_at, now()), give_up_at = give_up_at + greatest(now() - parked_at, interval '0'),
+SET next_attempt_at = least(parked_at, sqlc.arg(released_at)::timestamptz),
+    give_up_at = ((give_up_at AT TIME ZONE 'UTC')
+                  + greatest(sqlc.arg(released_at)::timestamptz AT TIME ZONE 'UTC' - (parked_at AT TIME ZONE 'UTC'), interval '0'))
+                 AT TIME ZONE 'UTC',
     parked_at = NULL
 WHERE destination = @destination AND parked_at IS NOT NULL
   AND (NOT @sharded::boolean OR client = @client);
@@ -252,11 +258,12 @@ LIMIT 1;
 
 -- name: ActionClaimProbe :one
 -- Claims the probe's action under a lease, as a claim does, but spends none of
--- its budget: its attempts are not counted.
+-- its budget: its attempts are not counted. The time is the caller's: Citus
+-- allows no function that is not immutable inside coalesce.
 UPDATE actions
 SET state = 'processing', claimed_from = state, lease_owner = @worker::text, lease_token = lease_token + 1,
     lease_expires_at = now() + make_interval(secs => @lease_seconds::double precision),
-    first_attempt_at = coalesce(first_attempt_at, now()), last_attempt_at = now(), updated_at = now()
+    first_attempt_at = coalesce(first_attempt_at, @now::timestamptz), last_attempt_at = now(), updated_at = now()
 WHERE client = @client AND id = @id AND state IN ('pending', 'retrying', 'uncertain')
 RETURNING *;
 

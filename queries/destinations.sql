@@ -57,17 +57,23 @@ SELECT name, breaker_state, breaker_since, breaker_reason, breaker_outage_at, br
 FROM destinations ORDER BY name;
 
 -- name: DestinationBreakerProbeTake :one
--- One process takes the probe of an open breaker whose wait has passed, or of a
--- half-open one whose prober's lease lapsed (it died before the answer): the
+-- One process takes the probe of an open breaker whose wait has passed: the
 -- breaker is half-open under this worker's lease. The others get no row.
 UPDATE destinations
-SET breaker_state = 'half_open', breaker_probe_owner = @worker,
-    breaker_probe_until = now() + make_interval(secs => @lease_seconds::double precision),
-    breaker_since = CASE WHEN breaker_state = 'open' THEN now() ELSE breaker_since END
-WHERE name = @name
-  AND (breaker_state = 'open' AND breaker_probe_at <= now()
-       OR breaker_state = 'half_open' AND (breaker_probe_until IS NULL OR breaker_probe_until < now()))
-RETURNING breaker_open_for, (breaker_since = now())::boolean AS was_open;
+SET breaker_state = 'half_open', breaker_since = now(), breaker_probe_owner = @worker,
+    breaker_probe_until = now() + make_interval(secs => @lease_seconds::double precision)
+WHERE name = @name AND breaker_state = 'open' AND breaker_probe_at <= now()
+RETURNING breaker_open_for;
+
+-- name: DestinationBreakerProbeRetake :one
+-- DestinationBreakerProbeTake of a half-open breaker whose prober's lease lapsed
+-- (its process died before the answer). (Citus allows no CASE around now(): the
+-- two takes are two statements.)
+UPDATE destinations
+SET breaker_probe_owner = @worker,
+    breaker_probe_until = now() + make_interval(secs => @lease_seconds::double precision)
+WHERE name = @name AND breaker_state = 'half_open' AND (breaker_probe_until IS NULL OR breaker_probe_until < now())
+RETURNING breaker_open_for;
 
 -- name: DestinationBreakerReopen :one
 -- The probe found the destination still unwell: open again, for @open_for.

@@ -79,19 +79,21 @@ func TakeBreakerProbe(ctx context.Context, b db.Beginner, destination, worker st
 	var wait time.Duration
 	took := false
 	err := db.WithTx(ctx, b, func(q *db.Queries) error {
-		row, err := q.DestinationBreakerProbeTake(ctx, db.DestinationBreakerProbeTakeParams{
+		from, reason := BreakerOpen, "its wait has passed: one probe goes"
+		secs, err := q.DestinationBreakerProbeTake(ctx, db.DestinationBreakerProbeTakeParams{
 			Name: destination, Worker: worker, LeaseSeconds: lease.Seconds()})
+		if db.IsNotFound(err) {
+			from, reason = BreakerHalfOpen, "the last probe's process did not answer in time: probed again"
+			secs, err = q.DestinationBreakerProbeRetake(ctx, db.DestinationBreakerProbeRetakeParams{
+				Name: destination, Worker: worker, LeaseSeconds: lease.Seconds()})
+		}
 		if db.IsNotFound(err) {
 			return nil
 		}
 		if err != nil {
 			return err
 		}
-		took, wait = true, time.Duration(row.BreakerOpenFor*float64(time.Second))
-		from, reason := BreakerOpen, "its wait has passed: one probe goes"
-		if !row.WasOpen {
-			from, reason = BreakerHalfOpen, "the last probe's process did not answer in time: probed again"
-		}
+		took, wait = true, time.Duration(secs*float64(time.Second))
 		return q.BreakerTransitionInsert(ctx, db.BreakerTransitionInsertParams{Destination: destination,
 			FromState: from, ToState: BreakerHalfOpen, Reason: reason, Actor: BreakerActorWorkers})
 	})
@@ -149,7 +151,8 @@ func CloseBreaker(ctx context.Context, b db.Beginner, destination, worker, answe
 			clients = []string{""}
 		}
 		for _, c := range clients {
-			n, err := q.ActionReleaseParked(ctx, db.ActionReleaseParkedParams{Destination: destination, Sharded: sharded, Client: c})
+			n, err := q.ActionReleaseParked(ctx, db.ActionReleaseParkedParams{Destination: destination,
+				ReleasedAt: time.Now(), Sharded: sharded, Client: c})
 			if err != nil {
 				return fmt.Errorf("release parked actions: %w", err)
 			}

@@ -2,6 +2,7 @@ package ledger_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -204,5 +205,108 @@ func TestBreakerOpensOnceForEveryProcess(t *testing.T) {
 	// An open breaker is not opened again: its outage keeps its start.
 	if ok, err := ledger.OpenBreaker(ctx, pool, "crm", "timeout", ledger.BreakerSettings{}); ok || err != nil {
 		t.Fatalf("reopened an open breaker: %v %v", ok, err)
+	}
+}
+
+// TestBreakerProbeAndRelease: the probe is taken once, by one process; a
+// prober that died leaves its half-open breaker to the next after its lease; a
+// reopen doubles nothing by itself (the caller names the wait); a close releases
+// the parked actions with their due times and the time they were parked given
+// back to their elapsed-time budget, and leaves the others alone.
+func TestBreakerProbeAndRelease(t *testing.T) {
+	t.Parallel()
+	pool := dbtest.New(t)
+	ctx := context.Background()
+	q := db.New(pool)
+	exec := func(sql string, args ...any) {
+		t.Helper()
+		if _, err := pool.Exec(ctx, sql, args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fillActions(t, pool, 1, 6, `'retrying'`) // destinations d0 (even ids) and d1 (odd)
+	if ok, err := ledger.OpenBreaker(ctx, pool, "d0", "503", ledger.BreakerSettings{}); !ok || err != nil {
+		t.Fatalf("open: %v %v", ok, err)
+	}
+	// Parked an hour ago, due then; a probe's wait that has passed.
+	exec(`UPDATE actions SET parked_at = now() - interval '1 hour', next_attempt_at = now() + interval '10 minutes'
+	      WHERE destination = 'd0'`)
+	exec(`UPDATE destinations SET breaker_probe_at = now() - interval '1 second' WHERE name = 'd0'`)
+	before := map[int64]time.Time{}
+	rows, err := pool.Query(ctx, `SELECT id, give_up_at FROM actions`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var id int64
+		var at time.Time
+		if err := rows.Scan(&id, &at); err != nil {
+			t.Fatal(err)
+		}
+		before[id] = at
+	}
+	rows.Close()
+
+	wait, took, err := ledger.TakeBreakerProbe(ctx, pool, "d0", "w1", time.Hour)
+	if err != nil || !took || wait != 30*time.Second {
+		t.Fatalf("w1 takes the probe: %v %v %v", wait, took, err)
+	}
+	if _, took, _ := ledger.TakeBreakerProbe(ctx, pool, "d0", "w2", time.Hour); took {
+		t.Fatal("w2 took a probe w1 holds")
+	}
+	// w1 dies: once its lease lapses, w2 takes the probe over, and w1's answer
+	// comes too late to change anything.
+	exec(`UPDATE destinations SET breaker_probe_until = now() - interval '1 second' WHERE name = 'd0'`)
+	if _, took, err := ledger.TakeBreakerProbe(ctx, pool, "d0", "w2", time.Hour); !took || err != nil {
+		t.Fatalf("w2 takes over a lapsed probe: %v %v", took, err)
+	}
+	if ok, err := ledger.ReopenBreaker(ctx, pool, "d0", "w1", "late", time.Minute); ok || err != nil {
+		t.Fatalf("w1's late answer reopened the breaker: %v %v", ok, err)
+	}
+	released, ok, err := ledger.CloseBreaker(ctx, pool, "d0", "w2", "call answered 201 (success)", dbtest.OnCitus(), []string{"c0", "c1"})
+	if err != nil || !ok || released != 3 {
+		t.Fatalf("close: released %d, %v %v", released, ok, err)
+	}
+	rows, err = pool.Query(ctx, `SELECT id, destination, give_up_at, next_attempt_at, parked_at IS NULL,
+	                                    next_attempt_at < now() - interval '59 minutes' FROM actions ORDER BY id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id int64
+		var dest string
+		var giveUp, next time.Time
+		var cleared, dueSinceParked bool
+		if err := rows.Scan(&id, &dest, &giveUp, &next, &cleared, &dueSinceParked); err != nil {
+			t.Fatal(err)
+		}
+		moved := giveUp.Sub(before[id])
+		switch {
+		case dest == "d0" && (!cleared || !dueSinceParked || moved < 59*time.Minute || moved > 61*time.Minute):
+			t.Errorf("parked action %d: cleared %v, due from when it was parked %v, budget moved %s (want about 1h)",
+				id, cleared, dueSinceParked, moved)
+		case dest == "d1" && moved != 0:
+			t.Errorf("action %d of another destination: budget moved %s", id, moved)
+		}
+	}
+	bs, err := ledger.Breakers(ctx, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := bs["d0"]; b.State != ledger.BreakerClosed || b.LastProbe != "call answered 201 (success)" || b.OutageAt != nil {
+		t.Errorf("breaker after the close: %+v", b)
+	}
+	log, err := ledger.BreakerTransitions(ctx, q, "d0", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, tr := range log {
+		got = append(got, tr.FromState+">"+tr.State)
+	}
+	want := []string{"half_open>closed", "half_open>half_open", "open>half_open", "closed>open"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("transitions %v, want %v", got, want)
 	}
 }

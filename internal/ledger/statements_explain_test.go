@@ -241,10 +241,10 @@ func modeStatements() []workerStatement {
 			_, _ = q.ActionProbePick(ctx, db.ActionProbePickParams{Destination: "crm", HasLookup: true})
 		}},
 		{name: "ActionClaimProbe", client: true, call: func(ctx context.Context, q *db.Queries, _ bool) {
-			_, _ = q.ActionClaimProbe(ctx, db.ActionClaimProbeParams{Worker: wsWorker, LeaseSeconds: 30, Client: wsClient, ID: 1})
+			_, _ = q.ActionClaimProbe(ctx, db.ActionClaimProbeParams{Worker: wsWorker, LeaseSeconds: 30, Now: wsNow, Client: wsClient, ID: 1})
 		}},
 		{name: "ActionReleaseParked", mode: "citus", call: func(ctx context.Context, q *db.Queries, sharded bool) {
-			_, _ = q.ActionReleaseParked(ctx, db.ActionReleaseParkedParams{Destination: "crm", Sharded: sharded, Client: wsClient})
+			_, _ = q.ActionReleaseParked(ctx, db.ActionReleaseParkedParams{Destination: "crm", ReleasedAt: wsNow, Sharded: sharded, Client: wsClient})
 		}},
 		{name: "ActionClientsWithWork", fansOut: "finds the performer's lanes", call: func(ctx context.Context, q *db.Queries, _ bool) {
 			_, _ = q.ActionClientsWithWork(ctx)

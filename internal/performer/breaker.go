@@ -275,7 +275,7 @@ func (b *breakers) claimProbe(ctx context.Context, client string, id int64) (cla
 	ok := false
 	err := db.WithTx(ctx, pf.pool, func(q *db.Queries) error {
 		a, err := q.ActionClaimProbe(ctx, db.ActionClaimProbeParams{Worker: pf.p.Worker,
-			LeaseSeconds: pf.leaseFor(""), Client: client, ID: id})
+			LeaseSeconds: pf.leaseFor(""), Now: pf.now(), Client: client, ID: id})
 		if db.IsNotFound(err) {
 			return nil
 		}
