@@ -919,6 +919,27 @@ func (q *Queries) ActionCountInScope(ctx context.Context, arg ActionCountInScope
 	return i, err
 }
 
+const actionCountParked = `-- name: ActionCountParked :one
+SELECT count(*)::bigint FROM actions
+WHERE destination = $1 AND parked_at IS NOT NULL AND state IN ('pending', 'retrying', 'uncertain')
+  AND ($2::boolean OR client = ANY($3::text[]))
+`
+
+type ActionCountParkedParams struct {
+	Destination  string
+	AllClients   bool
+	ScopeClients []string
+}
+
+// The actions a destination's open breaker parks, of the clients the reader
+// sees: read from actions_parked_idx, for the destinations page.
+func (q *Queries) ActionCountParked(ctx context.Context, arg ActionCountParkedParams) (int64, error) {
+	row := q.db.QueryRow(ctx, actionCountParked, arg.Destination, arg.AllClients, arg.ScopeClients)
+	var column_1 int64
+	err := row.Scan(&column_1)
+	return column_1, err
+}
+
 const actionEventLinks = `-- name: ActionEventLinks :exec
 INSERT INTO action_events (client, action_id, event_id, params, params_sha256, conflict)
 SELECT r.client, r.action_id, r.event_id, r.params, r.params_sha256, r.conflict

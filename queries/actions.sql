@@ -735,3 +735,10 @@ DELETE FROM snoozes WHERE client = @client AND action_id = @action_id;
 -- The snoozes of a client's actions ids that have not run out by @now.
 SELECT action_id, until, snoozed_by FROM snoozes
 WHERE client = @client AND action_id = ANY(@action_ids::bigint[]) AND until > @now;
+
+-- name: ActionCountParked :one
+-- The actions a destination's open breaker parks, of the clients the reader
+-- sees: read from actions_parked_idx, for the destinations page.
+SELECT count(*)::bigint FROM actions
+WHERE destination = @destination AND parked_at IS NOT NULL AND state IN ('pending', 'retrying', 'uncertain')
+  AND (@all_clients::boolean OR client = ANY(@scope_clients::text[]));

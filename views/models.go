@@ -141,6 +141,26 @@ type DestinationRow struct {
 	NoAccount bool // the owner has no account
 	Held      int64
 	HeldURL   string // the held actions in their queue
+	Breaker   BreakerView
+}
+
+// BreakerView is a destination's breaker as the destinations page shows it.
+type BreakerView struct {
+	State      string // closed, open or half_open
+	Since      Stamp
+	Reason     string // the unwell answer that opened it
+	NextProbe  Stamp  // open: when a probe may go
+	LastProbe  Stamp
+	LastAnswer string
+	Parked     int64
+	ParkedURL  string // the destination's actions in the outstanding queue
+	Changes    []BreakerChange
+}
+
+// BreakerChange is one change of a breaker.
+type BreakerChange struct {
+	At               Stamp
+	From, To, Reason string
 }
 
 // OverviewPage is "/".

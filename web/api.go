@@ -237,18 +237,40 @@ func (s *Server) apiDestinations(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	type breakerJSON struct {
+		State       string     `json:"state"`
+		Since       *time.Time `json:"since,omitempty"`
+		Reason      string     `json:"reason,omitempty"`
+		NextProbeAt *time.Time `json:"next_probe_at,omitempty"`
+		LastProbeAt *time.Time `json:"last_probe_at,omitempty"`
+		LastProbe   string     `json:"last_probe,omitempty"`
+		Parked      int64      `json:"parked"`
+	}
 	type destJSON struct {
-		Name   string `json:"name"`
-		Type   string `json:"type"`
-		Status string `json:"status"`
-		Owner  string `json:"owner"`
-		Held   int64  `json:"held"`
+		Name    string      `json:"name"`
+		Type    string      `json:"type"`
+		Status  string      `json:"status"`
+		Owner   string      `json:"owner"`
+		Held    int64       `json:"held"`
+		Breaker breakerJSON `json:"breaker"`
 	}
 	out := struct {
 		Destinations []destJSON `json:"destinations"`
 	}{Destinations: []destJSON{}}
 	for _, d := range ds {
-		out.Destinations = append(out.Destinations, destJSON{Name: d.Name, Type: d.Type, Status: d.Status, Owner: d.Owner, Held: d.Held})
+		b := d.Breaker
+		bj := breakerJSON{State: b.State, Reason: b.Reason, LastProbeAt: b.LastProbeAt, LastProbe: b.LastProbe, Parked: d.Parked}
+		if !b.Since.IsZero() {
+			bj.Since = &b.Since
+		}
+		if b.OutageAt != nil {
+			bj.Since = b.OutageAt
+		}
+		if b.State == ledger.BreakerOpen {
+			bj.NextProbeAt = b.ProbeAt
+		}
+		out.Destinations = append(out.Destinations, destJSON{Name: d.Name, Type: d.Type, Status: d.Status, Owner: d.Owner,
+			Held: d.Held, Breaker: bj})
 	}
 	return c.JSON(http.StatusOK, out)
 }

@@ -101,9 +101,30 @@ func (s *Server) destinationRows(c echo.Context) ([]views.DestinationRow, error)
 	for _, d := range ds {
 		rows = append(rows, views.DestinationRow{Name: d.Name, Type: d.Type, Status: d.Status, Reason: d.Reason, Owner: d.Owner,
 			NoAccount: d.Owner != "" && !known[strings.ToLower(d.Owner)],
-			Held:      d.Held, HeldURL: queueURL("/queue/"+ledger.QueueOutstanding, views.Filter{State: ledger.StateHeld, Destination: d.Name}, "")})
+			Held:      d.Held, HeldURL: queueURL("/queue/"+ledger.QueueOutstanding, views.Filter{State: ledger.StateHeld, Destination: d.Name}, ""),
+			Breaker: breakerView(d)})
 	}
 	return rows, nil
+}
+
+// breakerView is a destination's breaker for the destinations page.
+func breakerView(d review.DestinationStatus) views.BreakerView {
+	b := d.Breaker
+	v := views.BreakerView{State: b.State, Since: stamp(b.Since), Reason: b.Reason, LastAnswer: b.LastProbe,
+		Parked: d.Parked, ParkedURL: queueURL("/queue/"+ledger.QueueOutstanding, views.Filter{Destination: d.Name}, "")}
+	if b.OutageAt != nil {
+		v.Since = stamp(*b.OutageAt)
+	}
+	if b.ProbeAt != nil && b.State == ledger.BreakerOpen {
+		v.NextProbe = stamp(*b.ProbeAt)
+	}
+	if b.LastProbeAt != nil {
+		v.LastProbe = stamp(*b.LastProbeAt)
+	}
+	for _, t := range d.Transitions {
+		v.Changes = append(v.Changes, views.BreakerChange{At: stamp(t.At), From: t.FromState, To: t.State, Reason: t.Reason})
+	}
+	return v
 }
 
 // sourcesPage serves "/sources".

@@ -1031,6 +1031,18 @@ func TestParseConfigBreaker(t *testing.T) {
 		if diff := cmp.Diff(c.want, cfg.Destinations[0].Breaker); diff != "" {
 			t.Errorf("%q (-want +got):\n%s", c.yaml, diff)
 		}
+		// oncehook check says it under the destination.
+		var b strings.Builder
+		Describe(&b, cfg)
+		if !strings.Contains(b.String(), "\n  "+strings.Repeat(" ", 20)+" "+c.want.String()+"\n") {
+			t.Errorf("%q: check does not say %q:\n%s", c.yaml, c.want.String(), b.String())
+		}
+	}
+	if got := defaultBreaker.String(); got != "breaker opens at 70% unwell of at least 10 calls in 5m; probes after 30s, doubling up to 10m" {
+		t.Errorf("the default breaker reads %q", got)
+	}
+	if got := (ledger.BreakerSettings{Off: true}).String(); got != "breaker off" {
+		t.Errorf("an off breaker reads %q", got)
 	}
 	for _, c := range []struct{ yaml, want string }{
 		{", breaker: on", `b.yaml:3:60: destinations[0].breaker: "on": write off, or {failure_rate: 0.7, min_calls: 10, window: 5m, open_for: 30s, max_open_for: 10m}`},

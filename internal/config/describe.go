@@ -31,6 +31,7 @@ func Describe(w io.Writer, cfg *ledger.Config) {
 	fmt.Fprint(w, "\nDestinations (what protects against a double effect):\n")
 	for _, d := range cfg.Destinations {
 		fmt.Fprintf(w, "  %-20s %s: %s\n", d.Name, d.Type, Protection(d))
+		fmt.Fprintf(w, "  %-20s %s\n", "", d.Breaker)
 	}
 	if risks := Risks(cfg); len(risks) > 0 {
 		fmt.Fprint(w, "\nRisks (read before going live):\n")

@@ -3,6 +3,7 @@ package ledger
 import (
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 )
@@ -77,7 +78,19 @@ func (s BreakerSettings) String() string {
 		return "breaker off"
 	}
 	return fmt.Sprintf("breaker opens at %.0f%% unwell of at least %d calls in %s; probes after %s, doubling up to %s",
-		100*s.FailureRate, s.MinCalls, s.Window, s.OpenFor, s.MaxOpenFor)
+		100*s.FailureRate, s.MinCalls, shortDuration(s.Window), shortDuration(s.OpenFor), shortDuration(s.MaxOpenFor))
+}
+
+// shortDuration writes d as the config does: 5m, not 5m0s.
+func shortDuration(d time.Duration) string {
+	out := d.String()
+	if strings.HasSuffix(out, "m0s") {
+		out = strings.TrimSuffix(out, "0s")
+	}
+	if strings.HasSuffix(out, "h0m") {
+		out = strings.TrimSuffix(out, "0m")
+	}
+	return out
 }
 
 // Health is what one answer says of the destination itself, not of the request.

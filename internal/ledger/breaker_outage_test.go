@@ -3,8 +3,11 @@ package ledger_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"regexp"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -114,6 +117,14 @@ func TestBreakerParksADeadDestination(t *testing.T) {
 			if len(crmCauses) != 1 || crmCauses[0].Breaker == nil || crmCauses[0].Count != n {
 				t.Fatalf("the crm's causes are %+v, want one of the breaker's with %d actions", crmCauses, n)
 			}
+			// The API and the metrics say it too.
+			if b := apiBreaker(t, w, "crm"); b["state"] == ledger.BreakerClosed || b["parked"].(float64) == 0 || b["reason"] == "" {
+				t.Errorf("the API's crm breaker while down: %v", b)
+			}
+			if m := metricsText(t, w); !regexp.MustCompile(`oncehook_breaker_transitions_total\{destination="crm",to="half_open"\} ([3-9]|[1-9][0-9]+)`).MatchString(m) ||
+				!regexp.MustCompile(`oncehook_breaker_state\{destination="crm"\} [12]\n`).MatchString(m) {
+				t.Errorf("the metrics do not show crm's breaker open:\n%s", grepLines(m, "breaker"))
+			}
 			o.down.Store(false)
 			for _, a := range waitAll(t, w, "open_opportunity", n, ledger.StateConfirmed) {
 				if c := w.crm.CountByRef(a.OperationKey); c != 1 {
@@ -132,6 +143,13 @@ func TestBreakerParksADeadDestination(t *testing.T) {
 			}
 			if p := w.count(`SELECT count(*) FROM actions WHERE parked_at IS NOT NULL`); p != 0 {
 				t.Errorf("%d actions are still parked", p)
+			}
+			if b := apiBreaker(t, w, "crm"); b["state"] != ledger.BreakerClosed || b["last_probe"] == "" {
+				t.Errorf("the API's crm breaker once back: %v", b)
+			}
+			if m := metricsText(t, w); !strings.Contains(m, `oncehook_breaker_state{destination="crm"} 0`) ||
+				!strings.Contains(m, `oncehook_breaker_transitions_total{destination="crm",to="closed"} 1`) {
+				t.Errorf("the metrics do not show crm's breaker closed once:\n%s", grepLines(m, "breaker"))
 			}
 		})
 	}
@@ -157,4 +175,46 @@ func waitAll(t *testing.T, w *world, name string, n int, want string) []action {
 	}
 	t.Fatalf("%s: not all %d became %s; last seen %+v\nlogs:\n%s", name, n, want, last, tail(w.logs.String(), 4000))
 	return nil
+}
+
+// apiBreaker is the named destination's breaker as GET /api/v1/destinations shows it.
+func apiBreaker(t *testing.T, w *world, name string) map[string]any {
+	t.Helper()
+	status, out := w.api(w.admin, "GET", "/destinations", nil)
+	if status != http.StatusOK {
+		t.Fatalf("destinations: %d %v", status, out)
+	}
+	for _, d := range out["destinations"].([]any) {
+		if m := d.(map[string]any); m["name"] == name {
+			return m["breaker"].(map[string]any)
+		}
+	}
+	t.Fatalf("no destination %s in %v", name, out)
+	return nil
+}
+
+// metricsText is what /metrics serves.
+func metricsText(t *testing.T, w *world) string {
+	t.Helper()
+	res, err := http.Get(w.url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// grepLines keeps the lines of s that hold word.
+func grepLines(s, word string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, word) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }

@@ -27,6 +27,7 @@ type Metrics struct {
 	backfillPasses  *prometheus.CounterVec
 	backfillEvents  *prometheus.CounterVec
 	oauthRefreshes  *prometheus.CounterVec
+	breakerChanges  *prometheus.CounterVec
 }
 
 // NewMetrics registers every metric, including the gauges read from the database
@@ -77,8 +78,12 @@ func NewMetrics(pool *pgxpool.Pool) *Metrics {
 			Name: "oncehook_oauth_refreshes_total",
 			Help: "OAuth2 token requests by destination and result (refreshed, refused, unavailable, connected).",
 		}, []string{"destination", "result"}),
+		breakerChanges: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "oncehook_breaker_transitions_total",
+			Help: "Changes of a destination's breaker that this process made, by the state it went to (open, half_open, closed).",
+		}, []string{"destination", "to"}),
 	}
-	m.Registry.MustRegister(m.deliveries, m.ingestSeconds, m.ingestBatch, m.attempts, m.attemptSeconds,
+	m.Registry.MustRegister(m.breakerChanges, m.deliveries, m.ingestSeconds, m.ingestBatch, m.attempts, m.attemptSeconds,
 		m.reconciles, m.leaseRecoveries, m.backfillPasses, m.backfillEvents, m.oauthRefreshes, &ledgerCollector{pool: pool},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -164,6 +169,9 @@ var (
 		[]string{"queue"}, nil)
 	descHeld = prometheus.NewDesc("oncehook_held_actions", "Actions held because their destination is disconnected.",
 		[]string{"destination"}, nil)
+	descBreaker = prometheus.NewDesc("oncehook_breaker_state",
+		"A destination's breaker: 0 closed, 1 half-open (a probe is out), 2 open (its actions are parked).",
+		[]string{"destination"}, nil)
 	descUp = prometheus.NewDesc("oncehook_database_up", "1 when the database answered this scrape.", nil, nil)
 )
 
@@ -171,6 +179,7 @@ func (c *ledgerCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descActions
 	ch <- descOldest
 	ch <- descHeld
+	ch <- descBreaker
 	ch <- descUp
 }
 
@@ -203,6 +212,32 @@ func (c *ledgerCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for _, h := range held {
 		ch <- prometheus.MustNewConstMetric(descHeld, prometheus.GaugeValue, float64(h.N), h.Destination)
+	}
+	breakers, err := Breakers(ctx, q)
+	if err != nil {
+		return
+	}
+	for _, b := range breakers {
+		ch <- prometheus.MustNewConstMetric(descBreaker, prometheus.GaugeValue, BreakerGauge(b.State), b.Destination)
+	}
+}
+
+// BreakerGauge is a breaker's state as oncehook_breaker_state reports it: 0
+// closed, 1 half-open, 2 open.
+func BreakerGauge(state string) float64 {
+	switch state {
+	case BreakerOpen:
+		return 2
+	case BreakerHalfOpen:
+		return 1
+	}
+	return 0
+}
+
+// BreakerChanged counts one change of a destination's breaker this process made.
+func (m *Metrics) BreakerChanged(destination, to string) {
+	if m != nil {
+		m.breakerChanges.WithLabelValues(destination, to).Inc()
 	}
 }
 

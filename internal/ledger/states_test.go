@@ -41,6 +41,7 @@ var stateSetLiterals = map[string][]string{
 	"ActionPark":                       {"due"},
 	"ActionProbePick":                  {"due"},
 	"ActionClaimProbe":                 {"due"},
+	"ActionCountParked":                {"due"},
 	"ActionList":                       {"all", "person", "person", "open"},
 	"ActionCountByStateOfClient":       {"all"},
 	"DashboardCauses":                  {"person", "worker"},

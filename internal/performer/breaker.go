@@ -144,6 +144,7 @@ func (b *breakers) observe(ctx context.Context, destination string, sent time.Ti
 	t.Reset()
 	b.forget()
 	if opened {
+		b.pf.p.Metrics.BreakerChanged(destination, ledger.BreakerOpen)
 		b.pf.logger.Warn("breaker opened: the destination's due actions are parked until a probe finds it well",
 			"destination", destination, "calls", calls, "unwell", unwell, "reason", reason, "probe_in", s.OpenFor)
 	}
@@ -178,6 +179,7 @@ func (b *breakers) probeDue(ctx context.Context) {
 			continue
 		}
 		if took {
+			b.pf.p.Metrics.BreakerChanged(name, ledger.BreakerHalfOpen)
 			b.forget()
 			b.read(ctx)
 			b.probe(ctx, name, wait)
@@ -199,10 +201,12 @@ func (b *breakers) probe(ctx context.Context, name string, wait time.Duration) {
 	defer b.forget()
 	if h != ledger.Well {
 		next := s.NextOpenFor(wait)
-		if _, err := ledger.ReopenBreaker(context.WithoutCancel(ctx), b.pf.pool, name, b.pf.p.Worker, answer, next); err != nil {
-			b.pf.logger.Warn("reopen a breaker", "destination", name, "err", err)
+		reopened, err := ledger.ReopenBreaker(context.WithoutCancel(ctx), b.pf.pool, name, b.pf.p.Worker, answer, next)
+		if err != nil || !reopened {
+			b.pf.logger.Warn("reopen a breaker; its probe's lease lapsed, and the next prober decides", "destination", name, "err", err)
 			return
 		}
+		b.pf.p.Metrics.BreakerChanged(name, ledger.BreakerOpen)
 		b.pf.logger.Warn("breaker probe: still unwell; open again", "destination", name, "answer", answer, "next_probe_in", next)
 		return
 	}
@@ -220,6 +224,7 @@ func (b *breakers) probe(ctx context.Context, name string, wait time.Duration) {
 		b.pf.logger.Warn("close a breaker", "destination", name, "err", err)
 		return
 	}
+	b.pf.p.Metrics.BreakerChanged(name, ledger.BreakerClosed)
 	b.mu.Lock()
 	if t := b.tallies[name]; t != nil {
 		t.Reset()

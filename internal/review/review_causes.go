@@ -91,7 +91,9 @@ func (r *Review) causes(rows []db.DashboardCausesRow, gone []db.DashboardCausesU
 	for _, row := range rows {
 		c := Cause{State: row.State, Destination: row.Destination, Count: row.N,
 			Oldest: row.Oldest, Reason: causeOf(ledger.Deref(row.ReasonStart)), Blocked: row.Blocked}
-		if b, ok := breakers[row.Destination]; ok && b.Parks() && slices.Contains(ledger.DueStates, row.State) {
+		// (With the probe's action, and whatever was in flight when it opened.)
+		if b, ok := breakers[row.Destination]; ok && b.Parks() &&
+			(slices.Contains(ledger.DueStates, row.State) || row.State == ledger.StateProcessing) {
 			c.State, c.Reason, c.Blocked, c.Breaker = ledger.StatePending, "", false, &b
 		}
 		// Held is one cause whatever the reason says: the destination is disconnected.

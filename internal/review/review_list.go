@@ -297,10 +297,14 @@ func (r *Review) summaryInScope(ctx context.Context) ([]StateCount, error) {
 	return out, nil
 }
 
-// DestinationStatus is a configured destination with its connection state.
+// DestinationStatus is a configured destination with its connection state and
+// its breaker.
 type DestinationStatus struct {
 	Name, Type, Status, Reason, Owner string
 	Held                              int64
+	Breaker                           ledger.Breaker
+	Parked                            int64 // the actions its breaker parks, of the reader's clients
+	Transitions                       []ledger.BreakerTransition
 }
 
 // Destinations lists every configured destination with its status and held count.
@@ -313,16 +317,50 @@ func (r *Review) Destinations(ctx context.Context) ([]DestinationStatus, error) 
 	for _, row := range rows {
 		byName[row.Name] = row
 	}
+	q := db.New(r.pool)
+	breakers, err := ledger.Breakers(ctx, q)
+	if err != nil {
+		return nil, err
+	}
 	out := make([]DestinationStatus, 0, len(r.cfg.Destinations))
 	for _, d := range r.cfg.Destinations {
 		if !r.seesDestination(d.Name) {
 			continue
 		}
-		s := DestinationStatus{Name: d.Name, Type: d.Type, Status: "connected", Owner: d.Owner}
+		s := DestinationStatus{Name: d.Name, Type: d.Type, Status: "connected", Owner: d.Owner,
+			Breaker: ledger.Breaker{Destination: d.Name, State: ledger.BreakerClosed}}
 		if row, ok := byName[d.Name]; ok {
 			s.Status, s.Reason, s.Held = row.Status, row.Reason, row.Held
+		}
+		if b, ok := breakers[d.Name]; ok {
+			s.Breaker = b
+		}
+		if err := r.breakerDetail(ctx, q, &s); err != nil {
+			return nil, err
 		}
 		out = append(out, s)
 	}
 	return out, nil
+}
+
+// breakerDetail reads what the destinations page says of an open breaker, or
+// of one that has changed: how many actions it parks and its last changes.
+func (r *Review) breakerDetail(ctx context.Context, q *db.Queries, s *DestinationStatus) error {
+	if s.Breaker.Parks() {
+		sc, err := r.readScope(ctx)
+		if err != nil {
+			return err
+		}
+		if s.Parked, err = q.ActionCountParked(ctx, db.ActionCountParkedParams{Destination: s.Name,
+			AllClients: sc.All, ScopeClients: sc.Clients}); err != nil {
+			return fmt.Errorf("count the parked actions of %s: %w", s.Name, err)
+		}
+	}
+	if s.Breaker.State != ledger.BreakerClosed || s.Breaker.LastProbeAt != nil {
+		var err error
+		if s.Transitions, err = ledger.BreakerTransitions(ctx, q, s.Name, 5); err != nil {
+			return err
+		}
+	}
+	return nil
 }
