@@ -6,8 +6,10 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -15,16 +17,26 @@ import (
 	"github.com/oncehook/oncehook/db"
 	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/internal/review"
+	"github.com/oncehook/oncehook/internal/sender"
 )
 
-// outage stands between oncehook and the CRM: while down it answers every
-// request the way an outage does (a 503, or the connection dropped without an
-// answer) and counts the requests that reached it.
+// outage stands between oncehook and the CRM: while down it fails every
+// request the way an outage of its kind does, and counts the requests that
+// reached it.
 type outage struct {
 	down     atomic.Bool
-	drop     bool // drop the connection instead of answering 503
+	up       chan struct{} // closed when the outage ends, for the calls still hanging
+	kind     string        // how it fails: one of the outageKinds
 	received atomic.Int64
 }
+
+// The ways a CRM is down.
+const (
+	down503         = "503s"              // a load balancer's 503
+	downReset       = "ResetConnections"  // connections reset before any answer
+	downTimeout     = "Timeouts"          // calls that hang past the client's timeout
+	downAfterCommit = "CommittedInFlight" // creates committed, then the connection reset: nothing answered
+)
 
 func (o *outage) wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
@@ -33,31 +45,77 @@ func (o *outage) wrap(next http.Handler) http.Handler {
 			return
 		}
 		o.received.Add(1)
-		if o.drop {
-			if conn, _, err := rw.(http.Hijacker).Hijack(); err == nil {
-				_ = conn.(*net.TCPConn).SetLinger(0) // a reset, as a dead load balancer gives
-				_ = conn.Close()
+		switch o.kind {
+		case down503:
+			rw.Header().Set("Content-Type", "application/json")
+			rw.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = rw.Write([]byte(`{"error":"service unavailable"}`))
+			return
+		case downTimeout:
+			_, _ = io.Copy(io.Discard, r.Body) // so the server sees the client hang up
+			select {
+			case <-r.Context().Done(): // the client gives up first
+			case <-o.up:
 			}
 			return
+		case downAfterCommit:
+			if r.Method == http.MethodPost {
+				next.ServeHTTP(httptest.NewRecorder(), r) // done at the CRM, never answered
+			}
 		}
-		rw.Header().Set("Content-Type", "application/json")
-		rw.WriteHeader(http.StatusServiceUnavailable)
-		_, _ = rw.Write([]byte(`{"error":"service unavailable"}`))
+		if conn, _, err := rw.(http.Hijacker).Hijack(); err == nil {
+			_ = conn.(*net.TCPConn).SetLinger(0) // a reset, as a dead load balancer gives
+			_ = conn.Close()
+		}
 	})
 }
 
-// TestBreakerParksADeadDestination: a CRM that answers 503 (or resets every
-// connection) under a stream of deliveries is called about min_calls times
-// plus what was in flight, then once a wait; its actions are parked, not failed,
-// and keep their budget; the overview shows one cause; once the CRM is back a
-// probe closes the breaker and every operation is in the CRM's own records once.
+// twoClients adds a second client's source and rule to the CRM, beside acme's.
+func twoClients(yaml string) string {
+	yaml = strings.Replace(yaml, "sources:\n", "sources:\n  - {name: stripe-globex, client: globex, provider: stripe, account: acct_9, environment: live, secret_env: STRIPE_SECRET}\n", 1)
+	return yaml + `  - name: open_globex
+    source: stripe-globex
+    on: [checkout.session.completed]
+    key: [/data/object/metadata/enquiry_id]
+    destination: crm
+    params:
+      enquiry_id: /data/object/metadata/enquiry_id
+      amount: /data/object/amount_total
+    retry: {attempts: 4, within: 1h}
+`
+}
+
+// deliverCheckoutTo posts a checkout event as Stripe would to the named source.
+func (w *world) deliverCheckoutTo(source string, c checkout) {
+	w.t.Helper()
+	body := c.body()
+	hdr, err := sender.Headers("stripe", stripeSecret, sender.Delivery{Body: body})
+	if err != nil {
+		w.t.Error(err)
+		return
+	}
+	if status, out := w.request("POST", "/hooks/"+source, hdr, body); status != http.StatusOK {
+		w.t.Errorf("deliver %s to %s: status %d %v", c.eventID, source, status, out)
+	}
+}
+
+// TestBreakerParksADeadDestination: a CRM taken down three ways (503s, reset
+// connections, calls that time out), and one that committed the creates in
+// flight before going down, under a stream of deliveries from two clients. The
+// dead CRM is called about min_calls times plus what was in flight, then once a
+// wait; the actions are parked, not failed, and keep their budget; the overview
+// shows one cause; once the CRM is back a probe (a lookup first) closes the
+// breaker and every operation is in the CRM's own records exactly once, none
+// created twice.
 func TestBreakerParksADeadDestination(t *testing.T) {
 	t.Parallel()
-	for _, drop := range []bool{false, true} {
-		t.Run(map[bool]string{false: "503s", true: "ResetConnections"}[drop], func(t *testing.T) {
+	for _, kind := range []string{down503, downReset, downTimeout, downAfterCommit} {
+		t.Run(kind, func(t *testing.T) {
 			t.Parallel()
-			o := &outage{drop: drop}
-			w := newWorld(t, worldOptions{lookup: "strong", noEngine: true, crmWrap: o.wrap})
+			o := &outage{kind: kind, up: make(chan struct{})}
+			endOutage := sync.OnceFunc(func() { o.down.Store(false); close(o.up) })
+			t.Cleanup(endOutage)
+			w := newWorld(t, worldOptions{lookup: "strong", noEngine: true, crmWrap: o.wrap, yaml: twoClients})
 			const minCalls = 5
 			for i := range w.cfg.Destinations {
 				if w.cfg.Destinations[i].Name == "crm" {
@@ -68,10 +126,19 @@ func TestBreakerParksADeadDestination(t *testing.T) {
 			w.startEngine(0)
 			ctx := context.Background()
 			o.down.Store(true)
-			const n = 40
-			for i := range n {
-				w.deliver(checkout{eventID: fmt.Sprintf("evt_out_%d", i), enquiry: fmt.Sprintf("out-%d", i), amount: 100 + i})
+			// 60 deliveries a client, sent while the CRM is down: the first before
+			// the breaker opens, the rest into the open breaker.
+			const n = 60
+			var wg sync.WaitGroup
+			for _, source := range []string{"stripe-live", "stripe-globex"} {
+				wg.Go(func() {
+					for i := range n {
+						w.deliverCheckoutTo(source, checkout{eventID: fmt.Sprintf("evt_%s_%d", source, i),
+							enquiry: fmt.Sprintf("%s-%d", source, i), amount: 100 + i})
+					}
+				})
 			}
+			wg.Wait()
 			q := db.New(w.pool)
 			breaker := func() ledger.Breaker {
 				bs, err := ledger.Breakers(ctx, q)
@@ -84,17 +151,19 @@ func TestBreakerParksADeadDestination(t *testing.T) {
 			probes := func() int {
 				return w.count(`SELECT count(*) FROM breaker_transitions WHERE destination = 'crm' AND to_state = 'half_open'`)
 			}
-			deadline := time.Now().Add(30 * time.Second)
+			deadline := time.Now().Add(60 * time.Second)
 			for probes() < 3 && time.Now().Before(deadline) {
 				time.Sleep(20 * time.Millisecond) // poll interval
 			}
 			if b := breaker(); !b.Parks() || probes() < 3 {
 				t.Fatalf("breaker %+v after %d probes, want parking after 3\n%s", b, probes(), tail(w.logs.String(), 3000))
 			}
-			// What the dead CRM received: the calls in flight when the tally tripped
-			// (at most the workers' concurrency), and one probe a wait.
+			// What the dead CRM received: the calls answered before the tally
+			// tripped, those in flight then (at most the workers' concurrency), and
+			// one probe a wait.
 			const concurrency = 16
-			if got, bound := o.received.Load(), int64(max(minCalls, concurrency)+probes()+1); got > bound {
+			t.Logf("the dead CRM received %d requests over %d probes", o.received.Load(), probes())
+			if got, bound := o.received.Load(), int64(minCalls+concurrency+probes()); got > bound {
 				t.Errorf("the dead CRM received %d requests, want at most %d", got, bound)
 			}
 			if f := w.count(`SELECT count(*) FROM actions WHERE state = 'failed'`); f != 0 {
@@ -114,8 +183,8 @@ func TestBreakerParksADeadDestination(t *testing.T) {
 					crmCauses = append(crmCauses, c)
 				}
 			}
-			if len(crmCauses) != 1 || crmCauses[0].Breaker == nil || crmCauses[0].Count != n {
-				t.Fatalf("the crm's causes are %+v, want one of the breaker's with %d actions", crmCauses, n)
+			if len(crmCauses) != 1 || crmCauses[0].Breaker == nil || crmCauses[0].Count != 2*n {
+				t.Fatalf("the crm's causes are %+v, want one of the breaker's with %d actions", crmCauses, 2*n)
 			}
 			// The API and the metrics say it too.
 			if b := apiBreaker(t, w, "crm"); b["state"] == ledger.BreakerClosed || b["parked"].(float64) == 0 || b["reason"] == "" {
@@ -125,17 +194,34 @@ func TestBreakerParksADeadDestination(t *testing.T) {
 				!regexp.MustCompile(`oncehook_breaker_state\{destination="crm"\} [12]\n`).MatchString(m) {
 				t.Errorf("the metrics do not show crm's breaker open:\n%s", grepLines(m, "breaker"))
 			}
-			o.down.Store(false)
-			for _, a := range waitAll(t, w, "open_opportunity", n, ledger.StateConfirmed) {
-				if c := w.crm.CountByRef(a.OperationKey); c != 1 {
-					t.Errorf("%s is in the CRM %d times, want once", a.BusinessKey, c)
-				}
-				if a.Attempts > 4 {
-					t.Errorf("%s spent %d attempts of 4", a.BusinessKey, a.Attempts)
+			endOutage()
+			for _, name := range []string{"open_opportunity", "open_globex"} {
+				for _, a := range waitAll(t, w, name, n, ledger.StateConfirmed) {
+					if c := w.crm.CountByRef(a.OperationKey); c != 1 {
+						t.Errorf("%s is in the CRM %d times, want once", a.BusinessKey, c)
+					}
+					if a.Attempts > 4 {
+						t.Errorf("%s spent %d attempts of 4", a.BusinessKey, a.Attempts)
+					}
 				}
 			}
-			if w.crm.Len() != n {
-				t.Errorf("the CRM holds %d records, want %d", w.crm.Len(), n)
+			if w.crm.Len() != 2*n {
+				t.Errorf("the CRM holds %d records, want %d", w.crm.Len(), 2*n)
+			}
+			if kind == downAfterCommit {
+				// What the CRM had done was found by a lookup, never created again.
+				creates := map[string]int{}
+				for _, c := range w.crm.Creates() {
+					creates[c.Ref]++
+				}
+				for ref, k := range creates {
+					if k != 1 {
+						t.Errorf("%s was sent to the CRM's create %d times, want once", ref, k)
+					}
+				}
+				if found := w.count(`SELECT count(*) FROM attempts WHERE kind = 'lookup' AND observed = $1`, string(ledger.ObsFound)); found == 0 {
+					t.Errorf("no lookup found a create the CRM committed while down")
+				}
 			}
 			waitAll(t, w, "send_welcome_email", n, ledger.StateConfirmed)
 			if b := breaker(); b.State != ledger.BreakerClosed || b.LastProbe == "" {
@@ -152,6 +238,43 @@ func TestBreakerParksADeadDestination(t *testing.T) {
 				t.Errorf("the metrics do not show crm's breaker closed once:\n%s", grepLines(m, "breaker"))
 			}
 		})
+	}
+}
+
+// TestBreakerStaysClosedOnRejections: a storm of 422s (every request refused
+// for what it says) is the destination answering, not an outage: the breaker
+// never opens, each action is called once and failed for a person.
+func TestBreakerStaysClosedOnRejections(t *testing.T) {
+	t.Parallel()
+	var calls atomic.Int64
+	w := newWorld(t, worldOptions{lookup: "strong", noEngine: true, crmWrap: func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+			calls.Add(1)
+			rw.Header().Set("Content-Type", "application/json")
+			rw.WriteHeader(http.StatusUnprocessableEntity)
+			_, _ = rw.Write([]byte(`{"error":"amount must be positive"}`))
+		})
+	}})
+	for i := range w.cfg.Destinations {
+		if w.cfg.Destinations[i].Name == "crm" {
+			w.cfg.Destinations[i].Breaker = ledger.BreakerSettings{MinCalls: 5, Window: time.Minute, OpenFor: time.Second}
+		}
+	}
+	w.startEngine(0)
+	const n = 30
+	for i := range n {
+		w.deliver(checkout{eventID: fmt.Sprintf("evt_422_%d", i), enquiry: fmt.Sprintf("rej-%d", i), amount: -1})
+	}
+	for _, a := range waitAll(t, w, "open_opportunity", n, ledger.StateFailed) {
+		if a.Attempts != 1 {
+			t.Errorf("%s was called %d times, want once", a.BusinessKey, a.Attempts)
+		}
+	}
+	if got := calls.Load(); got != n {
+		t.Errorf("the CRM received %d calls, want %d", got, n)
+	}
+	if k := w.count(`SELECT count(*) FROM breaker_transitions`); k != 0 {
+		t.Errorf("the breaker changed %d times on rejections", k)
 	}
 }
 

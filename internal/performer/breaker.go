@@ -74,6 +74,12 @@ func (b *breakers) parks(destination string) bool {
 	return b.known[destination].Parks()
 }
 
+// parksNow reports whether the named destination's breaker parks its actions,
+// as read at most a poll interval ago.
+func (b *breakers) parksNow(ctx context.Context, destination string) bool {
+	return b.read(ctx)[destination].Parks()
+}
+
 // park is one destination whose due actions a claim parks, and until when.
 type park struct {
 	destination string

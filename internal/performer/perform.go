@@ -518,6 +518,13 @@ func (pf *Performer) work(callCtx, stopCtx context.Context, c claim) {
 		pf.logger.Warn("lost the lease while waiting for the destination's rate; not calling", ledger.ActionIDs(ctx, a))
 		return
 	}
+	if c.probe == nil && pf.breakers.parksNow(ctx, a.Destination) {
+		// Claimed before its destination's breaker opened, and not sent yet: it
+		// waits with the others (a lookup's lease lapses and recovery keeps it
+		// uncertain).
+		pf.notSent(c, "its destination's breaker opened before the call went out")
+		return
+	}
 	if a.ClaimedFrom == ledger.StateUncertain {
 		err = pf.reconcile(ctx, c)
 	} else {
