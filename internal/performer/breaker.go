@@ -178,8 +178,7 @@ func (b *breakers) probeDue(ctx context.Context) {
 		if _, ok := b.pf.p.Clients[name]; !ok || !br.ProbeDue(now) || ctx.Err() != nil {
 			continue // a process that cannot call the destination leaves its probe to others
 		}
-		lease := time.Duration(b.pf.leaseFor(name) * float64(time.Second))
-		wait, took, err := ledger.TakeBreakerProbe(ctx, b.pf.pool, name, b.pf.p.Worker, lease)
+		wait, took, err := ledger.TakeBreakerProbe(ctx, b.pf.pool, name, b.pf.p.Worker, b.probeLease(name))
 		if err != nil {
 			b.pf.logger.Warn("take a breaker's probe", "destination", name, "err", err)
 			continue
@@ -192,6 +191,20 @@ func (b *breakers) probeDue(ctx context.Context) {
 		}
 	}
 }
+
+// probeLease is how long a process holds a probe: the destination's timeout
+// and a little, so that the probe of a process that died is taken over soon
+// (the action it used keeps its own lease, and is recovered as any other).
+func (b *breakers) probeLease(name string) time.Duration {
+	timeout := ledger.DefaultTimeout
+	if d, ok := b.pf.cfg.Destination(name); ok && d.Timeout > 0 {
+		timeout = d.Timeout
+	}
+	return timeout + probeLeaseExtra
+}
+
+// probeLeaseExtra is what a probe's lease adds to its call's timeout.
+const probeLeaseExtra = 5 * time.Second
 
 // probe sends the probe this process took and closes or reopens the breaker by
 // its answer. A probe this process could not send (the database failed it)
