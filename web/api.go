@@ -233,7 +233,7 @@ func (s *Server) apiSummary(c echo.Context) error {
 }
 
 func (s *Server) apiDestinations(c echo.Context) error {
-	ds, err := s.review(c).Destinations(c.Request().Context())
+	ds, err := s.review(c).DestinationsInDetail(c.Request().Context())
 	if err != nil {
 		return err
 	}

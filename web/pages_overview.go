@@ -89,7 +89,7 @@ func (s *Server) sourceRows(c echo.Context) ([]views.SourceRow, error) {
 }
 
 func (s *Server) destinationRows(c echo.Context) ([]views.DestinationRow, error) {
-	ds, err := s.review(c).Destinations(c.Request().Context())
+	ds, err := s.review(c).DestinationsInDetail(c.Request().Context())
 	if err != nil {
 		return nil, err
 	}

@@ -43,6 +43,8 @@ type options struct {
 	peer        string        // the comparison with the River peer: on, off, or only it
 	cluster     string        // the run on a local Citus cluster: on, off, or only it
 	profiles    string        // write a CPU profile of each process the comparison starts here
+	outage      time.Duration // how long the outage phase's destination is down (0: no outage phase)
+	outageOnly  bool          // run the outage phase alone
 	verbose     bool
 	repoRoot    string
 }
@@ -59,6 +61,8 @@ func main() {
 	flag.StringVar(&o.peer, "peer", "on", "the comparison with the River peer (cmd/riverpeer): on, off, or only (no other phase)")
 	flag.StringVar(&o.cluster, "cluster", "on", "the run on a local Citus cluster (a coordinator and two workers): on, off, or only (no other phase)")
 	flag.StringVar(&o.profiles, "profiles", "", "write a CPU profile of each oncehook and peer process the comparison starts into this directory")
+	flag.DurationVar(&o.outage, "outage", time.Minute, "how long the destination is down in the outage phase, run with the breaker off and on (0: leave the phase out)")
+	flag.BoolVar(&o.outageOnly, "outage-only", false, "run the outage phase alone")
 	flag.BoolVar(&o.keep, "keep", false, "keep the temporary directory (Postgres data, server log)")
 	flag.BoolVar(&o.verbose, "v", false, "log progress in detail")
 	flag.Parse()

@@ -84,6 +84,14 @@ func (b *bench) phases(ctx context.Context) error {
 	if err := b.buildBinaries(ctx); err != nil {
 		return err
 	}
+	if b.o.outageOnly {
+		dest, err := startDestination()
+		if err != nil {
+			return err
+		}
+		b.dest = dest
+		return b.outage(ctx)
+	}
 	if b.o.peer == "only" || b.o.cluster == "only" {
 		dest, err := startDestination()
 		if err != nil {
@@ -104,6 +112,9 @@ func (b *bench) phases(ctx context.Context) error {
 		return err
 	}
 	if err := b.endToEndSlow(ctx); err != nil {
+		return err
+	}
+	if err := b.outage(ctx); err != nil {
 		return err
 	}
 	if b.o.peer == "on" {

@@ -106,8 +106,12 @@ type destination struct {
 	crm      *sandbox.CRM
 	delay    atomic.Int64 // nanoseconds before each reply
 	inFlight atomic.Int64 // requests being answered now
-	url      string
-	srv      *http.Server
+	// down makes it answer 503 (no Retry-After) to every request, counted in
+	// downCalls: the outage phase's dead destination.
+	down      atomic.Bool
+	downCalls atomic.Int64
+	url       string
+	srv       *http.Server
 }
 
 func startDestination() (*destination, error) {
@@ -122,6 +126,11 @@ func startDestination() (*destination, error) {
 		defer d.inFlight.Add(-1)
 		if wait := time.Duration(d.delay.Load()); wait > 0 {
 			time.Sleep(wait)
+		}
+		if d.down.Load() {
+			d.downCalls.Add(1)
+			http.Error(w, "service unavailable", http.StatusServiceUnavailable)
+			return
 		}
 		h.ServeHTTP(w, r)
 	}), ReadHeaderTimeout: 10 * time.Second}

@@ -28,7 +28,11 @@ const (
 	opFault         opKind = "fault"          // the CRM misbehaves on its next create(s) or lookup
 	opRevoke        opKind = "revoke"         // the CRM refuses the token from now on: 401s
 	opReconnect     opKind = "reconnect"      // the token is accepted again; an admin reconnects the CRM
+	opOutage        opKind = "outage"         // the CRM is down a while (503s, dropped connections or no reply)
 )
+
+// The ways the CRM is down in an opOutage.
+var outageModes = []string{"503", "drop", "hang"}
 
 // The destination faults an opFault injects.
 const (
@@ -96,6 +100,8 @@ func (o op) String() string {
 		if o.Mode == fault503Burst {
 			fmt.Fprintf(&b, " ×%d", o.N)
 		}
+	case opOutage:
+		fmt.Fprintf(&b, " %s for %dms", o.Mode, o.N*100)
 	}
 	return b.String()
 }
@@ -168,6 +174,27 @@ func planHistory(seed uint64) []op {
 	if reconnectIn > 0 {
 		ops = append(ops, op{Kind: opReconnect})
 	}
+	return withOutages(seed, ops)
+}
+
+// withOutages puts the outages of the history with this seed among its ops:
+// about one history in three has one, some two. They are drawn from a stream
+// of their own, so that the rest of a seed's history is the one it planned
+// before outages were added (the seeds kept in testdata replay as they were).
+// An outage lasts 0.8 to 4 s: at the histories' breaker (open_for 200ms, which
+// doubles) that is 3 to 5 probes, as a two-hour outage is at the default's 30s
+// capped at 10 minutes about twenty.
+func withOutages(seed uint64, ops []op) []op {
+	rng := rand.New(rand.NewPCG(seed, 0x6f7574616765))
+	for range rng.IntN(3) {
+		if rng.IntN(2) == 0 {
+			continue
+		}
+		at := rng.IntN(len(ops) + 1)
+		o := op{Kind: opOutage, Mode: outageModes[rng.IntN(len(outageModes))], N: 8 + rng.IntN(33),
+			Pause: time.Duration(rng.IntN(150)) * time.Millisecond}
+		ops = slices.Insert(ops, at, o)
+	}
 	return ops
 }
 
@@ -177,7 +204,7 @@ func plannedFaults(ops []op) int {
 	n := 0
 	for _, o := range ops {
 		switch o.Kind {
-		case opKill, opKillInCall, opKillInLookup, opPostgres, opRevoke:
+		case opKill, opKillInCall, opKillInLookup, opPostgres, opRevoke, opOutage:
 			n++
 		case opFault:
 			if !excluded(o.Mode) {
@@ -206,8 +233,8 @@ func TestHistoryPlanReplays(t *testing.T) {
 		if !slices.Equal(a, b) {
 			t.Fatalf("seed %d planned two different histories:\n%s\n%s", seed, planText(seed, a), planText(seed, b))
 		}
-		if len(a) < 20 || len(a) > 61 {
-			t.Errorf("seed %d: %d operations, want 20 to 60 (and a closing reconnect)", seed, len(a))
+		if len(a) < 20 || len(a) > 63 {
+			t.Errorf("seed %d: %d operations, want 20 to 60 (and a closing reconnect, and up to two outages)", seed, len(a))
 		}
 		if slices.Equal(a, planHistory(seed+1000)) {
 			t.Errorf("seeds %d and %d planned the same history", seed, seed+1000)
@@ -228,7 +255,7 @@ func TestHistoryPlanReplays(t *testing.T) {
 		}
 	}
 	for _, k := range []opKind{opPost, opRepeat, opCopies, opChangedBody, opChangedParams, opKill, opKillInCall,
-		opKillInLookup, opPostgres, opFault, opRevoke, opReconnect} {
+		opKillInLookup, opPostgres, opFault, opRevoke, opReconnect, opOutage} {
 		if !kinds[k] {
 			t.Errorf("50 seeds never planned a %s", k)
 		}

@@ -140,7 +140,11 @@ func (t *tally) fault(kind string) {
 
 func (t tally) faultKinds() string {
 	var parts []string
-	for _, k := range append([]string{"kill", "kill-in-call", "kill-in-lookup", "postgres-fast", "postgres-immediate", "revoke"}, faultKinds...) {
+	kinds := append([]string{"kill", "kill-in-call", "kill-in-lookup", "postgres-fast", "postgres-immediate", "revoke"}, faultKinds...)
+	for _, m := range outageModes {
+		kinds = append(kinds, "outage-"+m)
+	}
+	for _, k := range kinds {
 		if t.kinds[k] > 0 {
 			parts = append(parts, fmt.Sprintf("%s:%d", k, t.kinds[k]))
 		}
@@ -190,7 +194,9 @@ func runHistory(t *testing.T, cluster *db.Embedded, seed uint64) tally {
 	h.tally.histories, h.tally.ops = 1, len(h.ops)
 	t.Cleanup(func() { close(h.hang) }) // before the processes are killed: cleanups run last first
 	h.w = newWorld(t, pool, dsn, newSecrets(fmt.Sprintf("h%d", seed)))
-	h.w.conf = strings.Replace(faultConfig, "timeout: 20s", "timeout: 2s", 1)
+	// The breaker takes part at the histories' speed: its faults (bursts of 503s,
+	// drops, hangs) may open it, and its probes come within a fraction of a second.
+	h.w.conf = strings.Replace(faultConfig, "timeout: 20s", "timeout: 2s\n    breaker: {window: 10s, min_calls: 5, failure_rate: 0.5, open_for: 200ms, max_open_for: 2s}", 1)
 	h.admin = apiToken(t, pool, "histories", ledger.RoleAdmin)
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -357,6 +363,13 @@ func (h *history) run(o op) {
 		case faultLookup503:
 			crm.Fail(sandbox.Fault{Method: http.MethodGet, Status: http.StatusServiceUnavailable})
 		}
+	case opOutage:
+		h.tally.fault("outage-" + o.Mode)
+		h.w.downMode.Store(int32(slices.Index(outageModes, o.Mode)))
+		h.w.down.Store(true)
+		time.Sleep(time.Duration(o.N) * 100 * time.Millisecond) // the planned outage
+		h.w.down.Store(false)
+		h.note("   the CRM is back")
 	case opRevoke:
 		h.tally.fault("revoke")
 		h.mu.Lock()

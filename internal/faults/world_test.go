@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -108,6 +109,45 @@ type world struct {
 	secrets secrets
 	dir     string
 	conf    string // the config's text, faultConfig unless a test sets another
+	// down makes the CRM unreachable (an outage, in the way downMode says)
+	// except for the requests let through (through), counting the calls made
+	// to it meanwhile.
+	down      atomic.Bool
+	downMode  atomic.Int32 // outage503 (the default), outageDrop or outageHang
+	through   atomic.Int32
+	downCalls atomic.Int64
+}
+
+// How a CRM that is down answers.
+const (
+	outage503  = iota // 503 Service Unavailable
+	outageDrop        // the connection closes without a reply
+	outageHang        // no reply until the caller gives up (its timeout)
+)
+
+// gate stands before the CRM: while down it answers as downMode says without
+// asking it.
+func (w *world) gate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		if w.down.Load() && r.URL.Path != sandbox.InspectPath {
+			w.downCalls.Add(1)
+			if w.through.Add(-1) < 0 {
+				switch w.downMode.Load() {
+				case outageDrop:
+					panic(http.ErrAbortHandler)
+				case outageHang:
+					// The server notices a caller that hung up (and ends
+					// the request's context) only once the body is read.
+					io.Copy(io.Discard, r.Body) //nolint:errcheck // a caller that gave up mid-body ends the wait as well
+					<-r.Context().Done()
+					return
+				}
+				http.Error(rw, `{"message":"service unavailable"}`, http.StatusServiceUnavailable)
+				return
+			}
+		}
+		next.ServeHTTP(rw, r)
+	})
 }
 
 // newWorld makes a world on dsn (a database of its own). pool queries it.
@@ -120,7 +160,7 @@ func newWorld(t *testing.T, pool *pgxpool.Pool, dsn string, sec secrets) *world 
 		}
 	})
 	w.crm = sandbox.NewCRM(sandbox.CRMParams{Token: sec.crmToken})
-	srv := httptest.NewServer(w.crm.Handler()) // 127.0.0.1 only
+	srv := httptest.NewServer(w.gate(w.crm.Handler())) // 127.0.0.1 only
 	t.Cleanup(srv.Close)
 	w.crmURL = srv.URL
 	return w

@@ -186,6 +186,15 @@ func TestBreakerParksADeadDestination(t *testing.T) {
 			if len(crmCauses) != 1 || crmCauses[0].Breaker == nil || crmCauses[0].Count != 2*n {
 				t.Fatalf("the crm's causes are %+v, want one of the breaker's with %d actions", crmCauses, 2*n)
 			}
+			// The action's page and the API say each one is parked, and why.
+			var parkedID int64
+			if err := w.pool.QueryRow(ctx, `SELECT id FROM actions WHERE parked_at IS NOT NULL AND client = 'acme'
+				AND state IN ('pending', 'retrying', 'uncertain') LIMIT 1`).Scan(&parkedID); err != nil {
+				t.Fatal(err)
+			}
+			if step, _ := w.detail(fmt.Sprint(parkedID))["next_step"].(string); !strings.HasPrefix(step, "Parked: crm down since ") {
+				t.Errorf("a parked action's next step: %q", step)
+			}
 			// The API and the metrics say it too.
 			if b := apiBreaker(t, w, "crm"); b["state"] == ledger.BreakerClosed || b["parked"].(float64) == 0 || b["reason"] == "" {
 				t.Errorf("the API's crm breaker while down: %v", b)

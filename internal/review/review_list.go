@@ -317,8 +317,7 @@ func (r *Review) Destinations(ctx context.Context) ([]DestinationStatus, error) 
 	for _, row := range rows {
 		byName[row.Name] = row
 	}
-	q := db.New(r.pool)
-	breakers, err := ledger.Breakers(ctx, q)
+	breakers, err := ledger.Breakers(ctx, db.New(r.pool))
 	if err != nil {
 		return nil, err
 	}
@@ -335,10 +334,23 @@ func (r *Review) Destinations(ctx context.Context) ([]DestinationStatus, error) 
 		if b, ok := breakers[d.Name]; ok {
 			s.Breaker = b
 		}
-		if err := r.breakerDetail(ctx, q, &s); err != nil {
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// DestinationsInDetail is Destinations with what the destinations page and the
+// API say of each breaker: the actions an open one parks, and its last changes.
+func (r *Review) DestinationsInDetail(ctx context.Context) ([]DestinationStatus, error) {
+	out, err := r.Destinations(ctx)
+	if err != nil {
+		return nil, err
+	}
+	q := db.New(r.pool)
+	for i := range out {
+		if err := r.breakerDetail(ctx, q, &out[i]); err != nil {
 			return nil, err
 		}
-		out = append(out, s)
 	}
 	return out, nil
 }

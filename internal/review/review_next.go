@@ -31,12 +31,15 @@ type Step struct {
 	BlockedBy *ledger.Action
 	// HeldFor is the disconnected destination it waits for.
 	HeldFor string
+	// ParkedBy is the destination whose open breaker parks it.
+	ParkedBy string
 }
 
 // StepFacts is what NextStepOf reads beside the action itself.
 type StepFacts struct {
 	Predecessor  *ledger.Action     // the action it runs after, if any
 	Disconnected *DestinationStatus // its destination, when disconnected
+	Breaker      *ledger.Breaker    // its destination's breaker, when it parks its actions
 	Correction   *Correction        // a correction waiting for approval, if any
 	Unconfigured bool               // its client is no longer in the config
 	Evidence     []ledger.Evidence  // what to look for at its destination by hand (Review.Evidence)
@@ -93,11 +96,24 @@ func longStep(a ledger.Action, f StepFacts) Step {
 	if waitsBehindPredecessor(a, f.Predecessor) {
 		return blockedStep(*f.Predecessor)
 	}
+	if b := f.Breaker; b != nil && slices.Contains(ledger.DueStates, a.State) {
+		return parkedStep(a, *b)
+	}
 	if d := f.Disconnected; d != nil && a.State != ledger.StateFailed {
 		return Step{HeldFor: d.Name, Text: fmt.Sprintf("Nothing is scheduled: it waits until %s reconnects %s; "+
 			"then a worker %s.", reconnector(*d), d.Name, resumeWords(a.State))}
 	}
 	return scheduledStep(a, f)
+}
+
+// parkedStep is the step of an action its destination's open breaker parks.
+func parkedStep(a ledger.Action, b ledger.Breaker) Step {
+	text := "Parked: " + breakerWords(b)
+	if b.Reason != "" {
+		text += " (" + b.Reason + ")"
+	}
+	return Step{ParkedBy: b.Destination, Text: text + ". It stays " + a.State + " and spends none of its budget; " +
+		"once a probe finds " + b.Destination + " well, a worker " + resumeWords(a.State) + ", oldest first."}
 }
 
 // blockedStep is the step of an action waiting for a predecessor that is not done.
@@ -178,9 +194,13 @@ func (r *Review) NextSteps(ctx context.Context, as []ledger.Action) (map[int64]S
 		return nil, err
 	}
 	down := map[string]*DestinationStatus{}
+	parked := map[string]*ledger.Breaker{}
 	for i := range dests {
 		if dests[i].Status == "disconnected" {
 			down[dests[i].Name] = &dests[i]
+		}
+		if dests[i].Breaker.Parks() {
+			parked[dests[i].Name] = &dests[i].Breaker
 		}
 	}
 	preds := map[int64]*ledger.Action{}
@@ -206,7 +226,7 @@ func (r *Review) NextSteps(ctx context.Context, as []ledger.Action) (map[int64]S
 	now := r.now()
 	configured := r.cfg.Clients()
 	for _, a := range as {
-		f := StepFacts{Disconnected: down[a.Destination], Correction: corrections[a.ID], Now: now,
+		f := StepFacts{Disconnected: down[a.Destination], Breaker: parked[a.Destination], Correction: corrections[a.ID], Now: now,
 			Unconfigured: !slices.Contains(configured, a.Client), Evidence: r.Evidence(a)}
 		if a.AfterID != nil {
 			f.Predecessor = preds[*a.AfterID]
@@ -257,6 +277,8 @@ func shortStep(a ledger.Action, f StepFacts, step Step) (short, act string) {
 		return "Its client is gone: Cancel it, or Resolve it if done another way.", ActCancel
 	case step.BlockedBy != nil:
 		return fmt.Sprintf("Deal with %s (action %d) first.", step.BlockedBy.Name, step.BlockedBy.ID), ""
+	case step.ParkedBy != "":
+		return "Parked: " + d + " is down; a probe releases it.", ""
 	case step.HeldFor != "" || a.State == ledger.StateHeld:
 		return "Reconnect " + d + "; it then runs.", ActReconnect
 	case a.State == ledger.StateUncertain:
