@@ -111,21 +111,9 @@ func (b *bench) outageRun(ctx context.Context, name, breaker string) (outageRun,
 	b.dest.downCalls.Store(0)
 	b.dest.down.Store(true)
 	recovery := time.Now().Add(b.o.outage)
-	// The actions arrive at a steady pace over the outage's first third.
-	p := newPoster(srv.url, 4)
-	step := b.o.outage / 3 / (outageActions / 10)
-	tick := time.NewTicker(step)
-	for sent := 0; sent < outageActions; sent += 10 {
-		if _, err := p.postAll(ctx, 4, 10, func(i int) []byte {
-			id := fmt.Sprintf("outage_%s_%d", name, sent+i)
-			return eventBody("evt_"+id, "enq_"+id, typeRouted)
-		}); err != nil {
-			tick.Stop()
-			return res, fmt.Errorf("post: %w", err)
-		}
-		<-tick.C
+	if err := b.postOutageActions(ctx, srv.url, name); err != nil {
+		return res, err
 	}
-	tick.Stop()
 	log.Printf("outage, breaker %s: %d actions posted, %d calls into the dead destination so far", name, outageActions, b.dest.downCalls.Load())
 	select { // the rest of the outage
 	case <-time.After(time.Until(recovery)):
@@ -151,6 +139,23 @@ func (b *bench) outageRun(ctx context.Context, name, breaker string) (outageRun,
 	res.drained = max(last.Sub(back), 0)
 	res.records = b.dest.crm.Len() - records0
 	return res, nil
+}
+
+// postOutageActions posts the outage's actions at a steady pace over its first third.
+func (b *bench) postOutageActions(ctx context.Context, url, name string) error {
+	p := newPoster(url, 4)
+	tick := time.NewTicker(b.o.outage / 3 / (outageActions / 10))
+	defer tick.Stop()
+	for sent := 0; sent < outageActions; sent += 10 {
+		if _, err := p.postAll(ctx, 4, 10, func(i int) []byte {
+			id := fmt.Sprintf("outage_%s_%d", name, sent+i)
+			return eventBody("evt_"+id, "enq_"+id, typeRouted)
+		}); err != nil {
+			return fmt.Errorf("post: %w", err)
+		}
+		<-tick.C
+	}
+	return nil
 }
 
 // awaitSettled waits until no action created since t0 is open, or outageDrainWait
