@@ -46,6 +46,7 @@ func (b *breakers) read(ctx context.Context) map[string]ledger.Breaker {
 	now, err := ledger.Breakers(ctx, db.New(b.pf.pool))
 	if err != nil {
 		b.pf.logger.Warn("read the breakers; the claims still leave open ones alone", "err", err)
+		b.readAt = time.Now() // tried again after a poll interval, not by every call meanwhile
 		return b.known
 	}
 	for name, old := range b.known {
