@@ -1396,32 +1396,38 @@ WHERE ($1::text = '' OR a.client = $1)
           AND ($16::text = ''
                OR ($16 = 'asleep') = EXISTS (SELECT 1 FROM snoozes z WHERE ($1 = '' OR z.client = $1)
                           AND z.client = b.client AND z.action_id = b.id AND z.until > $17::timestamptz))
+          -- parked: '' every action, 'out' those no open breaker parks (the
+          -- queues' default view: they are one cause above the table), 'only'
+          -- the parked ones (a person's act may close a parked action: it is
+          -- then no longer parked, though parked_at is kept until the release).
+          AND ($18::text = ''
+               OR ($18 = 'only') = (b.parked_at IS NOT NULL AND b.state IN ('pending', 'retrying', 'uncertain')))
           -- Sorted by waiting time, only open actions. When the caller lists only
           -- states that wait for a person (person_states), the condition is
           -- actions_waiting_idx's own, and Postgres walks it.
-          AND ($18::text NOT IN ('state_since', '-state_since')
-               OR b.state = ANY(CASE WHEN $19::boolean THEN ARRAY['held', 'uncertain', 'failed']
+          AND ($19::text NOT IN ('state_since', '-state_since')
+               OR b.state = ANY(CASE WHEN $20::boolean THEN ARRAY['held', 'uncertain', 'failed']
                                      ELSE ARRAY['pending', 'processing', 'retrying', 'held', 'uncertain', 'failed'] END))
-          AND CASE $18::text
-                  WHEN 'created' THEN b.id > coalesce($20::bigint, 0)
+          AND CASE $19::text
+                  WHEN 'created' THEN b.id > coalesce($21::bigint, 0)
                   WHEN 'state_since' THEN (b.state_since, b.id) >
-                      (coalesce($21::timestamptz, '-infinity'), coalesce($20::bigint, 0))
+                      (coalesce($22::timestamptz, '-infinity'), coalesce($21::bigint, 0))
                   WHEN '-state_since' THEN (b.state_since, b.id) <
-                      (coalesce($21::timestamptz, 'infinity'), coalesce($20::bigint, 9223372036854775807))
-                  ELSE b.id < coalesce($20::bigint, 9223372036854775807) END
+                      (coalesce($22::timestamptz, 'infinity'), coalesce($21::bigint, 9223372036854775807))
+                  ELSE b.id < coalesce($21::bigint, 9223372036854775807) END
         -- A walk backwards down an index goes down every column of it backwards.
-        ORDER BY CASE WHEN $18 IN ('created', '-state_since') THEN b.state END DESC,
-                 CASE WHEN $18 NOT IN ('created', '-state_since') THEN b.state END,
-                 CASE WHEN $18 = 'state_since' THEN b.state_since END,
-                 CASE WHEN $18 = '-state_since' THEN b.state_since END DESC,
-                 CASE WHEN $18 = 'created' OR $18 = 'state_since' THEN b.id END,
-                 CASE WHEN $18 NOT IN ('created', 'state_since') THEN b.id END DESC
-        LIMIT $22) p)
-ORDER BY CASE WHEN $18 = 'state_since' THEN a.state_since END,
-         CASE WHEN $18 = '-state_since' THEN a.state_since END DESC,
-         CASE WHEN $18 = 'created' OR $18 = 'state_since' THEN a.id END,
-         CASE WHEN $18 NOT IN ('created', 'state_since') THEN a.id END DESC
-LIMIT $23
+        ORDER BY CASE WHEN $19 IN ('created', '-state_since') THEN b.state END DESC,
+                 CASE WHEN $19 NOT IN ('created', '-state_since') THEN b.state END,
+                 CASE WHEN $19 = 'state_since' THEN b.state_since END,
+                 CASE WHEN $19 = '-state_since' THEN b.state_since END DESC,
+                 CASE WHEN $19 = 'created' OR $19 = 'state_since' THEN b.id END,
+                 CASE WHEN $19 NOT IN ('created', 'state_since') THEN b.id END DESC
+        LIMIT $23) p)
+ORDER BY CASE WHEN $19 = 'state_since' THEN a.state_since END,
+         CASE WHEN $19 = '-state_since' THEN a.state_since END DESC,
+         CASE WHEN $19 = 'created' OR $19 = 'state_since' THEN a.id END,
+         CASE WHEN $19 NOT IN ('created', 'state_since') THEN a.id END DESC
+LIMIT $24
 `
 
 type ActionListParams struct {
@@ -1442,6 +1448,7 @@ type ActionListParams struct {
 	HttpStatus   int32
 	Snoozed      string
 	SnoozeNow    time.Time
+	Parked       string
 	Sort         string
 	PersonStates bool
 	CursorID     *int64
@@ -1464,7 +1471,8 @@ type ActionListParams struct {
 // is an index probe (clients and sources are the configured ones,
 // which lead the keys of operation keys and event ids). reason is a part of the
 // reason; since/until bound the creation time; http_status matches an attempt's
-// reply; snoozed keeps or leaves out the actions a person snoozed. all_clients, else scope_clients, is what the reader may see (see
+// reply; snoozed keeps or leaves out the actions a person snoozed, parked those
+// an open breaker parks. all_clients, else scope_clients, is what the reader may see (see
 // ledger's scope). Each state is walked on its own down actions_state_idx (state, id DESC)
 // or actions_owner_idx with an owner, for at most state_rows rows (max_rows in all), so a page costs
 // the same with a thousand actions or a million; sorted by waiting time, the
@@ -1497,6 +1505,7 @@ func (q *Queries) ActionList(ctx context.Context, arg ActionListParams) ([]Actio
 		arg.HttpStatus,
 		arg.Snoozed,
 		arg.SnoozeNow,
+		arg.Parked,
 		arg.Sort,
 		arg.PersonStates,
 		arg.CursorID,

@@ -530,7 +530,8 @@ RETURNING *;
 -- is an index probe (clients and sources are the configured ones,
 -- which lead the keys of operation keys and event ids). reason is a part of the
 -- reason; since/until bound the creation time; http_status matches an attempt's
--- reply; snoozed keeps or leaves out the actions a person snoozed. all_clients, else scope_clients, is what the reader may see (see
+-- reply; snoozed keeps or leaves out the actions a person snoozed, parked those
+-- an open breaker parks. all_clients, else scope_clients, is what the reader may see (see
 -- ledger's scope). Each state is walked on its own down actions_state_idx (state, id DESC)
 -- or actions_owner_idx with an owner, for at most state_rows rows (max_rows in all), so a page costs
 -- the same with a thousand actions or a million; sorted by waiting time, the
@@ -588,6 +589,12 @@ WHERE (@client::text = '' OR a.client = @client)
           AND (@snoozed::text = ''
                OR (@snoozed = 'asleep') = EXISTS (SELECT 1 FROM snoozes z WHERE (@client = '' OR z.client = @client)
                           AND z.client = b.client AND z.action_id = b.id AND z.until > @snooze_now::timestamptz))
+          -- parked: '' every action, 'out' those no open breaker parks (the
+          -- queues' default view: they are one cause above the table), 'only'
+          -- the parked ones (a person's act may close a parked action: it is
+          -- then no longer parked, though parked_at is kept until the release).
+          AND (@parked::text = ''
+               OR (@parked = 'only') = (b.parked_at IS NOT NULL AND b.state IN ('pending', 'retrying', 'uncertain')))
           -- Sorted by waiting time, only open actions. When the caller lists only
           -- states that wait for a person (person_states), the condition is
           -- actions_waiting_idx's own, and Postgres walks it.

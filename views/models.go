@@ -185,13 +185,15 @@ type Filter struct {
 	Until                                                string // created before, the same way
 	HTTPStatus                                           string // an attempt got this reply status
 	Snoozed                                              string // "" leaves out the snoozed, "only" shows them alone, "all" both
+	Parked                                               string // "" leaves out what an open breaker parks, "only" shows them alone, "all" both
 }
 
 // Pairs is the filter as query parameters, in the order forms and links carry them.
 func (f Filter) Pairs() [][2]string {
 	return [][2]string{{"state", f.State}, {"source", f.Source}, {"action", f.Action}, {"destination", f.Destination},
 		{"client", f.Client}, {"owner", f.Owner}, {"q", f.Q}, {"reason", f.Reason}, {"since", f.Since},
-		{"until", f.Until}, {"http_status", f.HTTPStatus}, {"snoozed", f.Snoozed}, {"sort", f.Sort}}
+		{"until", f.Until}, {"http_status", f.HTTPStatus}, {"snoozed", f.Snoozed}, {"parked", f.Parked},
+		{"sort", f.Sort}}
 }
 
 // QueuePage is a queue, or "/mine".

@@ -351,12 +351,12 @@ func (s *Server) nextInQueue(c echo.Context, a ledger.Action) (*views.QueueNext,
 	}
 	ctx := c.Request().Context()
 	out := &views.QueueNext{Queue: q, QueueURL: "/queue/" + q}
-	page, err := s.review(c).ListActions(ctx, review.ActionFilter{States: states, Snoozed: review.SnoozedAwake, Cursor: strconv.FormatInt(a.ID, 10), Limit: 1})
+	page, err := s.review(c).ListActions(ctx, review.ActionFilter{States: states, Snoozed: review.SnoozedAwake, Parked: review.ParkedOut, Cursor: strconv.FormatInt(a.ID, 10), Limit: 1})
 	if err != nil {
 		return nil, err
 	}
 	if len(page.Actions) == 0 {
-		if page, err = s.review(c).ListActions(ctx, review.ActionFilter{States: states, Snoozed: review.SnoozedAwake, Limit: 1}); err != nil {
+		if page, err = s.review(c).ListActions(ctx, review.ActionFilter{States: states, Snoozed: review.SnoozedAwake, Parked: review.ParkedOut, Limit: 1}); err != nil {
 			return nil, err
 		}
 	}

@@ -35,7 +35,7 @@ func (s *Server) causeRows(c echo.Context, queue, path string) ([]views.CauseRow
 		}
 		if k.Breaker != nil { // every parked action of the destination, whatever its state
 			r.State, r.FixURL = "waiting", "/destinations"
-			r.URL = queueURL(p, views.Filter{Destination: k.Destination}, "")
+			r.URL = queueURL(p, views.Filter{Destination: k.Destination, Parked: "only"}, "")
 		}
 		out = append(out, r)
 	}

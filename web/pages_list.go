@@ -139,6 +139,9 @@ func (s *Server) stateCounts(c echo.Context, t *views.QueueTable, path string, a
 	if af.Snoozed == review.SnoozedAwake { // a snooze hides an action from the list, never from the counts
 		af.Snoozed = ""
 	}
+	if af.Parked == review.ParkedOut { // nor does a breaker: a parked action stays in its state
+		af.Parked = ""
+	}
 	var counts []review.FilterCount
 	if af.Filtered() {
 		var err error

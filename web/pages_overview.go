@@ -20,7 +20,7 @@ func (s *Server) overviewPage(c echo.Context) error {
 		return err
 	}
 	mine, err := s.review(c).ListActions(ctx, review.ActionFilter{States: ledger.OpenStates(), Owner: userOf(c).Email,
-		Snoozed: review.SnoozedAwake, Limit: 10})
+		Snoozed: review.SnoozedAwake, Parked: review.ParkedOut, Limit: 10})
 	if err != nil {
 		return err
 	}

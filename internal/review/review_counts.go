@@ -25,7 +25,8 @@ type FilterCount struct {
 // Filtered reports whether f selects by anything but its states.
 func (f ActionFilter) Filtered() bool {
 	return f.Source != "" || f.Name != "" || f.Owner != "" || f.Destination != "" || f.Client != "" ||
-		f.Q != "" || f.Reason != "" || f.Since != nil || f.Until != nil || f.HTTPStatus != 0 || f.Snoozed == SnoozedAsleep
+		f.Q != "" || f.Reason != "" || f.Since != nil || f.Until != nil || f.HTTPStatus != 0 || f.Snoozed == SnoozedAsleep ||
+		f.Parked == ParkedOnly
 }
 
 // CountMatching counts, state by state, the actions f selects, along the list's

@@ -26,6 +26,7 @@ type ActionFilter struct {
 	Until       *time.Time // created before
 	HTTPStatus  int        // an attempt got this reply status; 0 for any
 	Snoozed     string     // "" every action, SnoozedAwake or SnoozedAsleep
+	Parked      string     // "" every action, ParkedOut or ParkedOnly
 	Sort        string     // one of Sorts; "" is SortNewest
 	Limit       int
 	Cursor      string // from the previous page's NextCursor
@@ -36,6 +37,14 @@ type ActionFilter struct {
 const (
 	SnoozedAwake  = "awake"  // those not snoozed now
 	SnoozedAsleep = "asleep" // those snoozed now
+)
+
+// What a list keeps of the actions an open breaker parks: the queues' default
+// view leaves them out (they are one cause above the table, with their count),
+// and a filter shows them.
+const (
+	ParkedOut  = "out"  // those no open breaker parks
+	ParkedOnly = "only" // those an open breaker parks
 )
 
 // The orders a list of actions can be read in.
@@ -102,6 +111,9 @@ func (r *Review) selectActions(ctx context.Context, f ActionFilter, after keyset
 	if f.Snoozed != "" && f.Snoozed != SnoozedAwake && f.Snoozed != SnoozedAsleep {
 		return nil, ledger.Errorf(ledger.EINVALID, "snoozed is %q or %q, or empty for every action.", SnoozedAwake, SnoozedAsleep)
 	}
+	if f.Parked != "" && f.Parked != ParkedOut && f.Parked != ParkedOnly {
+		return nil, ledger.Errorf(ledger.EINVALID, "parked is %q or %q, or empty for every action.", ParkedOut, ParkedOnly)
+	}
 	states := f.States
 	if states == nil {
 		states = []string{}
@@ -118,7 +130,7 @@ func (r *Review) selectActions(ctx context.Context, f ActionFilter, after keyset
 		Client: f.Client, Q: f.Q, Clients: clients, Sources: sources,
 		AllClients: r.scope.All, ScopeClients: r.scope.Clients,
 		Reason: f.Reason, Since: f.Since, Until: f.Until, HttpStatus: int32(f.HTTPStatus),
-		Snoozed: f.Snoozed, SnoozeNow: r.now(),
+		Snoozed: f.Snoozed, SnoozeNow: r.now(), Parked: f.Parked,
 		Sort: sort, PersonStates: SortsByWaiting(sort) && onlyPersonStates(f.States),
 		CursorID: after.id, CursorAt: after.at, StateRows: int32(perState), MaxRows: int32(limit),
 	})
