@@ -1918,25 +1918,28 @@ WITH r AS (
            unnest($7::text[]) AS state, unnest($8::text[]) AS reason,
            unnest($9::timestamptz[]) AS next_attempt_at,
            unnest($10::text[]) AS external_ref, unnest($11::text[]) AS result,
-           unnest($12::text[]) AS owner, unnest($13::bigint[]) AS lease_token
+           unnest($12::text[]) AS owner, unnest($13::bigint[]) AS lease_token,
+           unnest($14::integer[]) AS attempts_back
 ), finished AS (
     UPDATE attempts t
     SET status = 'finished', observed = r.observed, http_status = nullif(r.http_status, 0),
         error = r.error, evidence = r.external_ref, finished_at = now()
     FROM r
     WHERE r.attempt_id <> 0 AND t.client = r.client AND t.action_id = r.id AND t.id = r.attempt_id
-      AND (NOT $14::boolean OR t.client = $15)
+      AND (NOT $15::boolean OR t.client = $16)
     RETURNING t.id
 ), recorded AS (
     UPDATE actions a
     SET state = r.state, reason = r.reason, next_attempt_at = r.next_attempt_at,
+        -- attempts_back: the claim counted an attempt that never went out (Decision.GiveBack).
+        attempts = a.attempts - coalesce(r.attempts_back, 0),
         external_ref = CASE WHEN r.external_ref <> '' THEN r.external_ref ELSE a.external_ref END,
         result = coalesce(nullif(r.result, '')::jsonb, a.result),
         owner = CASE WHEN r.owner <> '' THEN r.owner ELSE a.owner END,
         lease_owner = NULL, lease_expires_at = NULL, updated_at = now()
     FROM r
-    WHERE a.client = r.client AND a.id = r.id AND (a.state = 'processing') IS TRUE AND a.lease_owner = $16::text
-      AND a.lease_token = r.lease_token AND (NOT $14::boolean OR a.client = $15)
+    WHERE a.client = r.client AND a.id = r.id AND (a.state = 'processing') IS TRUE AND a.lease_owner = $17::text
+      AND a.lease_token = r.lease_token AND (NOT $15::boolean OR a.client = $16)
     RETURNING a.client, a.id, a.state
 ), released AS (
     UPDATE actions s
@@ -1944,9 +1947,9 @@ WITH r AS (
     FROM recorded p
     CROSS JOIN LATERAL (SELECT w.client, w.id FROM actions w
                         WHERE w.client = p.client AND w.after_id = p.id
-                          AND (NOT $14::boolean OR w.client = $15) OFFSET 0) x
+                          AND (NOT $15::boolean OR w.client = $16) OFFSET 0) x
     WHERE p.state = 'confirmed' AND s.client = x.client AND s.id = x.id
-      AND (NOT $14::boolean OR s.client = $15)
+      AND (NOT $15::boolean OR s.client = $16)
       AND (s.state = 'pending') IS TRUE
       AND (s.next_attempt_at = '9999-12-31 00:00:00+00'::timestamptz) IS TRUE
     RETURNING s.id
@@ -1969,6 +1972,7 @@ type ActionRecordBatchParams struct {
 	Results        []string
 	Owners         []string
 	LeaseTokens    []int64
+	AttemptsBack   []int32
 	Sharded        bool
 	Client         string
 	Worker         string
@@ -2022,6 +2026,7 @@ func (q *Queries) ActionRecordBatch(ctx context.Context, arg ActionRecordBatchPa
 		arg.Results,
 		arg.Owners,
 		arg.LeaseTokens,
+		arg.AttemptsBack,
 		arg.Sharded,
 		arg.Client,
 		arg.Worker,

@@ -351,7 +351,8 @@ WITH r AS (
            unnest(@states::text[]) AS state, unnest(@reasons::text[]) AS reason,
            unnest(@next_attempt_ats::timestamptz[]) AS next_attempt_at,
            unnest(@external_refs::text[]) AS external_ref, unnest(@results::text[]) AS result,
-           unnest(@owners::text[]) AS owner, unnest(@lease_tokens::bigint[]) AS lease_token
+           unnest(@owners::text[]) AS owner, unnest(@lease_tokens::bigint[]) AS lease_token,
+           unnest(@attempts_back::integer[]) AS attempts_back
 ), finished AS (
     UPDATE attempts t
     SET status = 'finished', observed = r.observed, http_status = nullif(r.http_status, 0),
@@ -363,6 +364,8 @@ WITH r AS (
 ), recorded AS (
     UPDATE actions a
     SET state = r.state, reason = r.reason, next_attempt_at = r.next_attempt_at,
+        -- attempts_back: the claim counted an attempt that never went out (Decision.GiveBack).
+        attempts = a.attempts - coalesce(r.attempts_back, 0),
         external_ref = CASE WHEN r.external_ref <> '' THEN r.external_ref ELSE a.external_ref END,
         result = coalesce(nullif(r.result, '')::jsonb, a.result),
         owner = CASE WHEN r.owner <> '' THEN r.owner ELSE a.owner END,

@@ -255,6 +255,62 @@ func TestBreakerParksADeadDestination(t *testing.T) {
 	}
 }
 
+// TestBreakerOpeningBeforeTheCallGivesTheAttemptBack: calls claimed while the
+// CRM's breaker was closed, then held by its rate limit while the breaker opens,
+// never go out; the attempt their claim counted is given back, so the outage
+// spends none of their budget, and the CRM holds only what was sent.
+func TestBreakerOpeningBeforeTheCallGivesTheAttemptBack(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, worldOptions{noEngine: true,
+		crmExtra: "    limits: {per_second: 0.25}\n    breaker: {open_for: 1h, max_open_for: 2h}"})
+	w.startEngine(0)
+	ctx := context.Background()
+	const n = 3 // one call goes out at once, the others wait 4 s and 8 s for the rate
+	for i := range n {
+		w.deliver(checkout{eventID: fmt.Sprintf("evt_rate_%d", i), enquiry: fmt.Sprintf("enq-rate-%d", i), amount: 100})
+	}
+	// The first create recorded, the others claimed and waiting for the rate.
+	inState := func(state string) int {
+		return w.count(`SELECT count(*) FROM actions WHERE name = 'open_opportunity' AND state = $1`, state)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for (inState(ledger.StateConfirmed) == 0 || inState(ledger.StateProcessing) < n-1) && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond) // poll interval
+	}
+	if c, p := inState(ledger.StateConfirmed), inState(ledger.StateProcessing); w.crm.Len() != 1 || c != 1 || p != n-1 {
+		t.Fatalf("the CRM holds %d records, %d creates are confirmed and %d wait for the rate, want 1, 1 and %d\n%s",
+			w.crm.Len(), c, p, n-1, tail(w.logs.String(), 3000))
+	}
+	if ok, err := ledger.OpenBreaker(ctx, w.pool, "crm", "opened for the test", ledger.BreakerSettings{}); !ok || err != nil {
+		t.Fatalf("open the breaker: %v %v", ok, err)
+	}
+	// Every other create is parked, whether its call had been claimed or not.
+	parked := func() int {
+		return w.count(`SELECT count(*) FROM actions WHERE name = 'open_opportunity' AND parked_at IS NOT NULL
+			AND state IN ('pending', 'retrying')`)
+	}
+	for parked() < n-1 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond) // poll interval
+	}
+	if p := parked(); p != n-1 {
+		t.Fatalf("%d creates parked, want %d\n%s", p, n-1, tail(w.logs.String(), 3000))
+	}
+	if notSent := w.count(`SELECT count(*) FROM attempts WHERE error LIKE 'not sent: its destination''s breaker opened%'`); notSent != n-1 {
+		t.Fatalf("%d claimed calls were held back by the breaker, want %d\n%s", notSent, n-1, tail(w.logs.String(), 3000))
+	}
+	for _, a := range w.actions("open_opportunity") {
+		if a.State == ledger.StateConfirmed {
+			continue
+		}
+		if a.Attempts != 0 {
+			t.Errorf("%s, parked and never sent, spent %d attempts", a.BusinessKey, a.Attempts)
+		}
+	}
+	if w.crm.Len() != 1 || len(w.crm.Creates()) != 1 {
+		t.Errorf("the CRM holds %d records from %d creates, want the first call's only", w.crm.Len(), len(w.crm.Creates()))
+	}
+}
+
 // TestBreakerStaysClosedOnRejections: a storm of 422s (every request refused
 // for what it says) is the destination answering, not an outage: the breaker
 // never opens, each action is called once and failed for a person.

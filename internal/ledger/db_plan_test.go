@@ -577,6 +577,7 @@ func recordLooksUpByKey(t *testing.T, before []string) {
 			p.States, p.Reasons = append(p.States, ledger.StateConfirmed), append(p.Reasons, "")
 			p.NextAttemptAts, p.ExternalRefs = append(p.NextAttemptAts, time.Now()), append(p.ExternalRefs, fmt.Sprintf("ref_%d", id))
 			p.Results, p.Owners, p.LeaseTokens = append(p.Results, `{"id":1}`), append(p.Owners, ""), append(p.LeaseTokens, 1)
+			p.AttemptsBack = append(p.AttemptsBack, 0)
 		}
 		return rowsIn(t, db.WithTxKeyPlanned, conn, func(q *db.Queries) ([]db.ActionRecordBatchRow, error) {
 			return q.ActionRecordBatch(ctx, p)
@@ -741,9 +742,9 @@ func recordArgs(ids, attemptIDs []int64) string {
 	for i, id := range ids {
 		refs[i] = fmt.Sprintf("ref_%d", id)
 	}
-	return fmt.Sprintf(`(%s, %s, %s, %s, %s, %s, %s, %s, array_fill(now(), ARRAY[%d]), '{%s}', %s, %s, %s, false, '', 'w1')`,
+	return fmt.Sprintf(`(%s, %s, %s, %s, %s, %s, %s, %s, array_fill(now(), ARRAY[%d]), '{%s}', %s, %s, %s, %s, false, '', 'w1')`,
 		each("c"), list(ids), list(attemptIDs), each("success"), each("201"), each(`""`), each("confirmed"), each(`""`),
-		len(ids), strings.Join(refs, ","), each(`"{\"id\":1}"`), each(`""`), each("1"))
+		len(ids), strings.Join(refs, ","), each(`"{\"id\":1}"`), each(`""`), each("1"), each("0"))
 }
 
 // ledgerIndexReads is how many entries the plan's scans of the indexes of actions

@@ -241,6 +241,8 @@ type Decision struct {
 	NextAttemptAt time.Time
 	Owner         string // set when the decision names a person
 	Rule          Rule
+	// GiveBack: the attempt the claim counted is not spent (DecideOutcome).
+	GiveBack bool
 }
 
 // Decide applies the decision table to one observation. detail is the destination's

@@ -28,6 +28,7 @@ func TestDecide(t *testing.T) {
 	action := db.Action{ID: 7, Owner: "ops@example.com", FirstAttemptAt: &first, LeaseOwner: &worker}
 	claimedFrom := func(state string) db.Action { a := action; a.ClaimedFrom = state; return a }
 	row := func(o Observation) Rule { return RuleOf[o] }
+	parked := func(p RetryPlan) RetryPlan { p.Parked = true; return p }
 	strong := Capabilities{Lookup: true, StrongLookup: true}
 	eventual := Capabilities{Lookup: true}
 	remembers := Capabilities{KeyMemory: 24 * time.Hour}
@@ -103,6 +104,18 @@ func TestDecide(t *testing.T) {
 			DecideOutcome(Outcome{Observed: ObsThrottled, HTTPStatus: 503, Detail: "busy"}, spentAttempts, now),
 			Decision{State: StateFailed, NextAttemptAt: now, Owner: "ops@example.com", Rule: row(ObsBudgetSpent),
 				Reason: fmt.Sprintf(gaveUp, 3, string(ObsThrottled)+": busy")}},
+		{"ParkedSpendsNoBudget", // the breaker is open: the outage fails nothing
+			DecideOutcome(Outcome{Observed: ObsThrottled, HTTPStatus: 503, Detail: "busy"}, parked(spentAttempts), now),
+			Decision{State: StateRetrying, Reason: string(ObsThrottled) + ": busy", NextAttemptAt: now.Add(4 * time.Second),
+				Rule: row(ObsThrottled)}},
+		{"NotSentWhileParkedGivesItsAttemptBack",
+			DecideOutcome(Outcome{Observed: ObsThrottled, Detail: "not sent: breaker", NotSent: true}, parked(plan), now),
+			Decision{State: StateRetrying, Reason: string(ObsThrottled) + ": not sent: breaker", NextAttemptAt: now.Add(2 * time.Second),
+				Rule: row(ObsThrottled), GiveBack: true}},
+		{"NotSentOtherwiseKeepsItsAttempt", // the worker stopped before sending
+			DecideOutcome(Outcome{Observed: ObsThrottled, Detail: "not sent: stopping", NotSent: true}, plan, now),
+			Decision{State: StateRetrying, Reason: string(ObsThrottled) + ": not sent: stopping", NextAttemptAt: now.Add(2 * time.Second),
+				Rule: row(ObsThrottled)}},
 		{"ElapsedSpentFails",
 			DecideOutcome(Outcome{Observed: ObsThrottled, HTTPStatus: 429, RetryAfter: 2 * time.Hour}, plan, now),
 			Decision{State: StateFailed, NextAttemptAt: now, Owner: "ops@example.com", Rule: row(ObsBudgetSpent),

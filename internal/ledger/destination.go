@@ -23,6 +23,9 @@ type Outcome struct {
 	Result      json.RawMessage // the reply document, for {result: action} params
 	RetryAfter  time.Duration
 	Detail      string // the destination's reason or the error, in plain words
+	// NotSent: the call never left this process (the worker stopped, or the
+	// destination's breaker opened, before it went out).
+	NotSent bool
 }
 
 // LookupResult is what a reconcile lookup found: the record, or a statement of absence

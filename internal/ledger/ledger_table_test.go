@@ -456,7 +456,7 @@ func TestRecordingNeedsTheClaimsOwnToken(t *testing.T) {
 			Clients: []string{c.Client}, Ids: []int64{c.ID}, AttemptIds: []int64{c.AttemptID},
 			Observed: []string{"5xx"}, HttpStatuses: []int32{503}, Errors: []string{"busy"},
 			States: []string{ledger.StateRetrying}, Reasons: []string{"503"}, NextAttemptAts: []time.Time{time.Now().Add(-time.Second)},
-			ExternalRefs: []string{""}, Results: []string{""}, Owners: []string{""}, LeaseTokens: []int64{token},
+			ExternalRefs: []string{""}, Results: []string{""}, Owners: []string{""}, LeaseTokens: []int64{token}, AttemptsBack: []int32{0},
 			Sharded: dbtest.OnCitus(), Client: c.Client})
 		if err != nil {
 			t.Fatal(err)

@@ -121,7 +121,11 @@ func leaseObservation(a db.Action, callStarted bool) (Observation, string) {
 
 // DecideOutcome is the decision table's answer to what a call or a lookup observed.
 func DecideOutcome(out Outcome, plan RetryPlan, now time.Time) Decision {
-	return Decide(out.Observed, plan, out.Detail, out.RetryAfter, now)
+	d := Decide(out.Observed, plan, out.Detail, out.RetryAfter, now)
+	// An outage spends no budget: a call its claim counted but that stayed here
+	// because the destination's breaker opened gives its attempt back.
+	d.GiveBack = out.NotSent && plan.Parked
+	return d
 }
 
 // AlreadyConfirmed is the decision table's answer to an event asking for an

@@ -191,7 +191,7 @@ func recordStatements() []workerStatement {
 			_, _ = q.ActionRecordBatch(ctx, db.ActionRecordBatchParams{Clients: []string{wsClient}, Ids: []int64{1},
 				AttemptIds: []int64{1}, Observed: []string{"success"}, HttpStatuses: []int32{201}, Errors: []string{""},
 				States: []string{"confirmed"}, Reasons: []string{""}, NextAttemptAts: []time.Time{wsNow},
-				ExternalRefs: []string{"ref"}, Results: []string{""}, Owners: []string{""}, LeaseTokens: []int64{1},
+				ExternalRefs: []string{"ref"}, Results: []string{""}, Owners: []string{""}, LeaseTokens: []int64{1}, AttemptsBack: []int32{0},
 				Sharded: sharded, Client: wsClient, Worker: wsWorker})
 		}},
 		{name: "DestinationDisconnect", call: func(ctx context.Context, q *db.Queries, _ bool) {

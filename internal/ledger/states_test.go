@@ -42,7 +42,7 @@ var stateSetLiterals = map[string][]string{
 	"ActionProbePick":                  {"due"},
 	"ActionClaimProbe":                 {"due"},
 	"ActionCountParked":                {"due"},
-	"ActionList":                       {"all", "person", "person", "open"},
+	"ActionList":                       {"all", "person", "due", "person", "open"},
 	"ActionCountByStateOfClient":       {"all"},
 	"DashboardCauses":                  {"person", "worker"},
 	"DashboardCausesUnconfigured":      {"unconfigured-wait"},

@@ -543,7 +543,7 @@ func (pf *Performer) notSent(c claim, why string) {
 	if c.a.ClaimedFrom == ledger.StateUncertain || c.attemptID == 0 {
 		return // a lookup, or nothing started: recovery's own row is right
 	}
-	if err := pf.record(c.a, c.attemptID, ledger.Outcome{Observed: ledger.ObsThrottled, Detail: "not sent: " + why}); err != nil {
+	if err := pf.record(c.a, c.attemptID, ledger.Outcome{Observed: ledger.ObsThrottled, Detail: "not sent: " + why, NotSent: true}); err != nil {
 		pf.logger.Warn("record a call that was not sent; its lease will expire and recovery decides",
 			ledger.ActionIDs(nil, c.a), "err", err)
 	}

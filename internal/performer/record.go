@@ -209,6 +209,11 @@ func (pf *Performer) recordParams(group []pendingDecision) db.ActionRecordBatchP
 		rec.Results = append(rec.Results, string(p.out.Result))
 		rec.Owners = append(rec.Owners, p.d.Owner)
 		rec.LeaseTokens = append(rec.LeaseTokens, p.a.LeaseToken)
+		back := int32(0)
+		if p.d.GiveBack {
+			back = 1
+		}
+		rec.AttemptsBack = append(rec.AttemptsBack, back)
 	}
 	return rec
 }
