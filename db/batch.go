@@ -79,6 +79,119 @@ func (b *ActionEventLinkOneBatchResults) Close() error {
 	return b.br.Close()
 }
 
+const actionImportOne = `-- name: ActionImportOne :batchmany
+INSERT INTO actions (client, environment, source, name, business_key, key_parts, operation_key,
+                     destination, params, param_values, params_sha256, state, reason, owner,
+                     max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at,
+                     external_ref, result)
+VALUES ($1, $2, $3, $4, $5, $6, $7,
+        $8, $9, action_param_values($9), $10, $11, $12, $13,
+        $14, $15, $15, $15, $15,
+        $16, $17)
+ON CONFLICT (client, operation_key) DO NOTHING
+RETURNING id, operation_key
+`
+
+type ActionImportOneBatchResults struct {
+	br     pgx.BatchResults
+	tot    int
+	closed bool
+}
+
+type ActionImportOneParams struct {
+	Client       string
+	Environment  string
+	Source       string
+	Name         string
+	BusinessKey  string
+	KeyParts     json.RawMessage
+	OperationKey string
+	Destination  string
+	Params       json.RawMessage
+	ParamsSha256 []byte
+	State        string
+	Reason       string
+	Owner        string
+	MaxAttempts  int32
+	PerformedAt  time.Time
+	ExternalRef  string
+	Result       json.RawMessage
+}
+
+type ActionImportOneRow struct {
+	ID           int64
+	OperationKey string
+}
+
+// Records one operation an earlier system performed as a closed action under its
+// operation identity (oncehook import): @state is confirmed, and the destination's
+// record is its external ref. An operation that exists already is left as it is
+// and returns nothing. One row a statement, named by its client: on Citus each runs
+// on the client's shard; the rows of a file are sent together, in one transaction.
+func (q *Queries) ActionImportOne(ctx context.Context, arg []ActionImportOneParams) *ActionImportOneBatchResults {
+	batch := &pgx.Batch{}
+	for _, a := range arg {
+		vals := []interface{}{
+			a.Client,
+			a.Environment,
+			a.Source,
+			a.Name,
+			a.BusinessKey,
+			a.KeyParts,
+			a.OperationKey,
+			a.Destination,
+			a.Params,
+			a.ParamsSha256,
+			a.State,
+			a.Reason,
+			a.Owner,
+			a.MaxAttempts,
+			a.PerformedAt,
+			a.ExternalRef,
+			a.Result,
+		}
+		batch.Queue(actionImportOne, vals...)
+	}
+	br := q.db.SendBatch(ctx, batch)
+	return &ActionImportOneBatchResults{br, len(arg), false}
+}
+
+func (b *ActionImportOneBatchResults) Query(f func(int, []ActionImportOneRow, error)) {
+	defer b.br.Close()
+	for t := 0; t < b.tot; t++ {
+		items := []ActionImportOneRow{}
+		if b.closed {
+			if f != nil {
+				f(t, items, ErrBatchAlreadyClosed)
+			}
+			continue
+		}
+		err := func() error {
+			rows, err := b.br.Query()
+			if err != nil {
+				return err
+			}
+			defer rows.Close()
+			for rows.Next() {
+				var i ActionImportOneRow
+				if err := rows.Scan(&i.ID, &i.OperationKey); err != nil {
+					return err
+				}
+				items = append(items, i)
+			}
+			return rows.Err()
+		}()
+		if f != nil {
+			f(t, items, err)
+		}
+	}
+}
+
+func (b *ActionImportOneBatchResults) Close() error {
+	b.closed = true
+	return b.br.Close()
+}
+
 const actionInsertOne = `-- name: ActionInsertOne :batchmany
 INSERT INTO actions (client, environment, source, name, business_key, key_parts, operation_key,
                      destination, params, param_values, params_sha256, state, reason, owner, after_id,
@@ -256,6 +369,65 @@ func (b *AttemptStartEachBatchResults) QueryRow(f func(int, int64, error)) {
 }
 
 func (b *AttemptStartEachBatchResults) Close() error {
+	b.closed = true
+	return b.br.Close()
+}
+
+const auditInsertEach = `-- name: AuditInsertEach :batchexec
+INSERT INTO audit (client, action_id, actor, act, note, detail)
+VALUES ($1, $2, $3, $4, $5, $6)
+`
+
+type AuditInsertEachBatchResults struct {
+	br     pgx.BatchResults
+	tot    int
+	closed bool
+}
+
+type AuditInsertEachParams struct {
+	Client   string
+	ActionID int64
+	Actor    string
+	Act      string
+	Note     string
+	Detail   json.RawMessage
+}
+
+// AuditInsert, one row of a batch sent together.
+func (q *Queries) AuditInsertEach(ctx context.Context, arg []AuditInsertEachParams) *AuditInsertEachBatchResults {
+	batch := &pgx.Batch{}
+	for _, a := range arg {
+		vals := []interface{}{
+			a.Client,
+			a.ActionID,
+			a.Actor,
+			a.Act,
+			a.Note,
+			a.Detail,
+		}
+		batch.Queue(auditInsertEach, vals...)
+	}
+	br := q.db.SendBatch(ctx, batch)
+	return &AuditInsertEachBatchResults{br, len(arg), false}
+}
+
+func (b *AuditInsertEachBatchResults) Exec(f func(int, error)) {
+	defer b.br.Close()
+	for t := 0; t < b.tot; t++ {
+		if b.closed {
+			if f != nil {
+				f(t, ErrBatchAlreadyClosed)
+			}
+			continue
+		}
+		_, err := b.br.Exec()
+		if f != nil {
+			f(t, err)
+		}
+	}
+}
+
+func (b *AuditInsertEachBatchResults) Close() error {
 	b.closed = true
 	return b.br.Close()
 }

@@ -196,7 +196,9 @@ func (rt *Router) linkToAction(ctx context.Context, q *db.Queries, ev db.Event, 
 		}
 		newID = existing.ID
 		switch {
-		case !bytes.Equal(existing.ParamsSha256, in.sum):
+		case len(existing.ParamsSha256) > 0 && !bytes.Equal(existing.ParamsSha256, in.sum):
+			// (An operation imported without its params, oncehook import, has no
+			// hash: any event's params are its own.)
 			conflict = true
 			if err := rt.flagConflict(ctx, q, ev, existing); err != nil {
 				return 0, err
