@@ -7,45 +7,304 @@ package db
 
 import (
 	"context"
+	"encoding/json"
+	"time"
 )
 
-const actionsByOperationKey = `-- name: ActionsByOperationKey :many
-SELECT id, name, state, operation_key, external_ref, params_sha256 FROM actions
-WHERE client = $1 AND operation_key = ANY($2::text[])
+const importLinesAgainstActions = `-- name: ImportLinesAgainstActions :many
+SELECT f.line, f.name, f.business_key, f.external_ref, a.id AS action_id, a.state,
+       a.external_ref AS action_ref
+FROM (SELECT DISTINCT ON (l.operation_key) l.line, l.name, l.business_key, l.operation_key,
+             l.external_ref, l.params_sha256
+      FROM import_lines l WHERE l.client = $1 AND l.run = $2
+      ORDER BY l.operation_key, l.line) f
+JOIN actions a ON a.client = $1 AND a.operation_key = f.operation_key
+WHERE NOT (a.state = ANY($3::text[]) AND a.external_ref = f.external_ref
+           AND (length(f.params_sha256) = 0 OR length(a.params_sha256) = 0 OR f.params_sha256 = a.params_sha256))
+ORDER BY f.line
+LIMIT $4
 `
 
-type ActionsByOperationKeyParams struct {
-	Client        string
-	OperationKeys []string
+type ImportLinesAgainstActionsParams struct {
+	Client     string
+	Run        int64
+	DoneStates []string
+	MaxRows    int32
 }
 
-type ActionsByOperationKeyRow struct {
-	ID           int64
-	Name         string
-	State        string
-	OperationKey string
-	ExternalRef  string
-	ParamsSha256 []byte
+type ImportLinesAgainstActionsRow struct {
+	Line        int64
+	Name        string
+	BusinessKey string
+	ExternalRef string
+	ActionID    int64
+	State       string
+	ActionRef   string
 }
 
-// The client's actions that stand for these operations, for what an import checks
-// each line against.
-func (q *Queries) ActionsByOperationKey(ctx context.Context, arg ActionsByOperationKeyParams) ([]ActionsByOperationKeyRow, error) {
-	rows, err := q.db.Query(ctx, actionsByOperationKey, arg.Client, arg.OperationKeys)
+// The operations of a run (each at its first line) that an existing action stands
+// for otherwise than the line says: the action is not done (@done_states), or
+// holds another record, or, where both are known, other params (an operation
+// imported or routed with params has their hash; one imported without has none).
+// Up to @max_rows. An action that stands for the operation the same way is
+// "already recorded" and left as it is.
+func (q *Queries) ImportLinesAgainstActions(ctx context.Context, arg ImportLinesAgainstActionsParams) ([]ImportLinesAgainstActionsRow, error) {
+	rows, err := q.db.Query(ctx, importLinesAgainstActions,
+		arg.Client,
+		arg.Run,
+		arg.DoneStates,
+		arg.MaxRows,
+	)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	items := []ActionsByOperationKeyRow{}
+	items := []ImportLinesAgainstActionsRow{}
 	for rows.Next() {
-		var i ActionsByOperationKeyRow
+		var i ImportLinesAgainstActionsRow
 		if err := rows.Scan(
-			&i.ID,
+			&i.Line,
 			&i.Name,
-			&i.State,
-			&i.OperationKey,
+			&i.BusinessKey,
 			&i.ExternalRef,
-			&i.ParamsSha256,
+			&i.ActionID,
+			&i.State,
+			&i.ActionRef,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const importLinesAudit = `-- name: ImportLinesAudit :execrows
+INSERT INTO audit (client, action_id, actor, act, note, detail)
+SELECT a.client, a.id, $1, $2, $3,
+       jsonb_build_object('file', $4::text, 'line', f.line, 'performed_at', f.performed_at)
+FROM (SELECT DISTINCT ON (l.operation_key) l.client, l.operation_key, l.line, l.performed_at
+      FROM import_lines l WHERE l.client = $5 AND l.run = $6
+      ORDER BY l.operation_key, l.line) f
+JOIN actions a ON a.client = f.client AND a.operation_key = f.operation_key
+WHERE a.client = $5 AND a.created_at = $7
+`
+
+type ImportLinesAuditParams struct {
+	Actor      string
+	Act        string
+	Note       string
+	File       string
+	Client     string
+	Run        int64
+	ImportedAt time.Time
+}
+
+// The audit entry of each action ImportLinesLoad created (at @imported_at), with
+// the file and line it came from.
+func (q *Queries) ImportLinesAudit(ctx context.Context, arg ImportLinesAuditParams) (int64, error) {
+	result, err := q.db.Exec(ctx, importLinesAudit,
+		arg.Actor,
+		arg.Act,
+		arg.Note,
+		arg.File,
+		arg.Client,
+		arg.Run,
+		arg.ImportedAt,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const importLinesClear = `-- name: ImportLinesClear :exec
+DELETE FROM import_lines WHERE client = $1 AND run = $2
+`
+
+type ImportLinesClearParams struct {
+	Client string
+	Run    int64
+}
+
+// Deletes a run's staged lines, before its transaction commits.
+func (q *Queries) ImportLinesClear(ctx context.Context, arg ImportLinesClearParams) error {
+	_, err := q.db.Exec(ctx, importLinesClear, arg.Client, arg.Run)
+	return err
+}
+
+type ImportLinesCopyParams struct {
+	Client       string
+	Run          int64
+	Line         int64
+	Environment  string
+	Source       string
+	Name         string
+	BusinessKey  string
+	KeyParts     json.RawMessage
+	OperationKey string
+	Destination  string
+	Params       json.RawMessage
+	ParamsSha256 []byte
+	Owner        string
+	MaxAttempts  int32
+	PerformedAt  time.Time
+	ExternalRef  string
+	Result       json.RawMessage
+}
+
+const importLinesCount = `-- name: ImportLinesCount :one
+SELECT (SELECT count(*) FROM import_lines l WHERE l.client = $1 AND l.run = $2)::bigint AS lines,
+       (SELECT count(DISTINCT l.operation_key) FROM import_lines l WHERE l.client = $1 AND l.run = $2)::bigint AS operations,
+       (SELECT count(*) FROM actions a
+        WHERE a.client = $1
+          AND a.operation_key IN (SELECT l.operation_key FROM import_lines l WHERE l.client = $1 AND l.run = $2))::bigint AS existing
+`
+
+type ImportLinesCountParams struct {
+	Client string
+	Run    int64
+}
+
+type ImportLinesCountRow struct {
+	Lines      int64
+	Operations int64
+	Existing   int64
+}
+
+// A run's lines, the operations they name, and how many of those an action
+// stands for already.
+func (q *Queries) ImportLinesCount(ctx context.Context, arg ImportLinesCountParams) (ImportLinesCountRow, error) {
+	row := q.db.QueryRow(ctx, importLinesCount, arg.Client, arg.Run)
+	var i ImportLinesCountRow
+	err := row.Scan(&i.Lines, &i.Operations, &i.Existing)
+	return i, err
+}
+
+const importLinesFreshByAction = `-- name: ImportLinesFreshByAction :many
+SELECT f.name, count(*)::bigint AS n
+FROM (SELECT DISTINCT ON (l.operation_key) l.operation_key, l.name FROM import_lines l
+      WHERE l.client = $1 AND l.run = $2
+      ORDER BY l.operation_key, l.line) f
+WHERE NOT EXISTS (SELECT 1 FROM actions a WHERE a.client = $1 AND a.operation_key = f.operation_key)
+GROUP BY f.name
+ORDER BY f.name
+`
+
+type ImportLinesFreshByActionParams struct {
+	Client string
+	Run    int64
+}
+
+type ImportLinesFreshByActionRow struct {
+	Name string
+	N    int64
+}
+
+// How many of a run's operations no action stands for yet, by action name.
+func (q *Queries) ImportLinesFreshByAction(ctx context.Context, arg ImportLinesFreshByActionParams) ([]ImportLinesFreshByActionRow, error) {
+	rows, err := q.db.Query(ctx, importLinesFreshByAction, arg.Client, arg.Run)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ImportLinesFreshByActionRow{}
+	for rows.Next() {
+		var i ImportLinesFreshByActionRow
+		if err := rows.Scan(&i.Name, &i.N); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const importLinesLoad = `-- name: ImportLinesLoad :exec
+INSERT INTO actions (client, environment, source, name, business_key, key_parts, operation_key,
+                     destination, params, param_values, params_sha256, state, reason, owner,
+                     max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at,
+                     external_ref, result, created_at, updated_at, state_since)
+SELECT DISTINCT ON (l.operation_key)
+       l.client, l.environment, l.source, l.name, l.business_key, l.key_parts, l.operation_key,
+       l.destination, l.params, action_param_values(l.params), l.params_sha256, $1, $2, l.owner,
+       l.max_attempts, l.performed_at, l.performed_at, l.performed_at, l.performed_at,
+       l.external_ref, l.result, $3, $3, $3
+FROM import_lines l
+WHERE l.client = $4 AND l.run = $5
+ORDER BY l.operation_key, l.line
+ON CONFLICT (client, operation_key) DO NOTHING
+`
+
+type ImportLinesLoadParams struct {
+	State      string
+	Reason     string
+	ImportedAt time.Time
+	Client     string
+	Run        int64
+}
+
+// Records the run's operations as actions in @state (confirmed), each as its
+// first line says, created at @imported_at (which names them for
+// ImportLinesAudit, which counts them: on Citus the count of rows an INSERT ...
+// SELECT reports is of the rows it tried); an operation an action stands for
+// already is left as it is.
+func (q *Queries) ImportLinesLoad(ctx context.Context, arg ImportLinesLoadParams) error {
+	_, err := q.db.Exec(ctx, importLinesLoad,
+		arg.State,
+		arg.Reason,
+		arg.ImportedAt,
+		arg.Client,
+		arg.Run,
+	)
+	return err
+}
+
+const importLinesRepeating = `-- name: ImportLinesRepeating :many
+SELECT l.line, f.line AS first_line, l.name, l.business_key
+FROM import_lines l
+JOIN LATERAL (SELECT x.line, x.external_ref, x.params_sha256 FROM import_lines x
+              WHERE x.client = l.client AND x.run = l.run AND x.operation_key = l.operation_key
+              ORDER BY x.line LIMIT 1) f ON true
+WHERE l.client = $1 AND l.run = $2 AND l.line <> f.line
+  AND (l.external_ref <> f.external_ref OR l.params_sha256 <> f.params_sha256)
+ORDER BY l.line
+LIMIT $3
+`
+
+type ImportLinesRepeatingParams struct {
+	Client  string
+	Run     int64
+	MaxRows int32
+}
+
+type ImportLinesRepeatingRow struct {
+	Line        int64
+	FirstLine   int64
+	Name        string
+	BusinessKey string
+}
+
+// The lines of a run that repeat an earlier line's operation with another record
+// or other params, each with that earlier line (its first): up to @max_rows.
+func (q *Queries) ImportLinesRepeating(ctx context.Context, arg ImportLinesRepeatingParams) ([]ImportLinesRepeatingRow, error) {
+	rows, err := q.db.Query(ctx, importLinesRepeating, arg.Client, arg.Run, arg.MaxRows)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ImportLinesRepeatingRow{}
+	for rows.Next() {
+		var i ImportLinesRepeatingRow
+		if err := rows.Scan(
+			&i.Line,
+			&i.FirstLine,
+			&i.Name,
+			&i.BusinessKey,
 		); err != nil {
 			return nil, err
 		}

@@ -208,6 +208,26 @@ type EventQueue struct {
 	ID     int64
 }
 
+type ImportLine struct {
+	Client       string
+	Run          int64
+	Line         int64
+	Environment  string
+	Source       string
+	Name         string
+	BusinessKey  string
+	KeyParts     json.RawMessage
+	OperationKey string
+	Destination  string
+	Params       json.RawMessage
+	ParamsSha256 []byte
+	Owner        string
+	MaxAttempts  int32
+	PerformedAt  time.Time
+	ExternalRef  string
+	Result       json.RawMessage
+}
+
 type LoginThrottle struct {
 	Key         string
 	Failures    int32

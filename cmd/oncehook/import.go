@@ -15,7 +15,7 @@ import (
 	"github.com/oncehook/oncehook/internal/cutover"
 )
 
-const importUsage = `Usage: oncehook import --config FILE --client CLIENT [--dry-run] [--by NAME] OPERATIONS
+const importUsage = `Usage: oncehook import --config FILE --client CLIENT [--dry-run] [--format jsonl|csv] [--by NAME] OPERATIONS
 
 Records the operations an earlier system already performed for CLIENT as
 confirmed actions under their operation identities, so that an event asking
@@ -28,8 +28,10 @@ operation a line:
 
 action is a rule of the config (of one of CLIENT's sources), key its business
 key parts in the order of the rule's key, external_ref the destination's
-record id or message reference; params and result are optional (see
-docs/cutover.md). Every line is checked first: one that names an unknown
+record id or message reference; params and result are optional. A .csv file
+(or --format csv) has a header row naming the same columns, with key_1,
+key_2, ... for a key of several parts (see docs/cutover.md). A file of any
+length is read a few thousand lines at a time. Every line is checked first: one that names an unknown
 action, lacks a key part or conflicts with an existing action is reported
 with its line number and nothing of the file is loaded. The file is loaded in
 one transaction, each action with an audit entry "imported from OPERATIONS by
@@ -43,6 +45,7 @@ func runImport(ctx context.Context, env *environment, args []string) error {
 	configPath := fs.String("config", "oncehook.yaml", "config file")
 	client := fs.String("client", "", "the client whose operations the file lists (required)")
 	dryRun := fs.Bool("dry-run", false, "check the file and say what would be recorded; record nothing")
+	format := fs.String("format", "", "jsonl or csv (default: csv for a .csv file, else jsonl)")
 	by := fs.String("by", defaultImporter(), "who imports, for the audit")
 	// Flags may come before or after the file.
 	if err := fs.Parse(args); err != nil {
@@ -77,8 +80,12 @@ func runImport(ctx context.Context, env *environment, args []string) error {
 		in = f
 	}
 	return withDatabase(ctx, env, df, func(d *database) error {
+		f := *format
+		if f == "" {
+			f = cutover.FormatOf(name)
+		}
 		rep, err := cutover.Import(ctx, cutover.Params{Pool: d.Pool, Config: cfg, Client: *client, File: name,
-			By: *by, DryRun: *dryRun}, in)
+			Format: f, By: *by, DryRun: *dryRun}, in)
 		if err != nil {
 			return err
 		}

@@ -76,4 +76,12 @@ func TestImportCommand(t *testing.T) {
 	if out, err := importing(third); err != nil || !strings.Contains(out, "recorded 1 as confirmed actions") {
 		t.Errorf("after the bad file: %v\n%s", err, out)
 	}
+	// A .csv file is read as CSV.
+	sheet := filepath.Join(dir, "sheet.csv")
+	if err := os.WriteFile(sheet, []byte("action,key,external_ref,performed_at\nopen_task,9,task_9,2026-11-30T10:00:00Z\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := importing(sheet); err != nil || !strings.Contains(out, "recorded 1 as confirmed actions (open_task 1)") {
+		t.Errorf("a csv file: %v\n%s", err, out)
+	}
 }

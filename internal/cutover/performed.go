@@ -5,13 +5,11 @@
 package cutover
 
 import (
-	"bufio"
 	"bytes"
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"time"
 
@@ -42,31 +40,41 @@ type Problem struct {
 	Reason string
 }
 
-// Problems is every line of a file that cannot be imported: the file is then
-// loaded not at all.
+// Problems is the lines of a file that cannot be imported: the file is then
+// loaded not at all. List keeps the first MaxProblems by line; Count is all.
 type Problems struct {
-	File string
-	List []Problem
+	File  string
+	List  []Problem
+	Count int
 }
 
-// maxProblems is how many problems an error lists; the count says the rest.
-const maxProblems = 50
+// MaxProblems is how many problems an import keeps to report; shownProblems how
+// many its error lists, the count saying the rest.
+const (
+	MaxProblems   = 1000
+	shownProblems = 50
+)
 
 func (p *Problems) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s: %d line(s) cannot be imported; nothing was loaded", p.File, len(p.List))
+	fmt.Fprintf(&b, "%s: %d line(s) cannot be imported; nothing was loaded", p.File, p.Count)
 	for i, x := range p.List {
-		if i == maxProblems {
-			fmt.Fprintf(&b, "\n... and %d more", len(p.List)-maxProblems)
+		if i == shownProblems {
 			break
 		}
 		fmt.Fprintf(&b, "\n%s:%d: %s", p.File, x.Line, x.Reason)
+	}
+	if more := p.Count - min(len(p.List), shownProblems); more > 0 {
+		fmt.Fprintf(&b, "\n... and %d more", more)
 	}
 	return b.String()
 }
 
 func (p *Problems) add(line int, format string, args ...any) {
-	p.List = append(p.List, Problem{Line: line, Reason: fmt.Sprintf(format, args...)})
+	p.Count++
+	if len(p.List) < MaxProblems {
+		p.List = append(p.List, Problem{Line: line, Reason: fmt.Sprintf(format, args...)})
+	}
 }
 
 // operation is a checked line: the action it makes and the identity it makes it
@@ -79,42 +87,6 @@ type operation struct {
 	params json.RawMessage // {} when the line gives none
 	sum    []byte          // empty when the line gives no params: any event's params are its own
 	owner  string
-}
-
-// readLines reads a file of performed operations, JSON lines (blank lines and
-// lines starting with # are skipped), and checks each against the config for
-// client: every problem is collected with its line number.
-func readLines(r io.Reader, cfg *ledger.Config, client string, problems *Problems) ([]operation, error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64*1024), MaxLine)
-	var ops []operation
-	line := 0
-	for sc.Scan() {
-		line++
-		text := bytes.TrimSpace(sc.Bytes())
-		if len(text) == 0 || text[0] == '#' {
-			continue
-		}
-		p, err := decodeLine(text)
-		if err != nil {
-			problems.add(line, "%v", err)
-			continue
-		}
-		p.Line = line
-		op, reason := check(p, cfg, client)
-		if reason != "" {
-			problems.add(line, "%s", reason)
-			continue
-		}
-		ops = append(ops, op)
-	}
-	if err := sc.Err(); err != nil {
-		if errors.Is(err, bufio.ErrTooLong) {
-			return nil, fmt.Errorf("%s: line %d is longer than %d bytes", problems.File, line+1, MaxLine)
-		}
-		return nil, fmt.Errorf("read %s: %w", problems.File, err)
-	}
-	return ops, nil
 }
 
 // decodeLine reads one line: a JSON object with known fields only.

@@ -63,6 +63,11 @@ func (a *analyzer) QueryRow(ctx context.Context, sql string, args ...any) pgx.Ro
 	return a.tx.QueryRow(ctx, "SELECT WHERE false")
 }
 
+func (a *analyzer) CopyFrom(context.Context, pgx.Identifier, []string, pgx.CopyFromSource) (int64, error) {
+	a.t.Fatal("no copy expected")
+	return 0, nil
+}
+
 func (a *analyzer) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
 	a.t.Fatal("no batch expected")
 	return nil

@@ -3,6 +3,7 @@ package ledger_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -355,6 +356,10 @@ func (e *explainer) Query(ctx context.Context, sql string, args ...any) (pgx.Row
 func (e *explainer) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
 	e.explain(ctx, sql, args)
 	return e.tx.QueryRow(ctx, "SELECT WHERE false")
+}
+
+func (e *explainer) CopyFrom(context.Context, pgx.Identifier, []string, pgx.CopyFromSource) (int64, error) {
+	return 0, errors.New("a worker statement copies nothing")
 }
 
 func (e *explainer) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
