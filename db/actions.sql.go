@@ -196,7 +196,7 @@ func (q *Queries) ActionCancelByResource(ctx context.Context, arg ActionCancelBy
 const actionCancelSuccessors = `-- name: ActionCancelSuccessors :many
 UPDATE actions
 SET state = 'cancelled', reason = $1, updated_at = now(), next_attempt_at = now()
-WHERE client = $2 AND after_id = $3 AND state = 'pending'
+WHERE client = $2 AND after_id = $3 AND state IN ('pending', 'uncertain')
   AND next_attempt_at = '9999-12-31 00:00:00+00'::timestamptz
 RETURNING id
 `
@@ -1240,8 +1240,10 @@ INSERT INTO actions (client, environment, source, name, business_key, key_parts,
                      resource, occurred_at, max_attempts, give_up_at, next_attempt_at)
 SELECT r.client, r.environment, r.source, r.name, r.business_key, r.key_parts, r.operation_key,
        r.destination, r.params, action_param_values(r.params), r.params_sha256,
-       CASE WHEN d.disconnected THEN $1::text ELSE $2::text END,
-       CASE WHEN d.disconnected THEN 'destination ' || r.destination || ' is disconnected'
+       CASE WHEN r.cutover_state <> '' THEN r.cutover_state
+            WHEN d.disconnected THEN $1::text ELSE $2::text END,
+       CASE WHEN r.cutover_state <> '' THEN r.cutover_reason
+            WHEN d.disconnected THEN 'destination ' || r.destination || ' is disconnected'
             WHEN r.after_id <> 0 AND p.state IS DISTINCT FROM 'confirmed'
                  THEN 'waiting for ' || coalesce(p.name, 'its predecessor')
             ELSE '' END,
@@ -1260,6 +1262,7 @@ FROM (SELECT unnest($3::text[]) AS client, unnest($4::text[]) AS environment,
              unnest($17::boolean[]) AS has_occurred_at,
              unnest($18::integer[]) AS max_attempts,
              unnest($19::double precision[]) AS within_seconds,
+             unnest($20::text[]) AS cutover_state, unnest($21::text[]) AS cutover_reason,
              generate_subscripts($3::text[], 1) AS ord) r
 CROSS JOIN LATERAL (SELECT EXISTS (SELECT 1 FROM destinations x
                                    WHERE x.name = r.destination AND x.status = 'disconnected')
@@ -1292,6 +1295,8 @@ type ActionInsertParams struct {
 	HasOccurredAts []bool
 	MaxAttempts    []int32
 	WithinSeconds  []float64
+	CutoverStates  []string
+	CutoverReasons []string
 }
 
 type ActionInsertRow struct {
@@ -1305,8 +1310,10 @@ type ActionInsertRow struct {
 // inserted in the order given, so of two rows for one operation the first creates
 // the action. A successor (after_id, 0 for none) waits (next_attempt_at far in the
 // future) until its predecessor is confirmed; an action for a disconnected
-// destination starts held (the decision table's rows for a new action give both
-// states). It returns the operations it created; an operation that
+// destination starts held, and one a cutover window covers in the state and with
+// the reason its row gives (cutover_state, ” for none: uncertain to look it up
+// first, failed for a person); the decision table's rows for a new action give
+// these states. It returns the operations it created; an operation that
 // already existed, or that an earlier row created, returns nothing.
 // The predecessors are read first, by key (client and id), then joined to the
 // rows: a lateral lookup per row in a distributed table is a join Citus cannot
@@ -1332,6 +1339,8 @@ func (q *Queries) ActionInsert(ctx context.Context, arg ActionInsertParams) ([]A
 		arg.HasOccurredAts,
 		arg.MaxAttempts,
 		arg.WithinSeconds,
+		arg.CutoverStates,
+		arg.CutoverReasons,
 	)
 	if err != nil {
 		return nil, err
@@ -1942,15 +1951,17 @@ WITH r AS (
       AND a.lease_token = r.lease_token AND (NOT $15::boolean OR a.client = $16)
     RETURNING a.client, a.id, a.state
 ), released AS (
+    -- A successor waits pending, or uncertain when a cutover makes it look its
+    -- operation up first (it keeps that reason).
     UPDATE actions s
-    SET next_attempt_at = now(), reason = '', updated_at = now()
+    SET next_attempt_at = now(), reason = CASE WHEN s.state = 'pending' THEN '' ELSE s.reason END, updated_at = now()
     FROM recorded p
     CROSS JOIN LATERAL (SELECT w.client, w.id FROM actions w
                         WHERE w.client = p.client AND w.after_id = p.id
                           AND (NOT $15::boolean OR w.client = $16) OFFSET 0) x
     WHERE p.state = 'confirmed' AND s.client = x.client AND s.id = x.id
       AND (NOT $15::boolean OR s.client = $16)
-      AND (s.state = 'pending') IS TRUE
+      AND (s.state IN ('pending', 'uncertain')) IS TRUE
       AND (s.next_attempt_at = '9999-12-31 00:00:00+00'::timestamptz) IS TRUE
     RETURNING s.id
 )
@@ -2308,8 +2319,8 @@ func (q *Queries) ActionReleaseStrayHeld(ctx context.Context, arg ActionReleaseS
 
 const actionReleaseSuccessors = `-- name: ActionReleaseSuccessors :execrows
 UPDATE actions
-SET next_attempt_at = now(), reason = '', updated_at = now()
-WHERE client = $1 AND after_id = $2 AND state = 'pending'
+SET next_attempt_at = now(), reason = CASE WHEN state = 'pending' THEN '' ELSE reason END, updated_at = now()
+WHERE client = $1 AND after_id = $2 AND state IN ('pending', 'uncertain')
   AND next_attempt_at = '9999-12-31 00:00:00+00'::timestamptz
 `
 
@@ -2318,7 +2329,8 @@ type ActionReleaseSuccessorsParams struct {
 	AfterID *int64
 }
 
-// The predecessor is confirmed: its waiting successors become due.
+// The predecessor is confirmed: its waiting successors become due (one a cutover
+// made uncertain keeps its reason: it is looked up first).
 func (q *Queries) ActionReleaseSuccessors(ctx context.Context, arg ActionReleaseSuccessorsParams) (int64, error) {
 	result, err := q.db.Exec(ctx, actionReleaseSuccessors, arg.Client, arg.AfterID)
 	if err != nil {
@@ -2493,7 +2505,7 @@ func (q *Queries) ActionStartCallsSharded(ctx context.Context, arg ActionStartCa
 
 const actionWaitingSuccessors = `-- name: ActionWaitingSuccessors :many
 SELECT id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key, param_values, reason_start, parked_at FROM actions
-WHERE client = $1 AND after_id = $2 AND state = 'pending'
+WHERE client = $1 AND after_id = $2 AND state IN ('pending', 'uncertain')
   AND next_attempt_at = '9999-12-31 00:00:00+00'::timestamptz
 ORDER BY id
 `

@@ -4,16 +4,20 @@
 -- inserted in the order given, so of two rows for one operation the first creates
 -- the action. A successor (after_id, 0 for none) waits (next_attempt_at far in the
 -- future) until its predecessor is confirmed; an action for a disconnected
--- destination starts held (the decision table's rows for a new action give both
--- states). It returns the operations it created; an operation that
+-- destination starts held, and one a cutover window covers in the state and with
+-- the reason its row gives (cutover_state, '' for none: uncertain to look it up
+-- first, failed for a person); the decision table's rows for a new action give
+-- these states. It returns the operations it created; an operation that
 -- already existed, or that an earlier row created, returns nothing.
 INSERT INTO actions (client, environment, source, name, business_key, key_parts, operation_key,
                      destination, params, param_values, params_sha256, state, reason, owner, after_id,
                      resource, occurred_at, max_attempts, give_up_at, next_attempt_at)
 SELECT r.client, r.environment, r.source, r.name, r.business_key, r.key_parts, r.operation_key,
        r.destination, r.params, action_param_values(r.params), r.params_sha256,
-       CASE WHEN d.disconnected THEN @held_state::text ELSE @ready_state::text END,
-       CASE WHEN d.disconnected THEN 'destination ' || r.destination || ' is disconnected'
+       CASE WHEN r.cutover_state <> '' THEN r.cutover_state
+            WHEN d.disconnected THEN @held_state::text ELSE @ready_state::text END,
+       CASE WHEN r.cutover_state <> '' THEN r.cutover_reason
+            WHEN d.disconnected THEN 'destination ' || r.destination || ' is disconnected'
             WHEN r.after_id <> 0 AND p.state IS DISTINCT FROM 'confirmed'
                  THEN 'waiting for ' || coalesce(p.name, 'its predecessor')
             ELSE '' END,
@@ -35,6 +39,7 @@ FROM (SELECT unnest(@clients::text[]) AS client, unnest(@environments::text[]) A
              unnest(@has_occurred_ats::boolean[]) AS has_occurred_at,
              unnest(@max_attempts::integer[]) AS max_attempts,
              unnest(@within_seconds::double precision[]) AS within_seconds,
+             unnest(@cutover_states::text[]) AS cutover_state, unnest(@cutover_reasons::text[]) AS cutover_reason,
              generate_subscripts(@clients::text[], 1) AS ord) r
 CROSS JOIN LATERAL (SELECT EXISTS (SELECT 1 FROM destinations x
                                    WHERE x.name = r.destination AND x.status = 'disconnected')
@@ -375,15 +380,17 @@ WITH r AS (
       AND a.lease_token = r.lease_token AND (NOT @sharded::boolean OR a.client = @client)
     RETURNING a.client, a.id, a.state
 ), released AS (
+    -- A successor waits pending, or uncertain when a cutover makes it look its
+    -- operation up first (it keeps that reason).
     UPDATE actions s
-    SET next_attempt_at = now(), reason = '', updated_at = now()
+    SET next_attempt_at = now(), reason = CASE WHEN s.state = 'pending' THEN '' ELSE s.reason END, updated_at = now()
     FROM recorded p
     CROSS JOIN LATERAL (SELECT w.client, w.id FROM actions w
                         WHERE w.client = p.client AND w.after_id = p.id
                           AND (NOT @sharded::boolean OR w.client = @client) OFFSET 0) x
     WHERE p.state = 'confirmed' AND s.client = x.client AND s.id = x.id
       AND (NOT @sharded::boolean OR s.client = @client)
-      AND (s.state = 'pending') IS TRUE
+      AND (s.state IN ('pending', 'uncertain')) IS TRUE
       AND (s.next_attempt_at = '9999-12-31 00:00:00+00'::timestamptz) IS TRUE
     RETURNING s.id
 )
@@ -391,10 +398,11 @@ SELECT recorded.client, recorded.id, (SELECT count(*) FROM released)::bigint AS 
 FROM recorded;
 
 -- name: ActionReleaseSuccessors :execrows
--- The predecessor is confirmed: its waiting successors become due.
+-- The predecessor is confirmed: its waiting successors become due (one a cutover
+-- made uncertain keeps its reason: it is looked up first).
 UPDATE actions
-SET next_attempt_at = now(), reason = '', updated_at = now()
-WHERE client = @client AND after_id = @after_id AND state = 'pending'
+SET next_attempt_at = now(), reason = CASE WHEN state = 'pending' THEN '' ELSE reason END, updated_at = now()
+WHERE client = @client AND after_id = @after_id AND state IN ('pending', 'uncertain')
   AND next_attempt_at = '9999-12-31 00:00:00+00'::timestamptz;
 
 -- name: ActionLockExpiredLeases :many
@@ -705,7 +713,7 @@ SELECT (SELECT count(*) FROM (
 -- The predecessor will never be performed: successors waiting for it will not be either.
 UPDATE actions
 SET state = 'cancelled', reason = @reason, updated_at = now(), next_attempt_at = now()
-WHERE client = @client AND after_id = @after_id AND state = 'pending'
+WHERE client = @client AND after_id = @after_id AND state IN ('pending', 'uncertain')
   AND next_attempt_at = '9999-12-31 00:00:00+00'::timestamptz
 RETURNING id;
 
@@ -713,7 +721,7 @@ RETURNING id;
 -- The successors that wait for this action: what cancelling it cancels with it
 -- (ActionCancelSuccessors).
 SELECT * FROM actions
-WHERE client = @client AND after_id = @after_id AND state = 'pending'
+WHERE client = @client AND after_id = @after_id AND state IN ('pending', 'uncertain')
   AND next_attempt_at = '9999-12-31 00:00:00+00'::timestamptz
 ORDER BY id;
 

@@ -1057,3 +1057,70 @@ func TestParseConfigBreaker(t *testing.T) {
 		}
 	}
 }
+
+// TestParseConfigCutover: a cutover window on a source applies to its actions,
+// an action's own replaces it, oncehook check says what it does to each action,
+// and bad windows name their place.
+func TestParseConfigCutover(t *testing.T) {
+	t.Parallel()
+	parse := func(source, action string) (*ledger.Config, error) {
+		return Parse("c.yaml", lines(
+			"sources: [{name: s, client: c, provider: stripe, environment: test, secret_env: S"+source+"}]",
+			"destinations:",
+			"  - {name: crm, type: http, create: {url: 'http://crm/x'}, lookup: {url: 'http://crm/x?ref={ref}', consistency: strong}}",
+			"  - {name: mail, type: smtp, addr: 'mail:25', from: a@example.com}",
+			"actions:",
+			"  - {name: open, source: s, on: [a], key: [/id], destination: crm"+action+"}",
+			"  - {name: tell, source: s, on: [a], key: [/id], destination: mail, params: {to: /email, subject: {const: Hi}, text: {const: Hi}}}",
+		), envFrom(map[string]string{"S": "whsec_x"}))
+	}
+	t0 := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	cfg, err := parse(", cutover: {from: 2026-12-01T00:00:00Z, until: 2026-12-04T00:00:00Z}",
+		", cutover: {from: 2026-12-01T00:00:00Z, until: 2026-12-08T00:00:00Z}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := cfg.CutoverOf(cfg.Actions[0]); c == nil || !c.From.Equal(t0) || !c.Until.Equal(t0.Add(7*24*time.Hour)) {
+		t.Errorf("the action's own window: %+v", c)
+	}
+	if c := cfg.CutoverOf(cfg.Actions[1]); c == nil || !c.Until.Equal(t0.Add(3*24*time.Hour)) {
+		t.Errorf("the source's window: %+v", c)
+	}
+	var b strings.Builder
+	Describe(&b, cfg)
+	for _, want := range []string{
+		"cutover until 2026-12-08T00:00:00Z: the operations of events from before 2026-12-01T00:00:00Z (or without a provider time) are looked up at crm before any create",
+		"cutover until 2026-12-04T00:00:00Z: the operations of events from before 2026-12-01T00:00:00Z (or without a provider time) are sent to a person first (mail has no lookup)",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("check does not say %q:\n%s", want, b.String())
+		}
+	}
+	early := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		occurred *time.Time
+		received time.Time
+		want     bool
+	}{
+		{&early, t0.Add(time.Hour), true},           // a retry of last night's event
+		{&t0, t0.Add(time.Hour), false},             // from the window's start on: oncehook's own
+		{nil, t0.Add(time.Hour), true},              // GitHub: no provider time
+		{&early, t0.Add(8 * 24 * time.Hour), false}, // after the window
+		{nil, t0.Add(7 * 24 * time.Hour), false},    // at its end
+	} {
+		if got := cfg.CutoverOf(cfg.Actions[0]).Covers(c.occurred, c.received); got != c.want {
+			t.Errorf("Covers(%v, %v) = %v, want %v", c.occurred, c.received, got, c.want)
+		}
+	}
+	for _, c := range []struct{ yaml, want string }{
+		{", cutover: {from: 2026-12-04T00:00:00Z, until: 2026-12-01T00:00:00Z}", `sources[0].cutover.until: is not after from (2026-12-04T00:00:00Z)`},
+		{", cutover: {from: yesterday, until: 2026-12-01T00:00:00Z}", `sources[0].cutover.from: "yesterday" is not a time like 2026-12-01T00:00:00Z`},
+		{", cutover: {until: 2026-12-01T00:00:00Z}", `sources[0].cutover: from is required`},
+		{", cutover: {from: 2026-12-01T00:00:00Z, until: 2026-12-04T00:00:00Z, by: x}", `sources[0].cutover.by: unknown field`},
+	} {
+		_, err := parse(c.yaml, "")
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: %v, want it to say %s", c.yaml, err, c.want)
+		}
+	}
+}

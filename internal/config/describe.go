@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/internal/provider"
@@ -50,6 +51,9 @@ func Describe(w io.Writer, cfg *ledger.Config) {
 			line += ", cancelled by [" + strings.Join(a.CancelledBy, ", ") + "]"
 		}
 		fmt.Fprintf(w, "%s, owner %s\n", line, a.Owner)
+		if c := cfg.CutoverOf(a); c != nil {
+			fmt.Fprintf(w, "    %s\n", describeCutover(*c, a, cfg))
+		}
 	}
 	describeSignIn(w, cfg)
 }
@@ -161,4 +165,14 @@ func shortDuration(s string) string {
 		s = strings.TrimSuffix(s, "0m")
 	}
 	return s
+}
+
+// describeCutover says what a cutover window does to an action's creates.
+func describeCutover(c ledger.Cutover, a ledger.ActionRule, cfg *ledger.Config) string {
+	then := "looked up at " + a.Destination + " before any create"
+	if d, ok := cfg.Destination(a.Destination); !ok || d.Lookup.URL == "" {
+		then = "sent to a person first (" + a.Destination + " has no lookup)"
+	}
+	return fmt.Sprintf("cutover until %s: the operations of events from before %s (or without a provider time) are %s",
+		c.Until.UTC().Format(time.RFC3339), c.From.UTC().Format(time.RFC3339), then)
 }

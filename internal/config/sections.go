@@ -19,7 +19,7 @@ import (
 
 func (l *loader) source(path string, n ast.Node) ledger.Source {
 	m := l.mapping(path, n, "name", "client", "provider", "account", "environment",
-		"secret_env", "tolerance", "max_body", "remember", "backfill", "verify")
+		"secret_env", "tolerance", "max_body", "remember", "backfill", "verify", "cutover")
 	s := ledger.Source{
 		Name:        m.name("name"),
 		Client:      m.required("client"),
@@ -32,6 +32,7 @@ func (l *loader) source(path string, n ast.Node) ledger.Source {
 	}
 	l.secrets(m, &s)
 	l.verify(m, &s)
+	s.Cutover = l.cutover(m)
 	if m.has("backfill") {
 		s.Backfill = l.backfill(m, s.Provider)
 	}
@@ -145,7 +146,7 @@ func secretShape(name, secret string) string {
 
 func (l *loader) action(path string, n ast.Node) ledger.ActionRule {
 	m := l.mapping(path, n, "name", "source", "on", "key", "destination", "params", "retry",
-		"owner", "after", "resource", "occurred_at", "cancelled_by", "act_on_stale", "when")
+		"owner", "after", "resource", "occurred_at", "cancelled_by", "act_on_stale", "when", "cutover")
 	a := ledger.ActionRule{
 		Name:        m.name("name"),
 		Source:      m.required("source"),
@@ -158,6 +159,7 @@ func (l *loader) action(path string, n ast.Node) ledger.ActionRule {
 		OccurredAt:  m.pointer("occurred_at", ""),
 		ActOnStale:  m.boolean("act_on_stale"),
 		When:        l.conditions(m.at("when"), m.vals["when"]),
+		Cutover:     l.cutover(m),
 	}
 	a.CancelledBy, a.CancelWhen = l.cancelledBy(m.at("cancelled_by"), m.vals["cancelled_by"])
 	for i, k := range a.Key {
@@ -309,4 +311,31 @@ func (l *loader) conditions(path string, n ast.Node) []ledger.Condition {
 		out = append(out, c)
 	}
 	return out
+}
+
+// cutover reads a source's or an action's cutover window, {from, until}, two
+// times (RFC 3339) with until after from; nil when there is none.
+func (l *loader) cutover(m fields) *ledger.Cutover {
+	if !m.has("cutover") {
+		return nil
+	}
+	cm := m.sub("cutover", "from", "until")
+	c := ledger.Cutover{From: cm.moment("from"), Until: cm.moment("until")}
+	if !c.From.IsZero() && !c.Until.IsZero() && !c.Until.After(c.From) {
+		l.errorf(cm.at("until"), "is not after from (%s): the window ends after it starts", c.From.Format(time.RFC3339))
+	}
+	return &c
+}
+
+// moment reads a required time, as RFC 3339 writes it.
+func (m fields) moment(key string) time.Time {
+	s := m.required(key)
+	if strings.TrimSpace(s) == "" {
+		return time.Time{}
+	}
+	t, err := time.Parse(time.RFC3339, strings.TrimSpace(s))
+	if err != nil {
+		m.l.errorf(m.at(key), "%q is not a time like 2026-12-01T00:00:00Z", s)
+	}
+	return t
 }

@@ -10,6 +10,7 @@ import (
 	"net/smtp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/oncehook/oncehook/internal/cutover"
 	"github.com/oncehook/oncehook/internal/ledger"
@@ -157,5 +158,117 @@ func TestImportSuccessorRunsUnlessListed(t *testing.T) {
 	msgs := w.mail.Messages()
 	if len(msgs) != 1 || !strings.Contains(msgs[0].Body, "opp_legacy_7") {
 		t.Errorf("the welcome mail: %+v, want one naming the imported record", msgs)
+	}
+}
+
+// seedRecord creates a CRM record carrying ref as its source_ref, as another
+// oncehook (the same operation keys) or an integration that wrote the same
+// reference would have, and returns its id.
+func seedRecord(w *world, enquiry, ref string) string {
+	w.t.Helper()
+	body := fmt.Sprintf(`{"enquiry_id":%q,"amount":1,"source_ref":%q}`, enquiry, ref)
+	req, _ := http.NewRequest(http.MethodPost, w.crmURL+"/opportunities", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+crmToken)
+	req.Header.Set("Content-Type", "application/json")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var rec struct{ ID string }
+	if err := json.NewDecoder(res.Body).Decode(&rec); err != nil || rec.ID == "" {
+		w.t.Fatalf("seed a record: %d %v", res.StatusCode, err)
+	}
+	return rec.ID
+}
+
+// TestCutoverLooksUpBeforeCreating: a cutover window on the Stripe source and no
+// import. Events from before it whose records exist are confirmed by lookup, not
+// created again; those whose records do not exist are created once; an event
+// after the window's start is performed as usual; and the welcome mail, whose
+// destination has no lookup, waits for a person with the reason instead of
+// being sent, except for the event after the start.
+func TestCutoverLooksUpBeforeCreating(t *testing.T) {
+	t.Parallel()
+	from := time.Now().UTC().Add(-time.Minute).Truncate(time.Second)
+	until := from.Add(time.Hour)
+	window := fmt.Sprintf(", cutover: {from: %q, until: %q}}", from.Format(time.RFC3339), until.Format(time.RFC3339))
+	// A second CRM step after the first: under the cutover it waits for its
+	// predecessor uncertain, then is looked up before any create.
+	followUp := `  - name: open_follow_up
+    source: stripe-live
+    on: [checkout.session.completed]
+    key: [/data/object/metadata/enquiry_id]
+    after: open_opportunity
+    destination: crm
+    params:
+      enquiry_id: /data/object/metadata/enquiry_id
+`
+	w := newWorld(t, worldOptions{lookup: "strong", yaml: func(y string) string {
+		return strings.Replace(y, "environment: live, secret_env: STRIPE_SECRET}", "environment: live, secret_env: STRIPE_SECRET"+window, 1) + followUp
+	}})
+	opKey := func(enq string) string {
+		return ledger.OperationIdentity{Client: "acme", Environment: "live", Name: "open_opportunity", KeyParts: []string{enq}}.OperationKey()
+	}
+	existing := map[string]string{}
+	for i := range 5 {
+		enq := fmt.Sprintf("enq-had-%d", i)
+		existing[enq] = seedRecord(w, enq, opKey(enq))
+	}
+	followUpKey := ledger.OperationIdentity{Client: "acme", Environment: "live", Name: "open_follow_up", KeyParts: []string{"enq-had-0"}}.OperationKey()
+	hadFollowUp := seedRecord(w, "enq-had-0", followUpKey)
+	for enq := range existing {
+		w.deliver(checkout{eventID: "evt_" + enq, enquiry: enq, amount: 10}) // provider time 2023: before the window
+	}
+	for i := range 3 {
+		enq := fmt.Sprintf("enq-new-%d", i)
+		w.deliver(checkout{eventID: "evt_" + enq, enquiry: enq, amount: 10})
+	}
+	w.deliver(checkout{eventID: "evt_after", enquiry: "enq-after", amount: 10, created: time.Now().Unix()})
+
+	for enq, id := range existing {
+		a := w.waitFor("open_opportunity", enq, ledger.StateConfirmed)
+		if a.ExternalRef != id {
+			t.Errorf("%s was confirmed with %q, want the existing record %q", enq, a.ExternalRef, id)
+		}
+		m := w.waitFor("send_welcome_email", enq, ledger.StateFailed)
+		if !strings.Contains(m.Reason, "cutover from "+from.Format(time.RFC3339)) || !strings.Contains(m.Reason, "no lookup can tell") {
+			t.Errorf("%s's welcome mail: %q, want the cutover's reason", enq, m.Reason)
+		}
+	}
+	for i := range 3 {
+		w.waitFor("open_opportunity", fmt.Sprintf("enq-new-%d", i), ledger.StateConfirmed)
+	}
+	w.waitFor("open_opportunity", "enq-after", ledger.StateConfirmed)
+	w.waitFor("send_welcome_email", "enq-after", ledger.StateConfirmed)
+	// The follow-ups: the one that existed found, the others created once, each
+	// after its predecessor was confirmed.
+	if a := w.waitFor("open_follow_up", "enq-had-0", ledger.StateConfirmed); a.ExternalRef != hadFollowUp {
+		t.Errorf("enq-had-0's follow-up was confirmed with %q, want the existing %q", a.ExternalRef, hadFollowUp)
+	}
+	for enq := range existing {
+		w.waitFor("open_follow_up", enq, ledger.StateConfirmed)
+	}
+	for _, enq := range []string{"enq-new-0", "enq-new-1", "enq-new-2", "enq-after"} {
+		w.waitFor("open_follow_up", enq, ledger.StateConfirmed)
+	}
+	if early := w.count(`SELECT count(*) FROM actions f JOIN actions p ON p.client = f.client AND p.id = f.after_id
+		WHERE f.name = 'open_follow_up' AND f.first_attempt_at < p.updated_at`); early != 0 {
+		t.Errorf("%d follow-ups were called before their predecessor was confirmed", early)
+	}
+	if got := w.crm.Len(); got != 6+4+8 {
+		t.Errorf("the CRM holds %d records, want the 6 that existed, 4 opportunities and 8 follow-ups created", got)
+	}
+	for enq := range existing {
+		if c := w.crm.CountByRef(opKey(enq)); c != 1 {
+			t.Errorf("%s is in the CRM %d times", enq, c)
+		}
+	}
+	if calls := w.count(`SELECT count(*) FROM attempts t JOIN actions a ON a.client = t.client AND a.id = t.action_id
+		WHERE a.business_key LIKE 'enq-had-%' AND t.kind = 'call' AND a.name = 'open_opportunity'`); calls != 0 {
+		t.Errorf("%d create calls for opportunities whose records existed", calls)
+	}
+	if n := len(w.mail.Messages()); n != 1 {
+		t.Errorf("%d welcome mails sent, want only the one after the window's start", n)
 	}
 }

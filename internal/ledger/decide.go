@@ -59,6 +59,11 @@ const (
 	// A param the event cannot fill (a money amount whose currency is unknown) is
 	// never sent as null: a person corrects the request first.
 	ObsUnfillable Observation = "a param the event cannot fill"
+	// The rows of a cutover (docs/cutover.md): an earlier system may have done
+	// what the event asks, so the operation is looked up before any create, or,
+	// where no lookup can tell, a person decides first.
+	ObsCreatedInCutover         Observation = "created in a cutover window: looked up before any create"
+	ObsCreatedInCutoverNoLookup Observation = "created in a cutover window, and no lookup can tell whether the earlier system did it"
 )
 
 // The row of a person's correction (DESIGN.md section 3, "a person corrects a
@@ -110,6 +115,8 @@ var DecisionTable = []Rule{
 	{ObsCreated, "created", StatePending, "the event that asked for it", false},
 	{ObsCreatedDisconnected, "created_held", StateHeld, "the disconnected destination", false},
 	{ObsUnfillable, "unfillable", StateFailed, "the param and what the event holds", false},
+	{ObsCreatedInCutover, "created_cutover", StateUncertain, "the cutover window; the lookup's answer", false},
+	{ObsCreatedInCutoverNoLookup, "created_cutover_no_lookup", StateFailed, "the cutover window; a person checks the destination", false},
 
 	{ObsCorrectionApproved, "correction_approved", StatePending, "the provider reason and the approved correction: the original request, the corrected one, who made and who approved it", false},
 }

@@ -29,6 +29,7 @@ func TestDecide(t *testing.T) {
 	claimedFrom := func(state string) db.Action { a := action; a.ClaimedFrom = state; return a }
 	row := func(o Observation) Rule { return RuleOf[o] }
 	parked := func(p RetryPlan) RetryPlan { p.Parked = true; return p }
+	window := Cutover{From: time.Date(2025, 12, 1, 0, 0, 0, 0, time.UTC), Until: time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)}
 	strong := Capabilities{Lookup: true, StrongLookup: true}
 	eventual := Capabilities{Lookup: true}
 	remembers := Capabilities{KeyMemory: 24 * time.Hour}
@@ -52,6 +53,15 @@ func TestDecide(t *testing.T) {
 		{"CreatedForDisconnectedDestinationIsHeld",
 			Decide(ObsCreatedDisconnected, plan, "", 0, now),
 			Decision{State: StateHeld, Reason: string(ObsCreatedDisconnected), NextAttemptAt: now, Rule: row(ObsCreatedDisconnected)}},
+		{"CreatedInCutoverLooksUpFirst",
+			CreatedInCutover(window, true, "ops@example.com", now),
+			Decision{State: StateUncertain, NextAttemptAt: now, Rule: row(ObsCreatedInCutover),
+				Reason: string(ObsCreatedInCutover) + ": cutover from 2025-12-01T00:00:00Z until 2026-01-05T00:00:00Z"}},
+		{"CreatedInCutoverWithoutLookupGoesToAPerson",
+			CreatedInCutover(window, false, "ops@example.com", now),
+			Decision{State: StateFailed, NextAttemptAt: now, Owner: "ops@example.com", Rule: row(ObsCreatedInCutoverNoLookup),
+				Reason: string(ObsCreatedInCutoverNoLookup) + ": cutover from 2025-12-01T00:00:00Z until 2026-01-05T00:00:00Z: " +
+					"check the destination for what the earlier system did, then Resolve, or Retry confirming you checked"}},
 		{"UnfillableParamGoesToAPerson",
 			Unfillable("ops@example.com", `amount: the currency "abc" is not an ISO 4217 code`, now),
 			Decision{State: StateFailed, NextAttemptAt: now, Owner: "ops@example.com", Rule: row(ObsUnfillable),

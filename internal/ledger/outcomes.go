@@ -140,6 +140,18 @@ func Unfillable(owner, problems string, now time.Time) Decision {
 	return Decide(ObsUnfillable, RetryPlan{Owner: owner}, problems, 0, now)
 }
 
+// CreatedInCutover is the decision table's answer to an action created for an
+// event a cutover window covers: looked up before any create where the
+// destination has a lookup (lookup), else sent to a person (owner) first.
+func CreatedInCutover(c Cutover, lookup bool, owner string, now time.Time) Decision {
+	window := "cutover from " + c.From.UTC().Format(time.RFC3339) + " until " + c.Until.UTC().Format(time.RFC3339)
+	if lookup {
+		return Decide(ObsCreatedInCutover, RetryPlan{Owner: owner}, window, 0, now)
+	}
+	return Decide(ObsCreatedInCutoverNoLookup, RetryPlan{Owner: owner},
+		window+": check the destination for what the earlier system did, then Resolve, or Retry confirming you checked", 0, now)
+}
+
 // Conflicting is the decision table's answer to an event asking for an existing
 // operation with different params.
 func Conflicting(a db.Action, ev db.Event, now time.Time) Decision {

@@ -59,6 +59,27 @@ type Source struct {
 	// Verify describes the scheme of provider hmac and of the presets; nil for the
 	// built-in stripe, github, shopify and standard-webhooks, verified by name.
 	Verify *VerifySpec
+	// Cutover, if set, makes the creates of its actions reconcile first (see
+	// Cutover); an action's own window replaces it.
+	Cutover *Cutover
+}
+
+// Cutover is the window in which an earlier system may have done what an event
+// asks for (docs/cutover.md): an event received before Until whose provider
+// time is before From, or that has no provider time of its own (GitHub), makes
+// its new actions look the operation up before any create, or, where the
+// destination has no lookup, wait for a person.
+type Cutover struct {
+	From, Until time.Time
+}
+
+// Covers reports whether an event received at received, with its provider's
+// time occurred (nil: the provider gives none), falls in the window.
+func (c Cutover) Covers(occurred *time.Time, received time.Time) bool {
+	if !received.Before(c.Until) {
+		return false
+	}
+	return occurred == nil || occurred.Before(c.From)
 }
 
 // Backfill is how a source asks its provider for what it should have received
@@ -315,6 +336,8 @@ type ActionRule struct {
 	// all hold for it to cancel: an event type that is not signed (Shopify's
 	// topic, GitHub's event header) is otherwise only the sender's word.
 	CancelWhen map[string][]Condition
+	// Cutover, if set, is this action's window (see Cutover); else its source's.
+	Cutover *Cutover
 }
 
 // Condition is a test on an event's body: the value at Pointer exists and is
@@ -424,6 +447,18 @@ func (c *Config) Destination(name string) (Destination, bool) {
 }
 
 // Action returns the action rule called name.
+// CutoverOf is the cutover window of rule's actions: its own, else its
+// source's; nil without one.
+func (c *Config) CutoverOf(rule ActionRule) *Cutover {
+	if rule.Cutover != nil {
+		return rule.Cutover
+	}
+	if src, ok := c.Source(rule.Source); ok {
+		return src.Cutover
+	}
+	return nil
+}
+
 func (c *Config) Action(name string) (ActionRule, bool) {
 	for _, a := range c.Actions {
 		if a.Name == name {

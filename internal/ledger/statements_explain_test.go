@@ -88,7 +88,7 @@ func routeStatements() []workerStatement {
 				KeyParts: []json.RawMessage{wsJSON}, OperationKeys: []string{"op"}, Destinations: []string{"crm"},
 				Params: []json.RawMessage{wsJSON}, ParamsSha256s: [][]byte{wsSum}, Owners: []string{""}, AfterIds: []int64{1},
 				Resources: []string{""}, OccurredAts: []time.Time{wsNow}, HasOccurredAts: []bool{true},
-				MaxAttempts: []int32{5}, WithinSeconds: []float64{60}})
+				MaxAttempts: []int32{5}, WithinSeconds: []float64{60}, CutoverStates: []string{""}, CutoverReasons: []string{""}})
 		}},
 		{name: "DestinationDisconnectedList", mode: "citus", call: func(ctx context.Context, q *db.Queries, _ bool) {
 			_, _ = q.DestinationDisconnectedList(ctx)

@@ -38,6 +38,10 @@ var (
 	ConflictableStates = []string{StatePending, StateRetrying, StateHeld, StateUncertain}
 	// PredecessorDoneStates release a successor: its predecessor's work is settled.
 	PredecessorDoneStates = []string{StateConfirmed, StateResolved}
+	// SuccessorWaitStates are the states a successor waits for its predecessor
+	// in: pending, or uncertain when a cutover makes it look its operation up
+	// before any create (ObsCreatedInCutover).
+	SuccessorWaitStates = []string{StatePending, StateUncertain}
 	// NotifyAtOnceStates are told to their owner in the next digest; uncertain ones
 	// only once they have stayed uncertain a while.
 	NotifyAtOnceStates = []string{StateFailed, StateHeld}

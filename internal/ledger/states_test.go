@@ -28,6 +28,7 @@ var stateSetOf = map[string][]string{
 	"predecessor-done":  ledger.PredecessorDoneStates,
 	"notify-at-once":    ledger.NotifyAtOnceStates,
 	"unconfigured-wait": ledger.UnconfiguredWaitStates,
+	"successor-wait":    ledger.SuccessorWaitStates,
 }
 
 // stateSetLiterals lists, for each query (by its sqlc name) and each migration (by
@@ -36,6 +37,10 @@ var stateSetOf = map[string][]string{
 // so the Go set it must equal, says which rule it writes.
 var stateSetLiterals = map[string][]string{
 	"ActionInsert":                     {"predecessor-done"},
+	"ActionWaitingSuccessors":          {"successor-wait"},
+	"ActionCancelSuccessors":           {"successor-wait"},
+	"ActionRecordBatch":                {"successor-wait"},
+	"ActionReleaseSuccessors":          {"successor-wait"},
 	"ActionClaim":                      {"due"},
 	"ActionClaimSharded":               {"due"},
 	"ActionPark":                       {"due"},

@@ -71,6 +71,10 @@ func TestActionInsertFormsAgree(t *testing.T) {
 		"the operation exists already":   {{client: "acme", name: "welcome", key: "existing", dest: "crm"}},
 		"one operation twice in a batch": {{client: "acme", name: "welcome", key: "k9", dest: "crm"}, {client: "acme", name: "welcome", key: "k9", dest: "down"}},
 		"a run of two clients":           {{client: "acme", name: "welcome", key: "k10", dest: "crm"}, {client: "beta", name: "welcome", key: "k10", dest: "crm"}},
+		"in a cutover, looked up first":  {{client: "acme", name: "welcome", key: "k11", dest: "crm", cutover: ledger.StateUncertain}},
+		"in a cutover, after a pending one, disconnected": {{client: "acme", name: "next", key: "k12", dest: "down",
+			after: preds[ledger.StatePending], cutover: ledger.StateUncertain}},
+		"in a cutover, without a lookup": {{client: "acme", name: "welcome", key: "k13", dest: "crm", cutover: ledger.StateFailed}},
 	}
 	for name, rows := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -89,6 +93,14 @@ func TestActionInsertFormsAgree(t *testing.T) {
 type row struct {
 	client, name, key, dest string
 	after                   int64
+	cutover                 string // the state a cutover gives it; "" for none
+}
+
+func (r row) cutoverReason() string {
+	if r.cutover == "" {
+		return ""
+	}
+	return "cutover: " + r.cutover
 }
 
 func insertParams(rows ...row) db.ActionInsertParams {
@@ -104,6 +116,7 @@ func insertParams(rows ...row) db.ActionInsertParams {
 		p.Owners, p.AfterIds, p.Resources = append(p.Owners, "ops@example.com"), append(p.AfterIds, r.after), append(p.Resources, "")
 		p.OccurredAts, p.HasOccurredAts = append(p.OccurredAts, time.Time{}), append(p.HasOccurredAts, false)
 		p.MaxAttempts, p.WithinSeconds = append(p.MaxAttempts, 3), append(p.WithinSeconds, 3600)
+		p.CutoverStates, p.CutoverReasons = append(p.CutoverStates, r.cutover), append(p.CutoverReasons, r.cutoverReason())
 	}
 	return p
 }

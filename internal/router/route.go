@@ -432,6 +432,11 @@ func insertActions(ctx context.Context, q *db.Queries, sharded bool, intents []a
 		p.OccurredAts, p.HasOccurredAts = append(p.OccurredAts, occurred), append(p.HasOccurredAts, in.occurred != nil)
 		p.MaxAttempts = append(p.MaxAttempts, int32(in.rule.Retry.Attempts))
 		p.WithinSeconds = append(p.WithinSeconds, in.rule.Retry.Within.Seconds())
+		state, reason := "", ""
+		if in.cutover != nil {
+			state, reason = in.cutover.State, ledger.Truncate(in.cutover.Reason, 1000)
+		}
+		p.CutoverStates, p.CutoverReasons = append(p.CutoverStates, state), append(p.CutoverReasons, reason)
 	}
 	rows, err := actionInsert(ctx, q, sharded, p)
 	if err != nil {

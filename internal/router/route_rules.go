@@ -143,6 +143,9 @@ type actionIntent struct {
 	afterID    int64 // the predecessor it waits for; 0 for none
 	resource   string
 	occurred   *time.Time
+	// cutover is the decision for a new action of an event a cutover window
+	// covers (look the operation up first, or a person first); nil otherwise.
+	cutover *ledger.Decision
 }
 
 // ruleTime is when the event says the rule's operation happened: the rule's own
@@ -169,9 +172,15 @@ func (rt *Router) intent(ev db.Event, doc any, rule ledger.ActionRule, parts []s
 		dest, _ := rt.cfg.Destination(rule.Destination)
 		owner = dest.Owner
 	}
-	return actionIntent{rule: rule, source: ev.Source, params: params, unfillable: unfillable, sum: sum[:], owner: owner,
+	in := actionIntent{rule: rule, source: ev.Source, params: params, unfillable: unfillable, sum: sum[:], owner: owner,
 		id:      ledger.OperationIdentity{Client: ev.Client, Environment: ev.Environment, Name: rule.Name, KeyParts: parts},
-		afterID: afterID, resource: resource, occurred: occurred}, nil
+		afterID: afterID, resource: resource, occurred: occurred}
+	if w := rt.cfg.CutoverOf(rule); w != nil && w.Covers(ev.OccurredAt, ev.ReceivedAt) {
+		dest, _ := rt.cfg.Destination(rule.Destination)
+		d := ledger.CreatedInCutover(*w, dest.Lookup.URL != "", owner, time.Now())
+		in.cutover = &d
+	}
+	return in, nil
 }
 
 // linkToAction takes the outcome of an action's insert: the new action (newID), or, when

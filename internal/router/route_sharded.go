@@ -58,8 +58,8 @@ func actionInsert(ctx context.Context, q *db.Queries, sharded bool, p db.ActionI
 }
 
 // actionInsertOne is row i of p as ActionInsertOne's arguments, with the state,
-// reason and due time ActionInsert gives it from its predecessor (nil: none, or
-// none found) and its destination.
+// reason and due time ActionInsert gives it from its cutover, its predecessor
+// (nil: none, or none found) and its destination.
 func actionInsertOne(p db.ActionInsertParams, i int, pred *db.Action, disconnected bool) db.ActionInsertOneParams {
 	r := db.ActionInsertOneParams{Client: p.Clients[i], Environment: p.Environments[i], Source: p.Sources[i],
 		Name: p.Names[i], BusinessKey: p.BusinessKeys[i], KeyParts: p.KeyParts[i], OperationKey: p.OperationKeys[i],
@@ -74,6 +74,8 @@ func actionInsertOne(p db.ActionInsertParams, i int, pred *db.Action, disconnect
 		r.OccurredAt = &p.OccurredAts[i]
 	}
 	switch {
+	case p.CutoverStates[i] != "":
+		r.State, r.Reason = p.CutoverStates[i], p.CutoverReasons[i]
 	case disconnected:
 		r.State, r.Reason = p.HeldState, "destination "+r.Destination+" is disconnected"
 	case p.AfterIds[i] != 0 && (pred == nil || pred.State != ledger.StateConfirmed):
