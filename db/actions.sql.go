@@ -21,7 +21,7 @@ SET params = $1, attempt_key = CASE WHEN $2::text <> '' THEN $2 ELSE attempt_key
     give_up_at = now() + make_interval(secs => $6::double precision),
     updated_at = now()
 WHERE client = $7 AND id = $8 AND state = 'failed'
-RETURNING id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key, param_values, reason_start, parked_at
+RETURNING id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key, param_values, reason_start, parked_at, imported_from
 `
 
 type ActionApplyCorrectionParams struct {
@@ -88,6 +88,7 @@ func (q *Queries) ActionApplyCorrection(ctx context.Context, arg ActionApplyCorr
 		&i.ParamValues,
 		&i.ReasonStart,
 		&i.ParkedAt,
+		&i.ImportedFrom,
 	)
 	return i, err
 }
@@ -95,7 +96,7 @@ func (q *Queries) ActionApplyCorrection(ctx context.Context, arg ActionApplyCorr
 const actionAssign = `-- name: ActionAssign :one
 UPDATE actions SET owner = $1, updated_at = now()
 WHERE client = $2 AND id = $3
-RETURNING id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key, param_values, reason_start, parked_at
+RETURNING id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key, param_values, reason_start, parked_at, imported_from
 `
 
 type ActionAssignParams struct {
@@ -144,6 +145,7 @@ func (q *Queries) ActionAssign(ctx context.Context, arg ActionAssignParams) (Act
 		&i.ParamValues,
 		&i.ReasonStart,
 		&i.ParkedAt,
+		&i.ImportedFrom,
 	)
 	return i, err
 }
@@ -263,14 +265,14 @@ WITH due AS (
     -- while the table was small (or its statistics said so) read every action of
     -- the client for each claim.
     WHERE a.client = due.client AND a.id = due.id AND (NOT $9::boolean OR a.client = $3)
-    RETURNING a.id, a.client, a.environment, a.source, a.name, a.business_key, a.key_parts, a.operation_key, a.destination, a.params, a.params_sha256, a.state, a.reason, a.owner, a.after_id, a.resource, a.occurred_at, a.attempts, a.max_attempts, a.give_up_at, a.next_attempt_at, a.first_attempt_at, a.last_attempt_at, a.lease_owner, a.claimed_from, a.lease_expires_at, a.external_ref, a.result, a.created_at, a.updated_at, a.lease_token, a.state_since, a.attempt_key, a.param_values, a.reason_start, a.parked_at, due.starts
+    RETURNING a.id, a.client, a.environment, a.source, a.name, a.business_key, a.key_parts, a.operation_key, a.destination, a.params, a.params_sha256, a.state, a.reason, a.owner, a.after_id, a.resource, a.occurred_at, a.attempts, a.max_attempts, a.give_up_at, a.next_attempt_at, a.first_attempt_at, a.last_attempt_at, a.lease_owner, a.claimed_from, a.lease_expires_at, a.external_ref, a.result, a.created_at, a.updated_at, a.lease_token, a.state_since, a.attempt_key, a.param_values, a.reason_start, a.parked_at, a.imported_from, due.starts
 ), attempt AS (
     INSERT INTO attempts (client, action_id, kind, operation_key, worker)
     SELECT $3, c.id, 'call', coalesce(nullif(c.attempt_key, ''), c.operation_key), $7::text
     FROM claimed c WHERE c.starts
     RETURNING client, id, action_id
 )
-SELECT c.id, c.client, c.environment, c.source, c.name, c.business_key, c.key_parts, c.operation_key, c.destination, c.params, c.params_sha256, c.state, c.reason, c.owner, c.after_id, c.resource, c.occurred_at, c.attempts, c.max_attempts, c.give_up_at, c.next_attempt_at, c.first_attempt_at, c.last_attempt_at, c.lease_owner, c.claimed_from, c.lease_expires_at, c.external_ref, c.result, c.created_at, c.updated_at, c.lease_token, c.state_since, c.attempt_key, c.param_values, c.reason_start, c.parked_at, c.starts, coalesce(t.id, 0)::bigint AS attempt_id
+SELECT c.id, c.client, c.environment, c.source, c.name, c.business_key, c.key_parts, c.operation_key, c.destination, c.params, c.params_sha256, c.state, c.reason, c.owner, c.after_id, c.resource, c.occurred_at, c.attempts, c.max_attempts, c.give_up_at, c.next_attempt_at, c.first_attempt_at, c.last_attempt_at, c.lease_owner, c.claimed_from, c.lease_expires_at, c.external_ref, c.result, c.created_at, c.updated_at, c.lease_token, c.state_since, c.attempt_key, c.param_values, c.reason_start, c.parked_at, c.imported_from, c.starts, coalesce(t.id, 0)::bigint AS attempt_id
 FROM claimed c LEFT JOIN attempt t ON t.client = c.client AND t.action_id = c.id
 `
 
@@ -323,6 +325,7 @@ type ActionClaimRow struct {
 	ParamValues    json.RawMessage
 	ReasonStart    *string
 	ParkedAt       *time.Time
+	ImportedFrom   string
 	Starts         pgtype.Bool
 	AttemptID      int64
 }
@@ -391,6 +394,7 @@ func (q *Queries) ActionClaim(ctx context.Context, arg ActionClaimParams) ([]Act
 			&i.ParamValues,
 			&i.ReasonStart,
 			&i.ParkedAt,
+			&i.ImportedFrom,
 			&i.Starts,
 			&i.AttemptID,
 		); err != nil {
@@ -410,7 +414,7 @@ SET state = 'processing', claimed_from = state, lease_owner = $1::text, lease_to
     lease_expires_at = now() + make_interval(secs => $2::double precision),
     first_attempt_at = coalesce(first_attempt_at, $3::timestamptz), last_attempt_at = now(), updated_at = now()
 WHERE client = $4 AND id = $5 AND state IN ('pending', 'retrying', 'uncertain')
-RETURNING id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key, param_values, reason_start, parked_at
+RETURNING id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key, param_values, reason_start, parked_at, imported_from
 `
 
 type ActionClaimProbeParams struct {
@@ -470,6 +474,7 @@ func (q *Queries) ActionClaimProbe(ctx context.Context, arg ActionClaimProbePara
 		&i.ParamValues,
 		&i.ReasonStart,
 		&i.ParkedAt,
+		&i.ImportedFrom,
 	)
 	return i, err
 }
@@ -501,9 +506,9 @@ WITH due AS (
         updated_at = now()
     FROM due
     WHERE a.client = due.client AND a.id = due.id AND a.client = $3
-    RETURNING a.id, a.client, a.environment, a.source, a.name, a.business_key, a.key_parts, a.operation_key, a.destination, a.params, a.params_sha256, a.state, a.reason, a.owner, a.after_id, a.resource, a.occurred_at, a.attempts, a.max_attempts, a.give_up_at, a.next_attempt_at, a.first_attempt_at, a.last_attempt_at, a.lease_owner, a.claimed_from, a.lease_expires_at, a.external_ref, a.result, a.created_at, a.updated_at, a.lease_token, a.state_since, a.attempt_key, a.param_values, a.reason_start, a.parked_at, due.starts
+    RETURNING a.id, a.client, a.environment, a.source, a.name, a.business_key, a.key_parts, a.operation_key, a.destination, a.params, a.params_sha256, a.state, a.reason, a.owner, a.after_id, a.resource, a.occurred_at, a.attempts, a.max_attempts, a.give_up_at, a.next_attempt_at, a.first_attempt_at, a.last_attempt_at, a.lease_owner, a.claimed_from, a.lease_expires_at, a.external_ref, a.result, a.created_at, a.updated_at, a.lease_token, a.state_since, a.attempt_key, a.param_values, a.reason_start, a.parked_at, a.imported_from, due.starts
 )
-SELECT c.id, c.client, c.environment, c.source, c.name, c.business_key, c.key_parts, c.operation_key, c.destination, c.params, c.params_sha256, c.state, c.reason, c.owner, c.after_id, c.resource, c.occurred_at, c.attempts, c.max_attempts, c.give_up_at, c.next_attempt_at, c.first_attempt_at, c.last_attempt_at, c.lease_owner, c.claimed_from, c.lease_expires_at, c.external_ref, c.result, c.created_at, c.updated_at, c.lease_token, c.state_since, c.attempt_key, c.param_values, c.reason_start, c.parked_at, c.starts, 0::bigint AS attempt_id FROM claimed c
+SELECT c.id, c.client, c.environment, c.source, c.name, c.business_key, c.key_parts, c.operation_key, c.destination, c.params, c.params_sha256, c.state, c.reason, c.owner, c.after_id, c.resource, c.occurred_at, c.attempts, c.max_attempts, c.give_up_at, c.next_attempt_at, c.first_attempt_at, c.last_attempt_at, c.lease_owner, c.claimed_from, c.lease_expires_at, c.external_ref, c.result, c.created_at, c.updated_at, c.lease_token, c.state_since, c.attempt_key, c.param_values, c.reason_start, c.parked_at, c.imported_from, c.starts, 0::bigint AS attempt_id FROM claimed c
 `
 
 type ActionClaimShardedParams struct {
@@ -554,6 +559,7 @@ type ActionClaimShardedRow struct {
 	ParamValues    json.RawMessage
 	ReasonStart    *string
 	ParkedAt       *time.Time
+	ImportedFrom   string
 	Starts         pgtype.Bool
 	AttemptID      int64
 }
@@ -618,6 +624,7 @@ func (q *Queries) ActionClaimSharded(ctx context.Context, arg ActionClaimSharded
 			&i.ParamValues,
 			&i.ReasonStart,
 			&i.ParkedAt,
+			&i.ImportedFrom,
 			&i.Starts,
 			&i.AttemptID,
 		); err != nil {
@@ -723,7 +730,7 @@ SET state = $1, reason = $2,
     next_attempt_at = now(), updated_at = now()
 WHERE client = $4 AND id = $5
   AND state = ANY($6::text[])
-RETURNING id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key, param_values, reason_start, parked_at
+RETURNING id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key, param_values, reason_start, parked_at, imported_from
 `
 
 type ActionCloseParams struct {
@@ -784,6 +791,7 @@ func (q *Queries) ActionClose(ctx context.Context, arg ActionCloseParams) (Actio
 		&i.ParamValues,
 		&i.ReasonStart,
 		&i.ParkedAt,
+		&i.ImportedFrom,
 	)
 	return i, err
 }
@@ -1033,7 +1041,7 @@ func (q *Queries) ActionEventList(ctx context.Context, arg ActionEventListParams
 }
 
 const actionGet = `-- name: ActionGet :one
-SELECT id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key, param_values, reason_start, parked_at FROM actions WHERE id = $1
+SELECT id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key, param_values, reason_start, parked_at, imported_from FROM actions WHERE id = $1
 `
 
 // An action by its id alone: one Postgres finds it by actions_id_idx; on Citus
@@ -1078,12 +1086,13 @@ func (q *Queries) ActionGet(ctx context.Context, id int64) (Action, error) {
 		&i.ParamValues,
 		&i.ReasonStart,
 		&i.ParkedAt,
+		&i.ImportedFrom,
 	)
 	return i, err
 }
 
 const actionGetByKey = `-- name: ActionGetByKey :one
-SELECT id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key, param_values, reason_start, parked_at FROM actions WHERE client = $1 AND id = $2
+SELECT id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key, param_values, reason_start, parked_at, imported_from FROM actions WHERE client = $1 AND id = $2
 `
 
 type ActionGetByKeyParams struct {
@@ -1133,12 +1142,13 @@ func (q *Queries) ActionGetByKey(ctx context.Context, arg ActionGetByKeyParams) 
 		&i.ParamValues,
 		&i.ReasonStart,
 		&i.ParkedAt,
+		&i.ImportedFrom,
 	)
 	return i, err
 }
 
 const actionGetByOperationKey = `-- name: ActionGetByOperationKey :one
-SELECT id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key, param_values, reason_start, parked_at FROM actions WHERE client = $1 AND operation_key = $2
+SELECT id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key, param_values, reason_start, parked_at, imported_from FROM actions WHERE client = $1 AND operation_key = $2
 `
 
 type ActionGetByOperationKeyParams struct {
@@ -1186,6 +1196,7 @@ func (q *Queries) ActionGetByOperationKey(ctx context.Context, arg ActionGetByOp
 		&i.ParamValues,
 		&i.ReasonStart,
 		&i.ParkedAt,
+		&i.ImportedFrom,
 	)
 	return i, err
 }
@@ -1361,7 +1372,7 @@ func (q *Queries) ActionInsert(ctx context.Context, arg ActionInsertParams) ([]A
 }
 
 const actionList = `-- name: ActionList :many
-SELECT id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key, param_values, reason_start, parked_at FROM actions a
+SELECT id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key, param_values, reason_start, parked_at, imported_from FROM actions a
 WHERE ($1::text = '' OR a.client = $1)
   AND (a.client, a.id) IN (
     SELECT p.client, p.id
@@ -1409,34 +1420,36 @@ WHERE ($1::text = '' OR a.client = $1)
           -- queues' default view: they are one cause above the table), 'only'
           -- the parked ones (a person's act may close a parked action: it is
           -- then no longer parked, though parked_at is kept until the release).
-          AND ($18::text = ''
-               OR ($18 = 'only') = (b.parked_at IS NOT NULL AND b.state IN ('pending', 'retrying', 'uncertain')))
+          -- imported_only: only the actions imported from an earlier system.
+          AND (NOT $18::boolean OR b.imported_from <> '')
+          AND ($19::text = ''
+               OR ($19 = 'only') = (b.parked_at IS NOT NULL AND b.state IN ('pending', 'retrying', 'uncertain')))
           -- Sorted by waiting time, only open actions. When the caller lists only
           -- states that wait for a person (person_states), the condition is
           -- actions_waiting_idx's own, and Postgres walks it.
-          AND ($19::text NOT IN ('state_since', '-state_since')
-               OR b.state = ANY(CASE WHEN $20::boolean THEN ARRAY['held', 'uncertain', 'failed']
+          AND ($20::text NOT IN ('state_since', '-state_since')
+               OR b.state = ANY(CASE WHEN $21::boolean THEN ARRAY['held', 'uncertain', 'failed']
                                      ELSE ARRAY['pending', 'processing', 'retrying', 'held', 'uncertain', 'failed'] END))
-          AND CASE $19::text
-                  WHEN 'created' THEN b.id > coalesce($21::bigint, 0)
+          AND CASE $20::text
+                  WHEN 'created' THEN b.id > coalesce($22::bigint, 0)
                   WHEN 'state_since' THEN (b.state_since, b.id) >
-                      (coalesce($22::timestamptz, '-infinity'), coalesce($21::bigint, 0))
+                      (coalesce($23::timestamptz, '-infinity'), coalesce($22::bigint, 0))
                   WHEN '-state_since' THEN (b.state_since, b.id) <
-                      (coalesce($22::timestamptz, 'infinity'), coalesce($21::bigint, 9223372036854775807))
-                  ELSE b.id < coalesce($21::bigint, 9223372036854775807) END
+                      (coalesce($23::timestamptz, 'infinity'), coalesce($22::bigint, 9223372036854775807))
+                  ELSE b.id < coalesce($22::bigint, 9223372036854775807) END
         -- A walk backwards down an index goes down every column of it backwards.
-        ORDER BY CASE WHEN $19 IN ('created', '-state_since') THEN b.state END DESC,
-                 CASE WHEN $19 NOT IN ('created', '-state_since') THEN b.state END,
-                 CASE WHEN $19 = 'state_since' THEN b.state_since END,
-                 CASE WHEN $19 = '-state_since' THEN b.state_since END DESC,
-                 CASE WHEN $19 = 'created' OR $19 = 'state_since' THEN b.id END,
-                 CASE WHEN $19 NOT IN ('created', 'state_since') THEN b.id END DESC
-        LIMIT $23) p)
-ORDER BY CASE WHEN $19 = 'state_since' THEN a.state_since END,
-         CASE WHEN $19 = '-state_since' THEN a.state_since END DESC,
-         CASE WHEN $19 = 'created' OR $19 = 'state_since' THEN a.id END,
-         CASE WHEN $19 NOT IN ('created', 'state_since') THEN a.id END DESC
-LIMIT $24
+        ORDER BY CASE WHEN $20 IN ('created', '-state_since') THEN b.state END DESC,
+                 CASE WHEN $20 NOT IN ('created', '-state_since') THEN b.state END,
+                 CASE WHEN $20 = 'state_since' THEN b.state_since END,
+                 CASE WHEN $20 = '-state_since' THEN b.state_since END DESC,
+                 CASE WHEN $20 = 'created' OR $20 = 'state_since' THEN b.id END,
+                 CASE WHEN $20 NOT IN ('created', 'state_since') THEN b.id END DESC
+        LIMIT $24) p)
+ORDER BY CASE WHEN $20 = 'state_since' THEN a.state_since END,
+         CASE WHEN $20 = '-state_since' THEN a.state_since END DESC,
+         CASE WHEN $20 = 'created' OR $20 = 'state_since' THEN a.id END,
+         CASE WHEN $20 NOT IN ('created', 'state_since') THEN a.id END DESC
+LIMIT $25
 `
 
 type ActionListParams struct {
@@ -1457,6 +1470,7 @@ type ActionListParams struct {
 	HttpStatus   int32
 	Snoozed      string
 	SnoozeNow    time.Time
+	ImportedOnly bool
 	Parked       string
 	Sort         string
 	PersonStates bool
@@ -1514,6 +1528,7 @@ func (q *Queries) ActionList(ctx context.Context, arg ActionListParams) ([]Actio
 		arg.HttpStatus,
 		arg.Snoozed,
 		arg.SnoozeNow,
+		arg.ImportedOnly,
 		arg.Parked,
 		arg.Sort,
 		arg.PersonStates,
@@ -1566,6 +1581,7 @@ func (q *Queries) ActionList(ctx context.Context, arg ActionListParams) ([]Actio
 			&i.ParamValues,
 			&i.ReasonStart,
 			&i.ParkedAt,
+			&i.ImportedFrom,
 		); err != nil {
 			return nil, err
 		}
@@ -1578,7 +1594,7 @@ func (q *Queries) ActionList(ctx context.Context, arg ActionListParams) ([]Actio
 }
 
 const actionListByEvent = `-- name: ActionListByEvent :many
-SELECT a.id, a.client, a.environment, a.source, a.name, a.business_key, a.key_parts, a.operation_key, a.destination, a.params, a.params_sha256, a.state, a.reason, a.owner, a.after_id, a.resource, a.occurred_at, a.attempts, a.max_attempts, a.give_up_at, a.next_attempt_at, a.first_attempt_at, a.last_attempt_at, a.lease_owner, a.claimed_from, a.lease_expires_at, a.external_ref, a.result, a.created_at, a.updated_at, a.lease_token, a.state_since, a.attempt_key, a.param_values, a.reason_start, a.parked_at FROM action_events ae
+SELECT a.id, a.client, a.environment, a.source, a.name, a.business_key, a.key_parts, a.operation_key, a.destination, a.params, a.params_sha256, a.state, a.reason, a.owner, a.after_id, a.resource, a.occurred_at, a.attempts, a.max_attempts, a.give_up_at, a.next_attempt_at, a.first_attempt_at, a.last_attempt_at, a.lease_owner, a.claimed_from, a.lease_expires_at, a.external_ref, a.result, a.created_at, a.updated_at, a.lease_token, a.state_since, a.attempt_key, a.param_values, a.reason_start, a.parked_at, a.imported_from FROM action_events ae
 JOIN actions a ON a.client = ae.client AND a.id = ae.action_id
 WHERE ae.client = $1 AND ae.event_id = $2
 ORDER BY a.id
@@ -1635,6 +1651,7 @@ func (q *Queries) ActionListByEvent(ctx context.Context, arg ActionListByEventPa
 			&i.ParamValues,
 			&i.ReasonStart,
 			&i.ParkedAt,
+			&i.ImportedFrom,
 		); err != nil {
 			return nil, err
 		}
@@ -1647,7 +1664,7 @@ func (q *Queries) ActionListByEvent(ctx context.Context, arg ActionListByEventPa
 }
 
 const actionLockExpiredLeases = `-- name: ActionLockExpiredLeases :many
-SELECT a.id, a.client, a.environment, a.source, a.name, a.business_key, a.key_parts, a.operation_key, a.destination, a.params, a.params_sha256, a.state, a.reason, a.owner, a.after_id, a.resource, a.occurred_at, a.attempts, a.max_attempts, a.give_up_at, a.next_attempt_at, a.first_attempt_at, a.last_attempt_at, a.lease_owner, a.claimed_from, a.lease_expires_at, a.external_ref, a.result, a.created_at, a.updated_at, a.lease_token, a.state_since, a.attempt_key, a.param_values, a.reason_start, a.parked_at,
+SELECT a.id, a.client, a.environment, a.source, a.name, a.business_key, a.key_parts, a.operation_key, a.destination, a.params, a.params_sha256, a.state, a.reason, a.owner, a.after_id, a.resource, a.occurred_at, a.attempts, a.max_attempts, a.give_up_at, a.next_attempt_at, a.first_attempt_at, a.last_attempt_at, a.lease_owner, a.claimed_from, a.lease_expires_at, a.external_ref, a.result, a.created_at, a.updated_at, a.lease_token, a.state_since, a.attempt_key, a.param_values, a.reason_start, a.parked_at, a.imported_from,
        EXISTS (SELECT 1 FROM attempts t
                WHERE t.client = $1 AND t.action_id = a.id
                  AND t.status = 'started' AND t.kind = 'call') AS call_started
@@ -1713,6 +1730,7 @@ func (q *Queries) ActionLockExpiredLeases(ctx context.Context, client string) ([
 			&i.Action.ParamValues,
 			&i.Action.ReasonStart,
 			&i.Action.ParkedAt,
+			&i.Action.ImportedFrom,
 			&i.CallStarted,
 		); err != nil {
 			return nil, err
@@ -1729,7 +1747,7 @@ const actionManualReconcile = `-- name: ActionManualReconcile :one
 UPDATE actions
 SET state = 'uncertain', reason = $1, next_attempt_at = now(), updated_at = now()
 WHERE client = $2 AND id = $3 AND state = ANY($4::text[])
-RETURNING id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key, param_values, reason_start, parked_at
+RETURNING id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key, param_values, reason_start, parked_at, imported_from
 `
 
 type ActionManualReconcileParams struct {
@@ -1784,6 +1802,7 @@ func (q *Queries) ActionManualReconcile(ctx context.Context, arg ActionManualRec
 		&i.ParamValues,
 		&i.ReasonStart,
 		&i.ParkedAt,
+		&i.ImportedFrom,
 	)
 	return i, err
 }
@@ -1795,7 +1814,7 @@ SET state = $1::text, reason = $2, next_attempt_at = now(),
     give_up_at = now() + make_interval(secs => $4::double precision),
     updated_at = now()
 WHERE client = $5 AND id = $6 AND state = ANY($7::text[])
-RETURNING id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key, param_values, reason_start, parked_at
+RETURNING id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key, param_values, reason_start, parked_at, imported_from
 `
 
 type ActionManualRetryParams struct {
@@ -1858,6 +1877,7 @@ func (q *Queries) ActionManualRetry(ctx context.Context, arg ActionManualRetryPa
 		&i.ParamValues,
 		&i.ReasonStart,
 		&i.ParkedAt,
+		&i.ImportedFrom,
 	)
 	return i, err
 }
@@ -2504,7 +2524,7 @@ func (q *Queries) ActionStartCallsSharded(ctx context.Context, arg ActionStartCa
 }
 
 const actionWaitingSuccessors = `-- name: ActionWaitingSuccessors :many
-SELECT id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key, param_values, reason_start, parked_at FROM actions
+SELECT id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key, param_values, reason_start, parked_at, imported_from FROM actions
 WHERE client = $1 AND after_id = $2 AND state IN ('pending', 'uncertain')
   AND next_attempt_at = '9999-12-31 00:00:00+00'::timestamptz
 ORDER BY id
@@ -2563,6 +2583,7 @@ func (q *Queries) ActionWaitingSuccessors(ctx context.Context, arg ActionWaiting
 			&i.ParamValues,
 			&i.ReasonStart,
 			&i.ParkedAt,
+			&i.ImportedFrom,
 		); err != nil {
 			return nil, err
 		}

@@ -228,14 +228,14 @@ const importLinesLoad = `-- name: ImportLinesLoad :exec
 INSERT INTO actions (client, environment, source, name, business_key, key_parts, operation_key,
                      destination, params, param_values, params_sha256, state, reason, owner,
                      max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at,
-                     external_ref, result, created_at, updated_at, state_since)
+                     external_ref, result, created_at, updated_at, state_since, imported_from)
 SELECT DISTINCT ON (l.operation_key)
        l.client, l.environment, l.source, l.name, l.business_key, l.key_parts, l.operation_key,
        l.destination, l.params, action_param_values(l.params), l.params_sha256, $1, $2, l.owner,
        l.max_attempts, l.performed_at, l.performed_at, l.performed_at, l.performed_at,
-       l.external_ref, l.result, $3, $3, $3
+       l.external_ref, l.result, $3, $3, $3, $4::text
 FROM import_lines l
-WHERE l.client = $4 AND l.run = $5
+WHERE l.client = $5 AND l.run = $6
 ORDER BY l.operation_key, l.line
 ON CONFLICT (client, operation_key) DO NOTHING
 `
@@ -244,6 +244,7 @@ type ImportLinesLoadParams struct {
 	State      string
 	Reason     string
 	ImportedAt time.Time
+	File       string
 	Client     string
 	Run        int64
 }
@@ -258,6 +259,7 @@ func (q *Queries) ImportLinesLoad(ctx context.Context, arg ImportLinesLoadParams
 		arg.State,
 		arg.Reason,
 		arg.ImportedAt,
+		arg.File,
 		arg.Client,
 		arg.Run,
 	)

@@ -46,6 +46,7 @@ type Action struct {
 	ParamValues    json.RawMessage
 	ReasonStart    *string
 	ParkedAt       *time.Time
+	ImportedFrom   string
 }
 
 type ActionEvent struct {

@@ -604,6 +604,8 @@ WHERE (@client::text = '' OR a.client = @client)
           -- queues' default view: they are one cause above the table), 'only'
           -- the parked ones (a person's act may close a parked action: it is
           -- then no longer parked, though parked_at is kept until the release).
+          -- imported_only: only the actions imported from an earlier system.
+          AND (NOT @imported_only::boolean OR b.imported_from <> '')
           AND (@parked::text = ''
                OR (@parked = 'only') = (b.parked_at IS NOT NULL AND b.state IN ('pending', 'retrying', 'uncertain')))
           -- Sorted by waiting time, only open actions. When the caller lists only

@@ -61,12 +61,12 @@ SELECT (SELECT count(*) FROM import_lines l WHERE l.client = @client AND l.run =
 INSERT INTO actions (client, environment, source, name, business_key, key_parts, operation_key,
                      destination, params, param_values, params_sha256, state, reason, owner,
                      max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at,
-                     external_ref, result, created_at, updated_at, state_since)
+                     external_ref, result, created_at, updated_at, state_since, imported_from)
 SELECT DISTINCT ON (l.operation_key)
        l.client, l.environment, l.source, l.name, l.business_key, l.key_parts, l.operation_key,
        l.destination, l.params, action_param_values(l.params), l.params_sha256, @state, @reason, l.owner,
        l.max_attempts, l.performed_at, l.performed_at, l.performed_at, l.performed_at,
-       l.external_ref, l.result, @imported_at, @imported_at, @imported_at
+       l.external_ref, l.result, @imported_at, @imported_at, @imported_at, @file::text
 FROM import_lines l
 WHERE l.client = @client AND l.run = @run
 ORDER BY l.operation_key, l.line

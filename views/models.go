@@ -169,6 +169,14 @@ type OverviewPage struct {
 	Mine         []ActionRow
 	Sources      []SourceRow
 	Destinations []DestinationRow
+	Cutovers     []CutoverLine // the cutover windows not over yet
+}
+
+// CutoverLine is one action under a cutover window that has not ended.
+type CutoverLine struct {
+	Action, Destination string
+	From, Until         Stamp
+	LooksUp             bool // the destination has a lookup; else a person decides
 }
 
 // Option is one choice of a select.
@@ -186,13 +194,14 @@ type Filter struct {
 	HTTPStatus                                           string // an attempt got this reply status
 	Snoozed                                              string // "" leaves out the snoozed, "only" shows them alone, "all" both
 	Parked                                               string // "" leaves out what an open breaker parks, "only" shows them alone, "all" both
+	Imported                                             string // "only": only the actions imported from an earlier system
 }
 
 // Pairs is the filter as query parameters, in the order forms and links carry them.
 func (f Filter) Pairs() [][2]string {
 	return [][2]string{{"state", f.State}, {"source", f.Source}, {"action", f.Action}, {"destination", f.Destination},
 		{"client", f.Client}, {"owner", f.Owner}, {"q", f.Q}, {"reason", f.Reason}, {"since", f.Since},
-		{"until", f.Until}, {"http_status", f.HTTPStatus}, {"snoozed", f.Snoozed}, {"parked", f.Parked},
+		{"until", f.Until}, {"http_status", f.HTTPStatus}, {"snoozed", f.Snoozed}, {"parked", f.Parked}, {"imported", f.Imported},
 		{"sort", f.Sort}}
 }
 

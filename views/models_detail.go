@@ -32,6 +32,13 @@ type ActionPage struct {
 	CanCorrect  bool
 	Correct     CorrectForm
 	Correction  *OpenCorrection // a correction waiting for a decision; nil when none
+	Imported    *Imported       // it was imported from an earlier system; nil when oncehook made it
+}
+
+// Imported says where an imported action came from (oncehook import).
+type Imported struct {
+	File, By, Destination string
+	At                    Stamp
 }
 
 // CorrectForm is the form that corrects a rejected request, built from its params.

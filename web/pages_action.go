@@ -10,6 +10,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/oncehook/oncehook/internal/cutover"
 	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/internal/review"
 	"github.com/oncehook/oncehook/views"
@@ -79,6 +80,14 @@ func (s *Server) actionPage(c echo.Context) error {
 	m.Events, m.Diffs = actionEvents(a, d.Events)
 	m.Attempts = actionAttempts(d.Attempts)
 	m.Audit = auditLines(d.Audit)
+	if a.ImportedFrom != "" {
+		m.Imported = &views.Imported{File: a.ImportedFrom, Destination: a.Destination}
+		for _, au := range d.Audit {
+			if au.Act == cutover.ActImport {
+				m.Imported.By, m.Imported.At = au.Actor, stamp(au.At)
+			}
+		}
+	}
 	title := fmt.Sprintf("%s %s", a.Name, a.BusinessKey)
 	return s.render(c, http.StatusOK, views.Action(live(c, s.layout(c, title, "")), m))
 }

@@ -32,7 +32,7 @@ func (s *Server) overviewPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	m := views.OverviewPage{Sources: srcs, Destinations: dests}
+	m := views.OverviewPage{Sources: srcs, Destinations: dests, Cutovers: s.cutoverLines()}
 	if m.Mine, err = s.actionRows(c, mine.Actions); err != nil {
 		return err
 	}
@@ -162,4 +162,20 @@ func (s *Server) reconnect(c echo.Context) error {
 	}
 	s.flash(c, fmt.Sprintf("%s is connected again; %d held actions were released.", c.Param("name"), n))
 	return c.Redirect(http.StatusSeeOther, "/destinations")
+}
+
+// cutoverLines are the actions under a cutover window that has not ended yet.
+func (s *Server) cutoverLines() []views.CutoverLine {
+	var out []views.CutoverLine
+	now := s.now()
+	for _, a := range s.cfg.Actions {
+		c := s.cfg.CutoverOf(a)
+		if c == nil || !now.Before(c.Until) {
+			continue
+		}
+		d, _ := s.cfg.Destination(a.Destination)
+		out = append(out, views.CutoverLine{Action: a.Name, Destination: a.Destination, From: stamp(c.From),
+			Until: stamp(c.Until), LooksUp: d.Lookup.URL != ""})
+	}
+	return out
 }

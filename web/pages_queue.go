@@ -30,7 +30,8 @@ func queueFilter(c echo.Context) views.Filter {
 		Destination: c.FormValue("destination"), Owner: c.FormValue("owner"),
 		Client: c.FormValue("client"), Q: strings.TrimSpace(c.FormValue("q")), Reason: c.FormValue("reason"),
 		Since: c.FormValue("since"), Until: c.FormValue("until"), HTTPStatus: c.FormValue("http_status"),
-		Snoozed: c.FormValue("snoozed"), Parked: c.FormValue("parked"), Sort: c.FormValue("sort")}
+		Snoozed: c.FormValue("snoozed"), Parked: c.FormValue("parked"), Imported: c.FormValue("imported"),
+		Sort: c.FormValue("sort")}
 }
 
 // queueScope is what a queue path selects: the states and, for /mine, the owner.
@@ -79,6 +80,13 @@ func actionFilter(states []string, f views.Filter) (review.ActionFilter, error) 
 	case "all":
 	default:
 		return af, ledger.Errorf(ledger.EINVALID, "snoozed is \"only\" or \"all\", or empty to leave the snoozed out.")
+	}
+	switch f.Imported {
+	case "":
+	case "only":
+		af.Imported = true
+	default:
+		return af, ledger.Errorf(ledger.EINVALID, "imported is \"only\", or empty for every action.")
 	}
 	switch f.Parked {
 	case "": // the default view: what an open breaker parks is one cause above the table

@@ -208,7 +208,7 @@ func load(ctx context.Context, q *db.Queries, p Params, run int64, fresh int) er
 	note := fmt.Sprintf("imported from %s by %s", p.File, p.By)
 	at := time.Now().UTC().Truncate(time.Microsecond) // as Postgres keeps it, so that it names the rows
 	if err := q.ImportLinesLoad(ctx, db.ImportLinesLoadParams{Client: p.Client, Run: run,
-		State: ledger.StateConfirmed, Reason: note, ImportedAt: at}); err != nil {
+		State: ledger.StateConfirmed, Reason: note, ImportedAt: at, File: p.File}); err != nil {
 		return fmt.Errorf("record the operations of %s: %w", p.File, err)
 	}
 	// The audit names each action the load created, and so counts them.

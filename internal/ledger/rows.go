@@ -43,6 +43,7 @@ type Action struct {
 	CreatedAt      time.Time
 	UpdatedAt      time.Time
 	StateSince     time.Time // when it entered its state: what its age counts from
+	ImportedFrom   string    // the file it was imported from (oncehook import); "" if oncehook made it
 }
 
 // ActionOf is a as the ledger hands it out; ActionsOf, AttemptsOf and the other
@@ -55,7 +56,7 @@ func ActionOf(a db.Action) Action {
 		MaxAttempts: a.MaxAttempts, GiveUpAt: a.GiveUpAt, NextAttemptAt: a.NextAttemptAt,
 		FirstAttemptAt: a.FirstAttemptAt, LastAttemptAt: a.LastAttemptAt, LeaseOwner: a.LeaseOwner,
 		LeaseExpiresAt: a.LeaseExpiresAt, ExternalRef: a.ExternalRef, Result: a.Result,
-		CreatedAt: a.CreatedAt, UpdatedAt: a.UpdatedAt, StateSince: a.StateSince}
+		CreatedAt: a.CreatedAt, UpdatedAt: a.UpdatedAt, StateSince: a.StateSince, ImportedFrom: a.ImportedFrom}
 }
 
 func ActionsOf(rows []db.Action) []Action {

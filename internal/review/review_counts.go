@@ -26,7 +26,7 @@ type FilterCount struct {
 func (f ActionFilter) Filtered() bool {
 	return f.Source != "" || f.Name != "" || f.Owner != "" || f.Destination != "" || f.Client != "" ||
 		f.Q != "" || f.Reason != "" || f.Since != nil || f.Until != nil || f.HTTPStatus != 0 || f.Snoozed == SnoozedAsleep ||
-		f.Parked == ParkedOnly
+		f.Parked == ParkedOnly || f.Imported
 }
 
 // CountMatching counts, state by state, the actions f selects, along the list's

@@ -27,6 +27,7 @@ type ActionFilter struct {
 	HTTPStatus  int        // an attempt got this reply status; 0 for any
 	Snoozed     string     // "" every action, SnoozedAwake or SnoozedAsleep
 	Parked      string     // "" every action, ParkedOut or ParkedOnly
+	Imported    bool       // only the actions imported from an earlier system (oncehook import)
 	Sort        string     // one of Sorts; "" is SortNewest
 	Limit       int
 	Cursor      string // from the previous page's NextCursor
@@ -130,7 +131,7 @@ func (r *Review) selectActions(ctx context.Context, f ActionFilter, after keyset
 		Client: f.Client, Q: f.Q, Clients: clients, Sources: sources,
 		AllClients: r.scope.All, ScopeClients: r.scope.Clients,
 		Reason: f.Reason, Since: f.Since, Until: f.Until, HttpStatus: int32(f.HTTPStatus),
-		Snoozed: f.Snoozed, SnoozeNow: r.now(), Parked: f.Parked,
+		Snoozed: f.Snoozed, SnoozeNow: r.now(), Parked: f.Parked, ImportedOnly: f.Imported,
 		Sort: sort, PersonStates: SortsByWaiting(sort) && onlyPersonStates(f.States),
 		CursorID: after.id, CursorAt: after.at, StateRows: int32(perState), MaxRows: int32(limit),
 	})
