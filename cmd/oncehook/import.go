@@ -16,6 +16,7 @@ import (
 )
 
 const importUsage = `Usage: oncehook import --config FILE --client CLIENT [--dry-run] [--format jsonl|csv] [--by NAME] OPERATIONS
+       oncehook import --config FILE --ledger LEDGER [--client CLIENT] [--dry-run]
 
 Records the operations an earlier system already performed for CLIENT as
 confirmed actions under their operation identities, so that an event asking
@@ -36,6 +37,14 @@ action, lacks a key part or conflicts with an existing action is reported
 with its line number and nothing of the file is loaded. The file is loaded in
 one transaction, each action with an audit entry "imported from OPERATIONS by
 NAME"; the same file twice changes nothing the second time.
+
+With --ledger, LEDGER is a client's ledger written by oncehook export on
+another oncehook: its actions (states, keys, records, params, owners), delivery
+identities, links, audit trail (notes and assignments) and snoozes are added
+here in one transaction, so that a redelivery or replay here of an event
+performed there performs nothing. An action whose operation is here already
+in another state or with another record, or whose rule the config lacks, is
+a conflict: all of them are listed and nothing is loaded.
 `
 
 func runImport(ctx context.Context, env *environment, args []string) error {
@@ -47,6 +56,7 @@ func runImport(ctx context.Context, env *environment, args []string) error {
 	dryRun := fs.Bool("dry-run", false, "check the file and say what would be recorded; record nothing")
 	format := fs.String("format", "", "jsonl or csv (default: csv for a .csv file, else jsonl)")
 	by := fs.String("by", defaultImporter(), "who imports, for the audit")
+	ledgerFile := fs.String("ledger", "", "a client's ledger written by oncehook export, to load instead of OPERATIONS")
 	// Flags may come before or after the file.
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -57,6 +67,12 @@ func runImport(ctx context.Context, env *environment, args []string) error {
 			return err
 		}
 		rest = append(rest[:1], fs.Args()...)
+	}
+	if *ledgerFile != "" {
+		if len(rest) != 0 {
+			return errors.New("import takes --ledger or a file of operations, not both")
+		}
+		return importLedger(ctx, env, df, *configPath, *ledgerFile, *client, *dryRun)
 	}
 	if len(rest) != 1 {
 		fs.Usage()
@@ -121,4 +137,35 @@ func defaultImporter() string {
 		return u.Username
 	}
 	return "oncehook import"
+}
+
+// importLedger is oncehook import --ledger.
+func importLedger(ctx context.Context, env *environment, df dbFlags, configPath, name, client string, dryRun bool) error {
+	cfg, err := config.Load(configPath, env.getenv)
+	if err != nil {
+		return err
+	}
+	var in io.Reader = env.stdin
+	if name != "-" {
+		f, err := os.Open(name)
+		if err != nil {
+			return fmt.Errorf("open the ledger: %w", err)
+		}
+		defer f.Close()
+		in = f
+	}
+	return withDatabase(ctx, env, df, func(d *database) error {
+		rep, err := cutover.ImportLedger(ctx, cutover.LedgerParams{Pool: d.Pool, Config: cfg, File: name, Client: client,
+			DryRun: dryRun}, in)
+		if err != nil {
+			return err
+		}
+		verb := "added"
+		if dryRun {
+			verb = "dry run, nothing added: would add"
+		}
+		fmt.Fprintf(env.stdout, "%s: the ledger of %s; %s %d actions (%d here already the same way), %d delivery identities (%d here already), %d links, %d audit entries, %d snoozes\n",
+			name, rep.Client, verb, rep.Actions, rep.ActionsAlready, rep.Events, rep.EventsAlready, rep.Links, rep.Audit, rep.Snoozes)
+		return nil
+	})
 }

@@ -84,4 +84,17 @@ func TestImportCommand(t *testing.T) {
 	if out, err := importing(sheet); err != nil || !strings.Contains(out, "recorded 1 as confirmed actions (open_task 1)") {
 		t.Errorf("a csv file: %v\n%s", err, out)
 	}
+	// The client's ledger, exported and imported into the same instance: all of
+	// it is here already.
+	ledgerFile := filepath.Join(dir, "acme.ledger")
+	export := exec.Command(binary, "export", "--config", cfg, "--data-dir", filepath.Join(dir, "pg"), "--client", "acme",
+		"--out", ledgerFile)
+	export.Env = append(os.Environ(), "DATABASE_URL=", "GH_SECRET=s")
+	if out, err := export.CombinedOutput(); err != nil || !strings.Contains(string(out), "exported the ledger of acme: 4 actions") {
+		t.Fatalf("export: %v\n%s", err, out)
+	}
+	out, err = importing("--ledger", ledgerFile)
+	if err != nil || !strings.Contains(out, "added 0 actions (4 here already the same way)") {
+		t.Errorf("import --ledger: %v\n%s", err, out)
+	}
 }

@@ -194,7 +194,7 @@ func TestBreakerParksADeadDestination(t *testing.T) {
 			// The action's page and the API say each one is parked, and why.
 			var parkedID int64
 			if err := w.pool.QueryRow(ctx, `SELECT id FROM actions WHERE parked_at IS NOT NULL AND client = 'acme'
-				AND state IN ('pending', 'retrying', 'uncertain') LIMIT 1`).Scan(&parkedID); err != nil {
+				AND state IN ('pending', 'retrying', 'uncertain') ORDER BY id DESC LIMIT 1`).Scan(&parkedID); err != nil {
 				t.Fatal(err)
 			}
 			if step, _ := w.detail(fmt.Sprint(parkedID))["next_step"].(string); !strings.HasPrefix(step, "Parked: crm down since ") {

@@ -1,0 +1,254 @@
+package cutover
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"time"
+
+	"github.com/oncehook/oncehook/db"
+	"github.com/oncehook/oncehook/internal/ledger"
+)
+
+// LedgerFormat names a file of a client's ledger (oncehook export); a file of
+// another format or version is refused.
+const (
+	LedgerFormat  = "oncehook-ledger"
+	LedgerVersion = 1
+)
+
+// The kinds of line of a ledger file, in the order they come.
+const (
+	kindHeader = "header"
+	kindAction = "action"
+	kindEvent  = "event"
+	kindLink   = "link"
+	kindAudit  = "audit"
+	kindSnooze = "snooze"
+)
+
+// ledgerLine is one line of a ledger file: its kind and the one record it holds.
+type ledgerLine struct {
+	Kind   string        `json:"kind"`
+	Header *ledgerHeader `json:"header,omitempty"`
+	Action *movedAction  `json:"action,omitempty"`
+	Event  *movedEvent   `json:"event,omitempty"`
+	Link   *movedLink    `json:"link,omitempty"`
+	Audit  *movedAudit   `json:"audit,omitempty"`
+	Snooze *movedSnooze  `json:"snooze,omitempty"`
+}
+
+type ledgerHeader struct {
+	Format     string    `json:"format"`
+	Version    int       `json:"version"`
+	Client     string    `json:"client"`
+	ExportedAt time.Time `json:"exported_at"`
+	Bodies     bool      `json:"bodies"`
+}
+
+// movedAction is an action as the file carries it; ID and AfterID are the
+// exporting instance's ids, which the importing one maps to its own.
+type movedAction struct {
+	ID             int64           `json:"id"`
+	Environment    string          `json:"environment"`
+	Source         string          `json:"source"`
+	Name           string          `json:"name"`
+	BusinessKey    string          `json:"business_key"`
+	KeyParts       json.RawMessage `json:"key_parts"`
+	OperationKey   string          `json:"operation_key"`
+	AttemptKey     string          `json:"attempt_key,omitempty"`
+	Destination    string          `json:"destination"`
+	Params         json.RawMessage `json:"params"`
+	ParamsSha256   []byte          `json:"params_sha256"`
+	State          string          `json:"state"`
+	Reason         string          `json:"reason"`
+	Owner          string          `json:"owner"`
+	AfterID        *int64          `json:"after_id,omitempty"`
+	Resource       string          `json:"resource,omitempty"`
+	OccurredAt     *time.Time      `json:"occurred_at,omitempty"`
+	Attempts       int32           `json:"attempts"`
+	MaxAttempts    int32           `json:"max_attempts"`
+	GiveUpAt       time.Time       `json:"give_up_at"`
+	NextAttemptAt  time.Time       `json:"next_attempt_at"`
+	FirstAttemptAt *time.Time      `json:"first_attempt_at,omitempty"`
+	LastAttemptAt  *time.Time      `json:"last_attempt_at,omitempty"`
+	ExternalRef    string          `json:"external_ref"`
+	Result         json.RawMessage `json:"result,omitempty"`
+	CreatedAt      time.Time       `json:"created_at"`
+	UpdatedAt      time.Time       `json:"updated_at"`
+	StateSince     time.Time       `json:"state_since"`
+	ImportedFrom   string          `json:"imported_from,omitempty"`
+}
+
+type movedEvent struct {
+	ID             int64           `json:"id"`
+	Environment    string          `json:"environment"`
+	Source         string          `json:"source"`
+	SourceEventID  string          `json:"source_event_id"`
+	Type           string          `json:"type"`
+	Status         string          `json:"status"`
+	Reason         string          `json:"reason,omitempty"`
+	Body           []byte          `json:"body,omitempty"`
+	Payload        []byte          `json:"payload,omitempty"`
+	BodySha256     []byte          `json:"body_sha256"`
+	Headers        json.RawMessage `json:"headers"`
+	OccurredAt     *time.Time      `json:"occurred_at,omitempty"`
+	ReceivedAt     time.Time       `json:"received_at"`
+	LastReceivedAt time.Time       `json:"last_received_at"`
+	Deliveries     int32           `json:"deliveries"`
+	Conflict       bool            `json:"conflict,omitempty"`
+	RoutedAt       *time.Time      `json:"routed_at,omitempty"`
+	Via            string          `json:"via"`
+}
+
+type movedLink struct {
+	ActionID     int64           `json:"action_id"`
+	EventID      int64           `json:"event_id"`
+	Params       json.RawMessage `json:"params"`
+	ParamsSha256 []byte          `json:"params_sha256"`
+	Conflict     bool            `json:"conflict,omitempty"`
+	LinkedAt     time.Time       `json:"linked_at"`
+}
+
+type movedAudit struct {
+	ActionID int64           `json:"action_id"`
+	Actor    string          `json:"actor"`
+	Act      string          `json:"act"`
+	Note     string          `json:"note,omitempty"`
+	Detail   json.RawMessage `json:"detail"`
+	At       time.Time       `json:"at"`
+}
+
+type movedSnooze struct {
+	ActionID  int64     `json:"action_id"`
+	Until     time.Time `json:"until"`
+	SnoozedBy string    `json:"snoozed_by"`
+	SnoozedAt time.Time `json:"snoozed_at"`
+}
+
+// ExportReport counts what an export wrote.
+type ExportReport struct {
+	Actions, Events, Links, Audit, Snoozes int
+}
+
+// exportPage is how many rows the export reads at a time.
+const exportPage = 1000
+
+// Export writes client's ledger to w as JSON lines (see ledgerLine): a header,
+// then its actions (states, keys, external refs, params, owners), its delivery
+// identities (with their bodies when bodies), the links between them, its audit
+// trail (notes and assignments included) and its snoozes, each read a page at a
+// time.
+func Export(ctx context.Context, q *db.Queries, cfg *ledger.Config, client string, bodies bool, w io.Writer) (ExportReport, error) {
+	var rep ExportReport
+	if !slices.Contains(cfg.Clients(), client) {
+		return rep, fmt.Errorf("no source of the config belongs to client %q", client)
+	}
+	bw := bufio.NewWriter(w)
+	enc := json.NewEncoder(bw)
+	if err := enc.Encode(ledgerLine{Kind: kindHeader, Header: &ledgerHeader{Format: LedgerFormat, Version: LedgerVersion,
+		Client: client, ExportedAt: time.Now().UTC(), Bodies: bodies}}); err != nil {
+		return rep, err
+	}
+	for after := int64(0); ; {
+		rows, err := q.ExportActions(ctx, db.ExportActionsParams{Client: client, After: after, MaxRows: exportPage})
+		if err != nil {
+			return rep, fmt.Errorf("read the actions of %s: %w", client, err)
+		}
+		for _, a := range rows {
+			if err := enc.Encode(ledgerLine{Kind: kindAction, Action: movedActionOf(a)}); err != nil {
+				return rep, err
+			}
+			after = a.ID
+		}
+		rep.Actions += len(rows)
+		if len(rows) < exportPage {
+			break
+		}
+	}
+	for after := int64(0); ; {
+		rows, err := q.ExportEvents(ctx, db.ExportEventsParams{Client: client, After: after, MaxRows: exportPage, WithBodies: bodies})
+		if err != nil {
+			return rep, fmt.Errorf("read the events of %s: %w", client, err)
+		}
+		for _, e := range rows {
+			m := movedEvent(e)
+			if err := enc.Encode(ledgerLine{Kind: kindEvent, Event: &m}); err != nil {
+				return rep, err
+			}
+			after = e.ID
+		}
+		rep.Events += len(rows)
+		if len(rows) < exportPage {
+			break
+		}
+	}
+	for afterAction, afterEvent := int64(0), int64(0); ; {
+		rows, err := q.ExportActionEvents(ctx, db.ExportActionEventsParams{Client: client, AfterAction: afterAction,
+			AfterEvent: afterEvent, MaxRows: exportPage})
+		if err != nil {
+			return rep, fmt.Errorf("read the links of %s: %w", client, err)
+		}
+		for _, l := range rows {
+			m := movedLink(l)
+			if err := enc.Encode(ledgerLine{Kind: kindLink, Link: &m}); err != nil {
+				return rep, err
+			}
+			afterAction, afterEvent = l.ActionID, l.EventID
+		}
+		rep.Links += len(rows)
+		if len(rows) < exportPage {
+			break
+		}
+	}
+	for after := int64(0); ; {
+		rows, err := q.ExportAudit(ctx, db.ExportAuditParams{Client: client, After: after, MaxRows: exportPage})
+		if err != nil {
+			return rep, fmt.Errorf("read the audit of %s: %w", client, err)
+		}
+		for _, a := range rows {
+			if err := enc.Encode(ledgerLine{Kind: kindAudit, Audit: &movedAudit{ActionID: a.ActionID, Actor: a.Actor,
+				Act: a.Act, Note: a.Note, Detail: a.Detail, At: a.At}}); err != nil {
+				return rep, err
+			}
+			after = a.ID
+		}
+		rep.Audit += len(rows)
+		if len(rows) < exportPage {
+			break
+		}
+	}
+	for after := int64(0); ; {
+		rows, err := q.ExportSnoozes(ctx, db.ExportSnoozesParams{Client: client, After: after, MaxRows: exportPage})
+		if err != nil {
+			return rep, fmt.Errorf("read the snoozes of %s: %w", client, err)
+		}
+		for _, z := range rows {
+			m := movedSnooze(z)
+			if err := enc.Encode(ledgerLine{Kind: kindSnooze, Snooze: &m}); err != nil {
+				return rep, err
+			}
+			after = z.ActionID
+		}
+		rep.Snoozes += len(rows)
+		if len(rows) < exportPage {
+			break
+		}
+	}
+	return rep, bw.Flush()
+}
+
+// movedActionOf is a as the file carries it.
+func movedActionOf(a db.Action) *movedAction {
+	return &movedAction{ID: a.ID, Environment: a.Environment, Source: a.Source, Name: a.Name,
+		BusinessKey: a.BusinessKey, KeyParts: a.KeyParts, OperationKey: a.OperationKey, AttemptKey: a.AttemptKey,
+		Destination: a.Destination, Params: a.Params, ParamsSha256: a.ParamsSha256, State: a.State, Reason: a.Reason,
+		Owner: a.Owner, AfterID: a.AfterID, Resource: a.Resource, OccurredAt: a.OccurredAt, Attempts: a.Attempts,
+		MaxAttempts: a.MaxAttempts, GiveUpAt: a.GiveUpAt, NextAttemptAt: a.NextAttemptAt,
+		FirstAttemptAt: a.FirstAttemptAt, LastAttemptAt: a.LastAttemptAt, ExternalRef: a.ExternalRef,
+		Result: a.Result, CreatedAt: a.CreatedAt, UpdatedAt: a.UpdatedAt, StateSince: a.StateSince,
+		ImportedFrom: a.ImportedFrom}
+}
