@@ -86,15 +86,11 @@ func runImport(ctx context.Context, env *environment, args []string) error {
 		return err
 	}
 	name := rest[0]
-	var in io.Reader = env.stdin
-	if name != "-" {
-		f, err := os.Open(name)
-		if err != nil {
-			return fmt.Errorf("open the operations: %w", err)
-		}
-		defer f.Close()
-		in = f
+	in, closeIn, err := openInput(env, name, "the operations")
+	if err != nil {
+		return err
 	}
+	defer closeIn()
 	return withDatabase(ctx, env, df, func(d *database) error {
 		f := *format
 		if f == "" {
@@ -145,15 +141,11 @@ func importLedger(ctx context.Context, env *environment, df dbFlags, configPath,
 	if err != nil {
 		return err
 	}
-	var in io.Reader = env.stdin
-	if name != "-" {
-		f, err := os.Open(name)
-		if err != nil {
-			return fmt.Errorf("open the ledger: %w", err)
-		}
-		defer f.Close()
-		in = f
+	in, closeIn, err := openInput(env, name, "the ledger")
+	if err != nil {
+		return err
 	}
+	defer closeIn()
 	return withDatabase(ctx, env, df, func(d *database) error {
 		rep, err := cutover.ImportLedger(ctx, cutover.LedgerParams{Pool: d.Pool, Config: cfg, File: name, Client: client,
 			DryRun: dryRun}, in)
@@ -168,4 +160,17 @@ func importLedger(ctx context.Context, env *environment, df dbFlags, configPath,
 			name, rep.Client, verb, rep.Actions, rep.ActionsAlready, rep.Events, rep.EventsAlready, rep.Links, rep.Audit, rep.Snoozes)
 		return nil
 	})
+}
+
+// openInput opens the file name, or the standard input for "-"; what names it
+// in an error.
+func openInput(env *environment, name, what string) (io.Reader, func(), error) {
+	if name == "-" {
+		return env.stdin, func() {}, nil
+	}
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open %s: %w", what, err)
+	}
+	return f, func() { _ = f.Close() }, nil
 }

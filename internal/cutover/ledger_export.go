@@ -153,92 +153,86 @@ func Export(ctx context.Context, q *db.Queries, cfg *ledger.Config, client strin
 		Client: client, ExportedAt: time.Now().UTC(), Bodies: bodies}}); err != nil {
 		return rep, err
 	}
-	for after := int64(0); ; {
-		rows, err := q.ExportActions(ctx, db.ExportActionsParams{Client: client, After: after, MaxRows: exportPage})
-		if err != nil {
-			return rep, fmt.Errorf("read the actions of %s: %w", client, err)
-		}
-		for _, a := range rows {
-			if err := enc.Encode(ledgerLine{Kind: kindAction, Action: movedActionOf(a)}); err != nil {
-				return rep, err
-			}
-			after = a.ID
-		}
-		rep.Actions += len(rows)
-		if len(rows) < exportPage {
-			break
-		}
+	var err error
+	if rep.Actions, err = paged(func(last *db.Action) ([]db.Action, error) {
+		return q.ExportActions(ctx, db.ExportActionsParams{Client: client, After: keyOf(last, func(a db.Action) int64 { return a.ID }),
+			MaxRows: exportPage})
+	}, func(a db.Action) error {
+		return enc.Encode(ledgerLine{Kind: kindAction, Action: movedActionOf(a)})
+	}); err != nil {
+		return rep, fmt.Errorf("write the actions of %s: %w", client, err)
 	}
-	for after := int64(0); ; {
-		rows, err := q.ExportEvents(ctx, db.ExportEventsParams{Client: client, After: after, MaxRows: exportPage, WithBodies: bodies})
-		if err != nil {
-			return rep, fmt.Errorf("read the events of %s: %w", client, err)
-		}
-		for _, e := range rows {
-			m := movedEvent(e)
-			if err := enc.Encode(ledgerLine{Kind: kindEvent, Event: &m}); err != nil {
-				return rep, err
-			}
-			after = e.ID
-		}
-		rep.Events += len(rows)
-		if len(rows) < exportPage {
-			break
-		}
+	if rep.Events, err = paged(func(last *db.ExportEventsRow) ([]db.ExportEventsRow, error) {
+		return q.ExportEvents(ctx, db.ExportEventsParams{Client: client, After: keyOf(last, func(e db.ExportEventsRow) int64 { return e.ID }),
+			MaxRows: exportPage, WithBodies: bodies})
+	}, func(e db.ExportEventsRow) error {
+		m := movedEvent(e)
+		return enc.Encode(ledgerLine{Kind: kindEvent, Event: &m})
+	}); err != nil {
+		return rep, fmt.Errorf("write the events of %s: %w", client, err)
 	}
-	for afterAction, afterEvent := int64(0), int64(0); ; {
-		rows, err := q.ExportActionEvents(ctx, db.ExportActionEventsParams{Client: client, AfterAction: afterAction,
-			AfterEvent: afterEvent, MaxRows: exportPage})
-		if err != nil {
-			return rep, fmt.Errorf("read the links of %s: %w", client, err)
+	if rep.Links, err = paged(func(last *db.ExportActionEventsRow) ([]db.ExportActionEventsRow, error) {
+		p := db.ExportActionEventsParams{Client: client, MaxRows: exportPage}
+		if last != nil {
+			p.AfterAction, p.AfterEvent = last.ActionID, last.EventID
 		}
-		for _, l := range rows {
-			m := movedLink(l)
-			if err := enc.Encode(ledgerLine{Kind: kindLink, Link: &m}); err != nil {
-				return rep, err
-			}
-			afterAction, afterEvent = l.ActionID, l.EventID
-		}
-		rep.Links += len(rows)
-		if len(rows) < exportPage {
-			break
-		}
+		return q.ExportActionEvents(ctx, p)
+	}, func(l db.ExportActionEventsRow) error {
+		m := movedLink(l)
+		return enc.Encode(ledgerLine{Kind: kindLink, Link: &m})
+	}); err != nil {
+		return rep, fmt.Errorf("write the links of %s: %w", client, err)
 	}
-	for after := int64(0); ; {
-		rows, err := q.ExportAudit(ctx, db.ExportAuditParams{Client: client, After: after, MaxRows: exportPage})
-		if err != nil {
-			return rep, fmt.Errorf("read the audit of %s: %w", client, err)
-		}
-		for _, a := range rows {
-			if err := enc.Encode(ledgerLine{Kind: kindAudit, Audit: &movedAudit{ActionID: a.ActionID, Actor: a.Actor,
-				Act: a.Act, Note: a.Note, Detail: a.Detail, At: a.At}}); err != nil {
-				return rep, err
-			}
-			after = a.ID
-		}
-		rep.Audit += len(rows)
-		if len(rows) < exportPage {
-			break
-		}
+	if rep.Audit, err = paged(func(last *db.ExportAuditRow) ([]db.ExportAuditRow, error) {
+		return q.ExportAudit(ctx, db.ExportAuditParams{Client: client, After: keyOf(last, func(a db.ExportAuditRow) int64 { return a.ID }),
+			MaxRows: exportPage})
+	}, func(a db.ExportAuditRow) error {
+		return enc.Encode(ledgerLine{Kind: kindAudit, Audit: &movedAudit{ActionID: a.ActionID, Actor: a.Actor,
+			Act: a.Act, Note: a.Note, Detail: a.Detail, At: a.At}})
+	}); err != nil {
+		return rep, fmt.Errorf("write the audit of %s: %w", client, err)
 	}
-	for after := int64(0); ; {
-		rows, err := q.ExportSnoozes(ctx, db.ExportSnoozesParams{Client: client, After: after, MaxRows: exportPage})
-		if err != nil {
-			return rep, fmt.Errorf("read the snoozes of %s: %w", client, err)
-		}
-		for _, z := range rows {
-			m := movedSnooze(z)
-			if err := enc.Encode(ledgerLine{Kind: kindSnooze, Snooze: &m}); err != nil {
-				return rep, err
-			}
-			after = z.ActionID
-		}
-		rep.Snoozes += len(rows)
-		if len(rows) < exportPage {
-			break
-		}
+	if rep.Snoozes, err = paged(func(last *db.ExportSnoozesRow) ([]db.ExportSnoozesRow, error) {
+		return q.ExportSnoozes(ctx, db.ExportSnoozesParams{Client: client,
+			After: keyOf(last, func(z db.ExportSnoozesRow) int64 { return z.ActionID }), MaxRows: exportPage})
+	}, func(z db.ExportSnoozesRow) error {
+		m := movedSnooze(z)
+		return enc.Encode(ledgerLine{Kind: kindSnooze, Snooze: &m})
+	}); err != nil {
+		return rep, fmt.Errorf("write the snoozes of %s: %w", client, err)
 	}
 	return rep, bw.Flush()
+}
+
+// paged reads rows a page of exportPage at a time, each page after the last row
+// of the one before (nil for the first), and writes each; it returns how many.
+func paged[T any](read func(last *T) ([]T, error), write func(T) error) (int, error) {
+	var last *T
+	n := 0
+	for {
+		rows, err := read(last)
+		if err != nil {
+			return n, err
+		}
+		for _, r := range rows {
+			if err := write(r); err != nil {
+				return n, err
+			}
+		}
+		n += len(rows)
+		if len(rows) < exportPage {
+			return n, nil
+		}
+		last = &rows[len(rows)-1]
+	}
+}
+
+// keyOf is the key of the last row read, or 0 before the first page.
+func keyOf[T any](last *T, key func(T) int64) int64 {
+	if last == nil {
+		return 0
+	}
+	return key(*last)
 }
 
 // movedActionOf is a as the file carries it.

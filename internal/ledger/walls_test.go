@@ -39,7 +39,8 @@ var webStages = []string{"inbox", "review", "accounts"}
 const webWiring = "web/server.go"
 
 // leaves import the core and nothing of the stages.
-var leaves = []string{"internal/provider", "internal/destination", "internal/config", "internal/batch", "internal/jsonscan", "internal/telemetry", "internal/sender"}
+var leaves = []string{"internal/provider", "internal/destination", "internal/config", "internal/batch", "internal/jsonscan", "internal/telemetry", "internal/sender",
+	"internal/store"}
 
 func TestWallsHold(t *testing.T) {
 	for _, v := range walls(t, os.DirFS("../..")) {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/store"
 	"github.com/oncehook/oncehook/internal/telemetry"
 	"go.opentelemetry.io/otel/trace"
 
@@ -31,6 +32,7 @@ type Router struct {
 	performers *batch.Wakeup                  // woken once a batch created actions
 	lanes      *ledger.Lanes                  // the clients it claims events for in turn
 	mode       *ledger.DatabaseMode           // single Postgres or Citus
+	store      store.Store                    // what Citus does differently
 	routes     map[string][]ledger.ActionRule // each source's rules, predecessors first; the config does not change while it runs
 	paths      map[string]*docPaths           // what each source's rules read of an event's document
 }
@@ -57,7 +59,7 @@ type Params struct {
 // New returns the router of p; performers wakes every process's performers once a
 // batch created actions, mode tells whether the database is Citus.
 func New(p Params, mode *ledger.DatabaseMode, performers *batch.Wakeup) *Router {
-	return &Router{pool: p.Pool, cfg: p.Config, logger: p.Logger, poll: p.Poll, mode: mode,
+	return &Router{pool: p.Pool, cfg: p.Config, logger: p.Logger, poll: p.Poll, mode: mode, store: store.For(mode),
 		wake: batch.NewSignal(), performers: performers,
 		routes: rulesBySource(p.Config.Actions), paths: pathsBySource(p.Config.Actions),
 		lanes: ledger.NewLanes(p.Config, p.Logger, func(ctx context.Context) ([]string, error) {

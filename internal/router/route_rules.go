@@ -314,7 +314,7 @@ func (rt *Router) applyCancellations(ctx context.Context, q *db.Queries, ev db.E
 		if err := q.ResourceEnsure(ctx, key); err != nil {
 			return 0, fmt.Errorf("ensure resource: %w", err)
 		}
-		if err := rt.cancelResource(ctx, q, db.ResourceCancelParams{Client: ev.Client, Source: ev.Source, Resource: res, OccurredAt: at}); err != nil {
+		if err := rt.store.CancelResource(ctx, q, db.ResourceCancelParams{Client: ev.Client, Source: ev.Source, Resource: res, OccurredAt: at}); err != nil {
 			return 0, fmt.Errorf("record cancellation: %w", err)
 		}
 		ids, err := q.ActionCancelByResource(ctx, db.ActionCancelByResourceParams{
@@ -451,12 +451,4 @@ func pointerTime(doc any, ptr string) (time.Time, bool) {
 		return time.Unix(secs, 0), true
 	}
 	return time.Time{}, false
-}
-
-// cancelResource is ResourceCancel, or its Citus form (ResourceCancelSharded).
-func (rt *Router) cancelResource(ctx context.Context, q *db.Queries, p db.ResourceCancelParams) error {
-	if !rt.mode.Sharded(ctx) {
-		return q.ResourceCancel(ctx, p)
-	}
-	return q.ResourceCancelSharded(ctx, db.ResourceCancelShardedParams(p))
 }

@@ -1,0 +1,57 @@
+// Package store is the seam between the stages (inbox, router, performer,
+// review) and the database for what differs between a single Postgres and a
+// Citus cluster. Each operation has two forms, side by side here: Single's, for
+// one Postgres, and Sharded's, for Citus, where each statement names its client
+// to run on the client's shard and evaluates no stable function on the shards.
+// The stages call a Store and never ask which database they are on; For picks
+// the form from the database's own answer.
+package store
+
+import (
+	"context"
+
+	"github.com/oncehook/oncehook/db"
+	"github.com/oncehook/oncehook/internal/ledger"
+)
+
+// Store is what the stages do that a Citus cluster does differently.
+type Store interface {
+	// CancelResource marks the resource cancelled, at the event's time (or the
+	// transaction's, without one), unless it was cancelled before, and moves its
+	// last event time on.
+	CancelResource(ctx context.Context, q *db.Queries, p db.ResourceCancelParams) error
+}
+
+// Single is the Store of one Postgres.
+type Single struct{}
+
+// Sharded is the Store of a Citus cluster.
+type Sharded struct{}
+
+// For is the Store of the database behind mode: each call takes the form the
+// database answered, asked once, when first needed.
+func For(mode *ledger.DatabaseMode) Store { return chosen{mode: mode} }
+
+type chosen struct{ mode *ledger.DatabaseMode }
+
+func (c chosen) form(ctx context.Context) Store {
+	if c.mode.Sharded(ctx) {
+		return Sharded{}
+	}
+	return Single{}
+}
+
+func (c chosen) CancelResource(ctx context.Context, q *db.Queries, p db.ResourceCancelParams) error {
+	return c.form(ctx).CancelResource(ctx, q, p)
+}
+
+// CancelResource is ResourceCancel.
+func (Single) CancelResource(ctx context.Context, q *db.Queries, p db.ResourceCancelParams) error {
+	return q.ResourceCancel(ctx, p)
+}
+
+// CancelResource is ResourceCancelSharded: the transaction's time comes in as a
+// table of one row, for Citus takes no now() within a coalesce on the shards.
+func (Sharded) CancelResource(ctx context.Context, q *db.Queries, p db.ResourceCancelParams) error {
+	return q.ResourceCancelSharded(ctx, db.ResourceCancelShardedParams(p))
+}

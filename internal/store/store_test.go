@@ -1,0 +1,79 @@
+package store_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/oncehook/oncehook/db"
+	"github.com/oncehook/oncehook/db/dbtest"
+	"github.com/oncehook/oncehook/internal/store"
+)
+
+// resourceAfter is what a resource's row says once a form cancelled it: its
+// times, and whether the cancellation took the transaction's time.
+type resourceAfter struct {
+	Cancelled, Last *time.Time
+	CancelledNow    bool
+}
+
+// TestCancelResourceFormsAgree: the single Postgres's and Citus's forms of
+// CancelResource leave the same row, from every state a resource can be in,
+// with and without the event's own time.
+func TestCancelResourceFormsAgree(t *testing.T) {
+	t.Parallel()
+	dbtest.SinglePostgresOnly(t, "the single Postgres's form does not run on Citus: the forms are compared where both run")
+	pool := dbtest.New(t)
+	ctx := context.Background()
+	early := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	late := early.Add(24 * time.Hour)
+	cases := map[string]struct {
+		cancelled, last, occurred *time.Time
+	}{
+		"new, without the event's time":       {},
+		"new, at the event's time":            {occurred: &late},
+		"seen before, a later event":          {last: &early, occurred: &late},
+		"seen later, an earlier event":        {last: &late, occurred: &early},
+		"cancelled before, without a time":    {cancelled: &early, last: &early},
+		"cancelled before, at the event time": {cancelled: &early, last: &early, occurred: &late},
+	}
+	forms := map[string]store.Store{"single": store.Single{}, "sharded": store.Sharded{}}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := map[string]resourceAfter{}
+			for form, s := range forms {
+				tx, err := pool.Begin(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer tx.Rollback(ctx) //nolint:errcheck // only looked into; a failed step leaves no row behind
+				q := db.New(tx)
+				if _, err := tx.Exec(ctx, `INSERT INTO resources (client, source, resource, last_occurred_at, cancelled_at)
+					VALUES ('acme', 's', 'cs_1', $1, $2)`, c.last, c.cancelled); err != nil {
+					t.Fatal(err)
+				}
+				if err := s.CancelResource(ctx, q, db.ResourceCancelParams{Client: "acme", Source: "s", Resource: "cs_1",
+					OccurredAt: c.occurred}); err != nil {
+					t.Fatalf("%s: %v", form, err)
+				}
+				var r resourceAfter
+				if err := tx.QueryRow(ctx, `SELECT cancelled_at, last_occurred_at, coalesce(cancelled_at = now(), false) FROM resources
+					WHERE client = 'acme' AND source = 's' AND resource = 'cs_1'`).Scan(&r.Cancelled, &r.Last, &r.CancelledNow); err != nil {
+					t.Fatal(err)
+				}
+				if r.CancelledNow {
+					r.Cancelled = nil // the transaction's time differs between the two runs
+				}
+				got[form] = r
+				if err := tx.Rollback(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if diff := cmp.Diff(got["single"], got["sharded"]); diff != "" {
+				t.Errorf("the two forms disagree (-single +sharded):\n%s", diff)
+			}
+		})
+	}
+}
