@@ -63,10 +63,13 @@ func run(ctx context.Context, env *environment, args []string) error {
 	cmds := commands()
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		if len(args) > 1 {
-			if c, ok := cmds[args[1]]; ok {
-				fmt.Fprint(env.stdout, c.usage)
-				return nil
+			c, ok := cmds[args[1]]
+			if !ok {
+				printHelp(env.stderr, cmds)
+				return fmt.Errorf("unknown command %q", args[1])
 			}
+			fmt.Fprint(env.stdout, c.usage)
+			return nil
 		}
 		printHelp(env.stdout, cmds)
 		return nil

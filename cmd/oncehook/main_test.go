@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -212,6 +213,16 @@ func TestHelpListsEveryCommand(t *testing.T) {
 		if err != nil || !strings.Contains(string(usage), "Usage: oncehook "+name) {
 			t.Errorf("help %s: %v\n%s", name, err, usage)
 		}
+	}
+}
+
+// TestHelpOfAnUnknownCommand: help for a command that does not exist says so
+// and fails, as running it does.
+func TestHelpOfAnUnknownCommand(t *testing.T) {
+	out, err := exec.Command(binary, "help", "nonsense").CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 2 || !strings.Contains(string(out), `unknown command "nonsense"`) {
+		t.Errorf("help nonsense: %v\n%s", err, out)
 	}
 }
 
