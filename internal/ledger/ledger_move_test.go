@@ -43,6 +43,9 @@ func TestLedgerMovesBetweenInstances(t *testing.T) {
 	if status, out := old.api(old.admin, "POST", "/actions/"+first.ID+"/assign", map[string]any{"owner": "bea@example.com"}); status != 200 {
 		t.Fatalf("assign: %d %v", status, out)
 	}
+	// A snooze goes with it (written as the act writes it: a confirmed action
+	// cannot be snoozed from its page).
+	old.exec(`INSERT INTO snoozes (client, action_id, until, snoozed_by) VALUES ('acme', $1, now() + interval '1 day', 'bea@example.com')`, first.ID)
 	var file bytes.Buffer
 	rep, err := cutover.Export(ctx, db.New(old.pool), old.cfg, "acme", true, &file)
 	if err != nil || rep.Actions != 2*n || rep.Events != n {
@@ -58,7 +61,7 @@ func TestLedgerMovesBetweenInstances(t *testing.T) {
 		t.Fatalf("dry run: %+v %v, %d actions", got, err, fresh.count(`SELECT count(*) FROM actions`))
 	}
 	got, err := cutover.ImportLedger(ctx, p, bytes.NewReader(file.Bytes()))
-	if err != nil || got.Actions != 2*n || got.Events != n || got.Links != 2*n || got.Audit == 0 {
+	if err != nil || got.Actions != 2*n || got.Events != n || got.Links != 2*n || got.Audit == 0 || got.Snoozes != 1 {
 		t.Fatalf("import: %+v %v", got, err)
 	}
 	again, err := cutover.ImportLedger(ctx, p, bytes.NewReader(file.Bytes()))
@@ -102,6 +105,10 @@ func TestLedgerMovesBetweenInstances(t *testing.T) {
 	}
 	if notes := fresh.count(`SELECT count(*) FROM audit WHERE act = 'note' AND note = 'called the customer'`); notes != 1 {
 		t.Errorf("%d notes arrived, want 1", notes)
+	}
+	if z := fresh.count(`SELECT count(*) FROM snoozes z JOIN actions a ON a.client = z.client AND a.id = z.action_id
+		WHERE a.business_key = 'enq-m-0' AND a.name = 'open_opportunity' AND z.snoozed_by = 'bea@example.com'`); z != 1 {
+		t.Errorf("%d snoozes arrived, want 1", z)
 	}
 
 	// A ledger that conflicts with what the new instance did since loads nothing.
