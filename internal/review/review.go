@@ -11,6 +11,7 @@ import (
 
 	"github.com/oncehook/oncehook/db"
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/store"
 )
 
 // Review is the service behind the dashboard and the JSON API: the manual acts on
@@ -23,14 +24,16 @@ type Review struct {
 	scope     ledger.Scope         // what the reads see; see For
 	hint      string               // the client an item's URL names; see In
 	mode      *ledger.DatabaseMode // single Postgres or Citus: a few reads differ
+	store     store.Store          // what Citus does differently
 	known     *knownClients        // on Citus, the clients with actions (readClients)
 	estimates *db.Estimates        // on Citus, the shards' planners' estimates, kept a while
 }
 
 // New returns the review service.
 func New(pool *pgxpool.Pool, cfg *ledger.Config, clients map[string]ledger.DestinationClient) *Review {
+	mode := ledger.NewDatabaseMode(pool)
 	return &Review{pool: pool, cfg: cfg, clients: clients, now: time.Now, scope: ledger.EveryClient,
-		mode: ledger.NewDatabaseMode(pool), known: &knownClients{},
+		mode: mode, store: store.For(mode), known: &knownClients{},
 		estimates: db.NewEstimates(estimatesKept)}
 }
 

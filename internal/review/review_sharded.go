@@ -41,22 +41,13 @@ func (r *Review) countByState(ctx context.Context) ([]db.ActionCountByStateRow, 
 	return db.ActionCountByClient(ctx, db.New(db.PlannedPerCall(r.pool)), clients, r.estimates)
 }
 
-// destinationList is DestinationList, or its Citus form.
+// destinationList is the store's ListDestinations for what the reader sees.
 func (r *Review) destinationList(ctx context.Context) ([]db.DestinationListRow, error) {
-	q := db.New(r.pool)
-	if !r.mode.Sharded(ctx) {
-		return q.DestinationList(ctx, db.DestinationListParams{AllClients: r.scope.All, ScopeClients: r.scope.Clients})
-	}
 	sc, err := r.readScope(ctx)
 	if err != nil {
 		return nil, err
 	}
-	rows, err := q.DestinationListSharded(ctx, db.DestinationListShardedParams{AllClients: sc.All, ScopeClients: sc.Clients})
-	out := make([]db.DestinationListRow, 0, len(rows))
-	for _, row := range rows {
-		out = append(out, db.DestinationListRow(row))
-	}
-	return out, err
+	return r.store.ListDestinations(ctx, db.New(r.pool), sc)
 }
 
 // sourceCount is a source's figures from DashboardSourceStats, and for one with

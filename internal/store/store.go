@@ -20,6 +20,9 @@ type Store interface {
 	// transaction's, without one), unless it was cancelled before, and moves its
 	// last event time on.
 	CancelResource(ctx context.Context, q *db.Queries, p db.ResourceCancelParams) error
+	// ListDestinations lists the destinations' connection rows, by name, each
+	// with how many actions of the clients scope sees it holds.
+	ListDestinations(ctx context.Context, q *db.Queries, scope ledger.Scope) ([]db.DestinationListRow, error)
 }
 
 // Single is the Store of one Postgres.
@@ -45,6 +48,10 @@ func (c chosen) CancelResource(ctx context.Context, q *db.Queries, p db.Resource
 	return c.form(ctx).CancelResource(ctx, q, p)
 }
 
+func (c chosen) ListDestinations(ctx context.Context, q *db.Queries, scope ledger.Scope) ([]db.DestinationListRow, error) {
+	return c.form(ctx).ListDestinations(ctx, q, scope)
+}
+
 // CancelResource is ResourceCancel.
 func (Single) CancelResource(ctx context.Context, q *db.Queries, p db.ResourceCancelParams) error {
 	return q.ResourceCancel(ctx, p)
@@ -54,4 +61,22 @@ func (Single) CancelResource(ctx context.Context, q *db.Queries, p db.ResourceCa
 // table of one row, for Citus takes no now() within a coalesce on the shards.
 func (Sharded) CancelResource(ctx context.Context, q *db.Queries, p db.ResourceCancelParams) error {
 	return q.ResourceCancelSharded(ctx, db.ResourceCancelShardedParams(p))
+}
+
+// ListDestinations is DestinationList: the held actions counted for each
+// destination in a subquery.
+func (Single) ListDestinations(ctx context.Context, q *db.Queries, scope ledger.Scope) ([]db.DestinationListRow, error) {
+	return q.DestinationList(ctx, db.DestinationListParams{AllClients: scope.All, ScopeClients: scope.Clients})
+}
+
+// ListDestinations is DestinationListSharded: Citus runs no subquery correlated
+// with a reference table, so the held actions are counted by destination across
+// the shards, then joined.
+func (Sharded) ListDestinations(ctx context.Context, q *db.Queries, scope ledger.Scope) ([]db.DestinationListRow, error) {
+	rows, err := q.DestinationListSharded(ctx, db.DestinationListShardedParams{AllClients: scope.All, ScopeClients: scope.Clients})
+	out := make([]db.DestinationListRow, 0, len(rows))
+	for _, row := range rows {
+		out = append(out, db.DestinationListRow(row))
+	}
+	return out, err
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/oncehook/oncehook/db"
 	"github.com/oncehook/oncehook/db/dbtest"
+	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/internal/store"
 )
 
@@ -75,5 +76,43 @@ func TestCancelResourceFormsAgree(t *testing.T) {
 				t.Errorf("the two forms disagree (-single +sharded):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestListDestinationsFormsAgree: both forms of ListDestinations list the same
+// destinations with the same held counts, for a reader of every client, of one,
+// and of none.
+func TestListDestinationsFormsAgree(t *testing.T) {
+	t.Parallel()
+	dbtest.SinglePostgresOnly(t, "the single Postgres's form does not run on Citus: the forms are compared where both run")
+	pool := dbtest.New(t)
+	ctx := context.Background()
+	if _, err := pool.Exec(ctx, `
+INSERT INTO destinations (name, status, reason) VALUES ('crm', 'connected', ''), ('mail', 'disconnected', 'token refused'), ('sms', 'connected', '');
+INSERT INTO actions (client, environment, source, name, business_key, key_parts, operation_key, destination,
+    params, params_sha256, state, max_attempts, give_up_at)
+SELECT c, 'live', 's', 'n', c || i, '[]', c || '_' || d || '_' || st || '_' || i, d, '{}', '\x00', st, 3, now() + interval '1 day'
+FROM (VALUES ('acme', 'crm', 'held', 2), ('globex', 'crm', 'held', 1), ('acme', 'mail', 'held', 1),
+             ('acme', 'crm', 'confirmed', 3), ('globex', 'mail', 'failed', 2)) v(c, d, st, k),
+     generate_series(1, v.k) i`); err != nil {
+		t.Fatal(err)
+	}
+	q := db.New(pool)
+	for name, scope := range map[string]ledger.Scope{"every client": ledger.EveryClient,
+		"acme's reader": {Clients: []string{"acme"}}, "a reader of none": {Clients: []string{}}} {
+		single, err := store.Single{}.ListDestinations(ctx, q, scope)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sharded, err := store.Sharded{}.ListDestinations(ctx, q, scope)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(single, sharded); diff != "" {
+			t.Errorf("%s: the two forms disagree (-single +sharded):\n%s", name, diff)
+		}
+		if name == "every client" && (len(single) != 3 || single[0].Held != 3 || single[1].Held != 1) {
+			t.Errorf("every client: %+v, want crm with 3 held and mail with 1", single)
+		}
 	}
 }
