@@ -169,7 +169,7 @@ func (rt *Router) routeClient(ctx context.Context, tx pgx.Tx, q *db.Queries, cli
 	if err := rt.routeEvents(ctx, tx, q, events, eachInSavepoint, b); err != nil {
 		return nil, refusedOr(err)
 	}
-	if err := linkEvents(ctx, q, sharded, b.links); err != nil {
+	if err := rt.linkEvents(ctx, q, b.links); err != nil {
 		return nil, refusedOr(err)
 	}
 	b.statuses.Sharded, b.statuses.Client = sharded, client
@@ -248,11 +248,11 @@ func (rt *Router) routeEvents(ctx context.Context, tx pgx.Tx, q *db.Queries, eve
 }
 
 // linkEvents writes the links between events and the actions they asked for.
-func linkEvents(ctx context.Context, q *db.Queries, sharded bool, links db.ActionEventLinksParams) error {
+func (rt *Router) linkEvents(ctx context.Context, q *db.Queries, links db.ActionEventLinksParams) error {
 	if len(links.ActionIds) == 0 {
 		return nil
 	}
-	if err := actionEventLinks(ctx, q, sharded, links); err != nil {
+	if err := rt.store.LinkEvents(ctx, q, links); err != nil {
 		return fmt.Errorf("link events to actions: %w", err)
 	}
 	return nil
@@ -272,7 +272,7 @@ func (rt *Router) routeSetAside(ctx context.Context, tx pgx.Tx, ev db.Event) (ro
 		}
 		var links db.ActionEventLinksParams
 		r.links(&links)
-		return linkEvents(ctx, q, rt.mode.Sharded(ctx), links)
+		return rt.linkEvents(ctx, q, links)
 	})
 	pgErr, refused := db.Refused(err)
 	if !refused {

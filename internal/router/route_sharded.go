@@ -12,11 +12,11 @@ import (
 	"github.com/oncehook/oncehook/internal/ledger"
 )
 
-// The router's inserts on Citus. ActionInsert and ActionEventLinks insert rows
-// selected from arrays, a select that reads no distributed table, which Citus runs
-// through the coordinator; there each row is an insert of its own that names its
-// client (ActionInsertOne, ActionEventLinkOne), the rows of a batch sent together
-// in one round trip, in the transaction of the batch.
+// The router's inserts on Citus. ActionInsert inserts rows selected from arrays,
+// a select that reads no distributed table, which Citus runs through the
+// coordinator; there each row is an insert of its own that names its client
+// (ActionInsertOne), the rows of a batch sent together in one round trip, in the
+// transaction of the batch. (The links' two forms are in internal/store.)
 
 // actionInsert runs ActionInsert: as one statement on a single Postgres, and on
 // Citus (sharded) one row a statement, after reading with statements on the
@@ -85,25 +85,4 @@ func actionInsertOne(p db.ActionInsertParams, i int, pred *db.Action, disconnect
 		}
 	}
 	return r
-}
-
-// actionEventLinks runs ActionEventLinks: as one statement on a single Postgres,
-// and on Citus (sharded) one link a statement, each on the client's shard.
-func actionEventLinks(ctx context.Context, q *db.Queries, sharded bool, links db.ActionEventLinksParams) error {
-	if !sharded {
-		return q.ActionEventLinks(ctx, links)
-	}
-	one := make([]db.ActionEventLinkOneParams, len(links.ActionIds))
-	for i := range one {
-		one[i] = db.ActionEventLinkOneParams{Client: links.Clients[i], ActionID: links.ActionIds[i],
-			EventID: links.EventIds[i], Params: links.Params[i], ParamsSha256: links.ParamsSha256s[i],
-			Conflict: links.Conflicts[i]}
-	}
-	var first error
-	q.ActionEventLinkOne(ctx, one).Exec(func(_ int, err error) {
-		if first == nil {
-			first = err
-		}
-	})
-	return first
 }

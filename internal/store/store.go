@@ -23,6 +23,9 @@ type Store interface {
 	// ListDestinations lists the destinations' connection rows, by name, each
 	// with how many actions of the clients scope sees it holds.
 	ListDestinations(ctx context.Context, q *db.Queries, scope ledger.Scope) ([]db.DestinationListRow, error)
+	// LinkEvents links routed events to the actions they asked for; a link that
+	// exists is left as it is.
+	LinkEvents(ctx context.Context, q *db.Queries, links db.ActionEventLinksParams) error
 }
 
 // Single is the Store of one Postgres.
@@ -52,6 +55,10 @@ func (c chosen) ListDestinations(ctx context.Context, q *db.Queries, scope ledge
 	return c.form(ctx).ListDestinations(ctx, q, scope)
 }
 
+func (c chosen) LinkEvents(ctx context.Context, q *db.Queries, links db.ActionEventLinksParams) error {
+	return c.form(ctx).LinkEvents(ctx, q, links)
+}
+
 // CancelResource is ResourceCancel.
 func (Single) CancelResource(ctx context.Context, q *db.Queries, p db.ResourceCancelParams) error {
 	return q.ResourceCancel(ctx, p)
@@ -79,4 +86,28 @@ func (Sharded) ListDestinations(ctx context.Context, q *db.Queries, scope ledger
 		out = append(out, db.DestinationListRow(row))
 	}
 	return out, err
+}
+
+// LinkEvents is ActionEventLinks: one statement for the batch.
+func (Single) LinkEvents(ctx context.Context, q *db.Queries, links db.ActionEventLinksParams) error {
+	return q.ActionEventLinks(ctx, links)
+}
+
+// LinkEvents is ActionEventLinkOne for each link, sent together: an insert of
+// rows selected from arrays runs through the coordinator, one that names its
+// client runs on the client's shard.
+func (Sharded) LinkEvents(ctx context.Context, q *db.Queries, links db.ActionEventLinksParams) error {
+	one := make([]db.ActionEventLinkOneParams, len(links.ActionIds))
+	for i := range one {
+		one[i] = db.ActionEventLinkOneParams{Client: links.Clients[i], ActionID: links.ActionIds[i],
+			EventID: links.EventIds[i], Params: links.Params[i], ParamsSha256: links.ParamsSha256s[i],
+			Conflict: links.Conflicts[i]}
+	}
+	var first error
+	q.ActionEventLinkOne(ctx, one).Exec(func(_ int, err error) {
+		if first == nil {
+			first = err
+		}
+	})
+	return first
 }
