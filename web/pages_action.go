@@ -80,14 +80,7 @@ func (s *Server) actionPage(c echo.Context) error {
 	m.Events, m.Diffs = actionEvents(a, d.Events)
 	m.Attempts = actionAttempts(d.Attempts)
 	m.Audit = auditLines(d.Audit)
-	if a.ImportedFrom != "" {
-		m.Imported = &views.Imported{File: a.ImportedFrom, Destination: a.Destination}
-		for _, au := range d.Audit {
-			if au.Act == cutover.ActImport {
-				m.Imported.By, m.Imported.At = au.Actor, stamp(au.At)
-			}
-		}
-	}
+	m.Imported = imported(a, d.Audit)
 	title := fmt.Sprintf("%s %s", a.Name, a.BusinessKey)
 	return s.render(c, http.StatusOK, views.Action(live(c, s.layout(c, title, "")), m))
 }
@@ -138,6 +131,21 @@ func actionAttempts(attempts []ledger.Attempt) []views.Attempt {
 		out = append(out, at)
 	}
 	return out
+}
+
+// imported is where an imported action came from (its import's audit entry),
+// or nil for an action oncehook made.
+func imported(a ledger.Action, audit []ledger.AuditEntry) *views.Imported {
+	if a.ImportedFrom == "" {
+		return nil
+	}
+	m := &views.Imported{File: a.ImportedFrom, Destination: a.Destination}
+	for _, au := range audit {
+		if au.Act == cutover.ActImport {
+			m.By, m.At = au.Actor, stamp(au.At)
+		}
+	}
+	return m
 }
 
 // auditLines are the action's audit trail as the page lists it.

@@ -153,6 +153,17 @@ func Export(ctx context.Context, q *db.Queries, cfg *ledger.Config, client strin
 		Client: client, ExportedAt: time.Now().UTC(), Bodies: bodies}}); err != nil {
 		return rep, err
 	}
+	if err := exportRecords(ctx, q, enc, client, bodies, &rep); err != nil {
+		return rep, err
+	}
+	if err := exportTrail(ctx, q, enc, client, &rep); err != nil {
+		return rep, err
+	}
+	return rep, bw.Flush()
+}
+
+// exportRecords writes the client's actions and delivery identities.
+func exportRecords(ctx context.Context, q *db.Queries, enc *json.Encoder, client string, bodies bool, rep *ExportReport) error {
 	var err error
 	if rep.Actions, err = paged(func(last *db.Action) ([]db.Action, error) {
 		return q.ExportActions(ctx, db.ExportActionsParams{Client: client, After: keyOf(last, func(a db.Action) int64 { return a.ID }),
@@ -160,7 +171,7 @@ func Export(ctx context.Context, q *db.Queries, cfg *ledger.Config, client strin
 	}, func(a db.Action) error {
 		return enc.Encode(ledgerLine{Kind: kindAction, Action: movedActionOf(a)})
 	}); err != nil {
-		return rep, fmt.Errorf("write the actions of %s: %w", client, err)
+		return fmt.Errorf("write the actions of %s: %w", client, err)
 	}
 	if rep.Events, err = paged(func(last *db.ExportEventsRow) ([]db.ExportEventsRow, error) {
 		return q.ExportEvents(ctx, db.ExportEventsParams{Client: client, After: keyOf(last, func(e db.ExportEventsRow) int64 { return e.ID }),
@@ -169,8 +180,15 @@ func Export(ctx context.Context, q *db.Queries, cfg *ledger.Config, client strin
 		m := movedEvent(e)
 		return enc.Encode(ledgerLine{Kind: kindEvent, Event: &m})
 	}); err != nil {
-		return rep, fmt.Errorf("write the events of %s: %w", client, err)
+		return fmt.Errorf("write the events of %s: %w", client, err)
 	}
+	return nil
+}
+
+// exportTrail writes what follows the actions and events: the links between
+// them, the audit trail and the snoozes.
+func exportTrail(ctx context.Context, q *db.Queries, enc *json.Encoder, client string, rep *ExportReport) error {
+	var err error
 	if rep.Links, err = paged(func(last *db.ExportActionEventsRow) ([]db.ExportActionEventsRow, error) {
 		p := db.ExportActionEventsParams{Client: client, MaxRows: exportPage}
 		if last != nil {
@@ -181,7 +199,7 @@ func Export(ctx context.Context, q *db.Queries, cfg *ledger.Config, client strin
 		m := movedLink(l)
 		return enc.Encode(ledgerLine{Kind: kindLink, Link: &m})
 	}); err != nil {
-		return rep, fmt.Errorf("write the links of %s: %w", client, err)
+		return fmt.Errorf("write the links of %s: %w", client, err)
 	}
 	if rep.Audit, err = paged(func(last *db.ExportAuditRow) ([]db.ExportAuditRow, error) {
 		return q.ExportAudit(ctx, db.ExportAuditParams{Client: client, After: keyOf(last, func(a db.ExportAuditRow) int64 { return a.ID }),
@@ -190,7 +208,7 @@ func Export(ctx context.Context, q *db.Queries, cfg *ledger.Config, client strin
 		return enc.Encode(ledgerLine{Kind: kindAudit, Audit: &movedAudit{ActionID: a.ActionID, Actor: a.Actor,
 			Act: a.Act, Note: a.Note, Detail: a.Detail, At: a.At}})
 	}); err != nil {
-		return rep, fmt.Errorf("write the audit of %s: %w", client, err)
+		return fmt.Errorf("write the audit of %s: %w", client, err)
 	}
 	if rep.Snoozes, err = paged(func(last *db.ExportSnoozesRow) ([]db.ExportSnoozesRow, error) {
 		return q.ExportSnoozes(ctx, db.ExportSnoozesParams{Client: client,
@@ -199,9 +217,9 @@ func Export(ctx context.Context, q *db.Queries, cfg *ledger.Config, client strin
 		m := movedSnooze(z)
 		return enc.Encode(ledgerLine{Kind: kindSnooze, Snooze: &m})
 	}); err != nil {
-		return rep, fmt.Errorf("write the snoozes of %s: %w", client, err)
+		return fmt.Errorf("write the snoozes of %s: %w", client, err)
 	}
-	return rep, bw.Flush()
+	return nil
 }
 
 // paged reads rows a page of exportPage at a time, each page after the last row
