@@ -50,7 +50,8 @@ func ImportLedger(ctx context.Context, p LedgerParams, r io.Reader) (LedgerRepor
 	problems := &Problems{File: p.File}
 	err := db.WithTx(ctx, p.Pool, func(q *db.Queries) error {
 		l := &ledgerLoad{q: q, cfg: p.Config, problems: problems, rep: &rep,
-			actions: map[int64]int64{}, events: map[int64]int64{}, fresh: map[int64]bool{}}
+			actions: map[int64]int64{}, events: map[int64]int64{}, fresh: map[int64]bool{},
+			refused: map[int64]bool{}}
 		if err := l.read(ctx, r, p.Client); err != nil {
 			return err
 		}
@@ -80,6 +81,7 @@ type ledgerLoad struct {
 	actions  map[int64]int64 // the file's action id: this instance's
 	events   map[int64]int64
 	fresh    map[int64]bool // the file's action ids this import added
+	refused  map[int64]bool // the file's action ids refused on their own line
 }
 
 // read loads the file line by line.
@@ -151,7 +153,7 @@ func (l *ledgerLoad) load(ctx context.Context, line int, rec ledgerLine) error {
 func (l *ledgerLoad) action(ctx context.Context, line int, a movedAction) error {
 	rule, ok := l.cfg.Action(a.Name)
 	if src, found := l.cfg.Source(a.Source); !ok || !found || src.Client != l.client || rule.Source != a.Source {
-		l.problems.add(line, "action %d (%s %s): no rule %q of source %s of client %s in the config: copy the client's part of the config first",
+		l.refuse(line, a.ID, "action %d (%s %s): no rule %q of source %s of client %s in the config: copy the client's part of the config first",
 			a.ID, a.Name, a.BusinessKey, a.Name, a.Source, l.client)
 		return nil
 	}
@@ -169,7 +171,7 @@ func (l *ledgerLoad) action(ctx context.Context, line int, a movedAction) error 
 	if a.AfterID != nil {
 		pred, ok := l.actions[*a.AfterID]
 		if !ok {
-			l.problems.add(line, "action %d (%s %s) comes after action %d, which the file does not hold before it",
+			l.refuse(line, a.ID, "action %d (%s %s) comes after action %d, which the file does not hold before it",
 				a.ID, a.Name, a.BusinessKey, *a.AfterID)
 			return nil
 		}
@@ -189,7 +191,7 @@ func (l *ledgerLoad) action(ctx context.Context, line int, a movedAction) error 
 		return fmt.Errorf("read the action of operation %s: %w", a.OperationKey, err)
 	}
 	if here.State != a.State || here.ExternalRef != a.ExternalRef {
-		l.problems.add(line, "action %d (%s %s) is here already as action %d, %s with record %q; the file says %s with record %q",
+		l.refuse(line, a.ID, "action %d (%s %s) is here already as action %d, %s with record %q; the file says %s with record %q",
 			a.ID, a.Name, a.BusinessKey, here.ID, here.State, here.ExternalRef, a.State, a.ExternalRef)
 		return nil
 	}
@@ -226,7 +228,7 @@ func (l *ledgerLoad) link(ctx context.Context, line int, k movedLink) error {
 	action, okA := l.actions[k.ActionID]
 	event, okE := l.events[k.EventID]
 	if !okA || !okE {
-		if !l.refused(k.ActionID) {
+		if !l.refused[k.ActionID] { // a refused action's links were reported with it
 			l.problems.add(line, "a link of action %d and event %d, which the file does not hold before it", k.ActionID, k.EventID)
 		}
 		return nil
@@ -239,11 +241,11 @@ func (l *ledgerLoad) link(ctx context.Context, line int, k movedLink) error {
 	return nil
 }
 
-// refused reports whether the file's action id was refused on its own line
-// (a problem said so there already).
-func (l *ledgerLoad) refused(id int64) bool {
-	_, ok := l.actions[id]
-	return !ok && l.problems.Count > 0
+// refuse reports the file's action id as a problem of line, so that its links
+// are not reported again.
+func (l *ledgerLoad) refuse(line int, id int64, format string, args ...any) {
+	l.refused[id] = true
+	l.problems.add(line, format, args...)
 }
 
 func (l *ledgerLoad) audit(ctx context.Context, line int, a movedAudit) error {

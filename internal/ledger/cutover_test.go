@@ -28,23 +28,10 @@ type oldIntegration struct {
 // source_ref) and writes the line that says so.
 func (o *oldIntegration) opportunity(enquiry string, amount int) {
 	o.w.t.Helper()
-	body := fmt.Sprintf(`{"enquiry_id":%q,"amount":%d,"source_ref":"legacy-%s"}`, enquiry, amount, enquiry)
-	req, _ := http.NewRequest(http.MethodPost, o.w.crmURL+"/opportunities", strings.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+crmToken)
-	req.Header.Set("Content-Type", "application/json")
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		o.w.t.Fatal(err)
-	}
-	defer res.Body.Close()
-	raw, _ := io.ReadAll(res.Body)
-	var rec struct{ ID string }
-	if err := json.Unmarshal(raw, &rec); err != nil || res.StatusCode/100 != 2 || rec.ID == "" {
-		o.w.t.Fatalf("the old integration's create: %d %s", res.StatusCode, raw)
-	}
+	id := seedRecord(o.w, enquiry, amount, "legacy-"+enquiry)
 	line, _ := json.Marshal(map[string]any{"action": "open_opportunity", "key": []string{enquiry},
-		"external_ref": rec.ID, "performed_at": "2026-11-30T10:00:00Z",
-		"params": map[string]any{"enquiry_id": enquiry, "amount": amount}, "result": map[string]any{"id": rec.ID}})
+		"external_ref": id, "performed_at": "2026-11-30T10:00:00Z",
+		"params": map[string]any{"enquiry_id": enquiry, "amount": amount}, "result": map[string]any{"id": id}})
 	o.lines.Write(append(line, '\n'))
 }
 
@@ -161,12 +148,13 @@ func TestImportSuccessorRunsUnlessListed(t *testing.T) {
 	}
 }
 
-// seedRecord creates a CRM record carrying ref as its source_ref, as another
-// oncehook (the same operation keys) or an integration that wrote the same
-// reference would have, and returns its id.
-func seedRecord(w *world, enquiry, ref string) string {
+// seedRecord creates a CRM record for enquiry carrying ref as its source_ref, as
+// an earlier integration (its own references), another oncehook (the same
+// operation keys) or an integration that wrote the same reference would have, and
+// returns its id.
+func seedRecord(w *world, enquiry string, amount int, ref string) string {
 	w.t.Helper()
-	body := fmt.Sprintf(`{"enquiry_id":%q,"amount":1,"source_ref":%q}`, enquiry, ref)
+	body := fmt.Sprintf(`{"enquiry_id":%q,"amount":%d,"source_ref":%q}`, enquiry, amount, ref)
 	req, _ := http.NewRequest(http.MethodPost, w.crmURL+"/opportunities", strings.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+crmToken)
 	req.Header.Set("Content-Type", "application/json")
@@ -175,9 +163,10 @@ func seedRecord(w *world, enquiry, ref string) string {
 		w.t.Fatal(err)
 	}
 	defer res.Body.Close()
+	raw, _ := io.ReadAll(res.Body)
 	var rec struct{ ID string }
-	if err := json.NewDecoder(res.Body).Decode(&rec); err != nil || rec.ID == "" {
-		w.t.Fatalf("seed a record: %d %v", res.StatusCode, err)
+	if err := json.Unmarshal(raw, &rec); err != nil || res.StatusCode/100 != 2 || rec.ID == "" {
+		w.t.Fatalf("create a CRM record: %d %s", res.StatusCode, raw)
 	}
 	return rec.ID
 }
@@ -213,10 +202,10 @@ func TestCutoverLooksUpBeforeCreating(t *testing.T) {
 	existing := map[string]string{}
 	for i := range 5 {
 		enq := fmt.Sprintf("enq-had-%d", i)
-		existing[enq] = seedRecord(w, enq, opKey(enq))
+		existing[enq] = seedRecord(w, enq, 1, opKey(enq))
 	}
 	followUpKey := ledger.OperationIdentity{Client: "acme", Environment: "live", Name: "open_follow_up", KeyParts: []string{"enq-had-0"}}.OperationKey()
-	hadFollowUp := seedRecord(w, "enq-had-0", followUpKey)
+	hadFollowUp := seedRecord(w, "enq-had-0", 1, followUpKey)
 	for enq := range existing {
 		w.deliver(checkout{eventID: "evt_" + enq, enquiry: enq, amount: 10}) // provider time 2023: before the window
 	}
