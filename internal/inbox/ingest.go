@@ -12,6 +12,7 @@ import (
 
 	"github.com/oncehook/oncehook/internal/batch"
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/store"
 )
 
 // maxIdentityLen bounds the provider's id and type: they are keys, not documents.
@@ -26,7 +27,7 @@ type Inbox struct {
 	metrics *ledger.Metrics // may be nil
 	routers *batch.Wakeup   // woken once a batch stored new events
 	writer  *batch.Writer[eventRow, ledger.Receipt]
-	mode    *ledger.DatabaseMode // single Postgres or Citus: how a batch is inserted
+	store   store.Store // how a batch is inserted: one Postgres or Citus
 }
 
 // New returns an Inbox writing to pool. It runs until Close. metrics may be
@@ -40,7 +41,7 @@ func newInbox(pool *pgxpool.Pool, logger *slog.Logger, metrics *ledger.Metrics, 
 		logger = slog.Default()
 	}
 	in := &Inbox{pool: pool, logger: logger, metrics: metrics, routers: ledger.NewWakeup(pool, ledger.ChannelEvents, logger),
-		mode: ledger.NewDatabaseMode(pool)}
+		store: store.For(ledger.NewDatabaseMode(pool))}
 	in.writer = newInboxWriter(in, tune)
 	return in
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/oncehook/oncehook/db"
 	"github.com/oncehook/oncehook/internal/batch"
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/store"
 )
 
 // Group commit. A durable commit costs a WAL flush and a round of statements, so one
@@ -66,7 +67,7 @@ func (in *Inbox) accept(ctx context.Context, row eventRow) (ledger.Receipt, erro
 // the writer delivery by delivery (see splittable), so a single bad row cannot
 // refuse the others.
 func (in *Inbox) write(ctx context.Context, rows []eventRow) ([]batch.Result[ledger.Receipt], error) {
-	replies, err := writeBatch(ctx, in.pool, in.mode.Sharded(ctx), rows)
+	replies, err := writeBatch(ctx, in.pool, in.store, rows)
 	if err != nil {
 		switch {
 		case !ledger.Splittable(err):
@@ -111,56 +112,22 @@ type identity struct{ client, source, id string }
 
 func (r eventRow) identity() identity { return identity{r.client, r.source, r.sourceEventID} }
 
-// writeBatch stores deliveries with one statement and returns what to tell each
-// sender, in order (on Citus, sharded, one statement a row: see insertEvents).
-// Repeats of one identity are folded into one row first; the
+// writeBatch stores deliveries with the store's InsertEvents and returns what to
+// tell each sender, in order. Repeats of one identity are folded into one row first; the
 // row's stored body tells each repeat from a conflict, and conflicting bodies are
 // kept. An error means the statement failed and nothing was stored. Once it has committed, the
 // batch is never written again (that would count every delivery in it twice):
 // trouble after that fails the deliveries concerned, each with its own reply, and
 // a conflicting body that cannot be kept fails only its own delivery, so that its
 // sender's retry keeps it then.
-func writeBatch(ctx context.Context, pool *pgxpool.Pool, sharded bool, deliveries []eventRow) ([]batch.Result[ledger.Receipt], error) {
+func writeBatch(ctx context.Context, pool *pgxpool.Pool, s store.Store, deliveries []eventRow) ([]batch.Result[ledger.Receipt], error) {
 	folds, p := foldBatch(deliveries)
 	q := db.New(pool)
-	rows, err := insertEvents(ctx, pool, sharded, p)
+	rows, err := s.InsertEvents(ctx, pool, p)
 	if err != nil {
 		return nil, fmt.Errorf("insert events: %w", err)
 	}
 	return batchReplies(ctx, q, deliveries, folds, rows), nil
-}
-
-// insertEvents runs EventInsertBatch: on a single Postgres as one statement that
-// commits on its own; on Citus (sharded) as one EventInsertOne a row, each on its
-// client's shard, sent together in one round trip inside a transaction of its own
-// (without one, Citus commits each row on its worker as it comes).
-func insertEvents(ctx context.Context, pool *pgxpool.Pool, sharded bool, p db.EventInsertBatchParams) ([]db.EventInsertBatchRow, error) {
-	if !sharded {
-		return db.New(pool).EventInsertBatch(ctx, p)
-	}
-	one := make([]db.EventInsertOneParams, len(p.Clients))
-	for i := range one {
-		one[i] = db.EventInsertOneParams{Client: p.Clients[i], Environment: p.Environments[i], Source: p.Sources[i],
-			SourceEventID: p.SourceEventIds[i], Type: p.Types[i], Body: p.Bodies[i], Payload: p.Payloads[i],
-			BodySha256: p.BodySha256s[i], Headers: p.Headers[i], OccurredAt: p.OccurredAts[i],
-			Deliveries: p.Deliveries[i], Conflict: p.Conflicts[i], Via: p.Vias[i]}
-	}
-	var rows []db.EventInsertBatchRow
-	err := db.WithTx(ctx, pool, func(q *db.Queries) error {
-		rows = make([]db.EventInsertBatchRow, 0, len(one))
-		var first error
-		q.EventInsertOne(ctx, one).QueryRow(func(_ int, r db.EventInsertOneRow, err error) {
-			if first == nil {
-				first = err
-			}
-			rows = append(rows, db.EventInsertBatchRow(r))
-		})
-		return first
-	})
-	if err != nil {
-		return nil, err
-	}
-	return rows, nil
 }
 
 // fold is one identity of a batch: the deliveries of the same event folded into

@@ -31,7 +31,6 @@ type Router struct {
 	wake       batch.Signal
 	performers *batch.Wakeup                  // woken once a batch created actions
 	lanes      *ledger.Lanes                  // the clients it claims events for in turn
-	mode       *ledger.DatabaseMode           // single Postgres or Citus
 	store      store.Store                    // what Citus does differently
 	routes     map[string][]ledger.ActionRule // each source's rules, predecessors first; the config does not change while it runs
 	paths      map[string]*docPaths           // what each source's rules read of an event's document
@@ -59,7 +58,7 @@ type Params struct {
 // New returns the router of p; performers wakes every process's performers once a
 // batch created actions, mode tells whether the database is Citus.
 func New(p Params, mode *ledger.DatabaseMode, performers *batch.Wakeup) *Router {
-	return &Router{pool: p.Pool, cfg: p.Config, logger: p.Logger, poll: p.Poll, mode: mode, store: store.For(mode),
+	return &Router{pool: p.Pool, cfg: p.Config, logger: p.Logger, poll: p.Poll, store: store.For(mode),
 		wake: batch.NewSignal(), performers: performers,
 		routes: rulesBySource(p.Config.Actions), paths: pathsBySource(p.Config.Actions),
 		lanes: ledger.NewLanes(p.Config, p.Logger, func(ctx context.Context) ([]string, error) {
@@ -153,8 +152,7 @@ func (rt *Router) routeBatch(ctx context.Context, clients []string, n int, eachI
 // routeClient claims up to n of one client's received events and routes them;
 // every statement it sends names that client.
 func (rt *Router) routeClient(ctx context.Context, tx pgx.Tx, q *db.Queries, client string, n int, eachInSavepoint bool) (*batchRouting, error) {
-	sharded := rt.mode.Sharded(ctx)
-	claimed, err := q.EventClaimReceived(ctx, db.EventClaimReceivedParams{Client: client, MaxEvents: int32(n), Sharded: sharded})
+	claimed, err := rt.store.ClaimEvents(ctx, q, client, n)
 	if err != nil {
 		return nil, fmt.Errorf("claim events: %w", err)
 	}
@@ -172,8 +170,8 @@ func (rt *Router) routeClient(ctx context.Context, tx pgx.Tx, q *db.Queries, cli
 	if err := rt.linkEvents(ctx, q, b.links); err != nil {
 		return nil, refusedOr(err)
 	}
-	b.statuses.Sharded, b.statuses.Client = sharded, client
-	if err := q.EventSetStatuses(ctx, b.statuses); err != nil {
+	b.statuses.Client = client
+	if err := rt.store.SetEventStatuses(ctx, q, b.statuses); err != nil {
 		return nil, fmt.Errorf("set event statuses: %w", err)
 	}
 	return b, nil
@@ -397,7 +395,7 @@ func (rt *Router) routeRun(ctx context.Context, q *db.Queries, run []db.Event) (
 			routed[i].note("no action rule for event type %q", ev.Type)
 		}
 	}
-	ids, err := insertActions(ctx, q, rt.mode.Sharded(ctx), intents)
+	ids, err := insertActions(ctx, q, rt.store, intents)
 	if err != nil {
 		return nil, fmt.Errorf("route events %d to %d: %w", run[0].ID, run[len(run)-1].ID, err)
 	}
@@ -410,11 +408,11 @@ func (rt *Router) routeRun(ctx context.Context, q *db.Queries, run []db.Event) (
 	return routed, nil
 }
 
-// insertActions inserts the actions intents ask for with one statement
-// (ActionInsert; on Citus one a row, see actionInsert) and returns, for each intent in order, the id of the action it
+// insertActions inserts the actions intents ask for in one call of the store's
+// InsertActions and returns, for each intent in order, the id of the action it
 // created, or 0 when its operation already had one: before, or from an earlier
 // intent of the same call.
-func insertActions(ctx context.Context, q *db.Queries, sharded bool, intents []actionIntent) ([]int64, error) {
+func insertActions(ctx context.Context, q *db.Queries, s store.Store, intents []actionIntent) ([]int64, error) {
 	if len(intents) == 0 {
 		return nil, nil
 	}
@@ -440,7 +438,7 @@ func insertActions(ctx context.Context, q *db.Queries, sharded bool, intents []a
 		}
 		p.CutoverStates, p.CutoverReasons = append(p.CutoverStates, state), append(p.CutoverReasons, reason)
 	}
-	rows, err := actionInsert(ctx, q, sharded, p)
+	rows, err := s.InsertActions(ctx, q, p)
 	if err != nil {
 		return nil, fmt.Errorf("insert actions: %w", err)
 	}

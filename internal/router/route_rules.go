@@ -103,7 +103,7 @@ func (rt *Router) routeRule(ctx context.Context, q *db.Queries, ev db.Event, doc
 	if err != nil {
 		return err
 	}
-	newIDs, err := insertActions(ctx, q, rt.mode.Sharded(ctx), []actionIntent{in})
+	newIDs, err := insertActions(ctx, q, rt.store, []actionIntent{in})
 	if err != nil {
 		return fmt.Errorf("insert action %s: %w", rule.Name, err)
 	}

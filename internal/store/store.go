@@ -26,6 +26,26 @@ type Store interface {
 	// LinkEvents links routed events to the actions they asked for; a link that
 	// exists is left as it is.
 	LinkEvents(ctx context.Context, q *db.Queries, links db.ActionEventLinksParams) error
+	// InsertActions inserts the actions p asks for, each in the state, with the
+	// reason and due time its cutover, predecessor and destination give it, and
+	// returns the rows it created: none for an operation that has an action.
+	InsertActions(ctx context.Context, q *db.Queries, p db.ActionInsertParams) ([]db.ActionInsertRow, error)
+	// InsertEvents inserts a batch of deliveries, one row an identity (see
+	// EventInsertBatch), and commits it: c is a pool, or a transaction the
+	// caller commits.
+	InsertEvents(ctx context.Context, c Conn, p db.EventInsertBatchParams) ([]db.EventInsertBatchRow, error)
+	// ClaimEvents claims up to n of client's received events for the router,
+	// oldest first, skipping those another router holds.
+	ClaimEvents(ctx context.Context, q *db.Queries, client string, n int) ([]db.EventClaimReceivedRow, error)
+	// SetEventStatuses writes what became of one client's routed batch.
+	SetEventStatuses(ctx context.Context, q *db.Queries, p db.EventSetStatusesParams) error
+}
+
+// Conn is a pool or a transaction: what an operation that opens its own
+// transaction runs on.
+type Conn interface {
+	db.DBTX
+	db.Beginner
 }
 
 // Single is the Store of one Postgres.
@@ -59,55 +79,18 @@ func (c chosen) LinkEvents(ctx context.Context, q *db.Queries, links db.ActionEv
 	return c.form(ctx).LinkEvents(ctx, q, links)
 }
 
-// CancelResource is ResourceCancel.
-func (Single) CancelResource(ctx context.Context, q *db.Queries, p db.ResourceCancelParams) error {
-	return q.ResourceCancel(ctx, p)
+func (c chosen) InsertActions(ctx context.Context, q *db.Queries, p db.ActionInsertParams) ([]db.ActionInsertRow, error) {
+	return c.form(ctx).InsertActions(ctx, q, p)
 }
 
-// CancelResource is ResourceCancelSharded: the transaction's time comes in as a
-// table of one row, for Citus takes no now() within a coalesce on the shards.
-func (Sharded) CancelResource(ctx context.Context, q *db.Queries, p db.ResourceCancelParams) error {
-	return q.ResourceCancelSharded(ctx, db.ResourceCancelShardedParams(p))
+func (c chosen) InsertEvents(ctx context.Context, conn Conn, p db.EventInsertBatchParams) ([]db.EventInsertBatchRow, error) {
+	return c.form(ctx).InsertEvents(ctx, conn, p)
 }
 
-// ListDestinations is DestinationList: the held actions counted for each
-// destination in a subquery.
-func (Single) ListDestinations(ctx context.Context, q *db.Queries, scope ledger.Scope) ([]db.DestinationListRow, error) {
-	return q.DestinationList(ctx, db.DestinationListParams{AllClients: scope.All, ScopeClients: scope.Clients})
+func (c chosen) ClaimEvents(ctx context.Context, q *db.Queries, client string, n int) ([]db.EventClaimReceivedRow, error) {
+	return c.form(ctx).ClaimEvents(ctx, q, client, n)
 }
 
-// ListDestinations is DestinationListSharded: Citus runs no subquery correlated
-// with a reference table, so the held actions are counted by destination across
-// the shards, then joined.
-func (Sharded) ListDestinations(ctx context.Context, q *db.Queries, scope ledger.Scope) ([]db.DestinationListRow, error) {
-	rows, err := q.DestinationListSharded(ctx, db.DestinationListShardedParams{AllClients: scope.All, ScopeClients: scope.Clients})
-	out := make([]db.DestinationListRow, 0, len(rows))
-	for _, row := range rows {
-		out = append(out, db.DestinationListRow(row))
-	}
-	return out, err
-}
-
-// LinkEvents is ActionEventLinks: one statement for the batch.
-func (Single) LinkEvents(ctx context.Context, q *db.Queries, links db.ActionEventLinksParams) error {
-	return q.ActionEventLinks(ctx, links)
-}
-
-// LinkEvents is ActionEventLinkOne for each link, sent together: an insert of
-// rows selected from arrays runs through the coordinator, one that names its
-// client runs on the client's shard.
-func (Sharded) LinkEvents(ctx context.Context, q *db.Queries, links db.ActionEventLinksParams) error {
-	one := make([]db.ActionEventLinkOneParams, len(links.ActionIds))
-	for i := range one {
-		one[i] = db.ActionEventLinkOneParams{Client: links.Clients[i], ActionID: links.ActionIds[i],
-			EventID: links.EventIds[i], Params: links.Params[i], ParamsSha256: links.ParamsSha256s[i],
-			Conflict: links.Conflicts[i]}
-	}
-	var first error
-	q.ActionEventLinkOne(ctx, one).Exec(func(_ int, err error) {
-		if first == nil {
-			first = err
-		}
-	})
-	return first
+func (c chosen) SetEventStatuses(ctx context.Context, q *db.Queries, p db.EventSetStatusesParams) error {
+	return c.form(ctx).SetEventStatuses(ctx, q, p)
 }

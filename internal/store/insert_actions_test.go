@@ -1,4 +1,4 @@
-package router
+package store_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"github.com/oncehook/oncehook/db"
 	"github.com/oncehook/oncehook/db/dbtest"
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/store"
 )
 
 // insertedAction is what an insert decided for an action, with its times read as
@@ -24,16 +25,14 @@ type insertedAction struct {
 	DueNow                                    bool // next_attempt_at is now, not the far future of a waiting successor
 }
 
-// The actions' insert has two forms, one statement on a single Postgres and one
-// row a statement on Citus (actionInsertOne gives each row the state, reason and
-// due time ActionInsert's CASEs give it). Both run here, each in a transaction
+// InsertActions has two forms, one statement on a single Postgres and one row a
+// statement on Citus (actionInsertOne gives each row the state, reason and due
+// time ActionInsert's CASEs give it). Both run here, each in a transaction
 // rolled back, on the same rows in every case the rule tells apart: they must
 // create the same actions, so that a change to one form alone fails this test.
-func TestActionInsertFormsAgree(t *testing.T) {
+func TestInsertActionsFormsAgree(t *testing.T) {
 	t.Parallel()
-	if dbtest.OnCitus() {
-		t.Skip("the single-Postgres form does not run on Citus: the forms are compared on one Postgres, where both run")
-	}
+	dbtest.SinglePostgresOnly(t, "the single Postgres's form does not run on Citus: the forms are compared where both run")
 	pool := dbtest.New(t)
 	ctx := context.Background()
 	q := db.New(pool)
@@ -78,8 +77,8 @@ func TestActionInsertFormsAgree(t *testing.T) {
 	}
 	for name, rows := range cases {
 		t.Run(name, func(t *testing.T) {
-			single := insertWith(t, pool, false, rows...)
-			sharded := insertWith(t, pool, true, rows...)
+			single := insertWith(t, pool, store.Single{}, rows...)
+			sharded := insertWith(t, pool, store.Sharded{}, rows...)
 			if diff := cmp.Diff(single, sharded); diff != "" {
 				t.Errorf("the two forms of the insert disagree (-single +sharded):\n%s", diff)
 			}
@@ -121,9 +120,9 @@ func insertParams(rows ...row) db.ActionInsertParams {
 	return p
 }
 
-// insertWith inserts rows with one form of the insert in a transaction it rolls
+// insertWith inserts rows with one form of InsertActions in a transaction it rolls
 // back, and returns the actions it created as the rule reads them.
-func insertWith(t *testing.T, pool *pgxpool.Pool, sharded bool, rows ...row) []insertedAction {
+func insertWith(t *testing.T, pool *pgxpool.Pool, form store.Store, rows ...row) []insertedAction {
 	t.Helper()
 	ctx := context.Background()
 	tx, err := pool.Begin(ctx)
@@ -132,9 +131,9 @@ func insertWith(t *testing.T, pool *pgxpool.Pool, sharded bool, rows ...row) []i
 	}
 	defer tx.Rollback(ctx) //nolint:errcheck // the test reads, then undoes
 	q := db.New(tx)
-	created, err := actionInsert(ctx, q, sharded, insertParams(rows...))
+	created, err := form.InsertActions(ctx, q, insertParams(rows...))
 	if err != nil {
-		t.Fatalf("insert (sharded %v): %v", sharded, err)
+		t.Fatalf("insert (%T): %v", form, err)
 	}
 	var out []insertedAction
 	for _, c := range created {

@@ -1,4 +1,4 @@
-package router
+package store
 
 import (
 	"context"
@@ -12,20 +12,18 @@ import (
 	"github.com/oncehook/oncehook/internal/ledger"
 )
 
-// The router's inserts on Citus. ActionInsert inserts rows selected from arrays,
-// a select that reads no distributed table, which Citus runs through the
-// coordinator; there each row is an insert of its own that names its client
-// (ActionInsertOne), the rows of a batch sent together in one round trip, in the
-// transaction of the batch. (The links' two forms are in internal/store.)
+// InsertActions is ActionInsert: one statement for the batch.
+func (Single) InsertActions(ctx context.Context, q *db.Queries, p db.ActionInsertParams) ([]db.ActionInsertRow, error) {
+	return q.ActionInsert(ctx, p)
+}
 
-// actionInsert runs ActionInsert: as one statement on a single Postgres, and on
-// Citus (sharded) one row a statement, after reading with statements on the
-// client's shard what ActionInsert joins: each predecessor, and the destinations
-// that are disconnected.
-func actionInsert(ctx context.Context, q *db.Queries, sharded bool, p db.ActionInsertParams) ([]db.ActionInsertRow, error) {
-	if !sharded {
-		return q.ActionInsert(ctx, p)
-	}
+// InsertActions is ActionInsertOne for each row, sent together. ActionInsert
+// inserts rows selected from arrays, a select that reads no distributed table,
+// which Citus runs through the coordinator; an insert that names its client runs
+// on the client's shard. What ActionInsert joins, each predecessor and the
+// destinations that are disconnected, is read first with statements on the
+// client's shard.
+func (Sharded) InsertActions(ctx context.Context, q *db.Queries, p db.ActionInsertParams) ([]db.ActionInsertRow, error) {
 	disconnected, err := q.DestinationDisconnectedList(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("read disconnected destinations: %w", err)
