@@ -36,8 +36,8 @@ func eventBatch(ds ...delivery) db.EventInsertBatchParams {
 // storedEvent is an event's row as the inbox's rules read it.
 type storedEvent struct {
 	Client, SourceEventID, Body, Via, Status, Reason string
-	Deliveries                               int32
-	Conflict, Queued                         bool
+	Deliveries                                       int32
+	Conflict, Queued                                 bool
 }
 
 func storedEvents(t *testing.T, tx pgx.Tx) []storedEvent {
