@@ -2470,8 +2470,7 @@ SET attempts = a.attempts + 1, first_attempt_at = coalesce(a.first_attempt_at, r
 FROM (SELECT unnest($3::text[]) AS client, unnest($4::bigint[]) AS id, now() AS at) r
 WHERE a.client = r.client AND a.id = r.id AND (a.state = 'processing') IS TRUE AND a.lease_owner = $1::text
   AND a.client = $2
-RETURNING a.client, a.id, coalesce(nullif(a.attempt_key, ''), a.operation_key)::text AS operation_key,
-          a.attempts, a.first_attempt_at
+RETURNING a.client, a.id, a.attempt_key, a.operation_key, a.attempts, a.first_attempt_at
 `
 
 type ActionStartCallsShardedParams struct {
@@ -2484,6 +2483,7 @@ type ActionStartCallsShardedParams struct {
 type ActionStartCallsShardedRow struct {
 	Client         string
 	ID             int64
+	AttemptKey     string
 	OperationKey   string
 	Attempts       int32
 	FirstAttemptAt *time.Time
@@ -2509,6 +2509,7 @@ func (q *Queries) ActionStartCallsSharded(ctx context.Context, arg ActionStartCa
 		if err := rows.Scan(
 			&i.Client,
 			&i.ID,
+			&i.AttemptKey,
 			&i.OperationKey,
 			&i.Attempts,
 			&i.FirstAttemptAt,

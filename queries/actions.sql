@@ -319,8 +319,7 @@ SET attempts = a.attempts + 1, first_attempt_at = coalesce(a.first_attempt_at, r
 FROM (SELECT unnest(@clients::text[]) AS client, unnest(@ids::bigint[]) AS id, now() AS at) r
 WHERE a.client = r.client AND a.id = r.id AND (a.state = 'processing') IS TRUE AND a.lease_owner = @worker::text
   AND a.client = @client
-RETURNING a.client, a.id, coalesce(nullif(a.attempt_key, ''), a.operation_key)::text AS operation_key,
-          a.attempts, a.first_attempt_at;
+RETURNING a.client, a.id, a.attempt_key, a.operation_key, a.attempts, a.first_attempt_at;
 
 -- name: ActionRecordBatch :many
 -- Records a group of decisions in one statement: each

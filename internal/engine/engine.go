@@ -13,6 +13,7 @@ import (
 	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/internal/performer"
 	"github.com/oncehook/oncehook/internal/router"
+	"github.com/oncehook/oncehook/internal/store"
 )
 
 // Engine runs this process's workers: a Router that turns received events into
@@ -35,11 +36,12 @@ type Params = performer.Params
 func New(p Params) *Engine {
 	p.SetDefaults()
 	performers := ledger.NewWakeup(p.Pool, ledger.ChannelActions, p.Logger) // shared: calls from both fold together
-	mode := ledger.NewDatabaseMode(p.Pool)
+	// Shared: the database is asked once which it is.
+	st := store.For(p.Pool)
 	return &Engine{
 		pool: p.Pool, logger: p.Logger, poll: p.Poll,
-		router:    router.New(router.Params{Pool: p.Pool, Config: p.Config, Logger: p.Logger, Poll: p.Poll}, mode, performers),
-		performer: performer.New(p, mode, performers),
+		router:    router.New(router.Params{Pool: p.Pool, Config: p.Config, Logger: p.Logger, Poll: p.Poll}, st, performers),
+		performer: performer.New(p, st, performers),
 	}
 }
 

@@ -41,7 +41,7 @@ func newInbox(pool *pgxpool.Pool, logger *slog.Logger, metrics *ledger.Metrics, 
 		logger = slog.Default()
 	}
 	in := &Inbox{pool: pool, logger: logger, metrics: metrics, routers: ledger.NewWakeup(pool, ledger.ChannelEvents, logger),
-		store: store.For(ledger.NewDatabaseMode(pool))}
+		store: store.For(pool)}
 	in.writer = newInboxWriter(in, tune)
 	return in
 }

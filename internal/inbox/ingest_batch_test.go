@@ -106,7 +106,7 @@ func TestBatchFoldsRepeats(t *testing.T) {
 	pool := dbtest.New(t)
 	ctx := context.Background()
 	// One identity three times in one batch (once with another body), one other.
-	rcs, err := writeBatch(ctx, pool, store.For(ledger.NewDatabaseMode(pool)), []eventRow{
+	rcs, err := writeBatch(ctx, pool, store.For(pool), []eventRow{
 		queued(t, "evt_a", `{"id":"evt_a","v":1}`),
 		queued(t, "evt_a", `{"id":"evt_a","v":1}`),
 		queued(t, "evt_b", `{"id":"evt_b"}`),
@@ -146,11 +146,11 @@ func TestBatchConflictsWithStoredRow(t *testing.T) {
 	t.Parallel()
 	pool := dbtest.New(t)
 	ctx := context.Background()
-	if _, err := writeBatch(ctx, pool, store.For(ledger.NewDatabaseMode(pool)), []eventRow{queued(t, "evt_c", `{"v":1}`)}); err != nil {
+	if _, err := writeBatch(ctx, pool, store.For(pool), []eventRow{queued(t, "evt_c", `{"v":1}`)}); err != nil {
 		t.Fatal(err)
 	}
 	// Two repeats with the same changed body, and one faithful repeat, together.
-	rcs, err := writeBatch(ctx, pool, store.For(ledger.NewDatabaseMode(pool)), []eventRow{
+	rcs, err := writeBatch(ctx, pool, store.For(pool), []eventRow{
 		queued(t, "evt_c", `{"v":2}`),
 		queued(t, "evt_c", `{"v":1}`),
 		queued(t, "evt_c", `{"v":2}`),
@@ -187,7 +187,7 @@ func TestBatchConflictBodyNotKept(t *testing.T) {
 	t.Parallel()
 	pool := dbtest.New(t)
 	ctx := context.Background()
-	if _, err := writeBatch(ctx, pool, store.For(ledger.NewDatabaseMode(pool)), []eventRow{queued(t, "evt_k", `{"v":1}`)}); err != nil {
+	if _, err := writeBatch(ctx, pool, store.For(pool), []eventRow{queued(t, "evt_k", `{"v":1}`)}); err != nil {
 		t.Fatal(err)
 	}
 	// On Citus a trigger on a distributed table is one each shard runs, allowed
@@ -231,7 +231,7 @@ func TestBatchConflictBodyNotKept(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	replies, err := writeBatch(ctx, pool, store.For(ledger.NewDatabaseMode(pool)), []eventRow{queued(t, "evt_k", `{"v":2}`)})
+	replies, err := writeBatch(ctx, pool, store.For(pool), []eventRow{queued(t, "evt_k", `{"v":2}`)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -62,11 +62,15 @@ func (id OperationIdentity) BusinessKey() string {
 
 // SentKey is the key the destination sees for a: its operation key, or the new
 // attempt identity an approved correction needed (see correctionNeedsNewKey).
-func SentKey(a db.Action) string {
-	if a.AttemptKey != "" {
-		return a.AttemptKey
+func SentKey(a db.Action) string { return SentKeyOf(a.AttemptKey, a.OperationKey) }
+
+// SentKeyOf is the key the destination sees for an action with these keys: the
+// attempt key when it has one, else the operation key.
+func SentKeyOf(attemptKey, operationKey string) string {
+	if attemptKey != "" {
+		return attemptKey
 	}
-	return a.OperationKey
+	return operationKey
 }
 
 // WaitingForPredecessor is the next_attempt_at of a successor whose predecessor is

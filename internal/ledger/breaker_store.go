@@ -130,10 +130,11 @@ func ReopenBreaker(ctx context.Context, b db.Beginner, destination, worker, answ
 }
 
 // CloseBreaker closes the half-open breaker whose probe worker holds, and
-// releases its parked actions in the same transaction (on Citus client by
-// client, of clients). It reports how many it released, and false when worker
-// no longer holds the probe (nothing changed).
-func CloseBreaker(ctx context.Context, b db.Beginner, destination, worker, answer string, sharded bool, clients []string) (int64, bool, error) {
+// releases its parked actions with release in the same transaction. It reports
+// how many it released, and false when worker no longer holds the probe
+// (nothing changed).
+func CloseBreaker(ctx context.Context, b db.Beginner, destination, worker, answer string,
+	release func(q *db.Queries) (int64, error)) (int64, bool, error) {
 	var released int64
 	ok := false
 	err := db.WithTx(ctx, b, func(q *db.Queries) error {
@@ -147,16 +148,8 @@ func CloseBreaker(ctx context.Context, b db.Beginner, destination, worker, answe
 			return err
 		}
 		ok = true
-		if !sharded {
-			clients = []string{""}
-		}
-		for _, c := range clients {
-			n, err := q.ActionReleaseParked(ctx, db.ActionReleaseParkedParams{Destination: destination,
-				ReleasedAt: time.Now(), Sharded: sharded, Client: c})
-			if err != nil {
-				return fmt.Errorf("release parked actions: %w", err)
-			}
-			released += n
+		if released, err = release(q); err != nil {
+			return fmt.Errorf("release parked actions: %w", err)
 		}
 		return q.BreakerTransitionInsert(ctx, db.BreakerTransitionInsertParams{Destination: destination,
 			FromState: BreakerHalfOpen, ToState: BreakerClosed,

@@ -10,6 +10,7 @@ import (
 	"github.com/oncehook/oncehook/db"
 	"github.com/oncehook/oncehook/db/dbtest"
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/store"
 )
 
 // TestBreakerHealth: only what says the destination itself is unwell counts
@@ -263,7 +264,10 @@ func TestBreakerProbeAndRelease(t *testing.T) {
 	if ok, err := ledger.ReopenBreaker(ctx, pool, "d0", "w1", "late", time.Minute); ok || err != nil {
 		t.Fatalf("w1's late answer reopened the breaker: %v %v", ok, err)
 	}
-	released, ok, err := ledger.CloseBreaker(ctx, pool, "d0", "w2", "call answered 201 (success)", dbtest.OnCitus(), []string{"c0", "c1"})
+	clients := func(context.Context) ([]string, error) { return []string{"c0", "c1"}, nil }
+	released, ok, err := ledger.CloseBreaker(ctx, pool, "d0", "w2", "call answered 201 (success)", func(q *db.Queries) (int64, error) {
+		return store.For(pool).ReleaseParked(ctx, q, "d0", time.Now(), clients)
+	})
 	if err != nil || !ok || released != 3 {
 		t.Fatalf("close: released %d, %v %v", released, ok, err)
 	}

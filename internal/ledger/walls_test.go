@@ -72,6 +72,8 @@ func TestWallsCatchForbiddenImports(t *testing.T) {
 		"web/b.go":                src("web", "internal/inbox", "internal/review"),
 		"internal/config/a.go":    src("config", "internal/router"),
 		"internal/retention/a.go": src("retention", "internal/accounts"), // not through its door
+		"internal/router/a.go": {Data: []byte("package router\n\nfunc f(m interface{ Sharded() bool }) bool { return m.Sharded() }\n")},
+		"internal/review/b.go": {Data: []byte("package review\n\nimport \"" + module + "internal/store\"\n\nvar _ = store.Sharded{}\n")},
 	}
 	for name, f := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -154,8 +156,8 @@ func fileWalls(name string, f *ast.File) []string {
 			}
 		case dir == "internal/ledger" && (otherIsStage || p == "internal/engine" || p == "web" || p == "views"):
 			refuse("the core imports %s: it must import no stage", p)
-		case dir == "internal/engine" && !slices.Contains([]string{"internal/ledger", "internal/batch", "internal/performer", "internal/router"}, p):
-			refuse("the wiring imports %s: it starts the router and the performer and nothing else", p)
+		case dir == "internal/engine" && !slices.Contains([]string{"internal/ledger", "internal/batch", "internal/performer", "internal/router", "internal/store"}, p):
+			refuse("the wiring imports %s: it starts the router and the performer on one store and nothing else", p)
 		case dir == "views" && p != "internal/ledger":
 			refuse("views imports %s: views see the core's types only", p)
 		case dir == "web" && (otherIsStage && !slices.Contains(webStages, other) || p == "db" || p == "internal/engine"):
@@ -167,6 +169,7 @@ func fileWalls(name string, f *ast.File) []string {
 			webUses[other] = true
 		}
 	}
+	out = append(out, storeWalls(name, dir, f, used)...)
 	if dir == "web" && name != webWiring && len(webUses) > 1 {
 		var list []string
 		for s := range webUses {
@@ -174,6 +177,40 @@ func fileWalls(name string, f *ast.File) []string {
 		}
 		sort.Strings(list)
 		refuse("a handler's file calls the services of %v: each handler calls one stage's service", list)
+	}
+	return out
+}
+
+// storeWalls refuses, outside internal/store, a question of which database
+// this is (a call of a method Sharded) and a use of one form of the store by
+// name (store.Single, store.Sharded): the stages call the Store that store.For
+// chose.
+func storeWalls(name, dir string, f *ast.File, used map[string][]string) []string {
+	if dir == "internal/store" {
+		return nil
+	}
+	var out []string
+	ast.Inspect(f, func(n ast.Node) bool {
+		if call, ok := n.(*ast.CallExpr); ok {
+			if se, ok := call.Fun.(*ast.SelectorExpr); ok && se.Sel.Name == "Sharded" {
+				out = append(out, name+": asks whether the database is Citus (Sharded()): only internal/store may")
+			}
+		}
+		return true
+	})
+	for _, imp := range f.Imports {
+		if p, _ := strconv.Unquote(imp.Path.Value); p != module+"internal/store" {
+			continue
+		}
+		local := "store"
+		if imp.Name != nil {
+			local = imp.Name.Name
+		}
+		for _, n := range used[local] {
+			if n == "Single" || n == "Sharded" {
+				out = append(out, name+": names the store's form store."+n+": the stages call the Store store.For chose")
+			}
+		}
 	}
 	return out
 }

@@ -230,16 +230,10 @@ func (b *breakers) probe(ctx context.Context, name string, wait time.Duration) {
 		b.pf.logger.Warn("breaker probe: still unwell; open again", "destination", name, "answer", answer, "next_probe_in", next)
 		return
 	}
-	sharded := b.pf.mode.Sharded(ctx)
-	var clients []string
-	if sharded {
-		var err error
-		if clients, err = db.New(b.pf.pool).ActionClientsWithWork(ctx); err != nil {
-			b.pf.logger.Warn("read the clients to release a breaker's actions", "destination", name, "err", err)
-			return
-		}
-	}
-	released, ok, err := ledger.CloseBreaker(context.WithoutCancel(ctx), b.pf.pool, name, b.pf.p.Worker, answer, sharded, clients)
+	ctx = context.WithoutCancel(ctx)
+	released, ok, err := ledger.CloseBreaker(ctx, b.pf.pool, name, b.pf.p.Worker, answer, func(q *db.Queries) (int64, error) {
+		return b.pf.store.ReleaseParked(ctx, q, name, time.Now(), q.ActionClientsWithWork)
+	})
 	if err != nil || !ok {
 		b.pf.logger.Warn("close a breaker", "destination", name, "err", err)
 		return

@@ -19,6 +19,7 @@ import (
 	"github.com/oncehook/oncehook/db"
 	"github.com/oncehook/oncehook/internal/batch"
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/store"
 )
 
 // Performer claims due actions under a lease, calls their destinations and records
@@ -39,7 +40,7 @@ type Performer struct {
 	decisions  *batch.Writer[pendingDecision, struct{}] // outcomes recorded together (newRecorder)
 	lanes      *ledger.Lanes                            // the clients it claims actions for in turn
 	breakers   *breakers                                // the destinations' breakers (breaker.go)
-	mode       *ledger.DatabaseMode                     // single Postgres or Citus
+	store      store.Store                              // what Citus does differently
 
 	// Derived from the config once: the config does not change while it runs.
 	callable     []string              // destinations this process calls
@@ -84,11 +85,11 @@ func (p *Params) SetDefaults() {
 
 // New returns the performer of p, whose defaults are set; performers wakes
 // every process's performers, mode tells whether the database is Citus.
-func New(p Params, mode *ledger.DatabaseMode, performers *batch.Wakeup) *Performer {
+func New(p Params, st store.Store, performers *batch.Wakeup) *Performer {
 	callable, fillNames := callsToStart(p.Config, p.Clients)
 	limits := newLimits(p.Config, callable, p.Concurrency)
 	pf := &Performer{
-		p: p, pool: p.Pool, cfg: p.Config, logger: p.Logger, now: p.Now, mode: mode,
+		p: p, pool: p.Pool, cfg: p.Config, logger: p.Logger, now: p.Now, store: st,
 		callable: callable, fillNames: fillNames, limits: limits, limitedNames: limitedNames(limits),
 		wake:       batch.NewSignal(),
 		performers: performers,
@@ -171,7 +172,7 @@ func (pf *Performer) performBatch(ctx context.Context) (int, error) {
 		// Index planned, as the router's statements are: a generic plan made
 		// while a new database's actions table was empty must not walk the whole
 		// table once a burst has filled it (see db.WithTxIndexPlanned).
-		err := pf.planned(ctx, db.WithTxIndexPlanned)(ctx, pf.pool, func(q *db.Queries) error {
+		err := pf.store.InTx(ctx, pf.pool, store.Indexed, func(q *db.Queries) error {
 			var err error
 			batch, err = pf.claimRound(ctx, q, clients, spec)
 			return err
@@ -195,7 +196,7 @@ func (pf *Performer) parkDue(ctx context.Context, clients []string) error {
 	if len(ps) == 0 {
 		return nil
 	}
-	return pf.planned(ctx, db.WithTxIndexPlanned)(ctx, pf.pool, func(q *db.Queries) error {
+	return pf.store.InTx(ctx, pf.pool, store.Indexed, func(q *db.Queries) error {
 		for _, client := range clients {
 			if err := pf.breakers.parkDue(ctx, q, client, ps); err != nil {
 				return err
@@ -225,8 +226,7 @@ func (pf *Performer) claimRound(ctx context.Context, q *db.Queries, clients []st
 		if spec.skip != nil {
 			p.SkipDestinations = spec.skip
 		}
-		p.Sharded = pf.mode.Sharded(ctx)
-		rows, err := actionClaim(ctx, q, p)
+		rows, err := pf.store.ClaimActions(ctx, q, p)
 		if err != nil {
 			return nil, err
 		}
@@ -436,15 +436,9 @@ func (pf *Performer) startCalls(ctx context.Context, q *db.Queries, rows []db.Ac
 	if len(fill) == 0 {
 		return batch, nil
 	}
-	// A claim is one client's. On a single Postgres the start of calls is planned
-	// as lookups by key, unlike the claim (see planned).
-	p.Worker, p.Sharded, p.Client = pf.p.Worker, pf.mode.Sharded(ctx), rows[0].Client
-	if !p.Sharded {
-		if err := db.PlanByKey(ctx, q); err != nil {
-			return nil, err
-		}
-	}
-	started, err := actionStartCalls(ctx, q, p)
+	// A claim is one client's.
+	p.Worker, p.Client = pf.p.Worker, rows[0].Client
+	started, err := pf.store.StartCalls(ctx, q, p)
 	if err != nil {
 		return nil, fmt.Errorf("start calls: %w", err)
 	}
@@ -700,20 +694,6 @@ func predecessors(ctx context.Context, q *db.Queries, a db.Action) (map[string]d
 		next = p.AfterID
 	}
 	return chain, nil
-}
-
-// planned returns how the performer's transactions of a kind are begun: with the
-// planner settings of db/plan.go on a single Postgres, and on Citus as
-// transactions whose statements are planned for each call, where a generic plan
-// made on the coordinator cannot name the one shard a statement reads (Citus
-// refuses to plan it) and each worker plans its shard's statement itself.
-func (pf *Performer) planned(ctx context.Context, single ledger.TxBegin) ledger.TxBegin {
-	if !pf.mode.Sharded(ctx) {
-		return single
-	}
-	return func(ctx context.Context, _ db.TxBeginner, fn func(q *db.Queries) error) error {
-		return db.WithTxPlannedPerCall(ctx, pf.pool, fn)
-	}
 }
 
 // Params configures the workers. Zero durations take the defaults.

@@ -78,10 +78,8 @@ func (pf *Performer) RecoverLeases(ctx context.Context) (int, error) {
 	var n int
 	err := db.WithTx(ctx, pf.pool, func(q *db.Queries) error {
 		n = 0
-		// One client at a time: a lock names the client (see lanes). On a single
-		// Postgres the decisions are written together, on Citus one client's a
-		// statement, on the client's shard.
-		sharded := pf.mode.Sharded(ctx)
+		// One client at a time: a lock names the client (see lanes). The
+		// decisions are written together.
 		var p db.ActionRecoverLeasesParams
 		for _, client := range pf.lanes.All(ctx) {
 			expired, err := q.ActionLockExpiredLeases(ctx, client)
@@ -91,20 +89,10 @@ func (pf *Performer) RecoverLeases(ctx context.Context) (int, error) {
 			if err := pf.decideLeases(ctx, q, expired, &p); err != nil {
 				return err
 			}
-			if sharded {
-				p.Sharded, p.Client = true, client
-				k, err := pf.recoverLeases(ctx, q, p)
-				n, p = n+k, db.ActionRecoverLeasesParams{}
-				if err != nil {
-					return err
-				}
-			}
 		}
-		if !sharded {
-			k, err := pf.recoverLeases(ctx, q, p)
-			if n = k; err != nil {
-				return err
-			}
+		k, err := pf.recoverLeases(ctx, q, p)
+		if n = k; err != nil {
+			return err
 		}
 		released, err := pf.releaseStrayHeld(ctx, q)
 		if err != nil {
@@ -149,7 +137,7 @@ func (pf *Performer) recoverLeases(ctx context.Context, q *db.Queries, p db.Acti
 	if len(p.Ids) == 0 {
 		return 0, nil
 	}
-	recovered, err := q.ActionRecoverLeases(ctx, p)
+	recovered, err := pf.store.RecoverLeases(ctx, q, p)
 	if err != nil {
 		return 0, fmt.Errorf("recover leases: %w", err)
 	}
@@ -162,14 +150,11 @@ func (pf *Performer) recoverLeases(ctx context.Context, q *db.Queries, p db.Acti
 // releaseStrayHeld releases held actions of connected destinations
 // (ActionReleaseStrayHeld) and returns how many.
 func (pf *Performer) releaseStrayHeld(ctx context.Context, q *db.Queries) (int, error) {
-	n := 0
-	for _, client := range pf.clientsOf(ctx) {
-		released, err := q.ActionReleaseStrayHeld(ctx, db.ActionReleaseStrayHeldParams{Sharded: client != "", Client: client})
-		if err != nil {
-			return 0, fmt.Errorf("release held actions of connected destinations: %w", err)
-		}
-		n += len(released)
+	released, err := pf.store.ReleaseStrayHeld(ctx, q, pf.laneClients)
+	if err != nil {
+		return 0, fmt.Errorf("release held actions of connected destinations: %w", err)
 	}
+	n := len(released)
 	if n > 0 {
 		pf.logger.Info("released held actions of connected destinations", "actions", n)
 	}
@@ -193,17 +178,19 @@ func (pf *Performer) Finish(ctx context.Context) error {
 
 // releaseLeases hands back this worker's claims that never started a call.
 func (pf *Performer) releaseLeases(ctx context.Context) error {
-	n := 0
-	for _, client := range pf.clientsOf(ctx) {
-		ids, err := db.New(pf.pool).ActionReleaseLeases(ctx, db.ActionReleaseLeasesParams{
-			Worker: &pf.p.Worker, Sharded: client != "", Client: client})
-		if err != nil {
-			return fmt.Errorf("release leases: %w", err)
-		}
-		n += len(ids)
+	ids, err := pf.store.ReleaseLeases(ctx, db.New(pf.pool), pf.p.Worker, pf.laneClients)
+	if err != nil {
+		return fmt.Errorf("release leases: %w", err)
 	}
+	n := len(ids)
 	if n > 0 {
 		pf.logger.Info("released unstarted claims", "actions", n)
 	}
 	return nil
+}
+
+// laneClients is every client of the lanes: the clients the statements over
+// every client's actions run for one at a time, on Citus (store.Clients).
+func (pf *Performer) laneClients(ctx context.Context) ([]string, error) {
+	return pf.lanes.All(ctx), nil
 }

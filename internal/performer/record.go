@@ -11,6 +11,7 @@ import (
 	"github.com/oncehook/oncehook/db"
 	"github.com/oncehook/oncehook/internal/batch"
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/store"
 )
 
 // planFor is the retry budget of an action as the decision table needs it.
@@ -152,7 +153,7 @@ func (pf *Performer) commitGroup(ctx context.Context, group []pendingDecision) (
 	var recorded map[actionKey]bool
 	var due bool
 	err := retryStorage(ctx, func() error {
-		return pf.planned(ctx, db.WithTxKeyPlanned)(ctx, pf.pool, func(q *db.Queries) error {
+		return pf.store.InTx(ctx, pf.pool, store.Keyed, func(q *db.Queries) error {
 			var err error
 			recorded, due, err = pf.writeDecisions(ctx, q, group)
 			return err
@@ -162,34 +163,6 @@ func (pf *Performer) commitGroup(ctx context.Context, group []pendingDecision) (
 		pf.performers.Send() // after the commit: see newWakeup
 	}
 	return recorded, err
-}
-
-// recordOutcomes runs ActionRecordBatch for the group: in one statement on a
-// single Postgres, and on Citus in one statement per client, each naming its
-// client, so that each runs on the client's one shard.
-func (pf *Performer) recordOutcomes(ctx context.Context, q *db.Queries, group []pendingDecision) ([]db.ActionRecordBatchRow, error) {
-	if !pf.mode.Sharded(ctx) {
-		return q.ActionRecordBatch(ctx, pf.recordParams(group))
-	}
-	byClient := map[string][]pendingDecision{}
-	var clients []string
-	for _, p := range group {
-		if byClient[p.a.Client] == nil {
-			clients = append(clients, p.a.Client)
-		}
-		byClient[p.a.Client] = append(byClient[p.a.Client], p)
-	}
-	var all []db.ActionRecordBatchRow
-	for _, client := range clients {
-		rec := pf.recordParams(byClient[client])
-		rec.Sharded, rec.Client = true, client
-		rows, err := q.ActionRecordBatch(ctx, rec)
-		if err != nil {
-			return nil, err
-		}
-		all = append(all, rows...)
-	}
-	return all, nil
 }
 
 // recordParams is ActionRecordBatch's arguments for the group.
@@ -229,7 +202,7 @@ type actionKey struct {
 // recorded, and whether the group made work due now (successors released, retries
 // due at once), for which the performers are to be woken.
 func (pf *Performer) writeDecisions(ctx context.Context, q *db.Queries, group []pendingDecision) (map[actionKey]bool, bool, error) {
-	rows, err := pf.recordOutcomes(ctx, q, group)
+	rows, err := pf.store.RecordOutcomes(ctx, q, pf.recordParams(group))
 	if err != nil {
 		return nil, false, fmt.Errorf("record outcomes: %w", err)
 	}
@@ -277,24 +250,10 @@ func (pf *Performer) disconnect(ctx context.Context, q *db.Queries, name, detail
 	hold := db.ActionHoldDestinationParams{
 		Destination: name, Reason: "destination " + name + " is disconnected", States: ledger.HoldableStates,
 	}
-	// On Citus one client at a time, each statement on the client's shard.
-	for _, client := range pf.clientsOf(ctx) {
-		hold.Sharded, hold.Client = client != "", client
-		if _, err := q.ActionHoldDestination(ctx, hold); err != nil {
-			return fmt.Errorf("hold destination's actions: %w", err)
-		}
+	if _, err := pf.store.HoldDestination(ctx, q, hold, pf.laneClients); err != nil {
+		return fmt.Errorf("hold destination's actions: %w", err)
 	}
 	return nil
-}
-
-// clientsOf is what the statements that write every client's actions of a kind
-// are run for: once for all of them (the client "") on a single Postgres, and on
-// Citus once for each client of the lanes, so that each runs on one shard.
-func (pf *Performer) clientsOf(ctx context.Context) []string {
-	if !pf.mode.Sharded(ctx) {
-		return []string{""}
-	}
-	return pf.lanes.All(ctx)
 }
 
 // retryStorage runs fn until it succeeds, fails for a reason other than storage

@@ -142,7 +142,7 @@ func (r *Review) replay(ctx context.Context, actor ledger.Actor, evs []db.Event,
 	}
 	var res ReplayResult
 	err := db.WithTx(ctx, r.pool, func(q *db.Queries) error {
-		rows, err := r.replayEvents(ctx, q, p)
+		rows, err := r.store.ReplayEvents(ctx, q, p)
 		if err != nil {
 			return fmt.Errorf("replay events: %w", err)
 		}

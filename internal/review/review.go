@@ -21,19 +21,17 @@ type Review struct {
 	cfg       *ledger.Config
 	clients   map[string]ledger.DestinationClient // each destination's client, by its name
 	now       func() time.Time
-	scope     ledger.Scope         // what the reads see; see For
-	hint      string               // the client an item's URL names; see In
-	mode      *ledger.DatabaseMode // single Postgres or Citus: a few reads differ
-	store     store.Store          // what Citus does differently
-	known     *knownClients        // on Citus, the clients with actions (readClients)
-	estimates *db.Estimates        // on Citus, the shards' planners' estimates, kept a while
+	scope     ledger.Scope  // what the reads see; see For
+	hint      string        // the client an item's URL names; see In
+	store     store.Store   // what Citus does differently
+	known     *knownClients // on Citus, the clients with actions (readClients)
+	estimates *db.Estimates // on Citus, the shards' planners' estimates, kept a while
 }
 
 // New returns the review service.
 func New(pool *pgxpool.Pool, cfg *ledger.Config, clients map[string]ledger.DestinationClient) *Review {
-	mode := ledger.NewDatabaseMode(pool)
 	return &Review{pool: pool, cfg: cfg, clients: clients, now: time.Now, scope: ledger.EveryClient,
-		mode: mode, store: store.For(mode), known: &knownClients{},
+		store: store.For(pool), known: &knownClients{},
 		estimates: db.NewEstimates(estimatesKept)}
 }
 

@@ -64,12 +64,7 @@ func (r *Review) storedClients(ctx context.Context) ([]string, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.at.IsZero() || r.now().Sub(k.at) >= clientsAgain {
-		q := db.New(r.pool)
-		read := q.ActionClientsStored
-		if r.mode.Sharded(ctx) {
-			read = q.ActionClientsWithRows
-		}
-		stored, err := read(ctx)
+		stored, err := r.store.StoredClients(ctx, db.New(r.pool))
 		if err != nil {
 			return nil, fmt.Errorf("find the clients with actions: %w", err)
 		}
@@ -78,13 +73,16 @@ func (r *Review) storedClients(ctx context.Context) ([]string, error) {
 	return slices.Clone(k.clients), nil
 }
 
-// readScope is the scope a read across clients takes: on Citus the clients
-// spelled out (readClients), so Citus reads their shards alone; on one
-// Postgres the reader's own.
+// readScope is the scope a read across clients takes (the store's ReadScope).
 func (r *Review) readScope(ctx context.Context) (ledger.Scope, error) {
-	if r.scope.All && r.mode.Sharded(ctx) {
-		clients, err := r.readClients(ctx)
-		return ledger.Scope{Clients: clients}, err
+	return r.store.ReadScope(ctx, r.scope, r.readClients)
+}
+
+// destinationList is the store's ListDestinations for what the reader sees.
+func (r *Review) destinationList(ctx context.Context) ([]db.DestinationListRow, error) {
+	sc, err := r.readScope(ctx)
+	if err != nil {
+		return nil, err
 	}
-	return r.scope, nil
+	return r.store.ListDestinations(ctx, db.New(r.pool), sc)
 }

@@ -28,59 +28,50 @@ func (r *Review) In(client string) *Review {
 	return &s
 }
 
-// itemClients is the clients an item's read tries, in turn, on Citus (or when
-// the URL names one): the one the URL names, else those the scope sees.
+// itemClients is the clients an item's read tries in turn where it must name
+// one (the store's GetAction): those the scope sees.
 func (r *Review) itemClients(ctx context.Context, scope ledger.Scope) ([]string, error) {
-	switch {
-	case r.hint != "":
-		return []string{r.hint}, nil
-	case !scope.All:
+	if !scope.All {
 		return scope.Clients, nil
 	}
 	return r.readClients(ctx)
 }
 
-// namesClients reports whether an item's read names its client: always on
-// Citus, and on one Postgres when one client is known (then as cheap as by id,
-// and the same answer on both).
-func (r *Review) namesClients(ctx context.Context, scope ledger.Scope) bool {
-	return r.hint != "" || !scope.All && len(scope.Clients) == 1 || r.mode.Sharded(ctx)
+// knownClient is the one client an item's read names whatever the database:
+// the one the URL names, else the reader's only client. A read by that client's
+// key is as cheap as one by id on one Postgres, and the same answer on both.
+func (r *Review) knownClient(scope ledger.Scope) (string, bool) {
+	switch {
+	case r.hint != "":
+		return r.hint, true
+	case !scope.All && len(scope.Clients) == 1:
+		return scope.Clients[0], true
+	}
+	return "", false
 }
 
 // actionRow reads action id as scope may see it; pgx.ErrNoRows when there is
 // none the scope's clients hold. On one Postgres an action of a client the scope
-// does not see is returned too (the callers say not found, or forbidden).
+// does not see may be returned too (the callers say not found, or forbidden).
 func (r *Review) actionRow(ctx context.Context, q *db.Queries, scope ledger.Scope, id int64) (db.Action, error) {
-	if !r.namesClients(ctx, scope) {
-		return q.ActionGet(ctx, id)
-	}
-	clients, err := r.itemClients(ctx, scope)
-	if err != nil {
-		return db.Action{}, err
-	}
-	for _, c := range clients {
+	if c, ok := r.knownClient(scope); ok {
 		a, err := q.ActionGetByKey(ctx, db.ActionGetByKeyParams{Client: c, ID: id})
-		if !db.IsNotFound(err) {
-			return a, err
+		if db.IsNotFound(err) {
+			return a, fmt.Errorf("action %d: %w", id, pgx.ErrNoRows)
 		}
+		return a, err
 	}
-	return db.Action{}, fmt.Errorf("action %d: %w", id, pgx.ErrNoRows)
+	return r.store.GetAction(ctx, q, id, func(ctx context.Context) ([]string, error) { return r.itemClients(ctx, scope) })
 }
 
 // eventRow is actionRow for an event.
 func (r *Review) eventRow(ctx context.Context, q *db.Queries, scope ledger.Scope, id int64) (db.Event, error) {
-	if !r.namesClients(ctx, scope) {
-		return q.EventGet(ctx, id)
-	}
-	clients, err := r.itemClients(ctx, scope)
-	if err != nil {
-		return db.Event{}, err
-	}
-	for _, c := range clients {
+	if c, ok := r.knownClient(scope); ok {
 		ev, err := q.EventGetByKey(ctx, db.EventGetByKeyParams{Client: c, ID: id})
-		if !db.IsNotFound(err) {
-			return ev, err
+		if db.IsNotFound(err) {
+			return ev, fmt.Errorf("event %d: %w", id, pgx.ErrNoRows)
 		}
+		return ev, err
 	}
-	return db.Event{}, fmt.Errorf("event %d: %w", id, pgx.ErrNoRows)
+	return r.store.GetEvent(ctx, q, id, func(ctx context.Context) ([]string, error) { return r.itemClients(ctx, scope) })
 }

@@ -120,13 +120,7 @@ func (r *Review) selectActions(ctx context.Context, f ActionFilter, after keyset
 		states = []string{}
 	}
 	clients, sources := r.searchScope()
-	// Planned per call: a search is index probes only once Postgres sees the
-	// search itself (a generic plan would walk every action).
-	list := db.New(db.PlannedPerCall(r.pool)).ActionList
-	if r.mode.Sharded(ctx) {
-		list = r.actionListSharded
-	}
-	rows, err := list(ctx, db.ActionListParams{
+	rows, err := r.store.ListActions(ctx, r.pool, db.ActionListParams{
 		States: states, Source: f.Source, Name: f.Name, Owner: f.Owner, Destination: f.Destination,
 		Client: f.Client, Q: f.Q, Clients: clients, Sources: sources,
 		AllClients: r.scope.All, ScopeClients: r.scope.Clients,
@@ -134,7 +128,7 @@ func (r *Review) selectActions(ctx context.Context, f ActionFilter, after keyset
 		Snoozed: f.Snoozed, SnoozeNow: r.now(), Parked: f.Parked, ImportedOnly: f.Imported,
 		Sort: sort, PersonStates: SortsByWaiting(sort) && onlyPersonStates(f.States),
 		CursorID: after.id, CursorAt: after.at, StateRows: int32(perState), MaxRows: int32(limit),
-	})
+	}, r.readClients)
 	if err != nil {
 		return nil, fmt.Errorf("list actions: %w", err)
 	}
@@ -275,37 +269,16 @@ type StateCount struct {
 	Oldest time.Time
 }
 
-// Summary counts actions by state: every client's for a reader of all, else
-// state by state in the reader's clients (see ActionCountInScope); on Citus client
-// by client (countByState).
+// Summary counts the actions the reader sees by state (the store's
+// CountByState); states without actions are left out.
 func (r *Review) Summary(ctx context.Context) ([]StateCount, error) {
-	if !r.scope.All && !r.mode.Sharded(ctx) {
-		return r.summaryInScope(ctx)
-	}
-	rows, err := r.countByState(ctx)
+	rows, err := r.store.CountByState(ctx, r.pool, r.scope, r.readClients, r.estimates)
 	if err != nil {
 		return nil, fmt.Errorf("count actions: %w", err)
 	}
 	out := make([]StateCount, 0, len(rows))
 	for _, row := range rows {
 		out = append(out, StateCount{State: row.State, Count: row.N, Oldest: row.Oldest})
-	}
-	return out, nil
-}
-
-// summaryInScope is Summary for a reader of some clients; states without actions
-// are left out, as ActionCountByState leaves them.
-func (r *Review) summaryInScope(ctx context.Context) ([]StateCount, error) {
-	q := db.New(db.PlannedPerCall(r.pool))
-	var out []StateCount
-	for _, st := range ledger.AllStates {
-		row, err := q.ActionCountInScope(ctx, db.ActionCountInScopeParams{State: st, ScopeClients: r.scope.Clients})
-		if err != nil {
-			return nil, fmt.Errorf("count actions: %w", err)
-		}
-		if row.N > 0 {
-			out = append(out, StateCount{State: st, Count: row.N, Oldest: row.Oldest})
-		}
 	}
 	return out, nil
 }

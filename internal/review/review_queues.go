@@ -9,6 +9,7 @@ import (
 	"github.com/oncehook/oncehook/db"
 	"github.com/oncehook/oncehook/internal/accounts"
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/store"
 )
 
 // QueueSummary is one review queue on the overview: how many actions wait in it and
@@ -45,31 +46,28 @@ type SourceSummary struct {
 	ledger.Source
 	Events        int64      // distinct deliveries stored
 	Deliveries    int64      // every delivery, repeats included
-	Conflicts     int64      // repeats whose body differed (among the newest sourceCounted when About)
+	Conflicts     int64      // repeats whose body differed (among the newest store.SourceCounted when About)
 	LastDelivery  *time.Time // nil before the first one
 	DuplicateRate float64    // share of deliveries that were repeats, 0..1
-	// About: the source holds more than sourceCounted events; Events is the
-	// planner's count, Deliveries scaled from the newest sourceCounted, whose
+	// About: the source holds more than store.SourceCounted events; Events is
+	// the planner's count, Deliveries scaled from the newest SourceCounted, whose
 	// figures give DuplicateRate, Conflicts and LastDelivery.
 	About bool
 }
 
-// sourceCounted is how many of a source's newest events are counted one by one.
-const sourceCounted = 10_000
-
 // Sources lists every configured source with its delivery counts, in config order.
 func (r *Review) Sources(ctx context.Context) ([]SourceSummary, error) {
-	names := []string{}
+	var seen []ledger.Source
 	for _, src := range r.cfg.Sources {
 		if r.scope.Sees(src.Client) {
-			names = append(names, src.Name)
+			seen = append(seen, src)
 		}
 	}
-	rows, err := r.sourceStats(ctx, names)
+	rows, err := r.store.SourceStats(ctx, r.pool, seen, r.estimates)
 	if err != nil {
 		return nil, fmt.Errorf("count deliveries: %w", err)
 	}
-	byName := map[string]sourceCount{}
+	byName := map[string]store.SourceCount{}
 	for _, row := range rows {
 		byName[row.Source] = row
 	}
@@ -86,9 +84,9 @@ func (r *Review) Sources(ctx context.Context) ([]SourceSummary, error) {
 			if row.Deliveries > 0 {
 				s.DuplicateRate = float64(row.Deliveries-row.Events) / float64(row.Deliveries)
 			}
-			if row.Events > sourceCounted {
+			if row.Events > store.SourceCounted {
 				s.About = true
-				s.Events = max(row.estimated, row.Events)
+				s.Events = max(row.Estimated, row.Events)
 				s.Deliveries = int64(float64(row.Deliveries) * float64(s.Events) / float64(row.Events))
 			}
 		}

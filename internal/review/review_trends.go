@@ -96,8 +96,8 @@ func (r *Review) queueTrends(ctx context.Context, w TrendWindow, since time.Time
 	if err != nil {
 		return out, err
 	}
-	arrived, err := r.trendQueues(ctx, db.DashboardTrendQueuesParams{Starts: starts,
-		BucketSeconds: w.Bucket.Seconds(), AllClients: sc.All, ScopeClients: sc.Clients})
+	arrived, err := r.store.TrendQueues(ctx, r.pool, db.DashboardTrendQueuesParams{Starts: starts,
+		BucketSeconds: w.Bucket.Seconds(), AllClients: sc.All, ScopeClients: sc.Clients}, r.readClients)
 	if err != nil {
 		return out, fmt.Errorf("count queue arrivals: %w", err)
 	}

@@ -57,8 +57,8 @@ type Params struct {
 
 // New returns the router of p; performers wakes every process's performers once a
 // batch created actions, mode tells whether the database is Citus.
-func New(p Params, mode *ledger.DatabaseMode, performers *batch.Wakeup) *Router {
-	return &Router{pool: p.Pool, cfg: p.Config, logger: p.Logger, poll: p.Poll, store: store.For(mode),
+func New(p Params, st store.Store, performers *batch.Wakeup) *Router {
+	return &Router{pool: p.Pool, cfg: p.Config, logger: p.Logger, poll: p.Poll, store: st,
 		wake: batch.NewSignal(), performers: performers,
 		routes: rulesBySource(p.Config.Actions), paths: pathsBySource(p.Config.Actions),
 		lanes: ledger.NewLanes(p.Config, p.Logger, func(ctx context.Context) ([]string, error) {

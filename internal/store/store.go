@@ -9,6 +9,10 @@ package store
 
 import (
 	"context"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/oncehook/oncehook/db"
 	"github.com/oncehook/oncehook/internal/ledger"
@@ -39,6 +43,63 @@ type Store interface {
 	ClaimEvents(ctx context.Context, q *db.Queries, client string, n int) ([]db.EventClaimReceivedRow, error)
 	// SetEventStatuses writes what became of one client's routed batch.
 	SetEventStatuses(ctx context.Context, q *db.Queries, p db.EventSetStatusesParams) error
+
+	// InTx runs fn in a transaction of the performer's, planned as plan says
+	// where the database lets the plans be kept, and commits it when fn returns
+	// nil.
+	InTx(ctx context.Context, pool *pgxpool.Pool, plan Plan, fn func(q *db.Queries) error) error
+	// ClaimActions claims up to p.MaxActions of one client's due actions under a
+	// lease and starts the calls it can: the attempt counted, the attempt written
+	// as started (its id in the row; 0 for a claim it did not start).
+	ClaimActions(ctx context.Context, q *db.Queries, p db.ActionClaimParams) ([]db.ActionClaimRow, error)
+	// StartCalls starts a call on each of one client's claimed actions this
+	// worker still holds: the attempt counted and written as started.
+	StartCalls(ctx context.Context, q *db.Queries, p db.ActionStartCallsParams) ([]db.ActionStartCallsRow, error)
+	// RecordOutcomes writes the decisions on a batch of calls' outcomes and
+	// closes their attempts, for the leases still held.
+	RecordOutcomes(ctx context.Context, q *db.Queries, p db.ActionRecordBatchParams) ([]db.ActionRecordBatchRow, error)
+	// RecoverLeases writes the decisions on expired leases.
+	RecoverLeases(ctx context.Context, q *db.Queries, p db.ActionRecoverLeasesParams) ([]db.ActionRecoverLeasesRow, error)
+	// ReleaseStrayHeld releases the held actions of connected destinations and
+	// returns their ids.
+	ReleaseStrayHeld(ctx context.Context, q *db.Queries, clients Clients) ([]int64, error)
+	// ReleaseLeases hands back worker's claims that started no call and returns
+	// their ids.
+	ReleaseLeases(ctx context.Context, q *db.Queries, worker string, clients Clients) ([]int64, error)
+	// HoldDestination holds the waiting actions of a destination that was
+	// disconnected and returns their ids.
+	HoldDestination(ctx context.Context, q *db.Queries, p db.ActionHoldDestinationParams, clients Clients) ([]int64, error)
+	// ReleaseParked releases the actions an open breaker of destination parked,
+	// due at once and with their deadlines moved on by the time they were
+	// parked, and returns how many.
+	ReleaseParked(ctx context.Context, q *db.Queries, destination string, at time.Time, clients Clients) (int64, error)
+
+	// ListActions lists the actions p selects, in p.Sort's order, each state
+	// bounded by p.StateRows and all by p.MaxRows; a list across clients goes
+	// round clients.
+	ListActions(ctx context.Context, pool *pgxpool.Pool, p db.ActionListParams, clients Clients) ([]db.Action, error)
+	// CountByState counts the actions scope sees (its clients listed by
+	// clients) by state, with the oldest of each; a count past 1,000 may be
+	// the planner's estimate, kept a while in est.
+	CountByState(ctx context.Context, pool *pgxpool.Pool, scope ledger.Scope, clients Clients, est *db.Estimates) ([]db.ActionCountByStateRow, error)
+	// SourceStats counts what each of sources has delivered.
+	SourceStats(ctx context.Context, pool *pgxpool.Pool, sources []ledger.Source, est *db.Estimates) ([]SourceCount, error)
+	// TrendQueues counts the actions that arrived in each queue, bucket by
+	// bucket; a count across clients goes round clients.
+	TrendQueues(ctx context.Context, pool *pgxpool.Pool, p db.DashboardTrendQueuesParams, clients Clients) ([]db.DashboardTrendQueuesRow, error)
+	// ReplayEvents sends the events p names back to the router, in the order
+	// of their ids, and returns them.
+	ReplayEvents(ctx context.Context, q *db.Queries, p db.EventReplayParams) ([]db.EventReplayRow, error)
+	// StoredClients is every client with actions stored.
+	StoredClients(ctx context.Context, q *db.Queries) ([]string, error)
+	// ReadScope is the scope a read across clients takes: scope, or its
+	// clients spelled out (listed by clients).
+	ReadScope(ctx context.Context, scope ledger.Scope, clients Clients) (ledger.Scope, error)
+	// GetAction reads the action by its id, among the clients clients lists;
+	// pgx.ErrNoRows when none holds it.
+	GetAction(ctx context.Context, q *db.Queries, id int64, clients Clients) (db.Action, error)
+	// GetEvent reads the event by its id (see GetAction).
+	GetEvent(ctx context.Context, q *db.Queries, id int64, clients Clients) (db.Event, error)
 }
 
 // Conn is a pool or a transaction: what an operation that opens its own
@@ -54,43 +115,128 @@ type Single struct{}
 // Sharded is the Store of a Citus cluster.
 type Sharded struct{}
 
-// For is the Store of the database behind mode: each call takes the form the
-// database answered, asked once, when first needed.
-func For(mode *ledger.DatabaseMode) Store { return chosen{mode: mode} }
+// For is the Store of the database behind pool: each call takes the form the
+// database answered (DatabaseMode), asked once it answers, when first needed.
+// The database may be down when the service starts; until it answers, the
+// calls take Single's form, and fail as the database does.
+func For(pool *pgxpool.Pool) Store { return &chosen{pool: pool} }
 
-type chosen struct{ mode *ledger.DatabaseMode }
+type chosen struct {
+	pool *pgxpool.Pool
+	mu   sync.Mutex
+	mode string // DatabaseMode's answer, "" until it came
+}
 
-func (c chosen) form(ctx context.Context) Store {
-	if c.mode.Sharded(ctx) {
+func (ch *chosen) form(ctx context.Context) Store {
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	if ch.mode == "" {
+		if mode, err := db.New(ch.pool).DatabaseMode(ctx); err == nil {
+			ch.mode = mode
+		}
+	}
+	if ch.mode == "citus" {
 		return Sharded{}
 	}
 	return Single{}
 }
 
-func (c chosen) CancelResource(ctx context.Context, q *db.Queries, p db.ResourceCancelParams) error {
-	return c.form(ctx).CancelResource(ctx, q, p)
+func (ch *chosen) CancelResource(ctx context.Context, q *db.Queries, p db.ResourceCancelParams) error {
+	return ch.form(ctx).CancelResource(ctx, q, p)
 }
 
-func (c chosen) ListDestinations(ctx context.Context, q *db.Queries, scope ledger.Scope) ([]db.DestinationListRow, error) {
-	return c.form(ctx).ListDestinations(ctx, q, scope)
+func (ch *chosen) ListDestinations(ctx context.Context, q *db.Queries, scope ledger.Scope) ([]db.DestinationListRow, error) {
+	return ch.form(ctx).ListDestinations(ctx, q, scope)
 }
 
-func (c chosen) LinkEvents(ctx context.Context, q *db.Queries, links db.ActionEventLinksParams) error {
-	return c.form(ctx).LinkEvents(ctx, q, links)
+func (ch *chosen) LinkEvents(ctx context.Context, q *db.Queries, links db.ActionEventLinksParams) error {
+	return ch.form(ctx).LinkEvents(ctx, q, links)
 }
 
-func (c chosen) InsertActions(ctx context.Context, q *db.Queries, p db.ActionInsertParams) ([]db.ActionInsertRow, error) {
-	return c.form(ctx).InsertActions(ctx, q, p)
+func (ch *chosen) InsertActions(ctx context.Context, q *db.Queries, p db.ActionInsertParams) ([]db.ActionInsertRow, error) {
+	return ch.form(ctx).InsertActions(ctx, q, p)
 }
 
-func (c chosen) InsertEvents(ctx context.Context, conn Conn, p db.EventInsertBatchParams) ([]db.EventInsertBatchRow, error) {
-	return c.form(ctx).InsertEvents(ctx, conn, p)
+func (ch *chosen) InsertEvents(ctx context.Context, c Conn, p db.EventInsertBatchParams) ([]db.EventInsertBatchRow, error) {
+	return ch.form(ctx).InsertEvents(ctx, c, p)
 }
 
-func (c chosen) ClaimEvents(ctx context.Context, q *db.Queries, client string, n int) ([]db.EventClaimReceivedRow, error) {
-	return c.form(ctx).ClaimEvents(ctx, q, client, n)
+func (ch *chosen) ClaimEvents(ctx context.Context, q *db.Queries, client string, n int) ([]db.EventClaimReceivedRow, error) {
+	return ch.form(ctx).ClaimEvents(ctx, q, client, n)
 }
 
-func (c chosen) SetEventStatuses(ctx context.Context, q *db.Queries, p db.EventSetStatusesParams) error {
-	return c.form(ctx).SetEventStatuses(ctx, q, p)
+func (ch *chosen) SetEventStatuses(ctx context.Context, q *db.Queries, p db.EventSetStatusesParams) error {
+	return ch.form(ctx).SetEventStatuses(ctx, q, p)
+}
+
+func (ch *chosen) InTx(ctx context.Context, pool *pgxpool.Pool, plan Plan, fn func(q *db.Queries) error) error {
+	return ch.form(ctx).InTx(ctx, pool, plan, fn)
+}
+
+func (ch *chosen) ClaimActions(ctx context.Context, q *db.Queries, p db.ActionClaimParams) ([]db.ActionClaimRow, error) {
+	return ch.form(ctx).ClaimActions(ctx, q, p)
+}
+
+func (ch *chosen) StartCalls(ctx context.Context, q *db.Queries, p db.ActionStartCallsParams) ([]db.ActionStartCallsRow, error) {
+	return ch.form(ctx).StartCalls(ctx, q, p)
+}
+
+func (ch *chosen) RecordOutcomes(ctx context.Context, q *db.Queries, p db.ActionRecordBatchParams) ([]db.ActionRecordBatchRow, error) {
+	return ch.form(ctx).RecordOutcomes(ctx, q, p)
+}
+
+func (ch *chosen) RecoverLeases(ctx context.Context, q *db.Queries, p db.ActionRecoverLeasesParams) ([]db.ActionRecoverLeasesRow, error) {
+	return ch.form(ctx).RecoverLeases(ctx, q, p)
+}
+
+func (ch *chosen) ReleaseStrayHeld(ctx context.Context, q *db.Queries, clients Clients) ([]int64, error) {
+	return ch.form(ctx).ReleaseStrayHeld(ctx, q, clients)
+}
+
+func (ch *chosen) ReleaseLeases(ctx context.Context, q *db.Queries, worker string, clients Clients) ([]int64, error) {
+	return ch.form(ctx).ReleaseLeases(ctx, q, worker, clients)
+}
+
+func (ch *chosen) HoldDestination(ctx context.Context, q *db.Queries, p db.ActionHoldDestinationParams, clients Clients) ([]int64, error) {
+	return ch.form(ctx).HoldDestination(ctx, q, p, clients)
+}
+
+func (ch *chosen) ReleaseParked(ctx context.Context, q *db.Queries, destination string, at time.Time, clients Clients) (int64, error) {
+	return ch.form(ctx).ReleaseParked(ctx, q, destination, at, clients)
+}
+
+func (ch *chosen) ListActions(ctx context.Context, pool *pgxpool.Pool, p db.ActionListParams, clients Clients) ([]db.Action, error) {
+	return ch.form(ctx).ListActions(ctx, pool, p, clients)
+}
+
+func (ch *chosen) CountByState(ctx context.Context, pool *pgxpool.Pool, scope ledger.Scope, clients Clients, est *db.Estimates) ([]db.ActionCountByStateRow, error) {
+	return ch.form(ctx).CountByState(ctx, pool, scope, clients, est)
+}
+
+func (ch *chosen) SourceStats(ctx context.Context, pool *pgxpool.Pool, sources []ledger.Source, est *db.Estimates) ([]SourceCount, error) {
+	return ch.form(ctx).SourceStats(ctx, pool, sources, est)
+}
+
+func (ch *chosen) TrendQueues(ctx context.Context, pool *pgxpool.Pool, p db.DashboardTrendQueuesParams, clients Clients) ([]db.DashboardTrendQueuesRow, error) {
+	return ch.form(ctx).TrendQueues(ctx, pool, p, clients)
+}
+
+func (ch *chosen) ReplayEvents(ctx context.Context, q *db.Queries, p db.EventReplayParams) ([]db.EventReplayRow, error) {
+	return ch.form(ctx).ReplayEvents(ctx, q, p)
+}
+
+func (ch *chosen) StoredClients(ctx context.Context, q *db.Queries) ([]string, error) {
+	return ch.form(ctx).StoredClients(ctx, q)
+}
+
+func (ch *chosen) ReadScope(ctx context.Context, scope ledger.Scope, clients Clients) (ledger.Scope, error) {
+	return ch.form(ctx).ReadScope(ctx, scope, clients)
+}
+
+func (ch *chosen) GetAction(ctx context.Context, q *db.Queries, id int64, clients Clients) (db.Action, error) {
+	return ch.form(ctx).GetAction(ctx, q, id, clients)
+}
+
+func (ch *chosen) GetEvent(ctx context.Context, q *db.Queries, id int64, clients Clients) (db.Event, error) {
+	return ch.form(ctx).GetEvent(ctx, q, id, clients)
 }
