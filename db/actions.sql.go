@@ -268,7 +268,7 @@ WITH due AS (
     RETURNING a.id, a.client, a.environment, a.source, a.name, a.business_key, a.key_parts, a.operation_key, a.destination, a.params, a.params_sha256, a.state, a.reason, a.owner, a.after_id, a.resource, a.occurred_at, a.attempts, a.max_attempts, a.give_up_at, a.next_attempt_at, a.first_attempt_at, a.last_attempt_at, a.lease_owner, a.claimed_from, a.lease_expires_at, a.external_ref, a.result, a.created_at, a.updated_at, a.lease_token, a.state_since, a.attempt_key, a.param_values, a.reason_start, a.parked_at, a.imported_from, due.starts
 ), attempt AS (
     INSERT INTO attempts (client, action_id, kind, operation_key, worker)
-    SELECT $3, c.id, 'call', coalesce(nullif(c.attempt_key, ''), c.operation_key), $7::text
+    SELECT $3, c.id, 'call', sent_key(c.attempt_key, c.operation_key), $7::text
     FROM claimed c WHERE c.starts
     RETURNING client, id, action_id
 )
@@ -2021,7 +2021,7 @@ type ActionRecordBatchRow struct {
 // of the actions confirmed become due. It returns the actions recorded, each with
 // how many successors the whole group released.
 // It is prepared, with one generic plan per connection made with lookups by key
-// (db.WithTxKeyPlanned): planning it for each call cost half as much as running it.
+// (db.KeyPlanned): planning it for each call cost half as much as running it.
 // Every row it touches is found by its key, whatever the tables held when the plan
 // was made:
 //   - conditions on an action's state are tested with IS TRUE, which no index
@@ -2396,7 +2396,7 @@ WITH started AS (
     FROM (SELECT unnest($4::text[]) AS client, unnest($5::bigint[]) AS id, now() AS at) r
     WHERE a.client = r.client AND a.id = r.id AND (a.state = 'processing') IS TRUE AND a.lease_owner = $1::text
       AND (NOT $2::boolean OR a.client = $3)
-    RETURNING a.client, a.id, coalesce(nullif(a.attempt_key, ''), a.operation_key) AS operation_key,
+    RETURNING a.client, a.id, sent_key(a.attempt_key, a.operation_key)::text AS operation_key,
               a.attempts, a.first_attempt_at
 ), attempt AS (
     INSERT INTO attempts (client, action_id, kind, operation_key, worker)

@@ -38,25 +38,23 @@ func Open(ctx context.Context, dsn string, maxConns int32) (*pgxpool.Pool, error
 	return pool, nil
 }
 
-// Beginner is what WithTx needs: a pool or a connection.
+// Beginner is what WithTx needs: a pool, a connection, or a transaction (for a
+// savepoint).
 type Beginner interface {
 	Begin(ctx context.Context) (pgx.Tx, error)
 }
 
-// WithTx runs fn in a transaction and commits it when fn returns nil. The caller
-// owns the transaction's scope, so keep fn short and never call a destination in it.
+// WithTx runs fn in a plain transaction, or a savepoint of b's when b is one,
+// and commits it when fn returns nil. The caller owns the transaction's scope, so
+// keep fn short and never call a destination in it. A transaction planned
+// otherwise is InTx's.
 func WithTx(ctx context.Context, b Beginner, fn func(q *Queries) error) error {
-	return withTx(ctx, b, func(tx DBTX) DBTX { return tx }, fn)
-}
-
-// withTx runs fn in a transaction whose statements go through wrap.
-func withTx(ctx context.Context, b Beginner, wrap func(DBTX) DBTX, fn func(q *Queries) error) error {
 	tx, err := b.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("begin transaction: %w", err)
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // no-op after commit
-	if err := fn(New(wrap(tx))); err != nil {
+	if err := fn(New(tx)); err != nil {
 		return err
 	}
 	if err := tx.Commit(ctx); err != nil {

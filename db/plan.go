@@ -49,9 +49,9 @@ type TxBeginner interface {
 	BeginTx(ctx context.Context, opts pgx.TxOptions) (pgx.Tx, error)
 }
 
-// WithTxIndexPlanned is WithTx in a transaction whose statements reuse the generic
-// plan of the connection's prepared statement, made with index paths and nested
-// loops only (the transaction's BEGIN sets that, in the same round trip).
+// IndexPlanned is a transaction whose statements reuse the generic plan of the
+// connection's prepared statement, made with index paths and nested loops only
+// (the transaction's BEGIN sets that, in the same round trip).
 //
 // It is for the performer's claim of due actions, which runs many times a second
 // and reads the head of one index and a few rows by key, so planning each call
@@ -66,34 +66,19 @@ type TxBeginner interface {
 // key, and the plan keeps it as the table grows. So the router's statements (which
 // keep their input's order) stay planned per call, and the record statement (whose
 // plan, made on a table of 100 rows, walked an index of every action, or every
-// claimed action, for each outcome) runs through WithTxKeyPlanned.
-func WithTxIndexPlanned(ctx context.Context, b TxBeginner, fn func(q *Queries) error) error {
-	return withTx(ctx, settingsTx{b, indexPlannedBegin}, func(tx DBTX) DBTX { return tx }, fn)
-}
+// claimed action, for each outcome) runs KeyPlanned.
+var IndexPlanned = Plan{begin: indexPlannedBegin}
 
-// WithTxPlannedPerCall is WithTx in a transaction whose statements are planned
-// for each call's own arguments (as PlannedPerCall).
-func WithTxPlannedPerCall(ctx context.Context, b Beginner, fn func(q *Queries) error) error {
-	return withTx(ctx, b, PlannedPerCall, fn)
-}
-
-// settingsTx begins its transactions with a BEGIN that also sets the planner's
-// settings for them, in one round trip.
-type settingsTx struct {
-	b     TxBeginner
-	begin string
-}
-
-func (p settingsTx) Begin(ctx context.Context) (pgx.Tx, error) {
-	return p.b.BeginTx(ctx, pgx.TxOptions{BeginQuery: p.begin})
-}
+// PerCall is a transaction whose statements are planned for each call's own
+// arguments (as PlannedPerCall).
+var PerCall = Plan{perCall: true}
 
 const indexPlannedBegin = "BEGIN; SET LOCAL plan_cache_mode = force_generic_plan; " +
 	"SET LOCAL enable_seqscan = off; SET LOCAL enable_bitmapscan = off; SET LOCAL enable_sort = off; " +
 	"SET LOCAL enable_hashjoin = off; SET LOCAL enable_mergejoin = off"
 
-// WithTxKeyPlanned is WithTx in a transaction whose statements reuse the generic
-// plan of the connection's prepared statement, made with lookups by key only:
+// KeyPlanned is a transaction whose statements reuse the generic plan of the
+// connection's prepared statement, made with lookups by key only:
 // sequential scans, index scans (bitmap scans stay), sorts, hash and merge joins are
 // priced out (the transaction's BEGIN sets that, in the same round trip).
 //
@@ -110,19 +95,17 @@ const indexPlannedBegin = "BEGIN; SET LOCAL plan_cache_mode = force_generic_plan
 // join implies (a bitmap scan of such an index needs no condition, and reads all
 // of it): it looks those rows up in a subquery per row (OFFSET 0). ActionRecordBatch
 // does both; TestPerformerRecordPlanLooksUpEachActionByKey checks its kept plan.
-func WithTxKeyPlanned(ctx context.Context, b TxBeginner, fn func(q *Queries) error) error {
-	return withTx(ctx, settingsTx{b, "BEGIN; " + keyPlannedSettings}, func(tx DBTX) DBTX { return tx }, fn)
-}
+var KeyPlanned = Plan{begin: "BEGIN; " + keyPlannedSettings}
 
 const keyPlannedSettings = "SET LOCAL plan_cache_mode = force_generic_plan; " +
 	"SET LOCAL enable_seqscan = off; SET LOCAL enable_indexscan = off; SET LOCAL enable_indexonlyscan = off; " +
 	"SET LOCAL enable_bitmapscan = on; SET LOCAL enable_sort = off; SET LOCAL enable_hashjoin = off; " +
 	"SET LOCAL enable_mergejoin = off"
 
-// PlanByKey switches the rest of q's transaction to WithTxKeyPlanned's settings,
+// PlanByKey switches the rest of q's transaction to KeyPlanned's settings,
 // for a statement of lookups by key that runs after one that reads an index in its
 // order (the performer's ActionStartCalls after its claim, in the claim's
-// transaction begun by WithTxIndexPlanned). A generic plan is made under the
+// transaction, IndexPlanned). A generic plan is made under the
 // settings of its first run on a connection and kept, so a statement must always
 // run under the same ones.
 func PlanByKey(ctx context.Context, q *Queries) error {
@@ -132,10 +115,9 @@ func PlanByKey(ctx context.Context, q *Queries) error {
 	return nil
 }
 
-// BeginScanFree begins a transaction whose statements are planned with sequential
-// scans priced out (BEGIN sets enable_seqscan off, in the same round trip); each
-// statement is still planned for its own arguments when sent through
-// PlannedPerCall.
+// ScanFree is a transaction whose statements are planned with sequential scans
+// priced out (BEGIN sets enable_seqscan off, in the same round trip), each for
+// its own arguments (as PlannedPerCall).
 //
 // It is for the router, whose every statement reads rows by key or the head of
 // event_queue in id order. The queue is emptied as fast as it fills, so autovacuum
@@ -144,8 +126,45 @@ func PlanByKey(ctx context.Context, q *Queries) error {
 // sorting the whole queue until the next analyze. With sequential scans priced out, the
 // only other path is the one the claim needs, the queue's index from its head; a
 // statement with no index to use is planned as before.
-func BeginScanFree(ctx context.Context, b TxBeginner) (pgx.Tx, error) {
-	return b.BeginTx(ctx, pgx.TxOptions{BeginQuery: scanFreeBegin})
-}
+var ScanFree = Plan{begin: scanFreeBegin, perCall: true}
 
 const scanFreeBegin = "BEGIN; SET LOCAL enable_seqscan = off"
+
+// Plan is how the statements of a transaction are planned: the planner settings
+// its BEGIN sets, and whether each statement is planned for its own arguments.
+// The zero Plan is a plain transaction, as WithTx begins.
+type Plan struct {
+	begin   string // the BEGIN that also sets the planner's settings; "" for a plain one
+	perCall bool   // each statement planned for its call (PlannedPerCall)
+}
+
+// Begin begins a transaction as plan says, and returns it with the queries
+// that run in it. The caller commits or rolls it back.
+func Begin(ctx context.Context, b TxBeginner, plan Plan) (pgx.Tx, *Queries, error) {
+	tx, err := b.BeginTx(ctx, pgx.TxOptions{BeginQuery: plan.begin})
+	if err != nil {
+		return nil, nil, fmt.Errorf("begin transaction: %w", err)
+	}
+	var d DBTX = tx
+	if plan.perCall {
+		d = PlannedPerCall(tx)
+	}
+	return tx, New(d), nil
+}
+
+// InTx runs fn in a transaction begun as plan says (Begin), and commits it when
+// fn returns nil. Keep fn short, and never call a destination in it.
+func InTx(ctx context.Context, b TxBeginner, plan Plan, fn func(q *Queries) error) error {
+	tx, q, err := Begin(ctx, b, plan)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // no-op after commit
+	if err := fn(q); err != nil {
+		return err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("commit transaction: %w", err)
+	}
+	return nil
+}

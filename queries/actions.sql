@@ -177,7 +177,7 @@ WITH due AS (
     RETURNING a.*, due.starts
 ), attempt AS (
     INSERT INTO attempts (client, action_id, kind, operation_key, worker)
-    SELECT @client, c.id, 'call', coalesce(nullif(c.attempt_key, ''), c.operation_key), @worker::text
+    SELECT @client, c.id, 'call', sent_key(c.attempt_key, c.operation_key), @worker::text
     FROM claimed c WHERE c.starts
     RETURNING client, id, action_id
 )
@@ -299,7 +299,7 @@ WITH started AS (
     FROM (SELECT unnest(@clients::text[]) AS client, unnest(@ids::bigint[]) AS id, now() AS at) r
     WHERE a.client = r.client AND a.id = r.id AND (a.state = 'processing') IS TRUE AND a.lease_owner = @worker::text
       AND (NOT @sharded::boolean OR a.client = @client)
-    RETURNING a.client, a.id, coalesce(nullif(a.attempt_key, ''), a.operation_key) AS operation_key,
+    RETURNING a.client, a.id, sent_key(a.attempt_key, a.operation_key)::text AS operation_key,
               a.attempts, a.first_attempt_at
 ), attempt AS (
     INSERT INTO attempts (client, action_id, kind, operation_key, worker)
@@ -328,7 +328,7 @@ RETURNING a.client, a.id, a.attempt_key, a.operation_key, a.attempts, a.first_at
 -- of the actions confirmed become due. It returns the actions recorded, each with
 -- how many successors the whole group released.
 -- It is prepared, with one generic plan per connection made with lookups by key
--- (db.WithTxKeyPlanned): planning it for each call cost half as much as running it.
+-- (db.KeyPlanned): planning it for each call cost half as much as running it.
 -- Every row it touches is found by its key, whatever the tables held when the plan
 -- was made:
 -- - conditions on an action's state are tested with IS TRUE, which no index

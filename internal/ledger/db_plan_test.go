@@ -125,7 +125,7 @@ func TestRouterKeepsNoPreparedPlan(t *testing.T) {
 }
 
 // The performer's claim reuses one generic plan per connection, made with index
-// paths only (db.WithTxIndexPlanned). Made on a new database, and kept while a
+// paths only (db.IndexPlanned). Made on a new database, and kept while a
 // burst fills the actions table, it still reads the queue from the head of
 // actions_due_idx (as many rows as it claims, not the whole table), and updates
 // each claimed row looked up by its key, not by a scan of the client's actions.
@@ -144,7 +144,7 @@ func TestPerformerClaimPlanReadsTheQueueHead(t *testing.T) {
 		SkipDestinations: []string{}, MaxActions: 16, Worker: "w1", LeaseSeconds: 30}
 	claim := func() []db.ActionClaimRow {
 		t.Helper()
-		return rowsIn(t, db.WithTxIndexPlanned, conn, func(q *db.Queries) ([]db.ActionClaimRow, error) {
+		return rowsIn(t, db.IndexPlanned, conn, func(q *db.Queries) ([]db.ActionClaimRow, error) {
 			return q.ActionClaim(ctx, params)
 		})
 	}
@@ -273,11 +273,11 @@ func newConn(t *testing.T) *pgxpool.Conn {
 
 // rowsIn runs one statement in a transaction begun by begin on b and returns its
 // rows.
-func rowsIn[T any](t *testing.T, begin func(context.Context, db.TxBeginner, func(*db.Queries) error) error,
+func rowsIn[T any](t *testing.T, plan db.Plan,
 	b db.TxBeginner, run func(q *db.Queries) ([]T, error)) []T {
 	t.Helper()
 	var rows []T
-	if err := begin(context.Background(), b, func(q *db.Queries) error {
+	if err := db.InTx(context.Background(), b, plan, func(q *db.Queries) error {
 		var err error
 		rows, err = run(q)
 		return err
@@ -288,15 +288,14 @@ func rowsIn[T any](t *testing.T, begin func(context.Context, db.TxBeginner, func
 }
 
 // explainRolledBack runs stmt under EXPLAIN (ANALYZE, BUFFERS, JSON) on conn, in a
-// transaction begun by begin and rolled back, and returns the plan as text and its
-// root node.
-func explainRolledBack(t *testing.T, begin func(context.Context, db.TxBeginner, func(*db.Queries) error) error,
-	conn *pgxpool.Conn, stmt string) (string, planNode) {
+// transaction begun as plan says and rolled back, and returns the plan as text
+// and its root node.
+func explainRolledBack(t *testing.T, plan db.Plan, conn *pgxpool.Conn, stmt string) (string, planNode) {
 	t.Helper()
 	ctx := context.Background()
-	var plan string
-	if err := begin(ctx, conn, func(*db.Queries) error {
-		if err := conn.QueryRow(ctx, `EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF, SUMMARY OFF, FORMAT JSON) `+stmt).Scan(&plan); err != nil {
+	var text string
+	if err := db.InTx(ctx, conn, plan, func(*db.Queries) error {
+		if err := conn.QueryRow(ctx, `EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF, SUMMARY OFF, FORMAT JSON) `+stmt).Scan(&text); err != nil {
 			return err
 		}
 		return errRollback
@@ -304,15 +303,10 @@ func explainRolledBack(t *testing.T, begin func(context.Context, db.TxBeginner, 
 		t.Fatal(err)
 	}
 	var doc []struct{ Plan planNode }
-	if err := json.Unmarshal([]byte(plan), &doc); err != nil || len(doc) != 1 {
+	if err := json.Unmarshal([]byte(text), &doc); err != nil || len(doc) != 1 {
 		t.Fatalf("read the plan: %v", err)
 	}
-	return plan, doc[0].Plan
-}
-
-// plainTx is a transaction with the server's own planner settings.
-func plainTx(ctx context.Context, b db.TxBeginner, fn func(*db.Queries) error) error {
-	return pgx.BeginTxFunc(ctx, b, pgx.TxOptions{}, func(tx pgx.Tx) error { return fn(db.New(tx)) })
+	return text, doc[0].Plan
 }
 
 // errRollback ends a transaction a test only looked into.
@@ -428,7 +422,7 @@ SELECT 'acme', 'live', 'stripe-live', 'evt_q_' || i, 'ping', '{}', '\x00' FROM g
 	if err != nil {
 		t.Fatal(err)
 	}
-	premisePlan, premiseRoot := explainRolledBack(t, plainTx, conn, premise)
+	premisePlan, premiseRoot := explainRolledBack(t, db.Plan{}, conn, premise)
 	conn.Release()
 	if read := queueRowsRead(premiseRoot); read < 20000 {
 		t.Fatalf("with these statistics the old claim read %d rows of event_queue; the test's premise is the whole queue, 20000: %s",
@@ -521,7 +515,7 @@ func queueScan(p planNode) planNode {
 }
 
 // The performer's record reuses one generic plan per connection, made with lookups
-// by key only (db.WithTxKeyPlanned), and so does its start of the calls that wait
+// by key only (db.KeyPlanned), and so does its start of the calls that wait
 // for a predecessor's result (in the claim's transaction, after db.PlanByKey). Made
 // while a new database's tables hold what autovacuum may have seen of them
 // (nothing, or a hundred finished actions) and kept while a burst claims and
@@ -579,7 +573,7 @@ func recordLooksUpByKey(t *testing.T, before []string) {
 			p.Results, p.Owners, p.LeaseTokens = append(p.Results, `{"id":1}`), append(p.Owners, ""), append(p.LeaseTokens, 1)
 			p.AttemptsBack = append(p.AttemptsBack, 0)
 		}
-		return rowsIn(t, db.WithTxKeyPlanned, conn, func(q *db.Queries) ([]db.ActionRecordBatchRow, error) {
+		return rowsIn(t, db.KeyPlanned, conn, func(q *db.Queries) ([]db.ActionRecordBatchRow, error) {
 			return q.ActionRecordBatch(ctx, p)
 		})
 	}
@@ -588,7 +582,7 @@ func recordLooksUpByKey(t *testing.T, before []string) {
 	if got := record([]int64{-1}, []int64{-1}); len(got) != 0 {
 		t.Fatalf("recorded %d actions, none claimed", len(got))
 	}
-	if err := db.WithTxIndexPlanned(ctx, conn, func(q *db.Queries) error {
+	if err := db.InTx(ctx, conn, db.IndexPlanned, func(q *db.Queries) error {
 		if err := db.PlanByKey(ctx, q); err != nil {
 			return err
 		}
@@ -613,7 +607,7 @@ func recordLooksUpByKey(t *testing.T, before []string) {
 	}
 	// The premise: the plain state test, its plan made at the same moment.
 	exec(`PREPARE plain_record AS ` + strings.Replace(statement, stateTest, `a.state = 'processing'`, 1))
-	if err := db.WithTxKeyPlanned(ctx, conn, func(*db.Queries) error {
+	if err := db.InTx(ctx, conn, db.KeyPlanned, func(*db.Queries) error {
 		_, err := conn.Exec(ctx, `EXECUTE plain_record`+recordArgs([]int64{-1}, []int64{-1}))
 		return err
 	}); err != nil {
@@ -663,7 +657,7 @@ FROM actions p WHERE p.client = s.client AND p.id = s.after_id AND p.state = 'co
 	// condition.
 	explain := func(execute string, keyed bool) (entries, blocks int, plan string) {
 		t.Helper()
-		plan, root := explainRolledBack(t, db.WithTxKeyPlanned, conn, `EXECUTE `+execute)
+		plan, root := explainRolledBack(t, db.KeyPlanned, conn, `EXECUTE `+execute)
 		for _, scan := range wholeIndexScans(root) {
 			if keyed {
 				t.Errorf("a kept plan reads an index without a condition, %s: %s", scan, plan)

@@ -72,8 +72,8 @@ func TestWallsCatchForbiddenImports(t *testing.T) {
 		"web/b.go":                src("web", "internal/inbox", "internal/review"),
 		"internal/config/a.go":    src("config", "internal/router"),
 		"internal/retention/a.go": src("retention", "internal/accounts"), // not through its door
-		"internal/router/a.go": {Data: []byte("package router\n\nfunc f(m interface{ Sharded() bool }) bool { return m.Sharded() }\n")},
-		"internal/review/b.go": {Data: []byte("package review\n\nimport \"" + module + "internal/store\"\n\nvar _ = store.Sharded{}\n")},
+		"internal/router/a.go":    {Data: []byte("package router\n\nfunc f(m interface{ Sharded() bool }) bool { return m.Sharded() }\n")},
+		"internal/review/b.go":    {Data: []byte("package review\n\nimport \"" + module + "internal/store\"\n\nvar _ = store.Sharded{}\n")},
 	}
 	for name, f := range cases {
 		t.Run(name, func(t *testing.T) {

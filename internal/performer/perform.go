@@ -171,7 +171,7 @@ func (pf *Performer) performBatch(ctx context.Context) (int, error) {
 		var batch []claim
 		// Index planned, as the router's statements are: a generic plan made
 		// while a new database's actions table was empty must not walk the whole
-		// table once a burst has filled it (see db.WithTxIndexPlanned).
+		// table once a burst has filled it (see db.IndexPlanned).
 		err := pf.store.InTx(ctx, pf.pool, store.Indexed, func(q *db.Queries) error {
 			var err error
 			batch, err = pf.claimRound(ctx, q, clients, spec)

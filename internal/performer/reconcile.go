@@ -75,7 +75,7 @@ func (pf *Performer) startLookup(ctx context.Context, a db.Action) (int64, error
 // is connected (ActionReleaseStrayHeld). Safe to run in every process at once. It
 // returns how many leases it recovered.
 func (pf *Performer) RecoverLeases(ctx context.Context) (int, error) {
-	var n int
+	var n, released int
 	err := db.WithTx(ctx, pf.pool, func(q *db.Queries) error {
 		n = 0
 		// One client at a time: a lock names the client (see lanes). The
@@ -94,15 +94,12 @@ func (pf *Performer) RecoverLeases(ctx context.Context) (int, error) {
 		if n = k; err != nil {
 			return err
 		}
-		released, err := pf.releaseStrayHeld(ctx, q)
-		if err != nil {
-			return err
-		}
-		if n+released > 0 {
-			return q.Notify(ctx, ledger.ChannelActions)
-		}
-		return nil
+		released, err = pf.releaseStrayHeld(ctx, q)
+		return err
 	})
+	if err == nil && n+released > 0 {
+		pf.performers.Send() // after the commit: see ledger.NewWakeup
+	}
 	if n > 0 {
 		pf.logger.Info("recovered expired leases", "actions", n)
 	}

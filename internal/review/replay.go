@@ -141,7 +141,7 @@ func (r *Review) replay(ctx context.Context, actor ledger.Actor, evs []db.Event,
 		p.Clients[i], p.Ids[i] = ev.Client, ev.ID
 	}
 	var res ReplayResult
-	err := db.WithTx(ctx, r.pool, func(q *db.Queries) error {
+	err := change(ctx, r.pool, r.wakeRoute, func(q *db.Queries) error {
 		rows, err := r.store.ReplayEvents(ctx, q, p)
 		if err != nil {
 			return fmt.Errorf("replay events: %w", err)
@@ -161,7 +161,7 @@ func (r *Review) replay(ctx context.Context, actor ledger.Actor, evs []db.Event,
 		if err := q.EventAuditInsert(ctx, a); err != nil {
 			return fmt.Errorf("write event audit: %w", err)
 		}
-		return q.Notify(ctx, ledger.ChannelEvents)
+		return nil
 	})
 	if err != nil {
 		return ReplayResult{}, err

@@ -3,6 +3,7 @@ package review
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/oncehook/oncehook/db"
+	"github.com/oncehook/oncehook/internal/batch"
 	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/internal/store"
 )
@@ -26,13 +28,28 @@ type Review struct {
 	store     store.Store   // what Citus does differently
 	known     *knownClients // on Citus, the clients with actions (readClients)
 	estimates *db.Estimates // on Citus, the shards' planners' estimates, kept a while
+	wakeWork  *batch.Wakeup // the performers, once an act made work due
+	wakeRoute *batch.Wakeup // the routers, once a replay queued events
 }
 
 // New returns the review service.
 func New(pool *pgxpool.Pool, cfg *ledger.Config, clients map[string]ledger.DestinationClient) *Review {
 	return &Review{pool: pool, cfg: cfg, clients: clients, now: time.Now, scope: ledger.EveryClient,
 		store: store.For(pool), known: &knownClients{},
-		estimates: db.NewEstimates(estimatesKept)}
+		estimates: db.NewEstimates(estimatesKept),
+		wakeWork:  ledger.NewWakeup(pool, ledger.ChannelActions, slog.Default()),
+		wakeRoute: ledger.NewWakeup(pool, ledger.ChannelEvents, slog.Default())}
+}
+
+// change runs fn in a transaction and, once it has committed, sends wake: a
+// wake-up is sent after the commit, never inside the transaction (see
+// ledger.NewWakeup).
+func change(ctx context.Context, b db.Beginner, wake *batch.Wakeup, fn func(q *db.Queries) error) error {
+	if err := db.WithTx(ctx, b, fn); err != nil {
+		return err
+	}
+	wake.Send()
+	return nil
 }
 
 // ActParams is the body of a manual act.
@@ -265,7 +282,7 @@ func (r *Review) Do(ctx context.Context, actor ledger.Actor, name string, id int
 		return ledger.Action{}, err
 	}
 	var out db.Action
-	err := db.WithTx(ctx, r.pool, func(q *db.Queries) error {
+	err := change(ctx, r.pool, r.wakeWork, func(q *db.Queries) error {
 		a, err := r.actionRow(ctx, q, actor.Scope(), id)
 		if db.IsNotFound(err) {
 			return ledger.Errorf(ledger.ENOTFOUND, "Action %d does not exist.", id)
@@ -304,7 +321,7 @@ func (r *Review) Do(ctx context.Context, actor ledger.Actor, name string, id int
 				return fmt.Errorf("close waiting correction: %w", err)
 			}
 		}
-		return q.Notify(ctx, ledger.ChannelActions)
+		return nil
 	})
 	if err != nil {
 		return ledger.Action{}, err
@@ -465,7 +482,7 @@ func (r *Review) Reconnect(ctx context.Context, actor ledger.Actor, name string)
 // with its audit entry.
 func (r *Review) release(ctx context.Context, actor ledger.Actor, name string) (int, error) {
 	var released []db.ActionReleaseHeldRow
-	err := db.WithTx(ctx, r.pool, func(q *db.Queries) error {
+	err := change(ctx, r.pool, r.wakeWork, func(q *db.Queries) error {
 		if err := q.DestinationSetStatus(ctx, db.DestinationSetStatusParams{Name: name, Status: "connected",
 			Reason: "reconnected by " + actor.Name}); err != nil {
 			return fmt.Errorf("mark destination connected: %w", err)
@@ -480,7 +497,7 @@ func (r *Review) release(ctx context.Context, actor ledger.Actor, name string) (
 				return err
 			}
 		}
-		return q.Notify(ctx, ledger.ChannelActions)
+		return nil
 	})
 	return len(released), err
 }

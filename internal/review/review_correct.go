@@ -100,7 +100,7 @@ func (r *Review) Correct(ctx context.Context, actor ledger.Actor, id int64, para
 		return Correction{}, ledger.Errorf(ledger.EINVALID, "The corrected parameters must be a JSON object.")
 	}
 	var out db.Correction
-	err := db.WithTx(ctx, r.pool, func(q *db.Queries) error {
+	err := change(ctx, r.pool, r.wakeWork, func(q *db.Queries) error {
 		a, err := r.actionForAct(ctx, q, actor, id)
 		if err != nil {
 			return err
@@ -125,7 +125,7 @@ func (r *Review) Correct(ctx context.Context, actor ledger.Actor, id int64, para
 			"provider_reason": a.Reason}); err != nil {
 			return err
 		}
-		return q.Notify(ctx, ledger.ChannelActions)
+		return nil
 	})
 	if err != nil {
 		return Correction{}, err
@@ -144,7 +144,7 @@ func (r *Review) DecideCorrection(ctx context.Context, actor ledger.Actor, id in
 		return ledger.Action{}, err
 	}
 	var out db.Action
-	err := db.WithTx(ctx, r.pool, func(q *db.Queries) error {
+	err := change(ctx, r.pool, r.wakeWork, func(q *db.Queries) error {
 		a, err := r.actionForAct(ctx, q, actor, id)
 		if err != nil {
 			return err
@@ -227,7 +227,7 @@ func (r *Review) applyDecision(ctx context.Context, q *db.Queries, actor ledger.
 	if err := ledger.Audit(ctx, q, a.Client, a.ID, actor.Label(), act, note, detail); err != nil {
 		return a, err
 	}
-	return out, q.Notify(ctx, ledger.ChannelActions)
+	return out, nil
 }
 
 // CorrectionNeedsNewKey reports whether a corrected request of a would now be

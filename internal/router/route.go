@@ -119,16 +119,15 @@ func refusedOr(err error) error {
 // savepoint per event: the cheap way is tried first.
 func (rt *Router) routeBatch(ctx context.Context, clients []string, n int, eachInSavepoint bool) (int, error) {
 	// Sequential scans priced out: the queue's statistics may say it is empty
-	// while it fills (see db.BeginScanFree).
-	tx, err := db.BeginScanFree(ctx, rt.pool)
+	// while it fills. Planned per call: the router's first claims on a new
+	// database run against empty tables, and a generic plan made then (a
+	// sequential scan of the inbox) would be kept while a burst fills it (see
+	// db.ScanFree).
+	tx, q, err := db.Begin(ctx, rt.pool, db.ScanFree)
 	if err != nil {
-		return 0, fmt.Errorf("begin transaction: %w", err)
+		return 0, err
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // no-op after commit
-	// Planned per call: the router's first claims on a new database run against
-	// empty tables, and a generic plan made then (a sequential scan of the inbox)
-	// would be kept while a burst fills it (see db.PlannedPerCall).
-	q := db.New(db.PlannedPerCall(tx))
 	total, created := 0, 0
 	for _, client := range clients {
 		if total == n {

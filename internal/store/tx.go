@@ -13,10 +13,10 @@ type Plan int
 
 const (
 	// Indexed reuses generic plans made with index paths and nested loops only:
-	// the performer's claims (db.WithTxIndexPlanned).
+	// the performer's claims (db.IndexPlanned).
 	Indexed Plan = iota
 	// Keyed reuses generic plans made with lookups by key only: the record of
-	// outcomes (db.WithTxKeyPlanned).
+	// outcomes (db.KeyPlanned).
 	Keyed
 )
 
@@ -24,9 +24,9 @@ const (
 // returns nil.
 func (Single) InTx(ctx context.Context, pool *pgxpool.Pool, plan Plan, fn func(q *db.Queries) error) error {
 	if plan == Keyed {
-		return db.WithTxKeyPlanned(ctx, pool, fn)
+		return db.InTx(ctx, pool, db.KeyPlanned, fn)
 	}
-	return db.WithTxIndexPlanned(ctx, pool, fn)
+	return db.InTx(ctx, pool, db.IndexPlanned, fn)
 }
 
 // InTx runs fn in a transaction whose statements are planned for each call,
@@ -34,5 +34,5 @@ func (Single) InTx(ctx context.Context, pool *pgxpool.Pool, plan Plan, fn func(q
 // shard a statement reads (Citus refuses to plan it), and each worker plans its
 // shard's statement itself.
 func (Sharded) InTx(ctx context.Context, pool *pgxpool.Pool, _ Plan, fn func(q *db.Queries) error) error {
-	return db.WithTxPlannedPerCall(ctx, pool, fn)
+	return db.InTx(ctx, pool, db.PerCall, fn)
 }
