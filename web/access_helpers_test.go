@@ -21,6 +21,7 @@ import (
 	"github.com/oncehook/oncehook/internal/engine"
 	"github.com/oncehook/oncehook/internal/inbox"
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/metrics"
 	"github.com/oncehook/oncehook/internal/review"
 	"github.com/oncehook/oncehook/web"
 )
@@ -69,7 +70,7 @@ func newAccessSite(t *testing.T) *accessSite {
 	logger := slog.New(slog.NewTextHandler(d.logs, nil))
 	d.review = review.New(d.pool, cfg, destination.NewClients(cfg))
 	e := web.New(web.Params{Config: cfg, Pool: d.pool, Inbox: inbox.New(d.pool, logger, nil),
-		Review: d.review, Logger: logger, Metrics: ledger.NewMetrics(d.pool), MetricsToken: accessMetricsToken})
+		Review: d.review, Logger: logger, Metrics: metrics.New(d.pool), MetricsToken: accessMetricsToken})
 	srv := httptest.NewServer(e)
 	t.Cleanup(srv.Close)
 	d.url = srv.URL

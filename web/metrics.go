@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/metrics"
 )
 
 // serveMetrics serves Prometheus metrics, behind a bearer token when one is configured.
@@ -25,7 +26,7 @@ func (s *Server) serveMetrics(c echo.Context) error {
 
 // MetricsHandler serves only /metrics, for processes without the web server
 // (oncehook worker --metrics ADDR).
-func MetricsHandler(m *ledger.Metrics, token string) http.Handler {
+func MetricsHandler(m *metrics.Metrics, token string) http.Handler {
 	prom := promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/metrics" {

@@ -22,6 +22,7 @@ import (
 	"github.com/oncehook/oncehook/internal/engine"
 	"github.com/oncehook/oncehook/internal/inbox"
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/metrics"
 	"github.com/oncehook/oncehook/internal/review"
 	"github.com/oncehook/oncehook/internal/sender"
 	"github.com/oncehook/oncehook/web"
@@ -127,7 +128,7 @@ func newScopeSite(t *testing.T) *scopeSite {
 	logger := slog.New(slog.NewTextHandler(d.logs, nil))
 	d.review = review.New(d.pool, cfg, destination.NewClients(cfg))
 	e := web.New(web.Params{Config: cfg, Pool: d.pool, Inbox: inbox.New(d.pool, logger, nil),
-		Review: d.review, Logger: logger, Metrics: ledger.NewMetrics(d.pool), MetricsToken: accessMetricsToken})
+		Review: d.review, Logger: logger, Metrics: metrics.New(d.pool), MetricsToken: accessMetricsToken})
 	srv := httptest.NewServer(e)
 	t.Cleanup(srv.Close)
 	d.url = srv.URL

@@ -15,6 +15,7 @@ import (
 	"github.com/oncehook/oncehook/internal/accounts"
 	"github.com/oncehook/oncehook/internal/inbox"
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/metrics"
 	"github.com/oncehook/oncehook/internal/review"
 )
 
@@ -28,7 +29,7 @@ type Params struct {
 	Now    func() time.Time // nil means time.Now
 	// Metrics is served at /metrics; MetricsToken, when set, must come as a
 	// bearer token (from ONCEHOOK_METRICS_TOKEN).
-	Metrics      *ledger.Metrics
+	Metrics      *metrics.Metrics
 	MetricsToken string
 	// LoginLimits sets the sign-in throttling; zero takes DefaultLoginLimits.
 	// The session timeouts are the config's (Config.Sessions).
@@ -44,7 +45,7 @@ type Server struct {
 	logger    *slog.Logger
 	now       func() time.Time
 
-	metrics      *ledger.Metrics
+	metrics      *metrics.Metrics
 	metricsToken string
 
 	sessions *scs.SessionManager

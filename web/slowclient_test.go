@@ -15,7 +15,7 @@ import (
 	"github.com/oncehook/oncehook/db/dbtest"
 	"github.com/oncehook/oncehook/internal/config"
 	"github.com/oncehook/oncehook/internal/inbox"
-	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/metrics"
 	"github.com/oncehook/oncehook/internal/review"
 	"github.com/oncehook/oncehook/internal/sender"
 	"github.com/oncehook/oncehook/web"
@@ -35,7 +35,7 @@ func slowSite(t *testing.T, perAddr int) *dashboard {
 	d.cfg = cfg
 	logger := slog.New(slog.NewTextHandler(d.logs, nil))
 	e := web.New(web.Params{Config: cfg, Pool: d.pool, Inbox: inbox.New(d.pool, logger, nil),
-		Review: review.New(d.pool, cfg, nil), Logger: logger, Metrics: ledger.NewMetrics(d.pool)})
+		Review: review.New(d.pool, cfg, nil), Logger: logger, Metrics: metrics.New(d.pool)})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -18,9 +18,9 @@ import (
 
 	"github.com/oncehook/oncehook/internal/destination"
 	"github.com/oncehook/oncehook/internal/engine"
-	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/internal/sender"
 	"github.com/oncehook/oncehook/internal/telemetry"
+	"github.com/oncehook/oncehook/internal/tracing"
 )
 
 // recordingCRM is a destination that keeps each request's traceparent and body.
@@ -110,7 +110,7 @@ func TestDeliveryTrace(t *testing.T) {
 	checkAttrs(t, route, map[string]string{"oncehook.event_id": fmt.Sprint(eventID),
 		"oncehook.action_ids": fmt.Sprintf("[%d]", actionID), "oncehook.event_status": "routed"})
 	checkAttrs(t, attempt, map[string]string{"oncehook.destination": "crm", "oncehook.action_id": fmt.Sprint(actionID),
-		"oncehook.operation_key_hash": ledger.OperationKeyHash(opKey), "oncehook.outcome": "success",
+		"oncehook.operation_key_hash": tracing.OperationKeyHash(opKey), "oncehook.outcome": "success",
 		"http.response.status_code": "200"})
 	for _, s := range spans {
 		for _, kv := range s.Attributes() {
@@ -119,7 +119,7 @@ func TestDeliveryTrace(t *testing.T) {
 			}
 		}
 	}
-	checkCallLogged(t, logs.String(), actionID, ledger.OperationKeyHash(opKey), senderTrace)
+	checkCallLogged(t, logs.String(), actionID, tracing.OperationKeyHash(opKey), senderTrace)
 	crm.mu.Lock()
 	defer crm.mu.Unlock()
 	if len(crm.calls) != 1 || !strings.Contains(crm.calls[0].body, "enq_1") {

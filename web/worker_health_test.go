@@ -9,14 +9,14 @@ import (
 	"testing"
 
 	"github.com/oncehook/oncehook/db/dbtest"
-	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/metrics"
 	"github.com/oncehook/oncehook/web"
 )
 
 func TestWorkerHandlerProbes(t *testing.T) {
 	t.Parallel()
 	pool := dbtest.New(t)
-	srv := httptest.NewServer(web.WorkerHandler(pool, web.MetricsHandler(ledger.NewMetrics(pool), "")))
+	srv := httptest.NewServer(web.WorkerHandler(pool, web.MetricsHandler(metrics.New(pool), "")))
 	t.Cleanup(srv.Close)
 	get := func(path string) (int, string) {
 		t.Helper()

@@ -16,6 +16,7 @@ import (
 	"github.com/oncehook/oncehook/internal/engine"
 	"github.com/oncehook/oncehook/internal/inbox"
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/metrics"
 	"github.com/oncehook/oncehook/internal/notify"
 	"github.com/oncehook/oncehook/internal/oauthstore"
 	"github.com/oncehook/oncehook/internal/provider"
@@ -116,7 +117,7 @@ type services struct {
 // grace period, claims never started are handed back. The caller closes d last.
 func runServices(ctx context.Context, env *environment, cfg *ledger.Config, d *database, logger *slog.Logger, opts services) error {
 	clients := destination.NewClients(cfg)
-	metrics := ledger.NewMetrics(d.Pool)
+	metrics := metrics.New(d.Pool)
 	tokens, err := oauthstore.OpenTokens(ctx, d.Pool, cfg)
 	if err != nil {
 		return err
@@ -165,7 +166,7 @@ func runServices(ctx context.Context, env *environment, cfg *ledger.Config, d *d
 
 // runAsWorker serves /metrics, /healthz and /readyz on metricsAddr, if given, until
 // ctx ends, then calls stopWorkers, and stops serving after the workers have stopped.
-func runAsWorker(ctx context.Context, env *environment, metricsAddr string, d *database, metrics *ledger.Metrics,
+func runAsWorker(ctx context.Context, env *environment, metricsAddr string, d *database, metrics *metrics.Metrics,
 	logger *slog.Logger, stopWorkers func()) error {
 	if metricsAddr != "" {
 		h := web.WorkerHandler(d.Pool, web.MetricsHandler(metrics, env.getenv("ONCEHOOK_METRICS_TOKEN")))

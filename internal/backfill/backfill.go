@@ -17,6 +17,7 @@ import (
 
 	"github.com/oncehook/oncehook/db"
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/metrics"
 )
 
 // BackfillParams wires a Backfiller.
@@ -32,7 +33,7 @@ type Params struct {
 	Inbox   Inbox
 	Clients map[string]ledger.BackfillClient // by source name
 	Logger  *slog.Logger
-	Metrics *ledger.Metrics
+	Metrics *metrics.Metrics
 	Tick    time.Duration // how often due passes are looked for; default 30s
 	Lease   time.Duration // how long a pass may take before another process may start one; default 10m
 	Owner   string        // this process, in the lease; default host:pid

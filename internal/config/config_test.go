@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/oncehook/oncehook/internal/jsonpointer"
 	"github.com/oncehook/oncehook/internal/ledger"
 )
 
@@ -503,7 +504,7 @@ func checkConfigValid(t *testing.T, c *ledger.Config) {
 		if p == "" && optional {
 			return
 		}
-		if !strings.HasPrefix(p, "/") || ledger.ValidPointer(p) != nil {
+		if !strings.HasPrefix(p, "/") || jsonpointer.Valid(p) != nil {
 			fail("invalid pointer %q", p)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/money"
 )
 
 // Every recipe loads, and oncehook check says in one line what protects it.
@@ -114,7 +115,7 @@ func TestMoneyParamLoads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m := cfg.Actions[0].Params[0].Money; m == nil || *m != (ledger.Money{Amount: "/amt", Currency: "JPY", AsNumber: true}) {
+	if m := cfg.Actions[0].Params[0].Money; m == nil || *m != (money.Money{Amount: "/amt", Currency: "JPY", AsNumber: true}) {
 		t.Errorf("money param %+v", m)
 	}
 	_, err = Parse("t.yaml", []byte(head+

@@ -10,6 +10,7 @@ import (
 
 	"github.com/goccy/go-yaml/ast"
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/money"
 	"github.com/oncehook/oncehook/internal/provider"
 )
 
@@ -195,16 +196,16 @@ func (l *loader) param(path, name string, n ast.Node) ledger.Param {
 }
 
 // money reads {money: /amount, currency: /currency or CODE, as: string | number}.
-func (l *loader) money(path string, n ast.Node) *ledger.Money {
+func (l *loader) money(path string, n ast.Node) *money.Money {
 	m := l.mapping(path, n, "money", "currency", "as")
-	mo := &ledger.Money{Amount: m.pointer("money", ""), Currency: m.required("currency"),
-		AsNumber: m.oneOf("as", ledger.MoneyAsString, ledger.MoneyAsString, ledger.MoneyAsNumber) == ledger.MoneyAsNumber}
+	mo := &money.Money{Amount: m.pointer("money", ""), Currency: m.required("currency"),
+		AsNumber: m.oneOf("as", money.AsString, money.AsString, money.AsNumber) == money.AsNumber}
 	if mo.Amount == "" {
 		l.errorf(m.at("money"), "must be a JSON pointer to the amount in minor units")
 	}
 	if c := mo.Currency; strings.HasPrefix(c, "/") {
 		l.checkPointer(m.at("currency"), c)
-	} else if _, ok := ledger.CurrencyExponent(c); c != "" && !ok {
+	} else if _, ok := money.CurrencyExponent(c); c != "" && !ok {
 		l.errorf(m.at("currency"), "%q is neither a JSON pointer nor an ISO 4217 currency code", c)
 	}
 	return mo

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/goccy/go-yaml/ast"
+	"github.com/oncehook/oncehook/internal/jsonpointer"
 	"github.com/oncehook/oncehook/internal/ledger"
 )
 
@@ -259,7 +260,7 @@ func (m fields) pointer(key, def string) string {
 func (l *loader) checkPointer(path, s string) {
 	if !strings.HasPrefix(s, "/") {
 		l.errorf(path, "%q is not a JSON pointer: it must start with \"/\"", s)
-	} else if err := ledger.ValidPointer(s); err != nil {
+	} else if err := jsonpointer.Valid(s); err != nil {
 		l.errorf(path, "%s", ledger.ErrorMessage(err))
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/propagation"
 
+	"github.com/oncehook/oncehook/internal/jsonpointer"
 	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/internal/telemetry"
 )
@@ -171,7 +172,7 @@ func (h *HTTP) evidence(resp *http.Response, reply []byte, readErr error) (strin
 	case result == nil:
 		return "", nil, fmt.Sprintf("HTTP %d, but the reply is not JSON, so no record id is known", status)
 	}
-	ref, ok := ledger.PointerString(doc, rid.Pointer)
+	ref, ok := jsonpointer.String(doc, rid.Pointer)
 	if !ok {
 		return "", result, fmt.Sprintf("HTTP %d, but the reply has no record id at %s", status, rid.Pointer)
 	}
@@ -234,7 +235,7 @@ func (h *HTTP) fetchRecords(ctx context.Context, listed []any) ([]any, error) {
 	}
 	var out []any
 	for _, cand := range listed {
-		id, ok := ledger.PointerString(cand, f.ID)
+		id, ok := jsonpointer.String(cand, f.ID)
 		if !ok {
 			return nil, fmt.Errorf("lookup listed a record without an id at %s", f.ID)
 		}
@@ -253,7 +254,7 @@ func (h *HTTP) fetchRecords(ctx context.Context, listed []any) ([]any, error) {
 		}
 		rec := doc
 		if f.Record != "" {
-			rec, _ = ledger.Pointer(doc, f.Record)
+			rec, _ = jsonpointer.Get(doc, f.Record)
 		}
 		out = append(out, rec)
 	}
@@ -265,7 +266,7 @@ func (h *HTTP) fetchRecords(ctx context.Context, listed []any) ([]any, error) {
 // list, else the reply as the one record. listed says they came as a list.
 func (h *HTTP) lookupRecords(doc any) (records []any, listed, ok bool) {
 	if ptr := h.d.Lookup.Records; ptr != "" {
-		v, _ := ledger.Pointer(doc, ptr)
+		v, _ := jsonpointer.Get(doc, ptr)
 		records, ok = v.([]any)
 		return records, true, ok
 	}
@@ -284,7 +285,7 @@ func (h *HTTP) findRecord(r ledger.LookupResult, records []any, operationKey str
 			others++
 			continue
 		}
-		if ref, ok := ledger.PointerString(rec, h.d.Lookup.ResultID); ok {
+		if ref, ok := jsonpointer.String(rec, h.d.Lookup.ResultID); ok {
 			raw, err := json.Marshal(rec)
 			if err != nil {
 				r.Unsure, r.Detail = true, fmt.Sprintf("encode the record found: %v", err)
@@ -321,13 +322,13 @@ func (h *HTTP) lookupBody(key string) []byte {
 // its reference alone (no list) is ours unless it names another key.
 func (h *HTTP) otherOperation(rec any, key string, listed bool) bool {
 	if ptr := h.d.Lookup.Reference; ptr != "" {
-		ref, ok := ledger.PointerString(rec, ptr)
+		ref, ok := jsonpointer.String(rec, ptr)
 		return !ok || ref != key
 	}
 	if h.d.ReferenceField == "" {
 		return false
 	}
-	ref, ok := ledger.PointerString(rec, h.d.ReferenceField)
+	ref, ok := jsonpointer.String(rec, h.d.ReferenceField)
 	if listed {
 		return !ok || ref != key
 	}

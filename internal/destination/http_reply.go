@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/oncehook/oncehook/internal/jsonpointer"
 	"github.com/oncehook/oncehook/internal/ledger"
 )
 
@@ -56,7 +57,7 @@ func (h *HTTP) matchRule(status int, reply []byte) (ledger.ErrorRule, bool) {
 		if !parsed {
 			continue
 		}
-		v, ok := ledger.Pointer(doc, r.Pointer)
+		v, ok := jsonpointer.Get(doc, r.Pointer)
 		if !ok {
 			continue
 		}

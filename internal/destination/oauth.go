@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/metrics"
 	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/clientcredentials"
 )
@@ -23,7 +24,7 @@ type OAuth struct {
 	tokens  Tokens
 	client  *http.Client
 	timeout time.Duration
-	metrics *ledger.Metrics
+	metrics *metrics.Metrics
 	now     func() time.Time
 
 	secrets *ledger.Secrets // every secret the process holds, its tokens among them
@@ -45,7 +46,7 @@ type Tokens interface {
 
 // UseOAuth gives every http destination of cfg configured with oauth2 its OAuth,
 // storing grants in tokens and counting refreshes in metrics (may be nil).
-func UseOAuth(clients map[string]ledger.DestinationClient, cfg *ledger.Config, tokens Tokens, metrics *ledger.Metrics) {
+func UseOAuth(clients map[string]ledger.DestinationClient, cfg *ledger.Config, tokens Tokens, metrics *metrics.Metrics) {
 	for _, d := range cfg.Destinations {
 		h, ok := clients[d.Name].(*HTTP)
 		if !ok || d.Auth.OAuth2 == nil {
@@ -58,7 +59,7 @@ func UseOAuth(clients map[string]ledger.DestinationClient, cfg *ledger.Config, t
 
 // NewOAuth returns the OAuth of destination d, sending token requests through
 // client.
-func NewOAuth(d ledger.Destination, tokens Tokens, client *http.Client, metrics *ledger.Metrics) *OAuth {
+func NewOAuth(d ledger.Destination, tokens Tokens, client *http.Client, metrics *metrics.Metrics) *OAuth {
 	o := *d.Auth.OAuth2
 	// Never auto-detected: a refused refresh retried the other way would be
 	// reported with the second refusal's reason (invalid_client), not its own.

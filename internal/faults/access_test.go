@@ -21,6 +21,7 @@ import (
 	"github.com/oncehook/oncehook/internal/engine"
 	"github.com/oncehook/oncehook/internal/inbox"
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/metrics"
 	"github.com/oncehook/oncehook/internal/review"
 	"github.com/oncehook/oncehook/internal/sender"
 	"github.com/oncehook/oncehook/web"
@@ -53,7 +54,7 @@ func newSite(t *testing.T, metricsToken string) *site {
 	logger := slog.New(slog.DiscardHandler)
 	e := web.New(web.Params{Config: cfg, Pool: pool, Inbox: inbox.New(pool, logger, nil),
 		Review: review.New(pool, cfg, destination.NewClients(cfg)), Logger: logger,
-		Metrics: ledger.NewMetrics(pool), MetricsToken: metricsToken})
+		Metrics: metrics.New(pool), MetricsToken: metricsToken})
 	srv := httptest.NewServer(e)
 	t.Cleanup(srv.Close)
 	return &site{e: e, url: srv.URL, pool: pool, cfg: cfg, sec: sec}

@@ -12,7 +12,9 @@ import (
 
 	"github.com/oncehook/oncehook/internal/batch"
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/metrics"
 	"github.com/oncehook/oncehook/internal/store"
+	"github.com/oncehook/oncehook/internal/tracing"
 )
 
 // maxIdentityLen bounds the provider's id and type: they are keys, not documents.
@@ -24,19 +26,19 @@ const maxIdentityLen = 512
 type Inbox struct {
 	pool    *pgxpool.Pool
 	logger  *slog.Logger
-	metrics *ledger.Metrics // may be nil
-	routers *batch.Wakeup   // woken once a batch stored new events
+	metrics *metrics.Metrics // may be nil
+	routers *batch.Wakeup    // woken once a batch stored new events
 	writer  *batch.Writer[eventRow, ledger.Receipt]
 	store   store.Store // how a batch is inserted: one Postgres or Citus
 }
 
 // New returns an Inbox writing to pool. It runs until Close. metrics may be
 // nil; otherwise every group commit is observed in oncehook_ingest_batch_size.
-func New(pool *pgxpool.Pool, logger *slog.Logger, metrics *ledger.Metrics) *Inbox {
+func New(pool *pgxpool.Pool, logger *slog.Logger, metrics *metrics.Metrics) *Inbox {
 	return newInbox(pool, logger, metrics, nil)
 }
 
-func newInbox(pool *pgxpool.Pool, logger *slog.Logger, metrics *ledger.Metrics, tune func(*batch.Params[eventRow, ledger.Receipt])) *Inbox {
+func newInbox(pool *pgxpool.Pool, logger *slog.Logger, metrics *metrics.Metrics, tune func(*batch.Params[eventRow, ledger.Receipt])) *Inbox {
 	if logger == nil {
 		logger = slog.Default()
 	}
@@ -84,7 +86,7 @@ func (in *Inbox) Accept(ctx context.Context, src ledger.Source, d ledger.Deliver
 	if err := CheckDelivery(d); err != nil {
 		return ledger.Receipt{}, err
 	}
-	d.Headers = ledger.WithTraceparent(ctx, d.Headers)
+	d.Headers = tracing.WithTraceparent(ctx, d.Headers)
 	row, err := newEventRow(src, d, raw)
 	if err != nil {
 		return ledger.Receipt{}, err

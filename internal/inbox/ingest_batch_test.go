@@ -20,6 +20,7 @@ import (
 	"github.com/oncehook/oncehook/db/dbtest"
 	"github.com/oncehook/oncehook/internal/batch"
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/metrics"
 	"github.com/oncehook/oncehook/internal/store"
 )
 
@@ -282,7 +283,7 @@ type gate struct {
 
 // gatedInbox returns an inbox with one writer, batches of up to size and an hour's
 // wait for company, whose writer is held by the gate until the gate opens.
-func gatedInbox(t *testing.T, pool *pgxpool.Pool, metrics *ledger.Metrics, size int) (*Inbox, *gate) {
+func gatedInbox(t *testing.T, pool *pgxpool.Pool, metrics *metrics.Metrics, size int) (*Inbox, *gate) {
 	t.Helper()
 	opened := make(chan struct{})
 	g := &gate{held: make(chan struct{}), open: sync.OnceFunc(func() { close(opened) })}
@@ -460,7 +461,7 @@ func TestInboxWritesALoneDeliveryAtOnce(t *testing.T) {
 func TestInboxAcceptsTogether(t *testing.T) {
 	t.Parallel()
 	pool := dbtest.New(t)
-	metrics := ledger.NewMetrics(pool)
+	metrics := metrics.New(pool)
 	// Eight deliveries arrive while a batch is being written: they fill one batch,
 	// which is written without waiting out the hour once the slot is free: one
 	// statement, so one transaction wrote every row, and one group commit of 8.
@@ -496,7 +497,7 @@ func TestInboxAcceptsTogether(t *testing.T) {
 
 // batchSizes reads oncehook_ingest_batch_size: how many group commits it observed
 // and the deliveries they wrote in all.
-func batchSizes(t *testing.T, m *ledger.Metrics) (uint64, float64) {
+func batchSizes(t *testing.T, m *metrics.Metrics) (uint64, float64) {
 	t.Helper()
 	families, err := m.Registry.Gather()
 	if err != nil {

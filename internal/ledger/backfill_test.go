@@ -19,6 +19,7 @@ import (
 	"github.com/oncehook/oncehook/internal/engine"
 	"github.com/oncehook/oncehook/internal/inbox"
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/metrics"
 	"github.com/oncehook/oncehook/internal/provider"
 	"github.com/oncehook/oncehook/internal/review"
 	"github.com/oncehook/oncehook/internal/sandbox"
@@ -73,7 +74,7 @@ type backfillWorld struct {
 	url     string
 	stripe  *sandbox.StripeAPI
 	github  *sandbox.GitHubHook
-	metrics *ledger.Metrics
+	metrics *metrics.Metrics
 	logs    *syncBuffer
 }
 
@@ -99,7 +100,7 @@ func newBackfillWorld(t *testing.T, pool *pgxpool.Pool) *backfillWorld {
 	logger := slog.New(slog.NewTextHandler(w.logs, nil))
 	w.inbox = inbox.New(w.pool, logger, nil)
 	t.Cleanup(w.inbox.Close)
-	w.metrics = ledger.NewMetrics(w.pool)
+	w.metrics = metrics.New(w.pool)
 	srv := httptest.NewServer(web.New(web.Params{Config: cfg, Pool: w.pool, Inbox: w.inbox,
 		Review: review.New(w.pool, cfg, nil), Logger: logger, Metrics: w.metrics}))
 	t.Cleanup(srv.Close)

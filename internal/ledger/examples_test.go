@@ -16,7 +16,9 @@ import (
 	"github.com/oncehook/oncehook/internal/config"
 	"github.com/oncehook/oncehook/internal/engine"
 	"github.com/oncehook/oncehook/internal/inbox"
+	"github.com/oncehook/oncehook/internal/jsonpointer"
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/metrics"
 	"github.com/oncehook/oncehook/internal/review"
 	"github.com/oncehook/oncehook/internal/sandbox"
 	"github.com/oncehook/oncehook/web"
@@ -233,7 +235,7 @@ func newConfigWorld(t *testing.T, file, yaml string, env map[string]string, with
 		t.Fatalf("config %s: %v", file, err)
 	}
 	logger := slog.New(slog.NewTextHandler(w.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	w.metrics = ledger.NewMetrics(w.pool)
+	w.metrics = metrics.New(w.pool)
 	clients := w.clients()
 	e := web.New(web.Params{Config: w.cfg, Pool: w.pool, Inbox: inbox.New(w.pool, logger, w.metrics),
 		Review: review.New(w.pool, w.cfg, clients), Metrics: w.metrics,
@@ -443,7 +445,7 @@ func TestRecipeAmountsInMajorUnits(t *testing.T) {
 				if i < 0 {
 					t.Fatalf("%s: no record for %s", cur, a.OperationKey)
 				}
-				got, _ := ledger.Pointer(api.Records()[i].Body, rc.amount)
+				got, _ := jsonpointer.Get(api.Records()[i].Body, rc.amount)
 				_, isNumber := got.(json.Number)
 				if fmt.Sprint(got) != major || isNumber != rc.asNumber {
 					t.Errorf("%s 4200: %s is %#v, want %s (a number: %v)", cur, rc.amount, got, major, rc.asNumber)

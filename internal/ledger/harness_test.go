@@ -24,6 +24,7 @@ import (
 	"github.com/oncehook/oncehook/internal/engine"
 	"github.com/oncehook/oncehook/internal/inbox"
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/metrics"
 	"github.com/oncehook/oncehook/internal/review"
 	"github.com/oncehook/oncehook/internal/sandbox"
 	"github.com/oncehook/oncehook/internal/sender"
@@ -122,7 +123,7 @@ type world struct {
 	token   string
 	admin   string // an admin API token
 	logs    *syncBuffer
-	metrics *ledger.Metrics
+	metrics *metrics.Metrics
 	stop    func() // stops the engine
 }
 
@@ -178,7 +179,7 @@ func newWorld(t *testing.T, o worldOptions) *world {
 	w.cfg = w.loadConfig()
 	logger := slog.New(slog.NewTextHandler(w.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	clients := destination.NewClients(w.cfg)
-	w.metrics = ledger.NewMetrics(w.pool)
+	w.metrics = metrics.New(w.pool)
 	e := web.New(web.Params{Config: w.cfg, Pool: w.pool, Inbox: inbox.New(w.pool, logger, w.metrics),
 		Review: review.New(w.pool, w.cfg, clients), Logger: logger, Metrics: w.metrics})
 	srv := httptest.NewServer(e)

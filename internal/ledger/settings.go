@@ -6,6 +6,9 @@ import (
 	"net/netip"
 	"slices"
 	"time"
+
+	"github.com/oncehook/oncehook/internal/jsonpointer"
+	"github.com/oncehook/oncehook/internal/money"
 )
 
 // Config is a parsed and validated oncehook.yaml (DESIGN.md section 4). Secrets are
@@ -352,10 +355,10 @@ type Condition struct {
 // Holds reports whether c holds for the decoded document doc.
 func (c Condition) Holds(doc any) bool {
 	if !c.HasEquals {
-		v, ok := Pointer(doc, c.Pointer)
+		v, ok := jsonpointer.Get(doc, c.Pointer)
 		return ok && v != nil
 	}
-	s, ok := PointerString(doc, c.Pointer)
+	s, ok := jsonpointer.String(doc, c.Pointer)
 	return ok && s == c.Equals
 }
 
@@ -381,11 +384,11 @@ type RetryPolicy struct {
 // them, in which case Const is the value (possibly nil).
 type Param struct {
 	Name          string
-	Pointer       string // "/a/b" into the event
-	Const         any    // {const: v}
-	Result        string // {result: action}: a rule on this rule's after chain
-	ResultPointer string // {result: action, pointer: /x}; "" means its record id
-	Money         *Money // {money: /amount, currency: /currency}: minor units to a major-unit decimal
+	Pointer       string       // "/a/b" into the event
+	Const         any          // {const: v}
+	Result        string       // {result: action}: a rule on this rule's after chain
+	ResultPointer string       // {result: action, pointer: /x}; "" means its record id
+	Money         *money.Money // {money: /amount, currency: /currency}: minor units to a major-unit decimal
 	Object        []Param
 	List          []Param
 	IsObject      bool // Object is set (possibly empty)

@@ -18,8 +18,11 @@ import (
 
 	"github.com/oncehook/oncehook/db"
 	"github.com/oncehook/oncehook/internal/batch"
+	"github.com/oncehook/oncehook/internal/jsonpointer"
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/metrics"
 	"github.com/oncehook/oncehook/internal/store"
+	"github.com/oncehook/oncehook/internal/tracing"
 )
 
 // Performer claims due actions under a lease, calls their destinations and records
@@ -423,7 +426,7 @@ func (pf *Performer) startCalls(ctx context.Context, q *db.Queries, rows []db.Ac
 			params, err := pf.fillResults(ctx, q, c.a)
 			if err != nil {
 				pf.logger.Warn("cannot prepare the call; its lease will expire and it will be tried again",
-					ledger.ActionIDs(ctx, c.a), "err", err)
+					tracing.ActionIDs(ctx, c.a), "err", err)
 				continue
 			}
 			c.params = params
@@ -509,7 +512,7 @@ func (pf *Performer) work(callCtx, stopCtx context.Context, c claim) {
 	if waited && !pf.stillHolds(ctx, a) {
 		// The lease lapsed during the wait: recovery may have handed the action to
 		// another worker, so this one must not call.
-		pf.logger.Warn("lost the lease while waiting for the destination's rate; not calling", ledger.ActionIDs(ctx, a))
+		pf.logger.Warn("lost the lease while waiting for the destination's rate; not calling", tracing.ActionIDs(ctx, a))
 		return
 	}
 	if c.probe == nil && pf.breakers.parksNow(ctx, a.Destination) {
@@ -526,7 +529,7 @@ func (pf *Performer) work(callCtx, stopCtx context.Context, c claim) {
 	}
 	if err != nil {
 		pf.logger.Warn("action step failed; its lease will expire and recovery decides",
-			ledger.ActionIDs(ctx, a), "err", err)
+			tracing.ActionIDs(ctx, a), "err", err)
 	}
 }
 
@@ -539,7 +542,7 @@ func (pf *Performer) notSent(c claim, why string) {
 	}
 	if err := pf.record(c.a, c.attemptID, ledger.Outcome{Observed: ledger.ObsThrottled, Detail: "not sent: " + why, NotSent: true}); err != nil {
 		pf.logger.Warn("record a call that was not sent; its lease will expire and recovery decides",
-			ledger.ActionIDs(nil, c.a), "err", err)
+			tracing.ActionIDs(nil, c.a), "err", err)
 	}
 }
 
@@ -571,7 +574,7 @@ func (pf *Performer) renewLease(ctx context.Context, a db.Action) (stop func()) 
 				return
 			case <-t.C:
 				if _, err := pf.renew(ctx, a); err != nil && ctx.Err() == nil {
-					pf.logger.Debug("renew lease", ledger.ActionIDs(ctx, a), "err", err)
+					pf.logger.Debug("renew lease", tracing.ActionIDs(ctx, a), "err", err)
 				}
 			}
 		}
@@ -593,7 +596,7 @@ func (pf *Performer) call(ctx context.Context, c claim) error {
 	endCallSpan(span, out.Observed, out.HTTPStatus)
 	c.answered()
 	pf.p.Metrics.Attempt(a.Destination, out.Observed, time.Since(start))
-	pf.logger.Debug("destination called", ledger.ActionIDs(callCtx, a), "destination", a.Destination,
+	pf.logger.Debug("destination called", tracing.ActionIDs(callCtx, a), "destination", a.Destination,
 		"observed", string(out.Observed), "status", out.HTTPStatus)
 	d, _ := pf.cfg.Destination(a.Destination)
 	if h := ledger.HealthOf(d.Type, out); c.probe != nil {
@@ -633,7 +636,7 @@ func (pf *Performer) fillResults(ctx context.Context, q *db.Queries, a db.Action
 		if len(pred.Result) > 0 {
 			_ = json.Unmarshal(pred.Result, &doc)
 		}
-		v, _ := ledger.Pointer(doc, p.ResultPointer)
+		v, _ := jsonpointer.Get(doc, p.ResultPointer)
 		return v, true
 	})
 	b, err := json.Marshal(params)
@@ -702,13 +705,13 @@ type Params struct {
 	Config      *ledger.Config
 	Clients     map[string]ledger.DestinationClient // each destination's client, by its name
 	Logger      *slog.Logger
-	Worker      string          // this process's name in leases; default host-pid-random
-	Poll        time.Duration   // fallback polling when no notification arrives; default 1s
-	LeaseExtra  time.Duration   // lease = destination timeout + this; default 30s
-	BackoffBase time.Duration   // first retry delay; default 2s
-	BackoffMax  time.Duration   // default 1h
-	Concurrency int             // destination calls in flight; default 16
-	Grace       time.Duration   // how long in-flight calls may finish at shutdown; default 10s
-	Metrics     *ledger.Metrics // may be nil
+	Worker      string           // this process's name in leases; default host-pid-random
+	Poll        time.Duration    // fallback polling when no notification arrives; default 1s
+	LeaseExtra  time.Duration    // lease = destination timeout + this; default 30s
+	BackoffBase time.Duration    // first retry delay; default 2s
+	BackoffMax  time.Duration    // default 1h
+	Concurrency int              // destination calls in flight; default 16
+	Grace       time.Duration    // how long in-flight calls may finish at shutdown; default 10s
+	Metrics     *metrics.Metrics // may be nil
 	Now         func() time.Time
 }

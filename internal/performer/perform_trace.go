@@ -6,6 +6,7 @@ import (
 	"github.com/oncehook/oncehook/db"
 	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/internal/telemetry"
+	"github.com/oncehook/oncehook/internal/tracing"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -21,12 +22,12 @@ func (pf *Performer) startCallSpan(ctx context.Context, name string, a db.Action
 	tp, err := db.New(pf.pool).EventTraceparentOfAction(ctx,
 		db.EventTraceparentOfActionParams{Client: a.Client, ActionID: a.ID})
 	if err == nil {
-		parent = ledger.StoredTraceContext(ctx, tp)
+		parent = tracing.StoredTraceContext(ctx, tp)
 	}
 	return telemetry.Tracer().Start(parent, name, trace.WithSpanKind(trace.SpanKindClient),
-		trace.WithAttributes(ledger.AttrActionID.Int64(a.ID), ledger.AttrAction.String(a.Name),
-			ledger.AttrDestination.String(a.Destination), ledger.AttrOpKeyHash.String(ledger.OperationKeyHash(a.OperationKey)),
-			ledger.AttrAttemptCount.Int(int(a.Attempts))))
+		trace.WithAttributes(tracing.AttrActionID.Int64(a.ID), tracing.AttrAction.String(a.Name),
+			tracing.AttrDestination.String(a.Destination), tracing.AttrOpKeyHash.String(tracing.OperationKeyHash(a.OperationKey)),
+			tracing.AttrAttemptCount.Int(int(a.Attempts))))
 }
 
 // endCallSpan ends a call's span with what the destination answered.
@@ -34,9 +35,9 @@ func endCallSpan(span trace.Span, observed ledger.Observation, httpStatus int) {
 	if !span.IsRecording() {
 		return
 	}
-	span.SetAttributes(ledger.AttrOutcome.String(observed.Code()))
+	span.SetAttributes(tracing.AttrOutcome.String(observed.Code()))
 	if httpStatus != 0 {
-		span.SetAttributes(ledger.AttrHTTPStatus.Int(httpStatus))
+		span.SetAttributes(tracing.AttrHTTPStatus.Int(httpStatus))
 	}
 	switch observed {
 	case ledger.ObsSuccess, ledger.ObsFound, ledger.ObsAlreadyConfirmed:
@@ -53,7 +54,7 @@ func (pf *Performer) startProbeSpan(ctx context.Context, destination string) (co
 		return ctx, trace.SpanFromContext(ctx)
 	}
 	return telemetry.Tracer().Start(ctx, "oncehook.breaker.probe", trace.WithSpanKind(trace.SpanKindInternal),
-		trace.WithAttributes(ledger.AttrDestination.String(destination)))
+		trace.WithAttributes(tracing.AttrDestination.String(destination)))
 }
 
 // endProbeSpan ends a probe's span with whether the destination was well.

@@ -12,6 +12,7 @@ import (
 	"github.com/oncehook/oncehook/internal/batch"
 	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/internal/store"
+	"github.com/oncehook/oncehook/internal/tracing"
 )
 
 // planFor is the retry budget of an action as the decision table needs it.
@@ -138,10 +139,10 @@ func (pf *Performer) writeGroup(ctx context.Context, group []pendingDecision) ([
 	for _, p := range group {
 		if !recorded[actionKey{p.a.Client, p.a.ID}] {
 			pf.logger.Warn("lease lost before the outcome was recorded; the attempt keeps the evidence",
-				ledger.ActionIDs(nil, p.a), "observed", string(p.out.Observed))
+				tracing.ActionIDs(nil, p.a), "observed", string(p.out.Observed))
 			continue
 		}
-		pf.logger.Debug("action outcome", ledger.ActionIDs(nil, p.a), "observed", string(p.out.Observed), "state", p.d.State)
+		pf.logger.Debug("action outcome", tracing.ActionIDs(nil, p.a), "observed", string(p.out.Observed), "state", p.d.State)
 	}
 	return make([]batch.Result[struct{}], len(group)), nil
 }

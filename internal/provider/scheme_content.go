@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/oncehook/oncehook/internal/jsonpointer"
 	"github.com/oncehook/oncehook/internal/jsonscan"
 	"github.com/oncehook/oncehook/internal/ledger"
 )
@@ -186,7 +187,7 @@ func (r *request) document() ([]byte, error) {
 }
 
 // pointerString reads a string of the document; with scalars, numbers and booleans
-// too, rendered as ledger.PointerString renders them. "" when the body is not JSON or
+// too, rendered as jsonpointer.String renders them. "" when the body is not JSON or
 // the pointer names nothing of that kind.
 func (r *request) pointerString(ptr string) string {
 	v := r.pointerRaw(ptr)
@@ -209,7 +210,7 @@ func (r *request) pointerString(ptr string) string {
 	default: // objects, lists and null name no one thing
 		return ""
 	}
-	s, _ := ledger.PointerString(x, "")
+	s, _ := jsonpointer.String(x, "")
 	return s
 }
 
@@ -227,7 +228,7 @@ func (r *request) pointerText(ptr string) string {
 // repeated member name counts by its last value, as encoding/json decodes it.
 func (r *request) pointerRaw(ptr string) []byte {
 	doc, err := r.document()
-	if err != nil || ledger.ValidPointer(ptr) != nil {
+	if err != nil || jsonpointer.Valid(ptr) != nil {
 		return nil
 	}
 	v, rest := doc, ptr[1:]

@@ -13,6 +13,7 @@ import (
 	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/internal/store"
 	"github.com/oncehook/oncehook/internal/telemetry"
+	"github.com/oncehook/oncehook/internal/tracing"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/jackc/pgx/v5"
@@ -275,7 +276,7 @@ func (rt *Router) routeSetAside(ctx context.Context, tx pgx.Tx, ev db.Event) (ro
 	if !refused {
 		return r, err
 	}
-	rt.logger.Warn("an event's content cannot be stored as an action; it is ignored", ledger.EventIDs(ev), "err", err)
+	rt.logger.Warn("an event's content cannot be stored as an action; it is ignored", tracing.EventIDs(ev), "err", err)
 	r = routing{status: ledger.EventIgnored}
 	r.note("its content cannot be stored as an action: %s", ledger.Truncate(pgErr.Message, 300))
 	return r, nil
@@ -463,12 +464,12 @@ func traceRoute(ev db.Event, r routing) {
 	}
 	var headers map[string]string
 	_ = json.Unmarshal(ev.Headers, &headers) // stored by the inbox as an object
-	ctx := ledger.StoredTraceContext(context.Background(), headers[ledger.TraceparentHeader])
+	ctx := tracing.StoredTraceContext(context.Background(), headers[tracing.TraceparentHeader])
 	ids := make([]int64, 0, len(r.linked))
 	for _, l := range r.linked {
 		ids = append(ids, l.actionID)
 	}
 	_, span := telemetry.Tracer().Start(ctx, "oncehook.route", trace.WithSpanKind(trace.SpanKindInternal),
-		trace.WithAttributes(ledger.AttrEventID.Int64(ev.ID), ledger.AttrEventStatus.String(r.status), ledger.AttrActionIDs.Int64Slice(ids)))
+		trace.WithAttributes(tracing.AttrEventID.Int64(ev.ID), tracing.AttrEventStatus.String(r.status), tracing.AttrActionIDs.Int64Slice(ids)))
 	span.End()
 }

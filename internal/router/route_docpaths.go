@@ -7,6 +7,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/oncehook/oncehook/internal/jsonpointer"
 	"github.com/oncehook/oncehook/internal/jsonscan"
 	"github.com/oncehook/oncehook/internal/ledger"
 )
@@ -67,10 +68,10 @@ func (d *docPaths) addParams(params []ledger.Param) {
 
 // add marks the value ptr names as read whole. An invalid pointer names nothing.
 func (d *docPaths) add(ptr string) {
-	if ledger.ValidPointer(ptr) != nil {
+	if jsonpointer.Valid(ptr) != nil {
 		return
 	}
-	for _, tok := range ledger.PointerTokens(ptr) {
+	for _, tok := range jsonpointer.Tokens(ptr) {
 		if d.whole {
 			return
 		}

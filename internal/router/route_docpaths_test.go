@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/oncehook/oncehook/internal/jsonpointer"
 	"github.com/oncehook/oncehook/internal/ledger"
 )
 
@@ -64,13 +65,13 @@ func TestDecodeDocFindsWhatTheWholeDocumentHolds(t *testing.T) {
 				t.Fatalf("decodeDoc error %v, whole document's %v", err, wholeErr)
 			}
 			for _, ptr := range append(pointers, "/data/object/id") {
-				wv, wok := ledger.Pointer(whole, ptr)
-				gv, gok := ledger.Pointer(got, ptr)
+				wv, wok := jsonpointer.Get(whole, ptr)
+				gv, gok := jsonpointer.Get(got, ptr)
 				if wok != gok || !reflect.DeepEqual(wv, gv) {
 					t.Errorf("%s: got %#v, %v; the whole document has %#v, %v", ptr, gv, gok, wv, wok)
 				}
-				ws, wsok := ledger.PointerString(whole, ptr)
-				gs, gsok := ledger.PointerString(got, ptr)
+				ws, wsok := jsonpointer.String(whole, ptr)
+				gs, gsok := jsonpointer.String(got, ptr)
 				if ws != gs || wsok != gsok {
 					t.Errorf("%s as a string: got %q, %v; the whole document has %q, %v", ptr, gs, gsok, ws, wsok)
 				}

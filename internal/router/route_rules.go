@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/oncehook/oncehook/db"
+	"github.com/oncehook/oncehook/internal/jsonpointer"
 	"github.com/oncehook/oncehook/internal/ledger"
 )
 
@@ -84,7 +85,7 @@ func (rt *Router) routeRule(ctx context.Context, q *db.Queries, ev db.Event, doc
 	}
 	resource, occurred := "", ruleTime(doc, rule, eventTime)
 	if rule.Resource != "" {
-		resource, _ = ledger.PointerString(doc, rule.Resource)
+		resource, _ = jsonpointer.String(doc, rule.Resource)
 	}
 	if resource != "" && occurred != nil {
 		stale, err := rt.checkStale(ctx, q, ev, resource, *occurred)
@@ -119,7 +120,7 @@ func (rt *Router) routeRule(ctx context.Context, q *db.Queries, ev db.Event, doc
 func keyParts(doc any, rule ledger.ActionRule, r *routing) ([]string, bool) {
 	parts := make([]string, 0, len(rule.Key))
 	for _, ptr := range rule.Key {
-		v, ok := ledger.PointerString(doc, ptr)
+		v, ok := jsonpointer.String(doc, ptr)
 		if !ok || v == "" {
 			r.note("%s: key field %s is missing", rule.Name, ptr)
 			return nil, false
@@ -289,7 +290,7 @@ func (rt *Router) applyCancellations(ctx context.Context, q *db.Queries, ev db.E
 			r.note("%s: the body does not meet the when of its cancellation by %s", rule.Name, ev.Type)
 			continue
 		}
-		res, ok := ledger.PointerString(doc, rule.Resource)
+		res, ok := jsonpointer.String(doc, rule.Resource)
 		if !ok || res == "" {
 			r.note("%s: the body names no resource at %s to cancel", rule.Name, rule.Resource)
 			continue
@@ -414,7 +415,7 @@ func renderParam(doc any, p ledger.Param, prefix string, problems *[]string) (an
 	case p.Result != "":
 		return nil, false
 	case p.Pointer != "":
-		v, _ := ledger.Pointer(doc, p.Pointer)
+		v, _ := jsonpointer.Get(doc, p.Pointer)
 		return v, true
 	case p.Money != nil:
 		v, problem := p.Money.Render(doc)
@@ -440,7 +441,7 @@ func renderParam(doc any, p ledger.Param, prefix string, problems *[]string) (an
 
 // pointerTime reads a time at ptr: RFC 3339 text or unix seconds.
 func pointerTime(doc any, ptr string) (time.Time, bool) {
-	s, ok := ledger.PointerString(doc, ptr)
+	s, ok := jsonpointer.String(doc, ptr)
 	if !ok {
 		return time.Time{}, false
 	}

@@ -1,4 +1,6 @@
-package ledger
+// Package metrics is oncehook's Prometheus metrics, all named oncehook_*: what the
+// stages count as they go, and the gauges read from the database at scrape time.
+package metrics
 
 import (
 	"context"
@@ -10,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/oncehook/oncehook/db"
+	"github.com/oncehook/oncehook/internal/ledger"
 )
 
 // Metrics are oncehook's Prometheus metrics, all named oncehook_*. A nil *Metrics
@@ -30,9 +33,9 @@ type Metrics struct {
 	breakerChanges  *prometheus.CounterVec
 }
 
-// NewMetrics registers every metric, including the gauges read from the database
+// New registers every metric, including the gauges read from the database
 // at scrape time (actions by state and queue, oldest age, held per destination).
-func NewMetrics(pool *pgxpool.Pool) *Metrics {
+func New(pool *pgxpool.Pool) *Metrics {
 	m := &Metrics{
 		Registry: prometheus.NewRegistry(),
 		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -110,7 +113,7 @@ func (m *Metrics) IngestBatch(n int) {
 }
 
 // Attempt counts one destination call.
-func (m *Metrics) Attempt(destination string, obs Observation, took time.Duration) {
+func (m *Metrics) Attempt(destination string, obs ledger.Observation, took time.Duration) {
 	if m == nil {
 		return
 	}
@@ -119,7 +122,7 @@ func (m *Metrics) Attempt(destination string, obs Observation, took time.Duratio
 }
 
 // Reconcile counts one reconciliation outcome.
-func (m *Metrics) Reconcile(obs Observation) {
+func (m *Metrics) Reconcile(obs ledger.Observation) {
 	if m != nil {
 		m.reconciles.WithLabelValues(obs.Code()).Inc()
 	}
@@ -133,12 +136,12 @@ func (m *Metrics) LeaseRecovered(to string) {
 }
 
 // BackfillPass counts one backfill pass and what it found.
-func (m *Metrics) BackfillPass(r BackfillResult) {
+func (m *Metrics) BackfillPass(r ledger.BackfillResult) {
 	if m == nil {
 		return
 	}
 	outcome := "ok"
-	var pe *ProviderError
+	var pe *ledger.ProviderError
 	switch {
 	case r.Err == nil:
 	case errors.As(r.Err, &pe) && (pe.Status == 401 || pe.Status == 403 && pe.RetryAfter == 0):
@@ -194,13 +197,13 @@ func (c *ledgerCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(descUp, prometheus.GaugeValue, 1)
 	counts := map[string]int64{}
-	oldest := map[string]float64{QueueOutstanding: 0, QueueUncertain: 0, QueueFailed: 0}
+	oldest := map[string]float64{ledger.QueueOutstanding: 0, ledger.QueueUncertain: 0, ledger.QueueFailed: 0}
 	for _, r := range rows {
 		counts[r.State] = r.N
-		q := QueueOf(r.State)
+		q := ledger.QueueOf(r.State)
 		oldest[q] = max(oldest[q], r.OldestSeconds)
 	}
-	for queue, states := range QueueStates {
+	for queue, states := range ledger.QueueStates {
 		for _, s := range states {
 			ch <- prometheus.MustNewConstMetric(descActions, prometheus.GaugeValue, float64(counts[s]), s, queue)
 		}
@@ -213,7 +216,7 @@ func (c *ledgerCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, h := range held {
 		ch <- prometheus.MustNewConstMetric(descHeld, prometheus.GaugeValue, float64(h.N), h.Destination)
 	}
-	breakers, err := Breakers(ctx, q)
+	breakers, err := ledger.Breakers(ctx, q)
 	if err != nil {
 		return
 	}
@@ -226,9 +229,9 @@ func (c *ledgerCollector) Collect(ch chan<- prometheus.Metric) {
 // closed, 1 half-open, 2 open.
 func BreakerGauge(state string) float64 {
 	switch state {
-	case BreakerOpen:
+	case ledger.BreakerOpen:
 		return 2
-	case BreakerHalfOpen:
+	case ledger.BreakerHalfOpen:
 		return 1
 	}
 	return 0

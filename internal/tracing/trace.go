@@ -1,4 +1,7 @@
-package ledger
+// Package tracing carries a delivery's trace through the router and the performer,
+// whichever process claims its work, and names the attributes of their spans and
+// log lines.
+package tracing
 
 import (
 	"context"

@@ -1,40 +1,43 @@
-package ledger
+// Package jsonpointer reads RFC 6901 JSON pointers over documents decoded by
+// encoding/json: the pointers of the config's rules, conditions and params.
+package jsonpointer
 
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 )
 
-// ValidPointer returns nil when ptr is an RFC 6901 JSON pointer: "" (the whole
+// Valid returns nil when ptr is an RFC 6901 JSON pointer: "" (the whole
 // document) or a sequence of "/"-prefixed reference tokens in which "~" only appears
-// as the escapes "~0" ("~") and "~1" ("/"). Anything else is an *Error of code
-// EINVALID naming the problem.
-func ValidPointer(ptr string) error {
+// as the escapes "~0" ("~") and "~1" ("/"). Anything else is an error naming the
+// problem.
+func Valid(ptr string) error {
 	if ptr == "" {
 		return nil
 	}
 	if ptr[0] != '/' {
-		return Errorf(EINVALID, "JSON pointer %q must be empty or start with \"/\"", ptr)
+		return fmt.Errorf("JSON pointer %q must be empty or start with \"/\"", ptr)
 	}
 	if !utf8.ValidString(ptr) {
 		// Decoded JSON keys are always valid UTF-8, so such a pointer could never match.
-		return Errorf(EINVALID, "JSON pointer %q is not valid UTF-8", ptr)
+		return fmt.Errorf("JSON pointer %q is not valid UTF-8", ptr)
 	}
 	for i := 0; i < len(ptr); i++ {
 		if ptr[i] == '~' && (i+1 == len(ptr) || ptr[i+1] != '0' && ptr[i+1] != '1') {
-			return Errorf(EINVALID, "JSON pointer %q has a \"~\" that is not ~0 or ~1", ptr)
+			return fmt.Errorf("JSON pointer %q has a \"~\" that is not ~0 or ~1", ptr)
 		}
 	}
 	return nil
 }
 
-// PointerTokens splits a valid pointer into its unescaped reference tokens. The
+// Tokens splits a valid pointer into its unescaped reference tokens. The
 // order of the replacements is the RFC's: "~01" must become "~1", not "/".
-func PointerTokens(ptr string) []string {
+func Tokens(ptr string) []string {
 	if ptr == "" {
 		return nil
 	}
@@ -47,16 +50,16 @@ func PointerTokens(ptr string) []string {
 	return toks
 }
 
-// Pointer evaluates the RFC 6901 pointer ptr over doc, a value decoded by
+// Get evaluates the RFC 6901 pointer ptr over doc, a value decoded by
 // encoding/json (map[string]any, []any, scalars). It reports false when ptr is
 // invalid or names nothing. Array indices are decimal without leading zeros; "-"
 // (the element after the last) never matches, since it exists only for writing.
-func Pointer(doc any, ptr string) (any, bool) {
-	if ValidPointer(ptr) != nil {
+func Get(doc any, ptr string) (any, bool) {
+	if Valid(ptr) != nil {
 		return nil, false
 	}
 	cur := doc
-	for _, tok := range PointerTokens(ptr) {
+	for _, tok := range Tokens(ptr) {
 		switch v := cur.(type) {
 		case map[string]any:
 			next, ok := v[tok]
@@ -85,15 +88,15 @@ func arrayIndex(tok string) (int, bool) {
 	return i, err == nil
 }
 
-// PointerString evaluates ptr over doc like Pointer and renders the scalar it finds
+// String evaluates ptr over doc like Get and renders the scalar it finds
 // as a business-key part: strings as they are, integers without exponent or
 // fraction, booleans as "true"/"false". Objects, arrays, null and missing values
 // report false, because they do not name one business operation.
 //
 // Decode payloads with json.Decoder.UseNumber: a json.Number integer is kept digit
 // for digit ("1234567890123456789"), where a float64 would already have lost it.
-func PointerString(doc any, ptr string) (string, bool) {
-	v, ok := Pointer(doc, ptr)
+func String(doc any, ptr string) (string, bool) {
+	v, ok := Get(doc, ptr)
 	if !ok {
 		return "", false
 	}

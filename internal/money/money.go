@@ -1,9 +1,13 @@
-package ledger
+// Package money renders an amount in a currency's minor unit as the major-unit
+// decimal a destination expects: the money params of the config's action rules.
+package money
 
 import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/oncehook/oncehook/internal/jsonpointer"
 )
 
 // Money is a param that turns an amount in a currency's minor unit (Stripe's
@@ -17,8 +21,8 @@ type Money struct {
 
 // Money's output forms.
 const (
-	MoneyAsString = "string"
-	MoneyAsNumber = "number"
+	AsString = "string"
+	AsNumber = "number"
 )
 
 // Render is m's value in doc: the major-unit decimal with the currency's ISO 4217
@@ -29,22 +33,22 @@ func (m Money) Render(doc any) (value any, problem string) {
 	code := m.Currency
 	if strings.HasPrefix(code, "/") {
 		var found bool
-		if code, found = PointerString(doc, m.Currency); !found {
+		if code, found = jsonpointer.String(doc, m.Currency); !found {
 			return nil, fmt.Sprintf("the event has no currency at %s", m.Currency)
 		}
 	}
 	exp, ok := CurrencyExponent(code)
 	if !ok {
-		return nil, fmt.Sprintf("the currency %q is not an ISO 4217 code", Truncate(code, 40))
+		return nil, fmt.Sprintf("the currency %.40q is not an ISO 4217 code", code)
 	}
-	minor, ok := PointerString(doc, m.Amount)
+	minor, ok := jsonpointer.String(doc, m.Amount)
 	if !ok {
 		return nil, fmt.Sprintf("the event has no amount at %s", m.Amount)
 	}
 	major, ok := MajorUnits(minor, exp)
 	switch {
 	case !ok:
-		return nil, fmt.Sprintf("the amount %q at %s is not a whole number of minor units", Truncate(minor, 40), m.Amount)
+		return nil, fmt.Sprintf("the amount %.40q at %s is not a whole number of minor units", minor, m.Amount)
 	case m.AsNumber:
 		return json.Number(major), ""
 	}
