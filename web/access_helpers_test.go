@@ -23,6 +23,7 @@ import (
 	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/internal/metrics"
 	"github.com/oncehook/oncehook/internal/review"
+	"github.com/oncehook/oncehook/internal/settings"
 	"github.com/oncehook/oncehook/web"
 )
 
@@ -76,19 +77,19 @@ func newAccessSite(t *testing.T) *accessSite {
 	d.url = srv.URL
 	s := &accessSite{dashboard: d, routes: e.Routes(), tokens: map[string]string{}}
 	ctx := context.Background()
-	for email, role := range map[string]string{adminEmail: ledger.RoleAdmin, opsEmail: ledger.RoleOperator} {
+	for email, role := range map[string]string{adminEmail: settings.RoleAdmin, opsEmail: settings.RoleOperator} {
 		u, err := accounts.CreateUser(ctx, d.pool, email, role, password, scopeOf(cfg, role)...)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if role == ledger.RoleOperator {
+		if role == settings.RoleOperator {
 			s.operator = u.ID
 		}
 		if s.tokens[role], err = accounts.CreateToken(ctx, d.pool, "access-"+role, role, scopeOf(cfg, role)...); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := accounts.CreateToken(ctx, d.pool, "access-spare", ledger.RoleOperator, cfg.Clients()...); err != nil {
+	if _, err := accounts.CreateToken(ctx, d.pool, "access-spare", settings.RoleOperator, cfg.Clients()...); err != nil {
 		t.Fatal(err)
 	}
 	if err := d.pool.QueryRow(ctx, `SELECT id FROM api_tokens WHERE name = 'access-spare'`).Scan(&s.spare); err != nil {
@@ -210,7 +211,7 @@ func withActs(p probe, pattern string) []probe {
 // actNames are the names of every manual act the ledger knows, sorted.
 func actNames() []string {
 	var names []string
-	for name := range review.Allowed(ledger.Actor{Role: ledger.RoleAdmin}, ledger.Action{}) {
+	for name := range review.Allowed(ledger.Actor{Role: settings.RoleAdmin}, ledger.Action{}) {
 		names = append(names, name)
 	}
 	slices.Sort(names)
@@ -237,7 +238,7 @@ func (s *accessSite) fill(pattern string) string {
 // route's own check.
 func (s *accessSite) form(csrf string) url.Values {
 	return url.Values{"csrf_token": {csrf}, "owner": {opsEmail}, "assign_owner": {opsEmail},
-		"email": {"new@example.com"}, "role": {ledger.RoleOperator}, "clients": s.cfg.Clients(), "password": {"a new password 123"},
+		"email": {"new@example.com"}, "role": {settings.RoleOperator}, "clients": s.cfg.Clients(), "password": {"a new password 123"},
 		"note": {"access test"}, "id": {fmt.Sprint(s.action)}, "expected": {"0"}, "disabled": {"false"},
 		"name": {"access test token"}, "expires_days": {"1"}}
 }

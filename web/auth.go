@@ -11,6 +11,7 @@ import (
 
 	"github.com/oncehook/oncehook/internal/accounts"
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/settings"
 	"github.com/oncehook/oncehook/views"
 )
 
@@ -61,7 +62,7 @@ func (s *Server) toLogin(c echo.Context) error {
 // admin pages from rendering for them.
 func requireAdmin(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		if actorOf(c).Role != ledger.RoleAdmin {
+		if actorOf(c).Role != settings.RoleAdmin {
 			return ledger.Errorf(ledger.EFORBIDDEN, "Only admins can do that.")
 		}
 		return next(c)

@@ -14,10 +14,10 @@ import (
 	"github.com/oncehook/oncehook/internal/backfill"
 	"github.com/oncehook/oncehook/internal/config"
 	"github.com/oncehook/oncehook/internal/inbox"
-	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/internal/provider"
 	"github.com/oncehook/oncehook/internal/review"
 	"github.com/oncehook/oncehook/internal/sandbox"
+	"github.com/oncehook/oncehook/internal/settings"
 	"github.com/oncehook/oncehook/web"
 )
 
@@ -58,7 +58,7 @@ actions:
 	srv := httptest.NewServer(web.New(web.Params{Config: cfg, Pool: pool, Inbox: inbox,
 		Review: review.New(pool, cfg, nil), Logger: logger}))
 	t.Cleanup(srv.Close)
-	if _, err := accounts.CreateUser(context.Background(), pool, opsEmail, ledger.RoleOperator, password, cfg.Clients()...); err != nil {
+	if _, err := accounts.CreateUser(context.Background(), pool, opsEmail, settings.RoleOperator, password, cfg.Clients()...); err != nil {
 		t.Fatal(err)
 	}
 	p := (&dashboard{t: t, url: srv.URL}).person()

@@ -11,6 +11,7 @@ import (
 	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/internal/review"
 	"github.com/oncehook/oncehook/internal/sandbox"
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
 // TestBrowserPagesUpdateThemselves: the action page and the overview follow the
@@ -30,7 +31,7 @@ func TestBrowserPagesUpdateThemselves(t *testing.T) {
 		return regexp.MustCompile(`^updated \d+ s ago$`).MatchString(b.text("#live-age"))
 	})
 	// Someone else retries it (the API, another person); the worker confirms it.
-	if _, err := d.review.Do(t.Context(), ledger.Actor{Name: "token:ci", Role: ledger.RoleAdmin}, review.ActRetry, a.ID,
+	if _, err := d.review.Do(t.Context(), ledger.Actor{Name: "token:ci", Role: settings.RoleAdmin}, review.ActRetry, a.ID,
 		review.ActParams{}); err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/oncehook/oncehook/internal/accounts"
 	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/internal/sandbox"
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
 // has reports whether sel finds a node on the browser's page.
@@ -235,7 +236,7 @@ func TestBrowserCorrectionApprovedAndPerformed(t *testing.T) {
 	t.Parallel()
 	d := newDashboard(t)
 	const ownerEmail = "sales-ops@example.com" // the action rule's owner
-	if _, err := accounts.CreateUser(context.Background(), d.pool, ownerEmail, ledger.RoleOperator, password, d.cfg.Clients()...); err != nil {
+	if _, err := accounts.CreateUser(context.Background(), d.pool, ownerEmail, settings.RoleOperator, password, d.cfg.Clients()...); err != nil {
 		t.Fatal(err)
 	}
 	d.crm.Fail(sandbox.Fault{Status: 422, Message: "amount must be approved"})

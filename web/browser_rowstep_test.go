@@ -12,6 +12,7 @@ import (
 	"github.com/oncehook/oncehook/internal/accounts"
 	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/internal/sandbox"
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
 // TestBrowserRowStepIsItsCause: on the failed queue each row says its own short
@@ -22,7 +23,7 @@ func TestBrowserRowStepIsItsCause(t *testing.T) {
 	t.Parallel()
 	d := newDashboard(t)
 	const ownerEmail = "sales-ops@example.com" // the action rule's owner
-	if _, err := accounts.CreateUser(context.Background(), d.pool, ownerEmail, ledger.RoleOperator, password, d.cfg.Clients()...); err != nil {
+	if _, err := accounts.CreateUser(context.Background(), d.pool, ownerEmail, settings.RoleOperator, password, d.cfg.Clients()...); err != nil {
 		t.Fatal(err)
 	}
 	d.crm.Fail(sandbox.Fault{Status: 422, Message: "amount must be approved"})
@@ -103,7 +104,7 @@ func TestBrowserRowStepIsItsCause(t *testing.T) {
 
 	// A viewer reads the same step, with no button: viewers cannot act.
 	const viewerEmail = "viewer@example.com"
-	if _, err := accounts.CreateUser(context.Background(), d.pool, viewerEmail, ledger.RoleViewer, password, d.cfg.Clients()...); err != nil {
+	if _, err := accounts.CreateUser(context.Background(), d.pool, viewerEmail, settings.RoleViewer, password, d.cfg.Clients()...); err != nil {
 		t.Fatal(err)
 	}
 	viewer := newBrowser(t, d.url)

@@ -11,6 +11,7 @@ import (
 	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/internal/review"
 	"github.com/oncehook/oncehook/internal/sandbox"
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
 // TestBrowserSnoozeComesBackOnTime: an operator snoozes a failed action of
@@ -24,7 +25,7 @@ func TestBrowserSnoozeComesBackOnTime(t *testing.T) {
 	d.crm.Fail(sandbox.Fault{Status: 422, Message: "amount must be approved"})
 	d.checkout("evt_snooze", "enq-snooze", "")
 	a := d.waitAction("open_opportunity", "enq-snooze", ledger.StateFailed)
-	if _, err := d.review.Do(t.Context(), ledger.Actor{Name: adminEmail, Role: ledger.RoleAdmin}, review.ActAssign, a.ID,
+	if _, err := d.review.Do(t.Context(), ledger.Actor{Name: adminEmail, Role: settings.RoleAdmin}, review.ActAssign, a.ID,
 		review.ActParams{Owner: opsEmail}); err != nil {
 		t.Fatal(err)
 	}

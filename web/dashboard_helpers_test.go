@@ -27,6 +27,7 @@ import (
 	"github.com/oncehook/oncehook/internal/review"
 	"github.com/oncehook/oncehook/internal/sandbox"
 	"github.com/oncehook/oncehook/internal/sender"
+	"github.com/oncehook/oncehook/internal/settings"
 	"github.com/oncehook/oncehook/web"
 )
 
@@ -89,7 +90,7 @@ type dashboard struct {
 	t      *testing.T
 	url    string
 	pool   *pgxpool.Pool
-	cfg    *ledger.Config
+	cfg    *settings.Config
 	review *review.Review
 	crm    *sandbox.CRM
 	mail   *sandbox.Mail
@@ -165,7 +166,7 @@ func newDashboardConfig(t *testing.T, cfgText string) *dashboard {
 	go func() { defer close(done); _ = eng.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
 
-	for email, role := range map[string]string{adminEmail: ledger.RoleAdmin, opsEmail: ledger.RoleOperator} {
+	for email, role := range map[string]string{adminEmail: settings.RoleAdmin, opsEmail: settings.RoleOperator} {
 		if _, err := accounts.CreateUser(context.Background(), d.pool, email, role, password, scopeOf(d.cfg, role)...); err != nil {
 			t.Fatal(err)
 		}
@@ -324,8 +325,8 @@ func (p *person) sessionCookie() string {
 
 // scopeOf is the clients a test gives a person or token of role: every client of
 // cfg for an operator or a viewer, none (every one, implied) for an admin.
-func scopeOf(cfg *ledger.Config, role string) []string {
-	if role == ledger.RoleAdmin {
+func scopeOf(cfg *settings.Config, role string) []string {
+	if role == settings.RoleAdmin {
 		return nil
 	}
 	return cfg.Clients()

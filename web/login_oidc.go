@@ -16,6 +16,7 @@ import (
 
 	"github.com/oncehook/oncehook/internal/accounts"
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/settings"
 	"github.com/oncehook/oncehook/views"
 )
 
@@ -35,7 +36,7 @@ const oidcTimeout = 15 * time.Second
 // discovery document is read at the first sign-in, not at start, so oncehook
 // starts while the provider is down; a failed discovery is tried again next time.
 type oidcClient struct {
-	cfg      *ledger.OIDC
+	cfg      *settings.OIDC
 	redirect string
 	http     *http.Client
 
@@ -44,11 +45,11 @@ type oidcClient struct {
 	verifier *oidc.IDTokenVerifier
 }
 
-func newOIDCClient(cfg *ledger.OIDC, baseURL string) *oidcClient {
+func newOIDCClient(cfg *settings.OIDC, baseURL string) *oidcClient {
 	if cfg == nil {
 		return nil
 	}
-	return &oidcClient{cfg: cfg, redirect: baseURL + ledger.OIDCCallbackPath, http: &http.Client{Timeout: oidcTimeout}}
+	return &oidcClient{cfg: cfg, redirect: baseURL + settings.OIDCCallbackPath, http: &http.Client{Timeout: oidcTimeout}}
 }
 
 // context carries the client with a timeout to go-oidc and x/oauth2.

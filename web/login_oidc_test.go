@@ -23,6 +23,7 @@ import (
 	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/internal/review"
 	"github.com/oncehook/oncehook/internal/sandbox"
+	"github.com/oncehook/oncehook/internal/settings"
 	"github.com/oncehook/oncehook/web"
 )
 
@@ -58,7 +59,7 @@ func newOIDCDashboard(t *testing.T, passwords bool) (*dashboard, *testOP) {
 		t.Fatal(err)
 	}
 	base := "http://" + ln.Addr().String()
-	o := startOP(t, "oncehook-test", base+ledger.OIDCCallbackPath)
+	o := startOP(t, "oncehook-test", base+settings.OIDCCallbackPath)
 	d := &dashboard{t: t, logs: &lockedWriter{w: &strings.Builder{}}, url: base}
 	d.pool = dbtest.New(t)
 	d.crm = sandbox.NewCRM(sandbox.CRMParams{Token: dashCRMToken})
@@ -90,7 +91,7 @@ func newOIDCDashboard(t *testing.T, passwords bool) (*dashboard, *testOP) {
 	done := make(chan struct{})
 	go func() { defer close(done); _ = eng.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
-	if _, err := accounts.CreateUser(ctx, d.pool, adminEmail, ledger.RoleAdmin, password); err != nil {
+	if _, err := accounts.CreateUser(ctx, d.pool, adminEmail, settings.RoleAdmin, password); err != nil {
 		t.Fatal(err)
 	}
 	return d, o
@@ -120,7 +121,7 @@ func (p *person) oidcSignIn(o *testOP, user string, edit func(*url.URL)) reply {
 		p.d.t.Fatal(err)
 	}
 	cb := p.follow(back.String(), func(u *url.URL) bool {
-		return strings.HasPrefix(u.String(), p.d.url+ledger.OIDCCallbackPath)
+		return strings.HasPrefix(u.String(), p.d.url+settings.OIDCCallbackPath)
 	})
 	if edit != nil {
 		edit(cb)
@@ -218,7 +219,7 @@ func TestBrowserOIDCSignIn(t *testing.T) {
 	}
 	b.screenshot("oidc-signed-in")
 	u, ok := d.oidcUser(annSubject)
-	if !ok || u.Email != annEmail || u.Role != ledger.RoleOperator || strings.Join(u.Clients, ",") != "acme" ||
+	if !ok || u.Email != annEmail || u.Role != settings.RoleOperator || strings.Join(u.Clients, ",") != "acme" ||
 		u.OIDCIssuer != o.issuer || u.SignedInAt == nil {
 		t.Errorf("stored user %+v, want ann, operator of acme, from %s", u, o.issuer)
 	}
@@ -317,9 +318,9 @@ func TestOIDCGroupChange(t *testing.T) {
 		role    string
 		clients string
 	}{
-		{[]string{"acme-ops"}, ledger.RoleOperator, "acme"},
-		{[]string{"acme-view", "admins"}, ledger.RoleAdmin, ""},
-		{[]string{"acme-view"}, ledger.RoleViewer, "acme"},
+		{[]string{"acme-ops"}, settings.RoleOperator, "acme"},
+		{[]string{"acme-view", "admins"}, settings.RoleAdmin, ""},
+		{[]string{"acme-view"}, settings.RoleViewer, "acme"},
 	}
 	var first ledger.User
 	for i, s := range steps {
@@ -352,7 +353,7 @@ func TestOIDCGroupChange(t *testing.T) {
 	if r.status != http.StatusForbidden || !strings.Contains(r.body, "Your TestIdP account is in no group with access to oncehook") {
 		t.Errorf("sign-in with no group of the rules: %d %s", r.status, tailOf(r.body, 600))
 	}
-	if u, _ := d.oidcUser(annSubject); u.Role != ledger.RoleViewer || len(u.Clients) != 0 {
+	if u, _ := d.oidcUser(annSubject); u.Role != settings.RoleViewer || len(u.Clients) != 0 {
 		t.Errorf("after the groups were removed: %s of %v, want no client left", u.Role, u.Clients)
 	}
 	if who := p.signedIn(); who != "" {
@@ -380,7 +381,7 @@ func TestOIDCDisabledSessionEnds(t *testing.T) {
 		t.Fatalf("signed in as %q", who)
 	}
 	u, _ := d.oidcUser(annSubject)
-	boss := ledger.Actor{Name: adminEmail, Role: ledger.RoleAdmin}
+	boss := ledger.Actor{Name: adminEmail, Role: settings.RoleAdmin}
 	if err := accounts.SetUserDisabled(t.Context(), d.pool, boss, u.ID, true); err != nil {
 		t.Fatal(err)
 	}

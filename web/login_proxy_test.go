@@ -15,8 +15,8 @@ import (
 	"github.com/oncehook/oncehook/internal/accounts"
 	"github.com/oncehook/oncehook/internal/config"
 	"github.com/oncehook/oncehook/internal/inbox"
-	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/internal/review"
+	"github.com/oncehook/oncehook/internal/settings"
 	"github.com/oncehook/oncehook/web"
 )
 
@@ -41,7 +41,7 @@ func proxySite(t *testing.T, extra string) *dashboard {
 		Review: review.New(d.pool, cfg, nil), Logger: logger, LoginLimits: proxyLimits}))
 	t.Cleanup(srv.Close)
 	d.url = srv.URL
-	if _, err := accounts.CreateUser(context.Background(), d.pool, adminEmail, ledger.RoleAdmin, password); err != nil {
+	if _, err := accounts.CreateUser(context.Background(), d.pool, adminEmail, settings.RoleAdmin, password); err != nil {
 		t.Fatal(err)
 	}
 	return d

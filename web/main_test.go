@@ -15,9 +15,9 @@ import (
 	"github.com/oncehook/oncehook/db/dbtest"
 	"github.com/oncehook/oncehook/internal/config"
 	"github.com/oncehook/oncehook/internal/inbox"
-	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/internal/review"
 	"github.com/oncehook/oncehook/internal/sender"
+	"github.com/oncehook/oncehook/internal/settings"
 	"github.com/oncehook/oncehook/web"
 )
 
@@ -53,7 +53,7 @@ type harness struct {
 	t    *testing.T
 	url  string
 	pool *pgxpool.Pool
-	cfg  *ledger.Config
+	cfg  *settings.Config
 	logs *lockedWriter
 }
 

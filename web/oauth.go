@@ -11,6 +11,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
 // Session keys of an authorization-code flow in progress: one at a time per
@@ -65,12 +66,12 @@ func (s *Server) oauthCallback(c echo.Context) error {
 // destinations connected through the browser: Reconnect posts here and is
 // redirected there, and a browser applies form-action to that redirect too.
 func (s *Server) allowAuthorizeForms(c echo.Context) {
-	if actorOf(c).Role != ledger.RoleAdmin {
+	if actorOf(c).Role != settings.RoleAdmin {
 		return // only admins reconnect
 	}
 	var origins []string
 	for _, d := range s.cfg.Destinations {
-		if d.Auth.OAuth2 == nil || d.Auth.OAuth2.Grant != ledger.GrantAuthorizationCode {
+		if d.Auth.OAuth2 == nil || d.Auth.OAuth2.Grant != settings.GrantAuthorizationCode {
 			continue
 		}
 		if u, err := url.Parse(d.Auth.OAuth2.AuthorizeURL); err == nil && u.Host != "" {

@@ -23,6 +23,7 @@ import (
 	"github.com/oncehook/oncehook/internal/review"
 	"github.com/oncehook/oncehook/internal/sandbox"
 	"github.com/oncehook/oncehook/internal/sandbox/authserver"
+	"github.com/oncehook/oncehook/internal/settings"
 	"github.com/oncehook/oncehook/web"
 )
 
@@ -61,7 +62,7 @@ notify:
 `
 
 var oauthEnv = map[string]string{"STRIPE_SECRET": dashStripeSecret, "CRM_CLIENT_ID": "oncehook-crm",
-	"CRM_CLIENT_SECRET": "crm-client-secret-81f2", ledger.SecretKeyEnv: "q9Jc2v0N9f0cS4nq0p1u3mZyXbq3rQ3l7w1vYc8hK2E="}
+	"CRM_CLIENT_SECRET": "crm-client-secret-81f2", settings.SecretKeyEnv: "q9Jc2v0N9f0cS4nq0p1u3mZyXbq3rQ3l7w1vYc8hK2E="}
 
 // TestOAuthConnectRevokeReconnectInTheBrowser: an authorization_code destination
 // waits for its first connection, which an admin makes through the provider's
@@ -106,7 +107,7 @@ func TestOAuthConnectRevokeReconnectInTheBrowser(t *testing.T) {
 	done := make(chan struct{})
 	go func() { defer close(done); _ = eng.Run(engCtx) }()
 	t.Cleanup(func() { cancel(); <-done })
-	if _, err := accounts.CreateUser(ctx, pool, adminEmail, ledger.RoleAdmin, password); err != nil {
+	if _, err := accounts.CreateUser(ctx, pool, adminEmail, settings.RoleAdmin, password); err != nil {
 		t.Fatal(err)
 	}
 	d := &dashboard{t: t, url: srv.URL, pool: pool, cfg: cfg, review: review, crm: crm, mail: mail, logs: logs}

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/oncehook/oncehook/internal/accounts"
-	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
 // TestOwnersWithoutAccountFlagged: the config's owners that nobody signs in as are
@@ -36,7 +36,7 @@ func TestOwnersWithoutAccountFlagged(t *testing.T) {
 	if n := strings.Count(dests.body, `class="no-account"`); n != 2 {
 		t.Errorf("/destinations flags %d owners, want 2 (crm-admin, mail-admin)", n)
 	}
-	if _, err := accounts.CreateUser(t.Context(), d.pool, "crm-admin@example.com", ledger.RoleOperator, password, d.cfg.Clients()...); err != nil {
+	if _, err := accounts.CreateUser(t.Context(), d.pool, "crm-admin@example.com", settings.RoleOperator, password, d.cfg.Clients()...); err != nil {
 		t.Fatal(err)
 	}
 	if n := strings.Count(admin.get("/destinations").body, `class="no-account"`); n != 1 {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/internal/review"
+	"github.com/oncehook/oncehook/internal/settings"
 	"github.com/oncehook/oncehook/static"
 	"github.com/oncehook/oncehook/views"
 )
@@ -51,7 +52,7 @@ func (s *Server) layout(c echo.Context, title, section string) views.Layout {
 	l.Kept = s.keptFor(c)
 	l.LiveAt = stamp(s.now())
 	if u := userOf(c); u.ID != 0 {
-		l.User = &views.User{ID: u.ID, Email: u.Email, Role: u.Role, Admin: u.Role == ledger.RoleAdmin}
+		l.User = &views.User{ID: u.ID, Email: u.Email, Role: u.Role, Admin: u.Role == settings.RoleAdmin}
 		l.NavCounts = s.navCounts(c)
 	}
 	return l
@@ -182,7 +183,7 @@ func (s *Server) rowAct(c echo.Context, a ledger.Action, act string) *views.RowA
 	case "":
 		return nil
 	case review.ActReconnect:
-		if actor.Role != ledger.RoleAdmin {
+		if actor.Role != settings.RoleAdmin {
 			return nil
 		}
 		return &views.RowAct{Label: "Reconnect", URL: "/destinations", Aria: "Reconnect " + a.Destination}

@@ -13,6 +13,7 @@ import (
 	"github.com/oncehook/oncehook/internal/cutover"
 	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/internal/review"
+	"github.com/oncehook/oncehook/internal/settings"
 	"github.com/oncehook/oncehook/views"
 )
 
@@ -249,7 +250,7 @@ func (s *Server) disconnected(c echo.Context, a ledger.Action) (*views.Disconnec
 		return nil, err
 	}
 	return &views.Disconnected{Name: d.Name, Reason: d.Reason, Owner: d.Owner,
-		CanReconnect: actorOf(c).Role == ledger.RoleAdmin, URL: "/destinations#dest-" + d.Name}, nil
+		CanReconnect: actorOf(c).Role == settings.RoleAdmin, URL: "/destinations#dest-" + d.Name}, nil
 }
 
 // actDone is what the person is told after each act: what was done, never a

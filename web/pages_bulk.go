@@ -10,6 +10,7 @@ import (
 
 	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/internal/review"
+	"github.com/oncehook/oncehook/internal/settings"
 	"github.com/oncehook/oncehook/views"
 )
 
@@ -160,7 +161,7 @@ func mayBulk(c echo.Context, act string) error {
 	if err := mayAct(c); err != nil {
 		return err
 	}
-	if x.AdminOnly && actorOf(c).Role != ledger.RoleAdmin {
+	if x.AdminOnly && actorOf(c).Role != settings.RoleAdmin {
 		return ledger.Errorf(ledger.EFORBIDDEN, "Only admins can %s actions.", act)
 	}
 	return nil

@@ -12,6 +12,7 @@ import (
 
 	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/internal/review"
+	"github.com/oncehook/oncehook/internal/settings"
 	"github.com/oncehook/oncehook/views"
 )
 
@@ -100,7 +101,7 @@ func (s *Server) eventsPage(c echo.Context) error {
 	if cursor != "" {
 		m.FirstURL = eventsURL(vf, "")
 	}
-	if actorOf(c).Role == ledger.RoleAdmin {
+	if actorOf(c).Role == settings.RoleAdmin {
 		m.ReplayURL = eventsPathURL("/events/replay", vf, "")
 	}
 	return s.render(c, http.StatusOK, views.Events(s.layout(c, "Events", "events"), m))

@@ -11,6 +11,7 @@ import (
 
 	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/internal/review"
+	"github.com/oncehook/oncehook/internal/settings"
 	"github.com/oncehook/oncehook/views"
 )
 
@@ -49,7 +50,7 @@ func (s *Server) showQueue(c echo.Context, showFilter bool) error {
 		return err
 	}
 	m := views.QueuePage{Path: path, Filter: f, ShowFilter: showFilter,
-		CanAssign: actorOf(c).Role == ledger.RoleAdmin}
+		CanAssign: actorOf(c).Role == settings.RoleAdmin}
 	section, all := queueHeading(&m, path, c.Param("queue"))
 	table, err := s.queueTable(c, path, f, states, cursor, page)
 	if err != nil {

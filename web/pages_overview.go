@@ -9,6 +9,7 @@ import (
 
 	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/internal/review"
+	"github.com/oncehook/oncehook/internal/settings"
 	"github.com/oncehook/oncehook/views"
 )
 
@@ -146,7 +147,7 @@ func (s *Server) destinationsPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	m := views.DestinationsPage{Rows: rows, CanReconnect: actorOf(c).Role == ledger.RoleAdmin}
+	m := views.DestinationsPage{Rows: rows, CanReconnect: actorOf(c).Role == settings.RoleAdmin}
 	s.allowAuthorizeForms(c)
 	return s.render(c, http.StatusOK, views.Destinations(live(c, s.layout(c, "Destinations", "destinations")), m))
 }

@@ -3,7 +3,7 @@ package web
 import (
 	"github.com/labstack/echo/v4"
 
-	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/settings"
 	"github.com/oncehook/oncehook/static"
 )
 
@@ -18,7 +18,7 @@ func (s *Server) pageRoutes(e *echo.Echo) {
 	e.GET("/login", s.loginForm, open...)
 	e.POST("/login", s.login, open...)
 	e.GET("/login/oidc", s.oidcStart, open...)
-	e.GET(ledger.OIDCCallbackPath, s.oidcCallback, open...)
+	e.GET(settings.OIDCCallbackPath, s.oidcCallback, open...)
 
 	// Signed-in routes keep a form that arrives after its session expired (before
 	// the CSRF check, which would refuse it) and send the person to sign in.

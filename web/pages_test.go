@@ -13,6 +13,7 @@ import (
 	"github.com/oncehook/oncehook/internal/accounts"
 	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/internal/sandbox"
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
 func TestPagesNeedSignIn(t *testing.T) {
@@ -161,7 +162,7 @@ func TestCSRFRefusals(t *testing.T) {
 	}
 	t.Run("HooksAndAPIExempt", func(t *testing.T) {
 		d.checkout("evt_exempt", "enq-exempt", "")
-		tok, _ := accounts.CreateToken(t.Context(), d.pool, "t", ledger.RoleAdmin)
+		tok, _ := accounts.CreateToken(t.Context(), d.pool, "t", settings.RoleAdmin)
 		pg := p.do(http.MethodPost, "/api/v1/destinations/crm/reconnect", nil,
 			map[string]string{"Authorization": "Bearer " + tok, "Origin": "https://evil.example"})
 		if pg.status != http.StatusOK {

@@ -8,15 +8,16 @@ import (
 
 	"github.com/oncehook/oncehook/internal/accounts"
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/settings"
 	"github.com/oncehook/oncehook/views"
 )
 
 // roles are the roles the forms offer, the least first.
-var roles = []string{ledger.RoleViewer, ledger.RoleOperator, ledger.RoleAdmin}
+var roles = []string{settings.RoleViewer, settings.RoleOperator, settings.RoleAdmin}
 
 // usersPage serves /users (admins).
 func (s *Server) usersPage(c echo.Context) error {
-	return s.showUsers(c, http.StatusOK, c.QueryParam("email"), ledger.RoleOperator, nil)
+	return s.showUsers(c, http.StatusOK, c.QueryParam("email"), settings.RoleOperator, nil)
 }
 
 func (s *Server) showUsers(c echo.Context, status int, email, role string, clients []string) error {
@@ -46,7 +47,7 @@ func (s *Server) addUser(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if role == ledger.RoleAdmin {
+	if role == settings.RoleAdmin {
 		clients = nil // an admin sees every client, whatever is ticked
 	}
 	clients, err = ledger.CheckScope(role, clients, s.cfg.Clients())
@@ -77,7 +78,7 @@ func (s *Server) setUserRole(c echo.Context) error {
 		return err
 	}
 	role := c.FormValue("role")
-	if role == ledger.RoleAdmin {
+	if role == settings.RoleAdmin {
 		clients = nil // an admin sees every client, whatever is ticked
 	}
 	if clients, err = ledger.CheckScope(role, clients, s.cfg.Clients()); err != nil {
@@ -119,7 +120,7 @@ func (s *Server) formClients(c echo.Context) ([]string, error) {
 
 // scopeWords says a role with its clients: "admin", "viewer of acme, globex".
 func scopeWords(role string, clients []string) string {
-	if role == ledger.RoleAdmin || len(clients) == 0 {
+	if role == settings.RoleAdmin || len(clients) == 0 {
 		return role
 	}
 	return role + " of " + strings.Join(clients, ", ")

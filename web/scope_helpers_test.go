@@ -25,6 +25,7 @@ import (
 	"github.com/oncehook/oncehook/internal/metrics"
 	"github.com/oncehook/oncehook/internal/review"
 	"github.com/oncehook/oncehook/internal/sender"
+	"github.com/oncehook/oncehook/internal/settings"
 	"github.com/oncehook/oncehook/web"
 )
 
@@ -146,10 +147,10 @@ func (s *scopeSite) addPersonas() {
 	s.t.Helper()
 	ctx := context.Background()
 	for _, x := range []struct{ email, role, client string }{
-		{adminEmail, ledger.RoleAdmin, ""},
-		{"op-acme@example.com", ledger.RoleOperator, "acme"},
-		{"viewer-acme@example.com", ledger.RoleViewer, "acme"},
-		{"op-globex@example.com", ledger.RoleOperator, "globex"},
+		{adminEmail, settings.RoleAdmin, ""},
+		{"op-acme@example.com", settings.RoleOperator, "acme"},
+		{"viewer-acme@example.com", settings.RoleViewer, "acme"},
+		{"op-globex@example.com", settings.RoleOperator, "globex"},
 	} {
 		var clients []string
 		if x.client != "" {
@@ -166,12 +167,12 @@ func (s *scopeSite) addPersonas() {
 		p.login(x.email)
 		s.personas = append(s.personas, &scopePersona{email: x.email, role: x.role, client: x.client, token: tok, p: p})
 	}
-	u, err := accounts.CreateUser(ctx, s.pool, "spare@example.com", ledger.RoleViewer, password, "acme")
+	u, err := accounts.CreateUser(ctx, s.pool, "spare@example.com", settings.RoleViewer, password, "acme")
 	if err != nil {
 		s.t.Fatal(err)
 	}
 	s.user = u.ID
-	if _, err := accounts.CreateToken(ctx, s.pool, "spare", ledger.RoleViewer, "acme"); err != nil {
+	if _, err := accounts.CreateToken(ctx, s.pool, "spare", settings.RoleViewer, "acme"); err != nil {
 		s.t.Fatal(err)
 	}
 	if err := s.pool.QueryRow(ctx, `SELECT id FROM api_tokens WHERE name = 'spare'`).Scan(&s.spare); err != nil {
@@ -253,12 +254,12 @@ func (s *scopeSite) fill(c string) *clientData {
 		s.t.Fatal(err)
 	}
 	d.actions[ledger.StatePending] = d.all[len(d.all)-1]
-	admin := ledger.Actor{Name: adminEmail, Role: ledger.RoleAdmin}
+	admin := ledger.Actor{Name: adminEmail, Role: settings.RoleAdmin}
 	if _, err := s.review.Do(ctx, admin, review.ActAssign, d.actions[ledger.StateUncertain],
 		review.ActParams{Owner: "op-" + c + "@example.com"}); err != nil {
 		s.t.Fatal(err)
 	}
-	op := ledger.Actor{Name: "op-" + c + "@example.com", Role: ledger.RoleOperator, Clients: []string{c}}
+	op := ledger.Actor{Name: "op-" + c + "@example.com", Role: settings.RoleOperator, Clients: []string{c}}
 	if _, err := s.review.Correct(ctx, op, d.actions[ledger.StateFailed],
 		json.RawMessage(fmt.Sprintf(`{"enquiry_id":"enq_%s_0","amount":1,"email":"fixed-%s@example.com"}`, c, c)),
 		"the amount "+c+" meant"); err != nil {
@@ -431,7 +432,7 @@ func (s *scopeSite) fillFor(pattern, c string) (string, string) {
 func (s *scopeSite) form(csrf, c string) url.Values {
 	return url.Values{"csrf_token": {csrf}, "owner": {"op-" + c + "@example.com"},
 		"assign_owner": {"op-" + c + "@example.com"}, "email": {"new-" + c + "@example.com"},
-		"role": {ledger.RoleViewer}, "clients": {c}, "password": {"a new password 123"}, "note": {"scope walk"},
+		"role": {settings.RoleViewer}, "clients": {c}, "password": {"a new password 123"}, "note": {"scope walk"},
 		"id": {fmt.Sprint(s.data[c].actions[ledger.StateUncertain])}, "confirmed": {"1"}, "expected": {"0"},
 		"disabled": {"false"}, "name": {"scope token"}, "expires_days": {"1"},
 		"params": {`{"enquiry_id":"x","amount":2}`}, "checked_destination": {"1"},

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
 // TestScopesWalkEveryRoute walks every route of Echo's table, pages and API, GET
@@ -38,7 +39,7 @@ func TestScopesWalkEveryRoute(t *testing.T) {
 		if got := s.snapshot(other(p.client)); got != before[other(p.client)] {
 			t.Errorf("%s changed %s's rows:\nbefore %s\nafter  %s", p.email, other(p.client), before[other(p.client)], got)
 		}
-		if p.role == ledger.RoleViewer {
+		if p.role == settings.RoleViewer {
 			if got := s.snapshot(p.client); got != before[p.client] {
 				t.Errorf("viewer %s changed %s's rows:\nbefore %s\nafter  %s", p.email, p.client, before[p.client], got)
 			}
@@ -78,7 +79,7 @@ func (s *scopeSite) walkScoped(p *scopePersona, walked map[string]bool) {
 			for _, l := range s.leaks(theirs, body) {
 				s.t.Errorf("%s as %s (%d) shows %s's data: %s", tg, p.email, status, theirs, l)
 			}
-			mayAct := p.role != ledger.RoleViewer && !tg.admin
+			mayAct := p.role != settings.RoleViewer && !tg.admin
 			switch {
 			case c == theirs && (tg.kind == "action" || tg.kind == "event") && !tg.admin && status != http.StatusNotFound:
 				s.t.Errorf("%s as %s, %s's %s: %d, want 404", tg, p.email, theirs, tg.kind, status)
@@ -93,7 +94,7 @@ func (s *scopeSite) walkScoped(p *scopePersona, walked map[string]bool) {
 // fails, no record is hidden from them, and no route refuses them as a non-admin.
 func (s *scopeSite) walkAdmin(p *scopePersona, walked map[string]bool) {
 	s.t.Helper()
-	if p.role != ledger.RoleAdmin {
+	if p.role != settings.RoleAdmin {
 		s.t.Fatalf("the first persona is %s, not the admin", p.email)
 	}
 	s.checkCounts(p)

@@ -19,9 +19,9 @@ import (
 	"github.com/oncehook/oncehook/internal/destination"
 	"github.com/oncehook/oncehook/internal/engine"
 	"github.com/oncehook/oncehook/internal/inbox"
-	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/internal/oauthstore"
 	"github.com/oncehook/oncehook/internal/review"
+	"github.com/oncehook/oncehook/internal/settings"
 	"github.com/oncehook/oncehook/web"
 )
 
@@ -106,7 +106,7 @@ func TestSecretsStayOutOfReasons(t *testing.T) {
 	for _, d := range []string{"bearer", "header", "basic", "granted", "refused"} {
 		yaml += fmt.Sprintf(echoRule, d)
 	}
-	env := map[string]string{"T_ID": "client-id", ledger.SecretKeyEnv: oauthEnv[ledger.SecretKeyEnv]}
+	env := map[string]string{"T_ID": "client-id", settings.SecretKeyEnv: oauthEnv[settings.SecretKeyEnv]}
 	for k, v := range echoSecrets {
 		env[k] = v
 	}
@@ -134,7 +134,7 @@ func TestSecretsStayOutOfReasons(t *testing.T) {
 	for _, path := range []string{"/queue/failed", "/queue/outstanding", "/destinations", "/actions?limit=200"} {
 		texts["GET "+path] = admin.get(path).body
 	}
-	token, err := accounts.CreateToken(ctx, d.pool, "echo", ledger.RoleAdmin)
+	token, err := accounts.CreateToken(ctx, d.pool, "echo", settings.RoleAdmin)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +173,7 @@ func echoSecretValues() map[string]string {
 }
 
 // runEchoSite runs the dashboard, the engine and the OAuth grants for cfg.
-func runEchoSite(t *testing.T, cfg *ledger.Config) *dashboard {
+func runEchoSite(t *testing.T, cfg *settings.Config) *dashboard {
 	t.Helper()
 	ctx := context.Background()
 	pool := dbtest.New(t)
@@ -196,7 +196,7 @@ func runEchoSite(t *testing.T, cfg *ledger.Config) *dashboard {
 	done := make(chan struct{})
 	go func() { defer close(done); _ = eng.Run(engCtx) }()
 	t.Cleanup(func() { cancel(); <-done })
-	if _, err := accounts.CreateUser(ctx, pool, adminEmail, ledger.RoleAdmin, password); err != nil {
+	if _, err := accounts.CreateUser(ctx, pool, adminEmail, settings.RoleAdmin, password); err != nil {
 		t.Fatal(err)
 	}
 	return &dashboard{t: t, url: srv.URL, pool: pool, cfg: cfg, review: review, logs: logs}

@@ -14,14 +14,14 @@ import (
 
 	"github.com/oncehook/oncehook/internal/accounts"
 	"github.com/oncehook/oncehook/internal/inbox"
-	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/internal/metrics"
 	"github.com/oncehook/oncehook/internal/review"
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
 // Params is everything the HTTP layer needs, passed explicitly.
 type Params struct {
-	Config *ledger.Config
+	Config *settings.Config
 	Pool   *pgxpool.Pool
 	Inbox  *inbox.Inbox
 	Review *review.Review
@@ -38,7 +38,7 @@ type Params struct {
 
 // Server holds the handlers' dependencies.
 type Server struct {
-	cfg       *ledger.Config
+	cfg       *settings.Config
 	pool      *pgxpool.Pool
 	inbox     *inbox.Inbox
 	reviewAll *review.Review // sees every client: handlers read through review(c)

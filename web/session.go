@@ -11,6 +11,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
 // Session keys.
@@ -29,7 +30,7 @@ const sessionLoadedKey = "session_loaded"
 // newSessions returns the session manager: scs over Postgres, so every oncehook
 // process sees the same sessions and a restart signs nobody out.
 // The lifetimes are the config's sessions section, defaults given by the loader.
-func newSessions(pool *pgxpool.Pool, p ledger.Sessions, baseURL string) *scs.SessionManager {
+func newSessions(pool *pgxpool.Pool, p settings.Sessions, baseURL string) *scs.SessionManager {
 	sm := scs.New()
 	// No cleanup goroutine: web.New has no stop, and sign-in sweeps expired rows.
 	sm.Store = pgxstore.NewWithCleanupInterval(pool, 0)

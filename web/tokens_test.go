@@ -12,6 +12,7 @@ import (
 
 	"github.com/oncehook/oncehook/internal/accounts"
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
 // apiStatus is the status of GET /api/v1/summary with token.
@@ -39,7 +40,7 @@ func TestTokenLifecycleOnTheTokensPage(t *testing.T) {
 	s := newAccessSite(t)
 	admin := s.person()
 	admin.login(adminEmail)
-	pg := admin.post("/tokens", "/tokens", url.Values{"name": {"ci-deploy"}, "role": {ledger.RoleOperator}, "clients": {"acme"}, "expires_days": {"90"}})
+	pg := admin.post("/tokens", "/tokens", url.Values{"name": {"ci-deploy"}, "role": {settings.RoleOperator}, "clients": {"acme"}, "expires_days": {"90"}})
 	m := newTokenValue.FindStringSubmatch(pg.body)
 	if pg.status != http.StatusOK || m == nil {
 		t.Fatalf("create: %d, no token shown:\n%s", pg.status, tailOf(pg.body, 800))
@@ -76,8 +77,8 @@ func TestTokenLifecycleOnTheTokensPage(t *testing.T) {
 	}
 
 	// An expiring token: the clock is moved past its expiry, as time would.
-	old, _, err := accounts.IssueToken(ctx, s.pool, accounts.TokenParams{Name: "short", Role: ledger.RoleOperator, Clients: []string{"acme"},
-		Expires: time.Hour, Actor: ledger.Actor{Name: adminEmail, Role: ledger.RoleAdmin}})
+	old, _, err := accounts.IssueToken(ctx, s.pool, accounts.TokenParams{Name: "short", Role: settings.RoleOperator, Clients: []string{"acme"},
+		Expires: time.Hour, Actor: ledger.Actor{Name: adminEmail, Role: settings.RoleAdmin}})
 	if err != nil {
 		t.Fatal(err)
 	}

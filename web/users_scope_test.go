@@ -12,6 +12,7 @@ import (
 
 	"github.com/oncehook/oncehook/internal/accounts"
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
 // TestAdminsSetScopes: on /users an admin adds a viewer of acme, changes a
@@ -37,30 +38,30 @@ func TestAdminsSetScopes(t *testing.T) {
 		t.Fatalf("no user %s", email)
 		return ledger.User{}
 	}
-	r := admin.post("/users", "/users", url.Values{"email": {"vi@example.com"}, "role": {ledger.RoleViewer},
+	r := admin.post("/users", "/users", url.Values{"email": {"vi@example.com"}, "role": {settings.RoleViewer},
 		"clients": {"acme"}, "password": {password}})
 	if r.status != http.StatusSeeOther {
 		t.Fatalf("add a viewer of acme: %d %s", r.status, tailOf(r.body, 300))
 	}
-	if u := stored("vi@example.com"); u.Role != ledger.RoleViewer || !cmp.Equal(u.Clients, []string{"acme"}) {
+	if u := stored("vi@example.com"); u.Role != settings.RoleViewer || !cmp.Equal(u.Clients, []string{"acme"}) {
 		t.Errorf("stored %s of %v, want a viewer of acme", u.Role, u.Clients)
 	}
 	path := fmt.Sprintf("/users/%d/role", stored("vi@example.com").ID)
-	r = admin.post("/users", path, url.Values{"role": {ledger.RoleOperator}, "clients": {"globex", "acme"}})
-	if u := stored("vi@example.com"); r.status != http.StatusSeeOther || u.Role != ledger.RoleOperator ||
+	r = admin.post("/users", path, url.Values{"role": {settings.RoleOperator}, "clients": {"globex", "acme"}})
+	if u := stored("vi@example.com"); r.status != http.StatusSeeOther || u.Role != settings.RoleOperator ||
 		!cmp.Equal(u.Clients, []string{"acme", "globex"}) {
 		t.Errorf("change to an operator of acme and globex: %d, stored %s of %v", r.status, u.Role, u.Clients)
 	}
-	r = admin.post("/users", path, url.Values{"role": {ledger.RoleViewer}, "clients": {"initech"}})
+	r = admin.post("/users", path, url.Values{"role": {settings.RoleViewer}, "clients": {"initech"}})
 	if u := stored("vi@example.com"); r.status != http.StatusBadRequest || !strings.Contains(r.body, `&#34;initech&#34;`) ||
-		u.Role != ledger.RoleOperator {
+		u.Role != settings.RoleOperator {
 		t.Errorf("a client no source names: %d, stored %s of %v\n%s", r.status, u.Role, u.Clients, tailOf(r.body, 300))
 	}
 	page := admin.get("/tokens")
 	if !strings.Contains(page.body, `name="clients" value="globex"`) {
 		t.Errorf("/tokens offers no clients to choose")
 	}
-	r = admin.post("/tokens", "/tokens", url.Values{"name": {"acme reader"}, "role": {ledger.RoleViewer},
+	r = admin.post("/tokens", "/tokens", url.Values{"name": {"acme reader"}, "role": {settings.RoleViewer},
 		"clients": {"acme"}, "expires_days": {"1"}})
 	m := newTokenValue.FindStringSubmatch(r.body)
 	if r.status != http.StatusOK || m == nil {
@@ -71,10 +72,10 @@ func TestAdminsSetScopes(t *testing.T) {
 		t.Fatal(err)
 	}
 	last := ts[len(ts)-1]
-	if last.Name != "acme reader" || last.Role != ledger.RoleViewer || !cmp.Equal(last.Clients, []string{"acme"}) {
+	if last.Name != "acme reader" || last.Role != settings.RoleViewer || !cmp.Equal(last.Clients, []string{"acme"}) {
 		t.Errorf("stored token %+v, want a viewer of acme", last)
 	}
-	reader := &scopePersona{email: "token", role: ledger.RoleViewer, client: "acme", token: m[1]}
+	reader := &scopePersona{email: "token", role: settings.RoleViewer, client: "acme", token: m[1]}
 	status, body := s.send(reader, target{method: http.MethodGet, path: "/api/v1/actions?limit=100", api: true}, "acme")
 	if status != http.StatusOK || !strings.Contains(body, "enq_acme_1") || strings.Contains(body, "globex") {
 		t.Errorf("the viewer's token lists: %d %s", status, tailOf(body, 300))

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
 // The outage phase: the destination answers 503 to every request for o.outage
@@ -46,7 +46,7 @@ func (b *bench) outage(ctx context.Context) error {
 		return fmt.Errorf("outage, default breaker: %w", err)
 	}
 	perMin := func(r outageRun) float64 { return float64(r.calls) / b.o.outage.Minutes() }
-	def := ledger.BreakerSettings{}.OrDefault()
+	def := settings.BreakerSettings{}.OrDefault()
 	// With the breaker, the calls made while down are at most: the min_calls that
 	// open it, the calls already in flight when it opens, and one probe a wait.
 	probes, wait := 0, time.Duration(0)

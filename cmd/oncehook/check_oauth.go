@@ -6,14 +6,14 @@ import (
 	"time"
 
 	"github.com/oncehook/oncehook/db"
-	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/internal/oauthstore"
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
 // describeTokens prints whether each OAuth2 destination has tokens stored, when
 // DATABASE_URL names the database. A key that cannot open them is an error, as it
 // would be for serve.
-func describeTokens(ctx context.Context, env *environment, cfg *ledger.Config) error {
+func describeTokens(ctx context.Context, env *environment, cfg *settings.Config) error {
 	var names []string
 	for _, d := range cfg.Destinations {
 		if d.Auth.OAuth2 != nil {

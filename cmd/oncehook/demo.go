@@ -19,9 +19,9 @@ import (
 	"github.com/oncehook/oncehook/internal/accounts"
 	"github.com/oncehook/oncehook/internal/config"
 	"github.com/oncehook/oncehook/internal/demo"
-	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/internal/review"
 	"github.com/oncehook/oncehook/internal/sandbox"
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
 const demoUsage = `Usage: oncehook demo [--config FILE] [--data-dir DIR] [--reset]
@@ -126,7 +126,7 @@ func parseDemoFlags(env *environment, args []string) (demoOptions, error) {
 
 // loadDemoConfig loads the config at path, with this run's secrets in place of
 // the environment's.
-func loadDemoConfig(env *environment, path string, secrets map[string]string) (*ledger.Config, error) {
+func loadDemoConfig(env *environment, path string, secrets map[string]string) (*settings.Config, error) {
 	return config.Load(path, func(k string) string {
 		if v, ok := secrets[k]; ok {
 			return v
@@ -177,13 +177,13 @@ func (s *demoSandboxes) Close() {
 // demoAccounts gives the demo's admin a fresh password, and the owners the config
 // names accounts with the same one, so /mine shows each of them their actions from
 // the first minute.
-func demoAccounts(ctx context.Context, d *database, cfg *ledger.Config, password string) error {
-	if err := accounts.EnsureUser(ctx, d.Pool, demoAdmin, ledger.RoleAdmin, password); err != nil {
+func demoAccounts(ctx context.Context, d *database, cfg *settings.Config, password string) error {
+	if err := accounts.EnsureUser(ctx, d.Pool, demoAdmin, settings.RoleAdmin, password); err != nil {
 		return fmt.Errorf("create the demo admin: %w", err)
 	}
 	for _, o := range cfg.Owners() {
 		if o != demoAdmin {
-			if err := accounts.EnsureUser(ctx, d.Pool, o, ledger.RoleOperator, password, cfg.Clients()...); err != nil {
+			if err := accounts.EnsureUser(ctx, d.Pool, o, settings.RoleOperator, password, cfg.Clients()...); err != nil {
 				return fmt.Errorf("create the demo owner %s: %w", o, err)
 			}
 		}
@@ -248,14 +248,14 @@ func demoSecrets(env *environment) map[string]string {
 
 // pointAtSandbox sends the config's http destinations to the sandbox CRM and its
 // smtp destinations to the mail sink, and applies a listen override.
-func pointAtSandbox(cfg *ledger.Config, crmAddr, mailAddr, listen string) error {
+func pointAtSandbox(cfg *settings.Config, crmAddr, mailAddr, listen string) error {
 	for i := range cfg.Destinations {
 		d := &cfg.Destinations[i]
 		switch d.Type {
-		case ledger.DestinationHTTP:
+		case settings.DestinationHTTP:
 			d.Create.URL = withHost(d.Create.URL, crmAddr)
 			d.Lookup.URL = withHost(d.Lookup.URL, crmAddr)
-		case ledger.DestinationSMTP:
+		case settings.DestinationSMTP:
 			d.Addr = mailAddr
 		}
 	}

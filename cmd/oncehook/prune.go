@@ -9,9 +9,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/oncehook/oncehook/internal/config"
-	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/internal/retention"
 	"github.com/oncehook/oncehook/internal/review"
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
 const pruneUsage = `Usage: oncehook prune --config FILE [--data-dir DIR]
@@ -50,7 +50,7 @@ func runPrune(ctx context.Context, env *environment, args []string) error {
 }
 
 // pruneEvery prunes on a timer until ctx ends.
-func pruneEvery(ctx context.Context, pool *pgxpool.Pool, cfg *ledger.Config, logger *slog.Logger) {
+func pruneEvery(ctx context.Context, pool *pgxpool.Pool, cfg *settings.Config, logger *slog.Logger) {
 	t := time.NewTicker(cfg.Retention.Every) // positive: the loader gives the default
 	defer t.Stop()
 	for {

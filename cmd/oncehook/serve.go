@@ -15,12 +15,12 @@ import (
 	"github.com/oncehook/oncehook/internal/destination"
 	"github.com/oncehook/oncehook/internal/engine"
 	"github.com/oncehook/oncehook/internal/inbox"
-	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/internal/metrics"
 	"github.com/oncehook/oncehook/internal/notify"
 	"github.com/oncehook/oncehook/internal/oauthstore"
 	"github.com/oncehook/oncehook/internal/provider"
 	"github.com/oncehook/oncehook/internal/review"
+	"github.com/oncehook/oncehook/internal/settings"
 	"github.com/oncehook/oncehook/internal/telemetry"
 	"github.com/oncehook/oncehook/web"
 )
@@ -115,7 +115,7 @@ type services struct {
 // runServices runs the workers and, for serve, the HTTP server until ctx ends, then
 // stops them in reverse order: no new requests, calls in flight finish within the
 // grace period, claims never started are handed back. The caller closes d last.
-func runServices(ctx context.Context, env *environment, cfg *ledger.Config, d *database, logger *slog.Logger, opts services) error {
+func runServices(ctx context.Context, env *environment, cfg *settings.Config, d *database, logger *slog.Logger, opts services) error {
 	clients := destination.NewClients(cfg)
 	metrics := metrics.New(d.Pool)
 	tokens, err := oauthstore.OpenTokens(ctx, d.Pool, cfg)
@@ -186,7 +186,7 @@ func runAsWorker(ctx context.Context, env *environment, metricsAddr string, d *d
 // serveHTTP serves h on cfg.Listen until ctx ends or the server fails, then shuts
 // it down, letting requests in flight finish for up to 10 s. The server's
 // timeouts are web's; an address may hold cfg.ConnectionsPerAddress connections.
-func serveHTTP(ctx context.Context, cfg *ledger.Config, h http.Handler, logger *slog.Logger, onListening func(string)) error {
+func serveHTTP(ctx context.Context, cfg *settings.Config, h http.Handler, logger *slog.Logger, onListening func(string)) error {
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)

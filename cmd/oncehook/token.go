@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/oncehook/oncehook/internal/accounts"
-	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
 const tokenUsage = `Usage: oncehook token create --name NAME --role admin|operator|viewer [--clients A,B] [--expires 90d] [--config FILE] [--data-dir DIR]
@@ -60,7 +60,7 @@ func tokenFlags(env *environment, name string) (*flag.FlagSet, *dbFlags) {
 func tokenCreate(ctx context.Context, env *environment, args []string) error {
 	fs, df := tokenFlags(env, "create")
 	name := fs.String("name", "", "what the token is for, shown in the audit trail")
-	role := fs.String("role", ledger.RoleOperator, "admin, operator or viewer")
+	role := fs.String("role", settings.RoleOperator, "admin, operator or viewer")
 	clientList := fs.String("clients", "", "an operator's or viewer's clients, comma-separated")
 	expires := fs.String("expires", defaultTokenExpiry, "how long it lives: 90d, 36h; 0 for never")
 	if err := fs.Parse(args); err != nil {

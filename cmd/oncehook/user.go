@@ -10,6 +10,7 @@ import (
 	"github.com/oncehook/oncehook/internal/accounts"
 	"github.com/oncehook/oncehook/internal/config"
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
 const userUsage = `Usage: oncehook user add --email EMAIL --role admin|operator|viewer [--clients A,B] [--config FILE] [--data-dir DIR]
@@ -37,7 +38,7 @@ func runUser(ctx context.Context, env *environment, args []string) error {
 	df.register(fs, env)
 	configPath := fs.String("config", "", "config file, whose sources name the clients (default oncehook.yaml)")
 	email := fs.String("email", "", "the person's email, which they sign in with")
-	role := fs.String("role", ledger.RoleOperator, "admin, operator or viewer")
+	role := fs.String("role", settings.RoleOperator, "admin, operator or viewer")
 	clientList := fs.String("clients", "", "an operator's or viewer's clients, comma-separated")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
@@ -84,7 +85,7 @@ func readPassword(env *environment) (string, error) {
 // sources: an admin has none, an operator or a viewer at least one, each known.
 // The config is read only for an operator or a viewer; secrets need not be set.
 func scopeFlags(env *environment, configPath, role, list string) ([]string, error) {
-	if role == ledger.RoleAdmin && list == "" {
+	if role == settings.RoleAdmin && list == "" {
 		return nil, nil
 	}
 	var clients []string
@@ -93,7 +94,7 @@ func scopeFlags(env *environment, configPath, role, list string) ([]string, erro
 			clients = append(clients, c)
 		}
 	}
-	if role != ledger.RoleAdmin && len(clients) == 0 {
+	if role != settings.RoleAdmin && len(clients) == 0 {
 		return nil, fmt.Errorf("an %s needs --clients, the clients they see (comma-separated)", role)
 	}
 	if configPath == "" {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/settings"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -67,14 +68,14 @@ func CreateToken(ctx context.Context, pool *pgxpool.Pool, name, role string, cli
 
 // CommandLine is the actor of the oncehook commands, which only whoever can
 // reach the database runs.
-var CommandLine = ledger.Actor{Name: "oncehook (command line)", Role: ledger.RoleAdmin}
+var CommandLine = ledger.Actor{Name: "oncehook (command line)", Role: settings.RoleAdmin}
 
 // IssueToken makes an API token and returns it with its record. Only its SHA-256
 // is stored, so it is shown once and cannot be recovered. The creation is in the
 // token audit. Errors: EFORBIDDEN unless p.Actor is an admin; EINVALID for a
 // missing name, an unknown role or a negative expiry.
 func IssueToken(ctx context.Context, pool *pgxpool.Pool, p TokenParams) (string, Token, error) {
-	if p.Actor.Role != ledger.RoleAdmin {
+	if p.Actor.Role != settings.RoleAdmin {
 		return "", Token{}, ledger.Errorf(ledger.EFORBIDDEN, "Only admins can create API tokens.")
 	}
 	clients, err := ledger.ScopeShape(p.Role, p.Clients)
@@ -157,7 +158,7 @@ func ListTokens(ctx context.Context, pool *pgxpool.Pool) ([]Token, error) {
 // unless actor is an admin; ENOTFOUND for no such token; ECONFLICT when it was
 // revoked already.
 func RevokeToken(ctx context.Context, pool *pgxpool.Pool, actor ledger.Actor, id int64) (Token, error) {
-	if actor.Role != ledger.RoleAdmin {
+	if actor.Role != settings.RoleAdmin {
 		return Token{}, ledger.Errorf(ledger.EFORBIDDEN, "Only admins can revoke API tokens.")
 	}
 	var row db.ApiToken

@@ -17,6 +17,7 @@ import (
 
 	"github.com/oncehook/oncehook/db"
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
 // MinPasswordLength is the shortest password a person may choose, in characters.
@@ -234,7 +235,7 @@ func SetUserRole(ctx context.Context, pool *pgxpool.Pool, actor ledger.Actor, id
 	if err != nil {
 		return err
 	}
-	return changeUser(ctx, pool, actor, id, role != ledger.RoleAdmin, func(q *db.Queries) error {
+	return changeUser(ctx, pool, actor, id, role != settings.RoleAdmin, func(q *db.Queries) error {
 		return q.UserSetRole(ctx, db.UserSetRoleParams{ID: id, Role: role, Clients: clients})
 	})
 }
@@ -248,7 +249,7 @@ func SetUserDisabled(ctx context.Context, pool *pgxpool.Pool, actor ledger.Actor
 }
 
 func changeUser(ctx context.Context, pool *pgxpool.Pool, actor ledger.Actor, id int64, removesAdmin bool, apply func(*db.Queries) error) error {
-	if actor.Role != ledger.RoleAdmin {
+	if actor.Role != settings.RoleAdmin {
 		return ledger.Errorf(ledger.EFORBIDDEN, "Only admins can change users.")
 	}
 	return db.WithTx(ctx, pool, func(q *db.Queries) error {
@@ -270,7 +271,7 @@ func changeUser(ctx context.Context, pool *pgxpool.Pool, actor ledger.Actor, id 
 		if err != nil {
 			return fmt.Errorf("read user: %w", err)
 		}
-		if removesAdmin && u.Role == ledger.RoleAdmin && !u.Disabled && len(admins) <= 1 {
+		if removesAdmin && u.Role == settings.RoleAdmin && !u.Disabled && len(admins) <= 1 {
 			return ledger.Errorf(ledger.ECONFLICT, "%s is the last admin; make another admin first.", u.Email)
 		}
 		if err := apply(q); err != nil {
@@ -343,7 +344,7 @@ var decoyHash = sync.OnceValue(func() string {
 
 // OwnersWithoutAccount returns the owners cfg names that no enabled user has, sorted:
 // they cannot sign in to see what is assigned to them.
-func OwnersWithoutAccount(ctx context.Context, pool *pgxpool.Pool, cfg *ledger.Config) ([]string, error) {
+func OwnersWithoutAccount(ctx context.Context, pool *pgxpool.Pool, cfg *settings.Config) ([]string, error) {
 	known, err := AccountHolders(ctx, pool)
 	if err != nil {
 		return nil, err

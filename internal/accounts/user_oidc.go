@@ -8,6 +8,7 @@ import (
 
 	"github.com/oncehook/oncehook/db"
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
 // Identity is what a verified ID token says about the person signing in.
@@ -22,11 +23,11 @@ type Identity struct {
 // access (any access they had is taken away) or their account is disabled;
 // EUNAUTHORIZED when the token carries no usable email; ECONFLICT when another
 // account here already has their email.
-func SignInOIDC(ctx context.Context, pool *pgxpool.Pool, o *ledger.OIDC, id Identity) (ledger.User, error) {
+func SignInOIDC(ctx context.Context, pool *pgxpool.Pool, o *settings.OIDC, id Identity) (ledger.User, error) {
 	q := db.New(pool)
 	role, clients, ok := o.Access(id.Values)
 	if !ok {
-		if err := q.UserRevokeAccess(ctx, db.UserRevokeAccessParams{Role: ledger.RoleViewer,
+		if err := q.UserRevokeAccess(ctx, db.UserRevokeAccessParams{Role: settings.RoleViewer,
 			OidcIssuer: id.Issuer, OidcSubject: id.Subject}); err != nil {
 			return ledger.User{}, fmt.Errorf("revoke access: %w", err)
 		}

@@ -18,18 +18,19 @@ import (
 	"github.com/oncehook/oncehook/db"
 	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/internal/metrics"
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
 // BackfillParams wires a Backfiller.
 // Inbox is where a pass stores what the provider sent and the inbox lacks: the
 // inbox stage's Backfill, passed in by whoever wires the backfiller.
 type Inbox interface {
-	Backfill(ctx context.Context, src ledger.Source, d ledger.Delivery) (ledger.Receipt, error)
+	Backfill(ctx context.Context, src settings.Source, d ledger.Delivery) (ledger.Receipt, error)
 }
 
 type Params struct {
 	Pool    *pgxpool.Pool
-	Config  *ledger.Config
+	Config  *settings.Config
 	Inbox   Inbox
 	Clients map[string]ledger.BackfillClient // by source name
 	Logger  *slog.Logger
@@ -113,7 +114,7 @@ func (b *Backfiller) RunDue(ctx context.Context, force bool) []ledger.BackfillRe
 }
 
 // pass claims the source's lease and, when it got it, runs one pass and records it.
-func (b *Backfiller) pass(ctx context.Context, src ledger.Source, client ledger.BackfillClient, force bool) (ledger.BackfillResult, bool, error) {
+func (b *Backfiller) pass(ctx context.Context, src settings.Source, client ledger.BackfillClient, force bool) (ledger.BackfillResult, bool, error) {
 	q := db.New(b.p.Pool)
 	key := db.BackfillEnsureParams{Client: src.Client, Source: src.Name}
 	if err := q.BackfillEnsure(ctx, key); err != nil {
@@ -156,7 +157,7 @@ func (b *Backfiller) pass(ctx context.Context, src ledger.Source, client ledger.
 // run lists the window page by page. Listed events the inbox lacks are stored as
 // they come; deliveries to redeliver are gathered first, because a delivery's
 // attempts (the failed one and a later success) may be on different pages.
-func (b *Backfiller) run(ctx context.Context, src ledger.Source, client ledger.BackfillClient) ledger.BackfillResult {
+func (b *Backfiller) run(ctx context.Context, src settings.Source, client ledger.BackfillClient) ledger.BackfillResult {
 	res := ledger.BackfillResult{Source: src.Name}
 	since := time.Now().Add(-src.Backfill.Window)
 	deliveries := map[string]*delivery{}
@@ -224,7 +225,7 @@ func refusedByOncehook(status int) bool {
 // are listed in res.Refused for the sources page. GitHub keeps deliveries for a few
 // days, so a delivery is asked for on every pass until one arrives or GitHub
 // forgets it.
-func (b *Backfiller) redeliver(ctx context.Context, src ledger.Source, client ledger.BackfillClient, order []string,
+func (b *Backfiller) redeliver(ctx context.Context, src settings.Source, client ledger.BackfillClient, order []string,
 	deliveries map[string]*delivery, res *ledger.BackfillResult) {
 	var failed []string
 	for _, id := range order {
@@ -264,7 +265,7 @@ func firstRefused(ids []string) []string {
 }
 
 // known returns which of ids the inbox holds for src.
-func (b *Backfiller) known(ctx context.Context, src ledger.Source, ids []string) (map[string]bool, error) {
+func (b *Backfiller) known(ctx context.Context, src settings.Source, ids []string) (map[string]bool, error) {
 	out := make(map[string]bool, len(ids))
 	if len(ids) == 0 {
 		return out, nil
@@ -281,7 +282,7 @@ func (b *Backfiller) known(ctx context.Context, src ledger.Source, ids []string)
 
 // storeMissing stores the events the inbox lacks, all at once so the inbox writes
 // them as one batch, like webhooks arriving together.
-func (b *Backfiller) storeMissing(ctx context.Context, src ledger.Source, events []ledger.BackfillItem, res *ledger.BackfillResult) error {
+func (b *Backfiller) storeMissing(ctx context.Context, src settings.Source, events []ledger.BackfillItem, res *ledger.BackfillResult) error {
 	ids := make([]string, len(events))
 	for i, e := range events {
 		ids[i] = e.ID

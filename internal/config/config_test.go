@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/oncehook/oncehook/internal/jsonpointer"
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
 // examplePath is the example config at the top of the repository.
@@ -48,11 +49,11 @@ func TestLoadConfig(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := &ledger.Config{
+		want := &settings.Config{
 			Path:    examplePath,
 			Listen:  "127.0.0.1:8080",
 			BaseURL: "http://127.0.0.1:8080",
-			Sources: []ledger.Source{
+			Sources: []settings.Source{
 				{Name: "stripe-live", Client: "acme", Provider: "stripe", Account: "acct_123", Environment: "live",
 					SecretEnv: "STRIPE_WEBHOOK_SECRET", Secrets: []string{"whsec_stripeOLD1", "whsec_stripeNEW2"},
 					Tolerance: 5 * time.Minute, MaxBody: 256 << 10, Remember: 720 * time.Hour},
@@ -66,59 +67,59 @@ func TestLoadConfig(t *testing.T) {
 					SecretEnv: "STANDARD_WEBHOOK_SECRET", Secrets: []string{"whsec_c3RhbmRhcmQtc2VjcmV0LTU="},
 					Tolerance: 5 * time.Minute, MaxBody: 1 << 20, Remember: 720 * time.Hour},
 			},
-			Destinations: []ledger.Destination{
+			Destinations: []settings.Destination{
 				{Name: "crm", Type: "http",
-					Create: ledger.Endpoint{Method: "POST", URL: "http://127.0.0.1:9090/opportunities", Encoding: "json",
-						ResultID: ledger.ResultID{Pointer: "/id"}},
-					Auth:           ledger.Auth{BearerEnv: "CRM_TOKEN", Token: "crm-token-6"},
-					Idempotency:    ledger.Idempotency{Header: "Idempotency-Key", TTL: 24 * time.Hour},
+					Create: settings.Endpoint{Method: "POST", URL: "http://127.0.0.1:9090/opportunities", Encoding: "json",
+						ResultID: settings.ResultID{Pointer: "/id"}},
+					Auth:           settings.Auth{BearerEnv: "CRM_TOKEN", Token: "crm-token-6"},
+					Idempotency:    settings.Idempotency{Header: "Idempotency-Key", TTL: 24 * time.Hour},
 					ReferenceField: "/source_ref",
-					Lookup: ledger.Lookup{Method: "GET", URL: "http://127.0.0.1:9090/opportunities?source_ref={ref}",
+					Lookup: settings.Lookup{Method: "GET", URL: "http://127.0.0.1:9090/opportunities?source_ref={ref}",
 						Reference: "/source_ref", ResultID: "/id", Consistency: "strong"},
-					Errors:  []ledger.ErrorRule{{Status: 422, Pointer: "/error", Equals: "amount must be positive", HasEquals: true, Means: "rejected"}},
-					Limits:  ledger.Limits{Concurrency: 8, PerSecond: 50},
+					Errors:  []settings.ErrorRule{{Status: 422, Pointer: "/error", Equals: "amount must be positive", HasEquals: true, Means: "rejected"}},
+					Limits:  settings.Limits{Concurrency: 8, PerSecond: 50},
 					Timeout: 5 * time.Second, Owner: "crm-admin@example.com", Breaker: defaultBreaker,
-					Corrections: ledger.Corrections{Approve: ledger.ApproveAnotherPerson}},
+					Corrections: settings.Corrections{Approve: settings.ApproveAnotherPerson}},
 				{Name: "mail", Type: "smtp", Addr: "127.0.0.1:2525", From: "hello@example.com",
 					Timeout: 10 * time.Second, Owner: "ops@example.com", Breaker: defaultBreaker},
 			},
-			Actions: []ledger.ActionRule{
+			Actions: []settings.ActionRule{
 				{Name: "open_opportunity", Source: "stripe-live", On: []string{"checkout.session.completed"},
 					Key: []string{"/data/object/metadata/enquiry_id"}, Destination: "crm",
-					Params: []ledger.Param{
+					Params: []settings.Param{
 						{Name: "enquiry_id", Pointer: "/data/object/metadata/enquiry_id"},
 						{Name: "amount", Pointer: "/data/object/amount_total"},
 					},
-					Retry: ledger.RetryPolicy{Attempts: 8, Within: 72 * time.Hour}, Owner: "sales-ops@example.com",
+					Retry: settings.RetryPolicy{Attempts: 8, Within: 72 * time.Hour}, Owner: "sales-ops@example.com",
 					Resource: "/data/object/id", OccurredAt: "/created", CancelledBy: []string{"checkout.session.expired"}},
 				{Name: "send_welcome_email", Source: "stripe-live", On: []string{"checkout.session.completed"},
 					Key: []string{"/data/object/metadata/enquiry_id"}, After: "open_opportunity", Destination: "mail",
-					Params: []ledger.Param{
+					Params: []settings.Param{
 						{Name: "to", Pointer: "/data/object/customer_details/email"},
 						{Name: "subject", Const: "Welcome"},
 						{Name: "text", Const: "Thanks!"},
 					},
-					Retry: ledger.RetryPolicy{Attempts: 8, Within: 72 * time.Hour}, Owner: "ops@example.com"},
+					Retry: settings.RetryPolicy{Attempts: 8, Within: 72 * time.Hour}, Owner: "ops@example.com"},
 				{Name: "record_order", Source: "shopify", On: []string{"orders/create"}, Key: []string{"/id"},
-					Destination: "crm", Params: []ledger.Param{{Name: "order_id", Pointer: "/id"},
+					Destination: "crm", Params: []settings.Param{{Name: "order_id", Pointer: "/id"},
 						{Name: "total", Pointer: "/total_price"}, {Name: "kind", Const: "order"}},
-					Retry: ledger.RetryPolicy{Attempts: 8, Within: 72 * time.Hour}, Owner: "crm-admin@example.com",
+					Retry: settings.RetryPolicy{Attempts: 8, Within: 72 * time.Hour}, Owner: "crm-admin@example.com",
 					Resource: "/id", OccurredAt: "/updated_at", CancelledBy: []string{"orders/cancelled"},
-					CancelWhen: map[string][]ledger.Condition{"orders/cancelled": {{Pointer: "/cancelled_at"}}}},
+					CancelWhen: map[string][]settings.Condition{"orders/cancelled": {{Pointer: "/cancelled_at"}}}},
 				{Name: "open_support_case", Source: "github", On: []string{"issues.opened"},
 					Key: []string{"/repository/full_name", "/issue/number"}, Destination: "crm",
-					Params: []ledger.Param{{Name: "title", Pointer: "/issue/title"},
+					Params: []settings.Param{{Name: "title", Pointer: "/issue/title"},
 						{Name: "repository", Pointer: "/repository/full_name"}, {Name: "kind", Const: "support_case"}},
-					Retry: ledger.RetryPolicy{Attempts: 8, Within: 72 * time.Hour}, Owner: "support@example.com"},
+					Retry: settings.RetryPolicy{Attempts: 8, Within: 72 * time.Hour}, Owner: "support@example.com"},
 				{Name: "send_receipt", Source: "billing", On: []string{"invoice.paid"}, Key: []string{"/data/invoice_id"},
-					Destination: "mail", Params: []ledger.Param{{Name: "to", Pointer: "/data/email"},
+					Destination: "mail", Params: []settings.Param{{Name: "to", Pointer: "/data/email"},
 						{Name: "subject", Const: "Your receipt"}, {Name: "text", Const: "Thank you for your payment."}},
-					Retry: ledger.RetryPolicy{Attempts: 8, Within: 72 * time.Hour}, Owner: "ops@example.com"},
+					Retry: settings.RetryPolicy{Attempts: 8, Within: 72 * time.Hour}, Owner: "ops@example.com"},
 			},
-			Retention:             ledger.Retention{Actions: 400 * 24 * time.Hour, Every: time.Hour},
-			Notify:                ledger.Notify{Every: 15 * time.Minute, UncertainAfter: 30 * time.Minute},
-			Sessions:              ledger.Sessions{Idle: 30 * time.Minute, Lifetime: 12 * time.Hour},
-			ConnectionsPerAddress: ledger.DefaultConnectionsPerAddress,
+			Retention:             settings.Retention{Actions: 400 * 24 * time.Hour, Every: time.Hour},
+			Notify:                settings.Notify{Every: 15 * time.Minute, UncertainAfter: 30 * time.Minute},
+			Sessions:              settings.Sessions{Idle: 30 * time.Minute, Lifetime: 12 * time.Hour},
+			ConnectionsPerAddress: settings.DefaultConnectionsPerAddress,
 		}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("LoadConfig mismatch (-want +got):\n%s", diff)
@@ -148,26 +149,26 @@ func TestParseConfigDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := &ledger.Config{
+	want := &settings.Config{
 		Path: "min.yaml", Listen: "127.0.0.1:8080", BaseURL: "http://127.0.0.1:8080",
-		Sources: []ledger.Source{{Name: "s", Client: "c", Provider: "standard-webhooks", Environment: "test",
+		Sources: []settings.Source{{Name: "s", Client: "c", Provider: "standard-webhooks", Environment: "test",
 			SecretEnv: "S", Secrets: []string{"whsec_c2VjcmV0"},
 			Tolerance: 5 * time.Minute, MaxBody: 1 << 20, Remember: 720 * time.Hour}},
-		Destinations: []ledger.Destination{
-			{Name: "crm", Type: "http", Create: ledger.Endpoint{Method: "POST", URL: "https://crm.example/records",
-				Encoding: "json", ResultID: ledger.ResultID{Pointer: "/id"}},
+		Destinations: []settings.Destination{
+			{Name: "crm", Type: "http", Create: settings.Endpoint{Method: "POST", URL: "https://crm.example/records",
+				Encoding: "json", ResultID: settings.ResultID{Pointer: "/id"}},
 				// No key memory unless the destination declares one (DESIGN.md section 4a).
-				Lookup:  ledger.Lookup{Method: "GET", URL: "https://crm.example/records?ref={ref}", ResultID: "/id", Consistency: "eventual"},
+				Lookup:  settings.Lookup{Method: "GET", URL: "https://crm.example/records?ref={ref}", ResultID: "/id", Consistency: "eventual"},
 				Timeout: 10 * time.Second, Owner: "crm@example.com", Breaker: defaultBreaker},
 			{Name: "mail", Type: "smtp", Addr: "localhost:25", From: "a@example.com", Timeout: 10 * time.Second,
 				Breaker: defaultBreaker},
 		},
-		Actions: []ledger.ActionRule{{Name: "a", Source: "s", On: []string{"e"}, Key: []string{"/id"}, Destination: "crm",
-			Retry: ledger.RetryPolicy{Attempts: 8, Within: 72 * time.Hour}, Owner: "crm@example.com"}},
-		Retention:             ledger.Retention{Actions: 400 * 24 * time.Hour, Every: time.Hour},
-		Notify:                ledger.Notify{Every: 15 * time.Minute, UncertainAfter: 30 * time.Minute},
-		Sessions:              ledger.Sessions{Idle: 30 * time.Minute, Lifetime: 12 * time.Hour},
-		ConnectionsPerAddress: ledger.DefaultConnectionsPerAddress,
+		Actions: []settings.ActionRule{{Name: "a", Source: "s", On: []string{"e"}, Key: []string{"/id"}, Destination: "crm",
+			Retry: settings.RetryPolicy{Attempts: 8, Within: 72 * time.Hour}, Owner: "crm@example.com"}},
+		Retention:             settings.Retention{Actions: 400 * 24 * time.Hour, Every: time.Hour},
+		Notify:                settings.Notify{Every: 15 * time.Minute, UncertainAfter: 30 * time.Minute},
+		Sessions:              settings.Sessions{Idle: 30 * time.Minute, Lifetime: 12 * time.Hour},
+		ConnectionsPerAddress: settings.DefaultConnectionsPerAddress,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("defaults mismatch (-want +got):\n%s", diff)
@@ -181,27 +182,27 @@ func TestParseConfigValues(t *testing.T) {
 	tests := []struct {
 		name string
 		yaml string
-		get  func(*ledger.Config) any
+		get  func(*settings.Config) any
 		want any
 	}{
 		{"ListenAnyInterfaceLinksToLocalhost", head + "listen: ':9000'\n",
-			func(c *ledger.Config) any { return []string{c.Listen, c.BaseURL} }, []string{":9000", "http://localhost:9000"}},
+			func(c *settings.Config) any { return []string{c.Listen, c.BaseURL} }, []string{":9000", "http://localhost:9000"}},
 		{"BaseURLLosesTrailingSlash", head + "base_url: https://hooks.example.com/\n",
-			func(c *ledger.Config) any { return c.BaseURL }, "https://hooks.example.com"},
+			func(c *settings.Config) any { return c.BaseURL }, "https://hooks.example.com"},
 		{"SizesInEveryUnit", "sources:\n" +
 			"  - {name: a, client: c, provider: github, environment: t, secret_env: S, max_body: 512B}\n" +
 			"  - {name: b, client: c, provider: github, environment: t, secret_env: S, max_body: 10MB}\n" +
 			"  - {name: c, client: c, provider: github, environment: t, secret_env: S, max_body: 2048}\n",
-			func(c *ledger.Config) any {
+			func(c *settings.Config) any {
 				return []int64{c.Sources[0].MaxBody, c.Sources[1].MaxBody, c.Sources[2].MaxBody}
 			},
 			[]int64{512, 10_000_000, 2048}},
 		{"AliasesResolve", "sources:\n" +
 			"  - &src {name: a, client: c, provider: github, environment: t, secret_env: S, tolerance: &tol 90s}\n" +
 			"  - {name: b, client: c, provider: github, environment: t, secret_env: S, tolerance: *tol}\n",
-			func(c *ledger.Config) any { return c.Sources[1].Tolerance }, 90 * time.Second},
+			func(c *settings.Config) any { return c.Sources[1].Tolerance }, 90 * time.Second},
 		{"SMTPCredentialsKeepPasswordSpaces", head + "destinations: [{name: m, type: smtp, addr: 'h:25', from: a@b.example, username_env: U, password_env: P}]\n",
-			func(c *ledger.Config) any { d := c.Destinations[0]; return []string{d.Username, d.Password} }, []string{"user", " pass "}},
+			func(c *settings.Config) any { d := c.Destinations[0]; return []string{d.Username, d.Password} }, []string{"user", " pass "}},
 		{"ParamFormsKeepTheirOrder", head +
 			"destinations: [{name: d, type: http, create: {url: 'http://x/y'}}]\n" +
 			"actions:\n" +
@@ -218,8 +219,8 @@ func TestParseConfigValues(t *testing.T) {
 			"      ref: {result: first}\n" +
 			"      stage: {result: first, pointer: /stage}\n" +
 			"      a: {const: 2.5}\n",
-			func(c *ledger.Config) any { return c.Actions[1].Params },
-			[]ledger.Param{
+			func(c *settings.Config) any { return c.Actions[1].Params },
+			[]settings.Param{
 				{Name: "z", Pointer: "/data/z"},
 				{Name: "list", Const: []any{uint64(1), "two", map[string]any{"k": true}, nil}},
 				{Name: "ref", Result: "first"},
@@ -494,7 +495,7 @@ func FuzzParseConfig(f *testing.F) {
 
 // checkConfigValid restates the rules of a valid config on the parsed result, so the
 // fuzzer proves that nothing invalid gets through, not only that nothing panics.
-func checkConfigValid(t *testing.T, c *ledger.Config) {
+func checkConfigValid(t *testing.T, c *settings.Config) {
 	t.Helper()
 	fail := func(format string, args ...any) { t.Helper(); t.Fatalf(format, args...) }
 	if len(c.Sources) == 0 || c.Listen == "" || c.BaseURL == "" {
@@ -520,11 +521,11 @@ func checkConfigValid(t *testing.T, c *ledger.Config) {
 	for _, d := range c.Destinations {
 		ok := validName.MatchString(d.Name) && !seen["d"+d.Name] && d.Timeout > 0
 		switch d.Type {
-		case ledger.DestinationHTTP:
+		case settings.DestinationHTTP:
 			ok = ok && d.Create.URL != "" && d.Create.Method != "" && d.Create.Encoding != "" && (d.Idempotency.Header != "") == (d.Idempotency.TTL > 0)
 			ok = ok && (d.Lookup.URL == "" || d.Lookup.Method != "" && d.Lookup.Consistency != "" && d.Lookup.ResultID != "")
 			pointer(d.Create.ResultID.Pointer, d.Create.ResultID.Header != "")
-		case ledger.DestinationSMTP:
+		case settings.DestinationSMTP:
 			ok = ok && d.Addr != "" && d.From != ""
 		default:
 			ok = false
@@ -929,11 +930,11 @@ func TestParseConfigBackfill(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []ledger.Backfill{
+	want := []settings.Backfill{
 		{Every: 15 * time.Minute, Window: 72 * time.Hour, APIURL: "http://127.0.0.1:12111", APIKeyEnv: "KEY", APIKey: "rk_test_read_events"},
 		{Every: 5 * time.Minute, Window: 24 * time.Hour, APIURL: "https://api.github.com", TokenEnv: "TOKEN", Token: "ghp_x", Hook: "orgs/acme/hooks/42"},
 	}
-	if diff := cmp.Diff(want, []ledger.Backfill{c.Sources[0].Backfill, c.Sources[1].Backfill}); diff != "" {
+	if diff := cmp.Diff(want, []settings.Backfill{c.Sources[0].Backfill, c.Sources[1].Backfill}); diff != "" {
 		t.Errorf("backfill (-want +got):\n%s", diff)
 	}
 	if s := fmt.Sprintf("%+v", c.Sources[0]); strings.Contains(s, "rk_test") {
@@ -986,7 +987,7 @@ func TestListenOnPort(t *testing.T) {
 	}
 	t.Run("NotAPortIsAnError", func(t *testing.T) {
 		t.Parallel()
-		c := &ledger.Config{Listen: "127.0.0.1:8080"}
+		c := &settings.Config{Listen: "127.0.0.1:8080"}
 		err := ListenOnPort(c, "http")
 		if ledger.ErrorCode(err) != ledger.EINVALID || !strings.Contains(err.Error(), `PORT="http" is not a port number`) {
 			t.Fatalf("err = %v, want the bad PORT named", err)
@@ -999,14 +1000,14 @@ func TestListenOnPort(t *testing.T) {
 
 // defaultBreaker is the breaker of a destination that sets none: Convoy's
 // numbers (docs/destinations.md).
-var defaultBreaker = ledger.BreakerSettings{FailureRate: 0.7, MinCalls: 10, Window: 5 * time.Minute,
+var defaultBreaker = settings.BreakerSettings{FailureRate: 0.7, MinCalls: 10, Window: 5 * time.Minute,
 	OpenFor: 30 * time.Second, MaxOpenFor: 10 * time.Minute}
 
 // TestParseConfigBreaker: a destination's breaker is off, the defaults, or the
 // settings it names with the defaults for the rest; bad values name their place.
 func TestParseConfigBreaker(t *testing.T) {
 	t.Parallel()
-	parse := func(breaker string) (*ledger.Config, error) {
+	parse := func(breaker string) (*settings.Config, error) {
 		return Parse("b.yaml", lines(
 			"sources: [{name: s, client: c, provider: stripe, environment: test, secret_env: S}]",
 			"destinations:",
@@ -1015,14 +1016,14 @@ func TestParseConfigBreaker(t *testing.T) {
 	}
 	for _, c := range []struct {
 		yaml string
-		want ledger.BreakerSettings
+		want settings.BreakerSettings
 	}{
 		{"", defaultBreaker},
-		{", breaker: off", ledger.BreakerSettings{Off: true, FailureRate: 0.7, MinCalls: 10, Window: 5 * time.Minute,
+		{", breaker: off", settings.BreakerSettings{Off: true, FailureRate: 0.7, MinCalls: 10, Window: 5 * time.Minute,
 			OpenFor: 30 * time.Second, MaxOpenFor: 10 * time.Minute}},
-		{", breaker: {failure_rate: 0.5, min_calls: 20}", ledger.BreakerSettings{FailureRate: 0.5, MinCalls: 20,
+		{", breaker: {failure_rate: 0.5, min_calls: 20}", settings.BreakerSettings{FailureRate: 0.5, MinCalls: 20,
 			Window: 5 * time.Minute, OpenFor: 30 * time.Second, MaxOpenFor: 10 * time.Minute}},
-		{", breaker: {window: 1m, open_for: 20m, max_open_for: 1h}", ledger.BreakerSettings{FailureRate: 0.7, MinCalls: 10,
+		{", breaker: {window: 1m, open_for: 20m, max_open_for: 1h}", settings.BreakerSettings{FailureRate: 0.7, MinCalls: 10,
 			Window: time.Minute, OpenFor: 20 * time.Minute, MaxOpenFor: time.Hour}},
 	} {
 		cfg, err := parse(c.yaml)
@@ -1042,7 +1043,7 @@ func TestParseConfigBreaker(t *testing.T) {
 	if got := defaultBreaker.String(); got != "breaker opens at 70% unwell of at least 10 calls in 5m; probes after 30s, doubling up to 10m" {
 		t.Errorf("the default breaker reads %q", got)
 	}
-	if got := (ledger.BreakerSettings{Off: true}).String(); got != "breaker off" {
+	if got := (settings.BreakerSettings{Off: true}).String(); got != "breaker off" {
 		t.Errorf("an off breaker reads %q", got)
 	}
 	for _, c := range []struct{ yaml, want string }{
@@ -1064,7 +1065,7 @@ func TestParseConfigBreaker(t *testing.T) {
 // and bad windows name their place.
 func TestParseConfigCutover(t *testing.T) {
 	t.Parallel()
-	parse := func(source, action string) (*ledger.Config, error) {
+	parse := func(source, action string) (*settings.Config, error) {
 		return Parse("c.yaml", lines(
 			"sources: [{name: s, client: c, provider: stripe, environment: test, secret_env: S"+source+"}]",
 			"destinations:",

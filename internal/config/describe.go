@@ -10,12 +10,13 @@ import (
 
 	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/internal/provider"
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
 // Describe writes what cfg does, for people: each source's ingest URL, what protects
 // each destination against acting twice, and each rule's routing, as `oncehook
 // check` prints it.
-func Describe(w io.Writer, cfg *ledger.Config) {
+func Describe(w io.Writer, cfg *settings.Config) {
 	fmt.Fprint(w, "Sources (paste the URL into the provider):\n")
 	for _, s := range cfg.Sources {
 		fmt.Fprintf(w, "  %-20s %s/hooks/%s  (%s, client %s, %s; secrets from %s)\n",
@@ -60,7 +61,7 @@ func Describe(w io.Writer, cfg *ledger.Config) {
 
 // describeSignIn says how people sign in to the dashboard and, for an identity
 // provider, the redirect URL to register with it and what each rule gives.
-func describeSignIn(w io.Writer, cfg *ledger.Config) {
+func describeSignIn(w io.Writer, cfg *settings.Config) {
 	s := cfg.SignIn
 	if s.OIDC == nil {
 		return
@@ -71,7 +72,7 @@ func describeSignIn(w io.Writer, cfg *ledger.Config) {
 		passwords = "local passwords off"
 	}
 	fmt.Fprintf(w, "\nSign-in: %s (%s; client id from %s, secret from %s), %s\n", o.Name, o.Issuer, o.ClientIDEnv, o.ClientSecretEnv, passwords)
-	fmt.Fprintf(w, "  redirect URL to register: %s%s\n", cfg.BaseURL, ledger.OIDCCallbackPath)
+	fmt.Fprintf(w, "  redirect URL to register: %s%s\n", cfg.BaseURL, settings.OIDCCallbackPath)
 	for _, r := range o.Rules {
 		clients := "every client"
 		if len(r.Clients) > 0 {
@@ -83,8 +84,8 @@ func describeSignIn(w io.Writer, cfg *ledger.Config) {
 
 // Protection says in one line what keeps destination d from acting twice when a
 // call's outcome is unsure, and what is left to a person (DESIGN.md section 4a).
-func Protection(d ledger.Destination) string {
-	if d.Type == ledger.DestinationSMTP {
+func Protection(d settings.Destination) string {
+	if d.Type == settings.DestinationSMTP {
 		return "Message-ID from the operation key, no lookup: uncertain sends go to a person"
 	}
 	var parts []string
@@ -104,7 +105,7 @@ func Protection(d ledger.Destination) string {
 	case lk.URL == "" && d.Idempotency.TTL > 0:
 		parts = append(parts, "after it, uncertain calls go to a person")
 	case lk.URL == "":
-	case lk.Consistency == ledger.ConsistencyStrong:
+	case lk.Consistency == settings.ConsistencyStrong:
 		parts = append(parts, "strong lookup")
 	case lk.Settle > 0 && lk.SettleRetry:
 		parts = append(parts, "eventual lookup settling after "+shortDuration(lk.Settle.String())+
@@ -120,10 +121,10 @@ func Protection(d ledger.Destination) string {
 
 // Risks lists what in cfg can act twice or never act, in a line each, for people
 // to read before going live.
-func Risks(cfg *ledger.Config) []string {
+func Risks(cfg *settings.Config) []string {
 	var out []string
 	for _, d := range cfg.Destinations {
-		if o := d.Auth.OAuth2; o != nil && isHubSpot(o) && o.Grant == ledger.GrantAuthorizationCode && !slices.Contains(o.Scopes, "oauth") {
+		if o := d.Auth.OAuth2; o != nil && isHubSpot(o) && o.Grant == settings.GrantAuthorizationCode && !slices.Contains(o.Scopes, "oauth") {
 			out = append(out, d.Name+": HubSpot's authorize page refuses a public app that does not ask for the oauth scope; "+
 				"add oauth to scopes, or Reconnect never succeeds and every action stays held")
 		}
@@ -137,7 +138,7 @@ func Risks(cfg *ledger.Config) []string {
 }
 
 // isHubSpot reports whether o authorizes at HubSpot.
-func isHubSpot(o *ledger.OAuth2) bool {
+func isHubSpot(o *settings.OAuth2) bool {
 	for _, s := range []string{o.AuthorizeURL, o.TokenURL} {
 		if u, err := url.Parse(s); err == nil && (u.Hostname() == "app.hubspot.com" || u.Hostname() == "api.hubapi.com" ||
 			strings.HasSuffix(u.Hostname(), ".hubspot.com")) {
@@ -168,7 +169,7 @@ func shortDuration(s string) string {
 }
 
 // describeCutover says what a cutover window does to an action's creates.
-func describeCutover(c ledger.Cutover, a ledger.ActionRule, cfg *ledger.Config) string {
+func describeCutover(c settings.Cutover, a settings.ActionRule, cfg *settings.Config) string {
 	then := "looked up at " + a.Destination + " before any create"
 	if d, ok := cfg.Destination(a.Destination); !ok || d.Lookup.URL == "" {
 		then = "sent to a person first (" + a.Destination + " has no lookup)"

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/internal/money"
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
 // Every recipe loads, and oncehook check says in one line what protects it.
@@ -34,7 +34,7 @@ func TestRecipesDescribeTheirProtection(t *testing.T) {
 	got := map[string]string{}
 	for _, f := range files {
 		cfg, err := Load(f, func(k string) string {
-			if k == ledger.SecretKeyEnv || k == ledger.SecretKeyPreviousEnv {
+			if k == settings.SecretKeyEnv || k == settings.SecretKeyPreviousEnv {
 				return "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=" // 32 bytes
 			}
 			return "whsec_" + strings.ToLower(k)
@@ -136,7 +136,7 @@ func TestHubSpotOAuthWithoutTheOauthScopeIsARisk(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := func(k string) string {
-		if k == ledger.SecretKeyEnv || k == ledger.SecretKeyPreviousEnv {
+		if k == settings.SecretKeyEnv || k == settings.SecretKeyPreviousEnv {
 			return "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="
 		}
 		return "whsec_" + strings.ToLower(k)
@@ -201,7 +201,7 @@ func TestLookupFetchLoads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f := cfg.Destinations[0].Lookup.Fetch; f != (ledger.LookupFetch{URL: "http://crm/d/{id}", ID: "/item/id", Record: "/data"}) {
+	if f := cfg.Destinations[0].Lookup.Fetch; f != (settings.LookupFetch{URL: "http://crm/d/{id}", ID: "/item/id", Record: "/data"}) {
 		t.Errorf("fetch %+v", f)
 	}
 	_, err = Parse("t.yaml", []byte(head+"    lookup: {url: 'http://crm/s?q={ref}', fetch: {url: 'http://crm/d'}}\n"), env)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/goccy/go-yaml/ast"
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
 // The reader of the destinations section (DESIGN.md sections 4 and 4a). Every
@@ -21,24 +22,24 @@ var (
 	smtpOnly = []string{"addr", "from", "username_env", "password_env"}
 )
 
-func (l *loader) destination(path string, n ast.Node) ledger.Destination {
+func (l *loader) destination(path string, n ast.Node) settings.Destination {
 	m := l.mapping(path, n, append(append([]string{"name", "type", "timeout", "owner", "corrections", "breaker"}, httpOnly...), smtpOnly...)...)
-	d := ledger.Destination{
+	d := settings.Destination{
 		Name:    m.name("name"),
-		Type:    m.oneOf("type", "", ledger.DestinationHTTP, ledger.DestinationSMTP),
-		Timeout: m.duration("timeout", ledger.DefaultTimeout),
+		Type:    m.oneOf("type", "", settings.DestinationHTTP, settings.DestinationSMTP),
+		Timeout: m.duration("timeout", settings.DefaultTimeout),
 		Owner:   m.str("owner"),
 	}
 	// Absent, approve is "" and means another_person: Corrections' zero value.
 	if cm := m.sub("corrections", "approve"); cm.has("approve") {
-		d.Corrections.Approve = cm.oneOf("approve", ledger.ApproveAnotherPerson, ledger.ApproveAnotherPerson, ledger.ApproveSelf)
+		d.Corrections.Approve = cm.oneOf("approve", settings.ApproveAnotherPerson, settings.ApproveAnotherPerson, settings.ApproveSelf)
 	}
 	d.Breaker = l.breaker(m)
 	foreign := smtpOnly
 	switch d.Type {
-	case ledger.DestinationHTTP:
+	case settings.DestinationHTTP:
 		l.httpDestination(m, &d)
-	case ledger.DestinationSMTP:
+	case settings.DestinationSMTP:
 		foreign = httpOnly
 		d.Addr = m.hostPort("addr", "", true)
 		if d.From = m.required("from"); d.From != "" {
@@ -60,16 +61,16 @@ func (l *loader) destination(path string, n ast.Node) ledger.Destination {
 	return d
 }
 
-func (l *loader) httpDestination(m fields, d *ledger.Destination) {
+func (l *loader) httpDestination(m fields, d *settings.Destination) {
 	// The destination-wide result_id of DESIGN.md section 4 is the default of both
 	// create.result_id and lookup.result_id.
-	shared := m.pointer("result_id", ledger.DefaultResultID)
+	shared := m.pointer("result_id", settings.DefaultResultID)
 	c := m.sub("create", "method", "url", "encoding", "result_id")
-	d.Create = ledger.Endpoint{
-		Method:   l.method(c, "method", ledger.DefaultMethod, "POST", "PUT", "PATCH"),
+	d.Create = settings.Endpoint{
+		Method:   l.method(c, "method", settings.DefaultMethod, "POST", "PUT", "PATCH"),
 		URL:      c.url("url", true, false),
-		Encoding: c.oneOf("encoding", ledger.DefaultEncoding, ledger.EncodingJSON, ledger.EncodingForm),
-		ResultID: ledger.ResultID{Pointer: shared},
+		Encoding: c.oneOf("encoding", settings.DefaultEncoding, settings.EncodingJSON, settings.EncodingForm),
+		ResultID: settings.ResultID{Pointer: shared},
 	}
 	if c.has("result_id") {
 		if m.has("result_id") {
@@ -89,13 +90,13 @@ func (l *loader) httpDestination(m fields, d *ledger.Destination) {
 	if m.has("lookup") {
 		def := d.Create.ResultID.Pointer
 		if def == "" {
-			def = ledger.DefaultResultID
+			def = settings.DefaultResultID
 		}
 		d.Lookup = l.lookup(m.sub("lookup", "method", "url", "body", "records", "fetch", "reference", "result_id", "consistency", "settle"), def)
 	}
 	if m.has("check") {
 		ck := m.sub("check", "method", "url")
-		d.Check = ledger.Request{Method: l.method(ck, "method", ledger.DefaultLookupMethod, "GET", "HEAD", "OPTIONS", "POST"),
+		d.Check = settings.Request{Method: l.method(ck, "method", settings.DefaultLookupMethod, "GET", "HEAD", "OPTIONS", "POST"),
 			URL: ck.url("url", true, false)}
 	}
 	for i, n := range l.list(m.at("errors"), m.vals["errors"]) {
@@ -103,14 +104,14 @@ func (l *loader) httpDestination(m fields, d *ledger.Destination) {
 	}
 	if m.has("rate_limit_reset") {
 		r := m.sub("rate_limit_reset", "header", "unit")
-		d.RateLimitReset = ledger.ResetHeader{Header: l.header(r, "header", ""),
-			Unit: r.oneOf("unit", ledger.ResetSeconds, ledger.ResetSeconds, ledger.ResetEpoch, ledger.ResetMilliseconds)}
+		d.RateLimitReset = settings.ResetHeader{Header: l.header(r, "header", ""),
+			Unit: r.oneOf("unit", settings.ResetSeconds, settings.ResetSeconds, settings.ResetEpoch, settings.ResetMilliseconds)}
 		if d.RateLimitReset.Header == "" {
 			l.errorf(r.path, "header is required")
 		}
 	}
 	lm := m.sub("limits", "concurrency", "per_second")
-	d.Limits = ledger.Limits{Concurrency: lm.integer("concurrency", 0, 1, 10000), PerSecond: lm.rate("per_second")}
+	d.Limits = settings.Limits{Concurrency: lm.integer("concurrency", 0, 1, 10000), PerSecond: lm.rate("per_second")}
 }
 
 // method reads an upper-cased HTTP method among options.
@@ -138,22 +139,22 @@ func (l *loader) header(m fields, key, def string) string {
 }
 
 // resultID reads create.result_id: a JSON pointer, or {header: NAME}.
-func (l *loader) resultID(c fields) ledger.ResultID {
+func (l *loader) resultID(c fields) settings.ResultID {
 	if _, ok := c.vals["result_id"].(ast.MapNode); ok {
 		h := c.sub("result_id", "header")
-		r := ledger.ResultID{Header: l.header(h, "header", "")}
+		r := settings.ResultID{Header: l.header(h, "header", "")}
 		if r.Header == "" {
 			l.errorf(h.path, "header is required")
 		}
 		return r
 	}
-	return ledger.ResultID{Pointer: c.pointer("result_id", ledger.DefaultResultID)}
+	return settings.ResultID{Pointer: c.pointer("result_id", settings.DefaultResultID)}
 }
 
 // auth reads at most one of bearer_env, header, basic and oauth2 (config/oauth.go).
-func (l *loader) auth(m fields) ledger.Auth {
+func (l *loader) auth(m fields) settings.Auth {
 	am := m.sub("auth", "bearer_env", "header", "basic", "oauth2")
-	var a ledger.Auth
+	var a settings.Auth
 	set := 0
 	for _, k := range []string{"bearer_env", "header", "basic", "oauth2"} {
 		if am.has(k) {
@@ -191,38 +192,38 @@ func (l *loader) auth(m fields) ledger.Auth {
 
 // idempotency reads "none" (the default) or {header, ttl}: a key memory is only
 // what the destination declares, with how long it lasts.
-func (l *loader) idempotency(m fields) ledger.Idempotency {
+func (l *loader) idempotency(m fields) settings.Idempotency {
 	n := m.vals["idempotency"]
 	if s, ok := scalarText(n); ok {
 		if n != nil && s != "none" {
 			l.errorf(m.at("idempotency"), "%q: write none, or {header: Idempotency-Key, ttl: 24h} when the destination remembers keys", s)
 		}
-		return ledger.Idempotency{}
+		return settings.Idempotency{}
 	}
 	im := m.sub("idempotency", "header", "ttl")
 	if !im.has("ttl") {
 		l.errorf(im.path, "ttl is required: how long the destination remembers a key (its documentation says)")
 	}
-	return ledger.Idempotency{Header: l.header(im, "header", ledger.DefaultIdempotencyHeader),
+	return settings.Idempotency{Header: l.header(im, "header", settings.DefaultIdempotencyHeader),
 		TTL: im.duration("ttl", 0)}
 }
 
 // breaker reads a destination's breaker: off, or the settings that differ
 // from the defaults (docs/destinations.md says them and why).
-func (l *loader) breaker(m fields) ledger.BreakerSettings {
+func (l *loader) breaker(m fields) settings.BreakerSettings {
 	n := m.vals["breaker"]
 	if s, ok := scalarText(n); ok {
 		if n != nil && s != "off" {
 			l.errorf(m.at("breaker"), "%q: write off, or {failure_rate: 0.7, min_calls: 10, window: 5m, open_for: 30s, max_open_for: 10m}", s)
 		}
-		return ledger.BreakerSettings{Off: n != nil}.OrDefault()
+		return settings.BreakerSettings{Off: n != nil}.OrDefault()
 	}
 	bm := m.sub("breaker", "failure_rate", "min_calls", "window", "open_for", "max_open_for")
-	b := ledger.BreakerSettings{
+	b := settings.BreakerSettings{
 		FailureRate: bm.fraction("failure_rate"),
-		MinCalls:    bm.integer("min_calls", ledger.DefaultBreakerMinCalls, 1, 1000000),
-		Window:      bm.duration("window", ledger.DefaultBreakerWindow),
-		OpenFor:     bm.duration("open_for", ledger.DefaultBreakerOpenFor),
+		MinCalls:    bm.integer("min_calls", settings.DefaultBreakerMinCalls, 1, 1000000),
+		Window:      bm.duration("window", settings.DefaultBreakerWindow),
+		OpenFor:     bm.duration("open_for", settings.DefaultBreakerOpenFor),
 		MaxOpenFor:  bm.duration("max_open_for", 0),
 	}.OrDefault()
 	if b.MaxOpenFor < b.OpenFor {
@@ -244,19 +245,19 @@ func (m fields) fraction(key string) float64 {
 	return f
 }
 
-func (l *loader) lookup(lk fields, defResultID string) ledger.Lookup {
-	r := ledger.Lookup{
-		Method:      l.method(lk, "method", ledger.DefaultLookupMethod, "GET", "POST"),
+func (l *loader) lookup(lk fields, defResultID string) settings.Lookup {
+	r := settings.Lookup{
+		Method:      l.method(lk, "method", settings.DefaultLookupMethod, "GET", "POST"),
 		URL:         lk.url("url", true, false),
 		Records:     lk.pointer("records", ""),
 		Reference:   lk.pointer("reference", ""),
 		ResultID:    lk.pointer("result_id", defResultID),
-		Consistency: lk.oneOf("consistency", ledger.DefaultConsistency, ledger.ConsistencyStrong, ledger.ConsistencyEventual),
+		Consistency: lk.oneOf("consistency", settings.DefaultConsistency, settings.ConsistencyStrong, settings.ConsistencyEventual),
 	}
 	r.Settle, r.SettleRetry = l.settle(lk)
 	if lk.has("fetch") {
 		f := lk.sub("fetch", "url", "id", "record")
-		r.Fetch = ledger.LookupFetch{URL: f.url("url", true, false), ID: f.pointer("id", ""), Record: f.pointer("record", "")}
+		r.Fetch = settings.LookupFetch{URL: f.url("url", true, false), ID: f.pointer("id", ""), Record: f.pointer("record", "")}
 		if r.Fetch.ID == "" {
 			l.errorf(f.path, "id is required: the pointer in a listed record to its id")
 		}
@@ -273,7 +274,7 @@ func (l *loader) lookup(lk fields, defResultID string) ledger.Lookup {
 		}
 		r.Body = l.value(lk.at("body"), lk.at("body"), lk.vals["body"], 0)
 	}
-	if r.Settle > 0 && r.Consistency != ledger.ConsistencyEventual {
+	if r.Settle > 0 && r.Consistency != settings.ConsistencyEventual {
 		l.errorf(lk.at("settle"), "applies to an eventual lookup only: a strong lookup's absence counts at once")
 	}
 	if r.URL != "" && !strings.Contains(r.URL, "{ref}") && !containsRef(r.Body) {
@@ -319,12 +320,12 @@ func containsRef(v any) bool {
 	return false
 }
 
-var means = []string{ledger.MeansRejected, ledger.MeansRateLimited, ledger.MeansUnavailable,
-	ledger.MeansUnauthorized, ledger.MeansUncertain, ledger.MeansExists}
+var means = []string{settings.MeansRejected, settings.MeansRateLimited, settings.MeansUnavailable,
+	settings.MeansUnauthorized, settings.MeansUncertain, settings.MeansExists}
 
-func (l *loader) errorRule(path string, n ast.Node) ledger.ErrorRule {
+func (l *loader) errorRule(path string, n ast.Node) settings.ErrorRule {
 	m := l.mapping(path, n, "status", "pointer", "equals", "contains", "means")
-	r := ledger.ErrorRule{Status: m.integer("status", 0, 100, 599), Pointer: m.pointer("pointer", ""),
+	r := settings.ErrorRule{Status: m.integer("status", 0, 100, 599), Pointer: m.pointer("pointer", ""),
 		Means: m.oneOf("means", "", means...)}
 	if m.has("equals") {
 		if r.Pointer == "" {

@@ -7,11 +7,12 @@ import (
 	"os"
 
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
 // Load reads and parses the config file at path; see Parse. A file that
 // cannot be read is an EINVALID error too, so the command refuses to start.
-func Load(path string, getenv func(string) string) (*ledger.Config, error) {
+func Load(path string, getenv func(string) string) (*settings.Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, &ledger.Error{Code: ledger.EINVALID, Message: path + ": cannot read config", Err: err}
@@ -23,7 +24,7 @@ func Load(path string, getenv func(string) string) (*ledger.Config, error) {
 // getenv (os.Getenv when nil). Every problem found is reported in one *Error of code
 // EINVALID, one "<path>:<line>:<column>: <field>: <reason>" line each, in file
 // order. Messages name environment variables, never their values.
-func Parse(path string, data []byte, getenv func(string) string) (*ledger.Config, error) {
+func Parse(path string, data []byte, getenv func(string) string) (*settings.Config, error) {
 	if getenv == nil {
 		getenv = os.Getenv
 	}

@@ -5,12 +5,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
 func oauthConfig(grant string) []byte {
 	authorize := ""
-	if grant == ledger.GrantAuthorizationCode {
+	if grant == settings.GrantAuthorizationCode {
 		authorize = `        authorize_url: https://login.example.com/authorize`
 	}
 	return lines(
@@ -36,11 +36,11 @@ func oauthConfig(grant string) []byte {
 func TestParseOAuth2(t *testing.T) {
 	t.Parallel()
 	env := map[string]string{"GH_SECRET": "gh", "SF_CLIENT_ID": "client-id-1", "SF_CLIENT_SECRET": "client-secret-2",
-		ledger.SecretKeyEnv: "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="} // 32 bytes
+		settings.SecretKeyEnv: "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="} // 32 bytes
 
 	t.Run("AuthorizationCodeLoads", func(t *testing.T) {
 		t.Parallel()
-		cfg, err := Parse("x.yaml", oauthConfig(ledger.GrantAuthorizationCode), envFrom(env))
+		cfg, err := Parse("x.yaml", oauthConfig(settings.GrantAuthorizationCode), envFrom(env))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -50,7 +50,7 @@ func TestParseOAuth2(t *testing.T) {
 			t.Fatalf("parsed %+v, keys set %v", o, cfg.SecretKeys.Set())
 		}
 		printed := fmt.Sprintf("%v %+v %#v %s", cfg, cfg.Destinations[0], o, cfg.SecretKeys)
-		for _, secret := range []string{"client-secret-2", env[ledger.SecretKeyEnv]} {
+		for _, secret := range []string{"client-secret-2", env[settings.SecretKeyEnv]} {
 			if strings.Contains(printed, secret) {
 				t.Errorf("printing the config shows a secret: %s", printed)
 			}
@@ -68,8 +68,8 @@ func TestParseOAuth2(t *testing.T) {
 			for k, v := range env {
 				e[k] = v
 			}
-			e[ledger.SecretKeyEnv] = tc.key
-			_, err := Parse("x.yaml", oauthConfig(ledger.GrantClientCredentials), envFrom(e))
+			e[settings.SecretKeyEnv] = tc.key
+			_, err := Parse("x.yaml", oauthConfig(settings.GrantClientCredentials), envFrom(e))
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error %v, want %q", err, tc.want)
 			}
@@ -80,7 +80,7 @@ func TestParseOAuth2(t *testing.T) {
 	}
 	t.Run("AuthorizeURLNeededForTheCodeGrant", func(t *testing.T) {
 		t.Parallel()
-		data := strings.Replace(string(oauthConfig(ledger.GrantClientCredentials)), "client_credentials", "authorization_code", 1)
+		data := strings.Replace(string(oauthConfig(settings.GrantClientCredentials)), "client_credentials", "authorization_code", 1)
 		if _, err := Parse("x.yaml", []byte(data), envFrom(env)); err == nil || !strings.Contains(err.Error(), "authorize_url") {
 			t.Fatalf("error %v, want one about authorize_url", err)
 		}

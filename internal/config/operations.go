@@ -5,32 +5,32 @@ import (
 	"net/mail"
 	"net/netip"
 
-	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
-func (l *loader) sessions(m fields) ledger.Sessions {
+func (l *loader) sessions(m fields) settings.Sessions {
 	s := m.sub("sessions", "idle", "lifetime")
-	out := ledger.Sessions{Idle: s.duration("idle", ledger.DefaultSessionIdle), Lifetime: s.duration("lifetime", ledger.DefaultSessionLifetime)}
+	out := settings.Sessions{Idle: s.duration("idle", settings.DefaultSessionIdle), Lifetime: s.duration("lifetime", settings.DefaultSessionLifetime)}
 	if out.Idle > out.Lifetime {
 		l.errorf(s.at("idle"), "the idle timeout (%s) is longer than the lifetime (%s)", out.Idle, out.Lifetime)
 	}
 	return out
 }
 
-func (l *loader) retention(m fields) ledger.Retention {
+func (l *loader) retention(m fields) settings.Retention {
 	r := m.sub("retention", "actions", "drop_bodies_after", "every")
-	return ledger.Retention{
-		Actions:         r.duration("actions", ledger.DefaultActionRetention),
+	return settings.Retention{
+		Actions:         r.duration("actions", settings.DefaultActionRetention),
 		DropBodiesAfter: r.duration("drop_bodies_after", 0),
-		Every:           r.duration("every", ledger.DefaultPruneEvery),
+		Every:           r.duration("every", settings.DefaultPruneEvery),
 	}
 }
 
-func (l *loader) notify(m fields) ledger.Notify {
+func (l *loader) notify(m fields) settings.Notify {
 	n := m.sub("notify", "every", "uncertain_after", "smtp", "webhook")
-	out := ledger.Notify{
-		Every:          n.duration("every", ledger.DefaultNotifyEvery),
-		UncertainAfter: n.duration("uncertain_after", ledger.DefaultUncertainAfter),
+	out := settings.Notify{
+		Every:          n.duration("every", settings.DefaultNotifyEvery),
+		UncertainAfter: n.duration("uncertain_after", settings.DefaultUncertainAfter),
 	}
 	if n.has("smtp") {
 		s := n.sub("smtp", "addr", "from", "username_env", "password_env")

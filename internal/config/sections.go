@@ -12,24 +12,25 @@ import (
 	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/internal/money"
 	"github.com/oncehook/oncehook/internal/provider"
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
 // The readers below map the YAML keys of each section to fields. The primitives
 // they use are in yaml.go; the loader itself and the cross-references between
 // sections (check) are in validate.go; the operations sections in operations.go.
 
-func (l *loader) source(path string, n ast.Node) ledger.Source {
+func (l *loader) source(path string, n ast.Node) settings.Source {
 	m := l.mapping(path, n, "name", "client", "provider", "account", "environment",
 		"secret_env", "tolerance", "max_body", "remember", "backfill", "verify", "cutover")
-	s := ledger.Source{
+	s := settings.Source{
 		Name:        m.name("name"),
 		Client:      m.required("client"),
 		Provider:    m.oneOf("provider", "", providers...),
 		Account:     m.str("account"),
 		Environment: m.required("environment"),
-		Tolerance:   m.duration("tolerance", ledger.DefaultTolerance),
-		MaxBody:     m.size("max_body", ledger.DefaultMaxBody),
-		Remember:    m.duration("remember", ledger.DefaultRemember),
+		Tolerance:   m.duration("tolerance", settings.DefaultTolerance),
+		MaxBody:     m.size("max_body", settings.DefaultMaxBody),
+		Remember:    m.duration("remember", settings.DefaultRemember),
 	}
 	l.secrets(m, &s)
 	l.verify(m, &s)
@@ -47,10 +48,10 @@ var githubHook = regexp.MustCompile(`^(repos/[^/\s]+/[^/\s]+/hooks/[0-9]+|orgs/[
 
 // backfill reads a source's backfill section, which only Stripe and GitHub can have:
 // the others have no API that lists what they sent.
-func (l *loader) backfill(src fields, provider string) ledger.Backfill {
+func (l *loader) backfill(src fields, provider string) settings.Backfill {
 	path := src.at("backfill")
 	var m fields
-	b := ledger.Backfill{}
+	b := settings.Backfill{}
 	switch provider {
 	case ledger.ProviderStripe:
 		m = src.sub("backfill", "api_key_env", "every", "window", "api_url")
@@ -60,7 +61,7 @@ func (l *loader) backfill(src fields, provider string) ledger.Backfill {
 		}
 		b.APIURL = m.url("api_url", false, false)
 		if b.APIURL == "" {
-			b.APIURL = ledger.DefaultStripeAPIURL
+			b.APIURL = settings.DefaultStripeAPIURL
 		}
 	case ledger.ProviderGitHub:
 		m = src.sub("backfill", "token_env", "hook", "every", "window", "api_url")
@@ -73,7 +74,7 @@ func (l *loader) backfill(src fields, provider string) ledger.Backfill {
 		}
 		b.APIURL = m.url("api_url", false, false)
 		if b.APIURL == "" {
-			b.APIURL = ledger.DefaultGitHubAPIURL
+			b.APIURL = settings.DefaultGitHubAPIURL
 		}
 	case "":
 		return b
@@ -82,8 +83,8 @@ func (l *loader) backfill(src fields, provider string) ledger.Backfill {
 		return b
 	}
 	b.APIURL = strings.TrimRight(b.APIURL, "/")
-	b.Every = m.duration("every", ledger.DefaultBackfillEvery)
-	b.Window = m.duration("window", ledger.DefaultBackfillWindow)
+	b.Every = m.duration("every", settings.DefaultBackfillEvery)
+	b.Window = m.duration("window", settings.DefaultBackfillWindow)
 	switch {
 	case b.Every < time.Minute:
 		l.errorf(m.at("every"), "must be at least 1m")
@@ -98,7 +99,7 @@ func (l *loader) backfill(src fields, provider string) ledger.Backfill {
 // secrets reads secret_env: one variable holding the live secrets separated by
 // commas (a rotation), or a list of variables each holding one whole secret, which
 // may itself contain a comma. SecretEnv names them all, comma-separated, for people.
-func (l *loader) secrets(m fields, s *ledger.Source) {
+func (l *loader) secrets(m fields, s *settings.Source) {
 	var names []string
 	if _, isList := m.vals["secret_env"].(*ast.SequenceNode); isList {
 		names = m.strs("secret_env", true)
@@ -145,10 +146,10 @@ func secretShape(name, secret string) string {
 	return ""
 }
 
-func (l *loader) action(path string, n ast.Node) ledger.ActionRule {
+func (l *loader) action(path string, n ast.Node) settings.ActionRule {
 	m := l.mapping(path, n, "name", "source", "on", "key", "destination", "params", "retry",
 		"owner", "after", "resource", "occurred_at", "cancelled_by", "act_on_stale", "when", "cutover")
-	a := ledger.ActionRule{
+	a := settings.ActionRule{
 		Name:        m.name("name"),
 		Source:      m.required("source"),
 		On:          m.strs("on", true),
@@ -167,8 +168,8 @@ func (l *loader) action(path string, n ast.Node) ledger.ActionRule {
 		l.checkPointer(fmt.Sprintf("%s[%d]", m.at("key"), i), k)
 	}
 	r := m.sub("retry", "attempts", "within")
-	a.Retry = ledger.RetryPolicy{Attempts: r.integer("attempts", ledger.DefaultRetryAttempts, 1, 1000),
-		Within: r.duration("within", ledger.DefaultRetryWithin)}
+	a.Retry = settings.RetryPolicy{Attempts: r.integer("attempts", settings.DefaultRetryAttempts, 1, 1000),
+		Within: r.duration("within", settings.DefaultRetryWithin)}
 	pm := m.sub("params")
 	for _, name := range pm.keys {
 		a.Params = append(a.Params, l.param(pm.at(name), name, pm.vals[name]))
@@ -191,7 +192,7 @@ func (l *loader) action(path string, n ast.Node) ledger.ActionRule {
 
 // param reads one params entry: "/pointer", {const: v}, {result: rule[, pointer: /p]},
 // a list of entries, or any other mapping, which is a nested object of entries.
-func (l *loader) param(path, name string, n ast.Node) ledger.Param {
+func (l *loader) param(path, name string, n ast.Node) settings.Param {
 	return l.paramAt(path, name, n, 0)
 }
 
@@ -211,8 +212,8 @@ func (l *loader) money(path string, n ast.Node) *money.Money {
 	return mo
 }
 
-func (l *loader) paramAt(path, name string, n ast.Node, depth int) ledger.Param {
-	p := ledger.Param{Name: name}
+func (l *loader) paramAt(path, name string, n ast.Node, depth int) settings.Param {
+	p := settings.Param{Name: name}
 	if depth > 16 {
 		l.errorf(path, "params are nested too deeply")
 		return p
@@ -229,14 +230,14 @@ func (l *loader) paramAt(path, name string, n ast.Node, depth int) ledger.Param 
 			p.Result = m.required("result")
 			p.ResultPointer = m.pointer("pointer", "")
 		default:
-			p.IsObject, p.Object = true, []ledger.Param{}
+			p.IsObject, p.Object = true, []settings.Param{}
 			for _, k := range m.keys {
 				p.Object = append(p.Object, l.paramAt(m.at(k), k, m.vals[k], depth+1))
 			}
 		}
 		return p
 	case *ast.SequenceNode:
-		p.IsList, p.List = true, []ledger.Param{}
+		p.IsList, p.List = true, []settings.Param{}
 		for i, e := range l.list(path, v) {
 			p.List = append(p.List, l.paramAt(fmt.Sprintf("%s[%d]", path, i), "", e, depth+1))
 		}
@@ -256,15 +257,15 @@ func (l *loader) paramAt(path, name string, n ast.Node, depth int) ledger.Param 
 
 // cancelledBy reads cancelled_by: a list of event types, each a string or
 // {type: T, when: [conditions]} when its body must bear the cancellation out.
-func (l *loader) cancelledBy(path string, n ast.Node) ([]string, map[string][]ledger.Condition) {
+func (l *loader) cancelledBy(path string, n ast.Node) ([]string, map[string][]settings.Condition) {
 	if n == nil {
 		return nil, nil
 	}
 	var types []string
-	when := map[string][]ledger.Condition{}
+	when := map[string][]settings.Condition{}
 	for i, e := range l.list(path, n) {
 		ep := fmt.Sprintf("%s[%d]", path, i)
-		typ, cs := "", []ledger.Condition(nil)
+		typ, cs := "", []settings.Condition(nil)
 		if s, ok := scalarText(e); ok {
 			typ = s
 		} else {
@@ -291,14 +292,14 @@ func (l *loader) cancelledBy(path string, n ast.Node) ([]string, map[string][]le
 
 // conditions reads a when: a list of {pointer: /p} (the value exists and is not
 // null) or {pointer: /p, equals: v} (it reads as v; v a string, number or boolean).
-func (l *loader) conditions(path string, n ast.Node) []ledger.Condition {
+func (l *loader) conditions(path string, n ast.Node) []settings.Condition {
 	if n == nil {
 		return nil
 	}
-	var out []ledger.Condition
+	var out []settings.Condition
 	for i, e := range l.list(path, n) {
 		m := l.mapping(fmt.Sprintf("%s[%d]", path, i), e, "pointer", "equals")
-		c := ledger.Condition{Pointer: m.pointer("pointer", "")}
+		c := settings.Condition{Pointer: m.pointer("pointer", "")}
 		if c.Pointer == "" {
 			l.errorf(m.path, "pointer is required")
 		}
@@ -316,12 +317,12 @@ func (l *loader) conditions(path string, n ast.Node) []ledger.Condition {
 
 // cutover reads a source's or an action's cutover window, {from, until}, two
 // times (RFC 3339) with until after from; nil when there is none.
-func (l *loader) cutover(m fields) *ledger.Cutover {
+func (l *loader) cutover(m fields) *settings.Cutover {
 	if !m.has("cutover") {
 		return nil
 	}
 	cm := m.sub("cutover", "from", "until")
-	c := ledger.Cutover{From: cm.moment("from"), Until: cm.moment("until")}
+	c := settings.Cutover{From: cm.moment("from"), Until: cm.moment("until")}
 	if !c.From.IsZero() && !c.Until.IsZero() && !c.Until.After(c.From) {
 		l.errorf(cm.at("until"), "is not after from (%s): the window ends after it starts", c.From.Format(time.RFC3339))
 	}

@@ -7,14 +7,14 @@ import (
 	"strings"
 
 	"github.com/goccy/go-yaml/ast"
-	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
 // signIn reads sign_in: local passwords on or off, and the identity provider
 // with its rules. It runs after the sources, whose clients the rules name.
-func (l *loader) signIn(m fields, c *ledger.Config) ledger.SignIn {
+func (l *loader) signIn(m fields, c *settings.Config) settings.SignIn {
 	s := m.sub("sign_in", "passwords", "oidc")
-	out := ledger.SignIn{PasswordsOff: s.has("passwords") && !s.boolean("passwords")}
+	out := settings.SignIn{PasswordsOff: s.has("passwords") && !s.boolean("passwords")}
 	if s.has("oidc") {
 		out.OIDC = l.oidc(s.sub("oidc", "name", "issuer", "issuer_env", "client_id_env", "client_secret_env", "scopes", "claim", "rules"), c)
 	}
@@ -22,15 +22,15 @@ func (l *loader) signIn(m fields, c *ledger.Config) ledger.SignIn {
 		l.errorf(s.at("passwords"), "false leaves nobody a way to sign in: add sign_in.oidc")
 	}
 	if out.OIDC != nil && !l.baseURLSet {
-		l.errorf(s.at("oidc"), "needs base_url: the identity provider sends people back to base_url%s", ledger.OIDCCallbackPath)
+		l.errorf(s.at("oidc"), "needs base_url: the identity provider sends people back to base_url%s", settings.OIDCCallbackPath)
 	}
 	return out
 }
 
-func (l *loader) oidc(m fields, c *ledger.Config) *ledger.OIDC {
-	o := &ledger.OIDC{Name: m.required("name"), Issuer: l.issuer(m), Scopes: m.strs("scopes", false), Claim: m.str("claim")}
+func (l *loader) oidc(m fields, c *settings.Config) *settings.OIDC {
+	o := &settings.OIDC{Name: m.required("name"), Issuer: l.issuer(m), Scopes: m.strs("scopes", false), Claim: m.str("claim")}
 	if o.Claim == "" {
-		o.Claim = ledger.DefaultOIDCClaim
+		o.Claim = settings.DefaultOIDCClaim
 	}
 	o.ClientIDEnv, o.ClientID = m.env("client_id_env", true, false)
 	o.ClientSecretEnv, o.ClientSecret = m.env("client_secret_env", true, false)
@@ -67,15 +67,15 @@ func (l *loader) issuer(m fields) string {
 
 // accessRule reads one rule; an admin sees every client, so names none, and an
 // operator or a viewer names at least one of the sources' clients.
-func (l *loader) accessRule(path string, n ast.Node, clients []string) ledger.AccessRule {
+func (l *loader) accessRule(path string, n ast.Node, clients []string) settings.AccessRule {
 	m := l.mapping(path, n, "group", "role", "clients")
-	r := ledger.AccessRule{Value: m.required("group"),
-		Role:    m.oneOf("role", "", ledger.RoleAdmin, ledger.RoleOperator, ledger.RoleViewer),
+	r := settings.AccessRule{Value: m.required("group"),
+		Role:    m.oneOf("role", "", settings.RoleAdmin, settings.RoleOperator, settings.RoleViewer),
 		Clients: m.strs("clients", false)}
 	switch {
-	case r.Role == ledger.RoleAdmin && len(r.Clients) > 0:
+	case r.Role == settings.RoleAdmin && len(r.Clients) > 0:
 		l.errorf(m.at("clients"), "an admin sees every client; leave clients out or make the role operator or viewer")
-	case r.Role != ledger.RoleAdmin && r.Role != "" && len(r.Clients) == 0:
+	case r.Role != settings.RoleAdmin && r.Role != "" && len(r.Clients) == 0:
 		l.errorf(path, "an %s sees only the clients listed: clients is required", r.Role)
 	}
 	for i, cl := range r.Clients {

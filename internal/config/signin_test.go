@@ -5,8 +5,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-
-	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
 func TestParseSignIn(t *testing.T) {
@@ -32,9 +31,9 @@ func TestParseSignIn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := ledger.SignIn{PasswordsOff: true, OIDC: &ledger.OIDC{Name: "Okta", Issuer: "https://example.okta.com/oauth2/default",
+	want := settings.SignIn{PasswordsOff: true, OIDC: &settings.OIDC{Name: "Okta", Issuer: "https://example.okta.com/oauth2/default",
 		ClientIDEnv: "OIDC_ID", ClientID: "oncehook-client", ClientSecretEnv: "OIDC_SECRET", ClientSecret: "oidc-secret-7",
-		Claim: "groups", Rules: []ledger.AccessRule{{Value: "ops", Role: "admin"},
+		Claim: "groups", Rules: []settings.AccessRule{{Value: "ops", Role: "admin"},
 			{Value: "acme-ops", Role: "operator", Clients: []string{"acme"}}}}}
 	if diff := cmp.Diff(want, c.SignIn); diff != "" {
 		t.Errorf("sign_in (-want +got):\n%s", diff)
@@ -59,7 +58,7 @@ Sign-in: Okta (https://example.okta.com/oauth2/default; client id from OIDC_ID, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(ledger.SignIn{}, plain.SignIn); diff != "" {
+	if diff := cmp.Diff(settings.SignIn{}, plain.SignIn); diff != "" {
 		t.Errorf("sign_in by default (-want +got):\n%s", diff)
 	}
 }

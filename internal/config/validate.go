@@ -16,6 +16,7 @@ import (
 	"github.com/goccy/go-yaml/parser"
 	"github.com/goccy/go-yaml/token"
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
 // loader reads the config from the YAML syntax tree instead of through a struct
@@ -94,14 +95,14 @@ func (l *loader) err() error {
 }
 
 // load parses data into a Config, recording every problem found.
-func (l *loader) load(data []byte) *ledger.Config {
+func (l *loader) load(data []byte) *settings.Config {
 	body, ok := l.document(data)
 	if !ok {
 		return nil
 	}
 	m := l.mapping("", body, "listen", "base_url", "sources", "destinations", "actions", "retention", "notify", "sessions",
 		"trusted_proxies", "connections_per_address", "sign_in")
-	c := &ledger.Config{Path: l.file, Listen: m.hostPort("listen", ledger.DefaultListen, false)}
+	c := &settings.Config{Path: l.file, Listen: m.hostPort("listen", settings.DefaultListen, false)}
 	c.BaseURL = m.url("base_url", false, false)
 	if c.BaseURL == "" && c.Listen != "" {
 		c.BaseURL = defaultBaseURL(c.Listen)
@@ -112,7 +113,7 @@ func (l *loader) load(data []byte) *ledger.Config {
 	c.Notify = l.notify(m)
 	c.Sessions = l.sessions(m)
 	c.TrustedProxies = l.trustedProxies(m)
-	c.ConnectionsPerAddress = m.integer("connections_per_address", ledger.DefaultConnectionsPerAddress, 0, 1<<20)
+	c.ConnectionsPerAddress = m.integer("connections_per_address", settings.DefaultConnectionsPerAddress, 0, 1<<20)
 	for i, n := range l.list("sources", m.vals["sources"]) {
 		c.Sources = append(c.Sources, l.source(fmt.Sprintf("sources[%d]", i), n))
 	}
@@ -176,7 +177,7 @@ const PortEnv = "PORT"
 // ListenOnPort applies PortEnv's value to a loaded config: listen becomes ":port" and a
 // base_url that was only listen's default follows it. An empty port changes nothing;
 // one that is not a port number is an error of code invalid.
-func ListenOnPort(c *ledger.Config, port string) error {
+func ListenOnPort(c *settings.Config, port string) error {
 	port = strings.TrimSpace(port)
 	if port == "" {
 		return nil
@@ -333,7 +334,7 @@ func parentPath(path string) string {
 	return path[:max(0, strings.LastIndexAny(path, ".["))]
 }
 
-func (l *loader) check(c *ledger.Config) {
+func (l *loader) check(c *settings.Config) {
 	srcs := l.unique("sources", len(c.Sources), func(i int) string { return c.Sources[i].Name })
 	dests := l.unique("destinations", len(c.Destinations), func(i int) string { return c.Destinations[i].Name })
 	rules := l.unique("actions", len(c.Actions), func(i int) string { return c.Actions[i].Name })
@@ -369,7 +370,7 @@ func (l *loader) check(c *ledger.Config) {
 
 // checkTarget validates a rule's params against its destination and gives the rule
 // the destination's owner when it names none, so every failure has a person.
-func (l *loader) checkTarget(path string, a *ledger.ActionRule, d ledger.Destination) {
+func (l *loader) checkTarget(path string, a *settings.ActionRule, d settings.Destination) {
 	if a.Owner == "" {
 		a.Owner = d.Owner
 	}
@@ -378,7 +379,7 @@ func (l *loader) checkTarget(path string, a *ledger.ActionRule, d ledger.Destina
 			l.errorf(joinPath(path+".params", p), "is where reference_field %s of destination %q puts the operation key", d.ReferenceField, d.Name)
 		}
 	}
-	if d.Create.Encoding == ledger.EncodingForm {
+	if d.Create.Encoding == settings.EncodingForm {
 		for _, p := range a.Params {
 			if p.IsObject || p.IsList {
 				l.errorf(joinPath(path+".params", p.Name), "destination %q sends a form, which holds flat fields only", d.Name)
@@ -386,9 +387,9 @@ func (l *loader) checkTarget(path string, a *ledger.ActionRule, d ledger.Destina
 		}
 	}
 	has := func(name string) bool {
-		return slices.ContainsFunc(a.Params, func(p ledger.Param) bool { return p.Name == name })
+		return slices.ContainsFunc(a.Params, func(p settings.Param) bool { return p.Name == name })
 	}
-	if d.Type == ledger.DestinationSMTP && !has("to") {
+	if d.Type == settings.DestinationSMTP && !has("to") {
 		l.errorf(path+".params", "a mail needs a \"to\" param")
 	}
 	l.checkStream(path, a, d)
@@ -398,8 +399,8 @@ func (l *loader) checkTarget(path string, a *ledger.ActionRule, d ledger.Destina
 // than the one the create sends on: Postmark's message search looks in the stream
 // its messagestream parameter names (outbound when absent), so it would never find
 // the message, and an absence would be read from the wrong place.
-func (l *loader) checkStream(path string, a *ledger.ActionRule, d ledger.Destination) {
-	i := slices.IndexFunc(a.Params, func(p ledger.Param) bool { return p.Name == "MessageStream" })
+func (l *loader) checkStream(path string, a *settings.ActionRule, d settings.Destination) {
+	i := slices.IndexFunc(a.Params, func(p settings.Param) bool { return p.Name == "MessageStream" })
 	if i < 0 || d.Lookup.URL == "" {
 		return
 	}
@@ -459,7 +460,7 @@ func names(idx map[string]int) string {
 }
 
 // afterChain lists the rules rule i waits for, nearest first; it stops at a cycle.
-func afterChain(c *ledger.Config, rules map[string]int, i int) []string {
+func afterChain(c *settings.Config, rules map[string]int, i int) []string {
 	var chain []string
 	seen := map[int]bool{i: true}
 	for j, ok := rules[c.Actions[i].After]; ok && !seen[j]; j, ok = rules[c.Actions[j].After] {
@@ -471,7 +472,7 @@ func afterChain(c *ledger.Config, rules map[string]int, i int) []string {
 
 // afterCycle returns the cycle through rule i, reported for the cycle's first rule
 // in the file only, so a cycle is one error and not one per member.
-func afterCycle(c *ledger.Config, rules map[string]int, i int) []string {
+func afterCycle(c *settings.Config, rules map[string]int, i int) []string {
 	cycle := []string{c.Actions[i].Name}
 	for j, ok := rules[c.Actions[i].After]; ok && len(cycle) <= len(c.Actions); j, ok = rules[c.Actions[j].After] {
 		if j < i {
@@ -488,7 +489,7 @@ func afterCycle(c *ledger.Config, rules map[string]int, i int) []string {
 type resultRef struct{ path, name string }
 
 // results lists the {result: action} params in p, nested ones included.
-func results(path string, p ledger.Param) []resultRef {
+func results(path string, p settings.Param) []resultRef {
 	switch {
 	case p.Result != "":
 		return []resultRef{{joinPath(path, "result"), p.Result}}
@@ -510,7 +511,7 @@ func results(path string, p ledger.Param) []resultRef {
 
 // paramAt reports whether a param (or a nested one) renders at the JSON pointer
 // ptr, or above or below it, and names its top-level param.
-func paramAt(params []ledger.Param, ptr string) (string, bool) {
+func paramAt(params []settings.Param, ptr string) (string, bool) {
 	tokens := strings.Split(ptr, "/")[1:]
 	for i, t := range tokens {
 		tokens[i] = strings.NewReplacer("~1", "/", "~0", "~").Replace(t)
@@ -521,7 +522,7 @@ func paramAt(params []ledger.Param, ptr string) (string, bool) {
 	return "", false
 }
 
-func objectHas(params []ledger.Param, tokens []string) bool {
+func objectHas(params []settings.Param, tokens []string) bool {
 	for _, p := range params {
 		if p.Name == tokens[0] {
 			return paramHas(p, tokens[1:])
@@ -532,7 +533,7 @@ func objectHas(params []ledger.Param, tokens []string) bool {
 
 // paramHas reports whether the param p holds the place rest names below it: an
 // object's member, a list's element, or anything under a leaf.
-func paramHas(p ledger.Param, rest []string) bool {
+func paramHas(p settings.Param, rest []string) bool {
 	switch {
 	case len(rest) == 0:
 		return true

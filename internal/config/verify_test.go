@@ -4,8 +4,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-
-	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
 func TestParseVerifySection(t *testing.T) {
@@ -34,15 +33,15 @@ func TestParseVerifySection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := &ledger.VerifySpec{Kind: ledger.VerifyKindHMAC,
-		Signature: ledger.SignatureSpec{Header: "X-Sig", Format: "list", Separator: ";", Keys: []string{"v1"}},
+	want := &settings.VerifySpec{Kind: settings.VerifyKindHMAC,
+		Signature: settings.SignatureSpec{Header: "X-Sig", Format: "list", Separator: ";", Keys: []string{"v1"}},
 		Algorithm: "sha512", Encoding: "base64", Key: "literal",
-		Signed: []ledger.SignedPart{{Kind: "method"}, {Kind: "url"}, {Kind: "timestamp"}, {Kind: "literal", Value: ":"},
+		Signed: []settings.SignedPart{{Kind: "method"}, {Kind: "url"}, {Kind: "timestamp"}, {Kind: "literal", Value: ":"},
 			{Kind: "body"}, {Kind: "header", Value: "X-Id"}},
-		Timestamp: ledger.TimestampSpec{Signature: "t", Format: "unix"},
-		ID:        ledger.IdentitySpec{Composite: []string{"/form/id", "/submitted_at"}},
-		Type:      ledger.TypeSpec{Header: "X-Event", Pointer: "/action"},
-		Occurred:  ledger.TimestampSpec{Pointer: "/submitted_at", Format: "rfc3339"},
+		Timestamp: settings.TimestampSpec{Signature: "t", Format: "unix"},
+		ID:        settings.IdentitySpec{Composite: []string{"/form/id", "/submitted_at"}},
+		Type:      settings.TypeSpec{Header: "X-Event", Pointer: "/action"},
+		Occurred:  settings.TimestampSpec{Pointer: "/submitted_at", Format: "rfc3339"},
 		URL:       "https://hooks.example.com/hooks/forms"}
 	if diff := cmp.Diff(want, c.Sources[0].Verify); diff != "" {
 		t.Errorf("verify (-want +got):\n%s", diff)
@@ -50,7 +49,7 @@ func TestParseVerifySection(t *testing.T) {
 	if got := c.Sources[1].Verify; got == nil || got.URL != "https://hooks.example.com/hooks/sq" || got.Signature.Header != "X-Square-Hmacsha256-Signature" {
 		t.Errorf("square preset = %+v", got)
 	}
-	if got := c.Sources[2].Verify; got == nil || !got.ID.BodyHash || got.Kind != ledger.VerifyKindBasic {
+	if got := c.Sources[2].Verify; got == nil || !got.ID.BodyHash || got.Kind != settings.VerifyKindBasic {
 		t.Errorf("postmark preset with its identity overridden = %+v", got)
 	}
 	if got := c.Sources[3].Verify; got != nil {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
 // unsignedType names, by provider, where the event type comes from when the
@@ -16,7 +17,7 @@ var unsignedType = map[string]string{
 // Warnings are what is valid in cfg but unsafe: a rule cancelled by an event type
 // its provider does not sign, with no when on the body, cancels on the sender's
 // word, so one captured signed body re-sent under that type would cancel.
-func Warnings(cfg *ledger.Config) []string {
+func Warnings(cfg *settings.Config) []string {
 	var out []string
 	for i, a := range cfg.Actions {
 		src, ok := cfg.Source(a.Source)

@@ -7,7 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/oncehook/oncehook/internal/config"
-	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
 // unsignedConfig has a Shopify, a GitHub and a Stripe source, each with a rule
@@ -67,10 +67,10 @@ func TestWhenConditionsParsed(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := cfg.Actions[0]
-	want := ledger.ActionRule{When: []ledger.Condition{{Pointer: "/test", Equals: "false", HasEquals: true}},
-		CancelledBy: []string{"orders/cancelled"}, CancelWhen: map[string][]ledger.Condition{"orders/cancelled": {
+	want := settings.ActionRule{When: []settings.Condition{{Pointer: "/test", Equals: "false", HasEquals: true}},
+		CancelledBy: []string{"orders/cancelled"}, CancelWhen: map[string][]settings.Condition{"orders/cancelled": {
 			{Pointer: "/cancelled_at"}, {Pointer: "/financial_status", Equals: "voided", HasEquals: true}}}}
-	got := ledger.ActionRule{When: a.When, CancelledBy: a.CancelledBy, CancelWhen: a.CancelWhen}
+	got := settings.ActionRule{When: a.When, CancelledBy: a.CancelledBy, CancelWhen: a.CancelWhen}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("conditions (-want +got):\n%s", diff)
 	}

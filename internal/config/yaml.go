@@ -261,7 +261,7 @@ func (l *loader) checkPointer(path, s string) {
 	if !strings.HasPrefix(s, "/") {
 		l.errorf(path, "%q is not a JSON pointer: it must start with \"/\"", s)
 	} else if err := jsonpointer.Valid(s); err != nil {
-		l.errorf(path, "%s", ledger.ErrorMessage(err))
+		l.errorf(path, "%s", err)
 	}
 }
 

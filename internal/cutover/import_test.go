@@ -12,7 +12,7 @@ import (
 	"github.com/oncehook/oncehook/db/dbtest"
 	"github.com/oncehook/oncehook/internal/config"
 	"github.com/oncehook/oncehook/internal/cutover"
-	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
 const testConfig = `
@@ -36,7 +36,7 @@ actions:
     destination: crm
 `
 
-func setup(t *testing.T) (*pgxpool.Pool, *ledger.Config) {
+func setup(t *testing.T) (*pgxpool.Pool, *settings.Config) {
 	t.Helper()
 	cfg, err := config.Parse("test.yaml", []byte(testConfig), func(string) string { return "whsec_test" })
 	if err != nil {
@@ -59,7 +59,7 @@ func count(t *testing.T, pool *pgxpool.Pool) int {
 	return n
 }
 
-func run(pool *pgxpool.Pool, cfg *ledger.Config, client, text string, dry bool) (cutover.Report, error) {
+func run(pool *pgxpool.Pool, cfg *settings.Config, client, text string, dry bool) (cutover.Report, error) {
 	return cutover.Import(context.Background(), cutover.Params{Pool: pool, Config: cfg, Client: client,
 		File: "ops.jsonl", By: "ada", DryRun: dry}, strings.NewReader(text))
 }

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/oncehook/oncehook/db"
-	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
 // LedgerFormat names a file of a client's ledger (oncehook export); a file of
@@ -142,7 +142,7 @@ const exportPage = 1000
 // identities (with their bodies when bodies), the links between them, its audit
 // trail (notes and assignments included) and its snoozes, each read a page at a
 // time.
-func Export(ctx context.Context, q *db.Queries, cfg *ledger.Config, client string, bodies bool, w io.Writer) (ExportReport, error) {
+func Export(ctx context.Context, q *db.Queries, cfg *settings.Config, client string, bodies bool, w io.Writer) (ExportReport, error) {
 	var rep ExportReport
 	if !slices.Contains(cfg.Clients(), client) {
 		return rep, fmt.Errorf("no source of the config belongs to client %q", client)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/oncehook/oncehook/db"
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
 // LedgerReport counts what an import of a ledger did, or would do in a dry run:
@@ -26,7 +27,7 @@ type LedgerReport struct {
 // LedgerParams is what an import of a ledger needs besides the file.
 type LedgerParams struct {
 	Pool   db.Beginner
-	Config *ledger.Config
+	Config *settings.Config
 	File   string // the file's name, for the errors
 	Client string // if set, the client the file must hold
 	DryRun bool
@@ -74,7 +75,7 @@ func ImportLedger(ctx context.Context, p LedgerParams, r io.Reader) (LedgerRepor
 // with them; an action held already keeps its own).
 type ledgerLoad struct {
 	q        *db.Queries
-	cfg      *ledger.Config
+	cfg      *settings.Config
 	problems *Problems
 	rep      *LedgerReport
 	client   string

@@ -13,12 +13,13 @@ import (
 
 	"github.com/oncehook/oncehook/db"
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
 // Params is what an import needs besides the file.
 type Params struct {
 	Pool   db.Beginner
-	Config *ledger.Config
+	Config *settings.Config
 	Client string
 	File   string // the file's name, for the errors and the audit
 	Format string // FormatJSONLines (the default) or FormatCSV

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
 // MaxLine is the longest line a file of performed operations may hold.
@@ -81,8 +82,8 @@ func (p *Problems) add(line int, format string, args ...any) {
 // under.
 type operation struct {
 	Performed
-	rule   ledger.ActionRule
-	source ledger.Source
+	rule   settings.ActionRule
+	source settings.Source
 	id     ledger.OperationIdentity
 	params json.RawMessage // {} when the line gives none
 	sum    []byte          // empty when the line gives no params: any event's params are its own
@@ -104,7 +105,7 @@ func decodeLine(text []byte) (Performed, error) {
 }
 
 // check is the line's operation for client, or the reason it has none.
-func check(p Performed, cfg *ledger.Config, client string) (operation, string) {
+func check(p Performed, cfg *settings.Config, client string) (operation, string) {
 	op := operation{Performed: p}
 	if p.Action == "" {
 		return op, `no "action": name the rule of the config that did it`

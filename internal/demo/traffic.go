@@ -16,13 +16,14 @@ import (
 	"github.com/oncehook/oncehook/internal/review"
 	"github.com/oncehook/oncehook/internal/sandbox"
 	"github.com/oncehook/oncehook/internal/sender"
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
 // Traffic posts the demo's webhooks to a running oncehook and schedules faults at
 // the sandbox destinations.
 type Traffic struct {
 	BaseURL string // where oncehook listens, e.g. http://127.0.0.1:8080
-	Config  *ledger.Config
+	Config  *settings.Config
 	Secrets map[string]string // by environment variable name, as the config names them
 	CRM     *sandbox.CRM
 	Mail    *sandbox.Mail
@@ -132,7 +133,7 @@ func (t *Traffic) assignSome(ctx context.Context) {
 		if a.Owner == t.Admin {
 			continue
 		}
-		_, err := t.Review.Do(ctx, ledger.Actor{Name: "demo", Role: ledger.RoleAdmin}, review.ActAssign, a.ID,
+		_, err := t.Review.Do(ctx, ledger.Actor{Name: "demo", Role: settings.RoleAdmin}, review.ActAssign, a.ID,
 			review.ActParams{Owner: t.Admin, Note: "assigned by the demo, to practise on"})
 		if err != nil {
 			t.Logger.Warn("demo: assign", "action", a.ID, "err", err)
@@ -274,7 +275,7 @@ func (t *Traffic) invoice(ctx context.Context, n int) {
 // post signs d for the first source of provider and sends it, retrying a 503 as a
 // provider would.
 func (t *Traffic) post(ctx context.Context, provider string, d sender.Delivery) {
-	var src ledger.Source
+	var src settings.Source
 	for _, s := range t.Config.Sources {
 		if s.Provider == provider {
 			src = s

@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
 // idleConnsPerHost is how many connections to one destination stay open between
@@ -12,7 +13,7 @@ import (
 const idleConnsPerHost = 64
 
 // NewClients returns a client for every configured destination, by name.
-func NewClients(cfg *ledger.Config) map[string]ledger.DestinationClient {
+func NewClients(cfg *settings.Config) map[string]ledger.DestinationClient {
 	out := make(map[string]ledger.DestinationClient, len(cfg.Destinations))
 	// One transport for all HTTP destinations; each call sets its own timeout.
 	// Connections stay open between calls: net/http keeps only 2 idle connections
@@ -21,14 +22,14 @@ func NewClients(cfg *ledger.Config) map[string]ledger.DestinationClient {
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	transport.MaxIdleConnsPerHost = idleConnsPerHost
 	client := &http.Client{Transport: transport}
-	secrets := ledger.NewSecrets(cfg)
+	secrets := settings.NewSecrets(cfg)
 	for _, d := range cfg.Destinations {
 		switch d.Type {
-		case ledger.DestinationHTTP:
+		case settings.DestinationHTTP:
 			h := NewHTTP(d, client)
 			h.secrets = secrets
 			out[d.Name] = h
-		case ledger.DestinationSMTP:
+		case settings.DestinationSMTP:
 			m := NewSMTP(d)
 			m.secrets = secrets
 			out[d.Name] = m

@@ -20,6 +20,7 @@ import (
 
 	"github.com/oncehook/oncehook/internal/jsonpointer"
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/settings"
 	"github.com/oncehook/oncehook/internal/telemetry"
 )
 
@@ -37,25 +38,25 @@ const (
 // HTTP performs actions as JSON requests to an HTTP API (DESIGN.md
 // section 4, "Destination http").
 type HTTP struct {
-	d       ledger.Destination
+	d       settings.Destination
 	client  *http.Client // for lookups and checks
 	perform *http.Client // the same transport, following no redirects
 	now     func() time.Time
-	secrets *ledger.Secrets // every secret the process holds, for scrub
-	oauth   *OAuth          // nil unless auth.oauth2 (see oauth.go)
+	secrets *settings.Secrets // every secret the process holds, for scrub
+	oauth   *OAuth            // nil unless auth.oauth2 (see oauth.go)
 }
 
 // NewHTTP returns the client for the http destination d, sending through
 // client (http.DefaultClient when nil). d is used as the config loader made it,
 // defaults applied. Perform never follows a redirect: the client would repeat a
 // POST as a GET and could read a listing as a confirmation.
-func NewHTTP(d ledger.Destination, client *http.Client) *HTTP {
+func NewHTTP(d settings.Destination, client *http.Client) *HTTP {
 	if client == nil {
 		client = http.DefaultClient
 	}
 	perform := *client
 	perform.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	secrets := &ledger.Secrets{}
+	secrets := &settings.Secrets{}
 	secrets.AddAuth(d.Auth)
 	return &HTTP{d: d, client: client, perform: &perform, now: time.Now, secrets: secrets}
 }
@@ -66,7 +67,7 @@ func (h *HTTP) Capabilities() ledger.Capabilities {
 	lk := h.d.Lookup
 	return ledger.Capabilities{
 		Lookup:       lk.URL != "",
-		StrongLookup: lk.URL != "" && lk.Consistency == ledger.ConsistencyStrong,
+		StrongLookup: lk.URL != "" && lk.Consistency == settings.ConsistencyStrong,
 		KeyMemory:    h.d.Idempotency.TTL,
 		Settle:       lk.Settle,
 		SettleRetry:  lk.SettleRetry,

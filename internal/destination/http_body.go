@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
 // createRequest is the body and content type of a create call: the params, with the
@@ -31,7 +32,7 @@ func (h *HTTP) createRequest(c ledger.Call) ([]byte, string, error) {
 			return nil, "", fmt.Errorf("put the operation key at reference_field %s: %w", h.d.ReferenceField, err)
 		}
 	}
-	if h.d.Create.Encoding == ledger.EncodingForm {
+	if h.d.Create.Encoding == settings.EncodingForm {
 		b, err := formBody(fields)
 		return b, "application/x-www-form-urlencoded", err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
 // refreshOutcome is the decision table's reading of a refresh that failed before
@@ -22,7 +23,7 @@ func (h *HTTP) OAuth() *OAuth { return h.oauth }
 
 // Connects reports whether the destination uses the authorization_code grant.
 func (h *HTTP) Connects() bool {
-	return h.oauth != nil && h.oauth.Grant() == ledger.GrantAuthorizationCode
+	return h.oauth != nil && h.oauth.Grant() == settings.GrantAuthorizationCode
 }
 
 // AuthorizeURL is the authorize URL for an admin's browser (see OAuth.AuthorizeURL).

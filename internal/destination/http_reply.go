@@ -9,6 +9,7 @@ import (
 
 	"github.com/oncehook/oncehook/internal/jsonpointer"
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
 // classify maps a reply to its row of the decision table: the destination's own
@@ -35,9 +36,9 @@ func (h *HTTP) classify(resp *http.Response, reply []byte, readErr error) ledger
 
 // matchRule returns the first errors rule that applies to the reply. A reply that
 // is not JSON (Mailgun's plain "Forbidden") has no value at any pointer.
-func (h *HTTP) matchRule(status int, reply []byte) (ledger.ErrorRule, bool) {
+func (h *HTTP) matchRule(status int, reply []byte) (settings.ErrorRule, bool) {
 	if len(h.d.Errors) == 0 {
-		return ledger.ErrorRule{}, false
+		return settings.ErrorRule{}, false
 	}
 	doc, err := decodeReply(reply)
 	parsed := err == nil
@@ -68,7 +69,7 @@ func (h *HTTP) matchRule(status int, reply []byte) (ledger.ErrorRule, bool) {
 			return r, true
 		}
 	}
-	return ledger.ErrorRule{}, false
+	return settings.ErrorRule{}, false
 }
 
 // valueText is a JSON value as a rule's equals is written: strings as they are,
@@ -108,9 +109,9 @@ func parseReset(v, unit string, now time.Time) time.Duration {
 	}
 	var d time.Duration
 	switch unit {
-	case ledger.ResetEpoch:
+	case settings.ResetEpoch:
 		d = time.Unix(int64(f), 0).Sub(now)
-	case ledger.ResetMilliseconds:
+	case settings.ResetMilliseconds:
 		d = time.Duration(f * float64(time.Millisecond))
 	default:
 		d = time.Duration(f * float64(time.Second))

@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
 // echoServer answers every request with status, headers and body, and keeps the
@@ -43,8 +44,8 @@ func newEcho(t *testing.T, status int, hdr map[string]string, body string) *echo
 	return e
 }
 
-func shapeDest(url string) ledger.Destination {
-	return ledger.Destination{Name: "api", Type: ledger.DestinationHTTP, Create: endpoint(url), Timeout: 5 * time.Second}
+func shapeDest(url string) settings.Destination {
+	return settings.Destination{Name: "api", Type: settings.DestinationHTTP, Create: endpoint(url), Timeout: 5 * time.Second}
 }
 
 // Bodies, URLs and credentials as the APIs want them.
@@ -54,7 +55,7 @@ func TestHTTPDestinationRequestShapes(t *testing.T) {
 	t.Run("NestedReferenceAndBearer", func(t *testing.T) {
 		e := newEcho(t, 201, nil, `{"id":"1"}`)
 		d := shapeDest(e.srv.URL + "/deals")
-		d.ReferenceField, d.Auth = "/properties/oncehook_ref", ledger.Auth{Token: "tok-1"}
+		d.ReferenceField, d.Auth = "/properties/oncehook_ref", settings.Auth{Token: "tok-1"}
 		if out := NewHTTP(d, nil).Perform(context.Background(), call); out.Observed != ledger.ObsSuccess {
 			t.Fatalf("Perform() = %+v", out)
 		}
@@ -72,8 +73,8 @@ func TestHTTPDestinationRequestShapes(t *testing.T) {
 	t.Run("FormRefInURLHeaderAuthAndBasic", func(t *testing.T) {
 		e := newEcho(t, 200, nil, `{"id":"<1@mg>"}`)
 		d := shapeDest(e.srv.URL + "/v3/{ref}/messages")
-		d.Create.Encoding, d.ReferenceField = ledger.EncodingForm, "/v:oncehook_ref"
-		d.Auth = ledger.Auth{Basic: ledger.BasicAuth{Username: "api", PasswordEnv: "K", Password: "key-2"}}
+		d.Create.Encoding, d.ReferenceField = settings.EncodingForm, "/v:oncehook_ref"
+		d.Auth = settings.Auth{Basic: settings.BasicAuth{Username: "api", PasswordEnv: "K", Password: "key-2"}}
 		flat := ledger.Call{OperationKey: "oh_abc", Params: json.RawMessage(`{"to":["a@x","b@x"],"subject":"Hi & bye"}`)}
 		if out := NewHTTP(d, nil).Perform(context.Background(), flat); out.ExternalRef != "<1@mg>" {
 			t.Fatalf("Perform() = %+v", out)
@@ -87,7 +88,7 @@ func TestHTTPDestinationRequestShapes(t *testing.T) {
 		if u, p, _ := e.last.BasicAuth(); u != "api" || p != "key-2" {
 			t.Errorf("basic auth = %q %q", u, p)
 		}
-		d.Auth = ledger.Auth{Header: ledger.HeaderAuth{Name: "X-Postmark-Server-Token", ValueEnv: "T", Value: "tok-3"}}
+		d.Auth = settings.Auth{Header: settings.HeaderAuth{Name: "X-Postmark-Server-Token", ValueEnv: "T", Value: "tok-3"}}
 		NewHTTP(d, nil).Perform(context.Background(), flat)
 		if got := e.last.Header.Get("X-Postmark-Server-Token"); got != "tok-3" || e.last.Header.Get("Authorization") != "" {
 			t.Errorf("header auth = %q, Authorization %q", got, e.last.Header.Get("Authorization"))
@@ -95,7 +96,7 @@ func TestHTTPDestinationRequestShapes(t *testing.T) {
 	})
 	t.Run("NestedParamsRefusedInAForm", func(t *testing.T) {
 		d := shapeDest("http://127.0.0.1:1/x")
-		d.Create.Encoding = ledger.EncodingForm
+		d.Create.Encoding = settings.EncodingForm
 		if out := NewHTTP(d, nil).Perform(context.Background(), call); out.Observed != ledger.ObsRejected {
 			t.Errorf("Perform() = %+v, want rejected before sending", out)
 		}
@@ -103,7 +104,7 @@ func TestHTTPDestinationRequestShapes(t *testing.T) {
 	t.Run("ReferenceInAListElement", func(t *testing.T) {
 		e := newEcho(t, 200, nil, `{"status":"COMPLETE","results":[{"id":"9001","new":true}]}`)
 		d := shapeDest(e.srv.URL + "/crm/v3/objects/deals/batch/upsert")
-		d.ReferenceField, d.Create.ResultID = "/inputs/0/id", ledger.ResultID{Pointer: "/results/0/id"}
+		d.ReferenceField, d.Create.ResultID = "/inputs/0/id", settings.ResultID{Pointer: "/results/0/id"}
 		batch := ledger.Call{OperationKey: "oh_abc", Params: json.RawMessage(`{"inputs":[{"idProperty":"oncehook_ref","properties":{"dealname":"Ada"}}]}`)}
 		if out := NewHTTP(d, nil).Perform(context.Background(), batch); out.ExternalRef != "9001" {
 			t.Fatalf("Perform() = %+v", out)
@@ -116,7 +117,7 @@ func TestHTTPDestinationRequestShapes(t *testing.T) {
 	t.Run("IDFromHeader", func(t *testing.T) {
 		e := newEcho(t, 202, map[string]string{"X-Message-Id": "msg-9"}, "")
 		d := shapeDest(e.srv.URL)
-		d.Create.ResultID = ledger.ResultID{Header: "X-Message-Id"}
+		d.Create.ResultID = settings.ResultID{Header: "X-Message-Id"}
 		want := ledger.Outcome{Observed: ledger.ObsSuccess, HTTPStatus: 202, ExternalRef: "msg-9"}
 		if diff := cmp.Diff(want, NewHTTP(d, nil).Perform(context.Background(), call)); diff != "" {
 			t.Errorf("Perform() (-want +got):\n%s", diff)
@@ -129,9 +130,9 @@ func TestHTTPDestinationScrubsEveryCredential(t *testing.T) {
 	t.Parallel()
 	basic := base64.StdEncoding.EncodeToString([]byte("api:key-2"))
 	e := newEcho(t, 400, nil, "you sent key-2, tok-3 and Basic "+basic)
-	for _, a := range []ledger.Auth{
-		{Basic: ledger.BasicAuth{Username: "api", PasswordEnv: "K", Password: "key-2"}},
-		{Header: ledger.HeaderAuth{Name: "X-Token", ValueEnv: "T", Value: "tok-3"}},
+	for _, a := range []settings.Auth{
+		{Basic: settings.BasicAuth{Username: "api", PasswordEnv: "K", Password: "key-2"}},
+		{Header: settings.HeaderAuth{Name: "X-Token", ValueEnv: "T", Value: "tok-3"}},
 	} {
 		d := shapeDest(e.srv.URL)
 		d.Auth = a
@@ -153,19 +154,19 @@ func TestHTTPDestinationScrubsEveryCredential(t *testing.T) {
 	}
 }
 
-func fmtDest(d ledger.Destination) string { return d.String() + " " + d.Auth.String() }
+func fmtDest(d settings.Destination) string { return d.String() + " " + d.Auth.String() }
 
 // The destination's own words come before the status.
 func TestHTTPDestinationErrorRules(t *testing.T) {
 	t.Parallel()
-	rules := []ledger.ErrorRule{
-		{Status: 403, Pointer: "/0/errorCode", Equals: "REQUEST_LIMIT_EXCEEDED", HasEquals: true, Means: ledger.MeansRateLimited},
-		{Status: 422, Pointer: "/ErrorCode", Equals: "406", HasEquals: true, Means: ledger.MeansRejected},
-		{Status: 409, Pointer: "/category", Equals: "CONFLICT", HasEquals: true, Means: ledger.MeansExists},
-		{Status: 400, Pointer: "/message", Contains: "already has that value", Means: ledger.MeansExists},
-		{Status: 300, Means: ledger.MeansRejected},
-		{Status: 401, Pointer: "/name", Means: ledger.MeansUncertain},
-		{Pointer: "/busy", Means: ledger.MeansRateLimited}, // no status
+	rules := []settings.ErrorRule{
+		{Status: 403, Pointer: "/0/errorCode", Equals: "REQUEST_LIMIT_EXCEEDED", HasEquals: true, Means: settings.MeansRateLimited},
+		{Status: 422, Pointer: "/ErrorCode", Equals: "406", HasEquals: true, Means: settings.MeansRejected},
+		{Status: 409, Pointer: "/category", Equals: "CONFLICT", HasEquals: true, Means: settings.MeansExists},
+		{Status: 400, Pointer: "/message", Contains: "already has that value", Means: settings.MeansExists},
+		{Status: 300, Means: settings.MeansRejected},
+		{Status: 401, Pointer: "/name", Means: settings.MeansUncertain},
+		{Pointer: "/busy", Means: settings.MeansRateLimited}, // no status
 	}
 	tests := []struct {
 		name      string
@@ -197,12 +198,12 @@ func TestHTTPDestinationErrorRules(t *testing.T) {
 			e := newEcho(t, tt.status, tt.hdr, tt.body)
 			d := shapeDest(e.srv.URL)
 			d.Errors = rules
-			d.RateLimitReset = ledger.ResetHeader{Header: "X-Reset", Unit: ledger.ResetSeconds}
+			d.RateLimitReset = settings.ResetHeader{Header: "X-Reset", Unit: settings.ResetSeconds}
 			if tt.name == "EpochResetHeader" {
-				d.RateLimitReset.Unit = ledger.ResetEpoch
+				d.RateLimitReset.Unit = settings.ResetEpoch
 			}
 			if tt.lookup {
-				d.Lookup = ledger.Lookup{Method: "GET", URL: e.srv.URL + "?r={ref}", ResultID: "/id"}
+				d.Lookup = settings.Lookup{Method: "GET", URL: e.srv.URL + "?r={ref}", ResultID: "/id"}
 			}
 			h := NewHTTP(d, nil)
 			h.now = func() time.Time { return now }
@@ -237,8 +238,8 @@ func TestHTTPDestinationSearchLookup(t *testing.T) {
 			t.Parallel()
 			e := newEcho(t, 200, nil, tt.body)
 			d := shapeDest(e.srv.URL)
-			d.Lookup = ledger.Lookup{Method: "POST", URL: e.srv.URL + "/search", Records: "/results", Reference: "/properties/ref",
-				ResultID: "/id", Consistency: ledger.ConsistencyEventual,
+			d.Lookup = settings.Lookup{Method: "POST", URL: e.srv.URL + "/search", Records: "/results", Reference: "/properties/ref",
+				ResultID: "/id", Consistency: settings.ConsistencyEventual,
 				Body: map[string]any{"filterGroups": []any{map[string]any{"filters": []any{map[string]any{"value": "{ref}"}}}}}}
 			got := NewHTTP(d, nil).Lookup(context.Background(), "oh_abc")
 			if diff := cmp.Diff(tt.want, got); diff != "" {
@@ -273,7 +274,7 @@ func TestHTTPDestinationListedRecordNeedsOurReference(t *testing.T) {
 			e := newEcho(t, 200, nil, tt.reply)
 			d := shapeDest(e.srv.URL + "/deals")
 			d.ReferenceField = "/source_ref"
-			d.Lookup = ledger.Lookup{Method: "GET", URL: e.srv.URL + "/deals?source_ref={ref}", ResultID: "/id"}
+			d.Lookup = settings.Lookup{Method: "GET", URL: e.srv.URL + "/deals?source_ref={ref}", ResultID: "/id"}
 			r := NewHTTP(d, nil).Lookup(context.Background(), "oh_abc")
 			if r.Found != tt.found || (tt.found && r.ExternalRef != "rec_1") || (tt.unsure && !r.Unsure) {
 				t.Errorf("Lookup() = found %v ref %q unsure %v (%s), want found %v unsure %v",
@@ -326,9 +327,9 @@ func TestHTTPDestinationLookupFetchesCandidates(t *testing.T) {
 			}))
 			t.Cleanup(srv.Close)
 			d := shapeDest(srv.URL + "/deals")
-			d.Lookup = ledger.Lookup{Method: "GET", URL: srv.URL + "/deals/search?term={ref}", Records: "/data/items",
-				Fetch:     ledger.LookupFetch{URL: srv.URL + "/deals/{id}", ID: "/item/id", Record: "/data"},
-				Reference: "/custom_fields/" + field, ResultID: "/id", Consistency: ledger.ConsistencyEventual}
+			d.Lookup = settings.Lookup{Method: "GET", URL: srv.URL + "/deals/search?term={ref}", Records: "/data/items",
+				Fetch:     settings.LookupFetch{URL: srv.URL + "/deals/{id}", ID: "/item/id", Record: "/data"},
+				Reference: "/custom_fields/" + field, ResultID: "/id", Consistency: settings.ConsistencyEventual}
 			got := NewHTTP(d, nil).Lookup(context.Background(), "oh_abc")
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("Lookup() (-want +got):\n%s", diff)

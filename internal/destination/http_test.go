@@ -18,6 +18,7 @@ import (
 
 	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/internal/sandbox"
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
 const crmToken = "crm-test-token-5f1c"
@@ -26,7 +27,7 @@ const crmToken = "crm-test-token-5f1c"
 type crmEnv struct {
 	crm  *sandbox.CRM
 	srv  *httptest.Server
-	dest ledger.Destination
+	dest settings.Destination
 }
 
 func newCRMEnv(t *testing.T) *crmEnv {
@@ -45,23 +46,23 @@ func newCRMEnvWith(t *testing.T, configure func(*http.Server)) *crmEnv {
 	}
 	srv.Start()
 	t.Cleanup(srv.Close)
-	return &crmEnv{crm: crm, srv: srv, dest: ledger.Destination{
+	return &crmEnv{crm: crm, srv: srv, dest: settings.Destination{
 		Name:           "crm",
-		Type:           ledger.DestinationHTTP,
+		Type:           settings.DestinationHTTP,
 		Create:         endpoint(srv.URL + "/opportunities"),
-		Auth:           ledger.Auth{Token: crmToken},
-		Idempotency:    ledger.Idempotency{Header: "Idempotency-Key", TTL: 24 * time.Hour},
+		Auth:           settings.Auth{Token: crmToken},
+		Idempotency:    settings.Idempotency{Header: "Idempotency-Key", TTL: 24 * time.Hour},
 		ReferenceField: "/source_ref",
-		Lookup: ledger.Lookup{Method: http.MethodGet, URL: srv.URL + "/opportunities?source_ref={ref}",
-			ResultID: "/id", Consistency: ledger.ConsistencyStrong},
+		Lookup: settings.Lookup{Method: http.MethodGet, URL: srv.URL + "/opportunities?source_ref={ref}",
+			ResultID: "/id", Consistency: settings.ConsistencyStrong},
 		Timeout: 5 * time.Second,
 	}}
 }
 
 // endpoint is a create request to url with the defaults the config loader applies.
-func endpoint(url string) ledger.Endpoint {
-	return ledger.Endpoint{Method: http.MethodPost, URL: url, Encoding: ledger.EncodingJSON,
-		ResultID: ledger.ResultID{Pointer: ledger.DefaultResultID}}
+func endpoint(url string) settings.Endpoint {
+	return settings.Endpoint{Method: http.MethodPost, URL: url, Encoding: settings.EncodingJSON,
+		ResultID: settings.ResultID{Pointer: settings.DefaultResultID}}
 }
 
 // refusedAddr is the address of a listener that has been closed: connecting is refused.
@@ -87,7 +88,7 @@ func TestHTTPDestinationPerform(t *testing.T) {
 	tests := []struct {
 		name           string
 		faults         []sandbox.Fault
-		edit           func(t *testing.T, d *ledger.Destination)
+		edit           func(t *testing.T, d *settings.Destination)
 		params         string // replaces the call's params when set
 		want           ledger.Outcome
 		detailContains string // when set, Detail is checked by substring instead
@@ -95,7 +96,7 @@ func TestHTTPDestinationPerform(t *testing.T) {
 	}{
 		{name: "CreatedRecordIsConfirmed", wantRecords: 1,
 			want: ledger.Outcome{Observed: ledger.ObsSuccess, HTTPStatus: 201, ExternalRef: "opp_1", Result: opRecord}},
-		{name: "WrongTokenIsUnauthorized", edit: func(t *testing.T, d *ledger.Destination) { d.Auth.Token = "stale" },
+		{name: "WrongTokenIsUnauthorized", edit: func(t *testing.T, d *settings.Destination) { d.Auth.Token = "stale" },
 			want: ledger.Outcome{Observed: ledger.ObsUnauthorized, HTTPStatus: 401, Detail: `HTTP 401: {"error":"missing or invalid bearer token"}`}},
 		{name: "ForbiddenIsUnauthorized", faults: []sandbox.Fault{{Status: 403}},
 			want: ledger.Outcome{Observed: ledger.ObsUnauthorized, HTTPStatus: 403, Detail: `HTTP 403: {"error":"Forbidden"}`}},
@@ -118,20 +119,20 @@ func TestHTTPDestinationPerform(t *testing.T) {
 		{name: "LongReasonIsCut", faults: []sandbox.Fault{{Status: 400, Message: strings.Repeat("é", 400)}},
 			want: ledger.Outcome{Observed: ledger.ObsRejected, HTTPStatus: 400,
 				Detail: `HTTP 400: {"error":"` + strings.Repeat("é", (maxExcerptBytes-len(`{"error":"`))/2) + "…"}},
-		{name: "UnknownPathIsRejected", edit: func(t *testing.T, d *ledger.Destination) { d.Create.URL += "/nope/x" },
+		{name: "UnknownPathIsRejected", edit: func(t *testing.T, d *settings.Destination) { d.Create.URL += "/nope/x" },
 			want: ledger.Outcome{Observed: ledger.ObsRejected, HTTPStatus: 404, Detail: "HTTP 404: 404 page not found"}},
 		{name: "ServerErrorIsUnsure", faults: []sandbox.Fault{{Status: 500}},
 			want: ledger.Outcome{Observed: ledger.ObsUnsure, HTTPStatus: 500, Detail: `HTTP 500: {"error":"Internal Server Error"}`}},
 		{name: "ServerErrorAfterCommitIsUnsure", faults: []sandbox.Fault{{Status: 502, AfterCommit: true}}, wantRecords: 1,
 			want: ledger.Outcome{Observed: ledger.ObsUnsure, HTTPStatus: 502, Detail: `HTTP 502: {"error":"Bad Gateway"}`}},
 		{name: "TimeoutAfterCommitIsUnsure", faults: []sandbox.Fault{{AfterCommit: true, Delay: time.Minute}}, wantRecords: 1,
-			edit: func(t *testing.T, d *ledger.Destination) { d.Timeout = 200 * time.Millisecond },
+			edit: func(t *testing.T, d *settings.Destination) { d.Timeout = 200 * time.Millisecond },
 			want: ledger.Outcome{Observed: ledger.ObsUnsure}, detailContains: "no reply after the request was sent"},
 		{name: "TimeoutBeforeCommitIsUnsure", faults: []sandbox.Fault{{Delay: time.Minute}},
-			edit: func(t *testing.T, d *ledger.Destination) { d.Timeout = 200 * time.Millisecond },
+			edit: func(t *testing.T, d *settings.Destination) { d.Timeout = 200 * time.Millisecond },
 			want: ledger.Outcome{Observed: ledger.ObsUnsure}, detailContains: "it may have been performed"},
 		{name: "RefusedConnectionIsThrottled",
-			edit: func(t *testing.T, d *ledger.Destination) {
+			edit: func(t *testing.T, d *settings.Destination) {
 				d.Create.URL = "http://" + refusedAddr(t) + "/opportunities"
 			},
 			want: ledger.Outcome{Observed: ledger.ObsThrottled}, detailContains: "not sent: "},
@@ -286,7 +287,7 @@ func TestHTTPDestinationReplies(t *testing.T) {
 				io.WriteString(w, tt.body)
 			}))
 			t.Cleanup(srv.Close)
-			d := ledger.Destination{Create: endpoint(srv.URL), Auth: ledger.Auth{Token: crmToken}, Timeout: 5 * time.Second}
+			d := settings.Destination{Create: endpoint(srv.URL), Auth: settings.Auth{Token: crmToken}, Timeout: 5 * time.Second}
 			if tt.resultID != "" {
 				d.Create.ResultID.Pointer = tt.resultID
 			}
@@ -370,9 +371,9 @@ func TestHTTPDestinationCheck(t *testing.T) {
 		{name: "LookupAcceptsToken"},
 		{name: "RotatedTokenIsRefused", setup: func(t *testing.T, e *crmEnv) { e.crm.SetToken("rotated") },
 			wantErr: "the destination refused the credentials (HTTP 401)"},
-		{name: "OptionsAcceptsToken", setup: func(t *testing.T, e *crmEnv) { e.dest.Lookup = ledger.Lookup{} }},
+		{name: "OptionsAcceptsToken", setup: func(t *testing.T, e *crmEnv) { e.dest.Lookup = settings.Lookup{} }},
 		{name: "OptionsRotatedTokenIsRefused", setup: func(t *testing.T, e *crmEnv) {
-			e.dest.Lookup = ledger.Lookup{}
+			e.dest.Lookup = settings.Lookup{}
 			e.crm.SetToken("rotated")
 		}, wantErr: "the destination refused the credentials (HTTP 401)"},
 		{name: "UnreachableIsAnError", setup: func(t *testing.T, e *crmEnv) {
@@ -408,18 +409,18 @@ func TestHTTPDestinationCapabilities(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name   string
-		lookup ledger.Lookup
+		lookup settings.Lookup
 		want   ledger.Capabilities
 	}{
-		{name: "StrongLookup", lookup: ledger.Lookup{URL: "http://crm/?r={ref}", Consistency: ledger.ConsistencyStrong},
+		{name: "StrongLookup", lookup: settings.Lookup{URL: "http://crm/?r={ref}", Consistency: settings.ConsistencyStrong},
 			want: ledger.Capabilities{Lookup: true, StrongLookup: true, KeyMemory: 24 * time.Hour}},
-		{name: "EventualLookup", lookup: ledger.Lookup{URL: "http://crm/?r={ref}", Consistency: ledger.ConsistencyEventual},
+		{name: "EventualLookup", lookup: settings.Lookup{URL: "http://crm/?r={ref}", Consistency: settings.ConsistencyEventual},
 			want: ledger.Capabilities{Lookup: true, KeyMemory: 24 * time.Hour}},
 		{name: "KeyMemoryOnly", want: ledger.Capabilities{KeyMemory: 24 * time.Hour}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d := ledger.Destination{Lookup: tt.lookup, Idempotency: ledger.Idempotency{TTL: 24 * time.Hour}}
+			d := settings.Destination{Lookup: tt.lookup, Idempotency: settings.Idempotency{TTL: 24 * time.Hour}}
 			if diff := cmp.Diff(tt.want, NewHTTP(d, nil).Capabilities()); diff != "" {
 				t.Errorf("Capabilities() mismatch (-want +got):\n%s", diff)
 			}
@@ -443,7 +444,7 @@ func TestDestinationClientsKeepConnectionsOpen(t *testing.T) {
 			}
 		}
 	})
-	h := NewClients(&ledger.Config{Destinations: []ledger.Destination{e.dest}})["crm"]
+	h := NewClients(&settings.Config{Destinations: []settings.Destination{e.dest}})["crm"]
 	const inFlight, rounds = 16, 5
 	for round := range rounds {
 		var wg sync.WaitGroup
@@ -480,7 +481,7 @@ func TestHTTPDestinationTransportNeverRepeatsTheCreate(t *testing.T) {
 	srv := httptest.NewServer(crm.Handler())
 	t.Cleanup(srv.Close)
 	d := newCRMEnv(t).dest
-	d.Create.URL, d.Lookup = srv.URL+"/opportunities", ledger.Lookup{}
+	d.Create.URL, d.Lookup = srv.URL+"/opportunities", settings.Lookup{}
 	h := NewHTTP(d, &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()})
 	if out := h.Perform(context.Background(), opCall); out.Observed != ledger.ObsSuccess {
 		t.Fatalf("first Perform() = %+v, want success (it opens the kept-alive connection)", out)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/internal/metrics"
+	"github.com/oncehook/oncehook/internal/settings"
 	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/clientcredentials"
 )
@@ -18,7 +19,7 @@ import (
 // destination's row lock so that one process refreshes at a time.
 type OAuth struct {
 	dest    string
-	o       ledger.OAuth2
+	o       settings.OAuth2
 	code    oauth2.Config            // authorization_code, and refresh for both grants
 	cc      clientcredentials.Config // client_credentials
 	tokens  Tokens
@@ -27,7 +28,7 @@ type OAuth struct {
 	metrics *metrics.Metrics
 	now     func() time.Time
 
-	secrets *ledger.Secrets // every secret the process holds, its tokens among them
+	secrets *settings.Secrets // every secret the process holds, its tokens among them
 }
 
 // Tokens is the store an OAuth keeps its destination's grant in: a
@@ -46,7 +47,7 @@ type Tokens interface {
 
 // UseOAuth gives every http destination of cfg configured with oauth2 its OAuth,
 // storing grants in tokens and counting refreshes in metrics (may be nil).
-func UseOAuth(clients map[string]ledger.DestinationClient, cfg *ledger.Config, tokens Tokens, metrics *metrics.Metrics) {
+func UseOAuth(clients map[string]ledger.DestinationClient, cfg *settings.Config, tokens Tokens, metrics *metrics.Metrics) {
 	for _, d := range cfg.Destinations {
 		h, ok := clients[d.Name].(*HTTP)
 		if !ok || d.Auth.OAuth2 == nil {
@@ -59,20 +60,20 @@ func UseOAuth(clients map[string]ledger.DestinationClient, cfg *ledger.Config, t
 
 // NewOAuth returns the OAuth of destination d, sending token requests through
 // client.
-func NewOAuth(d ledger.Destination, tokens Tokens, client *http.Client, metrics *metrics.Metrics) *OAuth {
+func NewOAuth(d settings.Destination, tokens Tokens, client *http.Client, metrics *metrics.Metrics) *OAuth {
 	o := *d.Auth.OAuth2
 	// Never auto-detected: a refused refresh retried the other way would be
 	// reported with the second refusal's reason (invalid_client), not its own.
 	style := oauth2.AuthStyleInHeader
-	if o.ClientAuth == ledger.ClientAuthBody {
+	if o.ClientAuth == settings.ClientAuthBody {
 		style = oauth2.AuthStyleInParams
 	}
 	endpoint := oauth2.Endpoint{AuthURL: o.AuthorizeURL, TokenURL: o.TokenURL, AuthStyle: style}
 	timeout := d.Timeout
 	if timeout <= 0 {
-		timeout = ledger.DefaultTimeout
+		timeout = settings.DefaultTimeout
 	}
-	secrets := &ledger.Secrets{}
+	secrets := &settings.Secrets{}
 	secrets.AddAuth(d.Auth)
 	return &OAuth{dest: d.Name, o: o, tokens: tokens, client: client, timeout: timeout, metrics: metrics, now: time.Now,
 		secrets: secrets,
@@ -137,7 +138,7 @@ func (a *OAuth) fetch(ctx context.Context, cur ledger.OAuthToken) (ledger.OAuthT
 	switch {
 	case cur.Refresh != "":
 		tok, err = a.code.TokenSource(ctx, &oauth2.Token{RefreshToken: cur.Refresh}).Token()
-	case a.o.Grant == ledger.GrantClientCredentials:
+	case a.o.Grant == settings.GrantClientCredentials:
 		tok, err = a.cc.Token(ctx)
 	default:
 		return ledger.OAuthToken{}, &refreshError{refused: true, detail: "no refresh token is stored: " + ledger.ErrNotConnected.Error()}

@@ -17,6 +17,7 @@ import (
 	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/internal/oauthstore"
 	"github.com/oncehook/oncehook/internal/sandbox/authserver"
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
 // oauthChildEnv carries the child's config, environment and database to it.
@@ -64,7 +65,7 @@ func runOAuthChild() {
 // process finds the rotated grant, uses it and refreshes with it; the old refresh
 // token is worthless by then, so had the grant not been stored first, it was lost.
 func TestOAuthRotatedRefreshTokenSurvivesAKill(t *testing.T) {
-	e := newOAuthEnv(t, ledger.GrantAuthorizationCode, authserver.Params{NoExpiry: true})
+	e := newOAuthEnv(t, settings.GrantAuthorizationCode, authserver.Params{NoExpiry: true})
 	a := e.process(t)
 	connectByHand(t, e, a)
 	_, before := e.as.Issued()

@@ -23,6 +23,7 @@ import (
 	"github.com/oncehook/oncehook/internal/oauthstore"
 	"github.com/oncehook/oncehook/internal/sandbox"
 	"github.com/oncehook/oncehook/internal/sandbox/authserver"
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
 // The OAuth store is what the wiring hands the clients as their Tokens.
@@ -39,8 +40,8 @@ const (
 type oauthEnv struct {
 	as   *authserver.Server
 	crm  *sandbox.CRM
-	dest ledger.Destination
-	keys ledger.SecretKeys
+	dest settings.Destination
+	keys settings.SecretKeys
 	dsn  string
 	yaml string            // the config, for a child process
 	env  map[string]string // its environment
@@ -55,7 +56,7 @@ func newOAuthEnv(t *testing.T, grant string, p authserver.Params) *oauthEnv {
 	srv := httptest.NewServer(crm.Handler())
 	t.Cleanup(srv.Close)
 	authorize := ""
-	if grant == ledger.GrantAuthorizationCode {
+	if grant == settings.GrantAuthorizationCode {
 		authorize = ", authorize_url: " + as.AuthorizeURL()
 	}
 	yaml := fmt.Sprintf(`
@@ -74,7 +75,7 @@ actions: []
 `, srv.URL, grant, as.TokenURL(), authorize)
 	key := newKey()
 	env := map[string]string{"GH_SECRET": "gh", "CLIENT_ID": oauthClientID, "CLIENT_SECRET": oauthClientSecret,
-		ledger.SecretKeyEnv: key}
+		settings.SecretKeyEnv: key}
 	cfg, err := config.Parse("oauth.yaml", []byte(yaml), func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatal(err)
@@ -89,9 +90,9 @@ func newKey() string {
 	return base64.StdEncoding.EncodeToString(b)
 }
 
-func testKeys(t *testing.T, current, previous string) ledger.SecretKeys {
+func testKeys(t *testing.T, current, previous string) settings.SecretKeys {
 	t.Helper()
-	k, err := ledger.ParseSecretKeys(current, previous)
+	k, err := settings.ParseSecretKeys(current, previous)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +191,7 @@ func randomString() string {
 }
 
 func TestOAuthRefreshBeforeExpiryByOneProcess(t *testing.T) {
-	e := newOAuthEnv(t, ledger.GrantClientCredentials, authserver.Params{AccessTTL: time.Hour})
+	e := newOAuthEnv(t, settings.GrantClientCredentials, authserver.Params{AccessTTL: time.Hour})
 	a, b := e.process(t), e.process(t)
 	wantObserved(t, perform(t, a, "op-first"), ledger.ObsSuccess)
 	if n := e.as.Grants("client_credentials"); n != 1 {
@@ -235,7 +236,7 @@ func TestOAuthRefreshBeforeExpiryByOneProcess(t *testing.T) {
 }
 
 func TestOAuthUnauthorizedRefreshesOnceAndRetries(t *testing.T) {
-	e := newOAuthEnv(t, ledger.GrantAuthorizationCode, authserver.Params{NoExpiry: true})
+	e := newOAuthEnv(t, settings.GrantAuthorizationCode, authserver.Params{NoExpiry: true})
 	p := e.process(t)
 	connectByHand(t, e, p)
 	wantObserved(t, perform(t, p, "op-1"), ledger.ObsSuccess)
@@ -257,7 +258,7 @@ func TestOAuthUnauthorizedRefreshesOnceAndRetries(t *testing.T) {
 }
 
 func TestOAuthRotatedRefreshTokenSurvivesACrash(t *testing.T) {
-	e := newOAuthEnv(t, ledger.GrantAuthorizationCode, authserver.Params{NoExpiry: true})
+	e := newOAuthEnv(t, settings.GrantAuthorizationCode, authserver.Params{NoExpiry: true})
 	a := e.process(t)
 	connectByHand(t, e, a)
 	_, before := e.as.Issued()
@@ -293,7 +294,7 @@ func TestOAuthRotatedRefreshTokenSurvivesACrash(t *testing.T) {
 
 func TestOAuthRefreshFailures(t *testing.T) {
 	t.Run("RevokedIsCredentialsRefused", func(t *testing.T) {
-		e := newOAuthEnv(t, ledger.GrantAuthorizationCode, authserver.Params{NoExpiry: true})
+		e := newOAuthEnv(t, settings.GrantAuthorizationCode, authserver.Params{NoExpiry: true})
 		p := e.process(t)
 		connectByHand(t, e, p)
 		e.as.Revoke()
@@ -307,7 +308,7 @@ func TestOAuthRefreshFailures(t *testing.T) {
 		}
 	})
 	t.Run("TokenEndpointDownIsTemporary", func(t *testing.T) {
-		e := newOAuthEnv(t, ledger.GrantClientCredentials, authserver.Params{})
+		e := newOAuthEnv(t, settings.GrantClientCredentials, authserver.Params{})
 		p := e.process(t)
 		e.as.SetDown(true)
 		wantObserved(t, perform(t, p, "op-1"), ledger.ObsThrottled)
@@ -318,7 +319,7 @@ func TestOAuthRefreshFailures(t *testing.T) {
 		}
 	})
 	t.Run("WrongClientSecretIsRefused", func(t *testing.T) {
-		e := newOAuthEnv(t, ledger.GrantClientCredentials, authserver.Params{})
+		e := newOAuthEnv(t, settings.GrantClientCredentials, authserver.Params{})
 		o := *e.dest.Auth.OAuth2
 		o.ClientSecret = "not-the-secret"
 		e.dest.Auth.OAuth2 = &o
@@ -327,14 +328,14 @@ func TestOAuthRefreshFailures(t *testing.T) {
 }
 
 func TestOAuthSecretKeys(t *testing.T) {
-	e := newOAuthEnv(t, ledger.GrantClientCredentials, authserver.Params{})
+	e := newOAuthEnv(t, settings.GrantClientCredentials, authserver.Params{})
 	oldKey := newKey()
 	e.keys = testKeys(t, oldKey, "")
 	p := e.process(t)
 	wantObserved(t, perform(t, p, "op-1"), ledger.ObsSuccess)
 	ctx := context.Background()
 	newK := newKey()
-	if _, err := oauthstore.New(p.pool, testKeys(t, newK, "")).Open(ctx); !errors.Is(err, ledger.ErrWrongSecretKey) {
+	if _, err := oauthstore.New(p.pool, testKeys(t, newK, "")).Open(ctx); !errors.Is(err, settings.ErrWrongSecretKey) {
 		t.Fatalf("a wrong key opened the grants: %v", err)
 	}
 	// Rotation: the new key with the old one as previous opens and re-seals.
@@ -354,7 +355,7 @@ func TestOAuthSecretKeys(t *testing.T) {
 		t.Error("the access token is stored in the clear")
 	}
 	for _, bad := range []string{"short", base64.StdEncoding.EncodeToString([]byte("sixteen bytes!!!"))} {
-		if _, err := ledger.ParseSecretKeys(bad, ""); err == nil || strings.Contains(err.Error(), bad) {
+		if _, err := settings.ParseSecretKeys(bad, ""); err == nil || strings.Contains(err.Error(), bad) {
 			t.Errorf("key %q: %v", bad, err)
 		}
 	}

@@ -23,14 +23,15 @@ import (
 	"github.com/emersion/go-sasl"
 	"github.com/emersion/go-smtp"
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
 // SMTP sends one email per action (DESIGN.md section 4, "Destination
 // smtp"). SMTP has no lookup and no idempotency key, so the derived Message-ID is the
 // only evidence, and an unsure send goes to a person.
 type SMTP struct {
-	d       ledger.Destination
-	secrets *ledger.Secrets // every secret the process holds: a server's reply may quote one
+	d       settings.Destination
+	secrets *settings.Secrets // every secret the process holds: a server's reply may quote one
 	// tlsOffered remembers that the server offers STARTTLS, so that later sends
 	// upgrade on their first connection instead of probing again.
 	tlsOffered atomic.Bool
@@ -38,8 +39,8 @@ type SMTP struct {
 
 // NewSMTP returns the client for the smtp destination d, used as the config
 // loader made it, defaults applied.
-func NewSMTP(d ledger.Destination) *SMTP {
-	secrets := ledger.NewSecrets(nil)
+func NewSMTP(d settings.Destination) *SMTP {
+	secrets := settings.NewSecrets(nil)
 	secrets.Add(d.Password)
 	return &SMTP{d: d, secrets: secrets}
 }

@@ -12,17 +12,18 @@ import (
 
 	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/internal/sandbox"
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
 // newMailEnv starts a sink and returns it with a destination pointing at it.
-func newMailEnv(t *testing.T) (*sandbox.Mail, ledger.Destination) {
+func newMailEnv(t *testing.T) (*sandbox.Mail, settings.Destination) {
 	t.Helper()
 	m, err := sandbox.StartMail("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(m.Close)
-	return m, ledger.Destination{Name: "mail", Type: ledger.DestinationSMTP, Addr: m.Addr(), From: "hello@example.com", Timeout: 5 * time.Second}
+	return m, settings.Destination{Name: "mail", Type: settings.DestinationSMTP, Addr: m.Addr(), From: "hello@example.com", Timeout: 5 * time.Second}
 }
 
 var mailCall = ledger.Call{OperationKey: "opk_1", Params: json.RawMessage(
@@ -34,7 +35,7 @@ func TestSMTPDestinationPerform(t *testing.T) {
 		Result: json.RawMessage(`{"message_id":"<opk_1@oncehook>"}`), Detail: "SMTP 250: 2.0.0 OK: queued"}
 	tests := []struct {
 		name           string
-		setup          func(t *testing.T, m *sandbox.Mail, d *ledger.Destination)
+		setup          func(t *testing.T, m *sandbox.Mail, d *settings.Destination)
 		params         string // replaces the call's params when set
 		want           ledger.Outcome
 		detailContains string // when set, Detail is checked by substring instead
@@ -42,35 +43,35 @@ func TestSMTPDestinationPerform(t *testing.T) {
 	}{
 		{name: "DeliveredWithDerivedMessageID", want: delivered, wantMessages: 1},
 		{name: "AuthenticatedDelivery", want: delivered, wantMessages: 1,
-			setup: func(t *testing.T, m *sandbox.Mail, d *ledger.Destination) {
+			setup: func(t *testing.T, m *sandbox.Mail, d *settings.Destination) {
 				m.RequireAuth("sender", "s3cret")
 				d.Username, d.Password = "sender", "s3cret"
 			}},
 		{name: "WrongPasswordIsUnauthorized",
-			setup: func(t *testing.T, m *sandbox.Mail, d *ledger.Destination) {
+			setup: func(t *testing.T, m *sandbox.Mail, d *settings.Destination) {
 				m.RequireAuth("sender", "s3cret")
 				d.Username, d.Password = "sender", "old"
 			},
 			want: ledger.Outcome{Observed: ledger.ObsUnauthorized, HTTPStatus: 535, Detail: "SMTP 535: Authentication failed"}},
 		{name: "MissingLoginIsUnauthorized",
-			setup: func(t *testing.T, m *sandbox.Mail, d *ledger.Destination) { m.RequireAuth("sender", "s3cret") },
+			setup: func(t *testing.T, m *sandbox.Mail, d *settings.Destination) { m.RequireAuth("sender", "s3cret") },
 			want:  ledger.Outcome{Observed: ledger.ObsUnauthorized, HTTPStatus: 530, Detail: "SMTP 530: Authentication required"}},
 		{name: "TemporaryFailureIsThrottled",
-			setup: func(t *testing.T, m *sandbox.Mail, d *ledger.Destination) { m.FailNext(451, "try again later") },
+			setup: func(t *testing.T, m *sandbox.Mail, d *settings.Destination) { m.FailNext(451, "try again later") },
 			want:  ledger.Outcome{Observed: ledger.ObsThrottled, HTTPStatus: 451, Detail: "SMTP 451: try again later"}},
 		{name: "PermanentFailureIsRejected",
-			setup: func(t *testing.T, m *sandbox.Mail, d *ledger.Destination) { m.FailNext(554, "message refused") },
+			setup: func(t *testing.T, m *sandbox.Mail, d *settings.Destination) { m.FailNext(554, "message refused") },
 			want:  ledger.Outcome{Observed: ledger.ObsRejected, HTTPStatus: 554, Detail: "SMTP 554: message refused"}},
 		{name: "ReplyQuotingThePasswordIsScrubbed",
-			setup: func(t *testing.T, m *sandbox.Mail, d *ledger.Destination) {
+			setup: func(t *testing.T, m *sandbox.Mail, d *settings.Destination) {
 				m.RequireAuth("sender", "s3cret")
 				d.Username, d.Password = "sender", "s3cret"
 				m.FailNext(554, "refused: account sender/s3cret is over its quota")
 			},
 			want: ledger.Outcome{Observed: ledger.ObsRejected, HTTPStatus: 554,
-				Detail: "SMTP 554: refused: account sender/" + ledger.Redacted + " is over its quota"}},
+				Detail: "SMTP 554: refused: account sender/" + settings.Redacted + " is over its quota"}},
 		{name: "SilenceAfterDataIsUnsure",
-			setup: func(t *testing.T, m *sandbox.Mail, d *ledger.Destination) {
+			setup: func(t *testing.T, m *sandbox.Mail, d *settings.Destination) {
 				release := make(chan struct{})
 				t.Cleanup(func() { close(release) })
 				m.HangNext(release)
@@ -78,7 +79,7 @@ func TestSMTPDestinationPerform(t *testing.T) {
 			},
 			want: ledger.Outcome{Observed: ledger.ObsUnsure}, detailContains: "the message was sent but no reply came (timed out after 300ms)"},
 		{name: "RefusedConnectionIsThrottled",
-			setup: func(t *testing.T, m *sandbox.Mail, d *ledger.Destination) { d.Addr = refusedAddr(t) },
+			setup: func(t *testing.T, m *sandbox.Mail, d *settings.Destination) { d.Addr = refusedAddr(t) },
 			want:  ledger.Outcome{Observed: ledger.ObsThrottled}, detailContains: "not sent: connect to "},
 		{name: "MissingRecipientIsRejected", params: `{"subject":"Hi","text":"x"}`,
 			want: ledger.Outcome{Observed: ledger.ObsRejected, Detail: "param to is required"}},
@@ -158,19 +159,19 @@ func TestSMTPDestinationCheck(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name    string
-		setup   func(t *testing.T, m *sandbox.Mail, d *ledger.Destination)
+		setup   func(t *testing.T, m *sandbox.Mail, d *settings.Destination)
 		wantErr string // "" for nil; else a prefix
 	}{
 		{name: "NoCredentialsConnects"},
-		{name: "AcceptedCredentials", setup: func(t *testing.T, m *sandbox.Mail, d *ledger.Destination) {
+		{name: "AcceptedCredentials", setup: func(t *testing.T, m *sandbox.Mail, d *settings.Destination) {
 			m.RequireAuth("sender", "s3cret")
 			d.Username, d.Password = "sender", "s3cret"
 		}},
-		{name: "RefusedCredentials", setup: func(t *testing.T, m *sandbox.Mail, d *ledger.Destination) {
+		{name: "RefusedCredentials", setup: func(t *testing.T, m *sandbox.Mail, d *settings.Destination) {
 			m.RequireAuth("sender", "s3cret")
 			d.Username, d.Password = "sender", "old"
 		}, wantErr: "the destination refused the credentials (SMTP 535)"},
-		{name: "UnreachableIsAnError", setup: func(t *testing.T, m *sandbox.Mail, d *ledger.Destination) { d.Addr = refusedAddr(t) },
+		{name: "UnreachableIsAnError", setup: func(t *testing.T, m *sandbox.Mail, d *settings.Destination) { d.Addr = refusedAddr(t) },
 			wantErr: "the destination could not be reached: "},
 	}
 	for _, tt := range tests {
@@ -227,7 +228,7 @@ func TestSMTPDestinationMessageID(t *testing.T) {
 
 func TestSMTPDestinationCapabilities(t *testing.T) {
 	t.Parallel()
-	s := NewSMTP(ledger.Destination{Addr: "127.0.0.1:1", Timeout: 5 * time.Second})
+	s := NewSMTP(settings.Destination{Addr: "127.0.0.1:1", Timeout: 5 * time.Second})
 	if diff := cmp.Diff(ledger.Capabilities{}, s.Capabilities()); diff != "" {
 		t.Errorf("Capabilities() mismatch (-want +got):\n%s", diff)
 	}

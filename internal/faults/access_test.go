@@ -20,10 +20,10 @@ import (
 	"github.com/oncehook/oncehook/internal/destination"
 	"github.com/oncehook/oncehook/internal/engine"
 	"github.com/oncehook/oncehook/internal/inbox"
-	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/internal/metrics"
 	"github.com/oncehook/oncehook/internal/review"
 	"github.com/oncehook/oncehook/internal/sender"
+	"github.com/oncehook/oncehook/internal/settings"
 	"github.com/oncehook/oncehook/web"
 )
 
@@ -33,7 +33,7 @@ type site struct {
 	e    *echo.Echo
 	url  string
 	pool *pgxpool.Pool
-	cfg  *ledger.Config
+	cfg  *settings.Config
 	sec  secrets
 }
 
@@ -109,7 +109,7 @@ func concrete(path string, actionID int64) string {
 func public(method, path string, metricsOpen bool) bool {
 	switch {
 	case strings.HasPrefix(path, "/hooks/"), path == "/healthz", path == "/readyz", path == "/login",
-		path == "/login/oidc", path == ledger.OIDCCallbackPath,
+		path == "/login/oidc", path == settings.OIDCCallbackPath,
 		strings.HasPrefix(path, "/static/"), path == "/favicon.ico":
 		return true
 	case path == "/metrics":
@@ -204,10 +204,10 @@ func TestOperatorsCannotAdminister(t *testing.T) {
 	t.Parallel()
 	s := newSite(t, "")
 	id := s.action(t)
-	person(t, s.pool, "op@example.com", ledger.RoleOperator, "operator password 1")
-	person(t, s.pool, "boss@example.com", ledger.RoleAdmin, "admin password 12")
-	opToken := apiToken(t, s.pool, "op", ledger.RoleOperator)
-	adminToken := apiToken(t, s.pool, "boss", ledger.RoleAdmin)
+	person(t, s.pool, "op@example.com", settings.RoleOperator, "operator password 1")
+	person(t, s.pool, "boss@example.com", settings.RoleAdmin, "admin password 12")
+	opToken := apiToken(t, s.pool, "op", settings.RoleOperator)
+	adminToken := apiToken(t, s.pool, "boss", settings.RoleAdmin)
 	var bossID int64
 	if err := s.pool.QueryRow(context.Background(), `SELECT id FROM users WHERE email = 'boss@example.com'`).Scan(&bossID); err != nil {
 		t.Fatal(err)
@@ -284,7 +284,7 @@ func TestOperatorsCannotAdminister(t *testing.T) {
 func TestSessionRenewedAtLogin(t *testing.T) {
 	t.Parallel()
 	s := newSite(t, "")
-	person(t, s.pool, "ada@example.com", ledger.RoleOperator, "ada's password 12")
+	person(t, s.pool, "ada@example.com", settings.RoleOperator, "ada's password 12")
 	b := newBrowser(t, s.url)
 	b.csrf("/login")
 	before := b.session()
@@ -318,7 +318,7 @@ func TestSessionRenewedAtLogin(t *testing.T) {
 func TestLoginThrottleHoldsUnderBurst(t *testing.T) {
 	t.Parallel()
 	s := newSite(t, "")
-	person(t, s.pool, "target@example.com", ledger.RoleAdmin, "the right password")
+	person(t, s.pool, "target@example.com", settings.RoleAdmin, "the right password")
 	const burst = 30
 	b := newBrowser(t, s.url)
 	token := b.csrf("/login")

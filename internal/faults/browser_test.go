@@ -14,7 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/oncehook/oncehook/internal/accounts"
-	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
 // browser is a person at the dashboard: a cookie jar that does not follow
@@ -108,7 +108,7 @@ func apiToken(t testing.TB, pool *pgxpool.Pool, name, role string) string {
 // acmeUnlessAdmin is the clients of a person or token of role: the tests' one
 // client, acme, for an operator or a viewer; none (every one) for an admin.
 func acmeUnlessAdmin(role string) []string {
-	if role == ledger.RoleAdmin {
+	if role == settings.RoleAdmin {
 		return nil
 	}
 	return []string{"acme"}

@@ -19,8 +19,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/oncehook/oncehook/db"
 	"github.com/oncehook/oncehook/db/dbtest"
-	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/internal/sandbox"
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
 // TestHistories runs seeded randomized histories against real processes: two
@@ -197,7 +197,7 @@ func runHistory(t *testing.T, cluster *db.Embedded, seed uint64) tally {
 	// The breaker takes part at the histories' speed: its faults (bursts of 503s,
 	// drops, hangs) may open it, and its probes come within a fraction of a second.
 	h.w.conf = strings.Replace(faultConfig, "timeout: 20s", "timeout: 2s\n    breaker: {window: 10s, min_calls: 5, failure_rate: 0.5, open_for: 200ms, max_open_for: 2s}", 1)
-	h.admin = apiToken(t, pool, "histories", ledger.RoleAdmin)
+	h.admin = apiToken(t, pool, "histories", settings.RoleAdmin)
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("%s\nwhat happened:\n%s", planText(seed, h.ops), strings.Join(h.log, "\n"))

@@ -17,6 +17,7 @@ import (
 	"github.com/oncehook/oncehook/internal/oauthstore"
 	"github.com/oncehook/oncehook/internal/sandbox"
 	"github.com/oncehook/oncehook/internal/sandbox/authserver"
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
 // oauthFaultConfig sends each checkout to a CRM reached with OAuth2 client
@@ -153,7 +154,7 @@ func (w *oauthWorld) crmRecords() map[string]int {
 func TestOAuthSecretKeyAtStart(t *testing.T) {
 	t.Parallel()
 	w := newOAuthWorld(t, time.Hour)
-	keys, err := ledger.ParseSecretKeys(faultKeyA, "")
+	keys, err := settings.ParseSecretKeys(faultKeyA, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/oncehook/oncehook/internal/batch"
 	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/internal/metrics"
+	"github.com/oncehook/oncehook/internal/settings"
 	"github.com/oncehook/oncehook/internal/store"
 	"github.com/oncehook/oncehook/internal/tracing"
 )
@@ -82,7 +83,7 @@ func CheckDelivery(d ledger.Delivery) error {
 // ending first, comes back as EUNAVAILABLE so the sender retries; a delivery the
 // database refuses on its own (and only it: the rest of its batch is stored) comes
 // back as EINVALID.
-func (in *Inbox) Accept(ctx context.Context, src ledger.Source, d ledger.Delivery, raw []byte) (ledger.Receipt, error) {
+func (in *Inbox) Accept(ctx context.Context, src settings.Source, d ledger.Delivery, raw []byte) (ledger.Receipt, error) {
 	if err := CheckDelivery(d); err != nil {
 		return ledger.Receipt{}, err
 	}
@@ -98,7 +99,7 @@ func (in *Inbox) Accept(ctx context.Context, src ledger.Source, d ledger.Deliver
 // through the same statement as a webhook, marked via backfill. Its authenticity comes
 // from the API call, not a signature. An identity the inbox already holds is left
 // untouched (Duplicate comes back true); errors are those of Accept.
-func (in *Inbox) Backfill(ctx context.Context, src ledger.Source, d ledger.Delivery) (ledger.Receipt, error) {
+func (in *Inbox) Backfill(ctx context.Context, src settings.Source, d ledger.Delivery) (ledger.Receipt, error) {
 	if err := CheckDelivery(d); err != nil {
 		return ledger.Receipt{}, err
 	}
@@ -119,7 +120,7 @@ type eventRow struct {
 	occurredAt                                      string // RFC 3339 or "" when the provider gives no time
 }
 
-func newEventRow(src ledger.Source, d ledger.Delivery, raw []byte) (eventRow, error) {
+func newEventRow(src settings.Source, d ledger.Delivery, raw []byte) (eventRow, error) {
 	sum := sha256.Sum256(raw)
 	headers, err := json.Marshal(d.Headers)
 	if err != nil {

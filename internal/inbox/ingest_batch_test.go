@@ -21,10 +21,11 @@ import (
 	"github.com/oncehook/oncehook/internal/batch"
 	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/internal/metrics"
+	"github.com/oncehook/oncehook/internal/settings"
 	"github.com/oncehook/oncehook/internal/store"
 )
 
-var batchSource = ledger.Source{Name: "stripe-live", Client: "acme", Environment: "live", Provider: ledger.ProviderStripe}
+var batchSource = settings.Source{Name: "stripe-live", Client: "acme", Environment: "live", Provider: ledger.ProviderStripe}
 
 // queued is a delivery as Accept hands it to the inbox's writer.
 func queued(t *testing.T, id, body string) eventRow {

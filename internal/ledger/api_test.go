@@ -11,7 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/oncehook/oncehook/internal/accounts"
-	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
 func TestAPIContract(t *testing.T) {
@@ -116,7 +116,7 @@ func TestAPIContract(t *testing.T) {
 		if status, out := w.api(w.admin, "POST", "/actions/"+id+"/assign", map[string]any{"owner": "x@example.com"}); status != http.StatusBadRequest || !strings.Contains(fmt.Sprint(out["error"]), "cannot see") {
 			t.Errorf("admin assign to someone without an account: %d %v, want 400", status, out)
 		}
-		if _, err := accounts.CreateUser(t.Context(), w.pool, "x@example.com", ledger.RoleViewer, "a long password 1", w.cfg.Clients()...); err != nil {
+		if _, err := accounts.CreateUser(t.Context(), w.pool, "x@example.com", settings.RoleViewer, "a long password 1", w.cfg.Clients()...); err != nil {
 			t.Fatal(err)
 		}
 		if status, out := w.api(w.admin, "POST", "/actions/"+id+"/assign", map[string]any{"owner": "x@example.com"}); status != 200 || out["owner"] != "x@example.com" {

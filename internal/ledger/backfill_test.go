@@ -24,6 +24,7 @@ import (
 	"github.com/oncehook/oncehook/internal/review"
 	"github.com/oncehook/oncehook/internal/sandbox"
 	"github.com/oncehook/oncehook/internal/sender"
+	"github.com/oncehook/oncehook/internal/settings"
 	"github.com/oncehook/oncehook/web"
 )
 
@@ -69,7 +70,7 @@ actions:
 type backfillWorld struct {
 	t       *testing.T
 	pool    *pgxpool.Pool
-	cfg     *ledger.Config
+	cfg     *settings.Config
 	inbox   *inbox.Inbox
 	url     string
 	stripe  *sandbox.StripeAPI

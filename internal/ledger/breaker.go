@@ -1,11 +1,11 @@
 package ledger
 
 import (
-	"fmt"
 	"net/http"
-	"strings"
 	"sync"
 	"time"
+
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
 // A breaker per destination (docs/destinations.md, "When a destination is
@@ -19,79 +19,6 @@ const (
 	BreakerOpen     = "open"
 	BreakerHalfOpen = "half_open"
 )
-
-// BreakerSettings is a destination's breaker: it opens when at least
-// FailureRate of the calls a process made over Window were unwell and there were
-// at least MinCalls of them, stays open OpenFor, doubled at each failed probe up
-// to MaxOpenFor, then lets one probe go.
-type BreakerSettings struct {
-	Off         bool // breaker: off: it never opens
-	FailureRate float64
-	MinCalls    int
-	Window      time.Duration
-	OpenFor     time.Duration
-	MaxOpenFor  time.Duration
-}
-
-// The defaults, after Convoy's (docs/destinations.md says why): 70% of at least
-// ten calls over five minutes, half-open after thirty seconds; the wait doubles
-// at each failed probe up to ten minutes, so a long outage costs a dead API a
-// call every ten minutes.
-const (
-	DefaultBreakerFailureRate = 0.7
-	DefaultBreakerMinCalls    = 10
-	DefaultBreakerWindow      = 5 * time.Minute
-	DefaultBreakerOpenFor     = 30 * time.Second
-	DefaultBreakerMaxOpenFor  = 10 * time.Minute
-)
-
-// OrDefault is s with the defaults in place of its zero fields: a destination
-// made in code, or a config that sets some fields only.
-func (s BreakerSettings) OrDefault() BreakerSettings {
-	if s.FailureRate <= 0 {
-		s.FailureRate = DefaultBreakerFailureRate
-	}
-	if s.MinCalls <= 0 {
-		s.MinCalls = DefaultBreakerMinCalls
-	}
-	if s.Window <= 0 {
-		s.Window = DefaultBreakerWindow
-	}
-	if s.OpenFor <= 0 {
-		s.OpenFor = DefaultBreakerOpenFor
-	}
-	if s.MaxOpenFor <= 0 {
-		s.MaxOpenFor = max(DefaultBreakerMaxOpenFor, s.OpenFor)
-	}
-	return s
-}
-
-// NextOpenFor is the wait after a failed probe: the last one doubled, within
-// OpenFor and MaxOpenFor.
-func (s BreakerSettings) NextOpenFor(last time.Duration) time.Duration {
-	return min(max(2*last, s.OpenFor), s.MaxOpenFor)
-}
-
-// String says the settings in the config's words, for oncehook check.
-func (s BreakerSettings) String() string {
-	if s.Off {
-		return "breaker off"
-	}
-	return fmt.Sprintf("breaker opens at %.0f%% unwell of at least %d calls in %s; probes after %s, doubling up to %s",
-		100*s.FailureRate, s.MinCalls, shortDuration(s.Window), shortDuration(s.OpenFor), shortDuration(s.MaxOpenFor))
-}
-
-// shortDuration writes d as the config does: 5m, not 5m0s.
-func shortDuration(d time.Duration) string {
-	out := d.String()
-	if strings.HasSuffix(out, "m0s") {
-		out = strings.TrimSuffix(out, "0s")
-	}
-	if strings.HasSuffix(out, "h0m") {
-		out = strings.TrimSuffix(out, "0m")
-	}
-	return out
-}
 
 // Health is what one answer says of the destination itself, not of the request.
 type Health int
@@ -109,7 +36,7 @@ const (
 // HealthOf reads an outcome of a call to a destination of type destType.
 func HealthOf(destType string, out Outcome) Health {
 	s := out.HTTPStatus
-	if destType == DestinationSMTP {
+	if destType == settings.DestinationSMTP {
 		switch {
 		case s == 0 && (out.Observed == ObsThrottled || out.Observed == ObsUnsure):
 			return Unwell // no connection, or it broke off
@@ -150,7 +77,7 @@ const tallyBuckets = 10
 // breaker's window. It is safe for concurrent use.
 type Tally struct {
 	mu      sync.Mutex
-	s       BreakerSettings
+	s       settings.BreakerSettings
 	buckets [tallyBuckets]tallyBucket
 	// waits are the last waits rate limits asked for: when each answer came
 	// (at) and until when it asked to wait.
@@ -168,7 +95,7 @@ type tallyBucket struct {
 }
 
 // NewTally returns an empty tally for settings s (their defaults filled in).
-func NewTally(s BreakerSettings) *Tally { return &Tally{s: s.OrDefault()} }
+func NewTally(s settings.BreakerSettings) *Tally { return &Tally{s: s.OrDefault()} }
 
 // Add counts one answer to a call sent at sent and answered at now, and reports
 // whether the breaker should open: at least MinCalls over the window, at least

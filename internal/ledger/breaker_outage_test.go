@@ -18,6 +18,7 @@ import (
 	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/internal/review"
 	"github.com/oncehook/oncehook/internal/sender"
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
 // outage stands between oncehook and the CRM: while down it fails every
@@ -119,7 +120,7 @@ func TestBreakerParksADeadDestination(t *testing.T) {
 			const minCalls = 5
 			for i := range w.cfg.Destinations {
 				if w.cfg.Destinations[i].Name == "crm" {
-					w.cfg.Destinations[i].Breaker = ledger.BreakerSettings{MinCalls: minCalls, Window: time.Minute,
+					w.cfg.Destinations[i].Breaker = settings.BreakerSettings{MinCalls: minCalls, Window: time.Minute,
 						OpenFor: 400 * time.Millisecond, MaxOpenFor: 800 * time.Millisecond}
 				}
 			}
@@ -281,7 +282,7 @@ func TestBreakerOpeningBeforeTheCallGivesTheAttemptBack(t *testing.T) {
 		t.Fatalf("the CRM holds %d records, %d creates are confirmed and %d wait for the rate, want 1, 1 and %d\n%s",
 			w.crm.Len(), c, p, n-1, tail(w.logs.String(), 3000))
 	}
-	if ok, err := ledger.OpenBreaker(ctx, w.pool, "crm", "opened for the test", ledger.BreakerSettings{}); !ok || err != nil {
+	if ok, err := ledger.OpenBreaker(ctx, w.pool, "crm", "opened for the test", settings.BreakerSettings{}); !ok || err != nil {
 		t.Fatalf("open the breaker: %v %v", ok, err)
 	}
 	// Every other create is parked, whether its call had been claimed or not.
@@ -327,7 +328,7 @@ func TestBreakerStaysClosedOnRejections(t *testing.T) {
 	}})
 	for i := range w.cfg.Destinations {
 		if w.cfg.Destinations[i].Name == "crm" {
-			w.cfg.Destinations[i].Breaker = ledger.BreakerSettings{MinCalls: 5, Window: time.Minute, OpenFor: time.Second}
+			w.cfg.Destinations[i].Breaker = settings.BreakerSettings{MinCalls: 5, Window: time.Minute, OpenFor: time.Second}
 		}
 	}
 	w.startEngine(0)

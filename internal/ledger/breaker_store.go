@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/oncehook/oncehook/db"
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
 // BreakerActorWorkers names the workers in a breaker's transitions, where a
@@ -15,7 +16,7 @@ const BreakerActorWorkers = "oncehook"
 // OpenBreaker opens the destination's breaker if it is closed, for s's OpenFor,
 // and writes the transition, in one transaction. It reports false, and writes
 // nothing, when the breaker was not closed: another process opened it first.
-func OpenBreaker(ctx context.Context, b db.Beginner, destination, reason string, s BreakerSettings) (bool, error) {
+func OpenBreaker(ctx context.Context, b db.Beginner, destination, reason string, s settings.BreakerSettings) (bool, error) {
 	s = s.OrDefault()
 	reason = Truncate(reason, 500)
 	opened := false

@@ -10,6 +10,7 @@ import (
 	"github.com/oncehook/oncehook/db"
 	"github.com/oncehook/oncehook/db/dbtest"
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/settings"
 	"github.com/oncehook/oncehook/internal/store"
 )
 
@@ -24,21 +25,21 @@ func TestBreakerHealth(t *testing.T) {
 		out  ledger.Outcome
 		want ledger.Health
 	}{
-		{"success", ledger.DestinationHTTP, ledger.Outcome{Observed: ledger.ObsSuccess, HTTPStatus: 201}, ledger.Well},
-		{"422 about the request", ledger.DestinationHTTP, ledger.Outcome{Observed: ledger.ObsRejected, HTTPStatus: 422}, ledger.Well},
-		{"404", ledger.DestinationHTTP, ledger.Outcome{Observed: ledger.ObsRejected, HTTPStatus: 404}, ledger.Well},
-		{"401", ledger.DestinationHTTP, ledger.Outcome{Observed: ledger.ObsUnauthorized, HTTPStatus: 401}, ledger.Well},
-		{"409 in flight", ledger.DestinationHTTP, ledger.Outcome{Observed: ledger.ObsInFlight, HTTPStatus: 409}, ledger.Well},
-		{"503", ledger.DestinationHTTP, ledger.Outcome{Observed: ledger.ObsThrottled, HTTPStatus: 503}, ledger.Unwell},
-		{"500", ledger.DestinationHTTP, ledger.Outcome{Observed: ledger.ObsUnsure, HTTPStatus: 500}, ledger.Unwell},
-		{"connection refused", ledger.DestinationHTTP, ledger.Outcome{Observed: ledger.ObsThrottled, Detail: "not sent: connection refused"}, ledger.Unwell},
-		{"timeout after sending", ledger.DestinationHTTP, ledger.Outcome{Observed: ledger.ObsUnsure}, ledger.Unwell},
-		{"429", ledger.DestinationHTTP, ledger.Outcome{Observed: ledger.ObsThrottled, HTTPStatus: 429}, ledger.RateLimited},
-		{"a rate_limited rule on a 403", ledger.DestinationHTTP, ledger.Outcome{Observed: ledger.ObsThrottled, HTTPStatus: 403}, ledger.RateLimited},
-		{"smtp 550 about one message", ledger.DestinationSMTP, ledger.Outcome{Observed: ledger.ObsRejected, HTTPStatus: 550}, ledger.Well},
-		{"smtp 452 mailbox full", ledger.DestinationSMTP, ledger.Outcome{Observed: ledger.ObsThrottled, HTTPStatus: 452}, ledger.Well},
-		{"smtp 421 closing", ledger.DestinationSMTP, ledger.Outcome{Observed: ledger.ObsThrottled, HTTPStatus: 421}, ledger.Unwell},
-		{"smtp no connection", ledger.DestinationSMTP, ledger.Outcome{Observed: ledger.ObsThrottled}, ledger.Unwell},
+		{"success", settings.DestinationHTTP, ledger.Outcome{Observed: ledger.ObsSuccess, HTTPStatus: 201}, ledger.Well},
+		{"422 about the request", settings.DestinationHTTP, ledger.Outcome{Observed: ledger.ObsRejected, HTTPStatus: 422}, ledger.Well},
+		{"404", settings.DestinationHTTP, ledger.Outcome{Observed: ledger.ObsRejected, HTTPStatus: 404}, ledger.Well},
+		{"401", settings.DestinationHTTP, ledger.Outcome{Observed: ledger.ObsUnauthorized, HTTPStatus: 401}, ledger.Well},
+		{"409 in flight", settings.DestinationHTTP, ledger.Outcome{Observed: ledger.ObsInFlight, HTTPStatus: 409}, ledger.Well},
+		{"503", settings.DestinationHTTP, ledger.Outcome{Observed: ledger.ObsThrottled, HTTPStatus: 503}, ledger.Unwell},
+		{"500", settings.DestinationHTTP, ledger.Outcome{Observed: ledger.ObsUnsure, HTTPStatus: 500}, ledger.Unwell},
+		{"connection refused", settings.DestinationHTTP, ledger.Outcome{Observed: ledger.ObsThrottled, Detail: "not sent: connection refused"}, ledger.Unwell},
+		{"timeout after sending", settings.DestinationHTTP, ledger.Outcome{Observed: ledger.ObsUnsure}, ledger.Unwell},
+		{"429", settings.DestinationHTTP, ledger.Outcome{Observed: ledger.ObsThrottled, HTTPStatus: 429}, ledger.RateLimited},
+		{"a rate_limited rule on a 403", settings.DestinationHTTP, ledger.Outcome{Observed: ledger.ObsThrottled, HTTPStatus: 403}, ledger.RateLimited},
+		{"smtp 550 about one message", settings.DestinationSMTP, ledger.Outcome{Observed: ledger.ObsRejected, HTTPStatus: 550}, ledger.Well},
+		{"smtp 452 mailbox full", settings.DestinationSMTP, ledger.Outcome{Observed: ledger.ObsThrottled, HTTPStatus: 452}, ledger.Well},
+		{"smtp 421 closing", settings.DestinationSMTP, ledger.Outcome{Observed: ledger.ObsThrottled, HTTPStatus: 421}, ledger.Unwell},
+		{"smtp no connection", settings.DestinationSMTP, ledger.Outcome{Observed: ledger.ObsThrottled}, ledger.Unwell},
 	} {
 		if got := ledger.HealthOf(c.typ, c.out); got != c.want {
 			t.Errorf("%s: health %d, want %d", c.name, got, c.want)
@@ -68,7 +69,7 @@ func TestBreakerHealth(t *testing.T) {
 func TestBreakerTally(t *testing.T) {
 	t.Parallel()
 	t0 := time.Date(2026, 12, 7, 14, 0, 0, 0, time.UTC)
-	s := ledger.BreakerSettings{FailureRate: 0.7, MinCalls: 10, Window: 5 * time.Minute}
+	s := settings.BreakerSettings{FailureRate: 0.7, MinCalls: 10, Window: 5 * time.Minute}
 	type call struct {
 		at     time.Duration // since t0, when it was sent; answered a second later
 		h      ledger.Health
@@ -93,7 +94,7 @@ func TestBreakerTally(t *testing.T) {
 	}
 	for _, c := range []struct {
 		name  string
-		s     ledger.BreakerSettings
+		s     settings.BreakerSettings
 		calls []call
 	}{
 		{"fewer than min_calls never open", s, cat(rep(8, 0, ledger.Unwell),
@@ -108,7 +109,7 @@ func TestBreakerTally(t *testing.T) {
 			{at: 0, h: ledger.Unwell, opens: true, calls: 14, unwell: 10}})},
 		{"what slid out of the window is forgotten", s, cat(rep(9, 0, ledger.Unwell),
 			[]call{{at: 5*time.Minute + time.Second, h: ledger.Unwell, calls: 1, unwell: 1}})},
-		{"off never opens", ledger.BreakerSettings{Off: true}, cat(rep(30, 0, ledger.Unwell),
+		{"off never opens", settings.BreakerSettings{Off: true}, cat(rep(30, 0, ledger.Unwell),
 			[]call{{at: 0, h: ledger.Unwell, calls: 31, unwell: 31}})},
 		{"429s within their wait are the limit working", s, cat(
 			[]call{{at: 0, h: ledger.RateLimited, wait: time.Minute, calls: 0}},
@@ -140,7 +141,7 @@ func TestBreakerTally(t *testing.T) {
 // TestBreakerWaitDoubles: each failed probe doubles the wait, up to max_open_for.
 func TestBreakerWaitDoubles(t *testing.T) {
 	t.Parallel()
-	s := ledger.BreakerSettings{}.OrDefault()
+	s := settings.BreakerSettings{}.OrDefault()
 	wait := time.Duration(0)
 	var got []time.Duration
 	for range 7 {
@@ -167,7 +168,7 @@ func TestBreakerOpensOnceForEveryProcess(t *testing.T) {
 	won := make(chan bool, racers)
 	for range racers {
 		wg.Go(func() {
-			ok, err := ledger.OpenBreaker(ctx, pool, "crm", "503 Service Unavailable", ledger.BreakerSettings{})
+			ok, err := ledger.OpenBreaker(ctx, pool, "crm", "503 Service Unavailable", settings.BreakerSettings{})
 			if err != nil {
 				t.Error(err)
 			}
@@ -204,7 +205,7 @@ func TestBreakerOpensOnceForEveryProcess(t *testing.T) {
 		t.Fatalf("transitions %+v, want the one opening", log)
 	}
 	// An open breaker is not opened again: its outage keeps its start.
-	if ok, err := ledger.OpenBreaker(ctx, pool, "crm", "timeout", ledger.BreakerSettings{}); ok || err != nil {
+	if ok, err := ledger.OpenBreaker(ctx, pool, "crm", "timeout", settings.BreakerSettings{}); ok || err != nil {
 		t.Fatalf("reopened an open breaker: %v %v", ok, err)
 	}
 }
@@ -226,7 +227,7 @@ func TestBreakerProbeAndRelease(t *testing.T) {
 		}
 	}
 	fillActions(t, pool, 1, 6, `'retrying'`) // destinations d0 (even ids) and d1 (odd)
-	if ok, err := ledger.OpenBreaker(ctx, pool, "d0", "503", ledger.BreakerSettings{}); !ok || err != nil {
+	if ok, err := ledger.OpenBreaker(ctx, pool, "d0", "503", settings.BreakerSettings{}); !ok || err != nil {
 		t.Fatalf("open: %v %v", ok, err)
 	}
 	// Parked an hour ago, due then; a probe's wait that has passed.

@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"time"
+
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
 // Observation is what a worker saw. Each one is a row of the decision table.
@@ -155,13 +157,13 @@ func ObserveStatus(status int) Observation {
 // the record, and a person decides. An unknown meaning is unsure.
 func ObserveMeaning(m string, hasLookup bool) Observation {
 	switch m {
-	case MeansRejected:
+	case settings.MeansRejected:
 		return ObsRejected
-	case MeansRateLimited, MeansUnavailable:
+	case settings.MeansRateLimited, settings.MeansUnavailable:
 		return ObsThrottled
-	case MeansUnauthorized:
+	case settings.MeansUnauthorized:
 		return ObsUnauthorized
-	case MeansExists:
+	case settings.MeansExists:
 		if !hasLookup {
 			return ObsExistsNoLookup
 		}

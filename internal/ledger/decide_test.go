@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/oncehook/oncehook/db"
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
 // TestDecide compares, for every row of the decision table, the whole decision the
@@ -29,7 +30,7 @@ func TestDecide(t *testing.T) {
 	claimedFrom := func(state string) db.Action { a := action; a.ClaimedFrom = state; return a }
 	row := func(o Observation) Rule { return RuleOf[o] }
 	parked := func(p RetryPlan) RetryPlan { p.Parked = true; return p }
-	window := Cutover{From: time.Date(2025, 12, 1, 0, 0, 0, 0, time.UTC), Until: time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)}
+	window := settings.Cutover{From: time.Date(2025, 12, 1, 0, 0, 0, 0, time.UTC), Until: time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)}
 	strong := Capabilities{Lookup: true, StrongLookup: true}
 	eventual := Capabilities{Lookup: true}
 	remembers := Capabilities{KeyMemory: 24 * time.Hour}
@@ -300,14 +301,14 @@ func TestDecideReadsReplies(t *testing.T) {
 			t.Errorf("MayHavePerformed(%d) = %v, want %v", status, got, want)
 		}
 	}
-	repeats := map[string]bool{MeansRejected: false, MeansRateLimited: true, MeansUnavailable: true,
-		MeansUnauthorized: true, MeansUncertain: false, MeansExists: false}
+	repeats := map[string]bool{settings.MeansRejected: false, settings.MeansRateLimited: true, settings.MeansUnavailable: true,
+		settings.MeansUnauthorized: true, settings.MeansUncertain: false, settings.MeansExists: false}
 	for m, want := range repeats {
 		if got := Repeats(m); got != want {
 			t.Errorf("Repeats(%q) = %v, want %v", m, got, want)
 		}
 	}
-	if got := ObserveMeaning(MeansExists, false); got != ObsExistsNoLookup {
+	if got := ObserveMeaning(settings.MeansExists, false); got != ObsExistsNoLookup {
 		t.Errorf("exists without a lookup = %q, want %q", got, ObsExistsNoLookup)
 	}
 }

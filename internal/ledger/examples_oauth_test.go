@@ -13,6 +13,7 @@ import (
 	"github.com/oncehook/oncehook/internal/oauthstore"
 	"github.com/oncehook/oncehook/internal/sandbox"
 	"github.com/oncehook/oncehook/internal/sandbox/authserver"
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
 // clients are the world's destination clients, OAuth2 wired as serve wires it.
@@ -81,7 +82,7 @@ func testOAuthRecipe(t *testing.T, rc oauthRecipe) {
 		yaml = strings.ReplaceAll(yaml, strings.ReplaceAll(from, rc.origin, srv.URL), to)
 	}
 	env := map[string]string{rc.clientEnv + "_CLIENT_ID": clientID, rc.clientEnv + "_CLIENT_SECRET": secret,
-		ledger.SecretKeyEnv: "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="}
+		settings.SecretKeyEnv: "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="}
 	w := newConfigWorld(t, rc.file, yaml, env, true, nil)
 	name, dest := w.cfg.Actions[0].Name, w.cfg.Destinations[0].Name
 

@@ -21,6 +21,7 @@ import (
 	"github.com/oncehook/oncehook/internal/metrics"
 	"github.com/oncehook/oncehook/internal/review"
 	"github.com/oncehook/oncehook/internal/sandbox"
+	"github.com/oncehook/oncehook/internal/settings"
 	"github.com/oncehook/oncehook/web"
 )
 
@@ -243,8 +244,8 @@ func newConfigWorld(t *testing.T, file, yaml string, env map[string]string, with
 	srv := httptest.NewServer(e)
 	t.Cleanup(srv.Close)
 	w.url = srv.URL
-	w.token = w.newToken("ops", ledger.RoleOperator)
-	w.admin = w.newToken("boss", ledger.RoleAdmin)
+	w.token = w.newToken("ops", settings.RoleOperator)
+	w.admin = w.newToken("boss", settings.RoleAdmin)
 	if set == nil {
 		set = func(*engine.Params) {}
 	}

@@ -23,11 +23,11 @@ import (
 	"github.com/oncehook/oncehook/internal/destination"
 	"github.com/oncehook/oncehook/internal/engine"
 	"github.com/oncehook/oncehook/internal/inbox"
-	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/internal/metrics"
 	"github.com/oncehook/oncehook/internal/review"
 	"github.com/oncehook/oncehook/internal/sandbox"
 	"github.com/oncehook/oncehook/internal/sender"
+	"github.com/oncehook/oncehook/internal/settings"
 	"github.com/oncehook/oncehook/web"
 )
 
@@ -114,7 +114,7 @@ type world struct {
 	t       *testing.T
 	pool    *pgxpool.Pool
 	dsn     string
-	cfg     *ledger.Config
+	cfg     *settings.Config
 	yaml    string
 	crm     *sandbox.CRM
 	crmURL  string
@@ -185,15 +185,15 @@ func newWorld(t *testing.T, o worldOptions) *world {
 	srv := httptest.NewServer(e)
 	t.Cleanup(srv.Close)
 	w.url = srv.URL
-	w.token = w.newToken("ops", ledger.RoleOperator)
-	w.admin = w.newToken("boss", ledger.RoleAdmin)
+	w.token = w.newToken("ops", settings.RoleOperator)
+	w.admin = w.newToken("boss", settings.RoleAdmin)
 	if !o.noEngine {
 		w.stop = w.startEngine(o.lease)
 	}
 	return w
 }
 
-func (w *world) loadConfig() *ledger.Config {
+func (w *world) loadConfig() *settings.Config {
 	cfg, err := config.Parse("ledger.yaml", []byte(w.yaml), func(k string) string {
 		return map[string]string{"STRIPE_SECRET": stripeSecret, "CRM_TOKEN": crmToken}[k]
 	})
@@ -234,7 +234,7 @@ func (w *world) startEngineWith(set func(*engine.Params)) (stop func()) {
 
 func (w *world) newToken(name, role string) string {
 	var clients []string
-	if role != ledger.RoleAdmin {
+	if role != settings.RoleAdmin {
 		clients = w.cfg.Clients() // an operator of every client: scopes have tests of their own
 	}
 	tok, err := accounts.CreateToken(context.Background(), w.pool, name, role, clients...)

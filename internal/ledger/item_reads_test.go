@@ -13,6 +13,7 @@ import (
 	"github.com/oncehook/oncehook/db/dbtest"
 	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/internal/review"
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
 // statementLog records every named statement a pool sends, with its arguments,
@@ -87,9 +88,9 @@ FROM generate_series(1, 40) AS i`); err != nil {
 		t.Fatal(err)
 	}
 	defer traced.Close()
-	all := review.New(traced, &ledger.Config{Sources: []ledger.Source{{Name: "s0", Client: "c0"}, {Name: "s1", Client: "c1"}}}, nil)
-	admin := ledger.Actor{Name: "admin@example.com", Role: ledger.RoleAdmin}
-	operator := ledger.Actor{Name: "op@example.com", Role: ledger.RoleOperator, Clients: []string{"c1"}}
+	all := review.New(traced, &settings.Config{Sources: []settings.Source{{Name: "s0", Client: "c0"}, {Name: "s1", Client: "c1"}}}, nil)
+	admin := ledger.Actor{Name: "admin@example.com", Role: settings.RoleAdmin}
+	operator := ledger.Actor{Name: "op@example.com", Role: settings.RoleOperator, Clients: []string{"c1"}}
 
 	reads := []struct {
 		name   string

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
 // laneRefresh is how often a worker looks for clients with work beyond its
@@ -29,7 +31,7 @@ type Lanes struct {
 
 // NewLanes returns the lanes of cfg's clients; find lists the clients with work in
 // the database, asked again every laneRefresh.
-func NewLanes(cfg *Config, logger *slog.Logger, find func(context.Context) ([]string, error)) *Lanes {
+func NewLanes(cfg *settings.Config, logger *slog.Logger, find func(context.Context) ([]string, error)) *Lanes {
 	var configured []string
 	for _, s := range cfg.Sources {
 		if !slices.Contains(configured, s.Client) {

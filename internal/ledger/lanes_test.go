@@ -14,6 +14,7 @@ import (
 	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/internal/review"
 	"github.com/oncehook/oncehook/internal/sender"
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
 // betaClient adds a second client to the ledger's config: its own Stripe source
@@ -191,7 +192,7 @@ func TestActionOfARemovedClientCanBeClosed(t *testing.T) {
 	if want := "held 1: crm: its client beta is no longer configured -> Cancel, or Resolve if done another way"; !slices.Contains(causes, want) || len(causes) != 1 {
 		t.Errorf("the causes are %q; want only %q", causes, want)
 	}
-	admin := ledger.Actor{Name: "boss@example.com", Role: ledger.RoleAdmin}
+	admin := ledger.Actor{Name: "boss@example.com", Role: settings.RoleAdmin}
 	done, err := rv.Do(ctx, admin, review.ActCancel, a.ID, review.ActParams{Note: "beta left"})
 	if err != nil || done.State != ledger.StateCancelled {
 		t.Fatalf("cancel: %+v, %v", done, err)

@@ -14,6 +14,7 @@ import (
 	"github.com/oncehook/oncehook/internal/accounts"
 	"github.com/oncehook/oncehook/internal/cutover"
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
 // TestLedgerMovesBetweenInstances: a client's ledger exported from one oncehook
@@ -37,7 +38,7 @@ func TestLedgerMovesBetweenInstances(t *testing.T) {
 	if status, out := old.api(old.token, "POST", "/actions/"+first.ID+"/note", map[string]any{"note": "called the customer"}); status != 200 {
 		t.Fatalf("note: %d %v", status, out)
 	}
-	if _, err := accounts.CreateUser(ctx, old.pool, "bea@example.com", ledger.RoleOperator, "a long password 1", "acme"); err != nil {
+	if _, err := accounts.CreateUser(ctx, old.pool, "bea@example.com", settings.RoleOperator, "a long password 1", "acme"); err != nil {
 		t.Fatal(err)
 	}
 	if status, out := old.api(old.admin, "POST", "/actions/"+first.ID+"/assign", map[string]any{"owner": "bea@example.com"}); status != 200 {

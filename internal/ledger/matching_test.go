@@ -11,6 +11,7 @@ import (
 	"github.com/oncehook/oncehook/db/dbtest"
 	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/internal/review"
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
 // TestBulkSelectsWhatTheListShows: for every filter, "all that match" (what a bulk
@@ -38,7 +39,7 @@ INSERT INTO attempts (client, action_id, kind, operation_key, worker, status, ht
 SELECT client, id, 'call', operation_key, 'w', 'finished', 400 + id % 30 FROM actions WHERE id % 4 = 0`); err != nil {
 		t.Fatal(err)
 	}
-	r := review.New(pool, &ledger.Config{}, nil)
+	r := review.New(pool, &settings.Config{}, nil)
 	since, until := time.Date(2026, 1, 1, 0, 1, 0, 0, time.UTC), time.Date(2026, 1, 1, 0, 5, 0, 0, time.UTC)
 	open := ledger.OpenStates()
 	extras := []review.ActionFilter{{}, {Reason: "with 42"}, {HTTPStatus: 422}, {Since: &since}, {Until: &until},

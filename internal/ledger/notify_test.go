@@ -22,6 +22,7 @@ import (
 	"github.com/oncehook/oncehook/internal/review"
 	"github.com/oncehook/oncehook/internal/sandbox"
 	"github.com/oncehook/oncehook/internal/sender"
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
 // digestSink is a chat tool's webhook endpoint: it verifies each digest the way a
@@ -164,7 +165,7 @@ func TestDigestsKeepToTheReadersScope(t *testing.T) {
 	w.waitFor("open_opportunity", "enq_scope_acme", "held")
 	w.waitFor("beta_checkout", "enq_scope_beta", "held")
 
-	if _, err := accounts.CreateUser(context.Background(), w.pool, "crm-admin@example.com", ledger.RoleOperator,
+	if _, err := accounts.CreateUser(context.Background(), w.pool, "crm-admin@example.com", settings.RoleOperator,
 		"correct horse battery staple", "acme"); err != nil {
 		t.Fatal(err)
 	}
@@ -222,7 +223,7 @@ func TestSnoozedActionWaitsOutOfTheDigest(t *testing.T) {
 	}
 	clock := now
 	rv := review.New(w.pool, w.loadConfig(), nil).WithClock(func() time.Time { return clock })
-	op := ledger.Actor{Name: "sales-ops@example.com", Role: ledger.RoleAdmin}
+	op := ledger.Actor{Name: "sales-ops@example.com", Role: settings.RoleAdmin}
 	if _, err := rv.Do(ctx, op, review.ActSnooze, id, review.ActParams{Until: now.Add(2 * time.Hour)}); err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/oncehook/oncehook/db"
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
 // LookupOutcome is the observation a lookup's answer about a makes at now. A failed
@@ -143,7 +144,7 @@ func Unfillable(owner, problems string, now time.Time) Decision {
 // CreatedInCutover is the decision table's answer to an action created for an
 // event a cutover window covers: looked up before any create where the
 // destination has a lookup (lookup), else sent to a person (owner) first.
-func CreatedInCutover(c Cutover, lookup bool, owner string, now time.Time) Decision {
+func CreatedInCutover(c settings.Cutover, lookup bool, owner string, now time.Time) Decision {
 	window := "cutover from " + c.From.UTC().Format(time.RFC3339) + " until " + c.Until.UTC().Format(time.RFC3339)
 	if lookup {
 		return Decide(ObsCreatedInCutover, RetryPlan{Owner: owner}, window, 0, now)

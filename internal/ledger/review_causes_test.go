@@ -9,6 +9,7 @@ import (
 	"github.com/oncehook/oncehook/db/dbtest"
 	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/internal/review"
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
 // TestWaitingGroupsByCause: the queues' counts and the causes come from one read
@@ -57,7 +58,7 @@ VALUES ('acme', 'live', 's', 'n', 'k'||$1::int, '[]', 'op'||$1::int, $2, '{}', '
 			}
 		}
 	}
-	w, err := review.New(pool, &ledger.Config{Sources: []ledger.Source{{Name: "shop", Client: "acme"}}}, nil).Waiting(ctx)
+	w, err := review.New(pool, &settings.Config{Sources: []settings.Source{{Name: "shop", Client: "acme"}}}, nil).Waiting(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +116,7 @@ SELECT 'acme', 'live', 's', 'n', 'k' || i, '[]', 'op' || i, 'crm', '{}', '\x00',
 FROM generate_series(1, $1 + 7) AS i`, review.FilterCountCap+5); err != nil {
 		t.Fatal(err)
 	}
-	counts, err := review.New(pool, &ledger.Config{}, nil).CountMatching(ctx,
+	counts, err := review.New(pool, &settings.Config{}, nil).CountMatching(ctx,
 		review.ActionFilter{Q: "ops@example.com"}, []string{ledger.StateFailed, ledger.StateConfirmed, ledger.StateHeld})
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"github.com/oncehook/oncehook/db/dbtest"
 	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/internal/review"
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
 // TestReadsAcrossClientsSeeEveryClient: a list and the counts across clients hold
@@ -19,7 +20,7 @@ func TestReadsAcrossClientsSeeEveryClient(t *testing.T) {
 	ctx := context.Background()
 	// c0 and c1, 150 actions each, in the states below; the config names c0 alone.
 	fillActions(t, pool, 1, 300, `(ARRAY['failed','confirmed','held'])[1 + i % 3]`)
-	cfg := &ledger.Config{Sources: []ledger.Source{{Name: "s0", Client: "c0"}}}
+	cfg := &settings.Config{Sources: []settings.Source{{Name: "s0", Client: "c0"}}}
 	r := review.New(pool, cfg, nil)
 	for _, tc := range []struct {
 		name   string
@@ -27,7 +28,7 @@ func TestReadsAcrossClientsSeeEveryClient(t *testing.T) {
 		want   map[string]int // actions listed, by client
 	}{
 		{"admin", r, map[string]int{"c0": 150, "c1": 150}},
-		{"operator of c1", r.For(ledger.Actor{Name: "op@example.com", Role: ledger.RoleOperator, Clients: []string{"c1"}}),
+		{"operator of c1", r.For(ledger.Actor{Name: "op@example.com", Role: settings.RoleOperator, Clients: []string{"c1"}}),
 			map[string]int{"c1": 150}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

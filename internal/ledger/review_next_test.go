@@ -8,6 +8,7 @@ import (
 	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/internal/review"
 	"github.com/oncehook/oncehook/internal/sandbox"
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
 // TestNextStepOf: the step each case of the review queue shows is read from the
@@ -62,7 +63,7 @@ func TestNextStepOf(t *testing.T) {
 		{name: "CorrectionWaitsForAnotherPerson",
 			a: ledger.Action{ID: 7, State: ledger.StateFailed, NextAttemptAt: now},
 			f: review.StepFacts{Now: now, Correction: &review.Correction{ProposedBy: "ops@example.com",
-				Approve: ledger.ApproveAnotherPerson}},
+				Approve: settings.ApproveAnotherPerson}},
 			wantIn: []string{"ops@example.com proposed a correction", "another person"}},
 		{name: "PendingDueNow",
 			a:      ledger.Action{ID: 8, State: ledger.StatePending, NextAttemptAt: now},

@@ -10,8 +10,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/oncehook/oncehook/db/dbtest"
-	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/internal/review"
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
 // lastQuery records the statements a pool sends, to explain them afterwards.
@@ -61,7 +61,7 @@ func TestSearchByParamValueUsesItsIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer traced.Close()
-	rv := review.New(traced, &ledger.Config{Sources: []ledger.Source{{Name: "s0", Client: "c0"}, {Name: "s1", Client: "c1"}}}, nil)
+	rv := review.New(traced, &settings.Config{Sources: []settings.Source{{Name: "s0", Client: "c0"}, {Name: "s1", Client: "c1"}}}, nil)
 
 	for _, q := range []string{"enq_12345", "customer12345@example.com", "13345", "ORD_12345"} {
 		page, err := rv.ListActions(ctx, review.ActionFilter{Q: q, Limit: 10})

@@ -11,6 +11,7 @@ import (
 	"github.com/oncehook/oncehook/db/dbtest"
 	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/internal/review"
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
 // TestSnoozeAndNoteGuards: a snooze ends later than now and within 90 days, and
@@ -23,10 +24,10 @@ func TestSnoozeAndNoteGuards(t *testing.T) {
 	ctx := context.Background()
 	fillActions(t, pool, 1, 4, `(ARRAY['failed','pending','held','confirmed'])[i]`)
 	now := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
-	rv := review.New(pool, &ledger.Config{Sources: []ledger.Source{{Name: "s0", Client: "c0"}, {Name: "s1", Client: "c1"}}}, nil).
+	rv := review.New(pool, &settings.Config{Sources: []settings.Source{{Name: "s0", Client: "c0"}, {Name: "s1", Client: "c1"}}}, nil).
 		WithClock(func() time.Time { return now })
-	op := ledger.Actor{Name: "op@example.com", Role: ledger.RoleOperator, Clients: []string{"c0", "c1"}}
-	viewer := ledger.Actor{Name: "v@example.com", Role: ledger.RoleViewer, Clients: []string{"c0", "c1"}}
+	op := ledger.Actor{Name: "op@example.com", Role: settings.RoleOperator, Clients: []string{"c0", "c1"}}
+	viewer := ledger.Actor{Name: "v@example.com", Role: settings.RoleViewer, Clients: []string{"c0", "c1"}}
 	for _, c := range []struct {
 		name  string
 		actor ledger.Actor

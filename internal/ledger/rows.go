@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/oncehook/oncehook/db"
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
 // The ledger's own types, as it hands them to the web layer and the commands. The
@@ -237,7 +238,7 @@ func (u User) Actor() Actor {
 // The rules give every operator and viewer at least one client, so no clients
 // means none matched.
 func (u User) AccessRevoked() bool {
-	return u.OIDCSubject != "" && u.Role != RoleAdmin && len(u.Clients) == 0
+	return u.OIDCSubject != "" && u.Role != settings.RoleAdmin && len(u.Clients) == 0
 }
 
 // breakerOf is a destination's breaker as its row holds it.

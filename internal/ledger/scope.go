@@ -3,6 +3,8 @@ package ledger
 import (
 	"slices"
 	"strings"
+
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
 // Scope is the clients a reader sees, as every scoped query takes it: all, or the
@@ -19,7 +21,7 @@ var EveryClient = Scope{All: true, Clients: []string{}}
 // Scope is what a sees: every client for an admin, else a's clients (none for an
 // actor without a role, so a forgotten role shows nothing).
 func (a Actor) Scope() Scope {
-	if a.Role == RoleAdmin {
+	if a.Role == settings.RoleAdmin {
 		return EveryClient
 	}
 	return Scope{Clients: append([]string{}, a.Clients...)}
@@ -29,7 +31,7 @@ func (a Actor) Scope() Scope {
 func (a Actor) Sees(client string) bool { return a.Scope().Sees(client) }
 
 // MayAct reports whether a may do anything at all (a viewer only reads).
-func (a Actor) MayAct() bool { return a.Role == RoleAdmin || a.Role == RoleOperator }
+func (a Actor) MayAct() bool { return a.Role == settings.RoleAdmin || a.Role == settings.RoleOperator }
 
 // Sees reports whether the scope holds client.
 func (s Scope) Sees(client string) bool { return s.All || slices.Contains(s.Clients, client) }
@@ -61,17 +63,6 @@ func CheckActor(actor Actor, client, what string, id int64) error {
 		return Errorf(EFORBIDDEN, "Viewers can read but not change anything.")
 	}
 	return nil
-}
-
-// Clients are the clients the config's sources name, in config order.
-func (c *Config) Clients() []string {
-	var out []string
-	for _, s := range c.Sources {
-		if !slices.Contains(out, s.Client) {
-			out = append(out, s.Client)
-		}
-	}
-	return out
 }
 
 // CheckScope refuses (EINVALID) a role that is not admin, operator or viewer, and
@@ -109,20 +100,13 @@ func ScopeShape(role string, clients []string) ([]string, error) {
 	}
 	slices.Sort(out)
 	switch {
-	case role == RoleAdmin && len(out) > 0:
+	case role == settings.RoleAdmin && len(out) > 0:
 		return nil, Errorf(EINVALID, "An admin sees every client; give clients to operators and viewers only.")
-	case role != RoleAdmin && len(out) == 0:
+	case role != settings.RoleAdmin && len(out) == 0:
 		return nil, Errorf(EINVALID, "An %s needs at least one client to see.", role)
 	}
 	return out, nil
 }
-
-// Roles of people and API tokens.
-const (
-	RoleAdmin    = "admin"
-	RoleOperator = "operator"
-	RoleViewer   = "viewer" // reads the clients in scope, acts on nothing
-)
 
 // Actor is who asks for a manual act: a signed-in person or an API token.
 type Actor struct {
@@ -146,7 +130,7 @@ func (a Actor) Label() string {
 }
 
 func checkRole(role string) error {
-	if role != RoleAdmin && role != RoleOperator && role != RoleViewer {
+	if role != settings.RoleAdmin && role != settings.RoleOperator && role != settings.RoleViewer {
 		return Errorf(EINVALID, "The role must be admin, operator or viewer, not %q.", role)
 	}
 	return nil

@@ -11,6 +11,7 @@ import (
 	"github.com/oncehook/oncehook/internal/accounts"
 	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/internal/review"
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
 // TestScopeOfReaders reads and acts over two clients' actions (c0 and c1) as
@@ -23,11 +24,11 @@ func TestScopeOfReaders(t *testing.T) {
 	pool := dbtest.New(t)
 	ctx := context.Background()
 	fillActions(t, pool, 1, 40, `(ARRAY['failed', 'confirmed', 'pending', 'uncertain'])[1 + (i / 2) % 4]`)
-	cfg := &ledger.Config{Sources: []ledger.Source{{Name: "s0", Client: "c0"}, {Name: "s1", Client: "c1"}}}
+	cfg := &settings.Config{Sources: []settings.Source{{Name: "s0", Client: "c0"}, {Name: "s1", Client: "c1"}}}
 	r := review.New(pool, cfg, nil)
-	op := ledger.Actor{Name: "op0@example.com", Role: ledger.RoleOperator, Clients: []string{"c0"}}
-	viewer := ledger.Actor{Name: "v0@example.com", Role: ledger.RoleViewer, Clients: []string{"c0"}}
-	admin := ledger.Actor{Name: "boss@example.com", Role: ledger.RoleAdmin}
+	op := ledger.Actor{Name: "op0@example.com", Role: settings.RoleOperator, Clients: []string{"c0"}}
+	viewer := ledger.Actor{Name: "v0@example.com", Role: settings.RoleViewer, Clients: []string{"c0"}}
+	admin := ledger.Actor{Name: "boss@example.com", Role: settings.RoleAdmin}
 	idOf := func(client, state string) int64 {
 		t.Helper()
 		var id int64
@@ -123,8 +124,8 @@ func TestScopeOfReaders(t *testing.T) {
 		}
 	})
 	t.Run("AssignedOnlyToWhoSeesTheClient", func(t *testing.T) {
-		for _, u := range []struct{ email, role, client string }{{"op0@example.com", ledger.RoleOperator, "c0"},
-			{"op1@example.com", ledger.RoleOperator, "c1"}} {
+		for _, u := range []struct{ email, role, client string }{{"op0@example.com", settings.RoleOperator, "c0"},
+			{"op1@example.com", settings.RoleOperator, "c1"}} {
 			if _, err := accounts.CreateUser(ctx, pool, u.email, u.role, "a long enough password", u.client); err != nil {
 				t.Fatal(err)
 			}
@@ -150,9 +151,9 @@ func TestScopeOfReaders(t *testing.T) {
 			clients []string
 			says    string
 		}{
-			{ledger.RoleViewer, []string{"c0", "c9"}, `"c9"`},
-			{ledger.RoleOperator, nil, "at least one client"},
-			{ledger.RoleAdmin, []string{"c0"}, "every client"},
+			{settings.RoleViewer, []string{"c0", "c9"}, `"c9"`},
+			{settings.RoleOperator, nil, "at least one client"},
+			{settings.RoleAdmin, []string{"c0"}, "every client"},
 			{"owner", []string{"c0"}, "admin, operator or viewer"},
 		} {
 			if _, err := ledger.CheckScope(c.role, c.clients, cfg.Clients()); ledger.ErrorCode(err) != ledger.EINVALID ||
@@ -160,7 +161,7 @@ func TestScopeOfReaders(t *testing.T) {
 				t.Errorf("%s of %v: %v, want refused saying %s", c.role, c.clients, err, c.says)
 			}
 		}
-		if got, err := ledger.CheckScope(ledger.RoleViewer, []string{" c1", "c0", "c1"}, cfg.Clients()); err != nil ||
+		if got, err := ledger.CheckScope(settings.RoleViewer, []string{" c1", "c0", "c1"}, cfg.Clients()); err != nil ||
 			!cmp.Equal(got, []string{"c0", "c1"}) {
 			t.Errorf("a viewer of c1, c0: %v %v", got, err)
 		}

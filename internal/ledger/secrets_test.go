@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
 // TestSecretsScrubEverySpelling: a secret is taken out as it is, as JSON, a
@@ -14,10 +14,10 @@ import (
 func TestSecretsScrubEverySpelling(t *testing.T) {
 	t.Parallel()
 	const secret = `s3cr/t+"v&l ue<`
-	s := &ledger.Secrets{}
+	s := &settings.Secrets{}
 	s.Add(secret)
 	for _, form := range []string{secret, `s3cr/t+\"v\u0026l ue\u003c`, url.QueryEscape(secret), url.PathEscape(secret)} {
-		if got := s.Scrub("before " + form + " after"); got != "before "+ledger.Redacted+" after" {
+		if got := s.Scrub("before " + form + " after"); got != "before "+settings.Redacted+" after" {
 			t.Errorf("Scrub(%q) = %q", form, got)
 		}
 	}
@@ -25,10 +25,10 @@ func TestSecretsScrubEverySpelling(t *testing.T) {
 		s.Hold(fmt.Sprintf("token-%03d", i))
 	}
 	got := s.Scrub("token-069 token-006 token-005")
-	if want := ledger.Redacted + " " + ledger.Redacted + " token-005"; got != want {
+	if want := settings.Redacted + " " + settings.Redacted + " token-005"; got != want {
 		t.Errorf("held tokens: %q, want %q (the latest 64 kept)", got, want)
 	}
-	var none *ledger.Secrets
+	var none *settings.Secrets
 	if got := none.Scrub("x"); got != "x" {
 		t.Errorf("nil Secrets scrubbed %q", got)
 	}

@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/oncehook/oncehook/db/dbtest"
-	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/internal/review"
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
 // TestSourceSummariesCountTheNewestAndEstimateTheRest: a source with a few events
@@ -33,7 +33,7 @@ FROM generate_series(1, 4) AS i;
 ANALYZE events`); err != nil {
 		t.Fatal(err)
 	}
-	cfg := &ledger.Config{Sources: []ledger.Source{{Name: "big", Client: "acme"}, {Name: "small", Client: "acme"}, {Name: "quiet", Client: "acme"}}}
+	cfg := &settings.Config{Sources: []settings.Source{{Name: "big", Client: "acme"}, {Name: "small", Client: "acme"}, {Name: "quiet", Client: "acme"}}}
 	got, err := review.New(pool, cfg, nil).Sources(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"github.com/oncehook/oncehook/internal/accounts"
 	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/internal/review"
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
 // TestStateSince: an action's clock is when it entered its state. Assigning it,
@@ -34,11 +35,11 @@ func TestStateSince(t *testing.T) {
 		}
 	}
 	exec(`UPDATE actions SET state_since = '2026-01-01 00:00:00+00' WHERE id = 1`)
-	r := review.New(pool, &ledger.Config{}, nil)
-	if _, err := accounts.CreateUser(ctx, pool, "ops@example.com", ledger.RoleAdmin, "a long enough password"); err != nil {
+	r := review.New(pool, &settings.Config{}, nil)
+	if _, err := accounts.CreateUser(ctx, pool, "ops@example.com", settings.RoleAdmin, "a long enough password"); err != nil {
 		t.Fatal(err) // an owner must be a user who sees the action's client
 	}
-	if _, err := r.Do(ctx, ledger.Actor{Name: "admin@example.com", Role: ledger.RoleAdmin}, review.ActAssign, 1,
+	if _, err := r.Do(ctx, ledger.Actor{Name: "admin@example.com", Role: settings.RoleAdmin}, review.ActAssign, 1,
 		review.ActParams{Owner: "ops@example.com"}); err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/oncehook/oncehook/db/dbtest"
 	"github.com/oncehook/oncehook/internal/accounts"
-	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
 // TestTokenUseIsMarkedAtMostOnceAMinute: a token's first use is marked; a use
@@ -16,7 +16,7 @@ func TestTokenUseIsMarkedAtMostOnceAMinute(t *testing.T) {
 	t.Parallel()
 	pool := dbtest.New(t)
 	ctx := context.Background()
-	token, err := accounts.CreateToken(ctx, pool, "ci", ledger.RoleAdmin)
+	token, err := accounts.CreateToken(ctx, pool, "ci", settings.RoleAdmin)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,14 +10,15 @@ import (
 	"github.com/oncehook/oncehook/db/dbtest"
 	"github.com/oncehook/oncehook/internal/accounts"
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
-var testOIDC = &ledger.OIDC{Name: "Okta", Issuer: "https://idp.example.com", Claim: "groups", Rules: []ledger.AccessRule{
-	{Value: "acme-view", Role: ledger.RoleViewer, Clients: []string{"acme"}},
-	{Value: "acme-ops", Role: ledger.RoleOperator, Clients: []string{"acme"}},
-	{Value: "beta-ops", Role: ledger.RoleOperator, Clients: []string{"beta"}},
-	{Value: "gamma-view", Role: ledger.RoleViewer, Clients: []string{"gamma"}},
-	{Value: "admins", Role: ledger.RoleAdmin},
+var testOIDC = &settings.OIDC{Name: "Okta", Issuer: "https://idp.example.com", Claim: "groups", Rules: []settings.AccessRule{
+	{Value: "acme-view", Role: settings.RoleViewer, Clients: []string{"acme"}},
+	{Value: "acme-ops", Role: settings.RoleOperator, Clients: []string{"acme"}},
+	{Value: "beta-ops", Role: settings.RoleOperator, Clients: []string{"beta"}},
+	{Value: "gamma-view", Role: settings.RoleViewer, Clients: []string{"gamma"}},
+	{Value: "admins", Role: settings.RoleAdmin},
 }}
 
 // TestOIDCAccess: the most privileged matching role wins, with the clients of
@@ -36,10 +37,10 @@ func TestOIDCAccess(t *testing.T) {
 	}{
 		{"NoGroup", nil, access{}},
 		{"UnknownGroup", []string{"sales"}, access{}},
-		{"OneRule", []string{"acme-view"}, access{ledger.RoleViewer, []string{"acme"}, true}},
-		{"OperatorOverViewer", []string{"gamma-view", "acme-ops"}, access{ledger.RoleOperator, []string{"acme"}, true}},
-		{"UnionOfOneRole", []string{"beta-ops", "acme-ops", "acme-view"}, access{ledger.RoleOperator, []string{"acme", "beta"}, true}},
-		{"AdminSeesAll", []string{"acme-ops", "admins"}, access{ledger.RoleAdmin, []string{}, true}},
+		{"OneRule", []string{"acme-view"}, access{settings.RoleViewer, []string{"acme"}, true}},
+		{"OperatorOverViewer", []string{"gamma-view", "acme-ops"}, access{settings.RoleOperator, []string{"acme"}, true}},
+		{"UnionOfOneRole", []string{"beta-ops", "acme-ops", "acme-view"}, access{settings.RoleOperator, []string{"acme", "beta"}, true}},
+		{"AdminSeesAll", []string{"acme-ops", "admins"}, access{settings.RoleAdmin, []string{}, true}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -65,7 +66,7 @@ func TestSignInOIDC(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if stored.Role != ledger.RoleOperator || !cmp.Equal(stored.Clients, []string{"acme"}) || stored.OIDCSubject != ann.Subject ||
+	if stored.Role != settings.RoleOperator || !cmp.Equal(stored.Clients, []string{"acme"}) || stored.OIDCSubject != ann.Subject ||
 		stored.OIDCIssuer != ann.Issuer || stored.SignedInAt == nil || stored.Disabled {
 		t.Fatalf("first sign-in stored %+v", stored)
 	}
@@ -84,7 +85,7 @@ func TestSignInOIDC(t *testing.T) {
 			t.Fatal(err)
 		}
 		stored, _ := accounts.GetUser(ctx, pool, first.ID)
-		if u.ID != first.ID || stored.Email != again.Email || stored.Role != ledger.RoleOperator ||
+		if u.ID != first.ID || stored.Email != again.Email || stored.Role != settings.RoleOperator ||
 			!cmp.Equal(stored.Clients, []string{"beta"}) || !stored.SignedInAt.After(*first.SignedInAt) {
 			t.Errorf("second sign-in: %+v, want the same user with the new email and clients", stored)
 		}
@@ -96,7 +97,7 @@ func TestSignInOIDC(t *testing.T) {
 			t.Fatalf("sign-in with no matching group: %v, want refused", err)
 		}
 		stored, _ := accounts.GetUser(ctx, pool, first.ID)
-		if stored.Role != ledger.RoleViewer || len(stored.Clients) != 0 {
+		if stored.Role != settings.RoleViewer || len(stored.Clients) != 0 {
 			t.Errorf("after the group was removed: role %s clients %v, want a viewer of nothing", stored.Role, stored.Clients)
 		}
 	})
@@ -124,11 +125,11 @@ func TestSignInOIDCRefused(t *testing.T) {
 		}
 	})
 	t.Run("DisabledIsRefused", func(t *testing.T) {
-		boss, err := accounts.CreateUser(ctx, pool, "boss@example.com", ledger.RoleAdmin, "twelve chars!")
+		boss, err := accounts.CreateUser(ctx, pool, "boss@example.com", settings.RoleAdmin, "twelve chars!")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := accounts.SetUserDisabled(ctx, pool, ledger.Actor{Name: boss.Email, Role: ledger.RoleAdmin}, first.ID, true); err != nil {
+		if err := accounts.SetUserDisabled(ctx, pool, ledger.Actor{Name: boss.Email, Role: settings.RoleAdmin}, first.ID, true); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := accounts.SignInOIDC(ctx, pool, testOIDC, ann); ledger.ErrorCode(err) != ledger.EFORBIDDEN {

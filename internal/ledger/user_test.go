@@ -8,6 +8,7 @@ import (
 	"github.com/oncehook/oncehook/db/dbtest"
 	"github.com/oncehook/oncehook/internal/accounts"
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
 func TestUsers(t *testing.T) {
@@ -15,19 +16,19 @@ func TestUsers(t *testing.T) {
 	pool := dbtest.New(t)
 	ctx := context.Background()
 	const pw = "twelve chars!"
-	admin, err := accounts.CreateUser(ctx, pool, "boss@example.com", ledger.RoleAdmin, pw)
+	admin, err := accounts.CreateUser(ctx, pool, "boss@example.com", settings.RoleAdmin, pw)
 	if err != nil {
 		t.Fatal(err)
 	}
 	limits := accounts.LoginLimits{PerAccount: 3, PerAddress: 100, Window: time.Minute}
-	boss := ledger.Actor{Name: admin.Email, Role: ledger.RoleAdmin}
+	boss := ledger.Actor{Name: admin.Email, Role: settings.RoleAdmin}
 
 	t.Run("CreateRefusals", func(t *testing.T) {
 		cases := []struct{ name, email, role, password, code string }{
-			{"ShortPassword", "a@example.com", ledger.RoleOperator, "eleven char", ledger.EINVALID},
-			{"NotAnEmail", "not an email", ledger.RoleOperator, pw, ledger.EINVALID},
+			{"ShortPassword", "a@example.com", settings.RoleOperator, "eleven char", ledger.EINVALID},
+			{"NotAnEmail", "not an email", settings.RoleOperator, pw, ledger.EINVALID},
 			{"UnknownRole", "b@example.com", "root", pw, ledger.EINVALID},
-			{"TakenEmailAnyCase", "BOSS@example.com", ledger.RoleOperator, pw, ledger.ECONFLICT},
+			{"TakenEmailAnyCase", "BOSS@example.com", settings.RoleOperator, pw, ledger.ECONFLICT},
 		}
 		for _, c := range cases {
 			t.Run(c.name, func(t *testing.T) {
@@ -45,7 +46,7 @@ func TestUsers(t *testing.T) {
 		}
 	})
 	t.Run("LastAdminStays", func(t *testing.T) {
-		if err := accounts.SetUserRole(ctx, pool, boss, admin.ID, ledger.RoleOperator, "acme"); ledger.ErrorCode(err) != ledger.ECONFLICT {
+		if err := accounts.SetUserRole(ctx, pool, boss, admin.ID, settings.RoleOperator, "acme"); ledger.ErrorCode(err) != ledger.ECONFLICT {
 			t.Errorf("demoting the last admin: %v, want a conflict", err)
 		}
 		if err := accounts.SetUserDisabled(ctx, pool, boss, admin.ID, true); ledger.ErrorCode(err) != ledger.ECONFLICT {
@@ -53,11 +54,11 @@ func TestUsers(t *testing.T) {
 		}
 	})
 	t.Run("DisabledCannotSignIn", func(t *testing.T) {
-		op, err := accounts.CreateUser(ctx, pool, "op@example.com", ledger.RoleOperator, pw, "acme")
+		op, err := accounts.CreateUser(ctx, pool, "op@example.com", settings.RoleOperator, pw, "acme")
 		if err != nil {
 			t.Fatal(err)
 		}
-		opActor := ledger.Actor{Name: op.Email, Role: ledger.RoleOperator}
+		opActor := ledger.Actor{Name: op.Email, Role: settings.RoleOperator}
 		if err := accounts.SetUserDisabled(ctx, pool, opActor, admin.ID, true); ledger.ErrorCode(err) != ledger.EFORBIDDEN {
 			t.Errorf("an operator changing users: %v, want forbidden", err)
 		}
@@ -90,19 +91,19 @@ func TestLastAdminRace(t *testing.T) {
 	pool := dbtest.New(t)
 	ctx := context.Background()
 	const pw = "twelve chars!"
-	a, err := accounts.CreateUser(ctx, pool, "a@example.com", ledger.RoleAdmin, pw)
+	a, err := accounts.CreateUser(ctx, pool, "a@example.com", settings.RoleAdmin, pw)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := accounts.CreateUser(ctx, pool, "b@example.com", ledger.RoleAdmin, pw)
+	b, err := accounts.CreateUser(ctx, pool, "b@example.com", settings.RoleAdmin, pw)
 	if err != nil {
 		t.Fatal(err)
 	}
-	actorA := ledger.Actor{Name: a.Email, Role: ledger.RoleAdmin}
-	actorB := ledger.Actor{Name: b.Email, Role: ledger.RoleAdmin}
+	actorA := ledger.Actor{Name: a.Email, Role: settings.RoleAdmin}
+	actorB := ledger.Actor{Name: b.Email, Role: settings.RoleAdmin}
 	moves := map[string]func(ledger.Actor, int64) error{
 		"Demote": func(by ledger.Actor, id int64) error {
-			return accounts.SetUserRole(ctx, pool, by, id, ledger.RoleOperator, "acme")
+			return accounts.SetUserRole(ctx, pool, by, id, settings.RoleOperator, "acme")
 		},
 		"Disable": func(by ledger.Actor, id int64) error {
 			return accounts.SetUserDisabled(ctx, pool, by, id, true)
@@ -151,7 +152,7 @@ func TestEnsureUser(t *testing.T) {
 	errs := make(chan error, 2)
 	for range 2 {
 		go func() {
-			errs <- accounts.EnsureUser(ctx, pool, "demo@example.com", ledger.RoleAdmin, "first password")
+			errs <- accounts.EnsureUser(ctx, pool, "demo@example.com", settings.RoleAdmin, "first password")
 		}()
 	}
 	for range 2 {
@@ -163,26 +164,26 @@ func TestEnsureUser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	other, err := accounts.CreateUser(ctx, pool, "other@example.com", ledger.RoleAdmin, "first password")
+	other, err := accounts.CreateUser(ctx, pool, "other@example.com", settings.RoleAdmin, "first password")
 	if err != nil {
 		t.Fatal(err)
 	}
-	boss := ledger.Actor{Name: other.Email, Role: ledger.RoleAdmin}
-	if err := accounts.SetUserRole(ctx, pool, boss, u.ID, ledger.RoleOperator, "acme"); err != nil {
+	boss := ledger.Actor{Name: other.Email, Role: settings.RoleAdmin}
+	if err := accounts.SetUserRole(ctx, pool, boss, u.ID, settings.RoleOperator, "acme"); err != nil {
 		t.Fatal(err)
 	}
 	if err := accounts.SetUserDisabled(ctx, pool, boss, u.ID, true); err != nil {
 		t.Fatal(err)
 	}
 	// Again, in another case, with a new password: enabled, same role, same user.
-	if err := accounts.EnsureUser(ctx, pool, "Demo@Example.com", ledger.RoleAdmin, "second password"); err != nil {
+	if err := accounts.EnsureUser(ctx, pool, "Demo@Example.com", settings.RoleAdmin, "second password"); err != nil {
 		t.Fatal(err)
 	}
 	again, err := accounts.Authenticate(ctx, pool, limits, "demo@example.com", "second password", "192.0.2.1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if again.ID != u.ID || again.Role != ledger.RoleOperator {
+	if again.ID != u.ID || again.Role != settings.RoleOperator {
 		t.Errorf("after the second EnsureUser: user %d role %s, want user %d keeping role operator", again.ID, again.Role, u.ID)
 	}
 	users, err := accounts.ListUsers(ctx, pool, false)
@@ -192,7 +193,7 @@ func TestEnsureUser(t *testing.T) {
 	if len(users) != 2 {
 		t.Errorf("%d users, want 2", len(users))
 	}
-	if err := accounts.EnsureUser(ctx, pool, "demo@example.com", ledger.RoleAdmin, "short"); ledger.ErrorCode(err) != ledger.EINVALID {
+	if err := accounts.EnsureUser(ctx, pool, "demo@example.com", settings.RoleAdmin, "short"); ledger.ErrorCode(err) != ledger.EINVALID {
 		t.Errorf("short password: %v, want %s", err, ledger.EINVALID)
 	}
 }

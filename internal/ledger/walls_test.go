@@ -38,9 +38,18 @@ var webStages = []string{"inbox", "review", "accounts"}
 // file that may name more than one of them.
 const webWiring = "web/server.go"
 
+// coreImports are what the core may import: the database, the wake-ups' batcher
+// and the config schema. Metrics, tracing, JSON pointers and money are leaves
+// that import it, not the reverse.
+var coreImports = []string{"db", "internal/batch", "internal/settings"}
+
+// settingsImports are what the config schema may import: it sits below the core,
+// which, like config's loader, imports it.
+var settingsImports = []string{"internal/jsonpointer", "internal/money"}
+
 // leaves import the core and nothing of the stages.
 var leaves = []string{"internal/provider", "internal/destination", "internal/config", "internal/batch", "internal/jsonscan", "internal/telemetry", "internal/sender",
-	"internal/jsonpointer", "internal/money", "internal/tracing", "internal/metrics",
+	"internal/jsonpointer", "internal/money", "internal/tracing", "internal/metrics", "internal/settings",
 	"internal/store"}
 
 func TestWallsHold(t *testing.T) {
@@ -73,6 +82,8 @@ func TestWallsCatchForbiddenImports(t *testing.T) {
 		"web/b.go":                src("web", "internal/inbox", "internal/review"),
 		"internal/config/a.go":    src("config", "internal/router"),
 		"internal/retention/a.go": src("retention", "internal/accounts"), // not through its door
+		"internal/ledger/b.go":    src("ledger", "internal/metrics"),
+		"internal/settings/a.go":  src("settings", "internal/ledger"),
 		"internal/router/a.go":    {Data: []byte("package router\n\nfunc f(m interface{ Sharded() bool }) bool { return m.Sharded() }\n")},
 		"internal/review/b.go":    {Data: []byte("package review\n\nimport \"" + module + "internal/store\"\n\nvar _ = store.Sharded{}\n")},
 	}
@@ -157,6 +168,10 @@ func fileWalls(name string, f *ast.File) []string {
 			}
 		case dir == "internal/ledger" && (otherIsStage || p == "internal/engine" || p == "web" || p == "views"):
 			refuse("the core imports %s: it must import no stage", p)
+		case dir == "internal/ledger" && !slices.Contains(coreImports, p):
+			refuse("the core imports %s: it imports only %v", p, coreImports)
+		case dir == "internal/settings" && !slices.Contains(settingsImports, p):
+			refuse("the config schema imports %s: it sits below the core and imports only %v", p, settingsImports)
 		case dir == "internal/engine" && !slices.Contains([]string{"internal/ledger", "internal/batch", "internal/performer", "internal/router", "internal/store"}, p):
 			refuse("the wiring imports %s: it starts the router and the performer on one store and nothing else", p)
 		case dir == "views" && p != "internal/ledger":

@@ -20,6 +20,7 @@ import (
 	"github.com/oncehook/oncehook/internal/accounts"
 	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/internal/sender"
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
 // Notifier tells owners when actions start needing a person: failed, held, or
@@ -27,7 +28,7 @@ import (
 // digest per notify.every, and an (action, state) is reported once.
 type Notifier struct {
 	pool   *pgxpool.Pool
-	cfg    *ledger.Config
+	cfg    *settings.Config
 	logger *slog.Logger
 	mail   ledger.DestinationClient
 	client *http.Client
@@ -36,7 +37,7 @@ type Notifier struct {
 // Params is the input of New.
 type Params struct {
 	Pool   *pgxpool.Pool
-	Config *ledger.Config
+	Config *settings.Config
 	// Mail sends the email digests: a client for Config.Notify.SMTP.Destination().
 	// Nil sends none, even when notify.smtp is configured.
 	Mail   ledger.DestinationClient
@@ -257,7 +258,7 @@ func (n *Notifier) send(ctx context.Context, owner string, items []DigestItem, n
 }
 
 // post sends the digest as a Standard Webhooks message, signed with the configured secret.
-func (n *Notifier) post(ctx context.Context, w ledger.NotifyWebhook, owner string, items []DigestItem, now time.Time) error {
+func (n *Notifier) post(ctx context.Context, w settings.NotifyWebhook, owner string, items []DigestItem, now time.Time) error {
 	body, err := json.Marshal(map[string]any{"type": "oncehook.digest", "owner": owner, "items": items,
 		"timestamp": now.UTC().Format(time.RFC3339)})
 	if err != nil {

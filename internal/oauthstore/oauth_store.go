@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/oncehook/oncehook/db"
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
 // TokenStore keeps the OAuth2 grants of destinations in Postgres, sealed with the
@@ -17,12 +18,12 @@ import (
 // processes of one deployment share the database, not memory).
 type TokenStore struct {
 	pool *pgxpool.Pool
-	keys ledger.SecretKeys
+	keys settings.SecretKeys
 	now  func() time.Time
 }
 
 // New returns the store of the grants in pool, sealed with keys.
-func New(pool *pgxpool.Pool, keys ledger.SecretKeys) *TokenStore {
+func New(pool *pgxpool.Pool, keys settings.SecretKeys) *TokenStore {
 	return &TokenStore{pool: pool, keys: keys, now: time.Now}
 }
 
@@ -197,7 +198,7 @@ func (s *TokenStore) grants(ctx context.Context, reseal bool) (map[string]GrantS
 // still sealed with ONCEHOOK_SECRET_KEY_PREVIOUS), and marks each
 // authorization_code destination without a grant disconnected until its first
 // Reconnect. A wrong key is an error here, at start, not at the first call.
-func OpenTokens(ctx context.Context, pool *pgxpool.Pool, cfg *ledger.Config) (*TokenStore, error) {
+func OpenTokens(ctx context.Context, pool *pgxpool.Pool, cfg *settings.Config) (*TokenStore, error) {
 	s := New(pool, cfg.SecretKeys)
 	if !cfg.SecretKeys.Set() {
 		return s, nil
@@ -208,7 +209,7 @@ func OpenTokens(ctx context.Context, pool *pgxpool.Pool, cfg *ledger.Config) (*T
 	}
 	q := db.New(pool)
 	for _, d := range cfg.Destinations {
-		if d.Auth.OAuth2 == nil || d.Auth.OAuth2.Grant != ledger.GrantAuthorizationCode || status[d.Name].Connected {
+		if d.Auth.OAuth2 == nil || d.Auth.OAuth2.Grant != settings.GrantAuthorizationCode || status[d.Name].Connected {
 			continue
 		}
 		if err := q.DestinationAwaitConnection(ctx, db.DestinationAwaitConnectionParams{Name: d.Name,

@@ -8,6 +8,7 @@ import (
 
 	"github.com/oncehook/oncehook/db"
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
 // breakers is this process's side of the destinations' breakers: its own tally
@@ -29,7 +30,7 @@ func newBreakers(pf *Performer) *breakers {
 }
 
 // settings is the named destination's breaker, its defaults filled in.
-func (b *breakers) settings(destination string) ledger.BreakerSettings {
+func (b *breakers) settings(destination string) settings.BreakerSettings {
 	d, _ := b.pf.cfg.Destination(destination)
 	return d.Breaker.OrDefault()
 }
@@ -197,7 +198,7 @@ func (b *breakers) probeDue(ctx context.Context) {
 // and a little, so that the probe of a process that died is taken over soon
 // (the action it used keeps its own lease, and is recovered as any other).
 func (b *breakers) probeLease(name string) time.Duration {
-	timeout := ledger.DefaultTimeout
+	timeout := settings.DefaultTimeout
 	if d, ok := b.pf.cfg.Destination(name); ok && d.Timeout > 0 {
 		timeout = d.Timeout
 	}

@@ -9,7 +9,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/oncehook/oncehook/internal/batch"
-	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
 // destLimit bounds one destination's calls in this process (DESIGN.md section 4a,
@@ -24,7 +24,7 @@ type destLimit struct {
 }
 
 // newLimits returns the limits of the destinations this process calls, by name.
-func newLimits(cfg *ledger.Config, callable []string, concurrency int) map[string]*destLimit {
+func newLimits(cfg *settings.Config, callable []string, concurrency int) map[string]*destLimit {
 	out := map[string]*destLimit{}
 	for _, d := range cfg.Destinations {
 		l := d.Limits

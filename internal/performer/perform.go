@@ -21,6 +21,7 @@ import (
 	"github.com/oncehook/oncehook/internal/jsonpointer"
 	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/internal/metrics"
+	"github.com/oncehook/oncehook/internal/settings"
 	"github.com/oncehook/oncehook/internal/store"
 	"github.com/oncehook/oncehook/internal/tracing"
 )
@@ -30,7 +31,7 @@ import (
 type Performer struct {
 	p      Params
 	pool   *pgxpool.Pool
-	cfg    *ledger.Config
+	cfg    *settings.Config
 	logger *slog.Logger
 	now    func() time.Time
 
@@ -317,7 +318,7 @@ func (pf *Performer) takeSlot(stopCtx context.Context, slot *atomic.Bool) bool {
 // slots between resolves an unsent started call by itself (see queueSafe): a
 // claim, like a call, waits for its commit, and with claims only for free slots the
 // slots stood idle while the next claim committed.
-func extraClaims(cfg *ledger.Config, callable []string, limits map[string]*destLimit, concurrency int) int {
+func extraClaims(cfg *settings.Config, callable []string, limits map[string]*destLimit, concurrency int) int {
 	if len(limits) > 0 {
 		return 0
 	}
@@ -333,9 +334,9 @@ func extraClaims(cfg *ledger.Config, callable []string, limits map[string]*destL
 // call waited for a slot) is settled without a person: the destination has a
 // strong lookup, whose "absent" retries with the same key, or remembers
 // idempotency keys, so a retry with the same key is safe (the decision table).
-func queueSafe(d ledger.Destination) bool {
-	return d.Type == ledger.DestinationHTTP &&
-		(d.Lookup.URL != "" && d.Lookup.Consistency == ledger.ConsistencyStrong || d.Idempotency.TTL > 0)
+func queueSafe(d settings.Destination) bool {
+	return d.Type == settings.DestinationHTTP &&
+		(d.Lookup.URL != "" && d.Lookup.Consistency == settings.ConsistencyStrong || d.Idempotency.TTL > 0)
 }
 
 // claimSpec is one claim of a batch: up to n actions, of the only destinations
@@ -394,13 +395,13 @@ func (pf *Performer) claimParams(client string, n int) db.ActionClaimParams {
 // callsToStart is what a claim needs to start calls by itself: the destinations this
 // process has, and the rules whose calls wait for a predecessor's result, which are
 // filled in first (see startCalls).
-func callsToStart(cfg *ledger.Config, destinations map[string]ledger.DestinationClient) (callable, fillNames []string) {
+func callsToStart(cfg *settings.Config, destinations map[string]ledger.DestinationClient) (callable, fillNames []string) {
 	callable, fillNames = make([]string, 0, len(destinations)), []string{}
 	for name := range destinations {
 		callable = append(callable, name)
 	}
 	for _, rule := range cfg.Actions {
-		if slices.ContainsFunc(rule.Params, ledger.Param.HasResult) {
+		if slices.ContainsFunc(rule.Params, settings.Param.HasResult) {
 			fillNames = append(fillNames, rule.Name)
 		}
 	}
@@ -474,7 +475,7 @@ func (pf *Performer) maxTimeout() time.Duration {
 		m = max(m, d.Timeout)
 	}
 	if m == 0 { // no destination configured: nothing is called
-		m = ledger.DefaultTimeout
+		m = settings.DefaultTimeout
 	}
 	return m
 }
@@ -611,7 +612,7 @@ func (pf *Performer) call(ctx context.Context, c claim) error {
 // included, to the stored ones.
 func (pf *Performer) fillResults(ctx context.Context, q *db.Queries, a db.Action) (json.RawMessage, error) {
 	rule, ok := pf.cfg.Action(a.Name)
-	if !ok || a.AfterID == nil || !slices.ContainsFunc(rule.Params, ledger.Param.HasResult) {
+	if !ok || a.AfterID == nil || !slices.ContainsFunc(rule.Params, settings.Param.HasResult) {
 		return a.Params, nil
 	}
 	params := map[string]any{}
@@ -624,7 +625,7 @@ func (pf *Performer) fillResults(ctx context.Context, q *db.Queries, a db.Action
 	if err != nil {
 		return nil, err
 	}
-	fillObject(params, rule.Params, func(p ledger.Param) (any, bool) {
+	fillObject(params, rule.Params, func(p settings.Param) (any, bool) {
 		pred, ok := chain[p.Result]
 		if !ok {
 			return nil, false
@@ -647,7 +648,7 @@ func (pf *Performer) fillResults(ctx context.Context, q *db.Queries, a db.Action
 }
 
 // fillObject puts each result param of params, at any depth, into obj.
-func fillObject(obj map[string]any, params []ledger.Param, value func(ledger.Param) (any, bool)) {
+func fillObject(obj map[string]any, params []settings.Param, value func(settings.Param) (any, bool)) {
 	for _, p := range params {
 		switch {
 		case p.Result != "":
@@ -666,7 +667,7 @@ func fillObject(obj map[string]any, params []ledger.Param, value func(ledger.Par
 	}
 }
 
-func fillList(list []any, params []ledger.Param, value func(ledger.Param) (any, bool)) {
+func fillList(list []any, params []settings.Param, value func(settings.Param) (any, bool)) {
 	for i, p := range params[:min(len(params), len(list))] {
 		switch {
 		case p.Result != "":
@@ -702,7 +703,7 @@ func predecessors(ctx context.Context, q *db.Queries, a db.Action) (map[string]d
 // Params configures the workers. Zero durations take the defaults.
 type Params struct {
 	Pool        *pgxpool.Pool
-	Config      *ledger.Config
+	Config      *settings.Config
 	Clients     map[string]ledger.DestinationClient // each destination's client, by its name
 	Logger      *slog.Logger
 	Worker      string           // this process's name in leases; default host-pid-random

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
 // maxListReply bounds one page of a provider's list: 100 Stripe events of the
@@ -22,7 +23,7 @@ const apiTimeout = 30 * time.Second
 
 // NewBackfillClients returns a client for every source with a backfill section, by
 // source name. Stripe lists the event types the source's rules use.
-func NewBackfillClients(cfg *ledger.Config) map[string]ledger.BackfillClient {
+func NewBackfillClients(cfg *settings.Config) map[string]ledger.BackfillClient {
 	client := &http.Client{Timeout: apiTimeout}
 	out := map[string]ledger.BackfillClient{}
 	for _, src := range cfg.Sources {
@@ -41,7 +42,7 @@ func NewBackfillClients(cfg *ledger.Config) map[string]ledger.BackfillClient {
 
 // RuleTypes are the event types the rules of a source start or cancel on, in config
 // order, each once.
-func RuleTypes(cfg *ledger.Config, source string) []string {
+func RuleTypes(cfg *settings.Config, source string) []string {
 	var types []string
 	seen := map[string]bool{}
 	for _, a := range cfg.Actions {

@@ -3,12 +3,12 @@ package provider
 import (
 	"strings"
 
-	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
 // Describe says in one line how a scheme proves the sender and where the delivery
 // identity is, for `oncehook check`. A nil spec is the named preset's.
-func Describe(name string, spec *ledger.VerifySpec) string {
+func Describe(name string, spec *settings.VerifySpec) string {
 	if spec == nil {
 		var ok bool
 		if spec, ok = Preset(name); !ok {
@@ -17,13 +17,13 @@ func Describe(name string, spec *ledger.VerifySpec) string {
 	}
 	var proof string
 	switch spec.Kind {
-	case ledger.VerifyKindToken:
+	case settings.VerifyKindToken:
 		proof = "shared token in " + spec.Signature.Header
-	case ledger.VerifyKindBasic:
+	case settings.VerifyKindBasic:
 		proof = "HTTP basic credentials"
-	case ledger.VerifyKindEd25519:
+	case settings.VerifyKindEd25519:
 		proof = "Ed25519 in " + spec.Signature.Header + " over " + describeParts(spec.Signed)
-	case ledger.VerifyKindECDSA:
+	case settings.VerifyKindECDSA:
 		proof = "ECDSA P-256 in " + spec.Signature.Header + " over " + describeParts(spec.Signed)
 	default:
 		where := spec.Signature.Header
@@ -39,13 +39,13 @@ func Describe(name string, spec *ledger.VerifySpec) string {
 	return proof + "; id " + describeID(spec.ID)
 }
 
-func describeParts(parts []ledger.SignedPart) string {
+func describeParts(parts []settings.SignedPart) string {
 	out := make([]string, len(parts))
 	for i, p := range parts {
 		switch p.Kind {
-		case ledger.PartLiteral:
+		case settings.PartLiteral:
 			out[i] = `"` + p.Value + `"`
-		case ledger.PartHeader, ledger.PartPointer:
+		case settings.PartHeader, settings.PartPointer:
 			out[i] = p.Value
 		default:
 			out[i] = p.Kind
@@ -54,7 +54,7 @@ func describeParts(parts []ledger.SignedPart) string {
 	return strings.Join(out, " + ")
 }
 
-func describeID(id ledger.IdentitySpec) string {
+func describeID(id settings.IdentitySpec) string {
 	switch {
 	case id.Header != "":
 		return id.Header

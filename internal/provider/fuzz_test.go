@@ -9,6 +9,7 @@ import (
 
 	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/internal/provider"
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
 // Each target fixes a secret and a body that no seed signs, then lets the fuzzer write
@@ -125,16 +126,16 @@ func FuzzDeclaredScheme(f *testing.F) {
 	} {
 		f.Add(seed.header, []byte(seed.body))
 	}
-	spec := ledger.VerifySpec{
-		Signature: ledger.SignatureSpec{Header: "X-Sig", Format: ledger.SignatureList, Separator: ";", Keys: []string{"v1"}},
-		Algorithm: "sha256", Encoding: "hex", Timestamp: ledger.TimestampSpec{Signature: "t"},
-		Signed: []ledger.SignedPart{{Kind: ledger.PartTimestamp}, {Kind: ledger.PartLiteral, Value: "."}, {Kind: ledger.PartBody}},
-		ID:     ledger.IdentitySpec{Composite: []string{"/a/b", "/c/1", "/0/a/b"}}, Type: ledger.TypeSpec{Pointer: "/a/b"},
+	spec := settings.VerifySpec{
+		Signature: settings.SignatureSpec{Header: "X-Sig", Format: settings.SignatureList, Separator: ";", Keys: []string{"v1"}},
+		Algorithm: "sha256", Encoding: "hex", Timestamp: settings.TimestampSpec{Signature: "t"},
+		Signed: []settings.SignedPart{{Kind: settings.PartTimestamp}, {Kind: settings.PartLiteral, Value: "."}, {Kind: settings.PartBody}},
+		ID:     settings.IdentitySpec{Composite: []string{"/a/b", "/c/1", "/0/a/b"}}, Type: settings.TypeSpec{Pointer: "/a/b"},
 		Array: true,
 	}
 	now := time.Unix(1_700_000_000, 0).UTC()
 	f.Fuzz(func(t *testing.T, h string, body []byte) {
-		p := provider.VerifyParams{Provider: ledger.ProviderHMAC, Spec: &spec, Secrets: []string{"fuzz-secret"},
+		p := provider.VerifyParams{Provider: settings.ProviderHMAC, Spec: &spec, Secrets: []string{"fuzz-secret"},
 			Tolerance: 5 * time.Minute, Now: now, Header: http.Header{"X-Sig": {h}}, Body: body}
 		assertRefused(t, p)
 		p.Header.Set("X-Sig", "t=1700000000;v1="+hex.EncodeToString(testHMAC([]byte("fuzz-secret"), "1700000000."+string(body))))

@@ -16,6 +16,7 @@ import (
 
 	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/internal/provider"
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
 // presetVector is one signed request of testdata/presets/vectors.json; its source
@@ -67,9 +68,9 @@ func (v presetVector) params(t *testing.T) provider.VerifyParams {
 	}
 	switch {
 	case v.WantID == "body_hash": // a documented body without the provider's event id
-		spec.ID = ledger.IdentitySpec{BodyHash: true}
+		spec.ID = settings.IdentitySpec{BodyHash: true}
 	case v.Provider == provider.PresetSendGrid: // the SDK's vector is one event, not a list
-		spec.ID = ledger.IdentitySpec{Composite: []string{"/message_id"}}
+		spec.ID = settings.IdentitySpec{Composite: []string{"/message_id"}}
 	}
 	h := http.Header{}
 	for k, val := range v.Headers {

@@ -13,12 +13,13 @@ import (
 	"time"
 
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
 // request is what verifySpec reads of one request: its parts decoded at most once.
 type request struct {
 	p      VerifyParams
-	spec   *ledger.VerifySpec
+	spec   *settings.VerifySpec
 	secret string // the secret that verified the request
 	doc    []byte // the JSON document, checked on first use
 	derr   error  // why it could not be decoded
@@ -27,7 +28,7 @@ type request struct {
 
 // verifySpec checks a request against a declarative description: the signature
 // first, on the raw bytes; only then the identity, the type and any handshake.
-func verifySpec(p VerifyParams, spec *ledger.VerifySpec) (ledger.Delivery, error) {
+func verifySpec(p VerifyParams, spec *settings.VerifySpec) (ledger.Delivery, error) {
 	if spec.Fallback != nil && headerOf(p.Header, spec) == "" && headerOf(p.Header, spec.Fallback) != "" {
 		spec = spec.Fallback
 	}
@@ -44,7 +45,7 @@ func verifySpec(p VerifyParams, spec *ledger.VerifySpec) (ledger.Delivery, error
 
 // headerOf returns the value that carries the signature ("" when absent). A
 // signature in the body counts as present.
-func headerOf(h http.Header, spec *ledger.VerifySpec) string {
+func headerOf(h http.Header, spec *settings.VerifySpec) string {
 	if spec.Signature.Header == "" {
 		return "present"
 	}
@@ -57,10 +58,10 @@ func (r *request) authenticate() (time.Time, error) {
 	spec := r.spec
 	var err error
 	switch spec.Kind {
-	case ledger.VerifyKindToken:
+	case settings.VerifyKindToken:
 		r.secret, err = r.checkToken()
 		return time.Time{}, err
-	case ledger.VerifyKindBasic:
+	case settings.VerifyKindBasic:
 		r.secret, err = r.checkBasic()
 		return time.Time{}, err
 	}
@@ -77,9 +78,9 @@ func (r *request) authenticate() (time.Time, error) {
 		return time.Time{}, err
 	}
 	switch spec.Kind {
-	case ledger.VerifyKindEd25519:
+	case settings.VerifyKindEd25519:
 		r.secret, err = checkEd25519(r.p.Secrets, sig.sigs, bytes.Join(parts, nil))
-	case ledger.VerifyKindECDSA:
+	case settings.VerifyKindECDSA:
 		r.secret, err = checkECDSA(r.p.Secrets, sig.sigs, bytes.Join(parts, nil))
 	default:
 		r.secret, err = checkMAC(r.p.Secrets, spec, sig.sigs, parts)
@@ -111,11 +112,11 @@ func (r *request) signature() (parsedSignature, error) {
 	if value == "" {
 		return parsedSignature{}, errSignature("missing %s", describeHeader(name))
 	}
-	if s.Format == ledger.SignatureList {
+	if s.Format == settings.SignatureList {
 		return r.parseList(value, name)
 	}
 	rest, ok := value, true
-	if s.Format == ledger.SignaturePrefix {
+	if s.Format == settings.SignaturePrefix {
 		rest, ok = strings.CutPrefix(value, s.Prefix)
 	}
 	sig, good := r.decodeSig(rest)
@@ -186,9 +187,9 @@ func (r *request) decodeSig(s string) ([]byte, bool) {
 		return nil, false
 	}
 	switch r.spec.Kind {
-	case ledger.VerifyKindEd25519:
+	case settings.VerifyKindEd25519:
 		return sig, len(sig) == 64
-	case ledger.VerifyKindECDSA:
+	case settings.VerifyKindECDSA:
 		return sig, len(sig) <= 80
 	}
 	return sig, len(sig) == digestSize(r.spec.Algorithm)
@@ -218,7 +219,7 @@ func newHash(algorithm string) func() hash.Hash {
 // checkMAC succeeds when one of sigs is the HMAC of the concatenated parts under one
 // of secrets. The MAC is computed once per secret, so the work is linear in the
 // number of sigs.
-func checkMAC(secrets []string, spec *ledger.VerifySpec, sigs [][]byte, parts [][]byte) (string, error) {
+func checkMAC(secrets []string, spec *settings.VerifySpec, sigs [][]byte, parts [][]byte) (string, error) {
 	h := newHash(spec.Algorithm)
 	if h == nil {
 		return "", ledger.Errorf(ledger.EINVALID, "unknown algorithm %q", spec.Algorithm)

@@ -14,6 +14,7 @@ import (
 	"github.com/oncehook/oncehook/internal/jsonpointer"
 	"github.com/oncehook/oncehook/internal/jsonscan"
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
 // timestamp returns the timestamp exactly as received and the instant it names; both
@@ -53,10 +54,10 @@ func first(v []string) string {
 // two spellings cannot name one signed instant.
 func parseTime(s, format string) (time.Time, bool) {
 	switch format {
-	case ledger.TimeRFC3339:
+	case settings.TimeRFC3339:
 		t, err := time.Parse(time.RFC3339, s)
 		return t.UTC(), err == nil
-	case ledger.TimeUnixMS:
+	case settings.TimeUnixMS:
 		if len(s) > 18 {
 			return time.Time{}, false
 		}
@@ -74,21 +75,21 @@ func (r *request) signedContent(ts string) ([][]byte, error) {
 	parts := make([][]byte, 0, len(r.spec.Signed))
 	for _, part := range r.spec.Signed {
 		switch part.Kind {
-		case ledger.PartBody:
+		case settings.PartBody:
 			parts = append(parts, r.p.Body)
-		case ledger.PartTimestamp:
+		case settings.PartTimestamp:
 			parts = append(parts, []byte(ts))
-		case ledger.PartURL:
+		case settings.PartURL:
 			parts = append(parts, []byte(r.url()))
-		case ledger.PartMethod:
+		case settings.PartMethod:
 			parts = append(parts, []byte(r.p.Method))
-		case ledger.PartHeader:
+		case settings.PartHeader:
 			parts = append(parts, []byte(r.p.Header.Get(part.Value)))
-		case ledger.PartLiteral:
+		case settings.PartLiteral:
 			parts = append(parts, []byte(part.Value))
-		case ledger.PartPointer:
+		case settings.PartPointer:
 			parts = append(parts, []byte(r.pointerString(part.Value)))
-		case ledger.PartForm:
+		case settings.PartForm:
 			var b bytes.Buffer
 			if err := writeSortedForm(&b, r.p.Body); err != nil {
 				return nil, err

@@ -11,7 +11,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
 // checkEd25519 succeeds when one of sigs is an Ed25519 signature of msg by one of the
@@ -107,21 +107,21 @@ func zoomToken(secret, plain string) string {
 
 // KeyProblem says what is wrong with a configured secret for a scheme that needs a
 // particular kind of key, in words that never repeat it; "" when it can be used.
-func KeyProblem(spec *ledger.VerifySpec, secret string) string {
+func KeyProblem(spec *settings.VerifySpec, secret string) string {
 	switch spec.Kind {
-	case ledger.VerifyKindEd25519:
+	case settings.VerifyKindEd25519:
 		if b, err := hex.DecodeString(secret); err != nil || len(b) != ed25519.PublicKeySize {
 			return "is not an Ed25519 public key written as 64 hex digits"
 		}
-	case ledger.VerifyKindECDSA:
+	case settings.VerifyKindECDSA:
 		if _, ok := parseECDSAKey(secret); !ok {
 			return "is not a P-256 public key in base64 (DER)"
 		}
-	case ledger.VerifyKindBasic:
+	case settings.VerifyKindBasic:
 		if !strings.Contains(secret, ":") {
 			return `is not "user:password"`
 		}
-	case ledger.VerifyKindHMAC, "":
+	case settings.VerifyKindHMAC, "":
 		if spec.Key == "base64" && standardKey(secret) == nil {
 			return "is not a whsec_ secret: base64 in the standard alphabet with its padding after the prefix"
 		}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/internal/provider"
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
 // The declarative scheme, one choice at a time: each case declares a spec, signs a
@@ -40,43 +41,43 @@ const schemeBody = `{"id":"evt_9","kind":"order.paid","order":{"ref":"o-1","at":
 // with sha512 over the body; a list with a timestamp item over the method, the
 // timestamp, the body, the URL and a header; a plain sha1 with a base64 key, a
 // millisecond timestamp header and a composite identity.
-func declaredRequests() (prefixOK, listOK, plainOK provider.VerifyParams, hashed ledger.VerifySpec, listSig string) {
+func declaredRequests() (prefixOK, listOK, plainOK provider.VerifyParams, hashed settings.VerifySpec, listSig string) {
 	ts := fmt.Sprint(verifyTestNow.Unix())
-	base := func(spec ledger.VerifySpec, h http.Header) provider.VerifyParams {
-		return provider.VerifyParams{Provider: ledger.ProviderHMAC, Spec: &spec, Secrets: []string{"old", "s3cret"},
+	base := func(spec settings.VerifySpec, h http.Header) provider.VerifyParams {
+		return provider.VerifyParams{Provider: settings.ProviderHMAC, Spec: &spec, Secrets: []string{"old", "s3cret"},
 			Tolerance: 5 * time.Minute, Now: verifyTestNow, Header: h, Body: []byte(schemeBody), Method: "POST", Query: "a=1"}
 	}
-	idPtr := ledger.IdentitySpec{Pointer: "/id"}
-	typ := ledger.TypeSpec{Pointer: "/kind"}
+	idPtr := settings.IdentitySpec{Pointer: "/id"}
+	typ := settings.TypeSpec{Pointer: "/kind"}
 
 	// Prefix, sha512, hex, over the body alone.
-	prefix := ledger.VerifySpec{Signature: ledger.SignatureSpec{Header: "X-Sig", Format: ledger.SignaturePrefix, Prefix: "sha512="},
-		Algorithm: "sha512", Encoding: "hex", Signed: []ledger.SignedPart{{Kind: ledger.PartBody}}, ID: idPtr, Type: typ}
+	prefix := settings.VerifySpec{Signature: settings.SignatureSpec{Header: "X-Sig", Format: settings.SignaturePrefix, Prefix: "sha512="},
+		Algorithm: "sha512", Encoding: "hex", Signed: []settings.SignedPart{{Kind: settings.PartBody}}, ID: idPtr, Type: typ}
 	prefixOK = base(prefix, verifyHeaders("X-Sig", "sha512="+hex.EncodeToString(macOf("sha512", []byte("s3cret"), schemeBody))))
 
 	// List with a timestamp item, sha256, base64, over timestamp "." body, the URL and a header.
-	list := ledger.VerifySpec{Signature: ledger.SignatureSpec{Header: "X-Sig", Format: ledger.SignatureList, Separator: ";", Keys: []string{"v1"}},
-		Algorithm: "sha256", Encoding: "base64", Timestamp: ledger.TimestampSpec{Signature: "t"},
-		Signed: []ledger.SignedPart{{Kind: ledger.PartMethod}, {Kind: ledger.PartTimestamp}, {Kind: ledger.PartLiteral, Value: "."},
-			{Kind: ledger.PartBody}, {Kind: ledger.PartURL}, {Kind: ledger.PartHeader, Value: "X-Id"}},
-		URL: "https://hooks.example.com/hooks/src", ID: ledger.IdentitySpec{Header: "X-Id"}, Type: ledger.TypeSpec{Header: "X-Event", Pointer: "/kind"}}
+	list := settings.VerifySpec{Signature: settings.SignatureSpec{Header: "X-Sig", Format: settings.SignatureList, Separator: ";", Keys: []string{"v1"}},
+		Algorithm: "sha256", Encoding: "base64", Timestamp: settings.TimestampSpec{Signature: "t"},
+		Signed: []settings.SignedPart{{Kind: settings.PartMethod}, {Kind: settings.PartTimestamp}, {Kind: settings.PartLiteral, Value: "."},
+			{Kind: settings.PartBody}, {Kind: settings.PartURL}, {Kind: settings.PartHeader, Value: "X-Id"}},
+		URL: "https://hooks.example.com/hooks/src", ID: settings.IdentitySpec{Header: "X-Id"}, Type: settings.TypeSpec{Header: "X-Event", Pointer: "/kind"}}
 	listMsg := "POST" + ts + "." + schemeBody + "https://hooks.example.com/hooks/src?a=1" + "d-1"
 	listSig = base64.StdEncoding.EncodeToString(macOf("sha256", []byte("s3cret"), listMsg))
 	listOK = base(list, verifyHeaders("X-Sig", "t="+ts+";v1=bm90IGl0;v1="+listSig, "X-Id", "d-1", "X-Event", "order"))
 
 	// Plain, sha1, base64 key, timestamp header in milliseconds, composite identity.
-	plain := ledger.VerifySpec{Signature: ledger.SignatureSpec{Header: "X-Sig"}, Algorithm: "sha1", Encoding: "hex", Key: "base64",
-		Timestamp: ledger.TimestampSpec{Header: "X-Ts", Format: ledger.TimeUnixMS},
-		Signed:    []ledger.SignedPart{{Kind: ledger.PartTimestamp}, {Kind: ledger.PartBody}},
-		ID:        ledger.IdentitySpec{Composite: []string{"/order/ref", "/order/at", "/missing"}}, Type: typ,
-		Occurred: ledger.TimestampSpec{Pointer: "/order/at"}}
+	plain := settings.VerifySpec{Signature: settings.SignatureSpec{Header: "X-Sig"}, Algorithm: "sha1", Encoding: "hex", Key: "base64",
+		Timestamp: settings.TimestampSpec{Header: "X-Ts", Format: settings.TimeUnixMS},
+		Signed:    []settings.SignedPart{{Kind: settings.PartTimestamp}, {Kind: settings.PartBody}},
+		ID:        settings.IdentitySpec{Composite: []string{"/order/ref", "/order/at", "/missing"}}, Type: typ,
+		Occurred: settings.TimestampSpec{Pointer: "/order/at"}}
 	ms := fmt.Sprint(verifyTestNow.UnixMilli())
 	plainOK = base(plain, verifyHeaders("X-Sig", hex.EncodeToString(macOf("sha1", []byte("key!"), ms+schemeBody)), "X-Ts", ms))
 	plainOK.Secrets = []string{"whsec_" + base64.StdEncoding.EncodeToString([]byte("key!"))}
 
 	// Body hash as the identity.
 	hashed = prefix
-	hashed.ID = ledger.IdentitySpec{BodyHash: true}
+	hashed.ID = settings.IdentitySpec{BodyHash: true}
 
 	return prefixOK, listOK, plainOK, hashed, listSig
 }
@@ -115,32 +116,32 @@ func TestVerifyDeclaredScheme(t *testing.T) {
 }
 
 func TestVerifyDeclaredSchemeIdentity(t *testing.T) {
-	spec := ledger.VerifySpec{Signature: ledger.SignatureSpec{Header: "X-Sig"}, Algorithm: "sha256", Encoding: "hex",
-		Signed: []ledger.SignedPart{{Kind: ledger.PartBody}}, ID: ledger.IdentitySpec{Pointer: "/id"}}
-	sign := func(body string, id ledger.IdentitySpec) provider.VerifyParams {
+	spec := settings.VerifySpec{Signature: settings.SignatureSpec{Header: "X-Sig"}, Algorithm: "sha256", Encoding: "hex",
+		Signed: []settings.SignedPart{{Kind: settings.PartBody}}, ID: settings.IdentitySpec{Pointer: "/id"}}
+	sign := func(body string, id settings.IdentitySpec) provider.VerifyParams {
 		s := spec
 		s.ID = id
-		return provider.VerifyParams{Provider: ledger.ProviderHMAC, Spec: &s, Secrets: []string{"k"},
+		return provider.VerifyParams{Provider: settings.ProviderHMAC, Spec: &s, Secrets: []string{"k"},
 			Header: verifyHeaders("X-Sig", hex.EncodeToString(testHMAC([]byte("k"), body))), Body: []byte(body)}
 	}
 	long := `{"a":"` + fmt.Sprintf("%0300d", 1) + `","b":"x"}`
 	runVerifyCases(t, []verifyCase{
-		{name: "NumericIDPointerIsInvalid", params: sign(`{"id":42}`, ledger.IdentitySpec{Pointer: "/id"}), wantCode: ledger.EINVALID},
-		{name: "CompositeNonePresentIsInvalid", params: sign(`{"x":1}`, ledger.IdentitySpec{Composite: []string{"/a", "/b"}}), wantCode: ledger.EINVALID},
-		{name: "CompositeWithBarIsHashed", params: sign(`{"a":"p|q","b":"r"}`, ledger.IdentitySpec{Composite: []string{"/a", "/b"}}),
+		{name: "NumericIDPointerIsInvalid", params: sign(`{"id":42}`, settings.IdentitySpec{Pointer: "/id"}), wantCode: ledger.EINVALID},
+		{name: "CompositeNonePresentIsInvalid", params: sign(`{"x":1}`, settings.IdentitySpec{Composite: []string{"/a", "/b"}}), wantCode: ledger.EINVALID},
+		{name: "CompositeWithBarIsHashed", params: sign(`{"a":"p|q","b":"r"}`, settings.IdentitySpec{Composite: []string{"/a", "/b"}}),
 			want: ledger.Delivery{ID: "sha256:" + sha256Hex("p|q\x1fr"), Payload: []byte(`{"a":"p|q","b":"r"}`)}},
-		{name: "CompositeLongIsHashed", params: sign(long, ledger.IdentitySpec{Composite: []string{"/a", "/b"}}),
+		{name: "CompositeLongIsHashed", params: sign(long, settings.IdentitySpec{Composite: []string{"/a", "/b"}}),
 			want: ledger.Delivery{ID: "sha256:" + sha256Hex(fmt.Sprintf("%0300d", 1)+"\x1fx"), Payload: []byte(long)}},
-		{name: "ArrayBodyIsInvalidUnlessDeclared", params: sign(`[{"id":"a"}]`, ledger.IdentitySpec{Pointer: "/0/id"}), wantCode: ledger.EINVALID},
-		{name: "EscapedMemberNameIsRead", params: sign(`{"\u0069d":"e1"}`, ledger.IdentitySpec{Pointer: "/id"}),
+		{name: "ArrayBodyIsInvalidUnlessDeclared", params: sign(`[{"id":"a"}]`, settings.IdentitySpec{Pointer: "/0/id"}), wantCode: ledger.EINVALID},
+		{name: "EscapedMemberNameIsRead", params: sign(`{"\u0069d":"e1"}`, settings.IdentitySpec{Pointer: "/id"}),
 			want: ledger.Delivery{ID: "e1", Payload: []byte(`{"\u0069d":"e1"}`)}},
-		{name: "RepeatedMemberCountsByItsLastValue", params: sign(`{"id":"e1","id":"e2"}`, ledger.IdentitySpec{Pointer: "/id"}),
+		{name: "RepeatedMemberCountsByItsLastValue", params: sign(`{"id":"e1","id":"e2"}`, settings.IdentitySpec{Pointer: "/id"}),
 			want: ledger.Delivery{ID: "e2", Payload: []byte(`{"id":"e1","id":"e2"}`)}},
-		{name: "PointerEscapesAreRead", params: sign(`{"a/b":{"c~d":"e3"}}`, ledger.IdentitySpec{Pointer: "/a~1b/c~0d"}),
+		{name: "PointerEscapesAreRead", params: sign(`{"a/b":{"c~d":"e3"}}`, settings.IdentitySpec{Pointer: "/a~1b/c~0d"}),
 			want: ledger.Delivery{ID: "e3", Payload: []byte(`{"a/b":{"c~d":"e3"}}`)}},
 	})
 	t.Run("ArrayBodyWhenDeclared", func(t *testing.T) {
-		p := sign(`[{"id":"a"},{"id":"b"}]`, ledger.IdentitySpec{Pointer: "/1/id"})
+		p := sign(`[{"id":"a"},{"id":"b"}]`, settings.IdentitySpec{Pointer: "/1/id"})
 		p.Spec.Array = true
 		d, err := provider.Verify(p)
 		if err != nil || d.ID != "b" {

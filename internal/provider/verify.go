@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
 // VerifyParams is the input of Verify.
@@ -18,7 +19,7 @@ type VerifyParams struct {
 	Body      []byte // the raw bytes as received
 	// Spec describes the scheme (a source's, as the config loader built it); when
 	// nil, the preset named by Provider is used.
-	Spec   *ledger.VerifySpec
+	Spec   *settings.VerifySpec
 	Method string // the request method, for schemes that sign it
 	Query  string // the raw query string as received, for schemes that sign the URL
 }

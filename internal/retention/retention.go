@@ -9,7 +9,7 @@ import (
 
 	"github.com/oncehook/oncehook/db"
 	"github.com/oncehook/oncehook/internal/accounts"
-	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
 // pruneBatch bounds each delete: short transactions, never a long lock.
@@ -27,7 +27,7 @@ type PruneReport struct {
 
 // Prune applies the retention windows now, in small batches, each its own short
 // transaction. Only one process prunes at a time; the others skip.
-func Prune(ctx context.Context, pool *pgxpool.Pool, cfg *ledger.Config, now time.Time) (PruneReport, error) {
+func Prune(ctx context.Context, pool *pgxpool.Pool, cfg *settings.Config, now time.Time) (PruneReport, error) {
 	var r PruneReport
 	conn, err := pool.Acquire(ctx)
 	if err != nil {

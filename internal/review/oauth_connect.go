@@ -7,6 +7,7 @@ import (
 	"net/url"
 
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
 // Connector is a destination client that is connected through an admin's browser
@@ -64,7 +65,7 @@ func (r *Review) FinishConnect(ctx context.Context, actor ledger.Actor, name, co
 }
 
 func (r *Review) connector(actor ledger.Actor, name string) (Connector, error) {
-	if actor.Role != ledger.RoleAdmin {
+	if actor.Role != settings.RoleAdmin {
 		return nil, ledger.Errorf(ledger.EFORBIDDEN, "Only admins can reconnect destinations.")
 	}
 	c, ok := r.clients[name].(Connector)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/oncehook/oncehook/db"
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
 // ActReplay is the act of routing a stored event again, as its audit lines name it.
@@ -87,7 +88,7 @@ func (r *Review) listForReplay(ctx context.Context, f EventFilter) (EventPage, e
 // nothing is replayed (ECONFLICT, EINVALID). Events waiting to be routed and events
 // whose body was pruned are counted as skipped.
 func (r *Review) ReplayMatching(ctx context.Context, actor ledger.Actor, f EventFilter, want int, note string) (ReplayResult, error) {
-	if actor.Role != ledger.RoleAdmin {
+	if actor.Role != settings.RoleAdmin {
 		return ReplayResult{}, ledger.Errorf(ledger.EFORBIDDEN, "Only admins may replay all events that match.")
 	}
 	// The events listed are those actor sees, whatever r's own scope.

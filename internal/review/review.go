@@ -13,6 +13,7 @@ import (
 	"github.com/oncehook/oncehook/db"
 	"github.com/oncehook/oncehook/internal/batch"
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/settings"
 	"github.com/oncehook/oncehook/internal/store"
 )
 
@@ -20,7 +21,7 @@ import (
 // actions and destinations, each guarded and written to the audit trail.
 type Review struct {
 	pool      *pgxpool.Pool
-	cfg       *ledger.Config
+	cfg       *settings.Config
 	clients   map[string]ledger.DestinationClient // each destination's client, by its name
 	now       func() time.Time
 	scope     ledger.Scope  // what the reads see; see For
@@ -33,7 +34,7 @@ type Review struct {
 }
 
 // New returns the review service.
-func New(pool *pgxpool.Pool, cfg *ledger.Config, clients map[string]ledger.DestinationClient) *Review {
+func New(pool *pgxpool.Pool, cfg *settings.Config, clients map[string]ledger.DestinationClient) *Review {
 	return &Review{pool: pool, cfg: cfg, clients: clients, now: time.Now, scope: ledger.EveryClient,
 		store: store.For(pool), known: &knownClients{},
 		estimates: db.NewEstimates(estimatesKept),
@@ -246,7 +247,7 @@ func LookupAct(name string) (Act, bool) {
 
 // Allows reports whether actor may do the act on an action in state.
 func (x Act) Allows(actor ledger.Actor, state string) bool {
-	if !actor.MayAct() || x.AdminOnly && actor.Role != ledger.RoleAdmin {
+	if !actor.MayAct() || x.AdminOnly && actor.Role != settings.RoleAdmin {
 		return false
 	}
 	return x.States == nil || slices.Contains(x.States, state)
@@ -270,7 +271,7 @@ func (r *Review) Do(ctx context.Context, actor ledger.Actor, name string, id int
 	if !ok {
 		return ledger.Action{}, ledger.Errorf(ledger.ENOTFOUND, "No such act: %q.", name)
 	}
-	if x.AdminOnly && actor.Role != ledger.RoleAdmin {
+	if x.AdminOnly && actor.Role != settings.RoleAdmin {
 		return ledger.Action{}, ledger.Errorf(ledger.EFORBIDDEN, "Only admins can %s actions.", x.Name)
 	}
 	if x.check != nil {
@@ -408,7 +409,7 @@ func (r *Review) Refusal(actor ledger.Actor, name string, a ledger.Action) strin
 		return fmt.Sprintf("No such act: %q.", name)
 	case !actor.MayAct():
 		return "Viewers can read but not change anything."
-	case x.AdminOnly && actor.Role != ledger.RoleAdmin:
+	case x.AdminOnly && actor.Role != settings.RoleAdmin:
 		return fmt.Sprintf("Only admins can %s actions.", x.Name)
 	case a.State == ledger.StateProcessing && x.States != nil:
 		return "A worker is performing this action right now; wait for its outcome."
@@ -465,7 +466,7 @@ func (r *Review) refusal(ctx context.Context, q *db.Queries, a db.Action, act st
 // Reconnect re-checks a destination's credentials and, if they are accepted, marks
 // it connected and releases its held actions. Admins only.
 func (r *Review) Reconnect(ctx context.Context, actor ledger.Actor, name string) (int, error) {
-	if actor.Role != ledger.RoleAdmin {
+	if actor.Role != settings.RoleAdmin {
 		return 0, ledger.Errorf(ledger.EFORBIDDEN, "Only admins can reconnect destinations.")
 	}
 	dest, ok := r.clients[name]

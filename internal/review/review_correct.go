@@ -14,6 +14,7 @@ import (
 
 	"github.com/oncehook/oncehook/db"
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
 // Correction is a person's edit of the params of a request the destination
@@ -32,11 +33,11 @@ type Correction struct {
 	DecidedAt      *time.Time
 	DecisionNote   string
 	AttemptKey     string // the new attempt identity it was sent under; "" for the operation key
-	Approve        string // its destination's rule: ledger.ApproveAnotherPerson or ledger.ApproveSelf
+	Approve        string // its destination's rule: settings.ApproveAnotherPerson or settings.ApproveSelf
 }
 
 func (c *Correction) approverWords() string {
-	if c.Approve == ledger.ApproveSelf {
+	if c.Approve == settings.ApproveSelf {
 		return "a person with the right to approve (the proposer too)"
 	}
 	return "another person with the right to approve"
@@ -81,10 +82,10 @@ func NamedField(reason string, params json.RawMessage) string {
 
 // approveRule is the corrections.approve of a's destination.
 func (r *Review) approveRule(destination string) string {
-	if d, ok := r.cfg.Destination(destination); ok && d.Corrections.Approve == ledger.ApproveSelf {
-		return ledger.ApproveSelf
+	if d, ok := r.cfg.Destination(destination); ok && d.Corrections.Approve == settings.ApproveSelf {
+		return settings.ApproveSelf
 	}
-	return ledger.ApproveAnotherPerson
+	return settings.ApproveAnotherPerson
 }
 
 // Correct proposes corrected params for the rejected action id; nothing is sent
@@ -176,10 +177,10 @@ func (r *Review) MayDecide(actor ledger.Actor, a ledger.Action, proposer string,
 	if !actor.MayAct() {
 		return ledger.Errorf(ledger.EFORBIDDEN, "Viewers can read but not change anything.")
 	}
-	if actor.Role != ledger.RoleAdmin && !strings.EqualFold(actor.Name, a.Owner) && !strings.EqualFold(actor.Name, dest.Owner) {
+	if actor.Role != settings.RoleAdmin && !strings.EqualFold(actor.Name, a.Owner) && !strings.EqualFold(actor.Name, dest.Owner) {
 		return ledger.Errorf(ledger.EFORBIDDEN, "Only an admin or the owner of the action or of %s can decide on a correction.", a.Destination)
 	}
-	if approve && r.approveRule(a.Destination) == ledger.ApproveAnotherPerson && strings.EqualFold(actor.Name, proposer) {
+	if approve && r.approveRule(a.Destination) == settings.ApproveAnotherPerson && strings.EqualFold(actor.Name, proposer) {
 		return ledger.Errorf(ledger.EFORBIDDEN, "Corrections to %s need another person's approval, and you proposed this one; "+
 			"ask someone else with the right to approve, or refuse it to withdraw it.", a.Destination)
 	}
@@ -243,7 +244,7 @@ func (r *Review) Approvers(a ledger.Action) string {
 	if d, ok := r.cfg.Destination(a.Destination); ok && d.Owner != "" {
 		who += " or " + d.Owner
 	}
-	if r.approveRule(a.Destination) == ledger.ApproveSelf {
+	if r.approveRule(a.Destination) == settings.ApproveSelf {
 		return "a person with the right to approve (" + who + ", the proposer included)"
 	}
 	return "another person with the right to approve (" + who + ")"

@@ -9,6 +9,7 @@ import (
 	"github.com/oncehook/oncehook/db"
 	"github.com/oncehook/oncehook/internal/accounts"
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/settings"
 	"github.com/oncehook/oncehook/internal/store"
 )
 
@@ -43,7 +44,7 @@ func queueSummaries(rows []db.DashboardCausesRow) []QueueSummary {
 
 // SourceSummary is a configured source with what it has delivered.
 type SourceSummary struct {
-	ledger.Source
+	settings.Source
 	Events        int64      // distinct deliveries stored
 	Deliveries    int64      // every delivery, repeats included
 	Conflicts     int64      // repeats whose body differed (among the newest store.SourceCounted when About)
@@ -57,7 +58,7 @@ type SourceSummary struct {
 
 // Sources lists every configured source with its delivery counts, in config order.
 func (r *Review) Sources(ctx context.Context) ([]SourceSummary, error) {
-	var seen []ledger.Source
+	var seen []settings.Source
 	for _, src := range r.cfg.Sources {
 		if r.scope.Sees(src.Client) {
 			seen = append(seen, src)

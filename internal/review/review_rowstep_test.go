@@ -10,6 +10,7 @@ import (
 
 	"github.com/oncehook/oncehook/db"
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
 // longFailedStep is the paragraph every failed row used to show whatever held it.
@@ -91,7 +92,7 @@ func TestRowStepIsItsCauses(t *testing.T) {
 // queues' totals hold both.
 func TestCausesSplitTheUnconfigured(t *testing.T) {
 	t.Parallel()
-	r := &Review{cfg: &ledger.Config{Sources: []ledger.Source{{Name: "s", Client: "acme"}}}}
+	r := &Review{cfg: &settings.Config{Sources: []settings.Source{{Name: "s", Client: "acme"}}}}
 	t0 := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 	rows := []db.DashboardCausesRow{{State: ledger.StateHeld, Destination: "crm", N: 5, Oldest: t0, Unconfigured: 2,
 		OldestConfigured: t0.Add(time.Hour)}}

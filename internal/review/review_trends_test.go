@@ -12,6 +12,7 @@ import (
 
 	"github.com/oncehook/oncehook/db/dbtest"
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
 // trendFixture is actions created at known times, each failing some calls, and
@@ -29,7 +30,7 @@ type trendFixture struct {
 func newTrendFixture(t *testing.T) *trendFixture {
 	t.Helper()
 	pool := dbtest.New(t)
-	cfg := &ledger.Config{Destinations: []ledger.Destination{{Name: "crm"}, {Name: "mail"}}}
+	cfg := &settings.Config{Destinations: []settings.Destination{{Name: "crm"}, {Name: "mail"}}}
 	f := &trendFixture{pool: pool, clock: time.Date(2026, 11, 30, 15, 7, 31, 0, time.UTC),
 		created: map[string][]time.Time{}, failed: map[string][]time.Time{}}
 	f.review = New(pool, cfg, nil)

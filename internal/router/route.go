@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/settings"
 	"github.com/oncehook/oncehook/internal/store"
 	"github.com/oncehook/oncehook/internal/telemetry"
 	"github.com/oncehook/oncehook/internal/tracing"
@@ -26,15 +27,15 @@ import (
 // Router claims received events and inserts one action per business operation.
 type Router struct {
 	pool       *pgxpool.Pool
-	cfg        *ledger.Config
+	cfg        *settings.Config
 	logger     *slog.Logger
 	poll       time.Duration
 	wake       batch.Signal
-	performers *batch.Wakeup                  // woken once a batch created actions
-	lanes      *ledger.Lanes                  // the clients it claims events for in turn
-	store      store.Store                    // what Citus does differently
-	routes     map[string][]ledger.ActionRule // each source's rules, predecessors first; the config does not change while it runs
-	paths      map[string]*docPaths           // what each source's rules read of an event's document
+	performers *batch.Wakeup                    // woken once a batch created actions
+	lanes      *ledger.Lanes                    // the clients it claims events for in turn
+	store      store.Store                      // what Citus does differently
+	routes     map[string][]settings.ActionRule // each source's rules, predecessors first; the config does not change while it runs
+	paths      map[string]*docPaths             // what each source's rules read of an event's document
 }
 
 // Routing runs in one loop per process: a second loop's inserts would contend with
@@ -51,7 +52,7 @@ const (
 // Params is what a Router needs; the engine fills it from its own.
 type Params struct {
 	Pool   *pgxpool.Pool
-	Config *ledger.Config
+	Config *settings.Config
 	Logger *slog.Logger
 	Poll   time.Duration // fallback polling when no notification arrives
 }
@@ -329,7 +330,7 @@ func (rt *Router) routeEvent(ctx context.Context, q *db.Queries, ev db.Event) (r
 	if err != nil {
 		return r, err
 	}
-	cancels := slices.ContainsFunc(rules, func(rule ledger.ActionRule) bool { return slices.Contains(rule.CancelledBy, ev.Type) })
+	cancels := slices.ContainsFunc(rules, func(rule settings.ActionRule) bool { return slices.Contains(rule.CancelledBy, ev.Type) })
 	switch {
 	case cancelled == 1:
 		r.status = ledger.EventRouted

@@ -9,7 +9,7 @@ import (
 
 	"github.com/oncehook/oncehook/internal/jsonpointer"
 	"github.com/oncehook/oncehook/internal/jsonscan"
-	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
 // docPaths is what a source's rules read of an event's document: the values their
@@ -23,7 +23,7 @@ type docPaths struct {
 }
 
 // pathsFor returns what rules read of a document.
-func pathsFor(rules []ledger.ActionRule) *docPaths {
+func pathsFor(rules []settings.ActionRule) *docPaths {
 	root := &docPaths{}
 	for _, rule := range rules {
 		for _, ptr := range rule.Key {
@@ -47,7 +47,7 @@ func pathsFor(rules []ledger.ActionRule) *docPaths {
 	return root
 }
 
-func (d *docPaths) addParams(params []ledger.Param) {
+func (d *docPaths) addParams(params []settings.Param) {
 	for _, p := range params {
 		switch {
 		case p.Result != "":

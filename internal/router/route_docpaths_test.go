@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/oncehook/oncehook/internal/jsonpointer"
-	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
 // The router decodes only what the rules read; at every pointer of the rules it
@@ -41,14 +41,14 @@ func TestDecodeDocFindsWhatTheWholeDocumentHolds(t *testing.T) {
 		"/data/object/line_items/3", "/data/object/line_items/01", "/data/object/line_items/-", "/id", "/created",
 		"/data/object/a~1b", "/data/object/m~0n", "/data/object/", "/0/data", "/1/id", "/type",
 	}
-	rules := []ledger.ActionRule{{
+	rules := []settings.ActionRule{{
 		Key:        []string{pointers[0], "/id"},
 		Resource:   "/data/object/id",
 		OccurredAt: "/created",
-		Params: []ledger.Param{
+		Params: []settings.Param{
 			{Name: "enquiry", Pointer: pointers[0]}, {Name: "amount", Pointer: pointers[1]},
-			{Name: "nested", IsObject: true, Object: []ledger.Param{{Name: "email", Pointer: pointers[2]}, {Name: "who", Pointer: pointers[3]}}},
-			{Name: "list", IsList: true, List: []ledger.Param{{Name: "a", Pointer: pointers[4]}, {Name: "b", Pointer: pointers[5]},
+			{Name: "nested", IsObject: true, Object: []settings.Param{{Name: "email", Pointer: pointers[2]}, {Name: "who", Pointer: pointers[3]}}},
+			{Name: "list", IsList: true, List: []settings.Param{{Name: "a", Pointer: pointers[4]}, {Name: "b", Pointer: pointers[5]},
 				{Name: "c", Pointer: pointers[6]}, {Name: "d", Pointer: pointers[7]}, {Name: "e", Pointer: pointers[8]}}},
 			{Name: "k", Const: "v"}, {Name: "r", Result: "earlier"},
 		},
@@ -90,7 +90,7 @@ func TestDecodeDocFindsWhatTheWholeDocumentHolds(t *testing.T) {
 			t.Errorf("decodeDoc(%q): no error, want the one encoding/json gives", bad)
 		}
 	}
-	if whole := pathsFor([]ledger.ActionRule{{Key: []string{""}}, {Key: []string{"/id"}}}); !whole.whole {
+	if whole := pathsFor([]settings.ActionRule{{Key: []string{""}}, {Key: []string{"/id"}}}); !whole.whole {
 		t.Errorf("a rule reading the whole document: paths %+v, want whole", whole)
 	}
 }

@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/internal/money"
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
 // A money param writes a minor-unit amount in major units, with the currency's
@@ -54,12 +54,12 @@ func TestMoneyParam(t *testing.T) {
 		})
 	}
 	// Rendered into an action's params, a number stays a JSON number, digit for digit.
-	got, unfillable, err := renderParams(doc(json.Number("4200"), "kwd"), []ledger.Param{{Name: "value", Money: &number}, {Name: "amount", Money: &str}})
+	got, unfillable, err := renderParams(doc(json.Number("4200"), "kwd"), []settings.Param{{Name: "value", Money: &number}, {Name: "amount", Money: &str}})
 	if err != nil || unfillable != "" || string(got) != `{"amount":"4.200","value":4.200}` {
 		t.Errorf("renderParams = %s, %q, %v", got, unfillable, err)
 	}
 	// A param the event cannot fill is named, with where it sits among the params.
-	nested := []ledger.Param{{Name: "deal", IsObject: true, Object: []ledger.Param{{Name: "amount", Money: &str}}}}
+	nested := []settings.Param{{Name: "deal", IsObject: true, Object: []settings.Param{{Name: "amount", Money: &str}}}}
 	if _, unfillable, _ := renderParams(doc(json.Number("4200"), "XTS1"), nested); unfillable != `deal.amount: the currency "XTS1" is not an ISO 4217 code` {
 		t.Errorf("renderParams names the unfillable param as %q", unfillable)
 	}

@@ -14,18 +14,19 @@ import (
 	"github.com/oncehook/oncehook/db"
 	"github.com/oncehook/oncehook/internal/jsonpointer"
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
 // prepare reads what routing ev needs: the source's rules and the event's document.
 // ok is false when there is nothing to do, with the reason noted in r.
-func (rt *Router) prepare(ev db.Event) (rules []ledger.ActionRule, doc any, r routing, ok bool) {
+func (rt *Router) prepare(ev db.Event) (rules []settings.ActionRule, doc any, r routing, ok bool) {
 	r = routing{status: ledger.EventIgnored}
 	rules = rt.routes[ev.Source]
 	if len(rules) == 0 {
 		r.note("no action rule for source %s", ev.Source)
 		return nil, nil, r, false
 	}
-	if !slices.ContainsFunc(rules, func(rule ledger.ActionRule) bool {
+	if !slices.ContainsFunc(rules, func(rule settings.ActionRule) bool {
 		return slices.Contains(rule.On, ev.Type) || slices.Contains(rule.CancelledBy, ev.Type)
 	}) { // decided without reading the body
 		r.note("no action rule for event type %q", ev.Type)
@@ -59,8 +60,8 @@ func (rt *Router) independent(ev db.Event) bool {
 
 // whenHolds reports whether the event's body meets the rule's when, noting in r
 // when it does not.
-func whenHolds(rule ledger.ActionRule, doc any, r *routing) bool {
-	if ledger.AllHold(rule.When, doc) {
+func whenHolds(rule settings.ActionRule, doc any, r *routing) bool {
+	if settings.AllHold(rule.When, doc) {
 		return true
 	}
 	r.note("%s: the body does not meet its when", rule.Name)
@@ -68,7 +69,7 @@ func whenHolds(rule ledger.ActionRule, doc any, r *routing) bool {
 }
 
 // routeRule creates (or finds) the action one rule asks for.
-func (rt *Router) routeRule(ctx context.Context, q *db.Queries, ev db.Event, doc any, rule ledger.ActionRule,
+func (rt *Router) routeRule(ctx context.Context, q *db.Queries, ev db.Event, doc any, rule settings.ActionRule,
 	eventTime *time.Time, ids map[string]int64, r *routing) error {
 	parts, ok := keyParts(doc, rule, r)
 	if !ok {
@@ -117,7 +118,7 @@ func (rt *Router) routeRule(ctx context.Context, q *db.Queries, ev db.Event, doc
 }
 
 // keyParts reads the rule's key from the event, noting in r a part that is missing.
-func keyParts(doc any, rule ledger.ActionRule, r *routing) ([]string, bool) {
+func keyParts(doc any, rule settings.ActionRule, r *routing) ([]string, bool) {
 	parts := make([]string, 0, len(rule.Key))
 	for _, ptr := range rule.Key {
 		v, ok := jsonpointer.String(doc, ptr)
@@ -132,7 +133,7 @@ func keyParts(doc any, rule ledger.ActionRule, r *routing) ([]string, bool) {
 
 // actionIntent is the action one rule of one event asks for, ready to insert.
 type actionIntent struct {
-	rule   ledger.ActionRule
+	rule   settings.ActionRule
 	id     ledger.OperationIdentity
 	source string
 	params json.RawMessage
@@ -151,7 +152,7 @@ type actionIntent struct {
 
 // ruleTime is when the event says the rule's operation happened: the rule's own
 // occurred_at field when the event has it, else the event's time.
-func ruleTime(doc any, rule ledger.ActionRule, eventTime *time.Time) *time.Time {
+func ruleTime(doc any, rule settings.ActionRule, eventTime *time.Time) *time.Time {
 	if rule.OccurredAt != "" {
 		if t, ok := pointerTime(doc, rule.OccurredAt); ok {
 			return &t
@@ -161,7 +162,7 @@ func ruleTime(doc any, rule ledger.ActionRule, eventTime *time.Time) *time.Time 
 }
 
 // intent works out the action rule asks for, with the key parts read from the event.
-func (rt *Router) intent(ev db.Event, doc any, rule ledger.ActionRule, parts []string, afterID int64,
+func (rt *Router) intent(ev db.Event, doc any, rule settings.ActionRule, parts []string, afterID int64,
 	resource string, occurred *time.Time) (actionIntent, error) {
 	params, unfillable, err := renderParams(doc, rule.Params)
 	if err != nil {
@@ -280,13 +281,13 @@ func (rt *Router) checkStale(ctx context.Context, q *db.Queries, ev db.Event, re
 // applyCancellations cancels the not-yet-performed actions of the event's resource
 // for every rule that names this event type in cancelled_by, noting in r why a rule
 // cancelled nothing.
-func (rt *Router) applyCancellations(ctx context.Context, q *db.Queries, ev db.Event, doc any, rules []ledger.ActionRule, r *routing) (int, error) {
+func (rt *Router) applyCancellations(ctx context.Context, q *db.Queries, ev db.Event, doc any, rules []settings.ActionRule, r *routing) (int, error) {
 	byResource := map[string][]string{} // resource pointer value -> rule names
 	for _, rule := range rules {
 		if rule.Resource == "" || !slices.Contains(rule.CancelledBy, ev.Type) {
 			continue
 		}
-		if !ledger.AllHold(rule.CancelWhen[ev.Type], doc) {
+		if !settings.AllHold(rule.CancelWhen[ev.Type], doc) {
 			r.note("%s: the body does not meet the when of its cancellation by %s", rule.Name, ev.Type)
 			continue
 		}
@@ -340,8 +341,8 @@ func (rt *Router) applyCancellations(ctx context.Context, q *db.Queries, ev db.E
 }
 
 // pathsBySource is what each source's rules read of an event's document.
-func pathsBySource(actions []ledger.ActionRule) map[string]*docPaths {
-	bySource := map[string][]ledger.ActionRule{}
+func pathsBySource(actions []settings.ActionRule) map[string]*docPaths {
+	bySource := map[string][]settings.ActionRule{}
 	for _, r := range actions {
 		bySource[r.Source] = append(bySource[r.Source], r)
 	}
@@ -354,8 +355,8 @@ func pathsBySource(actions []ledger.ActionRule) map[string]*docPaths {
 
 // rulesBySource returns each source's rules with every predecessor before its
 // successors, the order the router applies them in.
-func rulesBySource(actions []ledger.ActionRule) map[string][]ledger.ActionRule {
-	bySource := map[string][]ledger.ActionRule{}
+func rulesBySource(actions []settings.ActionRule) map[string][]settings.ActionRule {
+	bySource := map[string][]settings.ActionRule{}
 	for _, r := range actions {
 		bySource[r.Source] = append(bySource[r.Source], r)
 	}
@@ -366,8 +367,8 @@ func rulesBySource(actions []ledger.ActionRule) map[string][]ledger.ActionRule {
 }
 
 // predecessorsFirst orders rules so that every predecessor comes before its successors.
-func predecessorsFirst(rules []ledger.ActionRule) []ledger.ActionRule {
-	ordered := make([]ledger.ActionRule, 0, len(rules))
+func predecessorsFirst(rules []settings.ActionRule) []settings.ActionRule {
+	ordered := make([]settings.ActionRule, 0, len(rules))
 	placed := map[string]bool{}
 	for len(ordered) < len(rules) {
 		progress := false
@@ -389,7 +390,7 @@ func predecessorsFirst(rules []ledger.ActionRule) []ledger.ActionRule {
 // renderParams writes the params of a rule from doc. unfillable names each param
 // the event cannot fill, and why ("" when every one is filled): such a param is
 // written as null and the action goes to a person before anything is sent.
-func renderParams(doc any, params []ledger.Param) (b json.RawMessage, unfillable string, err error) {
+func renderParams(doc any, params []settings.Param) (b json.RawMessage, unfillable string, err error) {
 	var problems []string
 	b, err = json.Marshal(renderObject(doc, params, "", &problems)) // map keys are sorted: the hash is stable
 	if err != nil {
@@ -400,7 +401,7 @@ func renderParams(doc any, params []ledger.Param) (b json.RawMessage, unfillable
 
 // renderObject writes params from doc; prefix is where they sit among the rule's
 // params ("deal." for a nested mapping), for naming one the event cannot fill.
-func renderObject(doc any, params []ledger.Param, prefix string, problems *[]string) map[string]any {
+func renderObject(doc any, params []settings.Param, prefix string, problems *[]string) map[string]any {
 	out := make(map[string]any, len(params))
 	for _, p := range params {
 		if v, ok := renderParam(doc, p, prefix, problems); ok {
@@ -410,7 +411,7 @@ func renderObject(doc any, params []ledger.Param, prefix string, problems *[]str
 	return out
 }
 
-func renderParam(doc any, p ledger.Param, prefix string, problems *[]string) (any, bool) {
+func renderParam(doc any, p settings.Param, prefix string, problems *[]string) (any, bool) {
 	switch {
 	case p.Result != "":
 		return nil, false

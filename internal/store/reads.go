@@ -11,6 +11,7 @@ import (
 
 	"github.com/oncehook/oncehook/db"
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
 // The dashboard's and the API's reads. One Postgres answers a read across
@@ -85,7 +86,7 @@ const SourceCounted = 10_000
 
 // SourceStats is DashboardSourceStats of the sources, then SourceEstimates of
 // those past SourceCounted.
-func (Single) SourceStats(ctx context.Context, pool *pgxpool.Pool, sources []ledger.Source, _ *db.Estimates) ([]SourceCount, error) {
+func (Single) SourceStats(ctx context.Context, pool *pgxpool.Pool, sources []settings.Source, _ *db.Estimates) ([]SourceCount, error) {
 	q := db.New(pool)
 	names := make([]string, len(sources))
 	for i, s := range sources {
@@ -121,7 +122,7 @@ func (Single) SourceStats(ctx context.Context, pool *pgxpool.Pool, sources []led
 // SourceStats is DashboardSourceStats for each client with its sources, and a
 // source past SourceCounted estimated by that shard's planner
 // (db.EstimateEvents): the coordinator has no statistics.
-func (Sharded) SourceStats(ctx context.Context, pool *pgxpool.Pool, sources []ledger.Source, est *db.Estimates) ([]SourceCount, error) {
+func (Sharded) SourceStats(ctx context.Context, pool *pgxpool.Pool, sources []settings.Source, est *db.Estimates) ([]SourceCount, error) {
 	byClient := map[string][]string{}
 	var clients []string
 	for _, s := range sources {

@@ -15,6 +15,7 @@ import (
 	"github.com/oncehook/oncehook/db"
 	"github.com/oncehook/oncehook/db/dbtest"
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/settings"
 	"github.com/oncehook/oncehook/internal/store"
 )
 
@@ -124,7 +125,7 @@ func TestReadsFormsAgree(t *testing.T) {
 		}
 	})
 	t.Run("SourceStats", func(t *testing.T) {
-		sources := []ledger.Source{{Name: "acme-stripe", Client: "acme"}, {Name: "beta-shop", Client: "beta"}, {Name: "unused", Client: "beta"}}
+		sources := []settings.Source{{Name: "acme-stripe", Client: "acme"}, {Name: "beta-shop", Client: "beta"}, {Name: "unused", Client: "beta"}}
 		got := each(t, func(s store.Store) ([]store.SourceCount, error) {
 			rows, err := s.SourceStats(ctx, pool, sources, nil)
 			slices.SortFunc(rows, func(a, b store.SourceCount) int { return strings.Compare(a.Source, b.Source) })

@@ -16,6 +16,7 @@ import (
 
 	"github.com/oncehook/oncehook/db"
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
 // Store is what the stages do that a Citus cluster does differently.
@@ -83,7 +84,7 @@ type Store interface {
 	// the planner's estimate, kept a while in est.
 	CountByState(ctx context.Context, pool *pgxpool.Pool, scope ledger.Scope, clients Clients, est *db.Estimates) ([]db.ActionCountByStateRow, error)
 	// SourceStats counts what each of sources has delivered.
-	SourceStats(ctx context.Context, pool *pgxpool.Pool, sources []ledger.Source, est *db.Estimates) ([]SourceCount, error)
+	SourceStats(ctx context.Context, pool *pgxpool.Pool, sources []settings.Source, est *db.Estimates) ([]SourceCount, error)
 	// TrendQueues counts the actions that arrived in each queue, bucket by
 	// bucket; a count across clients goes round clients.
 	TrendQueues(ctx context.Context, pool *pgxpool.Pool, p db.DashboardTrendQueuesParams, clients Clients) ([]db.DashboardTrendQueuesRow, error)
@@ -213,7 +214,7 @@ func (ch *chosen) CountByState(ctx context.Context, pool *pgxpool.Pool, scope le
 	return ch.form(ctx).CountByState(ctx, pool, scope, clients, est)
 }
 
-func (ch *chosen) SourceStats(ctx context.Context, pool *pgxpool.Pool, sources []ledger.Source, est *db.Estimates) ([]SourceCount, error) {
+func (ch *chosen) SourceStats(ctx context.Context, pool *pgxpool.Pool, sources []settings.Source, est *db.Estimates) ([]SourceCount, error) {
 	return ch.form(ctx).SourceStats(ctx, pool, sources, est)
 }
 

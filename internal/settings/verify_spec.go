@@ -1,4 +1,4 @@
-package ledger
+package settings
 
 // ProviderHMAC is the declarative scheme: a source's verify section says how its
 // sender signs (VerifySpec). Every other provider name except the four built-in

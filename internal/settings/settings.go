@@ -1,4 +1,10 @@
-package ledger
+// Package settings is the config's schema: the types a parsed oncehook.yaml is
+// made of (Config, its sources, destinations and action rules, sign-in,
+// notifications, retention), their defaults, and the secrets they hold, which
+// print redacted. internal/config loads and checks a file into them; the core and
+// the stages read them. It sits below the core and imports only jsonpointer and
+// money.
+package settings
 
 import (
 	"fmt"
@@ -482,7 +488,8 @@ type (
 // Redacted stands in for a secret wherever one would be printed.
 const Redacted = "[redacted]"
 
-func redact(s string) string {
+// Redact is Redacted in place of a secret s, or "" for a secret that is missing.
+func Redact(s string) string {
 	if s == "" {
 		return "" // shows that the value is missing, which is no secret
 	}
@@ -495,9 +502,9 @@ func (s Source) Format(f fmt.State, verb rune) {
 	p := plainSource(s)
 	p.Secrets = make([]string, len(s.Secrets))
 	for i, v := range s.Secrets {
-		p.Secrets[i] = redact(v)
+		p.Secrets[i] = Redact(v)
 	}
-	p.Backfill.APIKey, p.Backfill.Token = redact(s.Backfill.APIKey), redact(s.Backfill.Token)
+	p.Backfill.APIKey, p.Backfill.Token = Redact(s.Backfill.APIKey), Redact(s.Backfill.Token)
 	fmt.Fprintf(f, fmt.FormatString(f, verb), p)
 }
 
@@ -518,7 +525,7 @@ func (s Source) LogValue() slog.Value {
 func (d Destination) Format(f fmt.State, verb rune) {
 	p := plainDestination(d)
 	p.Auth = redactAuth(d.Auth)
-	p.Username, p.Password = redact(d.Username), redact(d.Password)
+	p.Username, p.Password = Redact(d.Username), Redact(d.Password)
 	fmt.Fprintf(f, fmt.FormatString(f, verb), p)
 }
 
@@ -542,8 +549,8 @@ func (a Auth) Format(f fmt.State, verb rune) {
 
 // redactAuth is a with every credential value replaced by "[redacted]".
 func redactAuth(a Auth) Auth {
-	a.Token, a.Header.Value, a.Basic.Password = redact(a.Token), redact(a.Header.Value), redact(a.Basic.Password)
-	a.Basic.EnvUsername = redact(a.Basic.EnvUsername)
+	a.Token, a.Header.Value, a.Basic.Password = Redact(a.Token), Redact(a.Header.Value), Redact(a.Basic.Password)
+	a.Basic.EnvUsername = Redact(a.Basic.EnvUsername)
 	return a
 }
 

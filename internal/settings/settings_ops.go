@@ -1,4 +1,4 @@
-package ledger
+package settings
 
 import (
 	"fmt"
@@ -79,7 +79,7 @@ type (
 // Format prints s as fmt would with its credentials redacted.
 func (s NotifySMTP) Format(f fmt.State, verb rune) {
 	p := plainNotifySMTP(s)
-	p.Username, p.Password = redact(s.Username), redact(s.Password)
+	p.Username, p.Password = Redact(s.Username), Redact(s.Password)
 	fmt.Fprintf(f, fmt.FormatString(f, verb), p)
 }
 
@@ -89,7 +89,7 @@ func (s NotifySMTP) String() string { return fmt.Sprintf("%+v", s) }
 // Format prints w as fmt would with its secret redacted.
 func (w NotifyWebhook) Format(f fmt.State, verb rune) {
 	p := plainNotifyWebhook(w)
-	p.Secret = redact(w.Secret)
+	p.Secret = Redact(w.Secret)
 	fmt.Fprintf(f, fmt.FormatString(f, verb), p)
 }
 
