@@ -1,6 +1,6 @@
 -- +goose Up
 -- How an event reached the inbox: a webhook the provider posted, or a backfill pass
--- that listed it from the provider's API (DESIGN.md section 4b). A constant default
+-- that listed it from the provider's API (docs/providers.md, "Backfill"). A constant default
 -- adds the column without rewriting the inbox.
 ALTER TABLE events ADD COLUMN via text NOT NULL DEFAULT 'webhook'
     CHECK (via IN ('webhook', 'backfill'));

@@ -1,6 +1,6 @@
 -- +goose Up
 -- A correction is a person's edit of a rejected request's params, approved or
--- refused by a person with the right to (DESIGN.md's decision table: "a person
+-- refused by a person with the right to (the decision table, docs/how-it-works.md: "a person
 -- corrects a rejected request"). At most one waits for a decision per action.
 CREATE TABLE corrections (
     id              bigint GENERATED ALWAYS AS IDENTITY,

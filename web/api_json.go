@@ -9,7 +9,7 @@ import (
 	"github.com/oncehook/oncehook/internal/review"
 )
 
-// The JSON shapes of DESIGN.md section 4. Ids are strings: clients treat them as opaque.
+// The JSON shapes of docs/api.md. Ids are strings: clients treat them as opaque.
 
 type actionJSON struct {
 	ID            string     `json:"id"`

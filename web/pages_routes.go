@@ -7,7 +7,7 @@ import (
 	"github.com/oncehook/oncehook/static"
 )
 
-// pageRoutes are the dashboard's routes (DESIGN.md section 4, Pages). Each gets
+// pageRoutes are the dashboard's routes (docs/dashboard.md, "Signing in and the pages"). Each gets
 // its middleware per route rather than from a group, because an Echo group with
 // middleware claims every unmatched path under its prefix (here: all of them).
 func (s *Server) pageRoutes(e *echo.Echo) {

@@ -157,7 +157,7 @@ func TestParseConfigDefaults(t *testing.T) {
 		Destinations: []settings.Destination{
 			{Name: "crm", Type: "http", Create: settings.Endpoint{Method: "POST", URL: "https://crm.example/records",
 				Encoding: "json", ResultID: settings.ResultID{Pointer: "/id"}},
-				// No key memory unless the destination declares one (DESIGN.md section 4a).
+				// No key memory unless the destination declares one (docs/destinations.md).
 				Lookup:  settings.Lookup{Method: "GET", URL: "https://crm.example/records?ref={ref}", ResultID: "/id", Consistency: "eventual"},
 				Timeout: 10 * time.Second, Owner: "crm@example.com", Breaker: defaultBreaker},
 			{Name: "mail", Type: "smtp", Addr: "localhost:25", From: "a@example.com", Timeout: 10 * time.Second,

@@ -83,7 +83,7 @@ func describeSignIn(w io.Writer, cfg *settings.Config) {
 }
 
 // Protection says in one line what keeps destination d from acting twice when a
-// call's outcome is unsure, and what is left to a person (DESIGN.md section 4a).
+// call's outcome is unsure, and what is left to a person (docs/destinations.md).
 func Protection(d settings.Destination) string {
 	if d.Type == settings.DestinationSMTP {
 		return "Message-ID from the operation key, no lookup: uncertain sends go to a person"

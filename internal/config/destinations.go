@@ -13,7 +13,7 @@ import (
 	"github.com/oncehook/oncehook/internal/settings"
 )
 
-// The reader of the destinations section (DESIGN.md sections 4 and 4a). Every
+// The reader of the destinations section (docs/configuration.md, docs/destinations.md). Every
 // default is applied here, once: the clients use the Destination as it is.
 
 var (
@@ -62,7 +62,7 @@ func (l *loader) destination(path string, n ast.Node) settings.Destination {
 }
 
 func (l *loader) httpDestination(m fields, d *settings.Destination) {
-	// The destination-wide result_id of DESIGN.md section 4 is the default of both
+	// The destination-wide result_id of docs/configuration.md is the default of both
 	// create.result_id and lookup.result_id.
 	shared := m.pointer("result_id", settings.DefaultResultID)
 	c := m.sub("create", "method", "url", "encoding", "result_id")

@@ -6,7 +6,7 @@ import (
 	"github.com/oncehook/oncehook/internal/settings"
 )
 
-// oauth2 reads auth.oauth2 (DESIGN.md section 4a, OAuth2), nil when absent.
+// oauth2 reads auth.oauth2 (docs/destinations.md, "OAuth2 destinations"), nil when absent.
 func (l *loader) oauth2(auth fields) *settings.OAuth2 {
 	if !auth.has("oauth2") {
 		return nil

@@ -35,8 +35,8 @@ const (
 	connectionCheckRef = "oncehook-connection-check"
 )
 
-// HTTP performs actions as JSON requests to an HTTP API (DESIGN.md
-// section 4, "Destination http").
+// HTTP performs actions as JSON requests to an HTTP API (docs/configuration.md
+// and docs/destinations.md).
 type HTTP struct {
 	d       settings.Destination
 	client  *http.Client // for lookups and checks

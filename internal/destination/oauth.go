@@ -14,8 +14,8 @@ import (
 	"golang.org/x/oauth2/clientcredentials"
 )
 
-// OAuth hands out a live access token for one http destination (DESIGN.md section
-// 4a, OAuth2): the stored one while it is fresh, else one refreshed under the
+// OAuth hands out a live access token for one http destination
+// (docs/destinations.md, "OAuth2 destinations"): the stored one while it is fresh, else one refreshed under the
 // destination's row lock so that one process refreshes at a time.
 type OAuth struct {
 	dest    string

@@ -26,8 +26,8 @@ import (
 	"github.com/oncehook/oncehook/internal/settings"
 )
 
-// SMTP sends one email per action (DESIGN.md section 4, "Destination
-// smtp"). SMTP has no lookup and no idempotency key, so the derived Message-ID is the
+// SMTP sends one email per action (docs/configuration.md, destinations of type
+// smtp). SMTP has no lookup and no idempotency key, so the derived Message-ID is the
 // only evidence, and an unsure send goes to a person.
 type SMTP struct {
 	d       settings.Destination

@@ -87,8 +87,7 @@ var (
 )
 
 // knownBroken are the faults left out by default, for a known defect being fixed
-// elsewhere; none now. (The dropped-connection faults were, while net/http still
-// sent a create again by itself on a reused connection: issue 19 point 4.)
+// elsewhere; none now.
 const knownBroken = ""
 
 func envString(name, def string) string {

@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// A BackfillClient asks one source's provider what it sent (DESIGN.md section 4b).
+// A BackfillClient asks one source's provider what it sent (docs/providers.md, "Backfill").
 // provider/ has one for Stripe, whose events list carries each event, and one for
 // GitHub, whose hook deliveries are sent again on request.
 type BackfillClient interface {

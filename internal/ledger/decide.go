@@ -12,8 +12,9 @@ import (
 // Observation is what a worker saw. Each one is a row of the decision table.
 type Observation string
 
-// The rows of DESIGN.md section 3, in its order: each observation a worker or a
-// person can make, so that no state is decided outside this table.
+// The rows of the decision table (docs/how-it-works.md), in its order: each
+// observation a worker or a person can make, so that no state is decided outside
+// this table.
 const (
 	ObsSuccess          Observation = "2xx from destination"
 	ObsAlreadyConfirmed Observation = "same operation already confirmed"
@@ -34,7 +35,7 @@ const (
 	ObsConflict         Observation = "conflict: a new event asks for the operation with different params"
 )
 
-// Rows of DESIGN.md section 4a: what a destination's own words and an eventual
+// Rows of docs/destinations.md: what a destination's own words and an eventual
 // lookup's settle time add to the table.
 const (
 	ObsExists          Observation = "the destination says the record exists"
@@ -46,14 +47,14 @@ const (
 	ObsAbsentSettledRetry Observation = "reconcile: absent on an eventual lookup after settle, where the destination opts in to a repeat"
 )
 
-// The rows of a person's Retry (DESIGN.md section 3, "a manual retry reuses the
+// The rows of a person's Retry (the decision table, "a manual retry reuses the
 // operation key"): performed with the same key, or looked up first.
 const (
 	ObsRetryByPerson    Observation = "a person retries with the same key"
 	ObsRetryLookupFirst Observation = "a person retries after the key memory passed; a lookup exists"
 )
 
-// The rows of a new action (DESIGN.md section 3, 401/403: "its other actions wait
+// The rows of a new action (the decision table, 401/403: "its other actions wait
 // too"): ready to run, or held while its destination is disconnected.
 const (
 	ObsCreated             Observation = "created for an event"
@@ -68,7 +69,7 @@ const (
 	ObsCreatedInCutoverNoLookup Observation = "created in a cutover window, and no lookup can tell whether the earlier system did it"
 )
 
-// The row of a person's correction (DESIGN.md section 3, "a person corrects a
+// The row of a person's correction (the decision table, "a person corrects a
 // rejected request (and another approves, where required)"): performed with the
 // corrected params once approved. A refused correction observes nothing new: the
 // action stays failed with the provider's reason.
@@ -152,8 +153,8 @@ func ObserveStatus(status int) Observation {
 	return ObsUnsure
 }
 
-// ObserveMeaning is the observation an errors rule's meaning stands for (DESIGN.md
-// section 4a). "exists" is reconciled by the lookup; without one nothing can find
+// ObserveMeaning is the observation an errors rule's meaning stands for
+// (docs/destinations.md, "Recipes"). "exists" is reconciled by the lookup; without one nothing can find
 // the record, and a person decides. An unknown meaning is unsure.
 func ObserveMeaning(m string, hasLookup bool) Observation {
 	switch m {

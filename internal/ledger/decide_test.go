@@ -283,7 +283,7 @@ func TestDecideRetryTiming(t *testing.T) {
 
 // TestDecideReadsReplies checks the table's reading of a destination's reply: the
 // default observation of each status, which replies may come after the destination
-// acted (DESIGN.md: only 4xx and 503 say nothing was done), and which errors-rule
+// acted (docs/how-it-works.md: only 4xx and 503 say nothing was done), and which errors-rule
 // meanings repeat the call without a lookup.
 func TestDecideReadsReplies(t *testing.T) {
 	statuses := map[int]Observation{200: ObsSuccess, 201: ObsSuccess, 204: ObsSuccess,

@@ -23,7 +23,7 @@ import (
 	"github.com/oncehook/oncehook/internal/sandbox"
 )
 
-// One test per row of the decision table (DESIGN.md section 3), each checking what
+// One test per row of the decision table (docs/how-it-works.md, "States and the decision table"), each checking what
 // the destination actually holds. The crash rows are in ledger_crash_test.go.
 
 func TestDecision2xxConfirmed(t *testing.T) {

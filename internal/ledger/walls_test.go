@@ -18,8 +18,9 @@ import (
 
 const module = "github.com/oncehook/oncehook/"
 
-// stages are the packages around the core, each a room of its own (DESIGN.md
-// section 5). engine is the wiring that starts the router and the performer.
+// stages are the packages around the core, each a room of its own (the layout in
+// docs/development.md). engine is the wiring that starts the router and the
+// performer.
 var stages = []string{"inbox", "router", "performer", "review", "accounts", "oauthstore", "backfill", "retention", "notify"}
 
 // doors are the exported names a stage may use of another stage: nothing else of

@@ -12,8 +12,8 @@ import (
 	"github.com/oncehook/oncehook/internal/settings"
 )
 
-// destLimit bounds one destination's calls in this process (DESIGN.md section 4a,
-// limits): a destination with limits has call slots of its own, so that when it is
+// destLimit bounds one destination's calls in this process (docs/destinations.md,
+// "limits"): a destination with limits has call slots of its own, so that when it is
 // slow or rate-limited its actions wait for it alone and never hold the slots the
 // other destinations share. Its actions are claimed only for its free slots, and
 // each waits for its rate while holding its own slot only, its lease renewed.

@@ -10,7 +10,7 @@ import (
 	"fmt"
 )
 
-// OAuth2 grants (DESIGN.md section 4a, OAuth2).
+// OAuth2 grants (docs/destinations.md, "OAuth2 destinations").
 const (
 	GrantAuthorizationCode = "authorization_code"
 	GrantClientCredentials = "client_credentials"

@@ -17,7 +17,7 @@ import (
 	"github.com/oncehook/oncehook/internal/money"
 )
 
-// Config is a parsed and validated oncehook.yaml (DESIGN.md section 4). Secrets are
+// Config is a parsed and validated oncehook.yaml (docs/configuration.md). Secrets are
 // resolved from the environment when it is loaded, so a Config is complete: nothing
 // later reads os.Getenv.
 type Config struct {
@@ -92,7 +92,7 @@ func (c Cutover) Covers(occurred *time.Time, received time.Time) bool {
 }
 
 // Backfill is how a source asks its provider for what it should have received
-// (DESIGN.md section 4b): Stripe's events list, or a GitHub hook's deliveries. Its
+// (docs/providers.md, "Backfill"): Stripe's events list, or a GitHub hook's deliveries. Its
 // Format (through Source) omits APIKey and Token.
 type Backfill struct {
 	Every     time.Duration // between passes; default 15m
@@ -122,7 +122,7 @@ const (
 )
 
 // Destination is where actions are performed. Its Format and LogValue omit every
-// credential (DESIGN.md sections 4 and 4a). The config loader applies every
+// credential (docs/configuration.md, docs/destinations.md). The config loader applies every
 // default, so the clients use a Destination as it is.
 type Destination struct {
 	Name           string
@@ -279,7 +279,7 @@ type Request struct {
 	URL    string
 }
 
-// What an errors rule says a reply means (DESIGN.md section 4a).
+// What an errors rule says a reply means (docs/destinations.md).
 const (
 	MeansRejected     = "rejected"
 	MeansRateLimited  = "rate_limited"
