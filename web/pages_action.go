@@ -24,10 +24,29 @@ func (s *Server) actionPage(c echo.Context) error {
 		return err
 	}
 	a := d.Action
+	m, err := s.actionActs(c, a)
+	if err != nil {
+		return err
+	}
+	if err := s.actionHelp(c, a, &m); err != nil {
+		return err
+	}
+	m.Events, m.Diffs = actionEvents(a, d.Events)
+	m.Attempts = actionAttempts(d.Attempts)
+	m.Audit = auditLines(d.Audit)
+	m.Imported = imported(a, d.Audit)
+	title := fmt.Sprintf("%s %s", a.Name, a.BusinessKey)
+	return s.render(c, http.StatusOK, views.Action(live(c, s.layout(c, title, "")), m))
+}
+
+// actionActs is a's page with what the person may do to it: the acts the table
+// allows them, its snooze, and the reconcile plan when a reconcile can find out
+// more than the last one did.
+func (s *Server) actionActs(c echo.Context, a ledger.Action) (views.ActionPage, error) {
 	ctx := c.Request().Context()
 	step, err := s.review(c).NextStep(ctx, a)
 	if err != nil {
-		return err
+		return views.ActionPage{}, err
 	}
 	allowed := review.Allowed(actorOf(c), a)
 	m := views.ActionPage{
@@ -39,10 +58,11 @@ func (s *Server) actionPage(c echo.Context) error {
 		CanAssign:    allowed[review.ActAssign],
 		CanNote:      allowed[review.ActNote],
 		CanSnooze:    allowed[review.ActSnooze],
+		Queue:        ledger.QueueOf(a.State),
 	}
 	snoozes, err := s.review(c).Snoozes(ctx, []ledger.Action{a})
 	if err != nil {
-		return err
+		return m, err
 	}
 	if z, ok := snoozes[a.ID]; ok {
 		m.SnoozedUntil, m.SnoozedBy = stamp(z.Until), z.By
@@ -52,10 +72,18 @@ func (s *Server) actionPage(c echo.Context) error {
 		m.ReconcilePlan, useful = s.review(c).ReconcilePlan(a)
 		m.CanReconcile = useful
 	}
+	return m, nil
+}
+
+// actionHelp adds to m what helps the person act on a: its disconnected
+// destination, whether its owner has an account, the next action of the queue
+// they came from, the evidence a resolve may cite, whom it can be assigned to,
+// what a cancel takes with it, and its correction.
+func (s *Server) actionHelp(c echo.Context, a ledger.Action, m *views.ActionPage) error {
+	var err error
 	if m.Disconnected, err = s.disconnected(c, a); err != nil {
 		return err
 	}
-	m.Queue = ledger.QueueOf(a.State)
 	known, err := s.review(c).AccountHolders(c.Request().Context())
 	if err != nil {
 		return err
@@ -72,18 +100,10 @@ func (s *Server) actionPage(c echo.Context) error {
 			return err
 		}
 	}
-	if err := s.cancelCascade(c, a, &m); err != nil {
+	if err := s.cancelCascade(c, a, m); err != nil {
 		return err
 	}
-	if err := s.correctionModel(c, a, &m); err != nil {
-		return err
-	}
-	m.Events, m.Diffs = actionEvents(a, d.Events)
-	m.Attempts = actionAttempts(d.Attempts)
-	m.Audit = auditLines(d.Audit)
-	m.Imported = imported(a, d.Audit)
-	title := fmt.Sprintf("%s %s", a.Name, a.BusinessKey)
-	return s.render(c, http.StatusOK, views.Action(live(c, s.layout(c, title, "")), m))
+	return s.correctionModel(c, a, m)
 }
 
 // actionAssignees are the people a can be assigned to, its current owner first
@@ -253,20 +273,6 @@ func (s *Server) disconnected(c echo.Context, a ledger.Action) (*views.Disconnec
 		CanReconnect: actorOf(c).Role == settings.RoleAdmin, URL: "/destinations#dest-" + d.Name}, nil
 }
 
-// actDone is what the person is told after each act: what was done, never a
-// promise about what a worker will have done by the time the page shows; the
-// page's Next action says where it stands then.
-var actDone = map[string]string{
-	"retry":     "Retry requested with the same operation key.",
-	"reconcile": "Reconcile requested.",
-	"resolve":   "Resolved.",
-	"cancel":    "Cancelled.",
-	"assign":    "Assigned.",
-	"note":      "Note added.",
-	"wake":      "Back in the queue: the snooze is over.",
-	"undo":      "Undone.",
-}
-
 // snoozeChoices are the ends a snooze form offers, from now; "date" is a day
 // of the person's choosing, at 09:00 UTC.
 var snoozeChoices = map[string]time.Duration{"1h": time.Hour, "4h": 4 * time.Hour, "tomorrow": 24 * time.Hour,
@@ -287,76 +293,131 @@ func snoozeUntil(choice, date string, now time.Time) (time.Time, error) {
 	return day.Add(9 * time.Hour), nil
 }
 
-// actionAct serves the forms of /actions/{id}: POST .../retry|reconcile|resolve|cancel|assign.
-// A refused retry goes back to the confirmation step with the reason, so a person
-// who must confirm checking the destination can do so there.
+// actionAct serves the forms of /actions/{id}: POST .../retry|reconcile|resolve|
+// cancel|assign|note|snooze|wake|undo. What the page adds around an act is in
+// actPages; what the act does, and whether it reaches the destination, can be
+// undone or closes the action, is review's table of acts.
 func (s *Server) actionAct(c echo.Context) error {
 	id, err := pathID(c)
 	if err != nil {
 		return err
 	}
 	name := c.Param("act")
-	ctx := c.Request().Context()
+	x, _ := review.LookupAct(name) // an unknown act: Do says so
+	pg := actPages[name]
 	p := review.ActParams{Note: c.FormValue("note"), ExternalRef: c.FormValue("external_ref"),
 		Owner: c.FormValue("owner"), CheckedDestination: c.FormValue("checked_destination") == "1"}
-	if name == review.ActCancel {
-		if err := s.cancelConfirmed(c, id); err != nil {
+	if pg.before != nil {
+		if err := pg.before(s, c, id); err != nil {
 			return err
 		}
 	}
-	var badSnooze error // said only to someone who may snooze this action: the act's guard comes first
-	if name == review.ActSnooze {
-		p.Until, badSnooze = snoozeUntil(c.FormValue("snooze"), c.FormValue("snooze_date"), s.now())
+	var badForm error // said only to someone who may do the act: the act's guard comes first
+	if pg.form != nil {
+		badForm = pg.form(s, c, &p)
 	}
-	a, err := s.item(c).Do(ctx, actorOf(c), name, id, p)
-	if badSnooze != nil && ledger.ErrorCode(err) == ledger.EINVALID {
-		err = badSnooze
+	a, err := s.item(c).Do(c.Request().Context(), actorOf(c), name, id, p)
+	if badForm != nil && ledger.ErrorCode(err) == ledger.EINVALID {
+		err = badForm
+	}
+	if err != nil && pg.refused != nil && ledger.ErrorCode(err) == ledger.ECONFLICT {
+		return pg.refused(s, c, id, p, err)
 	}
 	if err != nil {
-		if name == review.ActRetry && ledger.ErrorCode(err) == ledger.ECONFLICT {
-			d, gerr := s.item(c).GetAction(ctx, id)
-			if gerr != nil {
-				return gerr
-			}
-			m, merr := s.retryModel(c, d.Action, ledger.ErrorMessage(err), p.Note)
-			if merr != nil {
-				return merr
-			}
-			return s.render(c, http.StatusConflict, views.Retry(s.layout(c, "Retry "+d.Action.Name, ""), m))
-		}
 		return err
 	}
-	msg := actDone[name]
-	switch {
-	case name == review.ActSnooze:
-		msg = "Snoozed until " + p.Until.UTC().Format("Jan 2, 2006, 15:04 UTC") + ": out of the queues' default view and the digests until then."
-	case name == review.ActAssign:
-		msg = "Assigned to " + a.Owner + "."
-	case name == review.ActRetry && a.State == ledger.StateUncertain:
-		msg = "Retry requested: the operation is looked up at the destination first, and called again with the same key only if it is not there."
+	msg, err := s.actFlash(c, x, pg, a, p)
+	if err != nil {
+		return err
 	}
-	if name == review.ActRetry || name == review.ActReconcile {
-		step, err := s.review(c).NextStep(ctx, a)
+	s.flash(c, msg)
+	back := actionURL(c.QueryParam("client"), id)
+	if q := c.FormValue("from"); x.Final && ledger.QueueStates[q] != nil {
+		back = withParam(back, "from", q)
+	}
+	return c.Redirect(http.StatusSeeOther, back)
+}
+
+// actPage is what the action page adds around one act of review's table.
+type actPage struct {
+	// done is what the person is told after the act: what was done, never a
+	// promise about what a worker will have done by the time the page shows; the
+	// page's Next action says where it stands then.
+	done func(a ledger.Action, p review.ActParams) string
+	// before runs before the act, and refuses it by an error.
+	before func(s *Server, c echo.Context, id int64) error
+	// form reads the act's own fields into p.
+	form func(s *Server, c echo.Context, p *review.ActParams) error
+	// refused serves a refusal of the act (ECONFLICT) itself.
+	refused func(s *Server, c echo.Context, id int64, p review.ActParams, err error) error
+}
+
+// said is an actPage's done of a fixed text.
+func said(text string) func(ledger.Action, review.ActParams) string {
+	return func(ledger.Action, review.ActParams) string { return text }
+}
+
+var actPages = map[string]actPage{
+	review.ActRetry: {done: func(a ledger.Action, _ review.ActParams) string {
+		if a.State == ledger.StateUncertain {
+			return "Retry requested: the operation is looked up at the destination first, and called again with the same key only if it is not there."
+		}
+		return "Retry requested with the same operation key."
+	}, refused: (*Server).retryRefused},
+	review.ActReconcile: {done: said("Reconcile requested.")},
+	review.ActResolve:   {done: said("Resolved.")},
+	review.ActCancel:    {done: said("Cancelled."), before: (*Server).cancelConfirmed},
+	review.ActAssign:    {done: func(a ledger.Action, _ review.ActParams) string { return "Assigned to " + a.Owner + "." }},
+	review.ActNote:      {done: said("Note added.")},
+	review.ActSnooze: {done: func(_ ledger.Action, p review.ActParams) string {
+		return "Snoozed until " + p.Until.UTC().Format("Jan 2, 2006, 15:04 UTC") + ": out of the queues' default view and the digests until then."
+	}, form: func(s *Server, c echo.Context, p *review.ActParams) (err error) {
+		p.Until, err = snoozeUntil(c.FormValue("snooze"), c.FormValue("snooze_date"), s.now())
+		return err
+	}},
+	review.ActWake: {done: said("Back in the queue: the snooze is over.")},
+	review.ActUndo: {done: said("Undone.")},
+}
+
+// actFlash is what the person is told after act x on a: the page's words for it,
+// then, for an act that reaches the destination, whether it can run now and that
+// it cannot be undone; an act that can be undone offers Undo.
+func (s *Server) actFlash(c echo.Context, x review.Act, pg actPage, a ledger.Action, p review.ActParams) (string, error) {
+	msg := "Done."
+	if pg.done != nil {
+		msg = pg.done(a, p)
+	}
+	switch {
+	case x.Reaches:
+		step, err := s.review(c).NextStep(c.Request().Context(), a)
 		if err != nil {
-			return err
+			return "", err
 		}
 		if step.HeldFor != "" || step.BlockedBy != nil {
 			msg += " It cannot run now. " + step.Text
 		}
-	}
-	switch name {
-	case review.ActAssign, review.ActSnooze:
-		s.sessions.Put(ctx, sessFlashUndo, views.ActURL(actionURL(c.QueryParam("client"), id), review.ActUndo))
-	case review.ActRetry, review.ActReconcile:
 		msg += " It cannot be undone: it goes to " + a.Destination + "."
-	case review.ActResolve, review.ActCancel:
+	case x.Undoable:
+		s.sessions.Put(c.Request().Context(), sessFlashUndo, views.ActURL(actionURL(c.QueryParam("client"), a.ID), review.ActUndo))
+	case x.Final:
 		msg += " It cannot be undone."
 	}
-	s.flash(c, msg)
-	if q := c.FormValue("from"); (name == review.ActResolve || name == review.ActCancel) && ledger.QueueStates[q] != nil {
-		return c.Redirect(http.StatusSeeOther, withParam(actionURL(c.QueryParam("client"), id), "from", q))
+	return msg, nil
+}
+
+// retryRefused takes a retry the guard refused back to the confirmation step,
+// with the reason, so a person who must confirm checking the destination can do
+// so there.
+func (s *Server) retryRefused(c echo.Context, id int64, p review.ActParams, refusal error) error {
+	d, err := s.item(c).GetAction(c.Request().Context(), id)
+	if err != nil {
+		return err
 	}
-	return c.Redirect(http.StatusSeeOther, actionURL(c.QueryParam("client"), id))
+	m, err := s.retryModel(c, d.Action, ledger.ErrorMessage(refusal), p.Note)
+	if err != nil {
+		return err
+	}
+	return s.render(c, http.StatusConflict, views.Retry(s.layout(c, "Retry "+d.Action.Name, ""), m))
 }
 
 // nextInQueue is, after a person took a out of a queue (?from=queue), the next

@@ -98,6 +98,13 @@ type Act struct {
 	States    []string // the states it applies to; nil means any state
 	AdminOnly bool
 	Bulk      bool // offered for several actions at once
+	// Reaches: the act asks the workers to go to the destination (retry,
+	// reconcile); no undo can call it back.
+	Reaches bool
+	// Undoable: the act can be undone (ActUndo) until the action changes.
+	Undoable bool
+	// Final: the act closes the action for good (resolve, cancel).
+	Final bool
 	// check refuses bad input before anything is read.
 	check func(p ActParams) error
 	// apply performs the act on a, which is in one of States, inside the act's
@@ -115,18 +122,18 @@ type Act struct {
 var reviewStates = []string{ledger.StatePending, ledger.StateRetrying, ledger.StateHeld, ledger.StateUncertain, ledger.StateFailed}
 
 var acts = []Act{
-	{Name: ActRetry, States: []string{ledger.StateFailed, ledger.StateUncertain}, Bulk: true,
+	{Name: ActRetry, States: []string{ledger.StateFailed, ledger.StateUncertain}, Bulk: true, Reaches: true,
 		apply: (*Review).retry,
 		detail: func(a db.Action, p ActParams) map[string]any {
 			return map[string]any{"operation_key": a.OperationKey, "checked_destination": p.CheckedDestination}
 		}},
-	{Name: ActReconcile, States: []string{ledger.StateFailed, ledger.StateUncertain}, Bulk: true,
+	{Name: ActReconcile, States: []string{ledger.StateFailed, ledger.StateUncertain}, Bulk: true, Reaches: true,
 		apply: func(r *Review, ctx context.Context, q *db.Queries, actor ledger.Actor, x Act, a db.Action, _ ActParams) (db.Action, error) {
 			return q.ActionManualReconcile(ctx, db.ActionManualReconcileParams{
 				Client: a.Client, ID: a.ID, Reason: requestReason("reconcile requested by "+actor.Name, a.Reason),
 				States: x.States})
 		}},
-	{Name: ActResolve, States: reviewStates,
+	{Name: ActResolve, States: reviewStates, Final: true,
 		check: func(p ActParams) error {
 			if strings.TrimSpace(p.Note) == "" {
 				return ledger.Errorf(ledger.EINVALID, "Resolving needs a note saying how it was settled.")
@@ -145,7 +152,7 @@ var acts = []Act{
 			return b, err
 		},
 		detail: func(_ db.Action, p ActParams) map[string]any { return map[string]any{"external_ref": p.ExternalRef} }},
-	{Name: ActCancel, States: reviewStates,
+	{Name: ActCancel, States: reviewStates, Final: true,
 		apply: func(r *Review, ctx context.Context, q *db.Queries, actor ledger.Actor, x Act, a db.Action, p ActParams) (db.Action, error) {
 			reason := "cancelled by " + actor.Name
 			if p.Note != "" {
@@ -158,7 +165,7 @@ var acts = []Act{
 			}
 			return b, ledger.CancelSuccessors(ctx, q, a.Client, a.ID, actor.Label())
 		}},
-	{Name: ActAssign, AdminOnly: true, Bulk: true,
+	{Name: ActAssign, AdminOnly: true, Bulk: true, Undoable: true,
 		check: func(p ActParams) error {
 			if strings.TrimSpace(p.Owner) == "" {
 				return ledger.Errorf(ledger.EINVALID, "Assigning needs an owner.")
@@ -193,7 +200,7 @@ var acts = []Act{
 	// queues' default view and the digests until its time, then is reported
 	// again. It never changes the action's state or what the workers do, nor the
 	// counts of its queue.
-	{Name: ActSnooze, States: []string{ledger.StateHeld, ledger.StateUncertain, ledger.StateFailed},
+	{Name: ActSnooze, States: []string{ledger.StateHeld, ledger.StateUncertain, ledger.StateFailed}, Undoable: true,
 		apply: func(r *Review, ctx context.Context, q *db.Queries, actor ledger.Actor, _ Act, a db.Action, p ActParams) (db.Action, error) {
 			now := r.now()
 			switch {
@@ -267,23 +274,12 @@ func Allowed(actor ledger.Actor, a ledger.Action) map[string]bool {
 // EINVALID for bad input, ECONFLICT (with who last did it, if anyone) when the action
 // is not in a state that allows it or the retry guard refuses.
 func (r *Review) Do(ctx context.Context, actor ledger.Actor, name string, id int64, p ActParams) (ledger.Action, error) {
-	x, ok := LookupAct(name)
-	if !ok {
-		return ledger.Action{}, ledger.Errorf(ledger.ENOTFOUND, "No such act: %q.", name)
-	}
-	if x.AdminOnly && actor.Role != settings.RoleAdmin {
-		return ledger.Action{}, ledger.Errorf(ledger.EFORBIDDEN, "Only admins can %s actions.", x.Name)
-	}
-	if x.check != nil {
-		if err := x.check(p); err != nil {
-			return ledger.Action{}, err
-		}
-	}
-	if err := ledger.CheckText("note, reference or owner", p.Note, p.ExternalRef, p.Owner); err != nil {
+	x, err := admit(actor, name, p)
+	if err != nil {
 		return ledger.Action{}, err
 	}
 	var out db.Action
-	err := change(ctx, r.pool, r.wakeWork, func(q *db.Queries) error {
+	err = change(ctx, r.pool, r.wakeWork, func(q *db.Queries) error {
 		a, err := r.actionRow(ctx, q, actor.Scope(), id)
 		if db.IsNotFound(err) {
 			return ledger.Errorf(ledger.ENOTFOUND, "Action %d does not exist.", id)
@@ -294,40 +290,65 @@ func (r *Review) Do(ctx context.Context, actor ledger.Actor, name string, id int
 		if err := ledger.CheckActor(actor, a.Client, "Action", id); err != nil {
 			return err
 		}
-		if x.States != nil && !slices.Contains(x.States, a.State) {
-			return r.refusal(ctx, q, a, x.Name)
-		}
-		if x.prepare != nil {
-			if err := x.prepare(r, ctx, q, a, &p); err != nil {
-				return err
-			}
-		}
-		detail := map[string]any{}
-		if x.detail != nil {
-			detail = x.detail(a, p)
-		}
-		out, err = x.apply(r, ctx, q, actor, x, a, p)
-		if db.IsNotFound(err) {
-			return r.refusal(ctx, q, a, x.Name)
-		}
-		if err != nil {
-			return err
-		}
-		if err := ledger.Audit(ctx, q, a.Client, a.ID, actor.Label(), x.Name, p.Note, detail); err != nil {
-			return err
-		}
-		if a.State == ledger.StateFailed && out.State != ledger.StateFailed {
-			if _, err := q.CorrectionSupersede(ctx, db.CorrectionSupersedeParams{Client: a.Client, ActionID: a.ID,
-				DecidedBy: actor.Name, DecisionNote: "superseded: " + x.Name + " by " + actor.Name}); err != nil {
-				return fmt.Errorf("close waiting correction: %w", err)
-			}
-		}
-		return nil
+		out, err = r.apply(ctx, q, actor, x, a, p)
+		return err
 	})
 	if err != nil {
 		return ledger.Action{}, err
 	}
 	return ledger.ActionOf(out), nil
+}
+
+// admit is the act called name, if actor may ask for it with p: what is refused
+// before anything is read.
+func admit(actor ledger.Actor, name string, p ActParams) (Act, error) {
+	x, ok := LookupAct(name)
+	if !ok {
+		return Act{}, ledger.Errorf(ledger.ENOTFOUND, "No such act: %q.", name)
+	}
+	if x.AdminOnly && actor.Role != settings.RoleAdmin {
+		return Act{}, ledger.Errorf(ledger.EFORBIDDEN, "Only admins can %s actions.", x.Name)
+	}
+	if x.check != nil {
+		if err := x.check(p); err != nil {
+			return Act{}, err
+		}
+	}
+	return x, ledger.CheckText("note, reference or owner", p.Note, p.ExternalRef, p.Owner)
+}
+
+// apply performs x on a in the act's transaction, with its audit line, and closes
+// the correction a failed action waited for once the act moved it on.
+func (r *Review) apply(ctx context.Context, q *db.Queries, actor ledger.Actor, x Act, a db.Action, p ActParams) (db.Action, error) {
+	if x.States != nil && !slices.Contains(x.States, a.State) {
+		return a, r.refusal(ctx, q, a, x.Name)
+	}
+	if x.prepare != nil {
+		if err := x.prepare(r, ctx, q, a, &p); err != nil {
+			return a, err
+		}
+	}
+	detail := map[string]any{}
+	if x.detail != nil {
+		detail = x.detail(a, p)
+	}
+	out, err := x.apply(r, ctx, q, actor, x, a, p)
+	if db.IsNotFound(err) {
+		return a, r.refusal(ctx, q, a, x.Name)
+	}
+	if err != nil {
+		return a, err
+	}
+	if err := ledger.Audit(ctx, q, a.Client, a.ID, actor.Label(), x.Name, p.Note, detail); err != nil {
+		return a, err
+	}
+	if a.State == ledger.StateFailed && out.State != ledger.StateFailed {
+		if _, err := q.CorrectionSupersede(ctx, db.CorrectionSupersedeParams{Client: a.Client, ActionID: a.ID,
+			DecidedBy: actor.Name, DecisionNote: "superseded: " + x.Name + " by " + actor.Name}); err != nil {
+			return a, fmt.Errorf("close waiting correction: %w", err)
+		}
+	}
+	return out, nil
 }
 
 // retry asks the worker to perform a failed or uncertain action again with its
