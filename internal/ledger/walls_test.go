@@ -6,6 +6,7 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"slices"
@@ -188,12 +189,7 @@ func fileWalls(name string, f *ast.File) []string {
 	}
 	out = append(out, storeWalls(name, dir, f, used)...)
 	if dir == "web" && name != webWiring && len(webUses) > 1 {
-		var list []string
-		for s := range webUses {
-			list = append(list, s)
-		}
-		sort.Strings(list)
-		refuse("a handler's file calls the services of %v: each handler calls one stage's service", list)
+		refuse("a handler's file calls the services of %v: each handler calls one stage's service", slices.Sorted(maps.Keys(webUses)))
 	}
 	return out
 }

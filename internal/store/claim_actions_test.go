@@ -77,9 +77,7 @@ func TestClaimActionsFormsAgree(t *testing.T) {
 		Callable: []string{"crm", "down", "slow"}, FillNames: []string{"with_result"},
 		OnlyDestinations: []string{}, SkipDestinations: []string{}}
 	only, skip, few := base, base, base
-	only.OnlyDestinations = []string{"slow"}
-	skip.SkipDestinations = []string{"slow"}
-	few.MaxActions = 2
+	only.OnlyDestinations, skip.SkipDestinations, few.MaxActions = []string{"slow"}, []string{"slow"}, 2
 	for name, p := range map[string]db.ActionClaimParams{"every destination": base, "one destination on its own": only,
 		"skipping one destination": skip, "fewer than are due": few} {
 		t.Run(name, func(t *testing.T) {

@@ -72,131 +72,161 @@ func each[T any](t *testing.T, read func(s store.Store) (T, error)) T {
 	return got["single"]
 }
 
-func TestReadsFormsAgree(t *testing.T) {
+func TestListActionsFormsAgree(t *testing.T) {
 	t.Parallel()
-	pool, ids, events := readWorld(t)
+	pool, _, _ := readWorld(t)
+	ctx := context.Background()
+	base := db.ActionListParams{States: []string{}, AllClients: true, StateRows: 100, MaxRows: 100}
+	cases := map[string]func(p *db.ActionListParams){
+		"every action, newest first": func(*db.ActionListParams) {},
+		"oldest first":               func(p *db.ActionListParams) { p.Sort = "created" },
+		"longest in its state":       func(p *db.ActionListParams) { p.Sort = "state_since" },
+		"one client":                 func(p *db.ActionListParams) { p.Client = "beta" },
+		"two states, two a state":    func(p *db.ActionListParams) { p.States, p.StateRows = []string{"pending", "processing"}, 2 },
+		"three in all":               func(p *db.ActionListParams) { p.MaxRows = 3 },
+		"a reader of acme":           func(p *db.ActionListParams) { p.AllClients, p.ScopeClients = false, []string{"acme"} },
+	}
+	for name, change := range cases {
+		t.Run(name, func(t *testing.T) {
+			p := base
+			change(&p)
+			clients := bothClients
+			if !p.AllClients {
+				clients = func(context.Context) ([]string, error) { return p.ScopeClients, nil }
+			}
+			got := each(t, func(s store.Store) ([]string, error) {
+				rows, err := s.ListActions(ctx, pool, p, clients)
+				var names []string
+				for _, a := range rows {
+					names = append(names, a.Client+"/"+a.Name)
+				}
+				return names, err
+			})
+			if len(got) == 0 {
+				t.Error("nothing listed")
+			}
+		})
+	}
+}
+
+func TestCountByStateFormsAgree(t *testing.T) {
+	t.Parallel()
+	pool, _, _ := readWorld(t)
+	ctx := context.Background()
+	acme := ledger.Scope{Clients: []string{"acme"}}
+	for name, sc := range map[string]ledger.Scope{"every client": ledger.EveryClient, "acme": acme} {
+		t.Run(name, func(t *testing.T) {
+			clients := bothClients
+			if !sc.All {
+				clients = func(context.Context) ([]string, error) { return sc.Clients, nil }
+			}
+			each(t, func(s store.Store) ([]db.ActionCountByStateRow, error) {
+				return s.CountByState(ctx, pool, sc, clients, nil)
+			})
+		})
+	}
+}
+
+func TestSourceStatsFormsAgree(t *testing.T) {
+	t.Parallel()
+	pool, _, _ := readWorld(t)
+	ctx := context.Background()
+	sources := []settings.Source{{Name: "acme-stripe", Client: "acme"}, {Name: "beta-shop", Client: "beta"}, {Name: "unused", Client: "beta"}}
+	got := each(t, func(s store.Store) ([]store.SourceCount, error) {
+		rows, err := s.SourceStats(ctx, pool, sources, nil)
+		slices.SortFunc(rows, func(a, b store.SourceCount) int { return strings.Compare(a.Source, b.Source) })
+		return rows, err
+	})
+	if len(got) != 2 || got[0].Events != 2 || got[0].Deliveries != 4 {
+		t.Errorf("source stats %+v, want acme-stripe's 2 events in 4 deliveries, and beta-shop's", got)
+	}
+}
+
+func TestTrendQueuesFormsAgree(t *testing.T) {
+	t.Parallel()
+	pool, _, _ := readWorld(t)
+	ctx := context.Background()
+	starts := []time.Time{time.Now().Add(-time.Hour), time.Now()}
+	got := each(t, func(s store.Store) ([]db.DashboardTrendQueuesRow, error) {
+		rows, err := s.TrendQueues(ctx, pool, db.DashboardTrendQueuesParams{Starts: starts, AllClients: true,
+			BucketSeconds: 3600}, bothClients)
+		slices.SortFunc(rows, func(a, b db.DashboardTrendQueuesRow) int {
+			return strings.Compare(a.State+a.StartAt.String(), b.State+b.StartAt.String())
+		})
+		return rows, err
+	})
+	if len(got) == 0 {
+		t.Error("no arrivals counted")
+	}
+}
+
+func TestStoredClientsFormsAgree(t *testing.T) {
+	t.Parallel()
+	pool, _, _ := readWorld(t)
+	ctx := context.Background()
+	q := db.New(pool)
+	got := each(t, func(s store.Store) ([]string, error) {
+		clients, err := s.StoredClients(ctx, q)
+		slices.Sort(clients)
+		return clients, err
+	})
+	if !slices.Equal(got, []string{"acme", "beta"}) {
+		t.Errorf("stored clients %v, want acme and beta", got)
+	}
+}
+
+func TestReadScopeFormsAgree(t *testing.T) {
+	t.Parallel()
+	pool, _, _ := readWorld(t)
 	ctx := context.Background()
 	q := db.New(pool)
 	acme := ledger.Scope{Clients: []string{"acme"}}
-	t.Run("ListActions", func(t *testing.T) {
-		base := db.ActionListParams{States: []string{}, AllClients: true, StateRows: 100, MaxRows: 100}
-		cases := map[string]func(p *db.ActionListParams){
-			"every action, newest first": func(*db.ActionListParams) {},
-			"oldest first":               func(p *db.ActionListParams) { p.Sort = "created" },
-			"longest in its state":       func(p *db.ActionListParams) { p.Sort = "state_since" },
-			"one client":                 func(p *db.ActionListParams) { p.Client = "beta" },
-			"two states, two a state":    func(p *db.ActionListParams) { p.States, p.StateRows = []string{"pending", "processing"}, 2 },
-			"three in all":               func(p *db.ActionListParams) { p.MaxRows = 3 },
-			"a reader of acme":           func(p *db.ActionListParams) { p.AllClients, p.ScopeClients = false, []string{"acme"} },
-		}
-		for name, change := range cases {
-			t.Run(name, func(t *testing.T) {
-				p := base
-				change(&p)
-				clients := bothClients
-				if !p.AllClients {
-					clients = func(context.Context) ([]string, error) { return p.ScopeClients, nil }
+	// The scopes differ by design (Citus spells the clients out); what a
+	// read across clients sees with them does not.
+	for name, sc := range map[string]ledger.Scope{"every client": ledger.EveryClient, "acme": acme} {
+		t.Run(name, func(t *testing.T) {
+			each(t, func(s store.Store) ([]db.DestinationListRow, error) {
+				read, err := s.ReadScope(ctx, sc, bothClients)
+				if err != nil {
+					return nil, err
 				}
-				got := each(t, func(s store.Store) ([]string, error) {
-					rows, err := s.ListActions(ctx, pool, p, clients)
-					var names []string
-					for _, a := range rows {
-						names = append(names, a.Client+"/"+a.Name)
-					}
-					return names, err
-				})
-				if len(got) == 0 {
-					t.Error("nothing listed")
-				}
+				return store.Single{}.ListDestinations(ctx, q, read)
 			})
-		}
-	})
-	t.Run("CountByState", func(t *testing.T) {
-		for name, sc := range map[string]ledger.Scope{"every client": ledger.EveryClient, "acme": acme} {
-			t.Run(name, func(t *testing.T) {
-				clients := bothClients
-				if !sc.All {
-					clients = func(context.Context) ([]string, error) { return sc.Clients, nil }
-				}
-				each(t, func(s store.Store) ([]db.ActionCountByStateRow, error) {
-					return s.CountByState(ctx, pool, sc, clients, nil)
-				})
-			})
-		}
-	})
-	t.Run("SourceStats", func(t *testing.T) {
-		sources := []settings.Source{{Name: "acme-stripe", Client: "acme"}, {Name: "beta-shop", Client: "beta"}, {Name: "unused", Client: "beta"}}
-		got := each(t, func(s store.Store) ([]store.SourceCount, error) {
-			rows, err := s.SourceStats(ctx, pool, sources, nil)
-			slices.SortFunc(rows, func(a, b store.SourceCount) int { return strings.Compare(a.Source, b.Source) })
-			return rows, err
 		})
-		if len(got) != 2 || got[0].Events != 2 || got[0].Deliveries != 4 {
-			t.Errorf("source stats %+v, want acme-stripe's 2 events in 4 deliveries, and beta-shop's", got)
-		}
-	})
-	t.Run("TrendQueues", func(t *testing.T) {
-		starts := []time.Time{time.Now().Add(-time.Hour), time.Now()}
-		got := each(t, func(s store.Store) ([]db.DashboardTrendQueuesRow, error) {
-			rows, err := s.TrendQueues(ctx, pool, db.DashboardTrendQueuesParams{Starts: starts, AllClients: true,
-				BucketSeconds: 3600}, bothClients)
-			slices.SortFunc(rows, func(a, b db.DashboardTrendQueuesRow) int {
-				return strings.Compare(a.State+a.StartAt.String(), b.State+b.StartAt.String())
-			})
-			return rows, err
+	}
+}
+
+func TestGetActionFormsAgree(t *testing.T) {
+	t.Parallel()
+	pool, ids, _ := readWorld(t)
+	ctx := context.Background()
+	q := db.New(pool)
+	for _, name := range []string{"a1", "b7"} {
+		each(t, func(s store.Store) (string, error) {
+			a, err := s.GetAction(ctx, q, ids.action[name], bothClients)
+			return a.Client + "/" + a.Name, err
 		})
-		if len(got) == 0 {
-			t.Error("no arrivals counted")
-		}
+	}
+	each(t, func(s store.Store) (bool, error) {
+		_, err := s.GetAction(ctx, q, 999_999, bothClients)
+		return errors.Is(err, pgx.ErrNoRows), nil
 	})
-	t.Run("StoredClients", func(t *testing.T) {
-		got := each(t, func(s store.Store) ([]string, error) {
-			clients, err := s.StoredClients(ctx, q)
-			slices.Sort(clients)
-			return clients, err
+}
+
+func TestGetEventFormsAgree(t *testing.T) {
+	t.Parallel()
+	pool, _, events := readWorld(t)
+	ctx := context.Background()
+	q := db.New(pool)
+	for _, key := range []string{"acme/evt_2", "beta/evt_1"} {
+		each(t, func(s store.Store) (string, error) {
+			ev, err := s.GetEvent(ctx, q, events[key], bothClients)
+			return ev.Client + "/" + ev.SourceEventID, err
 		})
-		if !slices.Equal(got, []string{"acme", "beta"}) {
-			t.Errorf("stored clients %v, want acme and beta", got)
-		}
-	})
-	t.Run("ReadScope", func(t *testing.T) {
-		// The scopes differ by design (Citus spells the clients out); what a
-		// read across clients sees with them does not.
-		for name, sc := range map[string]ledger.Scope{"every client": ledger.EveryClient, "acme": acme} {
-			t.Run(name, func(t *testing.T) {
-				each(t, func(s store.Store) ([]db.DestinationListRow, error) {
-					read, err := s.ReadScope(ctx, sc, bothClients)
-					if err != nil {
-						return nil, err
-					}
-					return store.Single{}.ListDestinations(ctx, q, read)
-				})
-			})
-		}
-	})
-	t.Run("GetAction", func(t *testing.T) {
-		for _, name := range []string{"a1", "b7"} {
-			each(t, func(s store.Store) (string, error) {
-				a, err := s.GetAction(ctx, q, ids.action[name], bothClients)
-				return a.Client + "/" + a.Name, err
-			})
-		}
-		each(t, func(s store.Store) (bool, error) {
-			_, err := s.GetAction(ctx, q, 999_999, bothClients)
-			return errors.Is(err, pgx.ErrNoRows), nil
-		})
-	})
-	t.Run("GetEvent", func(t *testing.T) {
-		for _, key := range []string{"acme/evt_2", "beta/evt_1"} {
-			each(t, func(s store.Store) (string, error) {
-				ev, err := s.GetEvent(ctx, q, events[key], bothClients)
-				return ev.Client + "/" + ev.SourceEventID, err
-			})
-		}
-		each(t, func(s store.Store) (bool, error) {
-			_, err := s.GetEvent(ctx, q, 999_999, bothClients)
-			return errors.Is(err, pgx.ErrNoRows), nil
-		})
+	}
+	each(t, func(s store.Store) (bool, error) {
+		_, err := s.GetEvent(ctx, q, 999_999, bothClients)
+		return errors.Is(err, pgx.ErrNoRows), nil
 	})
 }
 
