@@ -535,6 +535,28 @@ func TestRefusalFromBeforeAReconnectIsStale(t *testing.T) {
 	}
 }
 
+// TestRecoveryHoldsWhatADisconnectRaced: an action created while its destination
+// was being disconnected (the router's transaction read it as connected and
+// committed after the disconnect had held the others) waits pending where no
+// claim takes it; recovery holds it with the others, so that it shows among the
+// held and a reconnect releases it.
+func TestRecoveryHoldsWhatADisconnectRaced(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, worldOptions{noEngine: true})
+	w.deliver(checkout{eventID: "evt_raced", enquiry: "enq_raced"})
+	w.route()
+	w.exec(`INSERT INTO destinations (name, status, reason, changed_at) VALUES ('crm', 'disconnected', 'credentials refused', now())
+		ON CONFLICT (name) DO UPDATE SET status = 'disconnected', reason = 'credentials refused'`)
+	eng := engine.New(engine.Params{Pool: w.pool, Config: w.cfg, Clients: destination.NewClients(w.cfg)})
+	if _, err := eng.RecoverLeases(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	a := w.waitFor("open_opportunity", "enq_raced", ledger.StateHeld)
+	if a.Reason != "destination crm is disconnected" {
+		t.Errorf("held with reason %q, want the disconnect's", a.Reason)
+	}
+}
+
 // TestLeaseRecoveryFollowsTheTable lets three claims lapse at once, one of each kind,
 // and checks that recovery writes what the decision table says (TestDecide pins
 // the table): a retry that never called anyone is pending, a started call and a

@@ -90,7 +90,7 @@ func routeStatements() []workerStatement {
 				Resources: []string{""}, OccurredAts: []time.Time{wsNow}, HasOccurredAts: []bool{true},
 				MaxAttempts: []int32{5}, WithinSeconds: []float64{60}, CutoverStates: []string{""}, CutoverReasons: []string{""}})
 		}},
-		{name: "DestinationDisconnectedList", mode: "citus", call: func(ctx context.Context, q *db.Queries, _ bool) {
+		{name: "DestinationDisconnectedList", call: func(ctx context.Context, q *db.Queries, _ bool) {
 			_, _ = q.DestinationDisconnectedList(ctx)
 		}},
 		{name: "ActionInsertOne", mode: "citus", call: func(ctx context.Context, q *db.Queries, _ bool) {

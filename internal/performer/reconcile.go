@@ -94,8 +94,10 @@ func (pf *Performer) RecoverLeases(ctx context.Context) (int, error) {
 		if n = k; err != nil {
 			return err
 		}
-		released, err = pf.releaseStrayHeld(ctx, q)
-		return err
+		if released, err = pf.releaseStrayHeld(ctx, q); err != nil {
+			return err
+		}
+		return pf.holdStray(ctx, q)
 	})
 	if err == nil && n+released > 0 {
 		pf.performers.Send() // after the commit: see ledger.NewWakeup
@@ -142,6 +144,25 @@ func (pf *Performer) recoverLeases(ctx context.Context, q *db.Queries, p db.Acti
 		pf.p.Metrics.LeaseRecovered(r.State)
 	}
 	return len(recovered), nil
+}
+
+// holdStray holds the waiting actions of disconnected destinations: created by
+// a router whose transaction read the destination as connected and committed
+// only after the disconnect had held the others (the reverse of
+// releaseStrayHeld). No claim takes them, and without this they would wait
+// unseen until a reconnect.
+func (pf *Performer) holdStray(ctx context.Context, q *db.Queries) error {
+	names, err := q.DestinationDisconnectedList(ctx)
+	if err != nil {
+		return fmt.Errorf("read disconnected destinations: %w", err)
+	}
+	for _, name := range names {
+		if _, err := pf.store.HoldDestination(ctx, q, db.ActionHoldDestinationParams{Destination: name,
+			Reason: "destination " + name + " is disconnected", States: ledger.HoldableStates}, pf.laneClients); err != nil {
+			return fmt.Errorf("hold the waiting actions of %s: %w", name, err)
+		}
+	}
+	return nil
 }
 
 // releaseStrayHeld releases held actions of connected destinations
