@@ -10,6 +10,7 @@ package store
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -123,23 +124,32 @@ type Sharded struct{}
 func For(pool *pgxpool.Pool) Store { return &chosen{pool: pool} }
 
 type chosen struct {
-	pool *pgxpool.Pool
-	mu   sync.Mutex
-	mode string // DatabaseMode's answer, "" until it came
+	pool  *pgxpool.Pool
+	known atomic.Pointer[Store] // the form, once the database answered
+	mu    sync.Mutex            // one question at a time until then
 }
 
+// form is the form the database answered, read without a lock once known: the
+// claims and records call it many times a second.
 func (ch *chosen) form(ctx context.Context) Store {
+	if f := ch.known.Load(); f != nil {
+		return *f
+	}
 	ch.mu.Lock()
 	defer ch.mu.Unlock()
-	if ch.mode == "" {
-		if mode, err := db.New(ch.pool).DatabaseMode(ctx); err == nil {
-			ch.mode = mode
-		}
+	if f := ch.known.Load(); f != nil {
+		return *f
 	}
-	if ch.mode == "citus" {
-		return Sharded{}
+	mode, err := db.New(ch.pool).DatabaseMode(ctx)
+	if err != nil {
+		return Single{} // fails as the database does; asked again next time
 	}
-	return Single{}
+	var f Store = Single{}
+	if mode == "citus" {
+		f = Sharded{}
+	}
+	ch.known.Store(&f)
+	return f
 }
 
 func (ch *chosen) CancelResource(ctx context.Context, q *db.Queries, p db.ResourceCancelParams) error {
