@@ -17,8 +17,9 @@ var forms = map[string]store.Store{"single": store.Single{}, "sharded": store.Sh
 
 // agree runs each form of one operation in a transaction it rolls back, after
 // setup wrote what the case needs, and fails the test when what run returns (the
-// operation's answer and the rows it left) differs between the two forms.
-func agree[T any](t *testing.T, pool *pgxpool.Pool, setup func(t *testing.T, tx pgx.Tx), run func(t *testing.T, s store.Store, tx pgx.Tx, q *db.Queries) T) {
+// operation's answer and the rows it left) differs between the two forms. It
+// returns what run returned for the single Postgres's form.
+func agree[T any](t *testing.T, pool *pgxpool.Pool, setup func(t *testing.T, tx pgx.Tx), run func(t *testing.T, s store.Store, tx pgx.Tx, q *db.Queries) T) T {
 	t.Helper()
 	ctx := context.Background()
 	got := map[string]T{}
@@ -38,6 +39,7 @@ func agree[T any](t *testing.T, pool *pgxpool.Pool, setup func(t *testing.T, tx 
 	if diff := cmp.Diff(got["single"], got["sharded"]); diff != "" {
 		t.Errorf("the two forms disagree (-single +sharded):\n%s", diff)
 	}
+	return got["single"]
 }
 
 // exec runs sql in tx with args, failing the test on an error.

@@ -6,9 +6,7 @@ import (
 	"slices"
 	"testing"
 
-	gocmp "github.com/google/go-cmp/cmp"
-	"github.com/jackc/pgx/v5/pgxpool"
-
+	"github.com/jackc/pgx/v5"
 	"github.com/oncehook/oncehook/db"
 	"github.com/oncehook/oncehook/db/dbtest"
 	"github.com/oncehook/oncehook/internal/ledger"
@@ -81,11 +79,9 @@ func TestClaimActionsFormsAgree(t *testing.T) {
 	for name, p := range map[string]db.ActionClaimParams{"every destination": base, "one destination on its own": only,
 		"skipping one destination": skip, "fewer than are due": few} {
 		t.Run(name, func(t *testing.T) {
-			single := claimWith(t, pool, store.Single{}, p)
-			sharded := claimWith(t, pool, store.Sharded{}, p)
-			if diff := gocmp.Diff(single, sharded); diff != "" {
-				t.Errorf("the two forms of the claim disagree (-single +sharded):\n%s", diff)
-			}
+			single := agree(t, pool, nil, func(t *testing.T, s store.Store, tx pgx.Tx, q *db.Queries) []claimed {
+				return claimWith(t, tx, q, s, p)
+			})
 			if len(single) == 0 {
 				t.Errorf("nothing claimed")
 			}
@@ -93,18 +89,13 @@ func TestClaimActionsFormsAgree(t *testing.T) {
 	}
 }
 
-// claimWith claims with one form in a transaction it rolls back, and returns what
-// it did to each action it claimed, by action id (neither form orders its rows:
-// the calls of a claim start together).
-func claimWith(t *testing.T, pool *pgxpool.Pool, form store.Store, p db.ActionClaimParams) []claimed {
+// claimWith claims with one form in tx, and returns what it did to each action
+// it claimed, by action id (neither form orders its rows: the calls of a claim
+// start together).
+func claimWith(t *testing.T, tx pgx.Tx, q *db.Queries, form store.Store, p db.ActionClaimParams) []claimed {
 	t.Helper()
 	ctx := context.Background()
-	tx, err := pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(ctx) //nolint:errcheck // the test reads, then undoes
-	rows, err := form.ClaimActions(ctx, db.New(tx), p)
+	rows, err := form.ClaimActions(ctx, q, p)
 	if err != nil {
 		t.Fatalf("claim (%T): %v", form, err)
 	}

@@ -7,9 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/oncehook/oncehook/db"
 	"github.com/oncehook/oncehook/db/dbtest"
@@ -77,11 +75,9 @@ func TestInsertActionsFormsAgree(t *testing.T) {
 	}
 	for name, rows := range cases {
 		t.Run(name, func(t *testing.T) {
-			single := insertWith(t, pool, store.Single{}, rows...)
-			sharded := insertWith(t, pool, store.Sharded{}, rows...)
-			if diff := cmp.Diff(single, sharded); diff != "" {
-				t.Errorf("the two forms of the insert disagree (-single +sharded):\n%s", diff)
-			}
+			single := agree(t, pool, nil, func(t *testing.T, s store.Store, tx pgx.Tx, q *db.Queries) []insertedAction {
+				return insertWith(t, tx, q, s, rows...)
+			})
 			if len(rows) > 0 && name != "the operation exists already" && len(single) == 0 {
 				t.Errorf("no action created")
 			}
@@ -120,17 +116,11 @@ func insertParams(rows ...row) db.ActionInsertParams {
 	return p
 }
 
-// insertWith inserts rows with one form of InsertActions in a transaction it rolls
-// back, and returns the actions it created as the rule reads them.
-func insertWith(t *testing.T, pool *pgxpool.Pool, form store.Store, rows ...row) []insertedAction {
+// insertWith inserts rows with one form of InsertActions in tx, and returns the
+// actions it created as the rule reads them.
+func insertWith(t *testing.T, tx pgx.Tx, q *db.Queries, form store.Store, rows ...row) []insertedAction {
 	t.Helper()
 	ctx := context.Background()
-	tx, err := pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(ctx) //nolint:errcheck // the test reads, then undoes
-	q := db.New(tx)
 	created, err := form.InsertActions(ctx, q, insertParams(rows...))
 	if err != nil {
 		t.Fatalf("insert (%T): %v", form, err)
