@@ -42,14 +42,16 @@ ANALYZE events`); err != nil {
 		t.Fatalf("%d sources, want 3", len(got))
 	}
 	big, small, quiet := got[0], got[1], got[2]
-	// ANALYZE samples 30,000 rows whole: its count is exact here.
-	if !big.About || big.Events != 30000 {
+	// The planner's count: ANALYZE reads every page of 30,000 rows, but the
+	// estimate is scaled by the table's pages at planning time, so it may miss by a
+	// few rows. Within 1% is the planner's; anything further is a wrong count.
+	if !big.About || big.Events < 29700 || big.Events > 30300 {
 		t.Errorf("big: %d events (about: %v), want about 30,000", big.Events, big.About)
 	}
 	// The newest 10,001 (evt_20000..evt_30000): 5,000 repeated (the even ones past
-	// 20,000), so 15,001 deliveries, scaled by 30,000 / 10,001.
-	if want := int64(15001 * 30000 / 10001); big.Deliveries != want {
-		t.Errorf("big: %d deliveries, want %d", big.Deliveries, want)
+	// 20,000), so 15,001 deliveries, scaled by the estimate / 10,001.
+	if want := int64(float64(15001) * float64(big.Events) / 10001); big.Deliveries != want {
+		t.Errorf("big: %d deliveries, want %d (15,001 scaled by %d / 10,001)", big.Deliveries, want, big.Events)
 	}
 	if want := float64(5000) / 15001; big.DuplicateRate != want || big.Conflicts != 1 {
 		t.Errorf("big: duplicate rate %v and %d conflicts, want %v and 1", big.DuplicateRate, big.Conflicts, want)
