@@ -110,13 +110,13 @@ $(BIN)/templ:
 $(BIN)/stripe-mock:
 	GOBIN=$(BIN) go install github.com/stripe/stripe-mock@$(STRIPE_MOCK_VERSION)
 
-## test-citus: the ledger, inbox, review, API and dashboard (web), fault and history
-## (3 seeds) suites against a local Citus cluster: db/dbtest starts a coordinator and two
+## test-citus: the ledger, inbox, review, API and dashboard (web), fault, history
+## (3 seeds), cutover and partition suites against a local Citus cluster: db/dbtest starts a coordinator and two
 ## workers from the machine's PostgreSQL with Citus preloaded (ONCEHOOK_TEST_CITUS=1), a
 ## cluster for each package, TEST_P packages at a time, then the ALONE tests by
 ## themselves. Citus comes from Citus's own packages, or ../shared/citus/build.sh;
 ## without it this stops with the one line that says so.
-CITUS_PKGS ?= ./internal/ledger/ ./internal/inbox/ ./internal/review/ ./web/ ./internal/faults/ ./internal/cutover/
+CITUS_PKGS ?= ./internal/ledger/ ./internal/inbox/ ./internal/review/ ./web/ ./internal/faults/ ./internal/cutover/ ./internal/partitions/
 test-citus: tools
 	@for d in $(PG_DIRS); do \
 		if [ -x "$$d/postgres" ]; then \

@@ -75,6 +75,42 @@ func (q *Queries) EventAuditList(ctx context.Context, arg EventAuditListParams) 
 	return items, nil
 }
 
+const eventBodyInsertOne = `-- name: EventBodyInsertOne :exec
+INSERT INTO event_bodies (client, event_id, day, body, payload, headers)
+SELECT e.client, e.id, e.body_day, $1, $2, $3
+FROM events e
+WHERE e.client = $4 AND e.source = $5 AND e.source_event_id = $6
+  AND e.body_day = $7::date
+ON CONFLICT (client, event_id, day) DO NOTHING
+`
+
+type EventBodyInsertOneParams struct {
+	Body          []byte
+	Payload       []byte
+	Headers       json.RawMessage
+	Client        string
+	Source        string
+	SourceEventID string
+	Day           time.Time
+}
+
+// The bytes of the delivery EventInsertOne stored just before, on the client's
+// shard, when that insert made the event: its body_day is @day and its body not
+// written yet. A repeat of an event stored on an earlier day (its body_day is
+// older), or earlier today (its body is there), writes nothing.
+func (q *Queries) EventBodyInsertOne(ctx context.Context, arg EventBodyInsertOneParams) error {
+	_, err := q.db.Exec(ctx, eventBodyInsertOne,
+		arg.Body,
+		arg.Payload,
+		arg.Headers,
+		arg.Client,
+		arg.Source,
+		arg.SourceEventID,
+		arg.Day,
+	)
+	return err
+}
+
 const eventClaimReceived = `-- name: EventClaimReceived :many
 WITH next AS (
     SELECT id FROM event_queue WHERE client = $2 ORDER BY id LIMIT $3 FOR UPDATE SKIP LOCKED
@@ -83,7 +119,12 @@ WITH next AS (
     WHERE q.client = $2 AND q.id = ANY (ARRAY(SELECT id FROM next))
     RETURNING q.client, q.id
 )
-SELECT e.id, e.client, e.environment, e.source, e.source_event_id, e.type, e.status, e.reason, e.body, e.payload, e.body_sha256, e.headers, e.occurred_at, e.received_at, e.last_received_at, e.deliveries, e.conflict, e.routed_at, e.via FROM events e JOIN claimed c ON e.client = c.client AND e.id = c.id
+SELECT e.id, e.client, e.environment, e.source, e.source_event_id, e.type, e.status, e.reason,
+       coalesce(b.body, e.body)::bytea AS body, coalesce(b.payload, e.payload)::bytea AS payload,
+       e.body_sha256, coalesce(b.headers, e.headers)::jsonb AS headers, e.occurred_at, e.received_at,
+       e.last_received_at, e.deliveries, e.conflict, e.routed_at, e.via, e.body_day
+FROM events e JOIN claimed c ON e.client = c.client AND e.id = c.id
+LEFT JOIN event_bodies b ON b.client = e.client AND b.event_id = e.id AND b.day = e.body_day
 WHERE (NOT $1::boolean OR e.client = $2) AND e.status = 'received'
 ORDER BY e.id
 FOR UPDATE OF e
@@ -96,7 +137,26 @@ type EventClaimReceivedParams struct {
 }
 
 type EventClaimReceivedRow struct {
-	Event Event
+	ID             int64
+	Client         string
+	Environment    string
+	Source         string
+	SourceEventID  string
+	Type           string
+	Status         string
+	Reason         string
+	Body           []byte
+	Payload        []byte
+	BodySha256     []byte
+	Headers        json.RawMessage
+	OccurredAt     *time.Time
+	ReceivedAt     time.Time
+	LastReceivedAt time.Time
+	Deliveries     int32
+	Conflict       bool
+	RoutedAt       *time.Time
+	Via            string
+	BodyDay        *time.Time
 }
 
 // The router's claim: received events, oldest first, skipping those another router
@@ -123,25 +183,26 @@ func (q *Queries) EventClaimReceived(ctx context.Context, arg EventClaimReceived
 	for rows.Next() {
 		var i EventClaimReceivedRow
 		if err := rows.Scan(
-			&i.Event.ID,
-			&i.Event.Client,
-			&i.Event.Environment,
-			&i.Event.Source,
-			&i.Event.SourceEventID,
-			&i.Event.Type,
-			&i.Event.Status,
-			&i.Event.Reason,
-			&i.Event.Body,
-			&i.Event.Payload,
-			&i.Event.BodySha256,
-			&i.Event.Headers,
-			&i.Event.OccurredAt,
-			&i.Event.ReceivedAt,
-			&i.Event.LastReceivedAt,
-			&i.Event.Deliveries,
-			&i.Event.Conflict,
-			&i.Event.RoutedAt,
-			&i.Event.Via,
+			&i.ID,
+			&i.Client,
+			&i.Environment,
+			&i.Source,
+			&i.SourceEventID,
+			&i.Type,
+			&i.Status,
+			&i.Reason,
+			&i.Body,
+			&i.Payload,
+			&i.BodySha256,
+			&i.Headers,
+			&i.OccurredAt,
+			&i.ReceivedAt,
+			&i.LastReceivedAt,
+			&i.Deliveries,
+			&i.Conflict,
+			&i.RoutedAt,
+			&i.Via,
+			&i.BodyDay,
 		); err != nil {
 			return nil, err
 		}
@@ -216,14 +277,44 @@ func (q *Queries) EventConflictList(ctx context.Context, arg EventConflictListPa
 }
 
 const eventGet = `-- name: EventGet :one
-SELECT id, client, environment, source, source_event_id, type, status, reason, body, payload, body_sha256, headers, occurred_at, received_at, last_received_at, deliveries, conflict, routed_at, via FROM events WHERE id = $1
+SELECT e.id, e.client, e.environment, e.source, e.source_event_id, e.type, e.status, e.reason,
+       coalesce(b.body, e.body)::bytea AS body, coalesce(b.payload, e.payload)::bytea AS payload,
+       e.body_sha256, coalesce(b.headers, e.headers)::jsonb AS headers, e.occurred_at, e.received_at,
+       e.last_received_at, e.deliveries, e.conflict, e.routed_at, e.via, e.body_day
+FROM events e
+LEFT JOIN event_bodies b ON b.client = e.client AND b.event_id = e.id AND b.day = e.body_day
+WHERE e.id = $1
 `
 
-// An event by its id alone: one Postgres finds it by events_id_idx; on Citus the
-// reviews read EventGetByKey instead, which goes to the client's shard alone.
-func (q *Queries) EventGet(ctx context.Context, id int64) (Event, error) {
+type EventGetRow struct {
+	ID             int64
+	Client         string
+	Environment    string
+	Source         string
+	SourceEventID  string
+	Type           string
+	Status         string
+	Reason         string
+	Body           []byte
+	Payload        []byte
+	BodySha256     []byte
+	Headers        json.RawMessage
+	OccurredAt     *time.Time
+	ReceivedAt     time.Time
+	LastReceivedAt time.Time
+	Deliveries     int32
+	Conflict       bool
+	RoutedAt       *time.Time
+	Via            string
+	BodyDay        *time.Time
+}
+
+// An event by its id alone, with its bytes (see EventGetByKey): one Postgres finds
+// it by events_id_idx; on Citus the reviews read EventGetByKey instead, which goes
+// to the client's shard alone.
+func (q *Queries) EventGet(ctx context.Context, id int64) (EventGetRow, error) {
 	row := q.db.QueryRow(ctx, eventGet, id)
-	var i Event
+	var i EventGetRow
 	err := row.Scan(
 		&i.ID,
 		&i.Client,
@@ -244,12 +335,19 @@ func (q *Queries) EventGet(ctx context.Context, id int64) (Event, error) {
 		&i.Conflict,
 		&i.RoutedAt,
 		&i.Via,
+		&i.BodyDay,
 	)
 	return i, err
 }
 
 const eventGetByKey = `-- name: EventGetByKey :one
-SELECT id, client, environment, source, source_event_id, type, status, reason, body, payload, body_sha256, headers, occurred_at, received_at, last_received_at, deliveries, conflict, routed_at, via FROM events WHERE client = $1 AND id = $2
+SELECT e.id, e.client, e.environment, e.source, e.source_event_id, e.type, e.status, e.reason,
+       coalesce(b.body, e.body)::bytea AS body, coalesce(b.payload, e.payload)::bytea AS payload,
+       e.body_sha256, coalesce(b.headers, e.headers)::jsonb AS headers, e.occurred_at, e.received_at,
+       e.last_received_at, e.deliveries, e.conflict, e.routed_at, e.via, e.body_day
+FROM events e
+LEFT JOIN event_bodies b ON b.client = e.client AND b.event_id = e.id AND b.day = e.body_day
+WHERE e.client = $1 AND e.id = $2
 `
 
 type EventGetByKeyParams struct {
@@ -257,9 +355,35 @@ type EventGetByKeyParams struct {
 	ID     int64
 }
 
-func (q *Queries) EventGetByKey(ctx context.Context, arg EventGetByKeyParams) (Event, error) {
+type EventGetByKeyRow struct {
+	ID             int64
+	Client         string
+	Environment    string
+	Source         string
+	SourceEventID  string
+	Type           string
+	Status         string
+	Reason         string
+	Body           []byte
+	Payload        []byte
+	BodySha256     []byte
+	Headers        json.RawMessage
+	OccurredAt     *time.Time
+	ReceivedAt     time.Time
+	LastReceivedAt time.Time
+	Deliveries     int32
+	Conflict       bool
+	RoutedAt       *time.Time
+	Via            string
+	BodyDay        *time.Time
+}
+
+// An event with its bytes: from event_bodies, in the partition its body_day names,
+// or from its own row when it was stored before event_bodies (body_day NULL).
+// body is NULL once retention dropped it. The columns are events' own, in order.
+func (q *Queries) EventGetByKey(ctx context.Context, arg EventGetByKeyParams) (EventGetByKeyRow, error) {
 	row := q.db.QueryRow(ctx, eventGetByKey, arg.Client, arg.ID)
-	var i Event
+	var i EventGetByKeyRow
 	err := row.Scan(
 		&i.ID,
 		&i.Client,
@@ -280,29 +404,37 @@ func (q *Queries) EventGetByKey(ctx context.Context, arg EventGetByKeyParams) (E
 		&i.Conflict,
 		&i.RoutedAt,
 		&i.Via,
+		&i.BodyDay,
 	)
 	return i, err
 }
 
 const eventInsertBatch = `-- name: EventInsertBatch :many
-WITH stored AS (
-INSERT INTO events (client, environment, source, source_event_id, type, body, payload,
-                    body_sha256, headers, occurred_at, deliveries, conflict, via)
-SELECT r.client, r.environment, r.source, r.source_event_id, r.type, r.body, r.payload,
-       r.body_sha256, r.headers, nullif(r.occurred_at, '')::timestamptz, r.deliveries, r.conflict, r.via
-FROM (SELECT unnest($1::text[]) AS client, unnest($2::text[]) AS environment,
-             unnest($3::text[]) AS source, unnest($4::text[]) AS source_event_id,
-             unnest($5::text[]) AS type, unnest($6::bytea[]) AS body,
-             unnest($7::bytea[]) AS payload, unnest($8::bytea[]) AS body_sha256,
-             unnest($9::jsonb[]) AS headers, unnest($10::text[]) AS occurred_at,
-             unnest($11::integer[]) AS deliveries, unnest($12::boolean[]) AS conflict,
-             unnest($13::text[]) AS via) r
+WITH r AS (
+    SELECT unnest($1::text[]) AS client, unnest($2::text[]) AS environment,
+           unnest($3::text[]) AS source, unnest($4::text[]) AS source_event_id,
+           unnest($5::text[]) AS type, unnest($6::bytea[]) AS body,
+           unnest($7::bytea[]) AS payload, unnest($8::bytea[]) AS body_sha256,
+           unnest($9::jsonb[]) AS headers, unnest($10::text[]) AS occurred_at,
+           unnest($11::integer[]) AS deliveries, unnest($12::boolean[]) AS conflict,
+           unnest($13::text[]) AS via
+), stored AS (
+INSERT INTO events (client, environment, source, source_event_id, type, body_day,
+                    body_sha256, occurred_at, deliveries, conflict, via)
+SELECT r.client, r.environment, r.source, r.source_event_id, r.type, $14::date,
+       r.body_sha256, nullif(r.occurred_at, '')::timestamptz, r.deliveries, r.conflict, r.via
+FROM r
 ON CONFLICT (client, source, source_event_id) DO UPDATE
 SET deliveries       = events.deliveries + CASE WHEN EXCLUDED.via = 'backfill' THEN 0 ELSE EXCLUDED.deliveries END,
     last_received_at = CASE WHEN EXCLUDED.via = 'backfill' THEN events.last_received_at ELSE EXCLUDED.last_received_at END,
     conflict         = events.conflict OR EXCLUDED.conflict
                        OR (events.via = EXCLUDED.via AND events.body_sha256 <> EXCLUDED.body_sha256)
 RETURNING id, client, source, source_event_id, (xmax = 0)::boolean AS inserted, body_sha256, via
+), bodies AS (
+INSERT INTO event_bodies (client, event_id, day, body, payload, headers)
+SELECT s.client, s.id, $14::date, r.body, r.payload, r.headers
+FROM stored s JOIN r ON r.client = s.client AND r.source = s.source AND r.source_event_id = s.source_event_id
+WHERE s.inserted
 )
 SELECT id, client, source, source_event_id, inserted, body_sha256, via
 FROM stored
@@ -322,6 +454,7 @@ type EventInsertBatchParams struct {
 	Deliveries     []int32
 	Conflicts      []bool
 	Vias           []string
+	Day            time.Time
 }
 
 type EventInsertBatchRow struct {
@@ -339,8 +472,10 @@ type EventInsertBatchRow struct {
 // statement cannot update a row twice); deliveries is how many requests it stands
 // for and conflict whether their bodies differed among themselves. The row's stored
 // body_sha256 comes back so the caller can tell each request's repeat from a conflict.
-// New events join the router's queue (a trigger on events, see migration 00007) in
-// the same statement, which commits on its own; the routers are woken after the
+// A new event's bytes go to event_bodies, in @day's partition (see migration
+// 00038), in the same statement; a repeat's are not kept (a conflicting one is, in
+// event_conflicts). New events join the router's queue (a trigger on events, see
+// migration 00007) in the same statement, which commits on its own; the routers are woken after the
 // commit (see wakeup.go).
 // A repeat's time is the new row's default (EXCLUDED.last_received_at, now()):
 // Citus allows only immutable functions in an upsert's SET.
@@ -363,6 +498,7 @@ func (q *Queries) EventInsertBatch(ctx context.Context, arg EventInsertBatchPara
 		arg.Deliveries,
 		arg.Conflicts,
 		arg.Vias,
+		arg.Day,
 	)
 	if err != nil {
 		return nil, err
@@ -390,6 +526,76 @@ func (q *Queries) EventInsertBatch(ctx context.Context, arg EventInsertBatchPara
 	return items, nil
 }
 
+const eventInsertOne = `-- name: EventInsertOne :one
+INSERT INTO events (client, environment, source, source_event_id, type, body_day,
+                    body_sha256, occurred_at, deliveries, conflict, via)
+VALUES ($1, $2, $3, $4, $5, $6::date,
+        $7, nullif($8::text, '')::timestamptz, $9, $10, $11)
+ON CONFLICT (client, source, source_event_id) DO UPDATE
+SET deliveries       = events.deliveries + CASE WHEN EXCLUDED.via = 'backfill' THEN 0 ELSE EXCLUDED.deliveries END,
+    last_received_at = CASE WHEN EXCLUDED.via = 'backfill' THEN events.last_received_at ELSE EXCLUDED.last_received_at END,
+    conflict         = events.conflict OR EXCLUDED.conflict
+                       OR (events.via = EXCLUDED.via AND events.body_sha256 <> EXCLUDED.body_sha256)
+RETURNING id, client, source, source_event_id, (xmax = 0)::boolean AS inserted, body_sha256, via
+`
+
+type EventInsertOneParams struct {
+	Client        string
+	Environment   string
+	Source        string
+	SourceEventID string
+	Type          string
+	Day           time.Time
+	BodySha256    []byte
+	OccurredAt    string
+	Deliveries    int32
+	Conflict      bool
+	Via           string
+}
+
+type EventInsertOneRow struct {
+	ID            int64
+	Client        string
+	Source        string
+	SourceEventID string
+	Inserted      bool
+	BodySha256    []byte
+	Via           string
+}
+
+// EventInsertBatch for one delivery, on Citus: an INSERT ... SELECT over arrays
+// reads no distributed table, and Citus runs it through the coordinator, while an
+// INSERT of one row names its client and runs on the client's shard. The rows of a
+// batch are sent together (one round trip), in the order EventInsertBatch takes
+// them, with the same conflict rule and the same row returned. Each is followed
+// by its EventBodyInsertOne in the same batch (db.EventInsertRows).
+func (q *Queries) EventInsertOne(ctx context.Context, arg EventInsertOneParams) (EventInsertOneRow, error) {
+	row := q.db.QueryRow(ctx, eventInsertOne,
+		arg.Client,
+		arg.Environment,
+		arg.Source,
+		arg.SourceEventID,
+		arg.Type,
+		arg.Day,
+		arg.BodySha256,
+		arg.OccurredAt,
+		arg.Deliveries,
+		arg.Conflict,
+		arg.Via,
+	)
+	var i EventInsertOneRow
+	err := row.Scan(
+		&i.ID,
+		&i.Client,
+		&i.Source,
+		&i.SourceEventID,
+		&i.Inserted,
+		&i.BodySha256,
+		&i.Via,
+	)
+	return i, err
+}
+
 const eventList = `-- name: EventList :many
 SELECT id, client, environment, source, source_event_id, type, status, reason, deliveries, conflict, occurred_at, received_at, last_received_at, via FROM (
     (SELECT id, client, environment, source, source_event_id, type, status, reason, deliveries,
@@ -412,7 +618,7 @@ SELECT id, client, environment, source, source_event_id, type, status, reason, d
      FROM event_queue q
      -- OFFSET 0 keeps the queue driving the join: planned as a plain join, Postgres
      -- may scan the whole inbox for the rare status instead of the small queue.
-     CROSS JOIN LATERAL (SELECT id, client, environment, source, source_event_id, type, status, reason, body, payload, body_sha256, headers, occurred_at, received_at, last_received_at, deliveries, conflict, routed_at, via FROM events x
+     CROSS JOIN LATERAL (SELECT id, client, environment, source, source_event_id, type, status, reason, body, payload, body_sha256, headers, occurred_at, received_at, last_received_at, deliveries, conflict, routed_at, via, body_day FROM events x
                          WHERE x.client = q.client AND x.id = q.id AND x.status = 'received'
                          OFFSET 0) e
      WHERE $1::text = 'received' AND $2::text = ''
@@ -567,7 +773,10 @@ WITH old AS (
     SELECT e.client, e.id, e.status, e.reason FROM events e
     JOIN (SELECT unnest($1::text[]) AS client, unnest($2::bigint[]) AS id) r
       ON e.client = r.client AND e.id = r.id
-    WHERE e.status <> 'received' AND e.body IS NOT NULL
+    WHERE e.status <> 'received'
+      AND (e.body IS NOT NULL OR EXISTS (SELECT 1 FROM event_bodies b
+                                       WHERE b.client = e.client AND b.event_id = e.id AND b.day = e.body_day
+                                         AND b.body IS NOT NULL))
     FOR UPDATE OF e
 ), replayed AS (
     UPDATE events e SET status = 'received', reason = '', routed_at = NULL
@@ -623,7 +832,10 @@ func (q *Queries) EventReplay(ctx context.Context, arg EventReplayParams) ([]Eve
 const eventReplayOne = `-- name: EventReplayOne :many
 WITH old AS (
     SELECT e.client, e.id, e.status, e.reason FROM events e
-    WHERE e.client = $1 AND e.id = $2 AND e.status <> 'received' AND e.body IS NOT NULL
+    WHERE e.client = $1 AND e.id = $2 AND e.status <> 'received'
+      AND (e.body IS NOT NULL OR EXISTS (SELECT 1 FROM event_bodies b
+                                       WHERE b.client = e.client AND b.event_id = e.id AND b.day = e.body_day
+                                         AND b.body IS NOT NULL))
     FOR UPDATE OF e
 ), replayed AS (
     UPDATE events e SET status = 'received', reason = '', routed_at = NULL
@@ -710,9 +922,10 @@ func (q *Queries) EventSetStatuses(ctx context.Context, arg EventSetStatusesPara
 }
 
 const eventTraceparentOfAction = `-- name: EventTraceparentOfAction :one
-SELECT coalesce(e.headers->>'Traceparent', '')::text AS traceparent
+SELECT coalesce(b.headers->>'Traceparent', e.headers->>'Traceparent', '')::text AS traceparent
 FROM action_events ae
 JOIN events e ON e.client = ae.client AND e.id = ae.event_id
+LEFT JOIN event_bodies b ON b.client = e.client AND b.event_id = e.id AND b.day = e.body_day
 WHERE ae.client = $1 AND ae.action_id = $2
 ORDER BY ae.event_id
 LIMIT 1

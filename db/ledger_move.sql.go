@@ -188,11 +188,14 @@ func (q *Queries) ExportAudit(ctx context.Context, arg ExportAuditParams) ([]Exp
 }
 
 const exportEvents = `-- name: ExportEvents :many
-SELECT id, environment, source, source_event_id, type, status, reason,
-       (CASE WHEN $1::boolean THEN body END)::bytea AS body,
-       (CASE WHEN $1::boolean THEN payload END)::bytea AS payload,
-       body_sha256, headers, occurred_at, received_at, last_received_at, deliveries, conflict, routed_at, via
-FROM events WHERE client = $2 AND id > $3 ORDER BY id LIMIT $4
+SELECT e.id, e.environment, e.source, e.source_event_id, e.type, e.status, e.reason,
+       (CASE WHEN $1::boolean THEN coalesce(b.body, e.body) END)::bytea AS body,
+       (CASE WHEN $1::boolean THEN coalesce(b.payload, e.payload) END)::bytea AS payload,
+       e.body_sha256, coalesce(b.headers, e.headers)::jsonb AS headers, e.occurred_at, e.received_at,
+       e.last_received_at, e.deliveries, e.conflict, e.routed_at, e.via
+FROM events e
+LEFT JOIN event_bodies b ON b.client = e.client AND b.event_id = e.id AND b.day = e.body_day
+WHERE e.client = $2 AND e.id > $3 ORDER BY e.id LIMIT $4
 `
 
 type ExportEventsParams struct {
@@ -224,6 +227,8 @@ type ExportEventsRow struct {
 }
 
 // The client's delivery identities, with their bodies when @with_bodies.
+// The bytes are read from event_bodies, or from the event's own row when it was
+// stored before event_bodies (see EventGetByKey).
 func (q *Queries) ExportEvents(ctx context.Context, arg ExportEventsParams) ([]ExportEventsRow, error) {
 	rows, err := q.db.Query(ctx, exportEvents,
 		arg.WithBodies,
@@ -494,12 +499,12 @@ func (q *Queries) LedgerImportAudit(ctx context.Context, arg LedgerImportAuditPa
 }
 
 const ledgerImportEvent = `-- name: LedgerImportEvent :one
-INSERT INTO events (client, environment, source, source_event_id, type, status, reason, body, payload,
-                    body_sha256, headers, occurred_at, received_at, last_received_at, deliveries,
+INSERT INTO events (client, environment, source, source_event_id, type, status, reason, body_day,
+                    body_sha256, occurred_at, received_at, last_received_at, deliveries,
                     conflict, routed_at, via)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8,
-        $9, $10, $11, $12, $13,
-        $14, $15, $16, $17, $18)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8::date,
+        $9, $10, $11,
+        $12, $13, $14, $15, $16)
 ON CONFLICT (client, source, source_event_id) DO NOTHING
 RETURNING id
 `
@@ -512,10 +517,8 @@ type LedgerImportEventParams struct {
 	Type           string
 	Status         string
 	Reason         string
-	Body           []byte
-	Payload        []byte
+	BodyDay        time.Time
 	BodySha256     []byte
-	Headers        json.RawMessage
 	OccurredAt     *time.Time
 	ReceivedAt     time.Time
 	LastReceivedAt time.Time
@@ -526,7 +529,8 @@ type LedgerImportEventParams struct {
 }
 
 // One delivery identity of a moved ledger, under a new id; one received here
-// already is left as it is and returns nothing.
+// already is left as it is and returns nothing. Its bytes follow with
+// LedgerImportEventBody, into @body_day's partition.
 func (q *Queries) LedgerImportEvent(ctx context.Context, arg LedgerImportEventParams) (int64, error) {
 	row := q.db.QueryRow(ctx, ledgerImportEvent,
 		arg.Client,
@@ -536,10 +540,8 @@ func (q *Queries) LedgerImportEvent(ctx context.Context, arg LedgerImportEventPa
 		arg.Type,
 		arg.Status,
 		arg.Reason,
-		arg.Body,
-		arg.Payload,
+		arg.BodyDay,
 		arg.BodySha256,
-		arg.Headers,
 		arg.OccurredAt,
 		arg.ReceivedAt,
 		arg.LastReceivedAt,
@@ -551,6 +553,34 @@ func (q *Queries) LedgerImportEvent(ctx context.Context, arg LedgerImportEventPa
 	var id int64
 	err := row.Scan(&id)
 	return id, err
+}
+
+const ledgerImportEventBody = `-- name: LedgerImportEventBody :exec
+INSERT INTO event_bodies (client, event_id, day, body, payload, headers)
+VALUES ($1, $2, $3::date, $4, $5, $6)
+`
+
+type LedgerImportEventBodyParams struct {
+	Client  string
+	EventID int64
+	Day     time.Time
+	Body    []byte
+	Payload []byte
+	Headers json.RawMessage
+}
+
+// The bytes of an event LedgerImportEvent added (body NULL when the file holds
+// none: exported without bodies, or dropped by retention there).
+func (q *Queries) LedgerImportEventBody(ctx context.Context, arg LedgerImportEventBodyParams) error {
+	_, err := q.db.Exec(ctx, ledgerImportEventBody,
+		arg.Client,
+		arg.EventID,
+		arg.Day,
+		arg.Body,
+		arg.Payload,
+		arg.Headers,
+	)
+	return err
 }
 
 const ledgerImportSnooze = `-- name: LedgerImportSnooze :exec

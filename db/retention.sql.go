@@ -35,6 +35,31 @@ func (q *Queries) ActionPruneClosed(ctx context.Context, arg ActionPruneClosedPa
 	return result.RowsAffected(), nil
 }
 
+const eventBodiesDrop = `-- name: EventBodiesDrop :execrows
+WITH old AS (
+    SELECT b.client, b.event_id, b.day FROM events ev
+    JOIN event_bodies b ON b.client = ev.client AND b.event_id = ev.id AND b.day = ev.body_day
+    WHERE ev.status <> 'received' AND ev.routed_at < $1
+    LIMIT $2
+)
+DELETE FROM event_bodies b USING old
+WHERE b.client = old.client AND b.event_id = old.event_id AND b.day = old.day
+`
+
+type EventBodiesDropParams struct {
+	Before *time.Time
+	Batch  int32
+}
+
+// EventDropBodies for the bytes in event_bodies, row by row.
+func (q *Queries) EventBodiesDrop(ctx context.Context, arg EventBodiesDropParams) (int64, error) {
+	result, err := q.db.Exec(ctx, eventBodiesDrop, arg.Before, arg.Batch)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const eventDropBodies = `-- name: EventDropBodies :execrows
 WITH old AS (
     SELECT ev.client, ev.id FROM events ev
@@ -50,7 +75,8 @@ type EventDropBodiesParams struct {
 	Batch  int32
 }
 
-// Keeps identity and hash, drops the bytes, for events routed long enough ago.
+// Keeps identity and hash, drops the bytes, for events routed long enough ago
+// whose bytes are still in their own row (stored before event_bodies).
 func (q *Queries) EventDropBodies(ctx context.Context, arg EventDropBodiesParams) (int64, error) {
 	result, err := q.db.Exec(ctx, eventDropBodies, arg.Before, arg.Batch)
 	if err != nil {

@@ -181,6 +181,7 @@ type Event struct {
 	Conflict       bool
 	RoutedAt       *time.Time
 	Via            string
+	BodyDay        *time.Time
 }
 
 type EventAudit struct {
@@ -192,6 +193,15 @@ type EventAudit struct {
 	Note    string
 	Detail  json.RawMessage
 	At      time.Time
+}
+
+type EventBody struct {
+	Client  string
+	EventID int64
+	Day     time.Time
+	Body    []byte
+	Payload []byte
+	Headers json.RawMessage
 }
 
 type EventConflict struct {

@@ -4,8 +4,10 @@
 -- statement cannot update a row twice); deliveries is how many requests it stands
 -- for and conflict whether their bodies differed among themselves. The row's stored
 -- body_sha256 comes back so the caller can tell each request's repeat from a conflict.
--- New events join the router's queue (a trigger on events, see migration 00007) in
--- the same statement, which commits on its own; the routers are woken after the
+-- A new event's bytes go to event_bodies, in @day's partition (see migration
+-- 00038), in the same statement; a repeat's are not kept (a conflicting one is, in
+-- event_conflicts). New events join the router's queue (a trigger on events, see
+-- migration 00007) in the same statement, which commits on its own; the routers are woken after the
 -- commit (see wakeup.go).
 -- A repeat's time is the new row's default (EXCLUDED.last_received_at, now()):
 -- Citus allows only immutable functions in an upsert's SET.
@@ -13,38 +15,46 @@
 -- touches a row that is already there; a webhook that follows a backfilled one is
 -- counted as its repeat, and the two bodies are not compared: the API's copy of an
 -- event is not the bytes the provider signs and posts.
-WITH stored AS (
-INSERT INTO events (client, environment, source, source_event_id, type, body, payload,
-                    body_sha256, headers, occurred_at, deliveries, conflict, via)
-SELECT r.client, r.environment, r.source, r.source_event_id, r.type, r.body, r.payload,
-       r.body_sha256, r.headers, nullif(r.occurred_at, '')::timestamptz, r.deliveries, r.conflict, r.via
-FROM (SELECT unnest(@clients::text[]) AS client, unnest(@environments::text[]) AS environment,
-             unnest(@sources::text[]) AS source, unnest(@source_event_ids::text[]) AS source_event_id,
-             unnest(@types::text[]) AS type, unnest(@bodies::bytea[]) AS body,
-             unnest(@payloads::bytea[]) AS payload, unnest(@body_sha256s::bytea[]) AS body_sha256,
-             unnest(@headers::jsonb[]) AS headers, unnest(@occurred_ats::text[]) AS occurred_at,
-             unnest(@deliveries::integer[]) AS deliveries, unnest(@conflicts::boolean[]) AS conflict,
-             unnest(@vias::text[]) AS via) r
+WITH r AS (
+    SELECT unnest(@clients::text[]) AS client, unnest(@environments::text[]) AS environment,
+           unnest(@sources::text[]) AS source, unnest(@source_event_ids::text[]) AS source_event_id,
+           unnest(@types::text[]) AS type, unnest(@bodies::bytea[]) AS body,
+           unnest(@payloads::bytea[]) AS payload, unnest(@body_sha256s::bytea[]) AS body_sha256,
+           unnest(@headers::jsonb[]) AS headers, unnest(@occurred_ats::text[]) AS occurred_at,
+           unnest(@deliveries::integer[]) AS deliveries, unnest(@conflicts::boolean[]) AS conflict,
+           unnest(@vias::text[]) AS via
+), stored AS (
+INSERT INTO events (client, environment, source, source_event_id, type, body_day,
+                    body_sha256, occurred_at, deliveries, conflict, via)
+SELECT r.client, r.environment, r.source, r.source_event_id, r.type, @day::date,
+       r.body_sha256, nullif(r.occurred_at, '')::timestamptz, r.deliveries, r.conflict, r.via
+FROM r
 ON CONFLICT (client, source, source_event_id) DO UPDATE
 SET deliveries       = events.deliveries + CASE WHEN EXCLUDED.via = 'backfill' THEN 0 ELSE EXCLUDED.deliveries END,
     last_received_at = CASE WHEN EXCLUDED.via = 'backfill' THEN events.last_received_at ELSE EXCLUDED.last_received_at END,
     conflict         = events.conflict OR EXCLUDED.conflict
                        OR (events.via = EXCLUDED.via AND events.body_sha256 <> EXCLUDED.body_sha256)
 RETURNING id, client, source, source_event_id, (xmax = 0)::boolean AS inserted, body_sha256, via
+), bodies AS (
+INSERT INTO event_bodies (client, event_id, day, body, payload, headers)
+SELECT s.client, s.id, @day::date, r.body, r.payload, r.headers
+FROM stored s JOIN r ON r.client = s.client AND r.source = s.source AND r.source_event_id = s.source_event_id
+WHERE s.inserted
 )
 SELECT id, client, source, source_event_id, inserted, body_sha256, via
 FROM stored;
 
--- name: EventInsertOne :batchone
+-- name: EventInsertOne :one
 -- EventInsertBatch for one delivery, on Citus: an INSERT ... SELECT over arrays
 -- reads no distributed table, and Citus runs it through the coordinator, while an
 -- INSERT of one row names its client and runs on the client's shard. The rows of a
 -- batch are sent together (one round trip), in the order EventInsertBatch takes
--- them, with the same conflict rule and the same row returned.
-INSERT INTO events (client, environment, source, source_event_id, type, body, payload,
-                    body_sha256, headers, occurred_at, deliveries, conflict, via)
-VALUES (@client, @environment, @source, @source_event_id, @type, @body, @payload,
-        @body_sha256, @headers, nullif(@occurred_at::text, '')::timestamptz, @deliveries, @conflict, @via)
+-- them, with the same conflict rule and the same row returned. Each is followed
+-- by its EventBodyInsertOne in the same batch (db.EventInsertRows).
+INSERT INTO events (client, environment, source, source_event_id, type, body_day,
+                    body_sha256, occurred_at, deliveries, conflict, via)
+VALUES (@client, @environment, @source, @source_event_id, @type, @day::date,
+        @body_sha256, nullif(@occurred_at::text, '')::timestamptz, @deliveries, @conflict, @via)
 ON CONFLICT (client, source, source_event_id) DO UPDATE
 SET deliveries       = events.deliveries + CASE WHEN EXCLUDED.via = 'backfill' THEN 0 ELSE EXCLUDED.deliveries END,
     last_received_at = CASE WHEN EXCLUDED.via = 'backfill' THEN events.last_received_at ELSE EXCLUDED.last_received_at END,
@@ -52,18 +62,46 @@ SET deliveries       = events.deliveries + CASE WHEN EXCLUDED.via = 'backfill' T
                        OR (events.via = EXCLUDED.via AND events.body_sha256 <> EXCLUDED.body_sha256)
 RETURNING id, client, source, source_event_id, (xmax = 0)::boolean AS inserted, body_sha256, via;
 
+-- name: EventBodyInsertOne :exec
+-- The bytes of the delivery EventInsertOne stored just before, on the client's
+-- shard, when that insert made the event: its body_day is @day and its body not
+-- written yet. A repeat of an event stored on an earlier day (its body_day is
+-- older), or earlier today (its body is there), writes nothing.
+INSERT INTO event_bodies (client, event_id, day, body, payload, headers)
+SELECT e.client, e.id, e.body_day, @body, @payload, @headers
+FROM events e
+WHERE e.client = @client AND e.source = @source AND e.source_event_id = @source_event_id
+  AND e.body_day = @day::date
+ON CONFLICT (client, event_id, day) DO NOTHING;
+
 -- name: EventConflictInsert :exec
 INSERT INTO event_conflicts (client, event_id, body, body_sha256, headers)
 VALUES (@client, @event_id, @body, @body_sha256, @headers)
 ON CONFLICT (client, event_id, body_sha256) DO NOTHING;
 
 -- name: EventGet :one
--- An event by its id alone: one Postgres finds it by events_id_idx; on Citus the
--- reviews read EventGetByKey instead, which goes to the client's shard alone.
-SELECT * FROM events WHERE id = @id;
+-- An event by its id alone, with its bytes (see EventGetByKey): one Postgres finds
+-- it by events_id_idx; on Citus the reviews read EventGetByKey instead, which goes
+-- to the client's shard alone.
+SELECT e.id, e.client, e.environment, e.source, e.source_event_id, e.type, e.status, e.reason,
+       coalesce(b.body, e.body)::bytea AS body, coalesce(b.payload, e.payload)::bytea AS payload,
+       e.body_sha256, coalesce(b.headers, e.headers)::jsonb AS headers, e.occurred_at, e.received_at,
+       e.last_received_at, e.deliveries, e.conflict, e.routed_at, e.via, e.body_day
+FROM events e
+LEFT JOIN event_bodies b ON b.client = e.client AND b.event_id = e.id AND b.day = e.body_day
+WHERE e.id = @id;
 
 -- name: EventGetByKey :one
-SELECT * FROM events WHERE client = @client AND id = @id;
+-- An event with its bytes: from event_bodies, in the partition its body_day names,
+-- or from its own row when it was stored before event_bodies (body_day NULL).
+-- body is NULL once retention dropped it. The columns are events' own, in order.
+SELECT e.id, e.client, e.environment, e.source, e.source_event_id, e.type, e.status, e.reason,
+       coalesce(b.body, e.body)::bytea AS body, coalesce(b.payload, e.payload)::bytea AS payload,
+       e.body_sha256, coalesce(b.headers, e.headers)::jsonb AS headers, e.occurred_at, e.received_at,
+       e.last_received_at, e.deliveries, e.conflict, e.routed_at, e.via, e.body_day
+FROM events e
+LEFT JOIN event_bodies b ON b.client = e.client AND b.event_id = e.id AND b.day = e.body_day
+WHERE e.client = @client AND e.id = @id;
 
 -- name: EventConflictList :many
 SELECT * FROM event_conflicts WHERE client = @client AND event_id = @event_id ORDER BY id;
@@ -90,7 +128,12 @@ WITH next AS (
     WHERE q.client = @client AND q.id = ANY (ARRAY(SELECT id FROM next))
     RETURNING q.client, q.id
 )
-SELECT sqlc.embed(e) FROM events e JOIN claimed c ON e.client = c.client AND e.id = c.id
+SELECT e.id, e.client, e.environment, e.source, e.source_event_id, e.type, e.status, e.reason,
+       coalesce(b.body, e.body)::bytea AS body, coalesce(b.payload, e.payload)::bytea AS payload,
+       e.body_sha256, coalesce(b.headers, e.headers)::jsonb AS headers, e.occurred_at, e.received_at,
+       e.last_received_at, e.deliveries, e.conflict, e.routed_at, e.via, e.body_day
+FROM events e JOIN claimed c ON e.client = c.client AND e.id = c.id
+LEFT JOIN event_bodies b ON b.client = e.client AND b.event_id = e.id AND b.day = e.body_day
 WHERE (NOT @sharded::boolean OR e.client = @client) AND e.status = 'received'
 ORDER BY e.id
 FOR UPDATE OF e;
@@ -184,7 +227,10 @@ WITH old AS (
     SELECT e.client, e.id, e.status, e.reason FROM events e
     JOIN (SELECT unnest(@clients::text[]) AS client, unnest(@ids::bigint[]) AS id) r
       ON e.client = r.client AND e.id = r.id
-    WHERE e.status <> 'received' AND e.body IS NOT NULL
+    WHERE e.status <> 'received'
+      AND (e.body IS NOT NULL OR EXISTS (SELECT 1 FROM event_bodies b
+                                       WHERE b.client = e.client AND b.event_id = e.id AND b.day = e.body_day
+                                         AND b.body IS NOT NULL))
     FOR UPDATE OF e
 ), replayed AS (
     UPDATE events e SET status = 'received', reason = '', routed_at = NULL
@@ -202,7 +248,10 @@ FROM old ORDER BY old.id;
 -- on the client's shard.
 WITH old AS (
     SELECT e.client, e.id, e.status, e.reason FROM events e
-    WHERE e.client = @client AND e.id = @id AND e.status <> 'received' AND e.body IS NOT NULL
+    WHERE e.client = @client AND e.id = @id AND e.status <> 'received'
+      AND (e.body IS NOT NULL OR EXISTS (SELECT 1 FROM event_bodies b
+                                       WHERE b.client = e.client AND b.event_id = e.id AND b.day = e.body_day
+                                         AND b.body IS NOT NULL))
     FOR UPDATE OF e
 ), replayed AS (
     UPDATE events e SET status = 'received', reason = '', routed_at = NULL
@@ -226,9 +275,10 @@ SELECT * FROM event_audit WHERE client = @client AND event_id = @event_id ORDER 
 -- The trace context the first event that asked for an action was stored with (its
 -- Traceparent identity header, see internal/ledger/trace.go); '' when it has none.
 -- Read only while tracing is on.
-SELECT coalesce(e.headers->>'Traceparent', '')::text AS traceparent
+SELECT coalesce(b.headers->>'Traceparent', e.headers->>'Traceparent', '')::text AS traceparent
 FROM action_events ae
 JOIN events e ON e.client = ae.client AND e.id = ae.event_id
+LEFT JOIN event_bodies b ON b.client = e.client AND b.event_id = e.id AND b.day = e.body_day
 WHERE ae.client = @client AND ae.action_id = @action_id
 ORDER BY ae.event_id
 LIMIT 1;

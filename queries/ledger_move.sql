@@ -8,11 +8,16 @@ SELECT * FROM actions WHERE client = @client AND id > @after ORDER BY id LIMIT @
 
 -- name: ExportEvents :many
 -- The client's delivery identities, with their bodies when @with_bodies.
-SELECT id, environment, source, source_event_id, type, status, reason,
-       (CASE WHEN @with_bodies::boolean THEN body END)::bytea AS body,
-       (CASE WHEN @with_bodies::boolean THEN payload END)::bytea AS payload,
-       body_sha256, headers, occurred_at, received_at, last_received_at, deliveries, conflict, routed_at, via
-FROM events WHERE client = @client AND id > @after ORDER BY id LIMIT @max_rows;
+-- The bytes are read from event_bodies, or from the event's own row when it was
+-- stored before event_bodies (see EventGetByKey).
+SELECT e.id, e.environment, e.source, e.source_event_id, e.type, e.status, e.reason,
+       (CASE WHEN @with_bodies::boolean THEN coalesce(b.body, e.body) END)::bytea AS body,
+       (CASE WHEN @with_bodies::boolean THEN coalesce(b.payload, e.payload) END)::bytea AS payload,
+       e.body_sha256, coalesce(b.headers, e.headers)::jsonb AS headers, e.occurred_at, e.received_at,
+       e.last_received_at, e.deliveries, e.conflict, e.routed_at, e.via
+FROM events e
+LEFT JOIN event_bodies b ON b.client = e.client AND b.event_id = e.id AND b.day = e.body_day
+WHERE e.client = @client AND e.id > @after ORDER BY e.id LIMIT @max_rows;
 
 -- name: ExportActionEvents :many
 SELECT action_id, event_id, params, params_sha256, conflict, linked_at FROM action_events
@@ -51,15 +56,22 @@ SELECT id FROM events WHERE client = @client AND source = @source AND source_eve
 
 -- name: LedgerImportEvent :one
 -- One delivery identity of a moved ledger, under a new id; one received here
--- already is left as it is and returns nothing.
-INSERT INTO events (client, environment, source, source_event_id, type, status, reason, body, payload,
-                    body_sha256, headers, occurred_at, received_at, last_received_at, deliveries,
+-- already is left as it is and returns nothing. Its bytes follow with
+-- LedgerImportEventBody, into @body_day's partition.
+INSERT INTO events (client, environment, source, source_event_id, type, status, reason, body_day,
+                    body_sha256, occurred_at, received_at, last_received_at, deliveries,
                     conflict, routed_at, via)
-VALUES (@client, @environment, @source, @source_event_id, @type, @status, @reason, sqlc.narg(body),
-        sqlc.narg(payload), @body_sha256, @headers, sqlc.narg(occurred_at), @received_at,
+VALUES (@client, @environment, @source, @source_event_id, @type, @status, @reason, @body_day::date,
+        @body_sha256, sqlc.narg(occurred_at), @received_at,
         @last_received_at, @deliveries, @conflict, sqlc.narg(routed_at), @via)
 ON CONFLICT (client, source, source_event_id) DO NOTHING
 RETURNING id;
+
+-- name: LedgerImportEventBody :exec
+-- The bytes of an event LedgerImportEvent added (body NULL when the file holds
+-- none: exported without bodies, or dropped by retention there).
+INSERT INTO event_bodies (client, event_id, day, body, payload, headers)
+VALUES (@client, @event_id, @day::date, sqlc.narg(body), sqlc.narg(payload), @headers);
 
 -- name: LedgerImportActionEvent :exec
 INSERT INTO action_events (client, action_id, event_id, params, params_sha256, conflict, linked_at)

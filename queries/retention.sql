@@ -13,7 +13,8 @@ WITH old AS (
 DELETE FROM events e USING old WHERE e.client = old.client AND e.id = old.id;
 
 -- name: EventDropBodies :execrows
--- Keeps identity and hash, drops the bytes, for events routed long enough ago.
+-- Keeps identity and hash, drops the bytes, for events routed long enough ago
+-- whose bytes are still in their own row (stored before event_bodies).
 WITH old AS (
     SELECT ev.client, ev.id FROM events ev
     WHERE ev.status <> 'received' AND ev.routed_at < @before AND ev.body IS NOT NULL
@@ -21,6 +22,17 @@ WITH old AS (
 )
 UPDATE events e SET body = NULL, payload = NULL FROM old
 WHERE e.client = old.client AND e.id = old.id;
+
+-- name: EventBodiesDrop :execrows
+-- EventDropBodies for the bytes in event_bodies, row by row.
+WITH old AS (
+    SELECT b.client, b.event_id, b.day FROM events ev
+    JOIN event_bodies b ON b.client = ev.client AND b.event_id = ev.id AND b.day = ev.body_day
+    WHERE ev.status <> 'received' AND ev.routed_at < @before
+    LIMIT @batch
+)
+DELETE FROM event_bodies b USING old
+WHERE b.client = old.client AND b.event_id = old.event_id AND b.day = old.day;
 
 -- name: ActionPruneClosed :execrows
 -- One small batch of closed actions past the ledger window; attempts, audit and

@@ -57,6 +57,12 @@ type harness struct {
 	logs *lockedWriter
 }
 
+// eventsRead stands for events as the readers see them (a subquery to name), with each event's bytes
+// from event_bodies (or from its own row, for one stored before event_bodies).
+const eventsRead = `(SELECT e.id, e.client, e.source, e.source_event_id, e.status, e.conflict, e.deliveries,
+	coalesce(b.body, e.body) AS body, coalesce(b.headers, e.headers) AS headers
+	FROM events e LEFT JOIN event_bodies b ON b.client = e.client AND b.event_id = e.id AND b.day = e.body_day)`
+
 func newHarness(t *testing.T, yaml string, pool *pgxpool.Pool) *harness {
 	t.Helper()
 	cfg, err := config.Parse("test.yaml", []byte(yaml), func(k string) string { return testEnv[k] })

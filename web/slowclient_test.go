@@ -108,7 +108,7 @@ func TestSlowBodyIsCut(t *testing.T) {
 	}
 	var stored, large200 int
 	if err := d.pool.QueryRow(context.Background(), `SELECT count(*) FILTER (WHERE source_event_id = 'evt_slow'),
-		count(*) FILTER (WHERE length(body::text) > 200000) FROM events`).Scan(&stored, &large200); err != nil {
+		count(*) FILTER (WHERE length(body::text) > 200000) FROM `+eventsRead+` events`).Scan(&stored, &large200); err != nil {
 		t.Fatal(err)
 	}
 	if stored != 0 || large200 != 1 {

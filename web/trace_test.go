@@ -95,7 +95,7 @@ func TestDeliveryTrace(t *testing.T) {
 	var eventID, actionID int64
 	var opKey, state, traceparent string
 	err = h.pool.QueryRow(context.Background(), `SELECT e.id, a.id, a.operation_key, a.state, e.headers->>'Traceparent'
-		FROM events e JOIN action_events ae ON ae.client = e.client AND ae.event_id = e.id
+		FROM `+eventsRead+` e JOIN action_events ae ON ae.client = e.client AND ae.event_id = e.id
 		JOIN actions a ON a.client = ae.client AND a.id = ae.action_id
 		WHERE e.source_event_id = 'evt_traced'`).Scan(&eventID, &actionID, &opKey, &state, &traceparent)
 	if err != nil {

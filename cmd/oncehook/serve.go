@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/oncehook/oncehook/db"
 	"github.com/oncehook/oncehook/internal/backfill"
 	"github.com/oncehook/oncehook/internal/config"
 	"github.com/oncehook/oncehook/internal/destination"
@@ -18,6 +19,7 @@ import (
 	"github.com/oncehook/oncehook/internal/metrics"
 	"github.com/oncehook/oncehook/internal/notify"
 	"github.com/oncehook/oncehook/internal/oauthstore"
+	"github.com/oncehook/oncehook/internal/partitions"
 	"github.com/oncehook/oncehook/internal/provider"
 	"github.com/oncehook/oncehook/internal/review"
 	"github.com/oncehook/oncehook/internal/settings"
@@ -139,8 +141,10 @@ func runServices(ctx context.Context, env *environment, cfg *settings.Config, d 
 	if !opts.http {
 		return runAsWorker(ctx, env, opts.metricsAddr, d, metrics, logger, stopWorkers)
 	}
-	wg.Add(2)
+	wg.Add(3)
 	go func() { defer wg.Done(); pruneEvery(engineCtx, d.Pool, cfg, logger) }()
+	// The days' partitions the inbox writes into, made ahead now and every hour.
+	go func() { defer wg.Done(); partitions.Keep(engineCtx, db.New(d.Pool), logger) }()
 	notifier := notify.New(notify.Params{Pool: d.Pool, Config: cfg,
 		Mail: destination.NewSMTP(cfg.Notify.SMTP.Destination()), Logger: logger})
 	go func() { defer wg.Done(); notifier.Run(engineCtx) }()

@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"time"
 
 	"github.com/oncehook/oncehook/db"
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/partitions"
 	"github.com/oncehook/oncehook/internal/settings"
 )
 
@@ -52,7 +54,12 @@ func ImportLedger(ctx context.Context, p LedgerParams, r io.Reader) (LedgerRepor
 	err := db.WithTx(ctx, p.Pool, func(q *db.Queries) error {
 		l := &ledgerLoad{q: q, cfg: p.Config, problems: problems, rep: &rep,
 			actions: map[int64]int64{}, events: map[int64]int64{}, fresh: map[int64]bool{},
-			refused: map[int64]bool{}}
+			refused: map[int64]bool{}, day: partitions.Day(time.Now())}
+		// Today's partition of the events' bytes is there unless the servers
+		// were down for longer than the lead; then it is made here.
+		if _, err := partitions.Make(ctx, q, l.day, l.day); err != nil {
+			return err
+		}
 		if err := l.read(ctx, r, p.Client); err != nil {
 			return err
 		}
@@ -83,6 +90,7 @@ type ledgerLoad struct {
 	events   map[int64]int64
 	fresh    map[int64]bool // the file's action ids this import added
 	refused  map[int64]bool // the file's action ids refused on their own line
+	day      time.Time      // the partition day the events' bytes are written in
 }
 
 // read loads the file line by line.
@@ -204,11 +212,15 @@ func (l *ledgerLoad) action(ctx context.Context, line int, a movedAction) error 
 func (l *ledgerLoad) event(ctx context.Context, e movedEvent) error {
 	id, err := l.q.LedgerImportEvent(ctx, db.LedgerImportEventParams{Client: l.client, Environment: e.Environment,
 		Source: e.Source, SourceEventID: e.SourceEventID, Type: e.Type, Status: e.Status, Reason: e.Reason,
-		Body: e.Body, Payload: e.Payload, BodySha256: e.BodySha256, Headers: e.Headers, OccurredAt: e.OccurredAt,
+		BodyDay: l.day, BodySha256: e.BodySha256, OccurredAt: e.OccurredAt,
 		ReceivedAt: e.ReceivedAt, LastReceivedAt: e.LastReceivedAt, Deliveries: e.Deliveries, Conflict: e.Conflict,
 		RoutedAt: e.RoutedAt, Via: e.Via})
 	switch {
 	case err == nil:
+		if err := l.q.LedgerImportEventBody(ctx, db.LedgerImportEventBodyParams{Client: l.client, EventID: id,
+			Day: l.day, Body: e.Body, Payload: e.Payload, Headers: e.Headers}); err != nil {
+			return fmt.Errorf("add the body of event %s: %w", e.SourceEventID, err)
+		}
 		l.events[e.ID] = id
 		l.rep.Events++
 		return nil

@@ -14,6 +14,7 @@ import (
 	"github.com/oncehook/oncehook/db"
 	"github.com/oncehook/oncehook/internal/batch"
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/partitions"
 	"github.com/oncehook/oncehook/internal/store"
 )
 
@@ -123,7 +124,15 @@ func (r eventRow) identity() identity { return identity{r.client, r.source, r.so
 func writeBatch(ctx context.Context, pool *pgxpool.Pool, s store.Store, deliveries []eventRow) ([]batch.Result[ledger.Receipt], error) {
 	folds, p := foldBatch(deliveries)
 	q := db.New(pool)
-	rows, err := s.InsertEvents(ctx, pool, p)
+	// The bytes go to today's partition; a server down for longer than the
+	// partitions' lead finds it missing, makes it and writes the batch again
+	// (the failed statement stored nothing).
+	p.Day = partitions.Day(time.Now())
+	var rows []db.EventInsertBatchRow
+	err := partitions.Retry(ctx, q, p.Day, func() (err error) {
+		rows, err = s.InsertEvents(ctx, pool, p)
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("insert events: %w", err)
 	}

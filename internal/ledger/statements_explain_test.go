@@ -18,6 +18,7 @@ import (
 
 	"github.com/oncehook/oncehook/db"
 	"github.com/oncehook/oncehook/db/dbtest"
+	"github.com/oncehook/oncehook/internal/partitions"
 )
 
 // workerStatement is one statement the ingest path or a worker runs: call sends
@@ -59,12 +60,16 @@ func ingestStatements() []workerStatement {
 			_, _ = q.EventInsertBatch(ctx, db.EventInsertBatchParams{Clients: []string{wsClient}, Environments: []string{"live"},
 				Sources: []string{"shop"}, SourceEventIds: []string{"e1"}, Types: []string{"t"}, Bodies: [][]byte{wsJSON},
 				Payloads: [][]byte{wsJSON}, BodySha256s: [][]byte{wsSum}, Headers: []json.RawMessage{wsJSON},
-				OccurredAts: []string{""}, Deliveries: []int32{1}, Conflicts: []bool{false}, Vias: []string{"webhook"}})
+				OccurredAts: []string{""}, Deliveries: []int32{1}, Conflicts: []bool{false}, Vias: []string{"webhook"},
+				Day: partitions.Day(wsNow)})
 		}},
 		{name: "EventInsertOne", mode: "citus", call: func(ctx context.Context, q *db.Queries, _ bool) {
-			q.EventInsertOne(ctx, []db.EventInsertOneParams{{Client: wsClient, Environment: "live", Source: "shop",
-				SourceEventID: "e1", Type: "t", Body: wsJSON, Payload: wsJSON, BodySha256: wsSum, Headers: wsJSON, Deliveries: 1,
-				Via: "webhook"}}).QueryRow(nil)
+			_, _ = q.EventInsertOne(ctx, db.EventInsertOneParams{Client: wsClient, Environment: "live", Source: "shop",
+				SourceEventID: "e1", Type: "t", Day: partitions.Day(wsNow), BodySha256: wsSum, Deliveries: 1, Via: "webhook"})
+		}},
+		{name: "EventBodyInsertOne", mode: "citus", call: func(ctx context.Context, q *db.Queries, _ bool) {
+			_ = q.EventBodyInsertOne(ctx, db.EventBodyInsertOneParams{Client: wsClient, Source: "shop", SourceEventID: "e1",
+				Day: partitions.Day(wsNow), Body: wsJSON, Payload: wsJSON, Headers: wsJSON})
 		}},
 		{name: "EventConflictInsert", call: func(ctx context.Context, q *db.Queries, _ bool) {
 			_ = q.EventConflictInsert(ctx, db.EventConflictInsertParams{Client: wsClient, EventID: 1, Body: wsJSON, BodySha256: wsSum, Headers: wsJSON})

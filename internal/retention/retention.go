@@ -64,6 +64,13 @@ func Prune(ctx context.Context, pool *pgxpool.Pool, cfg *settings.Config, now ti
 		if err != nil {
 			return r, fmt.Errorf("drop event bodies: %w", err)
 		}
+		n, err = drain(ctx, func() (int64, error) {
+			return q.EventBodiesDrop(ctx, db.EventBodiesDropParams{Before: &before, Batch: pruneBatch})
+		})
+		r.BodiesDropped += n
+		if err != nil {
+			return r, fmt.Errorf("drop event bodies: %w", err)
+		}
 	}
 	// The loader gives the default and refuses anything not positive; a config
 	// built otherwise must not prune every closed action at once.

@@ -69,9 +69,9 @@ func (r *Review) eventRow(ctx context.Context, q *db.Queries, scope ledger.Scope
 	if c, ok := r.knownClient(scope); ok {
 		ev, err := q.EventGetByKey(ctx, db.EventGetByKeyParams{Client: c, ID: id})
 		if db.IsNotFound(err) {
-			return ev, fmt.Errorf("event %d: %w", id, pgx.ErrNoRows)
+			return db.Event(ev), fmt.Errorf("event %d: %w", id, pgx.ErrNoRows)
 		}
-		return ev, err
+		return db.Event(ev), err
 	}
 	return r.store.GetEvent(ctx, q, id, func(ctx context.Context) ([]string, error) { return r.itemClients(ctx, scope) })
 }

@@ -159,7 +159,7 @@ func (rt *Router) routeClient(ctx context.Context, tx pgx.Tx, q *db.Queries, cli
 	}
 	events := make([]db.Event, len(claimed))
 	for i, c := range claimed {
-		events[i] = c.Event
+		events[i] = db.Event(c)
 	}
 	b := newBatchRouting(len(events))
 	if len(events) == 0 {

@@ -11,27 +11,29 @@ func (Single) InsertEvents(ctx context.Context, c Conn, p db.EventInsertBatchPar
 	return db.New(c).EventInsertBatch(ctx, p)
 }
 
-// InsertEvents is EventInsertOne for each row, each on its client's shard, sent
-// together in one round trip inside a transaction of its own: without one, Citus
-// commits each row on its worker as it comes.
+// InsertEvents is EventInsertOne and EventBodyInsertOne for each row, each on
+// its client's shard, sent together in one round trip (db.EventInsertRows) inside
+// a transaction of its own: without one, Citus commits each row on its worker as
+// it comes.
 func (Sharded) InsertEvents(ctx context.Context, c Conn, p db.EventInsertBatchParams) ([]db.EventInsertBatchRow, error) {
 	one := make([]db.EventInsertOneParams, len(p.Clients))
+	bodies := make([]db.EventBodyInsertOneParams, len(p.Clients))
 	for i := range one {
 		one[i] = db.EventInsertOneParams{Client: p.Clients[i], Environment: p.Environments[i], Source: p.Sources[i],
-			SourceEventID: p.SourceEventIds[i], Type: p.Types[i], Body: p.Bodies[i], Payload: p.Payloads[i],
-			BodySha256: p.BodySha256s[i], Headers: p.Headers[i], OccurredAt: p.OccurredAts[i],
+			SourceEventID: p.SourceEventIds[i], Type: p.Types[i], Day: p.Day,
+			BodySha256: p.BodySha256s[i], OccurredAt: p.OccurredAts[i],
 			Deliveries: p.Deliveries[i], Conflict: p.Conflicts[i], Via: p.Vias[i]}
+		bodies[i] = db.EventBodyInsertOneParams{Body: p.Bodies[i], Payload: p.Payloads[i], Headers: p.Headers[i],
+			Client: p.Clients[i], Source: p.Sources[i], SourceEventID: p.SourceEventIds[i], Day: p.Day}
 	}
-	rows := make([]db.EventInsertBatchRow, 0, len(one))
+	var rows []db.EventInsertBatchRow
 	err := db.WithTx(ctx, c, func(q *db.Queries) error {
-		var first error
-		q.EventInsertOne(ctx, one).QueryRow(func(_ int, r db.EventInsertOneRow, err error) {
-			if first == nil {
-				first = err
-			}
-			rows = append(rows, db.EventInsertBatchRow(r))
-		})
-		return first
+		got, err := q.EventInsertRows(ctx, one, bodies)
+		rows = make([]db.EventInsertBatchRow, len(got))
+		for i, r := range got {
+			rows[i] = db.EventInsertBatchRow(r)
+		}
+		return err
 	})
 	if err != nil {
 		return nil, err

@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/oncehook/oncehook/db"
 	"github.com/oncehook/oncehook/db/dbtest"
+	"github.com/oncehook/oncehook/internal/partitions"
 	"github.com/oncehook/oncehook/internal/store"
 )
 
@@ -19,8 +21,14 @@ type delivery struct {
 	conflict              bool
 }
 
-func eventBatch(ds ...delivery) db.EventInsertBatchParams {
-	var p db.EventInsertBatchParams
+// today and yesterday are partition days: the migrations made both.
+var (
+	today     = partitions.Day(time.Now())
+	yesterday = today.AddDate(0, 0, -1)
+)
+
+func eventBatch(day time.Time, ds ...delivery) db.EventInsertBatchParams {
+	p := db.EventInsertBatchParams{Day: day}
 	for _, d := range ds {
 		sum := []byte(d.body) // the rows compare sums for equality only
 		p.Clients, p.Environments = append(p.Clients, d.client), append(p.Environments, "live")
@@ -33,23 +41,30 @@ func eventBatch(ds ...delivery) db.EventInsertBatchParams {
 	return p
 }
 
-// storedEvent is an event's row as the inbox's rules read it.
+// storedEvent is an event's row as the inbox's rules read it, with its bytes in
+// event_bodies: the day they were written and how many rows of them it has.
 type storedEvent struct {
-	Client, SourceEventID, Body, Via, Status, Reason string
-	Deliveries                                       int32
-	Conflict, Queued                                 bool
+	Client, SourceEventID, Body, Payload, Headers, Via, Status, Reason string
+	Deliveries, Bodies                                                 int32
+	Conflict, Queued                                                   bool
+	BodyDay                                                            *time.Time
 }
 
 func storedEvents(t *testing.T, tx pgx.Tx) []storedEvent {
 	t.Helper()
-	rows, err := tx.Query(context.Background(), `SELECT client, source_event_id, convert_from(body, 'UTF8'), via, status, reason,
-		deliveries, conflict, EXISTS (SELECT 1 FROM event_queue q WHERE q.client = e.client AND q.id = e.id)
-		FROM events e ORDER BY client, source_event_id`)
+	rows, err := tx.Query(context.Background(), `SELECT e.client, e.source_event_id,
+		coalesce(convert_from(b.body, 'UTF8'), ''), coalesce(convert_from(b.payload, 'UTF8'), ''), coalesce(b.headers::text, ''),
+		e.via, e.status, e.reason, e.deliveries,
+		(SELECT count(*) FROM event_bodies x WHERE x.client = e.client AND x.event_id = e.id)::integer,
+		e.conflict, EXISTS (SELECT 1 FROM event_queue q WHERE q.client = e.client AND q.id = e.id), e.body_day
+		FROM events e LEFT JOIN event_bodies b ON b.client = e.client AND b.event_id = e.id AND b.day = e.body_day
+		ORDER BY e.client, e.source_event_id`)
 	if err != nil {
 		t.Fatal(err)
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (e storedEvent, err error) {
-		err = r.Scan(&e.Client, &e.SourceEventID, &e.Body, &e.Via, &e.Status, &e.Reason, &e.Deliveries, &e.Conflict, &e.Queued)
+		err = r.Scan(&e.Client, &e.SourceEventID, &e.Body, &e.Payload, &e.Headers, &e.Via, &e.Status, &e.Reason,
+			&e.Deliveries, &e.Bodies, &e.Conflict, &e.Queued, &e.BodyDay)
 		return e, err
 	})
 	if err != nil {
@@ -59,17 +74,20 @@ func storedEvents(t *testing.T, tx pgx.Tx) []storedEvent {
 }
 
 // TestInsertEventsFormsAgree: both forms answer the same and store the same rows
-// for new events, repeats with the same body and another, backfilled copies and
-// a batch of two clients.
+// for new events, repeats with the same body and another, of an event stored
+// today and of one stored yesterday, backfilled copies and a batch of two
+// clients: a new event's bytes in today's partition, a repeat's nowhere.
 func TestInsertEventsFormsAgree(t *testing.T) {
 	t.Parallel()
 	dbtest.SinglePostgresOnly(t, "the single Postgres's form does not run on Citus: the forms are compared where both run")
 	pool := dbtest.New(t)
-	before := []delivery{{client: "acme", id: "evt_old", body: `{"v":1}`, via: "webhook", deliveries: 1},
+	yesterdays := []delivery{{client: "acme", id: "evt_old", body: `{"v":1}`, via: "webhook", deliveries: 1},
 		{client: "acme", id: "evt_backfilled", body: `{"api":1}`, via: "backfill", deliveries: 1}}
+	todays := []delivery{{client: "acme", id: "evt_today", body: `{"t":1}`, via: "webhook", deliveries: 1}}
 	cases := map[string][]delivery{
 		"new":                        {{client: "acme", id: "evt_new", body: `{"v":1}`, via: "webhook", deliveries: 1}},
 		"a repeat, the same body":    {{client: "acme", id: "evt_old", body: `{"v":1}`, via: "webhook", deliveries: 2}},
+		"a repeat of today's event":  {{client: "acme", id: "evt_today", body: `{"t":2}`, via: "webhook", deliveries: 1}},
 		"a repeat, another body":     {{client: "acme", id: "evt_old", body: `{"v":2}`, via: "webhook", deliveries: 1}},
 		"a backfilled repeat":        {{client: "acme", id: "evt_old", body: `{"api":1}`, via: "backfill", deliveries: 1}},
 		"a webhook after a backfill": {{client: "acme", id: "evt_backfilled", body: `{"v":1}`, via: "webhook", deliveries: 1}},
@@ -80,7 +98,10 @@ func TestInsertEventsFormsAgree(t *testing.T) {
 	for name, ds := range cases {
 		t.Run(name, func(t *testing.T) {
 			setup := func(t *testing.T, tx pgx.Tx) {
-				if _, err := (store.Single{}).InsertEvents(context.Background(), tx, eventBatch(before...)); err != nil {
+				if _, err := (store.Single{}).InsertEvents(context.Background(), tx, eventBatch(yesterday, yesterdays...)); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := (store.Single{}).InsertEvents(context.Background(), tx, eventBatch(today, todays...)); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -89,7 +110,7 @@ func TestInsertEventsFormsAgree(t *testing.T) {
 				Rows    []storedEvent
 			}
 			agree(t, pool, setup, func(t *testing.T, s store.Store, tx pgx.Tx, _ *db.Queries) result {
-				replies, err := s.InsertEvents(context.Background(), tx, eventBatch(ds...))
+				replies, err := s.InsertEvents(context.Background(), tx, eventBatch(today, ds...))
 				if err != nil {
 					t.Fatalf("%T: %v", s, err)
 				}
@@ -116,7 +137,7 @@ func TestClaimEventsFormsAgree(t *testing.T) {
 			ds = append(ds, delivery{client: "acme", id: id, body: `{}`, via: "webhook", deliveries: 1})
 		}
 		ds = append(ds, delivery{client: "beta", id: "evt_9", body: `{}`, via: "webhook", deliveries: 1})
-		if _, err := (store.Single{}).InsertEvents(ctx, tx, eventBatch(ds...)); err != nil {
+		if _, err := (store.Single{}).InsertEvents(ctx, tx, eventBatch(today, ds...)); err != nil {
 			t.Fatal(err)
 		}
 		exec(t, tx, `UPDATE events SET status = 'routed' WHERE source_event_id = 'evt_2'`)
@@ -129,7 +150,7 @@ func TestClaimEventsFormsAgree(t *testing.T) {
 			}
 			out := []storedEvent{}
 			for _, c := range claimed {
-				out = append(out, storedEvent{Client: c.Event.Client, SourceEventID: c.Event.SourceEventID})
+				out = append(out, storedEvent{Client: c.Client, SourceEventID: c.SourceEventID})
 			}
 			return append(out, storedEvents(t, tx)...)
 		})
@@ -145,7 +166,7 @@ func TestSetEventStatusesFormsAgree(t *testing.T) {
 	ctx := context.Background()
 	var ids []int64
 	setup := func(t *testing.T, tx pgx.Tx) {
-		rows, err := (store.Single{}).InsertEvents(ctx, tx, eventBatch(
+		rows, err := (store.Single{}).InsertEvents(ctx, tx, eventBatch(today,
 			delivery{client: "acme", id: "evt_1", body: `{}`, via: "webhook", deliveries: 1},
 			delivery{client: "acme", id: "evt_2", body: `{}`, via: "webhook", deliveries: 1},
 			delivery{client: "acme", id: "evt_3", body: `{}`, via: "webhook", deliveries: 1}))

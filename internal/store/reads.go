@@ -253,15 +253,17 @@ func (Sharded) GetAction(ctx context.Context, q *db.Queries, id int64, clients C
 	})
 }
 
-// GetEvent is EventGet (see GetAction).
+// GetEvent is EventGet (see GetAction), with the event's bytes.
 func (Single) GetEvent(ctx context.Context, q *db.Queries, id int64, _ Clients) (db.Event, error) {
-	return q.EventGet(ctx, id)
+	ev, err := q.EventGet(ctx, id)
+	return db.Event(ev), err
 }
 
 // GetEvent is EventGetByKey for each client in turn (see GetAction).
 func (Sharded) GetEvent(ctx context.Context, q *db.Queries, id int64, clients Clients) (db.Event, error) {
 	return firstOf(ctx, clients, "event", id, func(client string) (db.Event, error) {
-		return q.EventGetByKey(ctx, db.EventGetByKeyParams{Client: client, ID: id})
+		ev, err := q.EventGetByKey(ctx, db.EventGetByKeyParams{Client: client, ID: id})
+		return db.Event(ev), err
 	})
 }
 
