@@ -396,10 +396,17 @@ func (h *history) killHolder(reached chan struct{}, kind string, o op) {
 	var owner string
 	var err error
 	for deadline := time.Now().Add(time.Minute); ; {
-		err = h.w.pool.QueryRow(context.Background(), `SELECT a.lease_owner FROM attempts t
-			JOIN actions a ON a.client = t.client AND a.id = t.action_id
-			WHERE t.kind = $1 AND t.status = 'started' AND a.state = 'processing' AND a.lease_owner IS NOT NULL
-			ORDER BY t.started_at DESC LIMIT 1`, kind).Scan(&owner)
+		// A held lookup is an action's, or the probe's of a breaker opened by the
+		// faults before (half open, the probe's worker named): the GET fault takes
+		// whichever asks first, and the probe's looker is killed then.
+		err = h.w.pool.QueryRow(context.Background(), `SELECT owner FROM (
+			(SELECT a.lease_owner AS owner, 1 AS rank, t.started_at AS at FROM attempts t
+			 JOIN actions a ON a.client = t.client AND a.id = t.action_id
+			 WHERE t.kind = $1 AND t.status = 'started' AND a.state = 'processing' AND a.lease_owner IS NOT NULL)
+			UNION ALL
+			(SELECT d.breaker_probe_owner, 2, d.breaker_since FROM destinations d
+			 WHERE $1 = 'lookup' AND d.breaker_state = 'half_open' AND d.breaker_probe_owner <> '')) held
+			ORDER BY rank, at DESC LIMIT 1`, kind).Scan(&owner)
 		if err == nil || errors.Is(err, pgx.ErrNoRows) || time.Now().After(deadline) {
 			break
 		}
