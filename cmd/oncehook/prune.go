@@ -9,9 +9,11 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/oncehook/oncehook/internal/config"
+	"github.com/oncehook/oncehook/internal/partitions"
 	"github.com/oncehook/oncehook/internal/retention"
 	"github.com/oncehook/oncehook/internal/review"
 	"github.com/oncehook/oncehook/internal/settings"
+	"github.com/oncehook/oncehook/internal/store"
 )
 
 const pruneUsage = `Usage: oncehook prune --config FILE [--data-dir DIR]
@@ -69,6 +71,18 @@ func pruneEvery(ctx context.Context, pool *pgxpool.Pool, cfg *settings.Config, l
 		if !r.Skipped {
 			logger.Info("pruned", "events", r.Events, "bodies", r.BodiesDropped, "actions", r.Actions)
 		}
+	}
+}
+
+// moveOldBodies moves the bytes of events stored before event_bodies into it
+// (partitions.MoveOld), once, logging what it did.
+func moveOldBodies(ctx context.Context, pool *pgxpool.Pool, logger *slog.Logger) {
+	r, err := partitions.MoveOld(ctx, pool, store.For(pool), nil)
+	switch {
+	case err != nil && ctx.Err() == nil:
+		logger.Warn("move the bodies of older events", "err", err, "moved", r.Bodies)
+	case r.Bodies > 0:
+		logger.Info("moved the bodies of older events into event_bodies", "events", r.Bodies)
 	}
 }
 

@@ -141,10 +141,12 @@ func runServices(ctx context.Context, env *environment, cfg *settings.Config, d 
 	if !opts.http {
 		return runAsWorker(ctx, env, opts.metricsAddr, d, metrics, logger, stopWorkers)
 	}
-	wg.Add(3)
+	wg.Add(4)
 	go func() { defer wg.Done(); pruneEvery(engineCtx, d.Pool, cfg, logger) }()
-	// The days' partitions the inbox writes into, made ahead now and every hour.
+	// The days' partitions the inbox writes into, made ahead now and every hour;
+	// the bodies of events stored before them move in while the server serves.
 	go func() { defer wg.Done(); partitions.Keep(engineCtx, db.New(d.Pool), logger) }()
+	go func() { defer wg.Done(); moveOldBodies(engineCtx, d.Pool, logger) }()
 	notifier := notify.New(notify.Params{Pool: d.Pool, Config: cfg,
 		Mail: destination.NewSMTP(cfg.Notify.SMTP.Destination()), Logger: logger})
 	go func() { defer wg.Done(); notifier.Run(engineCtx) }()

@@ -222,6 +222,16 @@ func (Sharded) StoredClients(ctx context.Context, q *db.Queries) ([]string, erro
 	return q.ActionClientsWithRows(ctx)
 }
 
+// EventClients is EventClientsStored: the primary key probed once a client.
+func (Single) EventClients(ctx context.Context, q *db.Queries) ([]string, error) {
+	return q.EventClientsStored(ctx)
+}
+
+// EventClients is EventClientsWithRows: each shard groups its own rows.
+func (Sharded) EventClients(ctx context.Context, q *db.Queries) ([]string, error) {
+	return q.EventClientsWithRows(ctx)
+}
+
 // ReadScope is scope: one Postgres reads across a reader's clients in one
 // statement.
 func (Single) ReadScope(_ context.Context, scope ledger.Scope, _ Clients) (ledger.Scope, error) {

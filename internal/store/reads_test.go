@@ -175,6 +175,25 @@ func TestStoredClientsFormsAgree(t *testing.T) {
 	}
 }
 
+func TestEventClientsFormsAgree(t *testing.T) {
+	t.Parallel()
+	pool, _, _ := readWorld(t)
+	ctx := context.Background()
+	if _, err := pool.Exec(ctx, `INSERT INTO events (client, environment, source, source_event_id, type, body_sha256)
+		VALUES ('gamma', 'live', 'shop', 'evt_only_an_event', 't', '\x00')`); err != nil {
+		t.Fatal(err)
+	}
+	q := db.New(pool)
+	got := each(t, func(s store.Store) ([]string, error) {
+		clients, err := s.EventClients(ctx, q)
+		slices.Sort(clients)
+		return clients, err
+	})
+	if !slices.Equal(got, []string{"acme", "beta", "gamma"}) {
+		t.Errorf("clients with events %v, want acme, beta and gamma (events, no actions)", got)
+	}
+}
+
 func TestReadScopeFormsAgree(t *testing.T) {
 	t.Parallel()
 	pool, _, _ := readWorld(t)

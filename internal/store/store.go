@@ -94,6 +94,8 @@ type Store interface {
 	ReplayEvents(ctx context.Context, q *db.Queries, p db.EventReplayParams) ([]db.EventReplayRow, error)
 	// StoredClients is every client with actions stored.
 	StoredClients(ctx context.Context, q *db.Queries) ([]string, error)
+	// EventClients is every client with events stored.
+	EventClients(ctx context.Context, q *db.Queries) ([]string, error)
 	// ReadScope is the scope a read across clients takes: scope, or its
 	// clients spelled out (listed by clients).
 	ReadScope(ctx context.Context, scope ledger.Scope, clients Clients) (ledger.Scope, error)
@@ -238,6 +240,10 @@ func (ch *chosen) ReplayEvents(ctx context.Context, q *db.Queries, p db.EventRep
 
 func (ch *chosen) StoredClients(ctx context.Context, q *db.Queries) ([]string, error) {
 	return ch.form(ctx).StoredClients(ctx, q)
+}
+
+func (ch *chosen) EventClients(ctx context.Context, q *db.Queries) ([]string, error) {
+	return ch.form(ctx).EventClients(ctx, q)
 }
 
 func (ch *chosen) ReadScope(ctx context.Context, scope ledger.Scope, clients Clients) (ledger.Scope, error) {
