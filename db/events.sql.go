@@ -773,10 +773,8 @@ WITH old AS (
     SELECT e.client, e.id, e.status, e.reason FROM events e
     JOIN (SELECT unnest($1::text[]) AS client, unnest($2::bigint[]) AS id) r
       ON e.client = r.client AND e.id = r.id
-    WHERE e.status <> 'received'
-      AND (e.body IS NOT NULL OR EXISTS (SELECT 1 FROM event_bodies b
-                                       WHERE b.client = e.client AND b.event_id = e.id AND b.day = e.body_day
-                                         AND b.body IS NOT NULL))
+    LEFT JOIN event_bodies b ON b.client = e.client AND b.event_id = e.id AND b.day = e.body_day
+    WHERE e.status <> 'received' AND (e.body IS NOT NULL OR b.body IS NOT NULL)
     FOR UPDATE OF e
 ), replayed AS (
     UPDATE events e SET status = 'received', reason = '', routed_at = NULL
@@ -832,10 +830,8 @@ func (q *Queries) EventReplay(ctx context.Context, arg EventReplayParams) ([]Eve
 const eventReplayOne = `-- name: EventReplayOne :many
 WITH old AS (
     SELECT e.client, e.id, e.status, e.reason FROM events e
-    WHERE e.client = $1 AND e.id = $2 AND e.status <> 'received'
-      AND (e.body IS NOT NULL OR EXISTS (SELECT 1 FROM event_bodies b
-                                       WHERE b.client = e.client AND b.event_id = e.id AND b.day = e.body_day
-                                         AND b.body IS NOT NULL))
+    LEFT JOIN event_bodies b ON b.client = e.client AND b.event_id = e.id AND b.day = e.body_day
+    WHERE e.client = $1 AND e.id = $2 AND e.status <> 'received' AND (e.body IS NOT NULL OR b.body IS NOT NULL)
     FOR UPDATE OF e
 ), replayed AS (
     UPDATE events e SET status = 'received', reason = '', routed_at = NULL

@@ -227,10 +227,8 @@ WITH old AS (
     SELECT e.client, e.id, e.status, e.reason FROM events e
     JOIN (SELECT unnest(@clients::text[]) AS client, unnest(@ids::bigint[]) AS id) r
       ON e.client = r.client AND e.id = r.id
-    WHERE e.status <> 'received'
-      AND (e.body IS NOT NULL OR EXISTS (SELECT 1 FROM event_bodies b
-                                       WHERE b.client = e.client AND b.event_id = e.id AND b.day = e.body_day
-                                         AND b.body IS NOT NULL))
+    LEFT JOIN event_bodies b ON b.client = e.client AND b.event_id = e.id AND b.day = e.body_day
+    WHERE e.status <> 'received' AND (e.body IS NOT NULL OR b.body IS NOT NULL)
     FOR UPDATE OF e
 ), replayed AS (
     UPDATE events e SET status = 'received', reason = '', routed_at = NULL
@@ -248,10 +246,8 @@ FROM old ORDER BY old.id;
 -- on the client's shard.
 WITH old AS (
     SELECT e.client, e.id, e.status, e.reason FROM events e
-    WHERE e.client = @client AND e.id = @id AND e.status <> 'received'
-      AND (e.body IS NOT NULL OR EXISTS (SELECT 1 FROM event_bodies b
-                                       WHERE b.client = e.client AND b.event_id = e.id AND b.day = e.body_day
-                                         AND b.body IS NOT NULL))
+    LEFT JOIN event_bodies b ON b.client = e.client AND b.event_id = e.id AND b.day = e.body_day
+    WHERE e.client = @client AND e.id = @id AND e.status <> 'received' AND (e.body IS NOT NULL OR b.body IS NOT NULL)
     FOR UPDATE OF e
 ), replayed AS (
     UPDATE events e SET status = 'received', reason = '', routed_at = NULL

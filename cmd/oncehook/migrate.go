@@ -12,9 +12,10 @@ const migrateUsage = `Usage: oncehook migrate [--config FILE] [--data-dir DIR]
 
 Applies every pending database migration, then moves the bytes of events stored
 before the inbox kept them apart (migration 00038) into their daily partitions, in
-batches of 1,000, printing its progress, and exits. Stopped at any point, it has
-moved whole batches: run it again to go on. The server also migrates at start, and
-moves what is left in the background while it serves.
+batches of 1,000, printing its progress, and exits (after a server moving them, if
+one is). Stopped at any point, it has moved whole batches: run it again to go on.
+The server also migrates at start, and moves what is left in the background while
+it serves.
 `
 
 func runMigrate(ctx context.Context, env *environment, args []string) error {
@@ -27,17 +28,14 @@ func runMigrate(ctx context.Context, env *environment, args []string) error {
 	}
 	return withDatabase(ctx, env, df, func(d *database) error {
 		fmt.Fprintln(env.stdout, "migrations applied; database mode:", modeLine(d.Mode))
-		r, err := partitions.MoveOld(ctx, d.Pool, store.For(d.Pool), func(total int) {
+		// A server moving them already is waited for: this ends with every body moved.
+		r, err := partitions.MoveOld(ctx, d.Pool, store.For(d.Pool), true, func(total int) {
 			fmt.Fprintf(env.stdout, "moved the bodies of %d events stored before event_bodies\n", total)
 		})
-		switch {
-		case err != nil:
+		if err != nil {
 			return err
-		case r.Busy:
-			fmt.Fprintln(env.stdout, "another process is moving the bodies of older events; it goes on with them")
-		default:
-			fmt.Fprintf(env.stdout, "every event's body is in event_bodies (%d moved now)\n", r.Bodies)
 		}
+		fmt.Fprintf(env.stdout, "every event's body is in event_bodies (%d moved now)\n", r.Bodies)
 		return nil
 	})
 }

@@ -77,7 +77,7 @@ func pruneEvery(ctx context.Context, pool *pgxpool.Pool, cfg *settings.Config, l
 // moveOldBodies moves the bytes of events stored before event_bodies into it
 // (partitions.MoveOld), once, logging what it did.
 func moveOldBodies(ctx context.Context, pool *pgxpool.Pool, logger *slog.Logger) {
-	r, err := partitions.MoveOld(ctx, pool, store.For(pool), nil)
+	r, err := partitions.MoveOld(ctx, pool, store.For(pool), false, nil)
 	switch {
 	case err != nil && ctx.Err() == nil:
 		logger.Warn("move the bodies of older events", "err", err, "moved", r.Bodies)

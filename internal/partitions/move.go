@@ -29,16 +29,21 @@ type Moved struct {
 // progress, if set, hears the running total after each batch. Stopped at any
 // point, it has moved whole batches and nothing else: run again, it goes on with
 // what is left. Until it is done, readers take the bytes from either place. One
-// process moves at a time; another returns at once with Busy.
-func MoveOld(ctx context.Context, pool *pgxpool.Pool, s store.Store, progress func(total int)) (Moved, error) {
+// process moves at a time: with wait, MoveOld waits for another to finish (and
+// then finds what it left, if anything); without, it returns at once with Busy.
+func MoveOld(ctx context.Context, pool *pgxpool.Pool, s store.Store, wait bool, progress func(total int)) (Moved, error) {
 	var r Moved
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
 		return r, fmt.Errorf("acquire a connection to move bodies: %w", err)
 	}
 	defer conn.Release()
+	take := "SELECT pg_try_advisory_lock($1)"
+	if wait {
+		take = "SELECT pg_advisory_lock($1) IS NOT NULL"
+	}
 	var locked bool
-	if err := conn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1)", moveLock).Scan(&locked); err != nil {
+	if err := conn.QueryRow(ctx, take, moveLock).Scan(&locked); err != nil {
 		return r, fmt.Errorf("take the lock to move bodies: %w", err)
 	}
 	if !locked {
