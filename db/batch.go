@@ -259,3 +259,167 @@ func (b *AttemptStartEachBatchResults) Close() error {
 	b.closed = true
 	return b.br.Close()
 }
+
+const eventBodyInsertOne = `-- name: EventBodyInsertOne :batchexec
+INSERT INTO event_bodies (client, event_id, day, body, payload, headers)
+VALUES ($1, $2, $3::date, $4, $5, $6)
+`
+
+type EventBodyInsertOneBatchResults struct {
+	br     pgx.BatchResults
+	tot    int
+	closed bool
+}
+
+type EventBodyInsertOneParams struct {
+	Client  string
+	EventID int64
+	Day     time.Time
+	Body    []byte
+	Payload []byte
+	Headers json.RawMessage
+}
+
+// The bytes of an event EventInsertOne made (not of a repeat), one row a
+// statement on the client's shard, sent together: a plain insert of values, which
+// Citus sends to the shard without planning it on the coordinator (an insert
+// that read events for the id cost the coordinator more than the event's own).
+func (q *Queries) EventBodyInsertOne(ctx context.Context, arg []EventBodyInsertOneParams) *EventBodyInsertOneBatchResults {
+	batch := &pgx.Batch{}
+	for _, a := range arg {
+		vals := []interface{}{
+			a.Client,
+			a.EventID,
+			a.Day,
+			a.Body,
+			a.Payload,
+			a.Headers,
+		}
+		batch.Queue(eventBodyInsertOne, vals...)
+	}
+	br := q.db.SendBatch(ctx, batch)
+	return &EventBodyInsertOneBatchResults{br, len(arg), false}
+}
+
+func (b *EventBodyInsertOneBatchResults) Exec(f func(int, error)) {
+	defer b.br.Close()
+	for t := 0; t < b.tot; t++ {
+		if b.closed {
+			if f != nil {
+				f(t, ErrBatchAlreadyClosed)
+			}
+			continue
+		}
+		_, err := b.br.Exec()
+		if f != nil {
+			f(t, err)
+		}
+	}
+}
+
+func (b *EventBodyInsertOneBatchResults) Close() error {
+	b.closed = true
+	return b.br.Close()
+}
+
+const eventInsertOne = `-- name: EventInsertOne :batchone
+INSERT INTO events (client, environment, source, source_event_id, type, body_day,
+                    body_sha256, occurred_at, deliveries, conflict, via)
+VALUES ($1, $2, $3, $4, $5, $6::date,
+        $7, nullif($8::text, '')::timestamptz, $9, $10, $11)
+ON CONFLICT (client, source, source_event_id) DO UPDATE
+SET deliveries       = events.deliveries + CASE WHEN EXCLUDED.via = 'backfill' THEN 0 ELSE EXCLUDED.deliveries END,
+    last_received_at = CASE WHEN EXCLUDED.via = 'backfill' THEN events.last_received_at ELSE EXCLUDED.last_received_at END,
+    conflict         = events.conflict OR EXCLUDED.conflict
+                       OR (events.via = EXCLUDED.via AND events.body_sha256 <> EXCLUDED.body_sha256)
+RETURNING id, client, source, source_event_id, (xmax = 0)::boolean AS inserted, body_sha256, via
+`
+
+type EventInsertOneBatchResults struct {
+	br     pgx.BatchResults
+	tot    int
+	closed bool
+}
+
+type EventInsertOneParams struct {
+	Client        string
+	Environment   string
+	Source        string
+	SourceEventID string
+	Type          string
+	Day           time.Time
+	BodySha256    []byte
+	OccurredAt    string
+	Deliveries    int32
+	Conflict      bool
+	Via           string
+}
+
+type EventInsertOneRow struct {
+	ID            int64
+	Client        string
+	Source        string
+	SourceEventID string
+	Inserted      bool
+	BodySha256    []byte
+	Via           string
+}
+
+// EventInsertBatch for one delivery, on Citus: an INSERT ... SELECT over arrays
+// reads no distributed table, and Citus runs it through the coordinator, while an
+// INSERT of one row names its client and runs on the client's shard. The rows of a
+// batch are sent together (one round trip), in the order EventInsertBatch takes
+// them, with the same conflict rule and the same row returned. The bytes of the
+// events they made follow (EventBodyInsertOne), in the same transaction.
+func (q *Queries) EventInsertOne(ctx context.Context, arg []EventInsertOneParams) *EventInsertOneBatchResults {
+	batch := &pgx.Batch{}
+	for _, a := range arg {
+		vals := []interface{}{
+			a.Client,
+			a.Environment,
+			a.Source,
+			a.SourceEventID,
+			a.Type,
+			a.Day,
+			a.BodySha256,
+			a.OccurredAt,
+			a.Deliveries,
+			a.Conflict,
+			a.Via,
+		}
+		batch.Queue(eventInsertOne, vals...)
+	}
+	br := q.db.SendBatch(ctx, batch)
+	return &EventInsertOneBatchResults{br, len(arg), false}
+}
+
+func (b *EventInsertOneBatchResults) QueryRow(f func(int, EventInsertOneRow, error)) {
+	defer b.br.Close()
+	for t := 0; t < b.tot; t++ {
+		var i EventInsertOneRow
+		if b.closed {
+			if f != nil {
+				f(t, i, ErrBatchAlreadyClosed)
+			}
+			continue
+		}
+		row := b.br.QueryRow()
+		err := row.Scan(
+			&i.ID,
+			&i.Client,
+			&i.Source,
+			&i.SourceEventID,
+			&i.Inserted,
+			&i.BodySha256,
+			&i.Via,
+		)
+		if f != nil {
+			f(t, i, err)
+		}
+	}
+}
+
+func (b *EventInsertOneBatchResults) Close() error {
+	b.closed = true
+	return b.br.Close()
+}

@@ -75,42 +75,6 @@ func (q *Queries) EventAuditList(ctx context.Context, arg EventAuditListParams) 
 	return items, nil
 }
 
-const eventBodyInsertOne = `-- name: EventBodyInsertOne :exec
-INSERT INTO event_bodies (client, event_id, day, body, payload, headers)
-SELECT e.client, e.id, e.body_day, $1, $2, $3
-FROM events e
-WHERE e.client = $4 AND e.source = $5 AND e.source_event_id = $6
-  AND e.body_day = $7::date
-ON CONFLICT (client, event_id, day) DO NOTHING
-`
-
-type EventBodyInsertOneParams struct {
-	Body          []byte
-	Payload       []byte
-	Headers       json.RawMessage
-	Client        string
-	Source        string
-	SourceEventID string
-	Day           time.Time
-}
-
-// The bytes of the delivery EventInsertOne stored just before, on the client's
-// shard, when that insert made the event: its body_day is @day and its body not
-// written yet. A repeat of an event stored on an earlier day (its body_day is
-// older), or earlier today (its body is there), writes nothing.
-func (q *Queries) EventBodyInsertOne(ctx context.Context, arg EventBodyInsertOneParams) error {
-	_, err := q.db.Exec(ctx, eventBodyInsertOne,
-		arg.Body,
-		arg.Payload,
-		arg.Headers,
-		arg.Client,
-		arg.Source,
-		arg.SourceEventID,
-		arg.Day,
-	)
-	return err
-}
-
 const eventClaimReceived = `-- name: EventClaimReceived :many
 WITH next AS (
     SELECT id FROM event_queue WHERE client = $2 ORDER BY id LIMIT $3 FOR UPDATE SKIP LOCKED
@@ -524,76 +488,6 @@ func (q *Queries) EventInsertBatch(ctx context.Context, arg EventInsertBatchPara
 		return nil, err
 	}
 	return items, nil
-}
-
-const eventInsertOne = `-- name: EventInsertOne :one
-INSERT INTO events (client, environment, source, source_event_id, type, body_day,
-                    body_sha256, occurred_at, deliveries, conflict, via)
-VALUES ($1, $2, $3, $4, $5, $6::date,
-        $7, nullif($8::text, '')::timestamptz, $9, $10, $11)
-ON CONFLICT (client, source, source_event_id) DO UPDATE
-SET deliveries       = events.deliveries + CASE WHEN EXCLUDED.via = 'backfill' THEN 0 ELSE EXCLUDED.deliveries END,
-    last_received_at = CASE WHEN EXCLUDED.via = 'backfill' THEN events.last_received_at ELSE EXCLUDED.last_received_at END,
-    conflict         = events.conflict OR EXCLUDED.conflict
-                       OR (events.via = EXCLUDED.via AND events.body_sha256 <> EXCLUDED.body_sha256)
-RETURNING id, client, source, source_event_id, (xmax = 0)::boolean AS inserted, body_sha256, via
-`
-
-type EventInsertOneParams struct {
-	Client        string
-	Environment   string
-	Source        string
-	SourceEventID string
-	Type          string
-	Day           time.Time
-	BodySha256    []byte
-	OccurredAt    string
-	Deliveries    int32
-	Conflict      bool
-	Via           string
-}
-
-type EventInsertOneRow struct {
-	ID            int64
-	Client        string
-	Source        string
-	SourceEventID string
-	Inserted      bool
-	BodySha256    []byte
-	Via           string
-}
-
-// EventInsertBatch for one delivery, on Citus: an INSERT ... SELECT over arrays
-// reads no distributed table, and Citus runs it through the coordinator, while an
-// INSERT of one row names its client and runs on the client's shard. The rows of a
-// batch are sent together (one round trip), in the order EventInsertBatch takes
-// them, with the same conflict rule and the same row returned. Each is followed
-// by its EventBodyInsertOne in the same batch (db.EventInsertRows).
-func (q *Queries) EventInsertOne(ctx context.Context, arg EventInsertOneParams) (EventInsertOneRow, error) {
-	row := q.db.QueryRow(ctx, eventInsertOne,
-		arg.Client,
-		arg.Environment,
-		arg.Source,
-		arg.SourceEventID,
-		arg.Type,
-		arg.Day,
-		arg.BodySha256,
-		arg.OccurredAt,
-		arg.Deliveries,
-		arg.Conflict,
-		arg.Via,
-	)
-	var i EventInsertOneRow
-	err := row.Scan(
-		&i.ID,
-		&i.Client,
-		&i.Source,
-		&i.SourceEventID,
-		&i.Inserted,
-		&i.BodySha256,
-		&i.Via,
-	)
-	return i, err
 }
 
 const eventList = `-- name: EventList :many

@@ -44,13 +44,13 @@ WHERE s.inserted
 SELECT id, client, source, source_event_id, inserted, body_sha256, via
 FROM stored;
 
--- name: EventInsertOne :one
+-- name: EventInsertOne :batchone
 -- EventInsertBatch for one delivery, on Citus: an INSERT ... SELECT over arrays
 -- reads no distributed table, and Citus runs it through the coordinator, while an
 -- INSERT of one row names its client and runs on the client's shard. The rows of a
 -- batch are sent together (one round trip), in the order EventInsertBatch takes
--- them, with the same conflict rule and the same row returned. Each is followed
--- by its EventBodyInsertOne in the same batch (db.EventInsertRows).
+-- them, with the same conflict rule and the same row returned. The bytes of the
+-- events they made follow (EventBodyInsertOne), in the same transaction.
 INSERT INTO events (client, environment, source, source_event_id, type, body_day,
                     body_sha256, occurred_at, deliveries, conflict, via)
 VALUES (@client, @environment, @source, @source_event_id, @type, @day::date,
@@ -62,17 +62,13 @@ SET deliveries       = events.deliveries + CASE WHEN EXCLUDED.via = 'backfill' T
                        OR (events.via = EXCLUDED.via AND events.body_sha256 <> EXCLUDED.body_sha256)
 RETURNING id, client, source, source_event_id, (xmax = 0)::boolean AS inserted, body_sha256, via;
 
--- name: EventBodyInsertOne :exec
--- The bytes of the delivery EventInsertOne stored just before, on the client's
--- shard, when that insert made the event: its body_day is @day and its body not
--- written yet. A repeat of an event stored on an earlier day (its body_day is
--- older), or earlier today (its body is there), writes nothing.
+-- name: EventBodyInsertOne :batchexec
+-- The bytes of an event EventInsertOne made (not of a repeat), one row a
+-- statement on the client's shard, sent together: a plain insert of values, which
+-- Citus sends to the shard without planning it on the coordinator (an insert
+-- that read events for the id cost the coordinator more than the event's own).
 INSERT INTO event_bodies (client, event_id, day, body, payload, headers)
-SELECT e.client, e.id, e.body_day, @body, @payload, @headers
-FROM events e
-WHERE e.client = @client AND e.source = @source AND e.source_event_id = @source_event_id
-  AND e.body_day = @day::date
-ON CONFLICT (client, event_id, day) DO NOTHING;
+VALUES (@client, @event_id, @day::date, @body, @payload, @headers);
 
 -- name: EventConflictInsert :exec
 INSERT INTO event_conflicts (client, event_id, body, body_sha256, headers)

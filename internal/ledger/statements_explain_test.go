@@ -64,12 +64,12 @@ func ingestStatements() []workerStatement {
 				Day: partitions.Day(wsNow)})
 		}},
 		{name: "EventInsertOne", mode: "citus", call: func(ctx context.Context, q *db.Queries, _ bool) {
-			_, _ = q.EventInsertOne(ctx, db.EventInsertOneParams{Client: wsClient, Environment: "live", Source: "shop",
-				SourceEventID: "e1", Type: "t", Day: partitions.Day(wsNow), BodySha256: wsSum, Deliveries: 1, Via: "webhook"})
+			q.EventInsertOne(ctx, []db.EventInsertOneParams{{Client: wsClient, Environment: "live", Source: "shop",
+				SourceEventID: "e1", Type: "t", Day: partitions.Day(wsNow), BodySha256: wsSum, Deliveries: 1, Via: "webhook"}}).QueryRow(nil)
 		}},
 		{name: "EventBodyInsertOne", mode: "citus", call: func(ctx context.Context, q *db.Queries, _ bool) {
-			_ = q.EventBodyInsertOne(ctx, db.EventBodyInsertOneParams{Client: wsClient, Source: "shop", SourceEventID: "e1",
-				Day: partitions.Day(wsNow), Body: wsJSON, Payload: wsJSON, Headers: wsJSON})
+			q.EventBodyInsertOne(ctx, []db.EventBodyInsertOneParams{{Client: wsClient, EventID: wsOne,
+				Day: partitions.Day(wsNow), Body: wsJSON, Payload: wsJSON, Headers: wsJSON}}).Exec(nil)
 		}},
 		{name: "EventConflictInsert", call: func(ctx context.Context, q *db.Queries, _ bool) {
 			_ = q.EventConflictInsert(ctx, db.EventConflictInsertParams{Client: wsClient, EventID: 1, Body: wsJSON, BodySha256: wsSum, Headers: wsJSON})

@@ -11,29 +11,41 @@ func (Single) InsertEvents(ctx context.Context, c Conn, p db.EventInsertBatchPar
 	return db.New(c).EventInsertBatch(ctx, p)
 }
 
-// InsertEvents is EventInsertOne and EventBodyInsertOne for each row, each on
-// its client's shard, sent together in one round trip (db.EventInsertRows) inside
-// a transaction of its own: without one, Citus commits each row on its worker as
-// it comes.
+// InsertEvents is EventInsertOne for each row, each on its client's shard, sent
+// together in one round trip, then EventBodyInsertOne for each event it made, sent
+// together in a second, inside a transaction of its own: without one, Citus
+// commits each row on its worker as it comes.
 func (Sharded) InsertEvents(ctx context.Context, c Conn, p db.EventInsertBatchParams) ([]db.EventInsertBatchRow, error) {
 	one := make([]db.EventInsertOneParams, len(p.Clients))
-	bodies := make([]db.EventBodyInsertOneParams, len(p.Clients))
 	for i := range one {
 		one[i] = db.EventInsertOneParams{Client: p.Clients[i], Environment: p.Environments[i], Source: p.Sources[i],
 			SourceEventID: p.SourceEventIds[i], Type: p.Types[i], Day: p.Day,
 			BodySha256: p.BodySha256s[i], OccurredAt: p.OccurredAts[i],
 			Deliveries: p.Deliveries[i], Conflict: p.Conflicts[i], Via: p.Vias[i]}
-		bodies[i] = db.EventBodyInsertOneParams{Body: p.Bodies[i], Payload: p.Payloads[i], Headers: p.Headers[i],
-			Client: p.Clients[i], Source: p.Sources[i], SourceEventID: p.SourceEventIds[i], Day: p.Day}
 	}
-	var rows []db.EventInsertBatchRow
+	rows := make([]db.EventInsertBatchRow, 0, len(one))
 	err := db.WithTx(ctx, c, func(q *db.Queries) error {
-		got, err := q.EventInsertRows(ctx, one, bodies)
-		rows = make([]db.EventInsertBatchRow, len(got))
-		for i, r := range got {
-			rows[i] = db.EventInsertBatchRow(r)
+		var first error
+		var bodies []db.EventBodyInsertOneParams
+		q.EventInsertOne(ctx, one).QueryRow(func(i int, r db.EventInsertOneRow, err error) {
+			if first == nil {
+				first = err
+			}
+			rows = append(rows, db.EventInsertBatchRow(r))
+			if err == nil && r.Inserted {
+				bodies = append(bodies, db.EventBodyInsertOneParams{Client: r.Client, EventID: r.ID, Day: p.Day,
+					Body: p.Bodies[i], Payload: p.Payloads[i], Headers: p.Headers[i]})
+			}
+		})
+		if first != nil || len(bodies) == 0 {
+			return first
 		}
-		return err
+		q.EventBodyInsertOne(ctx, bodies).Exec(func(_ int, err error) {
+			if first == nil {
+				first = err
+			}
+		})
+		return first
 	})
 	if err != nil {
 		return nil, err
