@@ -280,10 +280,11 @@ type EventBodyInsertOneParams struct {
 	Headers json.RawMessage
 }
 
-// The bytes of an event EventInsertOne made (not of a repeat), one row a
-// statement on the client's shard, sent together: a plain insert of values, which
-// Citus sends to the shard without planning it on the coordinator (an insert
-// that read events for the id cost the coordinator more than the event's own).
+// The bytes of an event EventInsertOne made (not of a repeat): a plain insert of
+// values, which Citus sends to the shard without planning a query on the
+// coordinator (an insert that read events for the id cost the coordinator more
+// than the event's own insert). Ingest sends many rows in one statement of this
+// form (db.EventBodiesInsert); this one is the rows' shape for sqlc.
 func (q *Queries) EventBodyInsertOne(ctx context.Context, arg []EventBodyInsertOneParams) *EventBodyInsertOneBatchResults {
 	batch := &pgx.Batch{}
 	for _, a := range arg {

@@ -63,10 +63,11 @@ SET deliveries       = events.deliveries + CASE WHEN EXCLUDED.via = 'backfill' T
 RETURNING id, client, source, source_event_id, (xmax = 0)::boolean AS inserted, body_sha256, via;
 
 -- name: EventBodyInsertOne :batchexec
--- The bytes of an event EventInsertOne made (not of a repeat), one row a
--- statement on the client's shard, sent together: a plain insert of values, which
--- Citus sends to the shard without planning it on the coordinator (an insert
--- that read events for the id cost the coordinator more than the event's own).
+-- The bytes of an event EventInsertOne made (not of a repeat): a plain insert of
+-- values, which Citus sends to the shard without planning a query on the
+-- coordinator (an insert that read events for the id cost the coordinator more
+-- than the event's own insert). Ingest sends many rows in one statement of this
+-- form (db.EventBodiesInsert); this one is the rows' shape for sqlc.
 INSERT INTO event_bodies (client, event_id, day, body, payload, headers)
 VALUES (@client, @event_id, @day::date, @body, @payload, @headers);
 

@@ -12,9 +12,9 @@ func (Single) InsertEvents(ctx context.Context, c Conn, p db.EventInsertBatchPar
 }
 
 // InsertEvents is EventInsertOne for each row, each on its client's shard, sent
-// together in one round trip, then EventBodyInsertOne for each event it made, sent
-// together in a second, inside a transaction of its own: without one, Citus
-// commits each row on its worker as it comes.
+// together in one round trip, then the bytes of the events it made in one
+// statement of many rows (db.EventBodiesInsert), inside a transaction of its own:
+// without one, Citus commits each row on its worker as it comes.
 func (Sharded) InsertEvents(ctx context.Context, c Conn, p db.EventInsertBatchParams) ([]db.EventInsertBatchRow, error) {
 	one := make([]db.EventInsertOneParams, len(p.Clients))
 	for i := range one {
@@ -40,12 +40,7 @@ func (Sharded) InsertEvents(ctx context.Context, c Conn, p db.EventInsertBatchPa
 		if first != nil || len(bodies) == 0 {
 			return first
 		}
-		q.EventBodyInsertOne(ctx, bodies).Exec(func(_ int, err error) {
-			if first == nil {
-				first = err
-			}
-		})
-		return first
+		return q.EventBodiesInsert(ctx, bodies)
 	})
 	if err != nil {
 		return nil, err
