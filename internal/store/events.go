@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/oncehook/oncehook/db"
 )
@@ -11,34 +12,42 @@ func (Single) InsertEvents(ctx context.Context, c Conn, p db.EventInsertBatchPar
 	return db.New(c).EventInsertBatch(ctx, p)
 }
 
-// InsertEvents is EventInsertOne for each row, each on its client's shard, sent
-// together in one round trip, then the bytes of the events it made in one
-// statement of many rows (db.EventBodiesInsert), inside a transaction of its own:
-// without one, Citus commits each row on its worker as it comes.
+// InsertEvents is the batch's rows in one statement of many rows of values
+// (db.EventInsertRows, EventInsertOne's form), then the bytes of the events it made
+// in another (db.EventBodiesInsert), inside a transaction of its own: Citus splits
+// each by shard without planning a query on the coordinator, and without the
+// transaction it commits each shard's rows as they come. The rows are returned in
+// the order of p.
 func (Sharded) InsertEvents(ctx context.Context, c Conn, p db.EventInsertBatchParams) ([]db.EventInsertBatchRow, error) {
 	one := make([]db.EventInsertOneParams, len(p.Clients))
+	at := make(map[[3]string]int, len(p.Clients))
 	for i := range one {
 		one[i] = db.EventInsertOneParams{Client: p.Clients[i], Environment: p.Environments[i], Source: p.Sources[i],
 			SourceEventID: p.SourceEventIds[i], Type: p.Types[i], Day: p.Day,
 			BodySha256: p.BodySha256s[i], OccurredAt: p.OccurredAts[i],
 			Deliveries: p.Deliveries[i], Conflict: p.Conflicts[i], Via: p.Vias[i]}
+		at[[3]string{p.Clients[i], p.Sources[i], p.SourceEventIds[i]}] = i
 	}
-	rows := make([]db.EventInsertBatchRow, 0, len(one))
+	rows := make([]db.EventInsertBatchRow, len(one))
 	err := db.WithTx(ctx, c, func(q *db.Queries) error {
-		var first error
+		got, err := q.EventInsertRows(ctx, one)
+		if err != nil {
+			return err
+		}
+		if len(got) != len(one) {
+			return fmt.Errorf("insert events: %d rows came back for %d", len(got), len(one))
+		}
 		var bodies []db.EventBodyInsertOneParams
-		q.EventInsertOne(ctx, one).QueryRow(func(i int, r db.EventInsertOneRow, err error) {
-			if first == nil {
-				first = err
+		for _, r := range got {
+			i, ok := at[[3]string{r.Client, r.Source, r.SourceEventID}]
+			if !ok {
+				return fmt.Errorf("insert events: a row came back for %s/%s, which the batch does not hold", r.Source, r.SourceEventID)
 			}
-			rows = append(rows, db.EventInsertBatchRow(r))
-			if err == nil && r.Inserted {
+			rows[i] = db.EventInsertBatchRow(r)
+			if r.Inserted {
 				bodies = append(bodies, db.EventBodyInsertOneParams{Client: r.Client, EventID: r.ID, Day: p.Day,
 					Body: p.Bodies[i], Payload: p.Payloads[i], Headers: p.Headers[i]})
 			}
-		})
-		if first != nil || len(bodies) == 0 {
-			return first
 		}
 		return q.EventBodiesInsert(ctx, bodies)
 	})
