@@ -56,19 +56,7 @@ func Prune(ctx context.Context, pool *pgxpool.Pool, cfg *settings.Config, now ti
 		}
 	}
 	if d := cfg.Retention.DropBodiesAfter; d > 0 {
-		before := now.Add(-d)
-		n, err := drain(ctx, func() (int64, error) {
-			return q.EventDropBodies(ctx, db.EventDropBodiesParams{Before: &before, Batch: pruneBatch})
-		})
-		r.BodiesDropped = n
-		if err != nil {
-			return r, fmt.Errorf("drop event bodies: %w", err)
-		}
-		n, err = drain(ctx, func() (int64, error) {
-			return q.EventBodiesDrop(ctx, db.EventBodiesDropParams{Before: &before, Batch: pruneBatch})
-		})
-		r.BodiesDropped += n
-		if err != nil {
+		if r.BodiesDropped, err = dropBodies(ctx, q, now.Add(-d)); err != nil {
 			return r, fmt.Errorf("drop event bodies: %w", err)
 		}
 	}
@@ -96,6 +84,22 @@ func Prune(ctx context.Context, pool *pgxpool.Pool, cfg *settings.Config, now ti
 }
 
 // drain runs one batch at a time until a batch comes back short.
+// dropBodies drops the bytes of the events routed before before, keeping their
+// identities and hashes: those still in the events' own rows (stored before
+// event_bodies), then those in event_bodies.
+func dropBodies(ctx context.Context, q *db.Queries, before time.Time) (int64, error) {
+	inRows, err := drain(ctx, func() (int64, error) {
+		return q.EventDropBodies(ctx, db.EventDropBodiesParams{Before: &before, Batch: pruneBatch})
+	})
+	if err != nil {
+		return inRows, err
+	}
+	apart, err := drain(ctx, func() (int64, error) {
+		return q.EventBodiesDrop(ctx, db.EventBodiesDropParams{Before: &before, Batch: pruneBatch})
+	})
+	return inRows + apart, err
+}
+
 func drain(ctx context.Context, batch func() (int64, error)) (int64, error) {
 	var total int64
 	for {
