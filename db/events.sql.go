@@ -75,6 +75,37 @@ func (q *Queries) EventAuditList(ctx context.Context, arg EventAuditListParams) 
 	return items, nil
 }
 
+const eventBodyInsertOne = `-- name: EventBodyInsertOne :exec
+INSERT INTO event_bodies (client, event_id, day, body, payload, headers)
+VALUES ($1, $2, $3::date, $4, $5, $6)
+`
+
+type EventBodyInsertOneParams struct {
+	Client  string
+	EventID int64
+	Day     time.Time
+	Body    []byte
+	Payload []byte
+	Headers json.RawMessage
+}
+
+// The bytes of an event EventInsertOne made (not of a repeat): a plain insert of
+// values, which Citus sends to the shard without planning a query on the
+// coordinator (an insert that read events for the id cost the coordinator more
+// than the event's own insert). Ingest sends many rows in one statement of this
+// form (db.EventBodiesInsert); this one is the rows' shape for sqlc.
+func (q *Queries) EventBodyInsertOne(ctx context.Context, arg EventBodyInsertOneParams) error {
+	_, err := q.db.Exec(ctx, eventBodyInsertOne,
+		arg.Client,
+		arg.EventID,
+		arg.Day,
+		arg.Body,
+		arg.Payload,
+		arg.Headers,
+	)
+	return err
+}
+
 const eventClaimReceived = `-- name: EventClaimReceived :many
 WITH next AS (
     SELECT id FROM event_queue WHERE client = $2 ORDER BY id LIMIT $3 FOR UPDATE SKIP LOCKED
@@ -488,6 +519,77 @@ func (q *Queries) EventInsertBatch(ctx context.Context, arg EventInsertBatchPara
 		return nil, err
 	}
 	return items, nil
+}
+
+const eventInsertOne = `-- name: EventInsertOne :one
+INSERT INTO events (client, environment, source, source_event_id, type, body_day,
+                    body_sha256, occurred_at, deliveries, conflict, via)
+VALUES ($1, $2, $3, $4, $5, $6::date,
+        $7, nullif($8::text, '')::timestamptz, $9, $10, $11)
+ON CONFLICT (client, source, source_event_id) DO UPDATE
+SET deliveries       = events.deliveries + CASE WHEN EXCLUDED.via = 'backfill' THEN 0 ELSE EXCLUDED.deliveries END,
+    last_received_at = CASE WHEN EXCLUDED.via = 'backfill' THEN events.last_received_at ELSE EXCLUDED.last_received_at END,
+    conflict         = events.conflict OR EXCLUDED.conflict
+                       OR (events.via = EXCLUDED.via AND events.body_sha256 <> EXCLUDED.body_sha256)
+RETURNING id, client, source, source_event_id, (xmax = 0)::boolean AS inserted, body_sha256, via
+`
+
+type EventInsertOneParams struct {
+	Client        string
+	Environment   string
+	Source        string
+	SourceEventID string
+	Type          string
+	Day           time.Time
+	BodySha256    []byte
+	OccurredAt    string
+	Deliveries    int32
+	Conflict      bool
+	Via           string
+}
+
+type EventInsertOneRow struct {
+	ID            int64
+	Client        string
+	Source        string
+	SourceEventID string
+	Inserted      bool
+	BodySha256    []byte
+	Via           string
+}
+
+// EventInsertBatch for one delivery, the form Citus takes: an INSERT ... SELECT
+// over arrays reads no distributed table, and Citus runs it through the
+// coordinator, while an INSERT of values names its clients and goes to their
+// shards. Ingest sends a batch as this statement with its row of values repeated
+// (db.EventInsertRows), with the same conflict rule and the same row returned; the
+// bytes of the events it made follow (EventBodyInsertOne's form), in the same
+// transaction.
+func (q *Queries) EventInsertOne(ctx context.Context, arg EventInsertOneParams) (EventInsertOneRow, error) {
+	row := q.db.QueryRow(ctx, eventInsertOne,
+		arg.Client,
+		arg.Environment,
+		arg.Source,
+		arg.SourceEventID,
+		arg.Type,
+		arg.Day,
+		arg.BodySha256,
+		arg.OccurredAt,
+		arg.Deliveries,
+		arg.Conflict,
+		arg.Via,
+	)
+	var i EventInsertOneRow
+	err := row.Scan(
+		&i.ID,
+		&i.Client,
+		&i.Source,
+		&i.SourceEventID,
+		&i.Inserted,
+		&i.BodySha256,
+		&i.Via,
+	)
+	return i, err
 }
 
 const eventList = `-- name: EventList :many

@@ -44,13 +44,14 @@ WHERE s.inserted
 SELECT id, client, source, source_event_id, inserted, body_sha256, via
 FROM stored;
 
--- name: EventInsertOne :batchone
--- EventInsertBatch for one delivery, on Citus: an INSERT ... SELECT over arrays
--- reads no distributed table, and Citus runs it through the coordinator, while an
--- INSERT of one row names its client and runs on the client's shard. The rows of a
--- batch are sent together (one round trip), in the order EventInsertBatch takes
--- them, with the same conflict rule and the same row returned. The bytes of the
--- events they made follow (EventBodyInsertOne), in the same transaction.
+-- name: EventInsertOne :one
+-- EventInsertBatch for one delivery, the form Citus takes: an INSERT ... SELECT
+-- over arrays reads no distributed table, and Citus runs it through the
+-- coordinator, while an INSERT of values names its clients and goes to their
+-- shards. Ingest sends a batch as this statement with its row of values repeated
+-- (db.EventInsertRows), with the same conflict rule and the same row returned; the
+-- bytes of the events it made follow (EventBodyInsertOne's form), in the same
+-- transaction.
 INSERT INTO events (client, environment, source, source_event_id, type, body_day,
                     body_sha256, occurred_at, deliveries, conflict, via)
 VALUES (@client, @environment, @source, @source_event_id, @type, @day::date,
@@ -62,7 +63,7 @@ SET deliveries       = events.deliveries + CASE WHEN EXCLUDED.via = 'backfill' T
                        OR (events.via = EXCLUDED.via AND events.body_sha256 <> EXCLUDED.body_sha256)
 RETURNING id, client, source, source_event_id, (xmax = 0)::boolean AS inserted, body_sha256, via;
 
--- name: EventBodyInsertOne :batchexec
+-- name: EventBodyInsertOne :exec
 -- The bytes of an event EventInsertOne made (not of a repeat): a plain insert of
 -- values, which Citus sends to the shard without planning a query on the
 -- coordinator (an insert that read events for the id cost the coordinator more
