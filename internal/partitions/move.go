@@ -33,49 +33,41 @@ type Moved struct {
 // then finds what it left, if anything); without, it returns at once with Busy.
 func MoveOld(ctx context.Context, pool *pgxpool.Pool, s store.Store, wait bool, progress func(total int)) (Moved, error) {
 	var r Moved
-	conn, err := pool.Acquire(ctx)
-	if err != nil {
-		return r, fmt.Errorf("acquire a connection to move bodies: %w", err)
-	}
-	defer conn.Release()
-	take := "SELECT pg_try_advisory_lock($1)"
-	if wait {
-		take = "SELECT pg_advisory_lock($1) IS NOT NULL"
-	}
-	var locked bool
-	if err := conn.QueryRow(ctx, take, moveLock).Scan(&locked); err != nil {
-		return r, fmt.Errorf("take the lock to move bodies: %w", err)
-	}
-	if !locked {
-		r.Busy = true
-		return r, nil
-	}
-	defer conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", moveLock) //nolint:errcheck // released with the session anyway
-	q := db.New(conn)
-	clients, err := s.EventClients(ctx, q)
-	if err != nil {
-		return r, fmt.Errorf("list the clients with events: %w", err)
-	}
-	for _, client := range clients {
-		for after := int64(0); ; {
-			day := Day(time.Now())
-			var row db.EventBodiesMoveOldRow
-			err := Retry(ctx, q, day, func() (err error) {
-				row, err = q.EventBodiesMoveOld(ctx, db.EventBodiesMoveOldParams{Client: client, After: after, Batch: moveBatch, Day: day})
+	held, err := db.WithSessionLock(ctx, pool, moveLock, wait, func(q *db.Queries) error {
+		clients, err := s.EventClients(ctx, q)
+		if err != nil {
+			return fmt.Errorf("list the clients with events: %w", err)
+		}
+		for _, client := range clients {
+			if err := moveClient(ctx, q, client, &r, progress); err != nil {
 				return err
-			})
-			if err != nil {
-				return r, fmt.Errorf("move the bodies of %s's events after id %d: %w", client, after, err)
-			}
-			if row.Moved == 0 {
-				break
-			}
-			r.Bodies += int(row.Moved)
-			after = row.LastID
-			if progress != nil {
-				progress(r.Bodies)
 			}
 		}
+		return nil
+	})
+	r.Busy = err == nil && !held
+	return r, err
+}
+
+// moveClient is MoveOld for one client's events, adding what it moved to r.
+func moveClient(ctx context.Context, q *db.Queries, client string, r *Moved, progress func(total int)) error {
+	for after := int64(0); ; {
+		day := Day(time.Now())
+		var row db.EventBodiesMoveOldRow
+		err := Retry(ctx, q, day, func() (err error) {
+			row, err = q.EventBodiesMoveOld(ctx, db.EventBodiesMoveOldParams{Client: client, After: after, Batch: moveBatch, Day: day})
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("move the bodies of %s's events after id %d: %w", client, after, err)
+		}
+		if row.Moved == 0 {
+			return nil
+		}
+		r.Bodies += int(row.Moved)
+		after = row.LastID
+		if progress != nil {
+			progress(r.Bodies)
+		}
 	}
-	return r, nil
 }

@@ -25,65 +25,62 @@ type PruneReport struct {
 	Skipped       bool  // another process was pruning
 }
 
+// pruneLock keeps two pruners apart (a session-level advisory lock).
+const pruneLock = 7262531
+
 // Prune applies the retention windows now, in small batches, each its own short
 // transaction. Only one process prunes at a time; the others skip.
 func Prune(ctx context.Context, pool *pgxpool.Pool, cfg *settings.Config, now time.Time) (PruneReport, error) {
 	var r PruneReport
-	conn, err := pool.Acquire(ctx)
-	if err != nil {
-		return r, fmt.Errorf("acquire connection for pruning: %w", err)
-	}
-	defer conn.Release()
-	// A session-level lock held for the whole prune keeps two pruners apart without
-	// holding any transaction open.
-	var locked bool
-	if err := conn.QueryRow(ctx, "SELECT pg_try_advisory_lock(7262531)").Scan(&locked); err != nil {
-		return r, fmt.Errorf("take prune lock: %w", err)
-	}
-	if !locked {
-		r.Skipped = true
-		return r, nil
-	}
-	defer conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock(7262531)") //nolint:errcheck // released with the session anyway
-	q := db.New(conn)
+	held, err := db.WithSessionLock(ctx, pool, pruneLock, false, func(q *db.Queries) error {
+		if err := prune(ctx, q, cfg, now, &r); err != nil {
+			return err
+		}
+		var err error
+		r.Sessions, err = accounts.DeleteExpiredSessions(ctx, pool)
+		return err
+	})
+	r.Skipped = err == nil && !held
+	return r, err
+}
+
+// prune is Prune's work under its lock, counted into r.
+func prune(ctx context.Context, q *db.Queries, cfg *settings.Config, now time.Time, r *PruneReport) error {
+	var err error
 	for _, src := range cfg.Sources {
 		n, err := drain(ctx, func() (int64, error) {
 			return q.EventPruneSource(ctx, db.EventPruneSourceParams{Source: src.Name, Before: now.Add(-src.Remember), Batch: pruneBatch})
 		})
 		r.Events += n
 		if err != nil {
-			return r, fmt.Errorf("prune events of %s: %w", src.Name, err)
+			return fmt.Errorf("prune events of %s: %w", src.Name, err)
 		}
 	}
 	if d := cfg.Retention.DropBodiesAfter; d > 0 {
 		if r.BodiesDropped, err = dropBodies(ctx, q, now.Add(-d)); err != nil {
-			return r, fmt.Errorf("drop event bodies: %w", err)
+			return fmt.Errorf("drop event bodies: %w", err)
 		}
 	}
 	// The loader gives the default and refuses anything not positive; a config
 	// built otherwise must not prune every closed action at once.
 	keep := cfg.Retention.Actions
 	if keep <= 0 {
-		return r, fmt.Errorf("prune closed actions: retention.actions is %s, not positive", keep)
+		return fmt.Errorf("prune closed actions: retention.actions is %s, not positive", keep)
 	}
 	before := now.Add(-keep)
 	if r.Actions, err = drain(ctx, func() (int64, error) {
 		return q.ActionPruneClosed(ctx, db.ActionPruneClosedParams{Before: before, Batch: pruneBatch})
 	}); err != nil {
-		return r, fmt.Errorf("prune closed actions: %w", err)
+		return fmt.Errorf("prune closed actions: %w", err)
 	}
 	if r.Resources, err = drain(ctx, func() (int64, error) {
 		return q.ResourcePrune(ctx, db.ResourcePruneParams{Before: &before, Batch: pruneBatch})
 	}); err != nil {
-		return r, fmt.Errorf("prune resources: %w", err)
+		return fmt.Errorf("prune resources: %w", err)
 	}
-	if r.Sessions, err = accounts.DeleteExpiredSessions(ctx, pool); err != nil {
-		return r, err
-	}
-	return r, nil
+	return nil
 }
 
-// drain runs one batch at a time until a batch comes back short.
 // dropBodies drops the bytes of the events routed before before, keeping their
 // identities and hashes: those still in the events' own rows (stored before
 // event_bodies), then those in event_bodies.
@@ -100,6 +97,7 @@ func dropBodies(ctx context.Context, q *db.Queries, before time.Time) (int64, er
 	return inRows + apart, err
 }
 
+// drain runs one batch at a time until a batch comes back short.
 func drain(ctx context.Context, batch func() (int64, error)) (int64, error) {
 	var total int64
 	for {
