@@ -21,7 +21,7 @@ SET params = $1, attempt_key = CASE WHEN $2::text <> '' THEN $2 ELSE attempt_key
     give_up_at = now() + make_interval(secs => $6::double precision),
     updated_at = now()
 WHERE client = $7 AND id = $8 AND state = 'failed'
-RETURNING id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key, param_values, reason_start, parked_at, imported_from
+RETURNING id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key, param_values, reason_start, parked_at, imported_from, rows_day
 `
 
 type ActionApplyCorrectionParams struct {
@@ -89,6 +89,7 @@ func (q *Queries) ActionApplyCorrection(ctx context.Context, arg ActionApplyCorr
 		&i.ReasonStart,
 		&i.ParkedAt,
 		&i.ImportedFrom,
+		&i.RowsDay,
 	)
 	return i, err
 }
@@ -96,7 +97,7 @@ func (q *Queries) ActionApplyCorrection(ctx context.Context, arg ActionApplyCorr
 const actionAssign = `-- name: ActionAssign :one
 UPDATE actions SET owner = $1, updated_at = now()
 WHERE client = $2 AND id = $3
-RETURNING id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key, param_values, reason_start, parked_at, imported_from
+RETURNING id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key, param_values, reason_start, parked_at, imported_from, rows_day
 `
 
 type ActionAssignParams struct {
@@ -146,6 +147,7 @@ func (q *Queries) ActionAssign(ctx context.Context, arg ActionAssignParams) (Act
 		&i.ReasonStart,
 		&i.ParkedAt,
 		&i.ImportedFrom,
+		&i.RowsDay,
 	)
 	return i, err
 }
@@ -265,14 +267,14 @@ WITH due AS (
     -- while the table was small (or its statistics said so) read every action of
     -- the client for each claim.
     WHERE a.client = due.client AND a.id = due.id AND (NOT $9::boolean OR a.client = $3)
-    RETURNING a.id, a.client, a.environment, a.source, a.name, a.business_key, a.key_parts, a.operation_key, a.destination, a.params, a.params_sha256, a.state, a.reason, a.owner, a.after_id, a.resource, a.occurred_at, a.attempts, a.max_attempts, a.give_up_at, a.next_attempt_at, a.first_attempt_at, a.last_attempt_at, a.lease_owner, a.claimed_from, a.lease_expires_at, a.external_ref, a.result, a.created_at, a.updated_at, a.lease_token, a.state_since, a.attempt_key, a.param_values, a.reason_start, a.parked_at, a.imported_from, due.starts
+    RETURNING a.id, a.client, a.environment, a.source, a.name, a.business_key, a.key_parts, a.operation_key, a.destination, a.params, a.params_sha256, a.state, a.reason, a.owner, a.after_id, a.resource, a.occurred_at, a.attempts, a.max_attempts, a.give_up_at, a.next_attempt_at, a.first_attempt_at, a.last_attempt_at, a.lease_owner, a.claimed_from, a.lease_expires_at, a.external_ref, a.result, a.created_at, a.updated_at, a.lease_token, a.state_since, a.attempt_key, a.param_values, a.reason_start, a.parked_at, a.imported_from, a.rows_day, due.starts
 ), attempt AS (
-    INSERT INTO attempts (client, action_id, kind, operation_key, worker)
-    SELECT $3, c.id, 'call', sent_key(c.attempt_key, c.operation_key), $7::text
+    INSERT INTO attempts (client, action_id, kind, operation_key, worker, part_day)
+    SELECT $3, c.id, 'call', sent_key(c.attempt_key, c.operation_key), $7::text, c.rows_day
     FROM claimed c WHERE c.starts
     RETURNING client, id, action_id
 )
-SELECT c.id, c.client, c.environment, c.source, c.name, c.business_key, c.key_parts, c.operation_key, c.destination, c.params, c.params_sha256, c.state, c.reason, c.owner, c.after_id, c.resource, c.occurred_at, c.attempts, c.max_attempts, c.give_up_at, c.next_attempt_at, c.first_attempt_at, c.last_attempt_at, c.lease_owner, c.claimed_from, c.lease_expires_at, c.external_ref, c.result, c.created_at, c.updated_at, c.lease_token, c.state_since, c.attempt_key, c.param_values, c.reason_start, c.parked_at, c.imported_from, c.starts, coalesce(t.id, 0)::bigint AS attempt_id
+SELECT c.id, c.client, c.environment, c.source, c.name, c.business_key, c.key_parts, c.operation_key, c.destination, c.params, c.params_sha256, c.state, c.reason, c.owner, c.after_id, c.resource, c.occurred_at, c.attempts, c.max_attempts, c.give_up_at, c.next_attempt_at, c.first_attempt_at, c.last_attempt_at, c.lease_owner, c.claimed_from, c.lease_expires_at, c.external_ref, c.result, c.created_at, c.updated_at, c.lease_token, c.state_since, c.attempt_key, c.param_values, c.reason_start, c.parked_at, c.imported_from, c.rows_day, c.starts, coalesce(t.id, 0)::bigint AS attempt_id
 FROM claimed c LEFT JOIN attempt t ON t.client = c.client AND t.action_id = c.id
 `
 
@@ -326,6 +328,7 @@ type ActionClaimRow struct {
 	ReasonStart    *string
 	ParkedAt       *time.Time
 	ImportedFrom   string
+	RowsDay        time.Time
 	Starts         pgtype.Bool
 	AttemptID      int64
 }
@@ -395,6 +398,7 @@ func (q *Queries) ActionClaim(ctx context.Context, arg ActionClaimParams) ([]Act
 			&i.ReasonStart,
 			&i.ParkedAt,
 			&i.ImportedFrom,
+			&i.RowsDay,
 			&i.Starts,
 			&i.AttemptID,
 		); err != nil {
@@ -414,7 +418,7 @@ SET state = 'processing', claimed_from = state, lease_owner = $1::text, lease_to
     lease_expires_at = now() + make_interval(secs => $2::double precision),
     first_attempt_at = coalesce(first_attempt_at, $3::timestamptz), last_attempt_at = now(), updated_at = now()
 WHERE client = $4 AND id = $5 AND state IN ('pending', 'retrying', 'uncertain')
-RETURNING id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key, param_values, reason_start, parked_at, imported_from
+RETURNING id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key, param_values, reason_start, parked_at, imported_from, rows_day
 `
 
 type ActionClaimProbeParams struct {
@@ -475,6 +479,7 @@ func (q *Queries) ActionClaimProbe(ctx context.Context, arg ActionClaimProbePara
 		&i.ReasonStart,
 		&i.ParkedAt,
 		&i.ImportedFrom,
+		&i.RowsDay,
 	)
 	return i, err
 }
@@ -506,9 +511,9 @@ WITH due AS (
         updated_at = now()
     FROM due
     WHERE a.client = due.client AND a.id = due.id AND a.client = $3
-    RETURNING a.id, a.client, a.environment, a.source, a.name, a.business_key, a.key_parts, a.operation_key, a.destination, a.params, a.params_sha256, a.state, a.reason, a.owner, a.after_id, a.resource, a.occurred_at, a.attempts, a.max_attempts, a.give_up_at, a.next_attempt_at, a.first_attempt_at, a.last_attempt_at, a.lease_owner, a.claimed_from, a.lease_expires_at, a.external_ref, a.result, a.created_at, a.updated_at, a.lease_token, a.state_since, a.attempt_key, a.param_values, a.reason_start, a.parked_at, a.imported_from, due.starts
+    RETURNING a.id, a.client, a.environment, a.source, a.name, a.business_key, a.key_parts, a.operation_key, a.destination, a.params, a.params_sha256, a.state, a.reason, a.owner, a.after_id, a.resource, a.occurred_at, a.attempts, a.max_attempts, a.give_up_at, a.next_attempt_at, a.first_attempt_at, a.last_attempt_at, a.lease_owner, a.claimed_from, a.lease_expires_at, a.external_ref, a.result, a.created_at, a.updated_at, a.lease_token, a.state_since, a.attempt_key, a.param_values, a.reason_start, a.parked_at, a.imported_from, a.rows_day, due.starts
 )
-SELECT c.id, c.client, c.environment, c.source, c.name, c.business_key, c.key_parts, c.operation_key, c.destination, c.params, c.params_sha256, c.state, c.reason, c.owner, c.after_id, c.resource, c.occurred_at, c.attempts, c.max_attempts, c.give_up_at, c.next_attempt_at, c.first_attempt_at, c.last_attempt_at, c.lease_owner, c.claimed_from, c.lease_expires_at, c.external_ref, c.result, c.created_at, c.updated_at, c.lease_token, c.state_since, c.attempt_key, c.param_values, c.reason_start, c.parked_at, c.imported_from, c.starts, 0::bigint AS attempt_id FROM claimed c
+SELECT c.id, c.client, c.environment, c.source, c.name, c.business_key, c.key_parts, c.operation_key, c.destination, c.params, c.params_sha256, c.state, c.reason, c.owner, c.after_id, c.resource, c.occurred_at, c.attempts, c.max_attempts, c.give_up_at, c.next_attempt_at, c.first_attempt_at, c.last_attempt_at, c.lease_owner, c.claimed_from, c.lease_expires_at, c.external_ref, c.result, c.created_at, c.updated_at, c.lease_token, c.state_since, c.attempt_key, c.param_values, c.reason_start, c.parked_at, c.imported_from, c.rows_day, c.starts, 0::bigint AS attempt_id FROM claimed c
 `
 
 type ActionClaimShardedParams struct {
@@ -560,6 +565,7 @@ type ActionClaimShardedRow struct {
 	ReasonStart    *string
 	ParkedAt       *time.Time
 	ImportedFrom   string
+	RowsDay        time.Time
 	Starts         pgtype.Bool
 	AttemptID      int64
 }
@@ -625,6 +631,7 @@ func (q *Queries) ActionClaimSharded(ctx context.Context, arg ActionClaimSharded
 			&i.ReasonStart,
 			&i.ParkedAt,
 			&i.ImportedFrom,
+			&i.RowsDay,
 			&i.Starts,
 			&i.AttemptID,
 		); err != nil {
@@ -730,7 +737,7 @@ SET state = $1, reason = $2,
     next_attempt_at = now(), updated_at = now()
 WHERE client = $4 AND id = $5
   AND state = ANY($6::text[])
-RETURNING id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key, param_values, reason_start, parked_at, imported_from
+RETURNING id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key, param_values, reason_start, parked_at, imported_from, rows_day
 `
 
 type ActionCloseParams struct {
@@ -792,6 +799,7 @@ func (q *Queries) ActionClose(ctx context.Context, arg ActionCloseParams) (Actio
 		&i.ReasonStart,
 		&i.ParkedAt,
 		&i.ImportedFrom,
+		&i.RowsDay,
 	)
 	return i, err
 }
@@ -1041,7 +1049,7 @@ func (q *Queries) ActionEventList(ctx context.Context, arg ActionEventListParams
 }
 
 const actionGet = `-- name: ActionGet :one
-SELECT id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key, param_values, reason_start, parked_at, imported_from FROM actions WHERE id = $1
+SELECT id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key, param_values, reason_start, parked_at, imported_from, rows_day FROM actions WHERE id = $1
 `
 
 // An action by its id alone: one Postgres finds it by actions_id_idx; on Citus
@@ -1087,12 +1095,13 @@ func (q *Queries) ActionGet(ctx context.Context, id int64) (Action, error) {
 		&i.ReasonStart,
 		&i.ParkedAt,
 		&i.ImportedFrom,
+		&i.RowsDay,
 	)
 	return i, err
 }
 
 const actionGetByKey = `-- name: ActionGetByKey :one
-SELECT id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key, param_values, reason_start, parked_at, imported_from FROM actions WHERE client = $1 AND id = $2
+SELECT id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key, param_values, reason_start, parked_at, imported_from, rows_day FROM actions WHERE client = $1 AND id = $2
 `
 
 type ActionGetByKeyParams struct {
@@ -1143,12 +1152,13 @@ func (q *Queries) ActionGetByKey(ctx context.Context, arg ActionGetByKeyParams) 
 		&i.ReasonStart,
 		&i.ParkedAt,
 		&i.ImportedFrom,
+		&i.RowsDay,
 	)
 	return i, err
 }
 
 const actionGetByOperationKey = `-- name: ActionGetByOperationKey :one
-SELECT id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key, param_values, reason_start, parked_at, imported_from FROM actions WHERE client = $1 AND operation_key = $2
+SELECT id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key, param_values, reason_start, parked_at, imported_from, rows_day FROM actions WHERE client = $1 AND operation_key = $2
 `
 
 type ActionGetByOperationKeyParams struct {
@@ -1197,6 +1207,7 @@ func (q *Queries) ActionGetByOperationKey(ctx context.Context, arg ActionGetByOp
 		&i.ReasonStart,
 		&i.ParkedAt,
 		&i.ImportedFrom,
+		&i.RowsDay,
 	)
 	return i, err
 }
@@ -1372,7 +1383,7 @@ func (q *Queries) ActionInsert(ctx context.Context, arg ActionInsertParams) ([]A
 }
 
 const actionList = `-- name: ActionList :many
-SELECT id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key, param_values, reason_start, parked_at, imported_from FROM actions a
+SELECT id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key, param_values, reason_start, parked_at, imported_from, rows_day FROM actions a
 WHERE ($1::text = '' OR a.client = $1)
   AND (a.client, a.id) IN (
     SELECT p.client, p.id
@@ -1409,7 +1420,7 @@ WHERE ($1::text = '' OR a.client = $1)
           AND ($14::timestamptz IS NULL OR b.created_at < $14)
           AND ($15::integer = 0
                OR EXISTS (SELECT 1 FROM attempts t WHERE ($1 = '' OR t.client = $1)
-                          AND t.client = b.client AND t.action_id = b.id
+                          AND t.client = b.client AND t.action_id = b.id AND t.part_day = b.rows_day
                           AND t.http_status = $15))
           -- snoozed: '' every action, 'awake' those not snoozed at @snooze_now
           -- (the queues' default view), 'asleep' those snoozed then.
@@ -1582,6 +1593,7 @@ func (q *Queries) ActionList(ctx context.Context, arg ActionListParams) ([]Actio
 			&i.ReasonStart,
 			&i.ParkedAt,
 			&i.ImportedFrom,
+			&i.RowsDay,
 		); err != nil {
 			return nil, err
 		}
@@ -1594,7 +1606,7 @@ func (q *Queries) ActionList(ctx context.Context, arg ActionListParams) ([]Actio
 }
 
 const actionListByEvent = `-- name: ActionListByEvent :many
-SELECT a.id, a.client, a.environment, a.source, a.name, a.business_key, a.key_parts, a.operation_key, a.destination, a.params, a.params_sha256, a.state, a.reason, a.owner, a.after_id, a.resource, a.occurred_at, a.attempts, a.max_attempts, a.give_up_at, a.next_attempt_at, a.first_attempt_at, a.last_attempt_at, a.lease_owner, a.claimed_from, a.lease_expires_at, a.external_ref, a.result, a.created_at, a.updated_at, a.lease_token, a.state_since, a.attempt_key, a.param_values, a.reason_start, a.parked_at, a.imported_from FROM action_events ae
+SELECT a.id, a.client, a.environment, a.source, a.name, a.business_key, a.key_parts, a.operation_key, a.destination, a.params, a.params_sha256, a.state, a.reason, a.owner, a.after_id, a.resource, a.occurred_at, a.attempts, a.max_attempts, a.give_up_at, a.next_attempt_at, a.first_attempt_at, a.last_attempt_at, a.lease_owner, a.claimed_from, a.lease_expires_at, a.external_ref, a.result, a.created_at, a.updated_at, a.lease_token, a.state_since, a.attempt_key, a.param_values, a.reason_start, a.parked_at, a.imported_from, a.rows_day FROM action_events ae
 JOIN actions a ON a.client = ae.client AND a.id = ae.action_id
 WHERE ae.client = $1 AND ae.event_id = $2
 ORDER BY a.id
@@ -1652,6 +1664,7 @@ func (q *Queries) ActionListByEvent(ctx context.Context, arg ActionListByEventPa
 			&i.ReasonStart,
 			&i.ParkedAt,
 			&i.ImportedFrom,
+			&i.RowsDay,
 		); err != nil {
 			return nil, err
 		}
@@ -1664,9 +1677,9 @@ func (q *Queries) ActionListByEvent(ctx context.Context, arg ActionListByEventPa
 }
 
 const actionLockExpiredLeases = `-- name: ActionLockExpiredLeases :many
-SELECT a.id, a.client, a.environment, a.source, a.name, a.business_key, a.key_parts, a.operation_key, a.destination, a.params, a.params_sha256, a.state, a.reason, a.owner, a.after_id, a.resource, a.occurred_at, a.attempts, a.max_attempts, a.give_up_at, a.next_attempt_at, a.first_attempt_at, a.last_attempt_at, a.lease_owner, a.claimed_from, a.lease_expires_at, a.external_ref, a.result, a.created_at, a.updated_at, a.lease_token, a.state_since, a.attempt_key, a.param_values, a.reason_start, a.parked_at, a.imported_from,
+SELECT a.id, a.client, a.environment, a.source, a.name, a.business_key, a.key_parts, a.operation_key, a.destination, a.params, a.params_sha256, a.state, a.reason, a.owner, a.after_id, a.resource, a.occurred_at, a.attempts, a.max_attempts, a.give_up_at, a.next_attempt_at, a.first_attempt_at, a.last_attempt_at, a.lease_owner, a.claimed_from, a.lease_expires_at, a.external_ref, a.result, a.created_at, a.updated_at, a.lease_token, a.state_since, a.attempt_key, a.param_values, a.reason_start, a.parked_at, a.imported_from, a.rows_day,
        EXISTS (SELECT 1 FROM attempts t
-               WHERE t.client = $1 AND t.action_id = a.id
+               WHERE t.client = $1 AND t.action_id = a.id AND t.part_day = a.rows_day
                  AND t.status = 'started' AND t.kind = 'call') AS call_started
 FROM actions a
 WHERE a.client = $1 AND a.state = 'processing' AND a.lease_expires_at < now()
@@ -1731,6 +1744,7 @@ func (q *Queries) ActionLockExpiredLeases(ctx context.Context, client string) ([
 			&i.Action.ReasonStart,
 			&i.Action.ParkedAt,
 			&i.Action.ImportedFrom,
+			&i.Action.RowsDay,
 			&i.CallStarted,
 		); err != nil {
 			return nil, err
@@ -1747,7 +1761,7 @@ const actionManualReconcile = `-- name: ActionManualReconcile :one
 UPDATE actions
 SET state = 'uncertain', reason = $1, next_attempt_at = now(), updated_at = now()
 WHERE client = $2 AND id = $3 AND state = ANY($4::text[])
-RETURNING id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key, param_values, reason_start, parked_at, imported_from
+RETURNING id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key, param_values, reason_start, parked_at, imported_from, rows_day
 `
 
 type ActionManualReconcileParams struct {
@@ -1803,6 +1817,7 @@ func (q *Queries) ActionManualReconcile(ctx context.Context, arg ActionManualRec
 		&i.ReasonStart,
 		&i.ParkedAt,
 		&i.ImportedFrom,
+		&i.RowsDay,
 	)
 	return i, err
 }
@@ -1814,7 +1829,7 @@ SET state = $1::text, reason = $2, next_attempt_at = now(),
     give_up_at = now() + make_interval(secs => $4::double precision),
     updated_at = now()
 WHERE client = $5 AND id = $6 AND state = ANY($7::text[])
-RETURNING id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key, param_values, reason_start, parked_at, imported_from
+RETURNING id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key, param_values, reason_start, parked_at, imported_from, rows_day
 `
 
 type ActionManualRetryParams struct {
@@ -1878,6 +1893,7 @@ func (q *Queries) ActionManualRetry(ctx context.Context, arg ActionManualRetryPa
 		&i.ReasonStart,
 		&i.ParkedAt,
 		&i.ImportedFrom,
+		&i.RowsDay,
 	)
 	return i, err
 }
@@ -1948,14 +1964,15 @@ WITH r AS (
            unnest($9::timestamptz[]) AS next_attempt_at,
            unnest($10::text[]) AS external_ref, unnest($11::text[]) AS result,
            unnest($12::text[]) AS owner, unnest($13::bigint[]) AS lease_token,
-           unnest($14::integer[]) AS attempts_back
+           unnest($14::integer[]) AS attempts_back,
+           unnest($15::date[]) AS rows_day
 ), finished AS (
     UPDATE attempts t
     SET status = 'finished', observed = r.observed, http_status = nullif(r.http_status, 0),
         error = r.error, evidence = r.external_ref, finished_at = now()
     FROM r
     WHERE r.attempt_id <> 0 AND t.client = r.client AND t.action_id = r.id AND t.id = r.attempt_id
-      AND (NOT $15::boolean OR t.client = $16)
+      AND t.part_day = r.rows_day AND (NOT $16::boolean OR t.client = $17)
     RETURNING t.id
 ), recorded AS (
     UPDATE actions a
@@ -1967,8 +1984,8 @@ WITH r AS (
         owner = CASE WHEN r.owner <> '' THEN r.owner ELSE a.owner END,
         lease_owner = NULL, lease_expires_at = NULL, updated_at = now()
     FROM r
-    WHERE a.client = r.client AND a.id = r.id AND (a.state = 'processing') IS TRUE AND a.lease_owner = $17::text
-      AND a.lease_token = r.lease_token AND (NOT $15::boolean OR a.client = $16)
+    WHERE a.client = r.client AND a.id = r.id AND (a.state = 'processing') IS TRUE AND a.lease_owner = $18::text
+      AND a.lease_token = r.lease_token AND (NOT $16::boolean OR a.client = $17)
     RETURNING a.client, a.id, a.state
 ), released AS (
     -- A successor waits pending, or uncertain when a cutover makes it look its
@@ -1978,9 +1995,9 @@ WITH r AS (
     FROM recorded p
     CROSS JOIN LATERAL (SELECT w.client, w.id FROM actions w
                         WHERE w.client = p.client AND w.after_id = p.id
-                          AND (NOT $15::boolean OR w.client = $16) OFFSET 0) x
+                          AND (NOT $16::boolean OR w.client = $17) OFFSET 0) x
     WHERE p.state = 'confirmed' AND s.client = x.client AND s.id = x.id
-      AND (NOT $15::boolean OR s.client = $16)
+      AND (NOT $16::boolean OR s.client = $17)
       AND (s.state IN ('pending', 'uncertain')) IS TRUE
       AND (s.next_attempt_at = '9999-12-31 00:00:00+00'::timestamptz) IS TRUE
     RETURNING s.id
@@ -2004,6 +2021,7 @@ type ActionRecordBatchParams struct {
 	Owners         []string
 	LeaseTokens    []int64
 	AttemptsBack   []int32
+	RowsDays       []time.Time
 	Sharded        bool
 	Client         string
 	Worker         string
@@ -2031,8 +2049,9 @@ type ActionRecordBatchRow struct {
 //     the waiting successors by their far-future next_attempt_at (actions_due_idx)
 //     reads every successor waiting and every one released since the last vacuum;
 //   - an attempt is named by its whole key, attempts' primary key (client,
-//     action_id, id): named by client and id only, a plan made on an empty table
-//     read every attempt of the client;
+//     action_id, id, part_day): named by client and id only, a plan made on an empty
+//     table read every attempt of the client, and without its action's rows_day
+//     (@rows_days, the claim's) it is looked for in every day's partition;
 //   - successors are found for each confirmed action in a subquery of their own
 //     (OFFSET 0 keeps it one), a lookup in actions_after_idx: joined to the recorded
 //     actions, a plan made on a small table read the whole partial index, every
@@ -2058,6 +2077,7 @@ func (q *Queries) ActionRecordBatch(ctx context.Context, arg ActionRecordBatchPa
 		arg.Owners,
 		arg.LeaseTokens,
 		arg.AttemptsBack,
+		arg.RowsDays,
 		arg.Sharded,
 		arg.Client,
 		arg.Worker,
@@ -2115,12 +2135,13 @@ const actionRecoverLeases = `-- name: ActionRecoverLeases :many
 WITH r AS (
     SELECT unnest($3::text[]) AS client, unnest($4::bigint[]) AS id,
            unnest($5::text[]) AS state, unnest($6::text[]) AS reason,
-           unnest($7::timestamptz[]) AS next_attempt_at
+           unnest($7::timestamptz[]) AS next_attempt_at,
+           unnest($8::date[]) AS rows_day
 ), lookups AS (
     UPDATE attempts t
     SET status = 'abandoned', observed = 'lease expired', finished_at = now()
     FROM r
-    WHERE t.client = r.client AND t.action_id = r.id
+    WHERE t.client = r.client AND t.action_id = r.id AND t.part_day = r.rows_day
       AND t.status = 'started' AND t.kind = 'lookup' AND (NOT $1::boolean OR t.client = $2)
 )
 UPDATE actions a
@@ -2140,6 +2161,7 @@ type ActionRecoverLeasesParams struct {
 	States         []string
 	Reasons        []string
 	NextAttemptAts []time.Time
+	RowsDays       []time.Time
 }
 
 type ActionRecoverLeasesRow struct {
@@ -2162,6 +2184,7 @@ func (q *Queries) ActionRecoverLeases(ctx context.Context, arg ActionRecoverLeas
 		arg.States,
 		arg.Reasons,
 		arg.NextAttemptAts,
+		arg.RowsDays,
 	)
 	if err != nil {
 		return nil, err
@@ -2220,13 +2243,14 @@ WITH released AS (
     WHERE a.state = 'processing' AND a.lease_owner = $1
       AND (NOT $2::boolean OR a.client = $3)
       AND NOT EXISTS (SELECT 1 FROM attempts t WHERE t.client = a.client AND t.action_id = a.id
-                      AND t.status = 'started' AND t.kind = 'call')
-    RETURNING a.client, a.id
+                      AND t.part_day = a.rows_day AND t.status = 'started' AND t.kind = 'call')
+    RETURNING a.client, a.id, a.rows_day
 ), lookups AS (
     UPDATE attempts t
     SET status = 'abandoned', observed = 'the worker stopped during the lookup', finished_at = now()
     FROM released r
-    WHERE t.client = r.client AND t.action_id = r.id AND t.status = 'started' AND t.kind = 'lookup'
+    WHERE t.client = r.client AND t.action_id = r.id AND t.part_day = r.rows_day
+      AND t.status = 'started' AND t.kind = 'lookup'
       AND (NOT $2::boolean OR t.client = $3)
 )
 SELECT id FROM released
@@ -2397,10 +2421,10 @@ WITH started AS (
     WHERE a.client = r.client AND a.id = r.id AND (a.state = 'processing') IS TRUE AND a.lease_owner = $1::text
       AND (NOT $2::boolean OR a.client = $3)
     RETURNING a.client, a.id, sent_key(a.attempt_key, a.operation_key)::text AS operation_key,
-              a.attempts, a.first_attempt_at
+              a.attempts, a.first_attempt_at, a.rows_day
 ), attempt AS (
-    INSERT INTO attempts (client, action_id, kind, operation_key, worker)
-    SELECT s.client, s.id, 'call', s.operation_key, $1::text FROM started s
+    INSERT INTO attempts (client, action_id, kind, operation_key, worker, part_day)
+    SELECT s.client, s.id, 'call', s.operation_key, $1::text, s.rows_day FROM started s
     RETURNING client, id, action_id
 )
 SELECT s.client, s.id, s.attempts, s.first_attempt_at, t.id AS attempt_id
@@ -2470,7 +2494,7 @@ SET attempts = a.attempts + 1, first_attempt_at = coalesce(a.first_attempt_at, r
 FROM (SELECT unnest($3::text[]) AS client, unnest($4::bigint[]) AS id, now() AS at) r
 WHERE a.client = r.client AND a.id = r.id AND (a.state = 'processing') IS TRUE AND a.lease_owner = $1::text
   AND a.client = $2
-RETURNING a.client, a.id, a.attempt_key, a.operation_key, a.attempts, a.first_attempt_at
+RETURNING a.client, a.id, a.attempt_key, a.operation_key, a.attempts, a.first_attempt_at, a.rows_day
 `
 
 type ActionStartCallsShardedParams struct {
@@ -2487,6 +2511,7 @@ type ActionStartCallsShardedRow struct {
 	OperationKey   string
 	Attempts       int32
 	FirstAttemptAt *time.Time
+	RowsDay        time.Time
 }
 
 // ActionStartCalls on Citus (see ActionClaimSharded): counts the attempts on one
@@ -2513,6 +2538,7 @@ func (q *Queries) ActionStartCallsSharded(ctx context.Context, arg ActionStartCa
 			&i.OperationKey,
 			&i.Attempts,
 			&i.FirstAttemptAt,
+			&i.RowsDay,
 		); err != nil {
 			return nil, err
 		}
@@ -2525,7 +2551,7 @@ func (q *Queries) ActionStartCallsSharded(ctx context.Context, arg ActionStartCa
 }
 
 const actionWaitingSuccessors = `-- name: ActionWaitingSuccessors :many
-SELECT id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key, param_values, reason_start, parked_at, imported_from FROM actions
+SELECT id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key, param_values, reason_start, parked_at, imported_from, rows_day FROM actions
 WHERE client = $1 AND after_id = $2 AND state IN ('pending', 'uncertain')
   AND next_attempt_at = '9999-12-31 00:00:00+00'::timestamptz
 ORDER BY id
@@ -2585,6 +2611,7 @@ func (q *Queries) ActionWaitingSuccessors(ctx context.Context, arg ActionWaiting
 			&i.ReasonStart,
 			&i.ParkedAt,
 			&i.ImportedFrom,
+			&i.RowsDay,
 		); err != nil {
 			return nil, err
 		}

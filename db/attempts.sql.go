@@ -7,12 +7,14 @@ package db
 
 import (
 	"context"
+	"time"
 )
 
 const attemptAbandonStarted = `-- name: AttemptAbandonStarted :exec
-UPDATE attempts
+UPDATE attempts t
 SET status = 'abandoned', observed = 'lease expired', finished_at = now()
-WHERE client = $1 AND action_id = $2 AND status = 'started'
+WHERE t.client = $1 AND t.action_id = $2 AND t.status = 'started'
+  AND t.part_day = (SELECT a.rows_day FROM actions a WHERE a.client = $1 AND a.id = $2)
 `
 
 type AttemptAbandonStartedParams struct {
@@ -27,7 +29,10 @@ func (q *Queries) AttemptAbandonStarted(ctx context.Context, arg AttemptAbandonS
 }
 
 const attemptList = `-- name: AttemptList :many
-SELECT id, client, action_id, kind, operation_key, worker, status, observed, http_status, error, evidence, started_at, finished_at FROM attempts WHERE client = $1 AND action_id = $2 ORDER BY id
+SELECT t.id, t.client, t.action_id, t.kind, t.operation_key, t.worker, t.status, t.observed, t.http_status, t.error, t.evidence, t.started_at, t.finished_at, t.part_day FROM attempts t
+WHERE t.client = $1 AND t.action_id = $2
+  AND t.part_day = (SELECT a.rows_day FROM actions a WHERE a.client = $1 AND a.id = $2)
+ORDER BY t.id
 `
 
 type AttemptListParams struct {
@@ -58,6 +63,7 @@ func (q *Queries) AttemptList(ctx context.Context, arg AttemptListParams) ([]Att
 			&i.Evidence,
 			&i.StartedAt,
 			&i.FinishedAt,
+			&i.PartDay,
 		); err != nil {
 			return nil, err
 		}
@@ -70,8 +76,9 @@ func (q *Queries) AttemptList(ctx context.Context, arg AttemptListParams) ([]Att
 }
 
 const attemptStart = `-- name: AttemptStart :one
-INSERT INTO attempts (client, action_id, kind, operation_key, worker)
-VALUES ($1, $2, $3, $4, $5)
+
+INSERT INTO attempts (client, action_id, kind, operation_key, worker, part_day)
+VALUES ($1, $2, $3, $4, $5, $6)
 RETURNING id
 `
 
@@ -81,8 +88,14 @@ type AttemptStartParams struct {
 	Kind         string
 	OperationKey string
 	Worker       string
+	PartDay      time.Time
 }
 
+// An action's attempts are in the partition of its rows_day (see migration
+// 00039): each statement names that day, read from the action's row or given by
+// the caller from the claim, and touches that one partition.
+// Starts an attempt of the action, in its rows_day's partition (@part_day, the
+// claim's).
 func (q *Queries) AttemptStart(ctx context.Context, arg AttemptStartParams) (int64, error) {
 	row := q.db.QueryRow(ctx, attemptStart,
 		arg.Client,
@@ -90,6 +103,7 @@ func (q *Queries) AttemptStart(ctx context.Context, arg AttemptStartParams) (int
 		arg.Kind,
 		arg.OperationKey,
 		arg.Worker,
+		arg.PartDay,
 	)
 	var id int64
 	err := row.Scan(&id)

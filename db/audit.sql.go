@@ -11,9 +11,30 @@ import (
 	"time"
 )
 
+const actionRowsDay = `-- name: ActionRowsDay :one
+
+SELECT rows_day FROM actions WHERE client = $1 AND id = $2
+`
+
+type ActionRowsDayParams struct {
+	Client string
+	ID     int64
+}
+
+// An action's audit entries are in the partition of its rows_day (see migration
+// 00039): each statement reads that day from the action's row, or is given it,
+// and touches that one partition.
+// The day of the partitions the action's rows are in.
+func (q *Queries) ActionRowsDay(ctx context.Context, arg ActionRowsDayParams) (time.Time, error) {
+	row := q.db.QueryRow(ctx, actionRowsDay, arg.Client, arg.ID)
+	var rows_day time.Time
+	err := row.Scan(&rows_day)
+	return rows_day, err
+}
+
 const auditInsert = `-- name: AuditInsert :exec
-INSERT INTO audit (client, action_id, actor, act, note, detail)
-VALUES ($1, $2, $3, $4, $5, $6)
+INSERT INTO audit (client, action_id, actor, act, note, detail, part_day)
+VALUES ($1, $2, $3, $4, $5, $6, $7)
 `
 
 type AuditInsertParams struct {
@@ -23,8 +44,11 @@ type AuditInsertParams struct {
 	Act      string
 	Note     string
 	Detail   json.RawMessage
+	PartDay  time.Time
 }
 
+// In @part_day, the action's rows_day (ActionRowsDay, read in the same
+// transaction: Citus plans no insert that selects it).
 func (q *Queries) AuditInsert(ctx context.Context, arg AuditInsertParams) error {
 	_, err := q.db.Exec(ctx, auditInsert,
 		arg.Client,
@@ -33,13 +57,16 @@ func (q *Queries) AuditInsert(ctx context.Context, arg AuditInsertParams) error 
 		arg.Act,
 		arg.Note,
 		arg.Detail,
+		arg.PartDay,
 	)
 	return err
 }
 
 const auditLast = `-- name: AuditLast :one
-SELECT id, client, action_id, actor, act, note, detail, at FROM audit WHERE client = $1 AND action_id = $2
-ORDER BY id DESC LIMIT 1
+SELECT u.id, u.client, u.action_id, u.actor, u.act, u.note, u.detail, u.at, u.part_day FROM audit u
+WHERE u.client = $1 AND u.action_id = $2
+  AND u.part_day = (SELECT a.rows_day FROM actions a WHERE a.client = $1 AND a.id = $2)
+ORDER BY u.id DESC LIMIT 1
 `
 
 type AuditLastParams struct {
@@ -60,13 +87,16 @@ func (q *Queries) AuditLast(ctx context.Context, arg AuditLastParams) (Audit, er
 		&i.Note,
 		&i.Detail,
 		&i.At,
+		&i.PartDay,
 	)
 	return i, err
 }
 
 const auditLatest = `-- name: AuditLatest :one
-SELECT id, client, action_id, actor, act, note, detail, at FROM audit WHERE client = $1 AND action_id = $2 AND act = $3
-ORDER BY id DESC LIMIT 1
+SELECT u.id, u.client, u.action_id, u.actor, u.act, u.note, u.detail, u.at, u.part_day FROM audit u
+WHERE u.client = $1 AND u.action_id = $2 AND u.act = $3
+  AND u.part_day = (SELECT a.rows_day FROM actions a WHERE a.client = $1 AND a.id = $2)
+ORDER BY u.id DESC LIMIT 1
 `
 
 type AuditLatestParams struct {
@@ -87,15 +117,19 @@ func (q *Queries) AuditLatest(ctx context.Context, arg AuditLatestParams) (Audit
 		&i.Note,
 		&i.Detail,
 		&i.At,
+		&i.PartDay,
 	)
 	return i, err
 }
 
 const auditLatestNotes = `-- name: AuditLatestNotes :many
-SELECT DISTINCT ON (action_id) action_id, actor, note, at
-FROM audit
-WHERE client = $1 AND action_id = ANY($2::bigint[]) AND act = 'note'
-ORDER BY action_id, id DESC
+SELECT n.action_id, n.actor, n.note, n.at
+FROM actions a
+CROSS JOIN LATERAL (SELECT u.action_id, u.actor, u.note, u.at FROM audit u
+                    WHERE u.client = a.client AND u.action_id = a.id AND u.part_day = a.rows_day
+                      AND u.act = 'note'
+                    ORDER BY u.id DESC LIMIT 1) n
+WHERE a.client = $1 AND a.id = ANY($2::bigint[])
 `
 
 type AuditLatestNotesParams struct {
@@ -111,7 +145,8 @@ type AuditLatestNotesRow struct {
 }
 
 // The newest note of each of a client's actions ids, for the queues' rows: one
-// read of the client's shard along audit_action_idx.
+// read of the client's shard, each action's along audit_action_idx in its
+// rows_day's partition.
 func (q *Queries) AuditLatestNotes(ctx context.Context, arg AuditLatestNotesParams) ([]AuditLatestNotesRow, error) {
 	rows, err := q.db.Query(ctx, auditLatestNotes, arg.Client, arg.ActionIds)
 	if err != nil {
@@ -138,7 +173,10 @@ func (q *Queries) AuditLatestNotes(ctx context.Context, arg AuditLatestNotesPara
 }
 
 const auditList = `-- name: AuditList :many
-SELECT id, client, action_id, actor, act, note, detail, at FROM audit WHERE client = $1 AND action_id = $2 ORDER BY id
+SELECT u.id, u.client, u.action_id, u.actor, u.act, u.note, u.detail, u.at, u.part_day FROM audit u
+WHERE u.client = $1 AND u.action_id = $2
+  AND u.part_day = (SELECT a.rows_day FROM actions a WHERE a.client = $1 AND a.id = $2)
+ORDER BY u.id
 `
 
 type AuditListParams struct {
@@ -164,6 +202,7 @@ func (q *Queries) AuditList(ctx context.Context, arg AuditListParams) ([]Audit, 
 			&i.Note,
 			&i.Detail,
 			&i.At,
+			&i.PartDay,
 		); err != nil {
 			return nil, err
 		}

@@ -200,8 +200,8 @@ func (b *ActionInsertOneBatchResults) Close() error {
 }
 
 const attemptStartEach = `-- name: AttemptStartEach :batchone
-INSERT INTO attempts (client, action_id, kind, operation_key, worker)
-VALUES ($1, $2, $3, $4, $5)
+INSERT INTO attempts (client, action_id, kind, operation_key, worker, part_day)
+VALUES ($1, $2, $3, $4, $5, $6)
 RETURNING id
 `
 
@@ -217,10 +217,12 @@ type AttemptStartEachParams struct {
 	Kind         string
 	OperationKey string
 	Worker       string
+	PartDay      time.Time
 }
 
 // AttemptStart for each of the calls a claim started on Citus (ActionClaimSharded,
-// ActionStartCallsSharded): each insert on the client's shard, sent together.
+// ActionStartCallsSharded): each insert on the client's shard, sent together,
+// into the claimed action's rows_day (@part_day).
 func (q *Queries) AttemptStartEach(ctx context.Context, arg []AttemptStartEachParams) *AttemptStartEachBatchResults {
 	batch := &pgx.Batch{}
 	for _, a := range arg {
@@ -230,6 +232,7 @@ func (q *Queries) AttemptStartEach(ctx context.Context, arg []AttemptStartEachPa
 			a.Kind,
 			a.OperationKey,
 			a.Worker,
+			a.PartDay,
 		}
 		batch.Queue(attemptStartEach, vals...)
 	}

@@ -12,5 +12,6 @@ func (r ActionClaimRow) Action() Action {
 		LastAttemptAt: r.LastAttemptAt, LeaseOwner: r.LeaseOwner, ClaimedFrom: r.ClaimedFrom,
 		LeaseExpiresAt: r.LeaseExpiresAt, ExternalRef: r.ExternalRef, Result: r.Result,
 		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, LeaseToken: r.LeaseToken, AttemptKey: r.AttemptKey,
+		RowsDay: r.RowsDay,
 	}
 }

@@ -82,9 +82,9 @@ func (q *Queries) ImportLinesAgainstActions(ctx context.Context, arg ImportLines
 }
 
 const importLinesAudit = `-- name: ImportLinesAudit :execrows
-INSERT INTO audit (client, action_id, actor, act, note, detail)
+INSERT INTO audit (client, action_id, actor, act, note, detail, part_day)
 SELECT a.client, a.id, $1, $2, $3,
-       jsonb_build_object('file', $4::text, 'line', f.line, 'performed_at', f.performed_at)
+       jsonb_build_object('file', $4::text, 'line', f.line, 'performed_at', f.performed_at), a.rows_day
 FROM (SELECT DISTINCT ON (l.operation_key) l.client, l.operation_key, l.line, l.performed_at
       FROM import_lines l WHERE l.client = $5 AND l.run = $6
       ORDER BY l.operation_key, l.line) f

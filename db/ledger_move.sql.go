@@ -67,7 +67,7 @@ func (q *Queries) ExportActionEvents(ctx context.Context, arg ExportActionEvents
 
 const exportActions = `-- name: ExportActions :many
 
-SELECT id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key, param_values, reason_start, parked_at, imported_from FROM actions WHERE client = $1 AND id > $2 ORDER BY id LIMIT $3
+SELECT id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key, param_values, reason_start, parked_at, imported_from, rows_day FROM actions WHERE client = $1 AND id > $2 ORDER BY id LIMIT $3
 `
 
 type ExportActionsParams struct {
@@ -127,6 +127,7 @@ func (q *Queries) ExportActions(ctx context.Context, arg ExportActionsParams) ([
 			&i.ReasonStart,
 			&i.ParkedAt,
 			&i.ImportedFrom,
+			&i.RowsDay,
 		); err != nil {
 			return nil, err
 		}
@@ -360,12 +361,12 @@ INSERT INTO actions (client, environment, source, name, business_key, key_parts,
                      destination, params, param_values, params_sha256, state, reason, owner, after_id,
                      resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at,
                      first_attempt_at, last_attempt_at, external_ref, result, created_at, updated_at,
-                     state_since, imported_from)
+                     state_since, imported_from, rows_day)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8,
         $9, $10, action_param_values($10), $11, $12, $13, $14,
         $15, $16, $17, $18, $19, $20,
         $21, $22, $23, $24,
-        $25, $26, $27, $28, $29)
+        $25, $26, $27, $28, $29, $30::date)
 ON CONFLICT (client, operation_key) DO NOTHING
 RETURNING id
 `
@@ -400,6 +401,7 @@ type LedgerImportActionParams struct {
 	UpdatedAt      time.Time
 	StateSince     time.Time
 	ImportedFrom   string
+	RowsDay        time.Time
 }
 
 // One action of a moved ledger, under a new id; an operation that has an action
@@ -435,6 +437,7 @@ func (q *Queries) LedgerImportAction(ctx context.Context, arg LedgerImportAction
 		arg.UpdatedAt,
 		arg.StateSince,
 		arg.ImportedFrom,
+		arg.RowsDay,
 	)
 	var id int64
 	err := row.Scan(&id)
@@ -471,8 +474,8 @@ func (q *Queries) LedgerImportActionEvent(ctx context.Context, arg LedgerImportA
 }
 
 const ledgerImportAudit = `-- name: LedgerImportAudit :exec
-INSERT INTO audit (client, action_id, actor, act, note, detail, at)
-VALUES ($1, $2, $3, $4, $5, $6, $7)
+INSERT INTO audit (client, action_id, actor, act, note, detail, at, part_day)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
 `
 
 type LedgerImportAuditParams struct {
@@ -483,8 +486,10 @@ type LedgerImportAuditParams struct {
 	Note     string
 	Detail   json.RawMessage
 	At       time.Time
+	PartDay  time.Time
 }
 
+// Into the partition of the imported action's rows_day (@part_day).
 func (q *Queries) LedgerImportAudit(ctx context.Context, arg LedgerImportAuditParams) error {
 	_, err := q.db.Exec(ctx, ledgerImportAudit,
 		arg.Client,
@@ -494,6 +499,7 @@ func (q *Queries) LedgerImportAudit(ctx context.Context, arg LedgerImportAuditPa
 		arg.Note,
 		arg.Detail,
 		arg.At,
+		arg.PartDay,
 	)
 	return err
 }

@@ -82,7 +82,7 @@ func (q *Queries) NotificationSetStatus(ctx context.Context, arg NotificationSet
 }
 
 const notifyCandidates = `-- name: NotifyCandidates :many
-SELECT a.id, a.client, a.environment, a.source, a.name, a.business_key, a.key_parts, a.operation_key, a.destination, a.params, a.params_sha256, a.state, a.reason, a.owner, a.after_id, a.resource, a.occurred_at, a.attempts, a.max_attempts, a.give_up_at, a.next_attempt_at, a.first_attempt_at, a.last_attempt_at, a.lease_owner, a.claimed_from, a.lease_expires_at, a.external_ref, a.result, a.created_at, a.updated_at, a.lease_token, a.state_since, a.attempt_key, a.param_values, a.reason_start, a.parked_at, a.imported_from FROM actions a
+SELECT a.id, a.client, a.environment, a.source, a.name, a.business_key, a.key_parts, a.operation_key, a.destination, a.params, a.params_sha256, a.state, a.reason, a.owner, a.after_id, a.resource, a.occurred_at, a.attempts, a.max_attempts, a.give_up_at, a.next_attempt_at, a.first_attempt_at, a.last_attempt_at, a.lease_owner, a.claimed_from, a.lease_expires_at, a.external_ref, a.result, a.created_at, a.updated_at, a.lease_token, a.state_since, a.attempt_key, a.param_values, a.reason_start, a.parked_at, a.imported_from, a.rows_day FROM actions a
 WHERE (a.state IN ('failed', 'held')
        OR (a.state = 'uncertain' AND a.updated_at < $1::timestamptz))
   AND NOT EXISTS (SELECT 1 FROM notifications n
@@ -148,6 +148,7 @@ func (q *Queries) NotifyCandidates(ctx context.Context, arg NotifyCandidatesPara
 			&i.ReasonStart,
 			&i.ParkedAt,
 			&i.ImportedFrom,
+			&i.RowsDay,
 		); err != nil {
 			return nil, err
 		}

@@ -28,3 +28,41 @@ func (q *Queries) PartitionsMake(ctx context.Context, arg PartitionsMakeParams) 
 	err := row.Scan(&made)
 	return made, err
 }
+
+const partitionsPast = `-- name: PartitionsPast :many
+SELECT p.name::text AS name, p.day::date AS day, p.detach_pending::boolean AS detach_pending
+FROM oncehook_partitions_past($1::text, $2::date) p
+`
+
+type PartitionsPastParams struct {
+	Parent string
+	Before time.Time
+}
+
+type PartitionsPastRow struct {
+	Name          string
+	Day           time.Time
+	DetachPending bool
+}
+
+// The daily partitions of @parent wholly past a window that ends at @before
+// (see migration 00040), oldest first.
+func (q *Queries) PartitionsPast(ctx context.Context, arg PartitionsPastParams) ([]PartitionsPastRow, error) {
+	rows, err := q.db.Query(ctx, partitionsPast, arg.Parent, arg.Before)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []PartitionsPastRow{}
+	for rows.Next() {
+		var i PartitionsPastRow
+		if err := rows.Scan(&i.Name, &i.Day, &i.DetachPending); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}

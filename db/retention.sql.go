@@ -12,10 +12,16 @@ import (
 
 const actionPruneClosed = `-- name: ActionPruneClosed :execrows
 WITH old AS (
-    SELECT ac.client, ac.id FROM actions ac
+    SELECT ac.client, ac.id, ac.rows_day FROM actions ac
     WHERE ac.state IN ('confirmed', 'resolved', 'cancelled') AND ac.updated_at < $1
     ORDER BY ac.updated_at
     LIMIT $2
+), attempts_gone AS (
+    DELETE FROM attempts t USING old
+    WHERE t.client = old.client AND t.action_id = old.id AND t.part_day = old.rows_day
+), audit_gone AS (
+    DELETE FROM audit u USING old
+    WHERE u.client = old.client AND u.action_id = old.id AND u.part_day = old.rows_day
 )
 DELETE FROM actions a USING old WHERE a.client = old.client AND a.id = old.id
 `
@@ -25,10 +31,117 @@ type ActionPruneClosedParams struct {
 	Batch  int32
 }
 
-// One small batch of closed actions past the ledger window; attempts, audit and
-// links go with them.
+// One small batch of closed actions past the ledger window; their attempts and
+// audit go with them, each action's from the partition of its rows_day, and
+// their links by the foreign key.
 func (q *Queries) ActionPruneClosed(ctx context.Context, arg ActionPruneClosedParams) (int64, error) {
 	result, err := q.db.Exec(ctx, actionPruneClosed, arg.Before, arg.Batch)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const actionRowsCarry = `-- name: ActionRowsCarry :execrows
+WITH kept AS (
+    SELECT a.client, a.id FROM actions a
+    WHERE a.rows_day = $2::date AND a.state <> 'processing'
+      AND (NOT $3::boolean OR a.client = $4)
+    LIMIT $5
+    FOR UPDATE OF a SKIP LOCKED
+), attempts_moved AS (
+    UPDATE attempts t SET part_day = $1::date FROM kept
+    WHERE t.client = kept.client AND t.action_id = kept.id AND t.part_day = $2::date
+), audit_moved AS (
+    UPDATE audit u SET part_day = $1::date FROM kept
+    WHERE u.client = kept.client AND u.action_id = kept.id AND u.part_day = $2::date
+)
+UPDATE actions a SET rows_day = $1::date FROM kept
+WHERE a.client = kept.client AND a.id = kept.id
+`
+
+type ActionRowsCarryParams struct {
+	ToDay   time.Time
+	FromDay time.Time
+	Sharded bool
+	Client  string
+	Batch   int32
+}
+
+// Carries forward into @to_day a batch of the actions whose rows are in day
+// @from_day (rows_day), with their attempts and audit, before that day's
+// partitions are dropped: every action still there is still kept (the closed
+// ones past the window are pruned first). An action a worker holds is left for
+// the next pass (the worker records into its rows_day), and so is its day.
+// On Citus (sharded) one client's a statement.
+func (q *Queries) ActionRowsCarry(ctx context.Context, arg ActionRowsCarryParams) (int64, error) {
+	result, err := q.db.Exec(ctx, actionRowsCarry,
+		arg.ToDay,
+		arg.FromDay,
+		arg.Sharded,
+		arg.Client,
+		arg.Batch,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const actionRowsLeft = `-- name: ActionRowsLeft :one
+SELECT count(*) FROM actions WHERE rows_day = $1::date
+`
+
+// How many actions still have their rows in day @day.
+func (q *Queries) ActionRowsLeft(ctx context.Context, day time.Time) (int64, error) {
+	row := q.db.QueryRow(ctx, actionRowsLeft, day)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
+const eventBodiesCarry = `-- name: EventBodiesCarry :execrows
+WITH kept AS (
+    SELECT e.client, e.id FROM events e
+    WHERE e.status = 'received' AND e.body_day = $2::date AND (NOT $4::boolean OR e.client = $5)
+    UNION
+    SELECT e.client, e.id FROM actions a
+    JOIN action_events ae ON ae.client = a.client AND ae.action_id = a.id
+    JOIN events e ON e.client = ae.client AND e.id = ae.event_id
+    WHERE a.state IN ('pending', 'processing', 'retrying', 'held', 'uncertain', 'failed')
+      AND e.body_day = $2::date AND (NOT $4::boolean OR a.client = $5)
+    LIMIT $3
+), moved AS (
+    UPDATE event_bodies b SET day = $1::date FROM kept
+    WHERE b.client = kept.client AND b.event_id = kept.id AND b.day = $2::date
+)
+UPDATE events e SET body_day = $1::date FROM kept
+WHERE e.client = kept.client AND e.id = kept.id AND e.body_day = $2::date
+`
+
+type EventBodiesCarryParams struct {
+	ToDay   time.Time
+	FromDay time.Time
+	Batch   int32
+	Sharded bool
+	Client  string
+}
+
+// Carries forward into @to_day a batch of the bytes day @from_day holds that are
+// still needed, before that day's partition is dropped: those of an event not
+// routed yet (received, or put back by a replay) and those of an event linked
+// to an action that is not final (a retry or a correction may read them). The
+// rest go with the partition. Both are found from what is open (the received
+// events' partial index, the open actions' states), never by reading the day.
+// On Citus (sharded) one client's a statement.
+func (q *Queries) EventBodiesCarry(ctx context.Context, arg EventBodiesCarryParams) (int64, error) {
+	result, err := q.db.Exec(ctx, eventBodiesCarry,
+		arg.ToDay,
+		arg.FromDay,
+		arg.Batch,
+		arg.Sharded,
+		arg.Client,
+	)
 	if err != nil {
 		return 0, err
 	}

@@ -47,6 +47,7 @@ type Action struct {
 	ReasonStart    *string
 	ParkedAt       *time.Time
 	ImportedFrom   string
+	RowsDay        time.Time
 }
 
 type ActionEvent struct {
@@ -85,6 +86,24 @@ type Attempt struct {
 	Evidence     string
 	StartedAt    time.Time
 	FinishedAt   *time.Time
+	PartDay      time.Time
+}
+
+type Attempts19700101 struct {
+	ID           int64
+	Client       string
+	ActionID     int64
+	Kind         string
+	OperationKey string
+	Worker       string
+	Status       string
+	Observed     string
+	HttpStatus   *int32
+	Error        string
+	Evidence     string
+	StartedAt    time.Time
+	FinishedAt   *time.Time
+	PartDay      time.Time
 }
 
 type Audit struct {
@@ -96,6 +115,19 @@ type Audit struct {
 	Note     string
 	Detail   json.RawMessage
 	At       time.Time
+	PartDay  time.Time
+}
+
+type Audit19700101 struct {
+	ID       int64
+	Client   string
+	ActionID int64
+	Actor    string
+	Act      string
+	Note     string
+	Detail   json.RawMessage
+	At       time.Time
+	PartDay  time.Time
 }
 
 type BackfillState struct {

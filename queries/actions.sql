@@ -176,8 +176,8 @@ WITH due AS (
     WHERE a.client = due.client AND a.id = due.id AND (NOT @sharded::boolean OR a.client = @client)
     RETURNING a.*, due.starts
 ), attempt AS (
-    INSERT INTO attempts (client, action_id, kind, operation_key, worker)
-    SELECT @client, c.id, 'call', sent_key(c.attempt_key, c.operation_key), @worker::text
+    INSERT INTO attempts (client, action_id, kind, operation_key, worker, part_day)
+    SELECT @client, c.id, 'call', sent_key(c.attempt_key, c.operation_key), @worker::text, c.rows_day
     FROM claimed c WHERE c.starts
     RETURNING client, id, action_id
 )
@@ -300,10 +300,10 @@ WITH started AS (
     WHERE a.client = r.client AND a.id = r.id AND (a.state = 'processing') IS TRUE AND a.lease_owner = @worker::text
       AND (NOT @sharded::boolean OR a.client = @client)
     RETURNING a.client, a.id, sent_key(a.attempt_key, a.operation_key)::text AS operation_key,
-              a.attempts, a.first_attempt_at
+              a.attempts, a.first_attempt_at, a.rows_day
 ), attempt AS (
-    INSERT INTO attempts (client, action_id, kind, operation_key, worker)
-    SELECT s.client, s.id, 'call', s.operation_key, @worker::text FROM started s
+    INSERT INTO attempts (client, action_id, kind, operation_key, worker, part_day)
+    SELECT s.client, s.id, 'call', s.operation_key, @worker::text, s.rows_day FROM started s
     RETURNING client, id, action_id
 )
 SELECT s.client, s.id, s.attempts, s.first_attempt_at, t.id AS attempt_id
@@ -319,7 +319,7 @@ SET attempts = a.attempts + 1, first_attempt_at = coalesce(a.first_attempt_at, r
 FROM (SELECT unnest(@clients::text[]) AS client, unnest(@ids::bigint[]) AS id, now() AS at) r
 WHERE a.client = r.client AND a.id = r.id AND (a.state = 'processing') IS TRUE AND a.lease_owner = @worker::text
   AND a.client = @client
-RETURNING a.client, a.id, a.attempt_key, a.operation_key, a.attempts, a.first_attempt_at;
+RETURNING a.client, a.id, a.attempt_key, a.operation_key, a.attempts, a.first_attempt_at, a.rows_day;
 
 -- name: ActionRecordBatch :many
 -- Records a group of decisions in one statement: each
@@ -338,8 +338,9 @@ RETURNING a.client, a.id, a.attempt_key, a.operation_key, a.attempts, a.first_at
 --   the waiting successors by their far-future next_attempt_at (actions_due_idx)
 --   reads every successor waiting and every one released since the last vacuum;
 -- - an attempt is named by its whole key, attempts' primary key (client,
---   action_id, id): named by client and id only, a plan made on an empty table
---   read every attempt of the client;
+--   action_id, id, part_day): named by client and id only, a plan made on an empty
+--   table read every attempt of the client, and without its action's rows_day
+--   (@rows_days, the claim's) it is looked for in every day's partition;
 -- - successors are found for each confirmed action in a subquery of their own
 --   (OFFSET 0 keeps it one), a lookup in actions_after_idx: joined to the recorded
 --   actions, a plan made on a small table read the whole partial index, every
@@ -356,14 +357,15 @@ WITH r AS (
            unnest(@next_attempt_ats::timestamptz[]) AS next_attempt_at,
            unnest(@external_refs::text[]) AS external_ref, unnest(@results::text[]) AS result,
            unnest(@owners::text[]) AS owner, unnest(@lease_tokens::bigint[]) AS lease_token,
-           unnest(@attempts_back::integer[]) AS attempts_back
+           unnest(@attempts_back::integer[]) AS attempts_back,
+           unnest(@rows_days::date[]) AS rows_day
 ), finished AS (
     UPDATE attempts t
     SET status = 'finished', observed = r.observed, http_status = nullif(r.http_status, 0),
         error = r.error, evidence = r.external_ref, finished_at = now()
     FROM r
     WHERE r.attempt_id <> 0 AND t.client = r.client AND t.action_id = r.id AND t.id = r.attempt_id
-      AND (NOT @sharded::boolean OR t.client = @client)
+      AND t.part_day = r.rows_day AND (NOT @sharded::boolean OR t.client = @client)
     RETURNING t.id
 ), recorded AS (
     UPDATE actions a
@@ -411,7 +413,7 @@ WHERE client = @client AND after_id = @after_id AND state IN ('pending', 'uncert
 -- and writes the outcome with ActionRecoverLeases in the same transaction.
 SELECT sqlc.embed(a),
        EXISTS (SELECT 1 FROM attempts t
-               WHERE t.client = @client AND t.action_id = a.id
+               WHERE t.client = @client AND t.action_id = a.id AND t.part_day = a.rows_day
                  AND t.status = 'started' AND t.kind = 'call') AS call_started
 FROM actions a
 WHERE a.client = @client AND a.state = 'processing' AND a.lease_expires_at < now()
@@ -428,12 +430,13 @@ FOR UPDATE OF a SKIP LOCKED;
 WITH r AS (
     SELECT unnest(@clients::text[]) AS client, unnest(@ids::bigint[]) AS id,
            unnest(@states::text[]) AS state, unnest(@reasons::text[]) AS reason,
-           unnest(@next_attempt_ats::timestamptz[]) AS next_attempt_at
+           unnest(@next_attempt_ats::timestamptz[]) AS next_attempt_at,
+           unnest(@rows_days::date[]) AS rows_day
 ), lookups AS (
     UPDATE attempts t
     SET status = 'abandoned', observed = 'lease expired', finished_at = now()
     FROM r
-    WHERE t.client = r.client AND t.action_id = r.id
+    WHERE t.client = r.client AND t.action_id = r.id AND t.part_day = r.rows_day
       AND t.status = 'started' AND t.kind = 'lookup' AND (NOT @sharded::boolean OR t.client = @client)
 )
 UPDATE actions a
@@ -455,13 +458,14 @@ WITH released AS (
     WHERE a.state = 'processing' AND a.lease_owner = @worker
       AND (NOT @sharded::boolean OR a.client = @client)
       AND NOT EXISTS (SELECT 1 FROM attempts t WHERE t.client = a.client AND t.action_id = a.id
-                      AND t.status = 'started' AND t.kind = 'call')
-    RETURNING a.client, a.id
+                      AND t.part_day = a.rows_day AND t.status = 'started' AND t.kind = 'call')
+    RETURNING a.client, a.id, a.rows_day
 ), lookups AS (
     UPDATE attempts t
     SET status = 'abandoned', observed = 'the worker stopped during the lookup', finished_at = now()
     FROM released r
-    WHERE t.client = r.client AND t.action_id = r.id AND t.status = 'started' AND t.kind = 'lookup'
+    WHERE t.client = r.client AND t.action_id = r.id AND t.part_day = r.rows_day
+      AND t.status = 'started' AND t.kind = 'lookup'
       AND (NOT @sharded::boolean OR t.client = @client)
 )
 SELECT id FROM released;
@@ -592,7 +596,7 @@ WHERE (@client::text = '' OR a.client = @client)
           AND (sqlc.narg(until)::timestamptz IS NULL OR b.created_at < sqlc.narg(until))
           AND (@http_status::integer = 0
                OR EXISTS (SELECT 1 FROM attempts t WHERE (@client = '' OR t.client = @client)
-                          AND t.client = b.client AND t.action_id = b.id
+                          AND t.client = b.client AND t.action_id = b.id AND t.part_day = b.rows_day
                           AND t.http_status = @http_status))
           -- snoozed: '' every action, 'awake' those not snoozed at @snooze_now
           -- (the queues' default view), 'asleep' those snoozed then.

@@ -75,9 +75,9 @@ ON CONFLICT (client, operation_key) DO NOTHING;
 -- name: ImportLinesAudit :execrows
 -- The audit entry of each action ImportLinesLoad created (at @imported_at), with
 -- the file and line it came from.
-INSERT INTO audit (client, action_id, actor, act, note, detail)
+INSERT INTO audit (client, action_id, actor, act, note, detail, part_day)
 SELECT a.client, a.id, @actor, @act, @note,
-       jsonb_build_object('file', @file::text, 'line', f.line, 'performed_at', f.performed_at)
+       jsonb_build_object('file', @file::text, 'line', f.line, 'performed_at', f.performed_at), a.rows_day
 FROM (SELECT DISTINCT ON (l.operation_key) l.client, l.operation_key, l.line, l.performed_at
       FROM import_lines l WHERE l.client = @client AND l.run = @run
       ORDER BY l.operation_key, l.line) f

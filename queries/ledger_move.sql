@@ -42,12 +42,12 @@ INSERT INTO actions (client, environment, source, name, business_key, key_parts,
                      destination, params, param_values, params_sha256, state, reason, owner, after_id,
                      resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at,
                      first_attempt_at, last_attempt_at, external_ref, result, created_at, updated_at,
-                     state_since, imported_from)
+                     state_since, imported_from, rows_day)
 VALUES (@client, @environment, @source, @name, @business_key, @key_parts, @operation_key, @attempt_key,
         @destination, @params, action_param_values(@params), @params_sha256, @state, @reason, @owner,
         sqlc.narg(after_id), @resource, sqlc.narg(occurred_at), @attempts, @max_attempts, @give_up_at,
         @next_attempt_at, sqlc.narg(first_attempt_at), sqlc.narg(last_attempt_at), @external_ref,
-        sqlc.narg(result), @created_at, @updated_at, @state_since, @imported_from)
+        sqlc.narg(result), @created_at, @updated_at, @state_since, @imported_from, @rows_day::date)
 ON CONFLICT (client, operation_key) DO NOTHING
 RETURNING id;
 
@@ -79,8 +79,9 @@ VALUES (@client, @action_id, @event_id, @params, @params_sha256, @conflict, @lin
 ON CONFLICT (client, action_id, event_id) DO NOTHING;
 
 -- name: LedgerImportAudit :exec
-INSERT INTO audit (client, action_id, actor, act, note, detail, at)
-VALUES (@client, @action_id, @actor, @act, @note, @detail, @at);
+-- Into the partition of the imported action's rows_day (@part_day).
+INSERT INTO audit (client, action_id, actor, act, note, detail, at, part_day)
+VALUES (@client, @action_id, @actor, @act, @note, @detail, @at, @part_day);
 
 -- name: LedgerImportSnooze :exec
 INSERT INTO snoozes (client, action_id, until, snoozed_by, snoozed_at)

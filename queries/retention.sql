@@ -35,13 +35,20 @@ DELETE FROM event_bodies b USING old
 WHERE b.client = old.client AND b.event_id = old.event_id AND b.day = old.day;
 
 -- name: ActionPruneClosed :execrows
--- One small batch of closed actions past the ledger window; attempts, audit and
--- links go with them.
+-- One small batch of closed actions past the ledger window; their attempts and
+-- audit go with them, each action's from the partition of its rows_day, and
+-- their links by the foreign key.
 WITH old AS (
-    SELECT ac.client, ac.id FROM actions ac
+    SELECT ac.client, ac.id, ac.rows_day FROM actions ac
     WHERE ac.state IN ('confirmed', 'resolved', 'cancelled') AND ac.updated_at < @before
     ORDER BY ac.updated_at
     LIMIT @batch
+), attempts_gone AS (
+    DELETE FROM attempts t USING old
+    WHERE t.client = old.client AND t.action_id = old.id AND t.part_day = old.rows_day
+), audit_gone AS (
+    DELETE FROM audit u USING old
+    WHERE u.client = old.client AND u.action_id = old.id AND u.part_day = old.rows_day
 )
 DELETE FROM actions a USING old WHERE a.client = old.client AND a.id = old.id;
 
@@ -54,3 +61,55 @@ WITH old AS (
 DELETE FROM resources r USING old
 WHERE r.client = old.client AND r.source = old.source AND r.resource = old.resource;
 
+
+-- name: EventBodiesCarry :execrows
+-- Carries forward into @to_day a batch of the bytes day @from_day holds that are
+-- still needed, before that day's partition is dropped: those of an event not
+-- routed yet (received, or put back by a replay) and those of an event linked
+-- to an action that is not final (a retry or a correction may read them). The
+-- rest go with the partition. Both are found from what is open (the received
+-- events' partial index, the open actions' states), never by reading the day.
+-- On Citus (sharded) one client's a statement.
+WITH kept AS (
+    SELECT e.client, e.id FROM events e
+    WHERE e.status = 'received' AND e.body_day = @from_day::date AND (NOT @sharded::boolean OR e.client = @client)
+    UNION
+    SELECT e.client, e.id FROM actions a
+    JOIN action_events ae ON ae.client = a.client AND ae.action_id = a.id
+    JOIN events e ON e.client = ae.client AND e.id = ae.event_id
+    WHERE a.state IN ('pending', 'processing', 'retrying', 'held', 'uncertain', 'failed')
+      AND e.body_day = @from_day::date AND (NOT @sharded::boolean OR a.client = @client)
+    LIMIT @batch
+), moved AS (
+    UPDATE event_bodies b SET day = @to_day::date FROM kept
+    WHERE b.client = kept.client AND b.event_id = kept.id AND b.day = @from_day::date
+)
+UPDATE events e SET body_day = @to_day::date FROM kept
+WHERE e.client = kept.client AND e.id = kept.id AND e.body_day = @from_day::date;
+
+-- name: ActionRowsCarry :execrows
+-- Carries forward into @to_day a batch of the actions whose rows are in day
+-- @from_day (rows_day), with their attempts and audit, before that day's
+-- partitions are dropped: every action still there is still kept (the closed
+-- ones past the window are pruned first). An action a worker holds is left for
+-- the next pass (the worker records into its rows_day), and so is its day.
+-- On Citus (sharded) one client's a statement.
+WITH kept AS (
+    SELECT a.client, a.id FROM actions a
+    WHERE a.rows_day = @from_day::date AND a.state <> 'processing'
+      AND (NOT @sharded::boolean OR a.client = @client)
+    LIMIT @batch
+    FOR UPDATE OF a SKIP LOCKED
+), attempts_moved AS (
+    UPDATE attempts t SET part_day = @to_day::date FROM kept
+    WHERE t.client = kept.client AND t.action_id = kept.id AND t.part_day = @from_day::date
+), audit_moved AS (
+    UPDATE audit u SET part_day = @to_day::date FROM kept
+    WHERE u.client = kept.client AND u.action_id = kept.id AND u.part_day = @from_day::date
+)
+UPDATE actions a SET rows_day = @to_day::date FROM kept
+WHERE a.client = kept.client AND a.id = kept.id;
+
+-- name: ActionRowsLeft :one
+-- How many actions still have their rows in day @day.
+SELECT count(*) FROM actions WHERE rows_day = @day::date;

@@ -414,7 +414,7 @@ func Event(l Layout, m EventPage) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			if m.Pruned {
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 43, "<p>The body was pruned after the source's retention window.</p>")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 43, "<p>The body was dropped by retention (drop_bodies_after, or the sources' remember window).</p>")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
@@ -506,7 +506,7 @@ func Event(l Layout, m EventPage) templ.Component {
 					return templ_7745c5c3_Err
 				}
 			} else if m.Pruned {
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 55, "<p>It cannot be replayed: its body was dropped after the source's retention window.</p>")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 55, "<p>It cannot be replayed: its body was dropped by retention.</p>")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}

@@ -47,6 +47,9 @@ func runPrune(ctx context.Context, env *environment, args []string) error {
 		}
 		fmt.Fprintf(env.stdout, "pruned %d events, %d event bodies, %d closed actions, %d resources\n",
 			r.Events, r.BodiesDropped, r.Actions, r.Resources)
+		fmt.Fprintf(env.stdout, "dropped %d days of event bodies (%d bodies still needed carried forward), "+
+			"%d days of attempts and audit (%d actions' rows carried forward); %d days kept for the next pass\n",
+			r.BodyDays, r.BodiesCarried, r.RowDays, r.ActionsCarried, r.DaysKept)
 		return nil
 	})
 }
@@ -69,7 +72,8 @@ func pruneEvery(ctx context.Context, pool *pgxpool.Pool, cfg *settings.Config, l
 			continue
 		}
 		if !r.Skipped {
-			logger.Info("pruned", "events", r.Events, "bodies", r.BodiesDropped, "actions", r.Actions)
+			logger.Info("pruned", "events", r.Events, "bodies", r.BodiesDropped, "actions", r.Actions,
+				"body_days", r.BodyDays, "row_days", r.RowDays, "carried_actions", r.ActionsCarried, "days_kept", r.DaysKept)
 		}
 	}
 }

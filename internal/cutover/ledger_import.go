@@ -176,7 +176,7 @@ func (l *ledgerLoad) action(ctx context.Context, line int, a movedAction) error 
 		MaxAttempts: a.MaxAttempts, GiveUpAt: a.GiveUpAt, NextAttemptAt: a.NextAttemptAt,
 		FirstAttemptAt: a.FirstAttemptAt, LastAttemptAt: a.LastAttemptAt, ExternalRef: a.ExternalRef,
 		Result: a.Result, CreatedAt: a.CreatedAt, UpdatedAt: a.UpdatedAt, StateSince: a.StateSince,
-		ImportedFrom: a.ImportedFrom}
+		ImportedFrom: a.ImportedFrom, RowsDay: l.day}
 	if a.AfterID != nil {
 		pred, ok := l.actions[*a.AfterID]
 		if !ok {
@@ -266,7 +266,7 @@ func (l *ledgerLoad) audit(ctx context.Context, line int, a movedAudit) error {
 		return nil
 	}
 	if err := l.q.LedgerImportAudit(ctx, db.LedgerImportAuditParams{Client: l.client, ActionID: l.actions[a.ActionID],
-		Actor: a.Actor, Act: a.Act, Note: a.Note, Detail: a.Detail, At: a.At}); err != nil {
+		Actor: a.Actor, Act: a.Act, Note: a.Note, Detail: a.Detail, At: a.At, PartDay: l.day}); err != nil {
 		return fmt.Errorf("add the audit entry of line %d: %w", line, err)
 	}
 	l.rep.Audit++

@@ -17,8 +17,12 @@ func Audit(ctx context.Context, q *db.Queries, client string, actionID int64, ac
 	if err != nil {
 		return fmt.Errorf("encode audit detail: %w", err)
 	}
+	day, err := q.ActionRowsDay(ctx, db.ActionRowsDayParams{Client: client, ID: actionID})
+	if err != nil {
+		return fmt.Errorf("write audit: read the day of action %d's rows: %w", actionID, err)
+	}
 	if err := q.AuditInsert(ctx, db.AuditInsertParams{
-		Client: client, ActionID: actionID, Actor: actor, Act: act, Note: note, Detail: b,
+		Client: client, ActionID: actionID, Actor: actor, Act: act, Note: note, Detail: b, PartDay: day,
 	}); err != nil {
 		return fmt.Errorf("write audit: %w", err)
 	}

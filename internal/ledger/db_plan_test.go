@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -18,6 +19,7 @@ import (
 	"github.com/oncehook/oncehook/internal/destination"
 	"github.com/oncehook/oncehook/internal/engine"
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/partitions"
 )
 
 // A statement sent through db.PlannedPerCall is not kept as a prepared statement of
@@ -558,7 +560,10 @@ func recordLooksUpByKey(t *testing.T, before []string) {
 	}
 	// No analyze but the test's own: the plans stay the ones made first.
 	exec(`ALTER TABLE actions SET (autovacuum_enabled = off)`)
-	exec(`ALTER TABLE attempts SET (autovacuum_enabled = off)`)
+	exec(`DO $$ DECLARE p regclass; BEGIN
+		FOR p IN SELECT inhrelid::regclass FROM pg_inherits WHERE inhparent = 'attempts'::regclass LOOP
+			EXECUTE format('ALTER TABLE %s SET (autovacuum_enabled = off)', p);
+		END LOOP; END $$`)
 	for _, stmt := range before {
 		exec(stmt)
 	}
@@ -571,7 +576,7 @@ func recordLooksUpByKey(t *testing.T, before []string) {
 			p.States, p.Reasons = append(p.States, ledger.StateConfirmed), append(p.Reasons, "")
 			p.NextAttemptAts, p.ExternalRefs = append(p.NextAttemptAts, time.Now()), append(p.ExternalRefs, fmt.Sprintf("ref_%d", id))
 			p.Results, p.Owners, p.LeaseTokens = append(p.Results, `{"id":1}`), append(p.Owners, ""), append(p.LeaseTokens, 1)
-			p.AttemptsBack = append(p.AttemptsBack, 0)
+			p.AttemptsBack, p.RowsDays = append(p.AttemptsBack, 0), append(p.RowsDays, partitions.Day(time.Now()))
 		}
 		return rowsIn(t, db.KeyPlanned, conn, func(q *db.Queries) ([]db.ActionRecordBatchRow, error) {
 			return q.ActionRecordBatch(ctx, p)
@@ -622,8 +627,8 @@ func recordLooksUpByKey(t *testing.T, before []string) {
 SELECT 'c', 'live', 's', 'n', 'enq_' || i, '[]', 'op_' || i, 'd0', '{}', '\x00', 'processing', 'w1', 1, 3,
        now() + interval '1 hour'
 FROM generate_series(1, 20000) AS i`)
-	exec(`INSERT INTO attempts (client, action_id, kind, operation_key, worker)
-SELECT client, id, 'call', operation_key, 'w1' FROM actions WHERE state = 'processing'`)
+	exec(`INSERT INTO attempts (client, action_id, kind, operation_key, worker, part_day)
+SELECT client, id, 'call', operation_key, 'w1', rows_day FROM actions WHERE state = 'processing'`)
 	exec(`INSERT INTO actions (client, environment, source, name, business_key, key_parts, operation_key,
     destination, params, params_sha256, after_id, reason, max_attempts, give_up_at, next_attempt_at)
 SELECT client, 'live', 's', 'then', business_key, '[]', 'then_' || operation_key, 'd0', '{}', '\x00', id,
@@ -655,9 +660,10 @@ FROM actions p WHERE p.client = s.client AND p.id = s.after_id AND p.state = 'co
 	// What a kept plan reads of the indexes (rolled back).
 	// keyed (set for the kept plans) reports scans that read an index without a
 	// condition.
+	var root planNode // the last plan explained
 	explain := func(execute string, keyed bool) (entries, blocks int, plan string) {
 		t.Helper()
-		plan, root := explainRolledBack(t, db.KeyPlanned, conn, `EXECUTE `+execute)
+		plan, root = explainRolledBack(t, db.KeyPlanned, conn, `EXECUTE `+execute)
 		for _, scan := range wholeIndexScans(root) {
 			if keyed {
 				t.Errorf("a kept plan reads an index without a condition, %s: %s", scan, plan)
@@ -683,6 +689,10 @@ FROM actions p WHERE p.client = s.client AND p.id = s.after_id AND p.state = 'co
 	if read != lookups+16 || blocks > lookups*3 {
 		t.Errorf("the kept record plan read %d index entries in %d blocks to record 16 actions, their attempts and successors; "+
 			"want %d entries in 3 blocks a lookup at most: %s", read, blocks, lookups+16, plan)
+	}
+	if parts := indexesRead(root, "attempts_"); len(parts) != 1 {
+		t.Errorf("the kept record plan read the attempts of %d partitions (%v), want the one of the actions' day: %s",
+			len(parts), parts, plan)
 	}
 	for _, bad := range []string{`"Node Type": "Seq Scan"`, `"Node Type": "Index Scan"`, `"Node Type": "Sort"`} {
 		if strings.Contains(plan, bad) {
@@ -736,9 +746,27 @@ func recordArgs(ids, attemptIDs []int64) string {
 	for i, id := range ids {
 		refs[i] = fmt.Sprintf("ref_%d", id)
 	}
-	return fmt.Sprintf(`(%s, %s, %s, %s, %s, %s, %s, %s, array_fill(now(), ARRAY[%d]), '{%s}', %s, %s, %s, %s, false, '', 'w1')`,
+	return fmt.Sprintf(`(%s, %s, %s, %s, %s, %s, %s, %s, array_fill(now(), ARRAY[%d]), '{%s}', %s, %s, %s, %s, `+
+		`array_fill((now() AT TIME ZONE 'UTC')::date, ARRAY[%d]), false, '', 'w1')`,
 		each("c"), list(ids), list(attemptIDs), each("success"), each("201"), each(`""`), each("confirmed"), each(`""`),
-		len(ids), strings.Join(refs, ","), each(`"{\"id\":1}"`), each(`""`), each("1"), each("0"))
+		len(ids), strings.Join(refs, ","), each(`"{\"id\":1}"`), each(`""`), each("1"), each("0"), len(ids))
+}
+
+// indexesRead lists the indexes named with prefix that the plan's scans ran
+// (a partition's own index is named after the partition).
+func indexesRead(p planNode, prefix string) []string {
+	var found []string
+	if strings.HasPrefix(p.IndexName, prefix) && p.ActualLoops > 0 {
+		found = append(found, p.IndexName)
+	}
+	for _, c := range p.Plans {
+		for _, name := range indexesRead(c, prefix) {
+			if !slices.Contains(found, name) {
+				found = append(found, name)
+			}
+		}
+	}
+	return found
 }
 
 // ledgerIndexReads is how many entries the plan's scans of the indexes of actions

@@ -575,8 +575,8 @@ func TestLeaseRecoveryFollowsTheTable(t *testing.T) {
 	lapse("enq_retry", "retrying")
 	lapse("enq_call", "pending")
 	lapse("enq_look", "uncertain")
-	w.exec(`INSERT INTO attempts (client, action_id, kind, operation_key, worker)
-		SELECT client, id, 'call', operation_key, 'dead-worker' FROM actions
+	w.exec(`INSERT INTO attempts (client, action_id, kind, operation_key, worker, part_day)
+		SELECT client, id, 'call', operation_key, 'dead-worker', rows_day FROM actions
 		WHERE name = 'open_opportunity' AND business_key LIKE '%enq_call'`)
 	eng := engine.New(engine.Params{Pool: w.pool, Config: w.cfg, Clients: destination.NewClients(w.cfg)})
 	n, err := eng.RecoverLeases(context.Background())

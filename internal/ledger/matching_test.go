@@ -35,8 +35,8 @@ SELECT a.client, a.id, e.id, '{}', '\x00' FROM actions a, events e WHERE a.id IN
 		t.Fatal(err)
 	}
 	if _, err := pool.Exec(ctx, `
-INSERT INTO attempts (client, action_id, kind, operation_key, worker, status, http_status)
-SELECT client, id, 'call', operation_key, 'w', 'finished', 400 + id % 30 FROM actions WHERE id % 4 = 0`); err != nil {
+INSERT INTO attempts (client, action_id, kind, operation_key, worker, status, http_status, part_day)
+SELECT client, id, 'call', operation_key, 'w', 'finished', 400 + id % 30, rows_day FROM actions WHERE id % 4 = 0`); err != nil {
 		t.Fatal(err)
 	}
 	r := review.New(pool, &settings.Config{}, nil)

@@ -2,10 +2,13 @@ package ledger_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
+	"github.com/oncehook/oncehook/internal/partitions"
 	"github.com/oncehook/oncehook/internal/retention"
+	"github.com/oncehook/oncehook/internal/sandbox"
 )
 
 func TestRetention(t *testing.T) {
@@ -49,18 +52,40 @@ func TestRetention(t *testing.T) {
 		w.waitFor("send_welcome_email", "enq_r1", "confirmed")
 		w.waitFor("send_welcome_email", "enq_r2", "confirmed")
 		w.exec(`UPDATE actions SET updated_at = now() - interval '401 days' WHERE business_key = 'enq_r1'`)
-		w.exec(`UPDATE events SET routed_at = now() - interval '8 days'`)
+		w.exec(`INSERT INTO audit (client, action_id, actor, act, note, part_day)
+			SELECT client, id, 'ada', 'note', 'kept or not', rows_day FROM actions`)
+		history := func(key string) (attempts, audit int) {
+			attempts = w.count(`SELECT count(*) FROM attempts t JOIN actions a ON a.client = t.client AND a.id = t.action_id
+				WHERE a.business_key = '` + key + `'`)
+			audit = w.count(`SELECT count(*) FROM audit u JOIN actions a ON a.client = u.client AND a.id = u.action_id
+				WHERE a.business_key = '` + key + `'`)
+			return attempts, audit
+		}
+		keptAttempts, keptAudit := history("enq_r2")
+		allAttempts, allAudit := w.count(`SELECT count(*) FROM attempts`), w.count(`SELECT count(*) FROM audit`)
+		if keptAttempts != 2 || keptAudit != 2 || allAttempts != 4 || allAudit != 4 {
+			t.Fatalf("before the prune: enq_r2 has %d attempts and %d audit entries of %d and %d; want 2 of 4 each",
+				keptAttempts, keptAudit, allAttempts, allAudit)
+		}
 		cfg := *w.cfg
 		cfg.Retention.DropBodiesAfter = 7 * 24 * time.Hour
-		r, err := retention.Prune(context.Background(), w.pool, &cfg, time.Now())
+		// Nine days on, today's bodies are wholly past their window: the day goes.
+		r, err := retention.Prune(context.Background(), w.pool, &cfg, time.Now().AddDate(0, 0, 9))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r.Actions != 2 || r.BodiesDropped != 2 || r.Events != 0 {
-			t.Errorf("prune %+v; want 2 closed actions and 2 bodies, no events", r)
+		// The days of attempts and audit before this migration's (1970-01-01,
+		// empty here) are past the ledger window too, and go.
+		if r.Actions != 2 || r.BodyDays == 0 || r.BodiesCarried != 0 || r.Events != 0 || r.RowDays != 2 || r.DaysKept != 0 {
+			t.Errorf("prune %+v; want 2 closed actions, the bodies' days, the two days of 1970, no events", r)
 		}
 		if n := w.count(`SELECT count(*) FROM actions`); n != 2 {
 			t.Errorf("%d actions left, want enq_r2's two", n)
+		}
+		// The pruned actions' attempts and audit went with them (no foreign key
+		// cascades into the partitions: the prune deletes them by their day).
+		if a, u := w.count(`SELECT count(*) FROM attempts`), w.count(`SELECT count(*) FROM audit`); a != keptAttempts || u != keptAudit {
+			t.Errorf("%d attempts and %d audit entries left, want enq_r2's %d and %d", a, u, keptAttempts, keptAudit)
 		}
 		if n := w.count(`SELECT count(*) FROM events e WHERE body IS NULL AND length(body_sha256) = 32
 			AND NOT EXISTS (SELECT 1 FROM event_bodies b WHERE b.client = e.client AND b.event_id = e.id)`); n != 2 {
@@ -70,7 +95,11 @@ func TestRetention(t *testing.T) {
 		if again := w.deliver(checkout{eventID: "evt_r2", enquiry: "enq_r2"}); again["duplicate"] != true {
 			t.Errorf("repeat after the body was dropped: %v", again)
 		}
+		if n := w.count(`SELECT count(*) FROM actions`); n != 2 {
+			t.Errorf("%d actions after the repeat, want enq_r2's two", n)
+		}
 	})
+	t.Run("DaysDroppedKeepWhatOpenActionsNeed", keepWhatOpenActionsNeed)
 	t.Run("OnePrunerAtATime", func(t *testing.T) {
 		t.Parallel()
 		w := newWorld(t, worldOptions{noEngine: true})
@@ -88,4 +117,75 @@ func TestRetention(t *testing.T) {
 			t.Errorf("prune while another holds the lock: %+v %v; want skipped", r, err)
 		}
 	})
+}
+
+// keepWhatOpenActionsNeed: a year and more on, every day of today's partitions
+// is past its window. The action a person must still resolve keeps its body,
+// attempts and audit, carried into the day of the pass; the closed actions'
+// rows go with their days; the delivery identities stay (remembered longer), so
+// a redelivery of a dropped body is a duplicate and calls no one again.
+func keepWhatOpenActionsNeed(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, worldOptions{})
+	w.crm.Fail(sandbox.Fault{Status: 422, Message: "amount must be positive"})
+	w.deliver(checkout{eventID: "evt_open", enquiry: "enq_open"})
+	open := w.waitFor("open_opportunity", "enq_open", "failed") // its welcome mail waits for it
+	w.deliver(checkout{eventID: "evt_done", enquiry: "enq_done"})
+	w.waitFor("open_opportunity", "enq_done", "confirmed")
+	w.waitFor("send_welcome_email", "enq_done", "confirmed")
+	w.exec(`INSERT INTO audit (client, action_id, actor, act, note, part_day)
+		SELECT client, id, 'ada', 'note', 'looked at it', rows_day FROM actions`)
+	records := len(w.crm.Records())
+
+	cfg := *w.cfg
+	cfg.Retention.DropBodiesAfter = 7 * 24 * time.Hour
+	cfg.Sources = slices.Clone(cfg.Sources)
+	for i := range cfg.Sources {
+		cfg.Sources[i].Remember = 500 * 24 * time.Hour
+	}
+	later := time.Now().AddDate(0, 0, 401)
+	today, day := partitions.Day(time.Now()).Format("20060102"), partitions.Day(later)
+	r, err := retention.Prune(context.Background(), w.pool, &cfg, later)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Actions != 2 || r.ActionsCarried != 2 || r.BodiesCarried != 1 || r.DaysKept != 0 || r.Events != 0 {
+		t.Errorf("prune %+v; want the 2 closed actions pruned, the 2 open ones and their event's body carried, no identity", r)
+	}
+	for _, part := range []string{"event_bodies_", "attempts_", "audit_"} {
+		if n := w.count(`SELECT count(*) FROM pg_class WHERE relname = $1`, part+today); n != 0 {
+			t.Errorf("%s%s is still there, want it dropped", part, today)
+		}
+	}
+	rowsDay := func(sql string) int { return w.count(sql, open.ID, day) }
+	if n := rowsDay(`SELECT count(*) FROM actions WHERE id = $1 AND rows_day = $2 AND state = 'failed'`); n != 1 {
+		t.Errorf("the open action's rows are not in the day of the pass (%d)", n)
+	}
+	if n := rowsDay(`SELECT count(*) FROM attempts WHERE action_id = $1 AND part_day = $2`); n != 1 {
+		t.Errorf("the open action has %d attempts in the day of the pass, want its 1", n)
+	}
+	if n := rowsDay(`SELECT count(*) FROM audit WHERE action_id = $1 AND part_day = $2 AND note = 'looked at it'`); n != 1 {
+		t.Errorf("the open action has %d notes in the day of the pass, want its 1", n)
+	}
+	if n, m := w.count(`SELECT count(*) FROM attempts`), w.count(`SELECT count(*) FROM audit`); n != 1 || m < 2 ||
+		m != w.count(`SELECT count(*) FROM audit u JOIN actions a ON a.client = u.client AND a.id = u.action_id
+			WHERE a.business_key = 'enq_open' AND u.part_day = $1`, day) {
+		t.Errorf("%d attempts and %d audit entries left, want the open actions' only, in the day of the pass", n, m)
+	}
+	body := func(eventID string) int {
+		return w.count(`SELECT count(*) FROM events e JOIN event_bodies b
+			ON b.client = e.client AND b.event_id = e.id AND b.day = e.body_day WHERE e.source_event_id = $1`, eventID)
+	}
+	if body("evt_open") != 1 || body("evt_done") != 0 {
+		t.Errorf("bodies: the open action's event %d, the closed one's %d; want 1 and 0", body("evt_open"), body("evt_done"))
+	}
+	if n := w.count(`SELECT count(*) FROM events WHERE source_event_id IN ('evt_open', 'evt_done')`); n != 2 {
+		t.Errorf("%d delivery identities left, want both", n)
+	}
+	if again := w.deliver(checkout{eventID: "evt_done", enquiry: "enq_done"}); again["duplicate"] != true {
+		t.Errorf("a redelivery whose body was dropped: %v, want a duplicate", again)
+	}
+	if n := w.count(`SELECT count(*) FROM actions`); n != 2 || len(w.crm.Records()) != records {
+		t.Errorf("%d actions and %d CRM records after the redelivery, want the 2 open ones and %d", n, len(w.crm.Records()), records)
+	}
 }

@@ -62,8 +62,8 @@ func TestReleaseLeasesClosesStartedLookups(t *testing.T) {
 	w.route()
 	w.exec(`UPDATE actions SET state = 'processing', claimed_from = 'uncertain', lease_owner = 'w-gone',
 		lease_expires_at = now() + interval '1 minute' WHERE name = 'open_opportunity'`)
-	w.exec(`INSERT INTO attempts (client, action_id, kind, operation_key, worker)
-		SELECT client, id, 'lookup', operation_key, 'w-gone' FROM actions WHERE name = 'open_opportunity'`)
+	w.exec(`INSERT INTO attempts (client, action_id, kind, operation_key, worker, part_day)
+		SELECT client, id, 'lookup', operation_key, 'w-gone', rows_day FROM actions WHERE name = 'open_opportunity'`)
 	worker := "w-gone"
 	released, err := db.New(w.pool).ActionReleaseLeases(context.Background(), db.ActionReleaseLeasesParams{Worker: &worker})
 	if err != nil || len(released) != 1 {

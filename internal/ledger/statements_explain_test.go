@@ -147,8 +147,12 @@ func routeRuleStatements() []workerStatement {
 		{name: "ResourceCancelSharded", mode: "citus", call: func(ctx context.Context, q *db.Queries, _ bool) {
 			_ = q.ResourceCancelSharded(ctx, db.ResourceCancelShardedParams{Client: wsClient, Source: "shop", Resource: "res", OccurredAt: &wsNow})
 		}},
+		{name: "ActionRowsDay", client: true, call: func(ctx context.Context, q *db.Queries, _ bool) {
+			_, _ = q.ActionRowsDay(ctx, db.ActionRowsDayParams{Client: wsClient, ID: 1})
+		}},
 		{name: "AuditInsert", call: func(ctx context.Context, q *db.Queries, _ bool) {
-			_ = q.AuditInsert(ctx, db.AuditInsertParams{Client: wsClient, ActionID: 1, Actor: "router", Act: "cancel", Note: "n", Detail: wsJSON})
+			_ = q.AuditInsert(ctx, db.AuditInsertParams{Client: wsClient, ActionID: 1, Actor: "router", Act: "cancel", Note: "n",
+				Detail: wsJSON, PartDay: wsNow})
 		}},
 		{name: "ActionCancelSuccessors", client: true, call: func(ctx context.Context, q *db.Queries, _ bool) {
 			_, _ = q.ActionCancelSuccessors(ctx, db.ActionCancelSuccessorsParams{Reason: "r", Client: wsClient, AfterID: &wsOne})
@@ -217,7 +221,8 @@ func reconcileStatements() []workerStatement {
 			_, _ = q.ActionLockExpiredLeases(ctx, wsClient)
 		}},
 		{name: "AttemptStart", call: func(ctx context.Context, q *db.Queries, _ bool) {
-			_, _ = q.AttemptStart(ctx, db.AttemptStartParams{Client: wsClient, ActionID: 1, Kind: "lookup", OperationKey: "op", Worker: wsWorker})
+			_, _ = q.AttemptStart(ctx, db.AttemptStartParams{Client: wsClient, ActionID: 1, Kind: "lookup", OperationKey: "op",
+				Worker: wsWorker, PartDay: wsNow})
 		}},
 		{name: "AttemptAbandonStarted", client: true, call: func(ctx context.Context, q *db.Queries, _ bool) {
 			_ = q.AttemptAbandonStarted(ctx, db.AttemptAbandonStartedParams{Client: wsClient, ActionID: 1})

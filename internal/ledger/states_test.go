@@ -56,6 +56,7 @@ var stateSetLiterals = map[string][]string{
 	"MetricsOpenActions":               {"open"},
 	"NotifyCandidates":                 {"notify-at-once"},
 	"ActionPruneClosed":                {"closed"},
+	"EventBodiesCarry":                 {"open"},
 	"ActionClientsWithWork":            {"lane"},
 	"00023_claims_by_client.sql":       {"due", "due"},
 	"00002_ledger.sql":                 {"all", "due"},

@@ -19,7 +19,7 @@ import (
 
 // Tables are the tables partitioned by day, each by a date column its rows
 // are given when written.
-var Tables = []string{"event_bodies"}
+var Tables = []string{"event_bodies", "attempts", "audit"}
 
 // Lead is how many days ahead of today the partitions are made: a server down
 // for less than that finds its days ready when it comes back.

@@ -11,11 +11,13 @@ import (
 	"github.com/oncehook/oncehook/internal/partitions"
 )
 
-// dayPartitions lists event_bodies' partitions as their bounds say them.
+// dayPartitions lists the partitions of the tables partitioned by day as their
+// bounds say them.
 func dayPartitions(t *testing.T, pool db.DBTX) map[string]string {
 	t.Helper()
 	rows, err := pool.Query(context.Background(), `SELECT c.relname, pg_get_expr(c.relpartbound, c.oid)
-		FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = 'event_bodies'::regclass`)
+		FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+		WHERE i.inhparent::regclass::text = ANY($1)`, partitions.Tables)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,17 +60,19 @@ func TestMakeAheadMakesEachDayOnceAndNoDefault(t *testing.T) {
 		}
 		total += made[i]
 	}
-	if want := partitions.Lead + 2; total != want {
+	if want := (partitions.Lead + 2) * len(partitions.Tables); total != want {
 		t.Errorf("eight servers made %d partitions between them, want %d (each day once)", total, want)
 	}
 	parts := dayPartitions(t, pool)
 	day := partitions.Day(later)
-	for d := -1; d <= partitions.Lead; d++ {
-		from := day.AddDate(0, 0, d)
-		name := "event_bodies_" + from.Format("20060102")
-		want := "FOR VALUES FROM ('" + from.Format(time.DateOnly) + "') TO ('" + from.AddDate(0, 0, 1).Format(time.DateOnly) + "')"
-		if parts[name] != want {
-			t.Errorf("%s: %q, want %q", name, parts[name], want)
+	for _, table := range partitions.Tables {
+		for d := -1; d <= partitions.Lead; d++ {
+			from := day.AddDate(0, 0, d)
+			name := table + "_" + from.Format("20060102")
+			want := "FOR VALUES FROM ('" + from.Format(time.DateOnly) + "') TO ('" + from.AddDate(0, 0, 1).Format(time.DateOnly) + "')"
+			if parts[name] != want {
+				t.Errorf("%s: %q, want %q", name, parts[name], want)
+			}
 		}
 	}
 	for name, bound := range parts {

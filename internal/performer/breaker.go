@@ -308,7 +308,7 @@ func (b *breakers) claimProbe(ctx context.Context, client string, id int64) (cla
 				return err
 			}
 			if c.attemptID, err = q.AttemptStart(ctx, db.AttemptStartParams{Client: a.Client, ActionID: a.ID,
-				Kind: "call", OperationKey: ledger.SentKey(a), Worker: pf.p.Worker}); err != nil {
+				Kind: "call", OperationKey: ledger.SentKey(a), Worker: pf.p.Worker, PartDay: a.RowsDay}); err != nil {
 				return fmt.Errorf("write the started call: %w", err)
 			}
 		}

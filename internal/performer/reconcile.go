@@ -60,6 +60,7 @@ func (pf *Performer) startLookup(ctx context.Context, a db.Action) (int64, error
 		}
 		id, err = q.AttemptStart(ctx, db.AttemptStartParams{
 			Client: a.Client, ActionID: a.ID, Kind: "lookup", OperationKey: ledger.SentKey(a), Worker: pf.p.Worker,
+			PartDay: a.RowsDay,
 		})
 		if err != nil {
 			return fmt.Errorf("write started lookup: %w", err)
@@ -117,6 +118,7 @@ func (pf *Performer) decideLeases(ctx context.Context, q *db.Queries, expired []
 		p.Clients, p.Ids = append(p.Clients, r.Action.Client), append(p.Ids, r.Action.ID)
 		p.States, p.Reasons = append(p.States, d.State), append(p.Reasons, ledger.Truncate(d.Reason, 1000))
 		p.NextAttemptAts = append(p.NextAttemptAts, d.NextAttemptAt)
+		p.RowsDays = append(p.RowsDays, r.Action.RowsDay)
 		if !r.CallStarted {
 			continue
 		}

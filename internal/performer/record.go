@@ -183,6 +183,7 @@ func (pf *Performer) recordParams(group []pendingDecision) db.ActionRecordBatchP
 		rec.Results = append(rec.Results, string(p.out.Result))
 		rec.Owners = append(rec.Owners, p.d.Owner)
 		rec.LeaseTokens = append(rec.LeaseTokens, p.a.LeaseToken)
+		rec.RowsDays = append(rec.RowsDays, p.a.RowsDay)
 		back := int32(0)
 		if p.d.GiveBack {
 			back = 1

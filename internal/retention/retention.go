@@ -10,6 +10,7 @@ import (
 	"github.com/oncehook/oncehook/db"
 	"github.com/oncehook/oncehook/internal/accounts"
 	"github.com/oncehook/oncehook/internal/settings"
+	"github.com/oncehook/oncehook/internal/store"
 )
 
 // pruneBatch bounds each delete: short transactions, never a long lock.
@@ -17,12 +18,17 @@ const pruneBatch = 1000
 
 // PruneReport says what one prune removed.
 type PruneReport struct {
-	Events        int64 // delivery identities past their source's remember window
-	BodiesDropped int64 // bodies removed after drop_bodies_after, identities kept
-	Actions       int64 // closed actions past the ledger window
-	Resources     int64
-	Sessions      int64 // expired dashboard sessions
-	Skipped       bool  // another process was pruning
+	Events         int64 // delivery identities past their source's remember window
+	BodiesDropped  int64 // bodies removed from events' own rows (stored before event_bodies), identities kept
+	BodyDays       int   // days of event_bodies dropped, identities kept
+	BodiesCarried  int64 // bodies still needed carried forward out of those days
+	Actions        int64 // closed actions past the ledger window
+	RowDays        int   // days of attempts and audit dropped
+	ActionsCarried int64 // actions whose rows were carried forward out of those days
+	DaysKept       int   // days past the window kept for the next pass (an action held there)
+	Resources      int64
+	Sessions       int64 // expired dashboard sessions
+	Skipped        bool  // another process was pruning
 }
 
 // pruneLock keeps two pruners apart (a session-level advisory lock).
@@ -35,6 +41,9 @@ func Prune(ctx context.Context, pool *pgxpool.Pool, cfg *settings.Config, now ti
 	held, err := db.WithSessionLock(ctx, pool, pruneLock, false, func(q *db.Queries) error {
 		if err := prune(ctx, q, cfg, now, &r); err != nil {
 			return err
+		}
+		if err := dropDays(ctx, pool, store.For(pool), q, cfg, now, &r); err != nil {
+			return fmt.Errorf("drop the days past their windows: %w", err)
 		}
 		var err error
 		r.Sessions, err = accounts.DeleteExpiredSessions(ctx, pool)
@@ -57,7 +66,10 @@ func prune(ctx context.Context, q *db.Queries, cfg *settings.Config, now time.Ti
 		}
 	}
 	if d := cfg.Retention.DropBodiesAfter; d > 0 {
-		if r.BodiesDropped, err = dropBodies(ctx, q, now.Add(-d)); err != nil {
+		before := now.Add(-d)
+		if r.BodiesDropped, err = drain(ctx, func() (int64, error) {
+			return q.EventDropBodies(ctx, db.EventDropBodiesParams{Before: &before, Batch: pruneBatch})
+		}); err != nil {
 			return fmt.Errorf("drop event bodies: %w", err)
 		}
 	}
@@ -79,22 +91,6 @@ func prune(ctx context.Context, q *db.Queries, cfg *settings.Config, now time.Ti
 		return fmt.Errorf("prune resources: %w", err)
 	}
 	return nil
-}
-
-// dropBodies drops the bytes of the events routed before before, keeping their
-// identities and hashes: those still in the events' own rows (stored before
-// event_bodies), then those in event_bodies.
-func dropBodies(ctx context.Context, q *db.Queries, before time.Time) (int64, error) {
-	inRows, err := drain(ctx, func() (int64, error) {
-		return q.EventDropBodies(ctx, db.EventDropBodiesParams{Before: &before, Batch: pruneBatch})
-	})
-	if err != nil {
-		return inRows, err
-	}
-	apart, err := drain(ctx, func() (int64, error) {
-		return q.EventBodiesDrop(ctx, db.EventBodiesDropParams{Before: &before, Batch: pruneBatch})
-	})
-	return inRows + apart, err
 }
 
 // drain runs one batch at a time until a batch comes back short.

@@ -54,7 +54,7 @@ func (r *Review) ReplayEvent(ctx context.Context, actor ledger.Actor, id int64, 
 // replayRefusal says why ev was not replayed, as the page and the API show it.
 func replayRefusal(ev db.Event) error {
 	if ev.Body == nil {
-		return ledger.Errorf(ledger.ECONFLICT, "Event %d cannot be replayed: its body was dropped after the source's retention window (remember), so there is nothing to route.", ev.ID)
+		return ledger.Errorf(ledger.ECONFLICT, "Event %d cannot be replayed: its body was dropped by retention (retention.drop_bodies_after, or the sources' remember window), so there is nothing to route.", ev.ID)
 	}
 	return ledger.Errorf(ledger.ECONFLICT, "Event %d is waiting to be routed already; it will be routed with today's rules.", ev.ID)
 }

@@ -60,8 +60,8 @@ RETURNING id`, f.next, destination, created).Scan(&id); err != nil {
 	}
 	for _, o := range observed {
 		if _, err := f.pool.Exec(ctx, `
-INSERT INTO attempts (client, action_id, kind, operation_key, worker, status, observed, started_at, finished_at)
-VALUES ('acme', $1, 'call', 'op', 'w', 'finished', $2, $3, $3)`, id, o, created.Add(after)); err != nil {
+INSERT INTO attempts (client, action_id, kind, operation_key, worker, status, observed, started_at, finished_at, part_day)
+SELECT 'acme', $1, 'call', 'op', 'w', 'finished', $2, $3, $3, rows_day FROM actions WHERE client = 'acme' AND id = $1`, id, o, created.Add(after)); err != nil {
 			t.Fatal(err)
 		}
 	}

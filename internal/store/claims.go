@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/oncehook/oncehook/db"
 	"github.com/oncehook/oncehook/internal/ledger"
@@ -39,7 +40,7 @@ func (Sharded) ClaimActions(ctx context.Context, q *db.Queries, p db.ActionClaim
 	for i, c := range claimed {
 		rows[i] = db.ActionClaimRow(c)
 		if c.Starts.Bool {
-			started = append(started, callAttempt(c.Client, c.ID, ledger.SentKeyOf(c.AttemptKey, c.OperationKey), p.Worker))
+			started = append(started, callAttempt(c.Client, c.ID, c.RowsDay, ledger.SentKeyOf(c.AttemptKey, c.OperationKey), p.Worker))
 			startedRow = append(startedRow, i)
 		}
 	}
@@ -69,7 +70,7 @@ func (Sharded) StartCalls(ctx context.Context, q *db.Queries, p db.ActionStartCa
 	}
 	started := make([]db.AttemptStartEachParams, len(counted))
 	for i, c := range counted {
-		started[i] = callAttempt(c.Client, c.ID, ledger.SentKeyOf(c.AttemptKey, c.OperationKey), p.Worker)
+		started[i] = callAttempt(c.Client, c.ID, c.RowsDay, ledger.SentKeyOf(c.AttemptKey, c.OperationKey), p.Worker)
 	}
 	ids, err := startAttempts(ctx, q, started)
 	if err != nil {
@@ -84,9 +85,10 @@ func (Sharded) StartCalls(ctx context.Context, q *db.Queries, p db.ActionStartCa
 }
 
 // callAttempt is the started call of an action, under the key the destination
-// sees.
-func callAttempt(client string, id int64, sentKey, worker string) db.AttemptStartEachParams {
-	return db.AttemptStartEachParams{Client: client, ActionID: id, Kind: "call", OperationKey: sentKey, Worker: worker}
+// sees, in the partition of the action's rows.
+func callAttempt(client string, id int64, rowsDay time.Time, sentKey, worker string) db.AttemptStartEachParams {
+	return db.AttemptStartEachParams{Client: client, ActionID: id, Kind: "call", OperationKey: sentKey, Worker: worker,
+		PartDay: rowsDay}
 }
 
 // startAttempts writes the attempts as started and returns their ids, in order.

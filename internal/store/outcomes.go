@@ -27,7 +27,7 @@ func (Sharded) RecordOutcomes(ctx context.Context, q *db.Queries, p db.ActionRec
 			Errors: at(p.Errors, rows), States: at(p.States, rows), Reasons: at(p.Reasons, rows),
 			NextAttemptAts: at(p.NextAttemptAts, rows), ExternalRefs: at(p.ExternalRefs, rows), Results: at(p.Results, rows),
 			Owners: at(p.Owners, rows), LeaseTokens: at(p.LeaseTokens, rows), AttemptsBack: at(p.AttemptsBack, rows),
-			Sharded: true, Client: p.Clients[rows[0]], Worker: p.Worker}
+			RowsDays: at(p.RowsDays, rows), Sharded: true, Client: p.Clients[rows[0]], Worker: p.Worker}
 		recorded, err := q.ActionRecordBatch(ctx, one)
 		if err != nil {
 			return nil, err
@@ -49,7 +49,7 @@ func (Sharded) RecoverLeases(ctx context.Context, q *db.Queries, p db.ActionReco
 	for _, rows := range byClient(p.Clients) {
 		recovered, err := q.ActionRecoverLeases(ctx, db.ActionRecoverLeasesParams{Sharded: true, Client: p.Clients[rows[0]],
 			Clients: at(p.Clients, rows), Ids: at(p.Ids, rows), States: at(p.States, rows),
-			Reasons: at(p.Reasons, rows), NextAttemptAts: at(p.NextAttemptAts, rows)})
+			Reasons: at(p.Reasons, rows), NextAttemptAts: at(p.NextAttemptAts, rows), RowsDays: at(p.RowsDays, rows)})
 		if err != nil {
 			return nil, err
 		}

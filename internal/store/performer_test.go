@@ -11,6 +11,7 @@ import (
 	"github.com/oncehook/oncehook/db"
 	"github.com/oncehook/oncehook/db/dbtest"
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/partitions"
 	"github.com/oncehook/oncehook/internal/store"
 )
 
@@ -101,8 +102,9 @@ func world(t *testing.T, tx pgx.Tx) worldIDs {
 		ids.action[a.name] = id
 		if a.started != "" {
 			var attempt int64
-			if err := tx.QueryRow(ctx, `INSERT INTO attempts (client, action_id, kind, operation_key, worker)
-				VALUES ($1, $2, $3, 'oh_' || $1 || '_' || $4, $5) RETURNING id`,
+			if err := tx.QueryRow(ctx, `INSERT INTO attempts (client, action_id, kind, operation_key, worker, part_day)
+				SELECT $1, $2, $3, 'oh_' || $1 || '_' || $4, $5, rows_day FROM actions WHERE client = $1 AND id = $2
+				RETURNING id`,
 				a.client, id, a.started, a.name, a.leaseOwner).Scan(&attempt); err != nil {
 				t.Fatalf("insert %s's attempt: %v", a.name, err)
 			}
@@ -140,6 +142,26 @@ func worldRows(t *testing.T, tx pgx.Tx) []worldRow {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// rowsDay is the day the world's actions and their attempts are written in.
+var rowsDay = partitions.Day(time.Now())
+
+// finished counts the attempts of the action that are no longer started, read
+// as the action's page reads them.
+func finished(t *testing.T, q *db.Queries, client string, id int64) int {
+	t.Helper()
+	attempts, err := q.AttemptList(context.Background(), db.AttemptListParams{Client: client, ActionID: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, a := range attempts {
+		if a.Status != "started" {
+			n++
+		}
+	}
+	return n
 }
 
 // bothClients is the world's clients, as the lanes list them.
@@ -195,10 +217,14 @@ func TestRecordOutcomesFormsAgree(t *testing.T) {
 			Reasons:        []string{"", "no answer within 10s", ""},
 			NextAttemptAts: []time.Time{later, later, later}, ExternalRefs: []string{"crm_1", "", ""},
 			Results: []string{`{"id":"crm_1"}`, "", ""}, Owners: []string{"", "", ""},
-			LeaseTokens: []int64{1, 1, 2}, AttemptsBack: []int32{0, 1, 0}}
+			LeaseTokens: []int64{1, 1, 2}, AttemptsBack: []int32{0, 1, 0},
+			RowsDays: []time.Time{rowsDay, rowsDay, rowsDay}}
 		recorded, err := s.RecordOutcomes(context.Background(), q, p)
 		if err != nil {
 			t.Fatalf("%T: %v", s, err)
+		}
+		if n := finished(t, q, "acme", ids.action["a1"]) + finished(t, q, "beta", ids.action["b1"]); n != 2 {
+			t.Errorf("%T finished %d of a1's and b1's attempts, want both", s, n)
 		}
 		var out []string
 		released := false
@@ -221,7 +247,7 @@ func TestRecoverLeasesFormsAgree(t *testing.T) {
 			Clients: []string{"beta", "acme", "acme"}, Ids: []int64{ids.action["b1"], ids.action["a2"], ids.action["a5"]},
 			States:         []string{ledger.StateUncertain, ledger.StateUncertain, ledger.StateRetrying},
 			Reasons:        []string{"lease expired during the call", "lease expired during the lookup", "not processing"},
-			NextAttemptAts: []time.Time{dueAt, dueAt, dueAt}})
+			NextAttemptAts: []time.Time{dueAt, dueAt, dueAt}, RowsDays: []time.Time{rowsDay, rowsDay, rowsDay}})
 		if err != nil {
 			t.Fatalf("%T: %v", s, err)
 		}

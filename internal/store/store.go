@@ -96,6 +96,17 @@ type Store interface {
 	StoredClients(ctx context.Context, q *db.Queries) ([]string, error)
 	// EventClients is every client with events stored.
 	EventClients(ctx context.Context, q *db.Queries) ([]string, error)
+	// CarryBodies carries forward into day to up to batch (a client, on Citus)
+	// of the bodies in day from that are still needed (EventBodiesCarry), and
+	// returns how many it carried.
+	CarryBodies(ctx context.Context, q *db.Queries, from, to time.Time, batch int32) (int64, error)
+	// CarryActionRows carries forward into day to up to batch (a client, on
+	// Citus) of the actions whose rows are in day from, with their attempts and
+	// audit (ActionRowsCarry), and returns how many it carried.
+	CarryActionRows(ctx context.Context, q *db.Queries, from, to time.Time, batch int32) (int64, error)
+	// DropPartition detaches the daily partition name from parent and drops it;
+	// pending says a detach of it was begun and not finished.
+	DropPartition(ctx context.Context, pool *pgxpool.Pool, parent, name string, pending bool) error
 	// ReadScope is the scope a read across clients takes: scope, or its
 	// clients spelled out (listed by clients).
 	ReadScope(ctx context.Context, scope ledger.Scope, clients Clients) (ledger.Scope, error)
@@ -244,6 +255,18 @@ func (ch *chosen) StoredClients(ctx context.Context, q *db.Queries) ([]string, e
 
 func (ch *chosen) EventClients(ctx context.Context, q *db.Queries) ([]string, error) {
 	return ch.form(ctx).EventClients(ctx, q)
+}
+
+func (ch *chosen) CarryBodies(ctx context.Context, q *db.Queries, from, to time.Time, batch int32) (int64, error) {
+	return ch.form(ctx).CarryBodies(ctx, q, from, to, batch)
+}
+
+func (ch *chosen) CarryActionRows(ctx context.Context, q *db.Queries, from, to time.Time, batch int32) (int64, error) {
+	return ch.form(ctx).CarryActionRows(ctx, q, from, to, batch)
+}
+
+func (ch *chosen) DropPartition(ctx context.Context, pool *pgxpool.Pool, parent, name string, pending bool) error {
+	return ch.form(ctx).DropPartition(ctx, pool, parent, name, pending)
 }
 
 func (ch *chosen) ReadScope(ctx context.Context, scope ledger.Scope, clients Clients) (ledger.Scope, error) {

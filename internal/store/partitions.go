@@ -1,0 +1,93 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/oncehook/oncehook/db"
+)
+
+// The carry forward and the drop of a day's partitions, by retention (see
+// EventBodiesCarry, ActionRowsCarry and migration 00040).
+
+// CarryBodies is EventBodiesCarry over every client at once.
+func (Single) CarryBodies(ctx context.Context, q *db.Queries, from, to time.Time, batch int32) (int64, error) {
+	return q.EventBodiesCarry(ctx, db.EventBodiesCarryParams{FromDay: from, ToDay: to, Batch: batch})
+}
+
+// CarryBodies is EventBodiesCarry one client a statement, on its shard.
+func (Sharded) CarryBodies(ctx context.Context, q *db.Queries, from, to time.Time, batch int32) (int64, error) {
+	clients, err := q.EventClientsWithRows(ctx)
+	if err != nil {
+		return 0, err
+	}
+	var total int64
+	for _, c := range clients {
+		n, err := q.EventBodiesCarry(ctx, db.EventBodiesCarryParams{FromDay: from, ToDay: to, Batch: batch,
+			Sharded: true, Client: c})
+		if total += n; err != nil {
+			return total, fmt.Errorf("client %s: %w", c, err)
+		}
+	}
+	return total, nil
+}
+
+// CarryActionRows is ActionRowsCarry over every client at once.
+func (Single) CarryActionRows(ctx context.Context, q *db.Queries, from, to time.Time, batch int32) (int64, error) {
+	return q.ActionRowsCarry(ctx, db.ActionRowsCarryParams{FromDay: from, ToDay: to, Batch: batch})
+}
+
+// CarryActionRows is ActionRowsCarry one client a statement, on its shard.
+func (Sharded) CarryActionRows(ctx context.Context, q *db.Queries, from, to time.Time, batch int32) (int64, error) {
+	clients, err := q.ActionClientsWithRows(ctx)
+	if err != nil {
+		return 0, err
+	}
+	var total int64
+	for _, c := range clients {
+		n, err := q.ActionRowsCarry(ctx, db.ActionRowsCarryParams{FromDay: from, ToDay: to, Batch: batch,
+			Sharded: true, Client: c})
+		if total += n; err != nil {
+			return total, fmt.Errorf("client %s: %w", c, err)
+		}
+	}
+	return total, nil
+}
+
+// DropPartition detaches the partition concurrently (writers and readers of
+// the other days go on meanwhile) and drops it; pending finishes a concurrent
+// detach that was interrupted.
+func (Single) DropPartition(ctx context.Context, pool *pgxpool.Pool, parent, name string, pending bool) error {
+	how := " CONCURRENTLY"
+	if pending {
+		how = " FINALIZE"
+	}
+	return dropPartition(ctx, pool, parent, name, how)
+}
+
+// DropPartition detaches and drops the partition: Citus detaches none
+// concurrently.
+func (Sharded) DropPartition(ctx context.Context, pool *pgxpool.Pool, parent, name string, pending bool) error {
+	how := ""
+	if pending {
+		how = " FINALIZE"
+	}
+	return dropPartition(ctx, pool, parent, name, how)
+}
+
+// dropPartition detaches name from parent as how says, then drops it. A
+// concurrent detach runs in no transaction: each statement on its own.
+func dropPartition(ctx context.Context, pool *pgxpool.Pool, parent, name, how string) error {
+	p, n := pgx.Identifier{parent}.Sanitize(), pgx.Identifier{name}.Sanitize()
+	if _, err := pool.Exec(ctx, "ALTER TABLE "+p+" DETACH PARTITION "+n+how); err != nil {
+		return fmt.Errorf("detach %s from %s: %w", name, parent, err)
+	}
+	if _, err := pool.Exec(ctx, "DROP TABLE "+n); err != nil {
+		return fmt.Errorf("drop %s: %w", name, err)
+	}
+	return nil
+}
