@@ -138,10 +138,13 @@ END
 $$;
 -- +goose StatementEnd
 
+-- The days around the migration's (fewer than 00038 made: on Citus each day is
+-- a table on every shard); the servers make
+-- those ahead of them at start and every hour (internal/partitions).
 SELECT oncehook_partitions_make('attempts', (now() AT TIME ZONE 'UTC')::date - 1,
-                                (now() AT TIME ZONE 'UTC')::date + 8);
+                                (now() AT TIME ZONE 'UTC')::date + 1);
 SELECT oncehook_partitions_make('audit', (now() AT TIME ZONE 'UTC')::date - 1,
-                                (now() AT TIME ZONE 'UTC')::date + 8);
+                                (now() AT TIME ZONE 'UTC')::date + 1);
 
 -- +goose Down
 -- Every row goes back into the table as it was, with its identity and its

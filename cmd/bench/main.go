@@ -45,8 +45,12 @@ type options struct {
 	profiles    string        // write a CPU profile of each process the comparison starts here
 	outage      time.Duration // how long the outage phase's destination is down (0: no outage phase)
 	outageOnly  bool          // run the outage phase alone
-	verbose     bool
-	repoRoot    string
+	// retentionRows is the deliveries of the day the retention phase drops (0:
+	// leave the phase out); retentionOnly runs it alone.
+	retentionRows int
+	retentionOnly bool
+	verbose       bool
+	repoRoot      string
 }
 
 func main() {
@@ -63,6 +67,8 @@ func main() {
 	flag.StringVar(&o.profiles, "profiles", "", "write a CPU profile of each oncehook and peer process the comparison starts into this directory")
 	flag.DurationVar(&o.outage, "outage", time.Minute, "how long the destination is down in the outage phase, run with the breaker off and on (0: leave the phase out)")
 	flag.BoolVar(&o.outageOnly, "outage-only", false, "run the outage phase alone")
+	flag.IntVar(&o.retentionRows, "retention-rows", 1_000_000, "deliveries in the day one retention pass drops, against the row-by-row delete (0: leave the phase out)")
+	flag.BoolVar(&o.retentionOnly, "retention-only", false, "run the retention phase alone")
 	flag.BoolVar(&o.keep, "keep", false, "keep the temporary directory (Postgres data, server log)")
 	flag.BoolVar(&o.verbose, "v", false, "log progress in detail")
 	flag.Parse()

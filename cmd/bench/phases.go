@@ -84,6 +84,9 @@ func (b *bench) phases(ctx context.Context) error {
 	if err := b.buildBinaries(ctx); err != nil {
 		return err
 	}
+	if b.o.retentionOnly {
+		return b.retentionPass(ctx)
+	}
 	if b.o.outageOnly {
 		dest, err := startDestination()
 		if err != nil {
@@ -121,6 +124,9 @@ func (b *bench) phases(ctx context.Context) error {
 		if err := b.versusPeer(ctx); err != nil {
 			return err
 		}
+	}
+	if err := b.retentionPass(ctx); err != nil {
+		return err
 	}
 	last, err := b.measureBaseline(ctx, "end")
 	if err != nil {

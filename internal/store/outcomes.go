@@ -103,16 +103,10 @@ func (Single) ReleaseParked(ctx context.Context, q *db.Queries, destination stri
 
 // ReleaseParked is ActionReleaseParked for each client.
 func (Sharded) ReleaseParked(ctx context.Context, q *db.Queries, destination string, at time.Time, clients Clients) (int64, error) {
-	counts, err := eachClient(ctx, clients, func(client string) ([]int64, error) {
-		n, err := q.ActionReleaseParked(ctx, db.ActionReleaseParkedParams{Destination: destination, ReleasedAt: at,
+	return countEach(ctx, clients, func(client string) (int64, error) {
+		return q.ActionReleaseParked(ctx, db.ActionReleaseParkedParams{Destination: destination, ReleasedAt: at,
 			Sharded: true, Client: client})
-		return []int64{n}, err
 	})
-	var n int64
-	for _, c := range counts {
-		n += c
-	}
-	return n, err
 }
 
 // Clients lists the clients a statement over every client's actions is run for
@@ -134,6 +128,19 @@ func eachClient[T any](ctx context.Context, clients Clients, fn func(client stri
 		all = append(all, rows...)
 	}
 	return all, nil
+}
+
+// countEach runs fn for each client and adds up the rows it counts.
+func countEach(ctx context.Context, clients Clients, fn func(client string) (int64, error)) (int64, error) {
+	counts, err := eachClient(ctx, clients, func(client string) ([]int64, error) {
+		n, err := fn(client)
+		return []int64{n}, err
+	})
+	var n int64
+	for _, c := range counts {
+		n += c
+	}
+	return n, err
 }
 
 // byClient groups the indexes of a batch's rows by their client, the clients in

@@ -21,19 +21,10 @@ func (Single) CarryBodies(ctx context.Context, q *db.Queries, from, to time.Time
 
 // CarryBodies is EventBodiesCarry one client a statement, on its shard.
 func (Sharded) CarryBodies(ctx context.Context, q *db.Queries, from, to time.Time, batch int32) (int64, error) {
-	clients, err := q.EventClientsWithRows(ctx)
-	if err != nil {
-		return 0, err
-	}
-	var total int64
-	for _, c := range clients {
-		n, err := q.EventBodiesCarry(ctx, db.EventBodiesCarryParams{FromDay: from, ToDay: to, Batch: batch,
+	return countEach(ctx, q.EventClientsWithRows, func(c string) (int64, error) {
+		return q.EventBodiesCarry(ctx, db.EventBodiesCarryParams{FromDay: from, ToDay: to, Batch: batch,
 			Sharded: true, Client: c})
-		if total += n; err != nil {
-			return total, fmt.Errorf("client %s: %w", c, err)
-		}
-	}
-	return total, nil
+	})
 }
 
 // CarryActionRows is ActionRowsCarry over every client at once.
@@ -43,19 +34,10 @@ func (Single) CarryActionRows(ctx context.Context, q *db.Queries, from, to time.
 
 // CarryActionRows is ActionRowsCarry one client a statement, on its shard.
 func (Sharded) CarryActionRows(ctx context.Context, q *db.Queries, from, to time.Time, batch int32) (int64, error) {
-	clients, err := q.ActionClientsWithRows(ctx)
-	if err != nil {
-		return 0, err
-	}
-	var total int64
-	for _, c := range clients {
-		n, err := q.ActionRowsCarry(ctx, db.ActionRowsCarryParams{FromDay: from, ToDay: to, Batch: batch,
+	return countEach(ctx, q.ActionClientsWithRows, func(c string) (int64, error) {
+		return q.ActionRowsCarry(ctx, db.ActionRowsCarryParams{FromDay: from, ToDay: to, Batch: batch,
 			Sharded: true, Client: c})
-		if total += n; err != nil {
-			return total, fmt.Errorf("client %s: %w", c, err)
-		}
-	}
-	return total, nil
+	})
 }
 
 // DropPartition detaches the partition concurrently (writers and readers of
