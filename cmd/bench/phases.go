@@ -78,33 +78,15 @@ func (b *bench) measure(ctx context.Context) (*table, error) {
 }
 
 // phases builds the binaries and runs the phases in order: the baseline, the
-// server's, the in-process one, the comparison with the peer, the baseline again,
-// the cluster's. With -peer only or -cluster only it runs that alone.
+// server's, the in-process one, the comparison with the peer, the retention
+// pass, the baseline again, the cluster's. With -peer only, -cluster only,
+// -outage-only or -retention-only it runs that alone.
 func (b *bench) phases(ctx context.Context) error {
 	if err := b.buildBinaries(ctx); err != nil {
 		return err
 	}
-	if b.o.retentionOnly {
-		return b.retentionPass(ctx)
-	}
-	if b.o.outageOnly {
-		dest, err := startDestination()
-		if err != nil {
-			return err
-		}
-		b.dest = dest
-		return b.outage(ctx)
-	}
-	if b.o.peer == "only" || b.o.cluster == "only" {
-		dest, err := startDestination()
-		if err != nil {
-			return err
-		}
-		b.dest = dest
-		if b.o.cluster == "only" {
-			return b.cluster(ctx)
-		}
-		return b.versusPeer(ctx)
+	if run := b.onePhase(); run != nil {
+		return run(ctx)
 	}
 	first, err := b.measureBaseline(ctx, "start")
 	if err != nil {
@@ -140,6 +122,31 @@ func (b *bench) phases(ctx context.Context) error {
 		return b.cluster(ctx)
 	}
 	return nil
+}
+
+// onePhase is the phase an -only flag asks for alone, nil when none does.
+func (b *bench) onePhase() func(context.Context) error {
+	var phase func(context.Context) error
+	switch {
+	case b.o.retentionOnly:
+		return b.retentionPass
+	case b.o.outageOnly:
+		phase = b.outage
+	case b.o.cluster == "only":
+		phase = b.cluster
+	case b.o.peer == "only":
+		phase = b.versusPeer
+	default:
+		return nil
+	}
+	return func(ctx context.Context) error { // each of these calls a destination
+		dest, err := startDestination()
+		if err != nil {
+			return err
+		}
+		b.dest = dest
+		return phase(ctx)
+	}
 }
 
 // buildBinaries builds oncehook and, unless -peer is off, the River peer.
