@@ -71,7 +71,7 @@ func (b *bench) retentionPass(ctx context.Context) error {
 	b.t.add(row{figure: fmt.Sprintf("retention: one pass over a day's partition of %d deliveries (1 KB bodies), "+
 		"against the row-by-row delete it replaces", n),
 		value: fmt.Sprintf("%s (row by row: %s)", pass.Round(time.Millisecond), rowByRow.Round(time.Millisecond)),
-		ratio: fmt.Sprintf("%.0fx faster", rowByRow.Seconds()/max(pass.Seconds(), 0.001))})
+		ratio: speedup(rowByRow, pass)})
 	b.t.note("retention: the pass dropped %d days of bodies and carried %d forward; the row-by-row delete "+
 		"left %d dead rows for vacuum", r.BodyDays, r.BodiesCarried, n)
 	return nil
@@ -112,4 +112,12 @@ func (b *bench) deleteRowByRow(ctx context.Context, n int, day time.Time) (time.
 		return 0, fmt.Errorf("the row-by-row delete removed %d bodies, want %d", deleted, n)
 	}
 	return took, nil
+}
+
+// speedup says how many times faster than before now is (or slower, when it is).
+func speedup(before, now time.Duration) string {
+	if now >= before {
+		return fmt.Sprintf("%.1fx slower", now.Seconds()/max(before.Seconds(), 0.001))
+	}
+	return fmt.Sprintf("%.0fx faster", before.Seconds()/max(now.Seconds(), 0.001))
 }
