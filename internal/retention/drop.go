@@ -70,7 +70,11 @@ func dropDays(ctx context.Context, pool *pgxpool.Pool, s store.Store, q *db.Quer
 // pass.
 func dropActionDays(ctx context.Context, pool *pgxpool.Pool, s store.Store, q *db.Queries, before, today time.Time,
 	r *PruneReport) error {
-	byDay := map[time.Time][]db.PartitionsPastRow{}
+	type part struct {
+		parent string
+		db.PartitionsPastRow
+	}
+	byDay := map[time.Time][]part{}
 	var order []time.Time
 	for _, parent := range []string{"attempts", "audit"} {
 		days, err := q.PartitionsPast(ctx, db.PartitionsPastParams{Parent: parent, Before: before})
@@ -81,7 +85,7 @@ func dropActionDays(ctx context.Context, pool *pgxpool.Pool, s store.Store, q *d
 			if byDay[d.Day] == nil {
 				order = append(order, d.Day)
 			}
-			byDay[d.Day] = append(byDay[d.Day], d)
+			byDay[d.Day] = append(byDay[d.Day], part{parent, d})
 		}
 	}
 	for _, day := range order {
@@ -98,12 +102,8 @@ func dropActionDays(ctx context.Context, pool *pgxpool.Pool, s store.Store, q *d
 			r.DaysKept++
 			continue
 		}
-		for _, part := range byDay[day] {
-			parent := "attempts"
-			if part.Name == "audit_"+day.Format("20060102") {
-				parent = "audit"
-			}
-			if err := s.DropPartition(ctx, pool, parent, part.Name, part.DetachPending); err != nil {
+		for _, p := range byDay[day] {
+			if err := s.DropPartition(ctx, pool, p.parent, p.Name, p.DetachPending); err != nil {
 				return err
 			}
 			r.RowDays++

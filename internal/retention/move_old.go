@@ -48,11 +48,8 @@ func MoveOldRows(ctx context.Context, pool *pgxpool.Pool, wait bool, progress fu
 			return fmt.Errorf("move the attempts and audit of the actions before 00039 (%d moved): %w", n, err)
 		}
 		var pass PruneReport
-		if err := dropActionDays(ctx, pool, s, q, beforeByDay.AddDate(0, 0, 1), today, &pass); err != nil {
-			return err
-		}
-		left, err := q.PartitionsPast(ctx, db.PartitionsPastParams{Parent: "attempts", Before: beforeByDay.AddDate(0, 0, 1)})
-		r.Dropped = err == nil && len(left) == 0
+		err = dropActionDays(ctx, pool, s, q, beforeByDay.AddDate(0, 0, 1), today, &pass)
+		r.Dropped = err == nil && pass.DaysKept == 0 // dropped now, or gone before
 		return err
 	})
 	r.Busy = err == nil && !held
