@@ -20,6 +20,9 @@ func TestQueueShowsParkedAsOneCause(t *testing.T) {
 	t.Parallel()
 	cfg := strings.Replace(dashConfig, "    owner: crm-admin@example.com\n",
 		"    owner: crm-admin@example.com\n    breaker: {min_calls: 3, open_for: 1h, max_open_for: 2h}\n", 1)
+	// Budget enough that no action fails on 503s before the breaker opens: on a
+	// slow run one action's retries could spend its 3 attempts first (CI saw it).
+	cfg = strings.Replace(cfg, "    retry: {attempts: 3, within: 1h}\n", "    retry: {attempts: 20, within: 1h}\n", 1)
 	d := newDashboardConfig(t, cfg)
 	for range 40 {
 		d.crm.Fail(sandbox.Fault{Status: 503, Message: "maintenance"})
