@@ -42,52 +42,6 @@ func (q *Queries) ActionPruneClosed(ctx context.Context, arg ActionPruneClosedPa
 	return result.RowsAffected(), nil
 }
 
-const actionRowsCarry = `-- name: ActionRowsCarry :execrows
-WITH kept AS (
-    SELECT a.client, a.id FROM actions a
-    WHERE a.rows_day = $2::date AND a.state <> 'processing'
-      AND (NOT $3::boolean OR a.client = $4)
-    LIMIT $5
-    FOR UPDATE OF a SKIP LOCKED
-), attempts_moved AS (
-    UPDATE attempts t SET part_day = $1::date FROM kept
-    WHERE t.client = kept.client AND t.action_id = kept.id AND t.part_day = $2::date
-), audit_moved AS (
-    UPDATE audit u SET part_day = $1::date FROM kept
-    WHERE u.client = kept.client AND u.action_id = kept.id AND u.part_day = $2::date
-)
-UPDATE actions a SET rows_day = $1::date FROM kept
-WHERE a.client = kept.client AND a.id = kept.id
-`
-
-type ActionRowsCarryParams struct {
-	ToDay   time.Time
-	FromDay time.Time
-	Sharded bool
-	Client  string
-	Batch   int32
-}
-
-// Carries forward into @to_day a batch of the actions whose rows are in day
-// @from_day (rows_day), with their attempts and audit, before that day's
-// partitions are dropped: every action still there is still kept (the closed
-// ones past the window are pruned first). An action a worker holds is left for
-// the next pass (the worker records into its rows_day), and so is its day.
-// On Citus (sharded) one client's a statement.
-func (q *Queries) ActionRowsCarry(ctx context.Context, arg ActionRowsCarryParams) (int64, error) {
-	result, err := q.db.Exec(ctx, actionRowsCarry,
-		arg.ToDay,
-		arg.FromDay,
-		arg.Sharded,
-		arg.Client,
-		arg.Batch,
-	)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
-}
-
 const actionRowsLeft = `-- name: ActionRowsLeft :one
 SELECT count(*) FROM actions WHERE rows_day = $1::date
 `
@@ -98,6 +52,104 @@ func (q *Queries) ActionRowsLeft(ctx context.Context, day time.Time) (int64, err
 	var count int64
 	err := row.Scan(&count)
 	return count, err
+}
+
+const actionRowsLock = `-- name: ActionRowsLock :many
+SELECT a.client, a.id FROM actions a
+WHERE a.rows_day = $1::date AND a.state <> 'processing'
+  AND (NOT $2::boolean OR a.client = $3)
+LIMIT $4
+FOR UPDATE OF a SKIP LOCKED
+`
+
+type ActionRowsLockParams struct {
+	FromDay time.Time
+	Sharded bool
+	Client  string
+	Batch   int32
+}
+
+type ActionRowsLockRow struct {
+	Client string
+	ID     int64
+}
+
+// Locks a batch of the actions whose rows are in day @from_day (rows_day), to
+// be carried forward by ActionRowsMove in the same transaction before that
+// day's partitions are dropped: every action still there is still kept (the
+// closed ones past the window are pruned first). An action a worker holds, or
+// that another transaction is changing, is left for the next pass (the worker
+// records into its rows_day), and so is its day. Locked apart from the move, so
+// that the move's own snapshot, taken once the locks are held, sees every
+// attempt and audit line written before: one statement's snapshot, taken
+// before it waits for a row, misses the attempts of a claim and record that
+// commit meanwhile. On Citus (sharded) one client's a statement.
+func (q *Queries) ActionRowsLock(ctx context.Context, arg ActionRowsLockParams) ([]ActionRowsLockRow, error) {
+	rows, err := q.db.Query(ctx, actionRowsLock,
+		arg.FromDay,
+		arg.Sharded,
+		arg.Client,
+		arg.Batch,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ActionRowsLockRow{}
+	for rows.Next() {
+		var i ActionRowsLockRow
+		if err := rows.Scan(&i.Client, &i.ID); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const actionRowsMove = `-- name: ActionRowsMove :execrows
+WITH kept AS (
+    SELECT unnest($5::text[]) AS client, unnest($6::bigint[]) AS id
+), attempts_moved AS (
+    UPDATE attempts t SET part_day = $1::date FROM kept
+    WHERE t.client = kept.client AND t.action_id = kept.id AND t.part_day = $2::date
+      AND (NOT $3::boolean OR t.client = $4)
+), audit_moved AS (
+    UPDATE audit u SET part_day = $1::date FROM kept
+    WHERE u.client = kept.client AND u.action_id = kept.id AND u.part_day = $2::date
+      AND (NOT $3::boolean OR u.client = $4)
+)
+UPDATE actions a SET rows_day = $1::date FROM kept
+WHERE a.client = kept.client AND a.id = kept.id AND a.rows_day = $2::date
+  AND (NOT $3::boolean OR a.client = $4)
+`
+
+type ActionRowsMoveParams struct {
+	ToDay   time.Time
+	FromDay time.Time
+	Sharded bool
+	Client  string
+	Clients []string
+	Ids     []int64
+}
+
+// Carries the actions ActionRowsLock locked (@clients, @ids) from day @from_day
+// into @to_day, with their attempts and audit.
+func (q *Queries) ActionRowsMove(ctx context.Context, arg ActionRowsMoveParams) (int64, error) {
+	result, err := q.db.Exec(ctx, actionRowsMove,
+		arg.ToDay,
+		arg.FromDay,
+		arg.Sharded,
+		arg.Client,
+		arg.Clients,
+		arg.Ids,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
 const eventBodiesCarry = `-- name: EventBodiesCarry :execrows

@@ -87,28 +87,40 @@ WITH kept AS (
 UPDATE events e SET body_day = @to_day::date FROM kept
 WHERE e.client = kept.client AND e.id = kept.id AND e.body_day = @from_day::date;
 
--- name: ActionRowsCarry :execrows
--- Carries forward into @to_day a batch of the actions whose rows are in day
--- @from_day (rows_day), with their attempts and audit, before that day's
--- partitions are dropped: every action still there is still kept (the closed
--- ones past the window are pruned first). An action a worker holds is left for
--- the next pass (the worker records into its rows_day), and so is its day.
--- On Citus (sharded) one client's a statement.
+-- name: ActionRowsLock :many
+-- Locks a batch of the actions whose rows are in day @from_day (rows_day), to
+-- be carried forward by ActionRowsMove in the same transaction before that
+-- day's partitions are dropped: every action still there is still kept (the
+-- closed ones past the window are pruned first). An action a worker holds, or
+-- that another transaction is changing, is left for the next pass (the worker
+-- records into its rows_day), and so is its day. Locked apart from the move, so
+-- that the move's own snapshot, taken once the locks are held, sees every
+-- attempt and audit line written before: one statement's snapshot, taken
+-- before it waits for a row, misses the attempts of a claim and record that
+-- commit meanwhile. On Citus (sharded) one client's a statement.
+SELECT a.client, a.id FROM actions a
+WHERE a.rows_day = @from_day::date AND a.state <> 'processing'
+  AND (NOT @sharded::boolean OR a.client = @client)
+LIMIT @batch
+FOR UPDATE OF a SKIP LOCKED;
+
+-- name: ActionRowsMove :execrows
+-- Carries the actions ActionRowsLock locked (@clients, @ids) from day @from_day
+-- into @to_day, with their attempts and audit.
 WITH kept AS (
-    SELECT a.client, a.id FROM actions a
-    WHERE a.rows_day = @from_day::date AND a.state <> 'processing'
-      AND (NOT @sharded::boolean OR a.client = @client)
-    LIMIT @batch
-    FOR UPDATE OF a SKIP LOCKED
+    SELECT unnest(@clients::text[]) AS client, unnest(@ids::bigint[]) AS id
 ), attempts_moved AS (
     UPDATE attempts t SET part_day = @to_day::date FROM kept
     WHERE t.client = kept.client AND t.action_id = kept.id AND t.part_day = @from_day::date
+      AND (NOT @sharded::boolean OR t.client = @client)
 ), audit_moved AS (
     UPDATE audit u SET part_day = @to_day::date FROM kept
     WHERE u.client = kept.client AND u.action_id = kept.id AND u.part_day = @from_day::date
+      AND (NOT @sharded::boolean OR u.client = @client)
 )
 UPDATE actions a SET rows_day = @to_day::date FROM kept
-WHERE a.client = kept.client AND a.id = kept.id;
+WHERE a.client = kept.client AND a.id = kept.id AND a.rows_day = @from_day::date
+  AND (NOT @sharded::boolean OR a.client = @client);
 
 -- name: ActionRowsLeft :one
 -- How many actions still have their rows in day @day.

@@ -29,7 +29,13 @@ const (
 	opRevoke        opKind = "revoke"         // the CRM refuses the token from now on: 401s
 	opReconnect     opKind = "reconnect"      // the token is accepted again; an admin reconnects the CRM
 	opOutage        opKind = "outage"         // the CRM is down a while (503s, dropped connections or no reply)
+	opDays          opKind = "days"           // the clock moves N days on: what is stored is N days older
+	opRetention     opKind = "retention"      // a retention pass (oncehook prune) drops the days past their windows
 )
+
+// How many days an opDays moves the clock: within the bodies' window (2 days in
+// the histories' config), past it, and past the attempts' and audit's (30 days).
+var dayJumps = []int{1, 3, 40}
 
 // The ways the CRM is down in an opOutage.
 var outageModes = []string{"503", "drop", "hang"}
@@ -102,6 +108,8 @@ func (o op) String() string {
 		}
 	case opOutage:
 		fmt.Fprintf(&b, " %s for %dms", o.Mode, o.N*100)
+	case opDays:
+		fmt.Fprintf(&b, " %d on", o.N)
 	}
 	return b.String()
 }
@@ -174,7 +182,7 @@ func planHistory(seed uint64) []op {
 	if reconnectIn > 0 {
 		ops = append(ops, op{Kind: opReconnect})
 	}
-	return withOutages(seed, ops)
+	return withDays(seed, withOutages(seed, ops))
 }
 
 // withOutages puts the outages of the history with this seed among its ops:
@@ -198,13 +206,33 @@ func withOutages(seed uint64, ops []op) []op {
 	return ops
 }
 
+// withDays puts among ops one or two moves of the clock, each followed later by
+// a retention pass, drawn from a stream of their own (as withOutages). The
+// clock the tests move is the days of what is stored: an opDays makes every row
+// of the tables partitioned by day N days older, as a server whose clock moved
+// N days on would find them (the times the rows record stay: no identity or
+// closed action is pruned meanwhile, so the checks see them all). The pass that
+// follows drops the days past their windows with the real code, carrying what is
+// still needed forward, while deliveries, calls and faults go on.
+func withDays(seed uint64, ops []op) []op {
+	rng := rand.New(rand.NewPCG(seed, 0x64617973))
+	for range 1 + rng.IntN(2) {
+		at := rng.IntN(len(ops) + 1)
+		ops = slices.Insert(ops, at, op{Kind: opDays, N: dayJumps[rng.IntN(len(dayJumps))],
+			Pause: time.Duration(rng.IntN(150)) * time.Millisecond})
+		pass := at + 1 + rng.IntN(len(ops)-at)
+		ops = slices.Insert(ops, pass, op{Kind: opRetention, Pause: time.Duration(rng.IntN(150)) * time.Millisecond})
+	}
+	return ops
+}
+
 // plannedFaults is how many faults ops plan, less those left out by
 // -histories.without: what the history's tally must count once it has run.
 func plannedFaults(ops []op) int {
 	n := 0
 	for _, o := range ops {
 		switch o.Kind {
-		case opKill, opKillInCall, opKillInLookup, opPostgres, opRevoke, opOutage:
+		case opKill, opKillInCall, opKillInLookup, opPostgres, opRevoke, opOutage, opDays, opRetention:
 			n++
 		case opFault:
 			if !excluded(o.Mode) {
@@ -233,13 +261,14 @@ func TestHistoryPlanReplays(t *testing.T) {
 		if !slices.Equal(a, b) {
 			t.Fatalf("seed %d planned two different histories:\n%s\n%s", seed, planText(seed, a), planText(seed, b))
 		}
-		if len(a) < 20 || len(a) > 63 {
-			t.Errorf("seed %d: %d operations, want 20 to 60 (and a closing reconnect, and up to two outages)", seed, len(a))
+		if len(a) < 22 || len(a) > 67 {
+			t.Errorf("seed %d: %d operations, want 20 to 60 (and a closing reconnect, up to two outages, "+
+				"and one or two moves of the clock each with a retention pass after it)", seed, len(a))
 		}
 		if slices.Equal(a, planHistory(seed+1000)) {
 			t.Errorf("seeds %d and %d planned the same history", seed, seed+1000)
 		}
-		revoked := false
+		revoked, moved := false, false
 		for _, o := range a {
 			kinds[o.Kind] = true
 			switch o.Kind {
@@ -247,6 +276,12 @@ func TestHistoryPlanReplays(t *testing.T) {
 				revoked = true
 			case opReconnect:
 				revoked = false
+			case opDays:
+				moved = true
+			case opRetention:
+				if !moved {
+					t.Errorf("seed %d plans a retention pass before any move of the clock", seed)
+				}
 			case opKillInCall, opKillInLookup:
 				if revoked {
 					t.Errorf("seed %d plans a %s while the CRM refuses the token: it could not be done", seed, o.Kind)
@@ -255,7 +290,7 @@ func TestHistoryPlanReplays(t *testing.T) {
 		}
 	}
 	for _, k := range []opKind{opPost, opRepeat, opCopies, opChangedBody, opChangedParams, opKill, opKillInCall,
-		opKillInLookup, opPostgres, opFault, opRevoke, opReconnect, opOutage} {
+		opKillInLookup, opPostgres, opFault, opRevoke, opReconnect, opOutage, opDays, opRetention} {
 		if !kinds[k] {
 			t.Errorf("50 seeds never planned a %s", k)
 		}

@@ -66,11 +66,15 @@ func TestHistories(t *testing.T) {
 			break
 		}
 	}
-	t.Logf("histories: %d run, %d operations, %d faults injected (%s), %d deliveries acknowledged, %d violations",
-		total.histories, total.ops, total.faults, total.faultKinds(), total.acks, total.violations)
+	t.Logf("histories: %d run, %d operations, %d faults injected (%s), %d deliveries acknowledged, %d violations; "+
+		"retention dropped %d days of bodies (%d carried forward) and %d of attempts and audit (%d actions carried forward), kept %d",
+		total.histories, total.ops, total.faults, total.faultKinds(), total.acks, total.violations,
+		total.bodyDays, total.bodiesCarried, total.rowDays, total.actionsCarried, total.daysKept)
 	if *historiesSummary != "" {
-		line := fmt.Sprintf("histories=%d operations=%d faults=%d deliveries=%d violations=%d first_seed=%d without=%q kinds=%s\n",
-			total.histories, total.ops, total.faults, total.acks, total.violations, first, *historiesWithout, total.faultKinds())
+		line := fmt.Sprintf("histories=%d operations=%d faults=%d deliveries=%d violations=%d first_seed=%d without=%q kinds=%s "+
+			"body_days_dropped=%d bodies_carried=%d row_days_dropped=%d actions_carried=%d days_kept=%d\n",
+			total.histories, total.ops, total.faults, total.acks, total.violations, first, *historiesWithout, total.faultKinds(),
+			total.bodyDays, total.bodiesCarried, total.rowDays, total.actionsCarried, total.daysKept)
 		if err := os.WriteFile(*historiesSummary, []byte(line), 0o644); err != nil {
 			t.Error(err)
 		}
@@ -113,6 +117,8 @@ func envInt(name string, def int) int {
 type tally struct {
 	histories, ops, faults, acks, violations int
 	kinds                                    map[string]int
+	// what the retention passes did: days dropped, rows carried, days kept
+	bodyDays, bodiesCarried, rowDays, actionsCarried, daysKept int
 }
 
 func (t *tally) add(o tally) {
@@ -121,6 +127,11 @@ func (t *tally) add(o tally) {
 	t.faults += o.faults
 	t.acks += o.acks
 	t.violations += o.violations
+	t.bodyDays += o.bodyDays
+	t.bodiesCarried += o.bodiesCarried
+	t.rowDays += o.rowDays
+	t.actionsCarried += o.actionsCarried
+	t.daysKept += o.daysKept
 	for k, n := range o.kinds {
 		if t.kinds == nil {
 			t.kinds = map[string]int{}
@@ -139,7 +150,8 @@ func (t *tally) fault(kind string) {
 
 func (t tally) faultKinds() string {
 	var parts []string
-	kinds := append([]string{"kill", "kill-in-call", "kill-in-lookup", "postgres-fast", "postgres-immediate", "revoke"}, faultKinds...)
+	kinds := append([]string{"kill", "kill-in-call", "kill-in-lookup", "postgres-fast", "postgres-immediate", "revoke",
+		"days", "retention"}, faultKinds...)
 	for _, m := range outageModes {
 		kinds = append(kinds, "outage-"+m)
 	}
@@ -195,7 +207,8 @@ func runHistory(t *testing.T, cluster *db.Embedded, seed uint64) tally {
 	h.w = newWorld(t, pool, dsn, newSecrets(fmt.Sprintf("h%d", seed)))
 	// The breaker takes part at the histories' speed: its faults (bursts of 503s,
 	// drops, hangs) may open it, and its probes come within a fraction of a second.
-	h.w.conf = strings.Replace(faultConfig, "timeout: 20s", "timeout: 2s\n    breaker: {window: 10s, min_calls: 5, failure_rate: 0.5, open_for: 200ms, max_open_for: 2s}", 1)
+	h.w.conf = strings.Replace(faultConfig, "timeout: 20s", "timeout: 2s\n    breaker: {window: 10s, min_calls: 5, failure_rate: 0.5, open_for: 200ms, max_open_for: 2s}", 1) +
+		historyRetention
 	h.admin = apiToken(t, pool, "histories", settings.RoleAdmin)
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -216,7 +229,7 @@ func runHistory(t *testing.T, cluster *db.Embedded, seed uint64) tally {
 	if planned := plannedFaults(h.ops); h.tally.faults != planned {
 		t.Errorf("%d faults planned, %d done: every planned fault must be done", planned, h.tally.faults)
 	}
-	violations := h.check()
+	violations := append(append(h.check(), h.checkDays()...), h.checkPasses()...)
 	for _, v := range violations {
 		t.Errorf("violation: %s", v)
 	}
@@ -226,9 +239,11 @@ func runHistory(t *testing.T, cluster *db.Embedded, seed uint64) tally {
 		h.tally.acks += len(bodies)
 	}
 	h.mu.Unlock()
-	t.Logf("seed %d: %d operations, %d faults (%s), %d acknowledgements, %d actions, %d CRM records, %s",
+	t.Logf("seed %d: %d operations, %d faults (%s), %d acknowledgements, %d actions, %d CRM records, "+
+		"%d+%d days dropped, %d bodies and %d actions carried, %s",
 		seed, len(h.ops), h.tally.faults, h.tally.faultKinds(), h.tally.acks,
-		h.w.count(`SELECT count(*) FROM actions`), h.w.crm.Len(), time.Since(h.start).Round(time.Millisecond))
+		h.w.count(`SELECT count(*) FROM actions`), h.w.crm.Len(), h.tally.bodyDays, h.tally.rowDays,
+		h.tally.bodiesCarried, h.tally.actionsCarried, time.Since(h.start).Round(time.Millisecond))
 	return h.tally
 }
 
@@ -377,6 +392,12 @@ func (h *history) run(o op) {
 		crm.SetToken("revoked-" + h.w.secrets.crmToken)
 	case opReconnect:
 		h.reconnect()
+	case opDays:
+		h.tally.fault("days")
+		h.moveDays(o.N)
+	case opRetention:
+		h.tally.fault("retention")
+		h.prunePass()
 	}
 }
 

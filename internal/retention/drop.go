@@ -16,7 +16,7 @@ import (
 // The tables partitioned by day lose a day by dropping its partition once the
 // whole day is past its window, never by deleting its rows: first what is still
 // needed is carried forward into today's partition, by rule (EventBodiesCarry,
-// ActionRowsCarry), then the partition is detached and dropped.
+// ActionRowsLock and ActionRowsMove), then the partition is detached and dropped.
 
 // bodiesWindow is how long event_bodies keeps a day: drop_bodies_after when set,
 // else the longest remember window of the sources (a body outlives no identity
@@ -89,7 +89,7 @@ func dropActionDays(ctx context.Context, pool *pgxpool.Pool, s store.Store, q *d
 		}
 	}
 	for _, day := range order {
-		n, err := carry(ctx, q, today, func() (int64, error) { return s.CarryActionRows(ctx, q, day, today, pruneBatch) })
+		n, err := carry(ctx, q, today, func() (int64, error) { return s.CarryActionRows(ctx, pool, q, day, today, pruneBatch) })
 		r.ActionsCarried += n
 		if err != nil {
 			return fmt.Errorf("carry forward the rows of the actions of %s: %w", day.Format(time.DateOnly), err)

@@ -38,7 +38,7 @@ func MoveOldRows(ctx context.Context, pool *pgxpool.Pool, wait bool, progress fu
 	held, err := db.WithSessionLock(ctx, pool, pruneLock, wait, func(q *db.Queries) error {
 		s, today := store.For(pool), partitions.Day(time.Now())
 		n, err := carry(ctx, q, today, func() (int64, error) {
-			n, err := s.CarryActionRows(ctx, q, beforeByDay, today, pruneBatch)
+			n, err := s.CarryActionRows(ctx, pool, q, beforeByDay, today, pruneBatch)
 			if r.Actions += n; err == nil && n > 0 && progress != nil {
 				progress(r.Actions)
 			}

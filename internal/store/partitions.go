@@ -12,7 +12,7 @@ import (
 )
 
 // The carry forward and the drop of a day's partitions, by retention (see
-// EventBodiesCarry, ActionRowsCarry and migration 00040).
+// EventBodiesCarry, ActionRowsLock, ActionRowsMove and migration 00040).
 
 // CarryBodies is EventBodiesCarry over every client at once.
 func (Single) CarryBodies(ctx context.Context, q *db.Queries, from, to time.Time, batch int32) (int64, error) {
@@ -27,17 +27,37 @@ func (Sharded) CarryBodies(ctx context.Context, q *db.Queries, from, to time.Tim
 	})
 }
 
-// CarryActionRows is ActionRowsCarry over every client at once.
-func (Single) CarryActionRows(ctx context.Context, q *db.Queries, from, to time.Time, batch int32) (int64, error) {
-	return q.ActionRowsCarry(ctx, db.ActionRowsCarryParams{FromDay: from, ToDay: to, Batch: batch})
+// CarryActionRows is ActionRowsLock and ActionRowsMove over every client at once.
+func (Single) CarryActionRows(ctx context.Context, b db.Beginner, _ *db.Queries, from, to time.Time, batch int32) (int64, error) {
+	return carryActionRows(ctx, b, db.ActionRowsLockParams{FromDay: from, Batch: batch}, to)
 }
 
-// CarryActionRows is ActionRowsCarry one client a statement, on its shard.
-func (Sharded) CarryActionRows(ctx context.Context, q *db.Queries, from, to time.Time, batch int32) (int64, error) {
+// CarryActionRows is ActionRowsLock and ActionRowsMove one client a
+// transaction, on its shard.
+func (Sharded) CarryActionRows(ctx context.Context, b db.Beginner, q *db.Queries, from, to time.Time, batch int32) (int64, error) {
 	return countEach(ctx, q.ActionClientsWithRows, func(c string) (int64, error) {
-		return q.ActionRowsCarry(ctx, db.ActionRowsCarryParams{FromDay: from, ToDay: to, Batch: batch,
-			Sharded: true, Client: c})
+		return carryActionRows(ctx, b, db.ActionRowsLockParams{FromDay: from, Batch: batch, Sharded: true, Client: c}, to)
 	})
+}
+
+// carryActionRows locks a batch of the actions lock names and moves their rows
+// into day to, in one transaction.
+func carryActionRows(ctx context.Context, b db.Beginner, lock db.ActionRowsLockParams, to time.Time) (int64, error) {
+	var n int64
+	err := db.WithTx(ctx, b, func(q *db.Queries) error {
+		locked, err := q.ActionRowsLock(ctx, lock)
+		if err != nil || len(locked) == 0 {
+			return err
+		}
+		move := db.ActionRowsMoveParams{FromDay: lock.FromDay, ToDay: to, Sharded: lock.Sharded, Client: lock.Client,
+			Clients: make([]string, len(locked)), Ids: make([]int64, len(locked))}
+		for i, a := range locked {
+			move.Clients[i], move.Ids[i] = a.Client, a.ID
+		}
+		n, err = q.ActionRowsMove(ctx, move)
+		return err
+	})
+	return n, err
 }
 
 // DropPartition detaches the partition concurrently (writers and readers of

@@ -102,8 +102,9 @@ type Store interface {
 	CarryBodies(ctx context.Context, q *db.Queries, from, to time.Time, batch int32) (int64, error)
 	// CarryActionRows carries forward into day to up to batch (a client, on
 	// Citus) of the actions whose rows are in day from, with their attempts and
-	// audit (ActionRowsCarry), and returns how many it carried.
-	CarryActionRows(ctx context.Context, q *db.Queries, from, to time.Time, batch int32) (int64, error)
+	// audit (ActionRowsLock, then ActionRowsMove, in a transaction of b's), and
+	// returns how many it carried. q lists the clients.
+	CarryActionRows(ctx context.Context, b db.Beginner, q *db.Queries, from, to time.Time, batch int32) (int64, error)
 	// DropPartition detaches the daily partition name from parent and drops it;
 	// pending says a detach of it was begun and not finished.
 	DropPartition(ctx context.Context, pool *pgxpool.Pool, parent, name string, pending bool) error
@@ -261,8 +262,8 @@ func (ch *chosen) CarryBodies(ctx context.Context, q *db.Queries, from, to time.
 	return ch.form(ctx).CarryBodies(ctx, q, from, to, batch)
 }
 
-func (ch *chosen) CarryActionRows(ctx context.Context, q *db.Queries, from, to time.Time, batch int32) (int64, error) {
-	return ch.form(ctx).CarryActionRows(ctx, q, from, to, batch)
+func (ch *chosen) CarryActionRows(ctx context.Context, b db.Beginner, q *db.Queries, from, to time.Time, batch int32) (int64, error) {
+	return ch.form(ctx).CarryActionRows(ctx, b, q, from, to, batch)
 }
 
 func (ch *chosen) DropPartition(ctx context.Context, pool *pgxpool.Pool, parent, name string, pending bool) error {
