@@ -15,25 +15,78 @@
 -- actions made before it have rows_day 1970-01-01. New actions get the day they
 -- are made (UTC). Partitioned tables have no identity column on PostgreSQL 15:
 -- the ids come from a sequence that goes on from the identity's.
+--
+-- On a Citus cluster distributed before this migration, its statements run over
+-- one connection per node: Citus creates no function in a transaction that
+-- changed a distributed table over several (the tables below, then
+-- oncehook_partitions_make). Elsewhere the setting is a placeholder that changes
+-- nothing.
+SET LOCAL citus.multi_shard_modify_mode TO 'sequential';
 ALTER TABLE actions ADD COLUMN rows_day date NOT NULL DEFAULT '1970-01-01';
 ALTER TABLE actions ALTER COLUMN rows_day SET DEFAULT ((now() AT TIME ZONE 'UTC')::date);
 
-ALTER TABLE attempts RENAME TO attempts_19700101;
-ALTER TABLE attempts_19700101 DROP CONSTRAINT attempts_client_action_id_fkey;
-ALTER TABLE attempts_19700101 DROP CONSTRAINT attempts_pkey;
-DROP INDEX attempts_finished_brin;
-ALTER TABLE attempts_19700101 ADD COLUMN part_day date NOT NULL DEFAULT '1970-01-01';
+ALTER TABLE attempts DROP CONSTRAINT attempts_client_action_id_fkey;
+ALTER TABLE audit DROP CONSTRAINT audit_client_action_id_fkey;
+
+-- On a Citus cluster distributed before this migration, Citus changes no
+-- identity of a distributed table (neither drops it nor undistributes the
+-- table): the old rows are copied through the coordinator into a local table
+-- that is the old day's partition as the statements after this make it (a
+-- part_day, its NOT NULL and CHECK constraints, no identity, no key, no
+-- index), the distributed table is dropped,
+-- and the sequence goes on from its identity. The statements after this find
+-- their work done and pass (IF EXISTS, IF NOT EXISTS), and the tables are
+-- distributed again with their partitions after the migrations (db.Migrate
+-- distributes every table not distributed yet), as on a new cluster.
+-- +goose StatementBegin
+DO $$
+DECLARE
+    t    text;
+    next bigint;
+    col  text;
+    def  text;
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus') THEN
+        RETURN;
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = 'attempts'::regclass) THEN
+        RETURN;
+    END IF;
+    FOREACH t IN ARRAY ARRAY['attempts', 'audit'] LOOP
+        next := nextval(pg_get_serial_sequence(t, 'id'));
+        EXECUTE format('CREATE TABLE %I AS SELECT *, %L::date AS part_day FROM %I', t || '_19700101', '1970-01-01', t);
+        FOR col IN SELECT a.attname FROM pg_attribute a
+                   WHERE a.attrelid = t::regclass AND a.attnum > 0 AND NOT a.attisdropped AND a.attnotnull LOOP
+            EXECUTE format('ALTER TABLE %I ALTER COLUMN %I SET NOT NULL', t || '_19700101', col);
+        END LOOP;
+        EXECUTE format('ALTER TABLE %I ALTER COLUMN part_day SET NOT NULL', t || '_19700101');
+        FOR col, def IN SELECT c.conname, pg_get_constraintdef(c.oid) FROM pg_constraint c
+                        WHERE c.conrelid = t::regclass AND c.contype = 'c' LOOP
+            EXECUTE format('ALTER TABLE %I ADD CONSTRAINT %I %s', t || '_19700101', col, def);
+        END LOOP;
+        EXECUTE format('DROP TABLE %I', t);
+        EXECUTE format('CREATE SEQUENCE %I', t || '_id_seq');
+        PERFORM setval(t || '_id_seq', next);
+    END LOOP;
+END
+$$;
+-- +goose StatementEnd
+
+ALTER TABLE IF EXISTS attempts RENAME TO attempts_19700101;
+ALTER TABLE attempts_19700101 DROP CONSTRAINT IF EXISTS attempts_pkey;
+DROP INDEX IF EXISTS attempts_finished_brin;
+ALTER TABLE attempts_19700101 ADD COLUMN IF NOT EXISTS part_day date NOT NULL DEFAULT '1970-01-01';
 ALTER TABLE attempts_19700101 ALTER COLUMN part_day DROP DEFAULT;
 
-ALTER TABLE audit RENAME TO audit_19700101;
-ALTER TABLE audit_19700101 DROP CONSTRAINT audit_client_action_id_fkey;
-ALTER TABLE audit_19700101 DROP CONSTRAINT audit_pkey;
-DROP INDEX audit_action_idx;
-ALTER TABLE audit_19700101 ADD COLUMN part_day date NOT NULL DEFAULT '1970-01-01';
+ALTER TABLE IF EXISTS audit RENAME TO audit_19700101;
+ALTER TABLE audit_19700101 DROP CONSTRAINT IF EXISTS audit_pkey;
+DROP INDEX IF EXISTS audit_action_idx;
+ALTER TABLE audit_19700101 ADD COLUMN IF NOT EXISTS part_day date NOT NULL DEFAULT '1970-01-01';
 ALTER TABLE audit_19700101 ALTER COLUMN part_day DROP DEFAULT;
 
 -- The identities' sequences carry the tables' names: each hands its next value
--- to the plain sequence that replaces it, under the same name.
+-- to the plain sequence that replaces it, under the same name (made above on
+-- a Citus cluster distributed before).
 -- +goose StatementBegin
 DO $$
 DECLARE
@@ -41,6 +94,7 @@ DECLARE
     next bigint;
 BEGIN
     FOREACH t IN ARRAY ARRAY['attempts', 'audit'] LOOP
+        CONTINUE WHEN pg_get_serial_sequence(t || '_19700101', 'id') IS NULL;
         next := nextval(pg_get_serial_sequence(t || '_19700101', 'id'));
         EXECUTE format('ALTER TABLE %I ALTER COLUMN id DROP IDENTITY', t || '_19700101');
         EXECUTE format('CREATE SEQUENCE %I', t || '_id_seq');
@@ -88,22 +142,6 @@ CREATE TABLE audit (
 ) PARTITION BY RANGE (part_day);
 ALTER SEQUENCE audit_id_seq OWNED BY audit.id;
 CREATE INDEX audit_action_idx ON audit (client, action_id, id);
--- +goose StatementBegin
-DO $$
-BEGIN
-    -- On a Citus cluster distributed before this migration, the old tables are
-    -- distributed: the new ones are distributed with them (co-located with
-    -- events, as the rule of 00024 does it) before they are attached. A new
-    -- database is distributed after its migrations, partitions with their tables.
-    IF EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus') THEN
-        IF EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = 'attempts_19700101'::regclass) THEN
-            PERFORM create_distributed_table('attempts', 'client', colocate_with => 'events');
-            PERFORM create_distributed_table('audit', 'client', colocate_with => 'events');
-        END IF;
-    END IF;
-END
-$$;
--- +goose StatementEnd
 ALTER TABLE attempts ATTACH PARTITION attempts_19700101 FOR VALUES FROM (MINVALUE) TO ('1970-01-02');
 ALTER TABLE audit ATTACH PARTITION audit_19700101 FOR VALUES FROM (MINVALUE) TO ('1970-01-02');
 

@@ -3,6 +3,8 @@
 -- internal/retention and docs/operations.md). Before it drops a day of attempts
 -- and audit, it carries forward the rows of every action still kept whose
 -- rows_day is that day: this index finds them.
+-- (On a Citus cluster distributed before, over one connection per node: see 00039.)
+SET LOCAL citus.multi_shard_modify_mode TO 'sequential';
 CREATE INDEX actions_rows_day_idx ON actions (rows_day);
 
 -- oncehook_partitions_past lists the daily partitions of parent whose day ends on

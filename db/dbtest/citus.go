@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/oncehook/oncehook/db"
@@ -111,4 +112,46 @@ func SinglePostgresOnly(t testing.TB, why string) {
 	if OnCitus() {
 		t.Skip("single Postgres only: " + why)
 	}
+}
+
+// NewEmpty returns the DSN of a new database with no migration applied, for a
+// test that migrates it step by step (an upgrade from an older release): on a
+// local Citus cluster (EnvCitus) it is on every node, the extension created and
+// the workers registered, as a cluster an operator set up. It is dropped (on
+// every node) at t.Cleanup.
+func NewEmpty(t testing.TB) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	admin, serverDSN, _, err := setup(ctx)
+	if err != nil {
+		t.Fatalf("dbtest: %v", err)
+	}
+	server.mu.Lock()
+	cluster := server.citus
+	server.mu.Unlock()
+	name := "e_" + randomHex(8)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		for _, a := range append([]*pgxpool.Pool{admin}, workerAdmins()...) { // the coordinator first
+			if err := dropDatabase(ctx, a, name); err != nil {
+				t.Errorf("dbtest: %v", err)
+			}
+		}
+	})
+	if cluster != nil {
+		if err := cluster.CreateDatabase(ctx, name); err != nil {
+			t.Fatalf("dbtest: %v", err)
+		}
+		return cluster.Coordinator.DSN(name)
+	}
+	if _, err := admin.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
+		t.Fatalf("dbtest: create database %s: %v", name, err)
+	}
+	dsn, err := withDBName(serverDSN, name)
+	if err != nil {
+		t.Fatalf("dbtest: %v", err)
+	}
+	return dsn
 }
