@@ -2550,6 +2550,39 @@ func (q *Queries) ActionStartCallsSharded(ctx context.Context, arg ActionStartCa
 	return items, nil
 }
 
+const actionWaitingByClient = `-- name: ActionWaitingByClient :many
+SELECT client, count(*)::bigint AS waiting FROM actions
+WHERE destination = $1 AND state IN ('pending', 'retrying', 'uncertain')
+GROUP BY client ORDER BY waiting DESC, client
+`
+
+type ActionWaitingByClientRow struct {
+	Client  string
+	Waiting int64
+}
+
+// How many actions of each client wait for a destination (pending, retrying or
+// uncertain), most first: what an outage's alert says (actions_cause_idx).
+func (q *Queries) ActionWaitingByClient(ctx context.Context, destination string) ([]ActionWaitingByClientRow, error) {
+	rows, err := q.db.Query(ctx, actionWaitingByClient, destination)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ActionWaitingByClientRow{}
+	for rows.Next() {
+		var i ActionWaitingByClientRow
+		if err := rows.Scan(&i.Client, &i.Waiting); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const actionWaitingSuccessors = `-- name: ActionWaitingSuccessors :many
 SELECT id, client, environment, source, name, business_key, key_parts, operation_key, destination, params, params_sha256, state, reason, owner, after_id, resource, occurred_at, attempts, max_attempts, give_up_at, next_attempt_at, first_attempt_at, last_attempt_at, lease_owner, claimed_from, lease_expires_at, external_ref, result, created_at, updated_at, lease_token, state_since, attempt_key, param_values, reason_start, parked_at, imported_from, rows_day FROM actions
 WHERE client = $1 AND after_id = $2 AND state IN ('pending', 'uncertain')

@@ -60,6 +60,27 @@ type ActionEvent struct {
 	LinkedAt     time.Time
 }
 
+type Alert struct {
+	ID          int64
+	OutageID    int64
+	Destination string
+	Channel     string
+	Kind        string
+	State       string
+	DueAt       time.Time
+	CreatedAt   time.Time
+	SentAt      *time.Time
+}
+
+type AlertAttempt struct {
+	ID         int64
+	AlertID    int64
+	At         time.Time
+	Ok         bool
+	HttpStatus *int32
+	Error      string
+}
+
 type ApiToken struct {
 	ID          int64
 	Name        string
@@ -293,6 +314,16 @@ type OauthToken struct {
 	ObtainedAt  *time.Time
 	Refreshes   int64
 	UpdatedAt   time.Time
+}
+
+type Outage struct {
+	ID          int64
+	Destination string
+	OpenedAt    time.Time
+	ClosedAt    *time.Time
+	Reopened    int32
+	Reason      string
+	OpenedBy    string
 }
 
 type OwnerDigest struct {

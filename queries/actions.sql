@@ -765,3 +765,10 @@ WHERE client = @client AND action_id = ANY(@action_ids::bigint[]) AND until > @n
 SELECT count(*)::bigint FROM actions
 WHERE destination = @destination AND parked_at IS NOT NULL AND state IN ('pending', 'retrying', 'uncertain')
   AND (@all_clients::boolean OR client = ANY(@scope_clients::text[]));
+
+-- name: ActionWaitingByClient :many
+-- How many actions of each client wait for a destination (pending, retrying or
+-- uncertain), most first: what an outage's alert says (actions_cause_idx).
+SELECT client, count(*)::bigint AS waiting FROM actions
+WHERE destination = @destination AND state IN ('pending', 'retrying', 'uncertain')
+GROUP BY client ORDER BY waiting DESC, client;

@@ -118,6 +118,7 @@ func TestLoadConfig(t *testing.T) {
 			},
 			Retention:             settings.Retention{Actions: 400 * 24 * time.Hour, Every: time.Hour},
 			Notify:                settings.Notify{Every: 15 * time.Minute, UncertainAfter: 30 * time.Minute},
+			Alerts:                settings.Alerts{Quiet: settings.DefaultAlertQuiet},
 			Sessions:              settings.Sessions{Idle: 30 * time.Minute, Lifetime: 12 * time.Hour},
 			ConnectionsPerAddress: settings.DefaultConnectionsPerAddress,
 		}
@@ -167,6 +168,7 @@ func TestParseConfigDefaults(t *testing.T) {
 			Retry: settings.RetryPolicy{Attempts: 8, Within: 72 * time.Hour}, Owner: "crm@example.com"}},
 		Retention:             settings.Retention{Actions: 400 * 24 * time.Hour, Every: time.Hour},
 		Notify:                settings.Notify{Every: 15 * time.Minute, UncertainAfter: 30 * time.Minute},
+		Alerts:                settings.Alerts{Quiet: settings.DefaultAlertQuiet},
 		Sessions:              settings.Sessions{Idle: 30 * time.Minute, Lifetime: 12 * time.Hour},
 		ConnectionsPerAddress: settings.DefaultConnectionsPerAddress,
 	}
@@ -656,8 +658,8 @@ func TestParseConfigErrors(t *testing.T) {
 			"lisen: ':80'",
 		), []string{
 			"t.yaml:5:35: destinations[0].create.verb: unknown field (known: method, url, encoding, result_id)",
-			"t.yaml:6:5: destinations[0].retries: unknown field (known: name, type, timeout, owner, corrections, breaker, create, auth, idempotency, reference_field, lookup, result_id, check, errors, rate_limit_reset, limits, addr, from, username_env, password_env)",
-			"t.yaml:7:1: lisen: unknown field (known: listen, base_url, sources, destinations, actions, retention, notify, sessions, trusted_proxies, connections_per_address, sign_in)",
+			"t.yaml:6:5: destinations[0].retries: unknown field (known: name, type, timeout, owner, corrections, breaker, alerts, create, auth, idempotency, reference_field, lookup, result_id, check, errors, rate_limit_reset, limits, addr, from, username_env, password_env)",
+			"t.yaml:7:1: lisen: unknown field (known: listen, base_url, sources, destinations, actions, retention, notify, alerts, sessions, trusted_proxies, connections_per_address, sign_in)",
 		}},
 		{"RequiredFieldsAtTheirMapping", lines(
 			"sources:",
@@ -1124,5 +1126,103 @@ func TestParseConfigCutover(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%q: %v, want it to say %s", c.yaml, err, c.want)
 		}
+	}
+}
+
+// TestParseConfigAlerts: alert channels of each kind, named by destinations
+// (the owner's mail without), secrets from the environment, oncehook check
+// saying where each outage goes, and bad channels named by their place.
+func TestParseConfigAlerts(t *testing.T) {
+	t.Parallel()
+	env := envFrom(map[string]string{"S": "whsec_x", "SLACK_URL": "https://hooks.slack.example/services/T/B/X",
+		"PD_KEY": "R0UTINGKEY", "HOOK_URL": "https://ops.example/alerts", "HOOK_SECRET": "whsec_c2VjcmV0"})
+	parse := func(alerts, crm string) (*settings.Config, error) {
+		return Parse("a.yaml", lines(
+			"sources: [{name: s, client: c, provider: stripe, environment: test, secret_env: S}]",
+			"destinations:",
+			"  - {name: crm, type: http, create: {url: 'http://crm/x'}"+crm+"}",
+			"  - {name: erp, type: http, create: {url: 'http://erp/x'}, owner: erp@example.com}",
+			"notify: {smtp: {addr: '127.0.0.1:2525', from: oncehook@example.com}}",
+			alerts,
+		), env)
+	}
+	const channels = "alerts: {quiet: 5m, channels: [{name: ops, kind: slack, url_env: SLACK_URL}, " +
+		"{name: pager, kind: pagerduty, routing_key_env: PD_KEY, severity: critical}, " +
+		"{name: hook, kind: webhook, url_env: HOOK_URL, secret_env: HOOK_SECRET}, {name: desk, kind: mail, to: [desk@example.com]}]}"
+	cfg, err := parse(channels, ", owner: crm@example.com, alerts: [ops, pager, hook, desk]")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := settings.Alerts{Quiet: 5 * time.Minute, Channels: []settings.AlertChannel{
+		{Name: "ops", Kind: settings.AlertSlack, URLEnv: "SLACK_URL", URL: "https://hooks.slack.example/services/T/B/X"},
+		{Name: "pager", Kind: settings.AlertPagerDuty, RoutingKeyEnv: "PD_KEY", RoutingKey: "R0UTINGKEY", Severity: "critical"},
+		{Name: "hook", Kind: settings.AlertWebhook, URLEnv: "HOOK_URL", URL: "https://ops.example/alerts",
+			SecretEnv: "HOOK_SECRET", Secret: "whsec_c2VjcmV0"},
+		{Name: "desk", Kind: settings.AlertMail, To: []string{"desk@example.com"}},
+	}}
+	if diff := cmp.Diff(want, cfg.Alerts); diff != "" {
+		t.Errorf("alerts (-want +got):\n%s", diff)
+	}
+	if got := cfg.AlertChannelsOf("crm"); !slices.Equal(got, []string{"ops", "pager", "hook", "desk"}) {
+		t.Errorf("crm's outages go to %v", got)
+	}
+	if got := cfg.AlertChannelsOf("erp"); !slices.Equal(got, []string{settings.AlertOwnerMail}) {
+		t.Errorf("erp names no channel; its outages go to %v, want its owner's mail", got)
+	}
+	var b strings.Builder
+	Describe(&b, cfg)
+	for _, line := range []string{
+		"outages alert ops (Slack webhook from SLACK_URL), pager (PagerDuty, severity critical, routing key from PD_KEY), " +
+			"hook (signed webhook to the URL in HOOK_URL), desk (mail to desk@example.com); opening again within 5m0s continues one",
+		"outages alert owner-mail (mail to the owner, erp@example.com); opening again within 5m0s continues one",
+	} {
+		if !strings.Contains(b.String(), line) {
+			t.Errorf("check does not say %q:\n%s", line, b.String())
+		}
+	}
+	for _, secret := range []string{"hooks.slack.example", "R0UTINGKEY", "ops.example", "c2VjcmV0"} {
+		if strings.Contains(b.String(), secret) {
+			t.Errorf("check prints the secret %q", secret)
+		}
+	}
+	// Defaults: no alerts section, a quiet time of 10 minutes.
+	if cfg, err := parse("", ", owner: crm@example.com"); err != nil || cfg.Alerts.Quiet != settings.DefaultAlertQuiet {
+		t.Errorf("without alerts: %v, quiet %v", err, cfg.Alerts.Quiet)
+	}
+	for _, c := range []struct{ alerts, crm, want string }{
+		{channels, ", alerts: [ops, pages]", `a.yaml:3:`},
+		{channels, ", alerts: [ops, pages]", `destinations[0].alerts[1]: no alert channel is named "pages" (alerts.channels: desk, hook, ops, pager)`},
+		{channels, ", alerts: [owner-mail]", `destinations[0].alerts[0]: "owner-mail" mails the destination's owner, and "crm" has none`},
+		{"alerts: {channels: [{name: m, kind: mail}]}", ", alerts: [m]", `channel "m" mails the destination's owner, and "crm" has none`},
+		{"alerts: {channels: [{name: ops, kind: slack, url_env: NOPE}]}", "", `alerts.channels[0].url_env: environment variable NOPE is not set or empty`},
+		{"alerts: {channels: [{name: ops, kind: slack, url_env: PD_KEY}]}", "", `environment variable PD_KEY does not hold an absolute http or https URL`},
+		{"alerts: {channels: [{name: ops, kind: slack, url_env: 'https://hooks.slack.example/x'}]}", "", `alerts.channels[0].url_env: must name an environment variable`},
+		{"alerts: {channels: [{name: ops, kind: teams}]}", "", `alerts.channels[0].kind: "teams" is not one of slack, pagerduty, webhook, mail`},
+		{"alerts: {channels: [{name: p, kind: pagerduty, routing_key_env: PD_KEY, severity: high}]}", "", `alerts.channels[0].severity: "high" is not one of critical, error, warning, info`},
+		{"alerts: {channels: [{name: p, kind: pagerduty, routing_key_env: PD_KEY, url_env: SLACK_URL}]}", "", `alerts.channels[0].url_env: is not used by pagerduty channels`},
+		{"alerts: {channels: [{name: owner-mail, kind: mail}]}", "", `alerts.channels[0].name: "owner-mail" is the owner's mail`},
+		{"alerts: {channels: [{name: d, kind: mail, to: [not-an-address]}]}", "", `alerts.channels[0].to[0]: "not-an-address" is not an email address`},
+		{"alerts: {quiet: soon}", "", `alerts.quiet:`},
+	} {
+		_, err := parse(c.alerts, c.crm)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q %q: %v, want it to say %s", c.alerts, c.crm, err, c.want)
+		}
+	}
+	// Without notify.smtp no mail goes: a mail channel is refused, and an owner
+	// is no channel.
+	noSMTP := func(crm string) (*settings.Config, error) {
+		return Parse("n.yaml", lines(
+			"sources: [{name: s, client: c, provider: stripe, environment: test, secret_env: S}]",
+			"destinations: [{name: crm, type: http, create: {url: 'http://crm/x'}, owner: crm@example.com"+crm+"}]",
+			"alerts: {channels: [{name: m, kind: mail, to: [a@example.com]}]}",
+		), env)
+	}
+	if _, err := noSMTP(", alerts: [m]"); err == nil || !strings.Contains(err.Error(),
+		`n.yaml:2:`) || !strings.Contains(err.Error(), `destinations[0].alerts[0]: channel "m" sends mail, and notify.smtp is not set`) {
+		t.Errorf("a mail channel without notify.smtp: %v", err)
+	}
+	if cfg, err := noSMTP(""); err != nil || len(cfg.AlertChannelsOf("crm")) != 0 {
+		t.Errorf("an owner without notify.smtp: %v, channels %v, want none", err, cfg.AlertChannelsOf("crm"))
 	}
 }

@@ -34,6 +34,7 @@ func Describe(w io.Writer, cfg *settings.Config) {
 	for _, d := range cfg.Destinations {
 		fmt.Fprintf(w, "  %-20s %s: %s\n", d.Name, d.Type, Protection(d))
 		fmt.Fprintf(w, "  %-20s %s\n", "", d.Breaker)
+		fmt.Fprintf(w, "  %-20s %s\n", "", describeAlerts(cfg, d))
 	}
 	if risks := Risks(cfg); len(risks) > 0 {
 		fmt.Fprint(w, "\nRisks (read before going live):\n")
@@ -57,6 +58,31 @@ func Describe(w io.Writer, cfg *settings.Config) {
 		}
 	}
 	describeSignIn(w, cfg)
+}
+
+// describeAlerts says where an outage of d is told.
+func describeAlerts(cfg *settings.Config, d settings.Destination) string {
+	names := cfg.AlertChannelsOf(d.Name)
+	if len(names) == 0 {
+		return "outages alert no one (no alerts and no owner)"
+	}
+	var where []string
+	for _, n := range names {
+		ch, _ := cfg.AlertChannel(n)
+		switch {
+		case ch.Kind == settings.AlertSlack:
+			where = append(where, fmt.Sprintf("%s (Slack webhook from %s)", n, ch.URLEnv))
+		case ch.Kind == settings.AlertPagerDuty:
+			where = append(where, fmt.Sprintf("%s (PagerDuty, severity %s, routing key from %s)", n, ch.Severity, ch.RoutingKeyEnv))
+		case ch.Kind == settings.AlertWebhook:
+			where = append(where, fmt.Sprintf("%s (signed webhook to the URL in %s)", n, ch.URLEnv))
+		case len(ch.To) > 0:
+			where = append(where, fmt.Sprintf("%s (mail to %s)", n, strings.Join(ch.To, ", ")))
+		default:
+			where = append(where, fmt.Sprintf("%s (mail to the owner, %s)", n, d.Owner))
+		}
+	}
+	return fmt.Sprintf("outages alert %s; opening again within %s continues one", strings.Join(where, ", "), cfg.Alerts.Quiet)
 }
 
 // describeSignIn says how people sign in to the dashboard and, for an identity

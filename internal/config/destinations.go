@@ -23,12 +23,13 @@ var (
 )
 
 func (l *loader) destination(path string, n ast.Node) settings.Destination {
-	m := l.mapping(path, n, append(append([]string{"name", "type", "timeout", "owner", "corrections", "breaker"}, httpOnly...), smtpOnly...)...)
+	m := l.mapping(path, n, append(append([]string{"name", "type", "timeout", "owner", "corrections", "breaker", "alerts"}, httpOnly...), smtpOnly...)...)
 	d := settings.Destination{
 		Name:    m.name("name"),
 		Type:    m.oneOf("type", "", settings.DestinationHTTP, settings.DestinationSMTP),
 		Timeout: m.duration("timeout", settings.DefaultTimeout),
 		Owner:   m.str("owner"),
+		Alerts:  m.strs("alerts", false),
 	}
 	// Absent, approve is "" and means another_person: Corrections' zero value.
 	if cm := m.sub("corrections", "approve"); cm.has("approve") {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/mail"
 	"net/netip"
+	"net/url"
 
 	"github.com/oncehook/oncehook/internal/settings"
 )
@@ -23,6 +24,63 @@ func (l *loader) retention(m fields) settings.Retention {
 		Actions:         r.duration("actions", settings.DefaultActionRetention),
 		DropBodiesAfter: r.duration("drop_bodies_after", 0),
 		Every:           r.duration("every", settings.DefaultPruneEvery),
+	}
+}
+
+// alerts reads where the outages of destinations are told (settings.Alerts).
+func (l *loader) alerts(m fields) settings.Alerts {
+	a := m.sub("alerts", "quiet", "channels")
+	out := settings.Alerts{Quiet: a.duration("quiet", settings.DefaultAlertQuiet)}
+	for i, n := range l.list(a.at("channels"), a.vals["channels"]) {
+		path := fmt.Sprintf("%s[%d]", a.at("channels"), i)
+		c := l.mapping(path, n, "name", "kind", "url_env", "routing_key_env", "severity", "secret_env", "to")
+		ch := settings.AlertChannel{Name: c.name("name"),
+			Kind: c.oneOf("kind", "", settings.AlertSlack, settings.AlertPagerDuty, settings.AlertWebhook, settings.AlertMail)}
+		if ch.Name == settings.AlertOwnerMail {
+			l.errorf(c.at("name"), "%q is the owner's mail, which every destination has: name the channel otherwise", ch.Name)
+		}
+		used := map[string]bool{}
+		switch ch.Kind {
+		case settings.AlertSlack:
+			ch.URLEnv, ch.URL = c.env("url_env", true, false)
+			l.checkAlertURL(c.at("url_env"), ch.URLEnv, ch.URL)
+			used["url_env"] = true
+		case settings.AlertPagerDuty:
+			ch.RoutingKeyEnv, ch.RoutingKey = c.env("routing_key_env", true, false)
+			ch.Severity = c.oneOf("severity", "error", "critical", "error", "warning", "info")
+			used["routing_key_env"], used["severity"] = true, true
+		case settings.AlertWebhook:
+			ch.URLEnv, ch.URL = c.env("url_env", true, false)
+			l.checkAlertURL(c.at("url_env"), ch.URLEnv, ch.URL)
+			ch.SecretEnv, ch.Secret = c.env("secret_env", true, false)
+			used["url_env"], used["secret_env"] = true, true
+		case settings.AlertMail:
+			ch.To = c.strs("to", false)
+			for j, to := range ch.To {
+				if _, err := mail.ParseAddress(to); err != nil {
+					l.errorf(fmt.Sprintf("%s[%d]", c.at("to"), j), "%q is not an email address", to)
+				}
+			}
+			used["to"] = true
+		}
+		for _, k := range []string{"url_env", "routing_key_env", "severity", "secret_env", "to"} {
+			if c.has(k) && !used[k] && ch.Kind != "" {
+				l.errorf(c.at(k), "is not used by %s channels", ch.Kind)
+			}
+		}
+		out.Channels = append(out.Channels, ch)
+	}
+	return out
+}
+
+// checkAlertURL checks that the URL an alert channel reads from the
+// environment is an absolute http(s) URL, without repeating it (it is a secret).
+func (l *loader) checkAlertURL(path, env, value string) {
+	if value == "" {
+		return
+	}
+	if u, err := url.Parse(value); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		l.errorf(path, "environment variable %s does not hold an absolute http or https URL", env)
 	}
 }
 

@@ -100,7 +100,7 @@ func (l *loader) load(data []byte) *settings.Config {
 	if !ok {
 		return nil
 	}
-	m := l.mapping("", body, "listen", "base_url", "sources", "destinations", "actions", "retention", "notify", "sessions",
+	m := l.mapping("", body, "listen", "base_url", "sources", "destinations", "actions", "retention", "notify", "alerts", "sessions",
 		"trusted_proxies", "connections_per_address", "sign_in")
 	c := &settings.Config{Path: l.file, Listen: m.hostPort("listen", settings.DefaultListen, false)}
 	c.BaseURL = m.url("base_url", false, false)
@@ -111,6 +111,7 @@ func (l *loader) load(data []byte) *settings.Config {
 	l.baseURL, l.baseURLSet = c.BaseURL, m.has("base_url")
 	c.Retention = l.retention(m)
 	c.Notify = l.notify(m)
+	c.Alerts = l.alerts(m)
 	c.Sessions = l.sessions(m)
 	c.TrustedProxies = l.trustedProxies(m)
 	c.ConnectionsPerAddress = m.integer("connections_per_address", settings.DefaultConnectionsPerAddress, 0, 1<<20)
@@ -338,6 +339,7 @@ func (l *loader) check(c *settings.Config) {
 	srcs := l.unique("sources", len(c.Sources), func(i int) string { return c.Sources[i].Name })
 	dests := l.unique("destinations", len(c.Destinations), func(i int) string { return c.Destinations[i].Name })
 	rules := l.unique("actions", len(c.Actions), func(i int) string { return c.Actions[i].Name })
+	l.checkAlerts(c)
 	for i := range c.Actions {
 		a, path := &c.Actions[i], fmt.Sprintf("actions[%d]", i)
 		if _, ok := srcs[a.Source]; !ok && a.Source != "" {
@@ -370,6 +372,33 @@ func (l *loader) check(c *settings.Config) {
 
 // checkTarget validates a rule's params against its destination and gives the rule
 // the destination's owner when it names none, so every failure has a person.
+// checkAlerts checks that the channels are named once and that each
+// destination names channels that exist; a mail channel without addresses
+// needs the destination's owner.
+func (l *loader) checkAlerts(c *settings.Config) {
+	channels := l.unique("alerts.channels", len(c.Alerts.Channels), func(i int) string { return c.Alerts.Channels[i].Name })
+	for i, d := range c.Destinations {
+		for j, name := range d.Alerts {
+			path := fmt.Sprintf("destinations[%d].alerts[%d]", i, j)
+			k, ok := channels[name]
+			switch {
+			case name == settings.AlertOwnerMail:
+				if d.Owner == "" {
+					l.errorf(path, "%q mails the destination's owner, and %q has none", name, d.Name)
+				} else if c.Notify.SMTP.Addr == "" {
+					l.errorf(path, "%q sends mail, and notify.smtp is not set", name)
+				}
+			case !ok:
+				l.errorf(path, "no alert channel is named %q (alerts.channels: %s)", name, names(channels))
+			case c.Alerts.Channels[k].Kind == settings.AlertMail && c.Notify.SMTP.Addr == "":
+				l.errorf(path, "channel %q sends mail, and notify.smtp is not set", name)
+			case c.Alerts.Channels[k].Kind == settings.AlertMail && len(c.Alerts.Channels[k].To) == 0 && d.Owner == "":
+				l.errorf(path, "channel %q mails the destination's owner, and %q has none", name, d.Name)
+			}
+		}
+	}
+}
+
 func (l *loader) checkTarget(path string, a *settings.ActionRule, d settings.Destination) {
 	if a.Owner == "" {
 		a.Owner = d.Owner

@@ -120,7 +120,7 @@ FROM generate_series($1::int, $2::int) AS i`, from, to, dest, dueFor.Seconds());
 		t.Fatalf("the claim of mail's 5 actions returned %v rows", rows)
 	}
 	fill(6, 100005, "crm", time.Hour) // due before mail's: first in the claim's order
-	if ok, err := ledger.OpenBreaker(ctx, pool, "crm", "503", settings.BreakerSettings{}); !ok || err != nil {
+	if ok, err := ledger.OpenBreaker(ctx, pool, "crm", "503", settings.BreakerSettings{}, ledger.AlertPlan{}); !ok || err != nil {
 		t.Fatalf("open: %v %v", ok, err)
 	}
 	unparked, rows := claimBlocks()

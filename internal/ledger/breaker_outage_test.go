@@ -122,8 +122,11 @@ func TestBreakerParksADeadDestination(t *testing.T) {
 				if w.cfg.Destinations[i].Name == "crm" {
 					w.cfg.Destinations[i].Breaker = settings.BreakerSettings{MinCalls: minCalls, Window: time.Minute,
 						OpenFor: 400 * time.Millisecond, MaxOpenFor: 800 * time.Millisecond}
+					w.cfg.Destinations[i].Alerts = []string{"ops"}
 				}
 			}
+			w.cfg.Alerts = settings.Alerts{Quiet: time.Minute, Channels: []settings.AlertChannel{
+				{Name: "ops", Kind: settings.AlertSlack, URL: "http://127.0.0.1:1/slack"}}}
 			w.startEngine(0)
 			ctx := context.Background()
 			o.down.Store(true)
@@ -262,6 +265,13 @@ func TestBreakerParksADeadDestination(t *testing.T) {
 				!strings.Contains(m, `oncehook_breaker_transitions_total{destination="crm",to="closed"} 1`) {
 				t.Errorf("the metrics do not show crm's breaker closed once:\n%s", grepLines(m, "breaker"))
 			}
+			// One outage, told once when it began and once when it was over.
+			if n := w.count(`SELECT count(*) FROM outages WHERE destination = 'crm' AND closed_at IS NOT NULL`); n != 1 {
+				t.Errorf("%d outages of crm recorded over, want 1", n)
+			}
+			if n := w.count(`SELECT count(*) FROM alerts WHERE destination = 'crm' AND channel = 'ops' AND state <> 'cancelled'`); n != 2 {
+				t.Errorf("%d alerts of crm's outage to its channel, want 2 (down, recovered)", n)
+			}
 		})
 	}
 }
@@ -292,7 +302,7 @@ func TestBreakerOpeningBeforeTheCallGivesTheAttemptBack(t *testing.T) {
 		t.Fatalf("the CRM holds %d records, %d creates are confirmed and %d wait for the rate, want 1, 1 and %d\n%s",
 			w.crm.Len(), c, p, n-1, tail(w.logs.String(), 3000))
 	}
-	if ok, err := ledger.OpenBreaker(ctx, w.pool, "crm", "opened for the test", settings.BreakerSettings{}); !ok || err != nil {
+	if ok, err := ledger.OpenBreaker(ctx, w.pool, "crm", "opened for the test", settings.BreakerSettings{}, ledger.AlertPlan{}); !ok || err != nil {
 		t.Fatalf("open the breaker: %v %v", ok, err)
 	}
 	// Every other create is parked, whether its call had been claimed or not.

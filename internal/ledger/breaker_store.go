@@ -14,9 +14,11 @@ import (
 const BreakerActorWorkers = "oncehook"
 
 // OpenBreaker opens the destination's breaker if it is closed, for s's OpenFor,
-// and writes the transition, in one transaction. It reports false, and writes
-// nothing, when the breaker was not closed: another process opened it first.
-func OpenBreaker(ctx context.Context, b db.Beginner, destination, reason string, s settings.BreakerSettings) (bool, error) {
+// and writes the transition and the outage (with its alerts, as plan says), in
+// one transaction. It reports false, and writes nothing, when the breaker was
+// not closed: another process opened it first.
+func OpenBreaker(ctx context.Context, b db.Beginner, destination, reason string, s settings.BreakerSettings,
+	plan AlertPlan) (bool, error) {
 	s = s.OrDefault()
 	reason = Truncate(reason, 500)
 	opened := false
@@ -30,8 +32,11 @@ func OpenBreaker(ctx context.Context, b db.Beginner, destination, reason string,
 			return err
 		}
 		opened = true
-		return q.BreakerTransitionInsert(ctx, db.BreakerTransitionInsertParams{Destination: destination,
-			FromState: BreakerClosed, ToState: BreakerOpen, Reason: reason, Actor: BreakerActorWorkers})
+		if err := q.BreakerTransitionInsert(ctx, db.BreakerTransitionInsertParams{Destination: destination,
+			FromState: BreakerClosed, ToState: BreakerOpen, Reason: reason, Actor: BreakerActorWorkers}); err != nil {
+			return err
+		}
+		return beginOutage(ctx, q, destination, reason, BreakerActorWorkers, plan)
 	})
 	if err != nil {
 		return false, fmt.Errorf("open the breaker of %s: %w", destination, err)
@@ -131,10 +136,10 @@ func ReopenBreaker(ctx context.Context, b db.Beginner, destination, worker, answ
 }
 
 // CloseBreaker closes the half-open breaker whose probe worker holds, and
-// releases its parked actions with release in the same transaction. It reports
-// how many it released, and false when worker no longer holds the probe
-// (nothing changed).
-func CloseBreaker(ctx context.Context, b db.Beginner, destination, worker, answer string,
+// releases its parked actions with release and ends its outage (its recovery
+// told as plan says) in the same transaction. It reports how many it released,
+// and false when worker no longer holds the probe (nothing changed).
+func CloseBreaker(ctx context.Context, b db.Beginner, destination, worker, answer string, plan AlertPlan,
 	release func(q *db.Queries) (int64, error)) (int64, bool, error) {
 	var released int64
 	ok := false
@@ -152,9 +157,12 @@ func CloseBreaker(ctx context.Context, b db.Beginner, destination, worker, answe
 		if released, err = release(q); err != nil {
 			return fmt.Errorf("release parked actions: %w", err)
 		}
-		return q.BreakerTransitionInsert(ctx, db.BreakerTransitionInsertParams{Destination: destination,
+		if err := q.BreakerTransitionInsert(ctx, db.BreakerTransitionInsertParams{Destination: destination,
 			FromState: BreakerHalfOpen, ToState: BreakerClosed,
-			Reason: fmt.Sprintf("the probe: %s; %d parked actions released", answer, released), Actor: BreakerActorWorkers})
+			Reason: fmt.Sprintf("the probe: %s; %d parked actions released", answer, released), Actor: BreakerActorWorkers}); err != nil {
+			return err
+		}
+		return endOutage(ctx, q, destination, plan)
 	})
 	if err != nil {
 		return 0, false, fmt.Errorf("close the breaker of %s: %w", destination, err)

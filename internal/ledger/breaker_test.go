@@ -168,7 +168,7 @@ func TestBreakerOpensOnceForEveryProcess(t *testing.T) {
 	won := make(chan bool, racers)
 	for range racers {
 		wg.Go(func() {
-			ok, err := ledger.OpenBreaker(ctx, pool, "crm", "503 Service Unavailable", settings.BreakerSettings{})
+			ok, err := ledger.OpenBreaker(ctx, pool, "crm", "503 Service Unavailable", settings.BreakerSettings{}, ledger.AlertPlan{})
 			if err != nil {
 				t.Error(err)
 			}
@@ -205,7 +205,7 @@ func TestBreakerOpensOnceForEveryProcess(t *testing.T) {
 		t.Fatalf("transitions %+v, want the one opening", log)
 	}
 	// An open breaker is not opened again: its outage keeps its start.
-	if ok, err := ledger.OpenBreaker(ctx, pool, "crm", "timeout", settings.BreakerSettings{}); ok || err != nil {
+	if ok, err := ledger.OpenBreaker(ctx, pool, "crm", "timeout", settings.BreakerSettings{}, ledger.AlertPlan{}); ok || err != nil {
 		t.Fatalf("reopened an open breaker: %v %v", ok, err)
 	}
 }
@@ -227,7 +227,7 @@ func TestBreakerProbeAndRelease(t *testing.T) {
 		}
 	}
 	fillActions(t, pool, 1, 6, `'retrying'`) // destinations d0 (even ids) and d1 (odd)
-	if ok, err := ledger.OpenBreaker(ctx, pool, "d0", "503", settings.BreakerSettings{}); !ok || err != nil {
+	if ok, err := ledger.OpenBreaker(ctx, pool, "d0", "503", settings.BreakerSettings{}, ledger.AlertPlan{}); !ok || err != nil {
 		t.Fatalf("open: %v %v", ok, err)
 	}
 	// Parked an hour ago, due then; a probe's wait that has passed.
@@ -266,7 +266,7 @@ func TestBreakerProbeAndRelease(t *testing.T) {
 		t.Fatalf("w1's late answer reopened the breaker: %v %v", ok, err)
 	}
 	clients := func(context.Context) ([]string, error) { return []string{"c0", "c1"}, nil }
-	released, ok, err := ledger.CloseBreaker(ctx, pool, "d0", "w2", "call answered 201 (success)", func(q *db.Queries) (int64, error) {
+	released, ok, err := ledger.CloseBreaker(ctx, pool, "d0", "w2", "call answered 201 (success)", ledger.AlertPlan{}, func(q *db.Queries) (int64, error) {
 		return store.For(pool).ReleaseParked(ctx, q, "d0", time.Now(), clients)
 	})
 	if err != nil || !ok || released != 3 {

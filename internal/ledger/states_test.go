@@ -47,6 +47,7 @@ var stateSetLiterals = map[string][]string{
 	"ActionProbePick":                  {"due"},
 	"ActionClaimProbe":                 {"due"},
 	"ActionCountParked":                {"due"},
+	"ActionWaitingByClient":            {"due"},
 	"ActionList":                       {"all", "person", "due", "person", "open"},
 	"ActionCountByStateOfClient":       {"all"},
 	"DashboardCauses":                  {"person", "worker"},

@@ -144,7 +144,8 @@ func (b *breakers) observe(ctx context.Context, destination string, sent time.Ti
 	if reason == "" {
 		reason = "unwell"
 	}
-	opened, err := ledger.OpenBreaker(context.WithoutCancel(ctx), b.pf.pool, destination, reason, s)
+	opened, err := ledger.OpenBreaker(context.WithoutCancel(ctx), b.pf.pool, destination, reason, s,
+		ledger.AlertPlanOf(b.pf.cfg, destination))
 	if err != nil {
 		b.pf.logger.Warn("open a breaker; the calls go on until it opens", "destination", destination, "err", err)
 		return
@@ -232,9 +233,10 @@ func (b *breakers) probe(ctx context.Context, name string, wait time.Duration) {
 		return
 	}
 	ctx = context.WithoutCancel(ctx)
-	released, ok, err := ledger.CloseBreaker(ctx, b.pf.pool, name, b.pf.p.Worker, answer, func(q *db.Queries) (int64, error) {
-		return b.pf.store.ReleaseParked(ctx, q, name, time.Now(), q.ActionClientsWithWork)
-	})
+	released, ok, err := ledger.CloseBreaker(ctx, b.pf.pool, name, b.pf.p.Worker, answer, ledger.AlertPlanOf(b.pf.cfg, name),
+		func(q *db.Queries) (int64, error) {
+			return b.pf.store.ReleaseParked(ctx, q, name, time.Now(), q.ActionClientsWithWork)
+		})
 	if err != nil || !ok {
 		b.pf.logger.Warn("close a breaker", "destination", name, "err", err)
 		return

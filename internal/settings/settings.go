@@ -29,6 +29,7 @@ type Config struct {
 	Actions      []ActionRule
 	Retention    Retention
 	Notify       Notify
+	Alerts       Alerts
 	Sessions     Sessions
 	SignIn       SignIn
 	SecretKeys   SecretKeys `yaml:"-" json:"-"` // set when a destination uses oauth2
@@ -143,6 +144,9 @@ type Destination struct {
 	Breaker BreakerSettings
 	// Corrections says who may approve a person's correction of a rejected request.
 	Corrections Corrections
+	// Alerts names the alert channels its outages go to (Config.Alerts); none
+	// means its owner's mail (AlertOwnerMail).
+	Alerts []string
 
 	// smtp only
 	Addr, From  string
@@ -446,6 +450,78 @@ func (c *Config) Source(name string) (Source, bool) {
 }
 
 // Destination returns the destination called name.
+// Alerts are where an outage of a destination is told: the channels, and the
+// quiet time within which a breaker that opens again after closing continues
+// the same outage (one alert opened, one resolved).
+type Alerts struct {
+	Quiet    time.Duration
+	Channels []AlertChannel
+}
+
+// AlertChannel is one place outage alerts go: a Slack incoming webhook,
+// PagerDuty's Events API v2, a signed webhook, or mail.
+type AlertChannel struct {
+	Name string
+	Kind string // AlertSlack, AlertPagerDuty, AlertWebhook or AlertMail
+	// slack and webhook: the URL, from the environment (a Slack webhook's URL
+	// is its secret)
+	URLEnv string
+	URL    string `yaml:"-" json:"-"`
+	// pagerduty: the integration's routing key, and the severity of its events
+	RoutingKeyEnv string
+	RoutingKey    string `yaml:"-" json:"-"`
+	Severity      string
+	// webhook: the Standard Webhooks signing secret (whsec_...)
+	SecretEnv string
+	Secret    string `yaml:"-" json:"-"`
+	// mail: the addresses; none means the destination's owner
+	To []string
+}
+
+// The kinds of alert channel.
+const (
+	AlertSlack     = "slack"
+	AlertPagerDuty = "pagerduty"
+	AlertWebhook   = "webhook"
+	AlertMail      = "mail"
+)
+
+// AlertOwnerMail is the channel of a destination that names none: its owner's
+// mail, at once. A channel may not take the name.
+const AlertOwnerMail = "owner-mail"
+
+// DefaultAlertQuiet is the quiet time when alerts.quiet is not set.
+const DefaultAlertQuiet = 10 * time.Minute
+
+// AlertChannelsOf names the channels an outage of destination goes to: those
+// it names, else its owner's mail (through notify.smtp), else none.
+func (c *Config) AlertChannelsOf(destination string) []string {
+	d, ok := c.Destination(destination)
+	switch {
+	case !ok:
+		return nil
+	case len(d.Alerts) > 0:
+		return d.Alerts
+	case d.Owner != "" && c.Notify.SMTP.Addr != "":
+		return []string{AlertOwnerMail}
+	}
+	return nil
+}
+
+// AlertChannel returns the channel called name; AlertOwnerMail is a mail
+// channel to the destination's owner.
+func (c *Config) AlertChannel(name string) (AlertChannel, bool) {
+	if name == AlertOwnerMail {
+		return AlertChannel{Name: name, Kind: AlertMail}, true
+	}
+	for _, ch := range c.Alerts.Channels {
+		if ch.Name == name {
+			return ch, true
+		}
+	}
+	return AlertChannel{}, false
+}
+
 func (c *Config) Destination(name string) (Destination, bool) {
 	for _, d := range c.Destinations {
 		if d.Name == name {

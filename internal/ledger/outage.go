@@ -1,0 +1,83 @@
+package ledger
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/oncehook/oncehook/db"
+	"github.com/oncehook/oncehook/internal/settings"
+)
+
+// An outage is one fact: a destination's breaker opened at a time and closed at
+// another (migration 00041). Its alerts, one per channel when it begins and one
+// when it is over, are written in the transaction that changes the breaker and
+// sent later by the alert worker, so that a channel that is down delays only its
+// own alerts and never the breaker or the work.
+
+// The kinds of alert.
+const (
+	AlertDown      = "down"
+	AlertRecovered = "recovered"
+)
+
+// AlertPlan is where a destination's outages are told: its channels, and the
+// quiet time within which a breaker that opens again after closing continues
+// the same outage.
+type AlertPlan struct {
+	Channels []string
+	Quiet    time.Duration
+}
+
+// AlertPlanOf is the alert plan of destination under cfg.
+func AlertPlanOf(cfg *settings.Config, destination string) AlertPlan {
+	return AlertPlan{Channels: cfg.AlertChannelsOf(destination), Quiet: cfg.Alerts.Quiet}
+}
+
+// beginOutage records that destination's breaker opened, in the transaction
+// that opened it: the outage going on, or one that closed within the quiet time
+// (flapping), goes on and its recovery is not announced; else a new outage
+// begins with a down alert for each channel.
+func beginOutage(ctx context.Context, q *db.Queries, destination, reason, by string, plan AlertPlan) error {
+	id, err := q.OutageContinue(ctx, db.OutageContinueParams{Destination: destination, QuietSeconds: plan.Quiet.Seconds()})
+	if err == nil {
+		if _, err := q.AlertsCancelRecovered(ctx, id); err != nil {
+			return fmt.Errorf("continue the outage of %s: %w", destination, err)
+		}
+		return nil
+	}
+	if !db.IsNotFound(err) {
+		return fmt.Errorf("continue the outage of %s: %w", destination, err)
+	}
+	id, err = q.OutageBegin(ctx, db.OutageBeginParams{Destination: destination, Reason: reason, OpenedBy: by})
+	if err != nil {
+		return fmt.Errorf("begin an outage of %s: %w", destination, err)
+	}
+	return addAlerts(ctx, q, id, destination, AlertDown, plan.Channels, 0)
+}
+
+// endOutage records that destination's breaker closed, in the transaction that
+// closed it: its outage is over, and a recovered alert for each channel is due
+// once the quiet time has passed without the breaker opening again. A breaker
+// opened before outages were recorded has none to end.
+func endOutage(ctx context.Context, q *db.Queries, destination string, plan AlertPlan) error {
+	id, err := q.OutageEnd(ctx, destination)
+	if db.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("end the outage of %s: %w", destination, err)
+	}
+	return addAlerts(ctx, q, id, destination, AlertRecovered, plan.Channels, plan.Quiet)
+}
+
+func addAlerts(ctx context.Context, q *db.Queries, outage int64, destination, kind string, channels []string, after time.Duration) error {
+	if len(channels) == 0 {
+		return nil
+	}
+	if _, err := q.AlertsAdd(ctx, db.AlertsAddParams{OutageID: outage, Destination: destination, Kind: kind,
+		Channels: channels, DelaySeconds: after.Seconds()}); err != nil {
+		return fmt.Errorf("write the %s alerts of %s: %w", kind, destination, err)
+	}
+	return nil
+}
