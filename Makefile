@@ -116,7 +116,7 @@ $(BIN)/stripe-mock:
 ## cluster for each package, TEST_P packages at a time, then the ALONE tests by
 ## themselves. Citus comes from Citus's own packages, or ../shared/citus/build.sh;
 ## without it this stops with the one line that says so.
-CITUS_PKGS ?= ./internal/ledger/ ./internal/inbox/ ./internal/review/ ./web/ ./internal/faults/ ./internal/cutover/ ./internal/partitions/
+CITUS_PKGS ?= ./internal/ledger/ ./internal/alerts/ ./internal/inbox/ ./internal/review/ ./web/ ./internal/faults/ ./internal/cutover/ ./internal/partitions/
 test-citus: tools
 	@for d in $(PG_DIRS); do \
 		if [ -x "$$d/postgres" ]; then \

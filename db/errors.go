@@ -20,6 +20,15 @@ func IsUniqueViolation(err error) bool {
 	return errors.As(err, &pgErr) && pgErr.Code == "23505"
 }
 
+// IsConflict reports whether err means the transaction lost to another
+// running at the same time (a deadlock, or a serialization failure): run again,
+// it goes through. On Citus, writes to one reference table from several
+// transactions at once can deadlock across its nodes.
+func IsConflict(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && (pgErr.Code == "40P01" || pgErr.Code == "40001")
+}
+
 // IsUnavailable reports whether err means the database could not be reached or
 // answered in time, as opposed to refusing a statement: the caller should say
 // "try again later" rather than "bad request".

@@ -12,7 +12,7 @@ import (
 )
 
 func TestErrorClasses(t *testing.T) {
-	type class struct{ NotFound, Unique, Unavailable, Refused bool }
+	type class struct{ NotFound, Unique, Unavailable, Refused, Conflict bool }
 	pg := func(code string) error { return fmt.Errorf("insert: %w", &pgconn.PgError{Code: code}) }
 	cases := []struct {
 		name string
@@ -30,13 +30,15 @@ func TestErrorClasses(t *testing.T) {
 		{"AdminShutdown", pg("57P01"), class{Unavailable: true}},
 		{"TooManyConnections", pg("53300"), class{Unavailable: true}},
 		{"Deadline", fmt.Errorf("query: %w", context.DeadlineExceeded), class{Unavailable: true}},
+		{"Deadlock", pg("40P01"), class{Conflict: true}},
+		{"SerializationFailure", pg("40001"), class{Conflict: true}},
 		{"SyntaxError", pg("42601"), class{}},
 		{"Plain", errors.New("something else"), class{}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			_, refused := Refused(c.err)
-			got := class{IsNotFound(c.err), IsUniqueViolation(c.err), IsUnavailable(c.err), refused}
+			got := class{IsNotFound(c.err), IsUniqueViolation(c.err), IsUnavailable(c.err), refused, IsConflict(c.err)}
 			if diff := cmp.Diff(c.want, got); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}

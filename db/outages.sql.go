@@ -243,23 +243,28 @@ func (q *Queries) AlertsCancelRecovered(ctx context.Context, outageID int64) (in
 }
 
 const alertsDue = `-- name: AlertsDue :many
-SELECT id FROM alerts WHERE state = 'pending' AND due_at <= now() ORDER BY due_at, id LIMIT $1
+SELECT id, channel FROM alerts WHERE state = 'pending' AND due_at <= now() ORDER BY due_at, id LIMIT $1
 `
 
+type AlertsDueRow struct {
+	ID      int64
+	Channel string
+}
+
 // The alerts due to be sent, oldest first (alerts_due_idx).
-func (q *Queries) AlertsDue(ctx context.Context, batch int32) ([]int64, error) {
+func (q *Queries) AlertsDue(ctx context.Context, batch int32) ([]AlertsDueRow, error) {
 	rows, err := q.db.Query(ctx, alertsDue, batch)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	items := []int64{}
+	items := []AlertsDueRow{}
 	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
+		var i AlertsDueRow
+		if err := rows.Scan(&i.ID, &i.Channel); err != nil {
 			return nil, err
 		}
-		items = append(items, id)
+		items = append(items, i)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err

@@ -39,7 +39,7 @@ WHERE outage_id = ANY(@outage_ids::bigint[]) ORDER BY id;
 
 -- name: AlertsDue :many
 -- The alerts due to be sent, oldest first (alerts_due_idx).
-SELECT id FROM alerts WHERE state = 'pending' AND due_at <= now() ORDER BY due_at, id LIMIT @batch;
+SELECT id, channel FROM alerts WHERE state = 'pending' AND due_at <= now() ORDER BY due_at, id LIMIT @batch;
 
 -- name: AlertTake :one
 -- One sender takes a due alert: its due_at moves @lease_seconds on, so that no

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/oncehook/oncehook/db"
+	"github.com/oncehook/oncehook/internal/alerts"
 	"github.com/oncehook/oncehook/internal/backfill"
 	"github.com/oncehook/oncehook/internal/config"
 	"github.com/oncehook/oncehook/internal/destination"
@@ -137,6 +138,10 @@ func runServices(ctx context.Context, env *environment, cfg *settings.Config, d 
 		}
 	}()
 	logger.Info("workers started", "worker", engine.Worker())
+	// The outages' alerts, sent by every process (one takes each).
+	sender := alerts.New(alerts.Params{Pool: d.Pool, Config: cfg, Logger: logger})
+	wg.Add(1)
+	go func() { defer wg.Done(); sender.Run(engineCtx) }()
 	stopWorkers := func() { stopEngine(); wg.Wait() }
 	if !opts.http {
 		return runAsWorker(ctx, env, opts.metricsAddr, d, metrics, logger, stopWorkers)

@@ -33,7 +33,7 @@ func (l *loader) alerts(m fields) settings.Alerts {
 	out := settings.Alerts{Quiet: a.duration("quiet", settings.DefaultAlertQuiet)}
 	for i, n := range l.list(a.at("channels"), a.vals["channels"]) {
 		path := fmt.Sprintf("%s[%d]", a.at("channels"), i)
-		c := l.mapping(path, n, "name", "kind", "url_env", "routing_key_env", "severity", "secret_env", "to")
+		c := l.mapping(path, n, "name", "kind", "url_env", "routing_key_env", "severity", "url", "secret_env", "to")
 		ch := settings.AlertChannel{Name: c.name("name"),
 			Kind: c.oneOf("kind", "", settings.AlertSlack, settings.AlertPagerDuty, settings.AlertWebhook, settings.AlertMail)}
 		if ch.Name == settings.AlertOwnerMail {
@@ -48,7 +48,8 @@ func (l *loader) alerts(m fields) settings.Alerts {
 		case settings.AlertPagerDuty:
 			ch.RoutingKeyEnv, ch.RoutingKey = c.env("routing_key_env", true, false)
 			ch.Severity = c.oneOf("severity", "error", "critical", "error", "warning", "info")
-			used["routing_key_env"], used["severity"] = true, true
+			ch.EventsURL = c.url("url", false, false)
+			used["routing_key_env"], used["severity"], used["url"] = true, true, true
 		case settings.AlertWebhook:
 			ch.URLEnv, ch.URL = c.env("url_env", true, false)
 			l.checkAlertURL(c.at("url_env"), ch.URLEnv, ch.URL)
@@ -63,7 +64,7 @@ func (l *loader) alerts(m fields) settings.Alerts {
 			}
 			used["to"] = true
 		}
-		for _, k := range []string{"url_env", "routing_key_env", "severity", "secret_env", "to"} {
+		for _, k := range []string{"url_env", "routing_key_env", "severity", "url", "secret_env", "to"} {
 			if c.has(k) && !used[k] && ch.Kind != "" {
 				l.errorf(c.at(k), "is not used by %s channels", ch.Kind)
 			}

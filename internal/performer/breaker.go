@@ -23,10 +23,15 @@ type breakers struct {
 	tallies map[string]*ledger.Tally
 	known   map[string]ledger.Breaker // by destination; closed ones may be missing
 	readAt  time.Time
+	// opening names the destinations whose breaker this process is opening
+	// now: no call of theirs goes out meanwhile (the transaction that opens it
+	// writes the outage and its alerts too, on Citus to every node).
+	opening map[string]bool
 }
 
 func newBreakers(pf *Performer) *breakers {
-	return &breakers{pf: pf, tallies: map[string]*ledger.Tally{}, known: map[string]ledger.Breaker{}}
+	return &breakers{pf: pf, tallies: map[string]*ledger.Tally{}, known: map[string]ledger.Breaker{},
+		opening: map[string]bool{}}
 }
 
 // settings is the named destination's breaker, its defaults filled in.
@@ -77,9 +82,26 @@ func (b *breakers) parks(destination string) bool {
 }
 
 // parksNow reports whether the named destination's breaker parks its actions,
-// as read at most a poll interval ago.
+// as read at most a poll interval ago, or is being opened by this process.
 func (b *breakers) parksNow(ctx context.Context, destination string) bool {
-	return b.read(ctx)[destination].Parks()
+	if b.read(ctx)[destination].Parks() {
+		return true
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.opening[destination]
+}
+
+// setOpening marks the destination's breaker as being opened by this process,
+// or no longer.
+func (b *breakers) setOpening(destination string, on bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if on {
+		b.opening[destination] = true
+	} else {
+		delete(b.opening, destination)
+	}
 }
 
 // park is one destination whose due actions a claim parks, and until when.
@@ -144,6 +166,8 @@ func (b *breakers) observe(ctx context.Context, destination string, sent time.Ti
 	if reason == "" {
 		reason = "unwell"
 	}
+	b.setOpening(destination, true)
+	defer b.setOpening(destination, false) // after forget: the next read finds it open
 	opened, err := ledger.OpenBreaker(context.WithoutCancel(ctx), b.pf.pool, destination, reason, s,
 		ledger.AlertPlanOf(b.pf.cfg, destination))
 	if err != nil {

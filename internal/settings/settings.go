@@ -467,10 +467,12 @@ type AlertChannel struct {
 	// is its secret)
 	URLEnv string
 	URL    string `yaml:"-" json:"-"`
-	// pagerduty: the integration's routing key, and the severity of its events
+	// pagerduty: the integration's routing key, the severity of its events, and
+	// the Events API's URL ("" for PagerDuty's own)
 	RoutingKeyEnv string
 	RoutingKey    string `yaml:"-" json:"-"`
 	Severity      string
+	EventsURL     string
 	// webhook: the Standard Webhooks signing secret (whsec_...)
 	SecretEnv string
 	Secret    string `yaml:"-" json:"-"`
