@@ -33,6 +33,53 @@ func (q *Queries) DestinationBreakerClose(ctx context.Context, arg DestinationBr
 	return name, err
 }
 
+const destinationBreakerHandClose = `-- name: DestinationBreakerHandClose :one
+UPDATE destinations
+SET breaker_state = 'closed', breaker_since = now(), breaker_reason = '', breaker_outage_at = NULL,
+    breaker_probe_at = NULL, breaker_open_for = 0, breaker_probe_owner = '', breaker_probe_until = NULL
+WHERE name = $1 AND breaker_state <> 'closed'
+RETURNING breaker_state
+`
+
+// A person closes the breaker: the outage is over. No row: it was closed.
+func (q *Queries) DestinationBreakerHandClose(ctx context.Context, name string) (string, error) {
+	row := q.db.QueryRow(ctx, destinationBreakerHandClose, name)
+	var breaker_state string
+	err := row.Scan(&breaker_state)
+	return breaker_state, err
+}
+
+const destinationBreakerHandOpen = `-- name: DestinationBreakerHandOpen :exec
+INSERT INTO destinations (name, breaker_state, breaker_since, breaker_reason, breaker_outage_at,
+                          breaker_probe_at, breaker_open_for)
+VALUES ($1, 'open', now(), $2, now(), $3, $4::double precision)
+ON CONFLICT (name) DO UPDATE
+SET breaker_state = 'open', breaker_since = EXCLUDED.breaker_since, breaker_reason = EXCLUDED.breaker_reason,
+    breaker_outage_at = coalesce(destinations.breaker_outage_at, EXCLUDED.breaker_outage_at),
+    breaker_probe_at = EXCLUDED.breaker_probe_at, breaker_open_for = EXCLUDED.breaker_open_for,
+    breaker_probe_owner = '', breaker_probe_until = NULL
+`
+
+type DestinationBreakerHandOpenParams struct {
+	Name    string
+	Reason  string
+	Until   *time.Time
+	OpenFor float64
+}
+
+// A person opens the breaker (or keeps it open): its actions are parked as in
+// an outage, and no probe goes before @until (null: none until a person closes
+// it). @open_for is the wait after a probe at @until that finds it unwell.
+func (q *Queries) DestinationBreakerHandOpen(ctx context.Context, arg DestinationBreakerHandOpenParams) error {
+	_, err := q.db.Exec(ctx, destinationBreakerHandOpen,
+		arg.Name,
+		arg.Reason,
+		arg.Until,
+		arg.OpenFor,
+	)
+	return err
+}
+
 const destinationBreakerOpen = `-- name: DestinationBreakerOpen :one
 INSERT INTO destinations (name, breaker_state, breaker_since, breaker_reason, breaker_outage_at,
                           breaker_probe_at, breaker_open_for)

@@ -93,3 +93,24 @@ SET breaker_state = 'closed', breaker_since = now(), breaker_reason = '', breake
     breaker_last_probe_at = now(), breaker_last_probe = @answer
 WHERE name = @name AND breaker_state = 'half_open' AND breaker_probe_owner = @worker
 RETURNING name;
+
+-- name: DestinationBreakerHandOpen :exec
+-- A person opens the breaker (or keeps it open): its actions are parked as in
+-- an outage, and no probe goes before @until (null: none until a person closes
+-- it). @open_for is the wait after a probe at @until that finds it unwell.
+INSERT INTO destinations (name, breaker_state, breaker_since, breaker_reason, breaker_outage_at,
+                          breaker_probe_at, breaker_open_for)
+VALUES (@name, 'open', now(), @reason, now(), sqlc.narg(until), @open_for::double precision)
+ON CONFLICT (name) DO UPDATE
+SET breaker_state = 'open', breaker_since = EXCLUDED.breaker_since, breaker_reason = EXCLUDED.breaker_reason,
+    breaker_outage_at = coalesce(destinations.breaker_outage_at, EXCLUDED.breaker_outage_at),
+    breaker_probe_at = EXCLUDED.breaker_probe_at, breaker_open_for = EXCLUDED.breaker_open_for,
+    breaker_probe_owner = '', breaker_probe_until = NULL;
+
+-- name: DestinationBreakerHandClose :one
+-- A person closes the breaker: the outage is over. No row: it was closed.
+UPDATE destinations
+SET breaker_state = 'closed', breaker_since = now(), breaker_reason = '', breaker_outage_at = NULL,
+    breaker_probe_at = NULL, breaker_open_for = 0, breaker_probe_owner = '', breaker_probe_until = NULL
+WHERE name = @name AND breaker_state <> 'closed'
+RETURNING breaker_state;

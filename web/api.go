@@ -282,3 +282,35 @@ func (s *Server) apiReconnect(c echo.Context) error {
 	}
 	return c.JSON(http.StatusOK, map[string]any{"name": c.Param("name"), "status": "connected", "released": n})
 }
+
+// breakerBody is the body of POST /api/v1/destinations/{name}/breaker.
+type breakerBody struct {
+	State  string     `json:"state"`
+	Reason string     `json:"reason"`
+	Until  *time.Time `json:"until"`
+}
+
+// apiBreakerChange opens or closes a destination's breaker by hand (admins):
+// 200 with the breaker's state, its until, what a close released, and the
+// actions of each client that wait for the destination.
+func (s *Server) apiBreakerChange(c echo.Context) error {
+	var body breakerBody
+	if err := c.Bind(&body); err != nil {
+		return ledger.Errorf(ledger.EINVALID, `The body must be a JSON object: {"state": "open" or "closed", "reason": "...", "until": "2026-12-07T16:00:00Z" (optional, open only)}.`)
+	}
+	res, err := s.review(c).SetBreaker(c.Request().Context(), actorOf(c), c.Param("name"),
+		review.BreakerChange{State: body.State, Reason: body.Reason, Until: body.Until})
+	if err != nil {
+		return err
+	}
+	type waitingJSON struct {
+		Client  string `json:"client"`
+		Actions int64  `json:"actions"`
+	}
+	waiting := make([]waitingJSON, len(res.Waiting))
+	for i, w := range res.Waiting {
+		waiting[i] = waitingJSON{Client: w.Client, Actions: w.Actions}
+	}
+	return c.JSON(http.StatusOK, map[string]any{"name": res.Destination, "state": res.State, "until": res.Until,
+		"released": res.Released, "waiting": waiting})
+}

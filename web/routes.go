@@ -32,6 +32,7 @@ func (s *Server) routes(e *echo.Echo) {
 	api.GET("/summary", s.apiSummary)
 	api.GET("/destinations", s.apiDestinations)
 	api.POST("/destinations/:name/reconnect", s.apiReconnect)
+	api.POST("/destinations/:name/breaker", s.apiBreakerChange)
 
 	s.pageRoutes(e)
 }

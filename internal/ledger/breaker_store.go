@@ -169,3 +169,84 @@ func CloseBreaker(ctx context.Context, b db.Beginner, destination, worker, answe
 	}
 	return released, ok, nil
 }
+
+// OpenBreakerByHand opens the destination's breaker for a person (actor), as a
+// planned maintenance: its due actions are parked as in an outage, and no probe
+// goes before until (nil: none until a person closes it); at until it goes
+// half-open and probes first, as any open breaker does, waiting s's OpenFor
+// after a probe that finds it unwell. An open breaker stays open with the
+// person's reason and until. The transition names the person and why; the
+// outage begins (alerts told) unless one is going on.
+func OpenBreakerByHand(ctx context.Context, b db.Beginner, destination, actor, reason string, until *time.Time,
+	s settings.BreakerSettings, plan AlertPlan) error {
+	s = s.OrDefault()
+	why := Truncate("opened by hand by "+actor+": "+reason, 500)
+	err := db.WithTx(ctx, b, func(q *db.Queries) error {
+		from := BreakerClosed
+		if bs, err := Breakers(ctx, q); err != nil {
+			return err
+		} else if br, ok := bs[destination]; ok {
+			from = br.State
+		}
+		if err := q.DestinationBreakerHandOpen(ctx, db.DestinationBreakerHandOpenParams{Name: destination, Reason: why,
+			Until: until, OpenFor: s.OpenFor.Seconds()}); err != nil {
+			return err
+		}
+		note := reason
+		if until != nil {
+			note += "; probes from " + until.UTC().Format("2006-01-02 15:04 UTC")
+		} else {
+			note += "; no probe until closed by hand"
+		}
+		if err := q.BreakerTransitionInsert(ctx, db.BreakerTransitionInsertParams{Destination: destination,
+			FromState: from, ToState: BreakerOpen, Reason: Truncate(note, 500), Actor: actor}); err != nil {
+			return err
+		}
+		return beginOutage(ctx, q, destination, why, actor, plan)
+	})
+	if err != nil {
+		return fmt.Errorf("open the breaker of %s by hand: %w", destination, err)
+	}
+	return nil
+}
+
+// CloseBreakerByHand closes the destination's breaker for a person (actor):
+// its parked actions are released with release, its outage ends (its recovery
+// told), and the transition names the person and why, in one transaction. It
+// reports how many actions it released, and false when the breaker was closed
+// (nothing changed).
+func CloseBreakerByHand(ctx context.Context, b db.Beginner, destination, actor, reason string, plan AlertPlan,
+	release func(q *db.Queries) (int64, error)) (int64, bool, error) {
+	var released int64
+	ok := false
+	err := db.WithTx(ctx, b, func(q *db.Queries) error {
+		released, ok = 0, false
+		from := BreakerClosed
+		if bs, err := Breakers(ctx, q); err != nil {
+			return err
+		} else if br, found := bs[destination]; found {
+			from = br.State
+		}
+		if _, err := q.DestinationBreakerHandClose(ctx, destination); db.IsNotFound(err) {
+			return nil
+		} else if err != nil {
+			return err
+		}
+		ok = true
+		var err error
+		if released, err = release(q); err != nil {
+			return fmt.Errorf("release parked actions: %w", err)
+		}
+		if err := q.BreakerTransitionInsert(ctx, db.BreakerTransitionInsertParams{Destination: destination,
+			FromState: from, ToState: BreakerClosed,
+			Reason: Truncate(fmt.Sprintf("closed by hand: %s; %d parked actions released", reason, released), 500),
+			Actor:  actor}); err != nil {
+			return err
+		}
+		return endOutage(ctx, q, destination, plan)
+	})
+	if err != nil {
+		return 0, false, fmt.Errorf("close the breaker of %s by hand: %w", destination, err)
+	}
+	return released, ok, nil
+}
