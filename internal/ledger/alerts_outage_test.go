@@ -121,7 +121,10 @@ func TestOutageAlertsOnceUnderAStream(t *testing.T) {
 	// The sender of the outages' alerts, as every server and worker runs one.
 	ctx, cancel := context.WithCancel(context.Background())
 	sent := make(chan struct{})
-	go func() { alerts.New(alerts.Params{Pool: w.pool, Config: w.cfg, Poll: 50 * time.Millisecond}).Run(ctx); close(sent) }()
+	go func() {
+		alerts.New(alerts.Params{Pool: w.pool, Config: w.cfg, Poll: 50 * time.Millisecond}).Run(ctx)
+		close(sent)
+	}()
 	t.Cleanup(func() { cancel(); <-sent })
 
 	// 100 deliveries a client, spread over the two down periods and the up
