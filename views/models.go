@@ -155,6 +155,35 @@ type BreakerView struct {
 	Parked     int64
 	ParkedURL  string // the destination's actions in the outstanding queue
 	Changes    []BreakerChange
+	Outages    []OutageView
+}
+
+// OutageView is one outage of a destination and what was told of it.
+type OutageView struct {
+	Opened   Stamp
+	Closed   Stamp // zero while it goes on
+	Reopened int
+	OpenedBy string
+	Alerts   []AlertView
+}
+
+// AlertView is one alert of an outage on one channel: where it stands and
+// its attempts.
+type AlertView struct {
+	Channel  string
+	Kind     string // down or recovered
+	State    string // pending, sent, failed or cancelled
+	Due      Stamp  // pending: when it is (tried again)
+	Sent     Stamp
+	Attempts []AlertAttemptView
+}
+
+// AlertAttemptView is one attempt to send an alert.
+type AlertAttemptView struct {
+	At     Stamp
+	OK     bool
+	Status int
+	Error  string
 }
 
 // BreakerChange is one change of a breaker.

@@ -254,6 +254,23 @@ type DestinationsPage struct {
 	CanReconnect bool
 }
 
+// BreakerConfirmPage is "/destinations/{name}/breaker": the step before a
+// breaker is opened or closed by hand.
+type BreakerConfirmPage struct {
+	Name    string
+	State   string // open or closed: what is asked
+	Told    string // where its outage is told
+	Waiting []WaitingView
+	Reason  string
+	Until   string // datetime-local, UTC
+}
+
+// WaitingView is how many actions of a client wait.
+type WaitingView struct {
+	Client  string
+	Actions int64
+}
+
 // UsersPage is "/users".
 type UsersPage struct {
 	Rows     []UserRow

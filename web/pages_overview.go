@@ -125,6 +125,23 @@ func breakerView(d review.DestinationStatus) views.BreakerView {
 	for _, t := range d.Transitions {
 		v.Changes = append(v.Changes, views.BreakerChange{At: stamp(t.At), From: t.FromState, To: t.State, Reason: t.Reason})
 	}
+	for _, o := range d.Outages {
+		ov := views.OutageView{Opened: stamp(o.OpenedAt), Reopened: o.Reopened, OpenedBy: o.OpenedBy}
+		if o.ClosedAt != nil {
+			ov.Closed = stamp(*o.ClosedAt)
+		}
+		for _, a := range o.Alerts {
+			av := views.AlertView{Channel: a.Channel, Kind: a.Kind, State: a.State, Due: stamp(a.DueAt)}
+			if a.SentAt != nil {
+				av.Sent = stamp(*a.SentAt)
+			}
+			for _, t := range a.Attempts {
+				av.Attempts = append(av.Attempts, views.AlertAttemptView{At: stamp(t.At), OK: t.OK, Status: t.HTTPStatus, Error: t.Error})
+			}
+			ov.Alerts = append(ov.Alerts, av)
+		}
+		v.Outages = append(v.Outages, ov)
+	}
 	return v
 }
 

@@ -53,6 +53,8 @@ func (s *Server) pageRoutes(e *echo.Echo) {
 	e.GET("/trends", s.trendsPage, in...)
 	e.GET("/destinations", s.destinationsPage, in...)
 	e.POST("/destinations/:name/reconnect", s.reconnect, admin...)
+	e.GET("/destinations/:name/breaker", s.breakerConfirm, admin...)
+	e.POST("/destinations/:name/breaker", s.breakerChange, admin...)
 	e.GET("/destinations/:name/oauth/callback", s.oauthCallback, admin...)
 	e.GET("/users", s.usersPage, admin...)
 	e.POST("/users", s.addUser, admin...)

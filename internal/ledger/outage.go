@@ -81,3 +81,75 @@ func addAlerts(ctx context.Context, q *db.Queries, outage int64, destination, ki
 	}
 	return nil
 }
+
+// Outage is one outage of a destination with what was told of it.
+type Outage struct {
+	ID       int64
+	OpenedAt time.Time
+	ClosedAt *time.Time
+	Reopened int
+	Reason   string
+	OpenedBy string
+	Alerts   []Alert
+}
+
+// Alert is one alert of an outage on one channel, with its attempts.
+type Alert struct {
+	Channel  string
+	Kind     string // AlertDown or AlertRecovered
+	State    string // pending, sent, failed or cancelled
+	DueAt    time.Time
+	SentAt   *time.Time
+	Attempts []AlertAttempt
+}
+
+// AlertAttempt is one attempt to send an alert: sent, or failed and why.
+type AlertAttempt struct {
+	At         time.Time
+	OK         bool
+	HTTPStatus int
+	Error      string
+}
+
+// Outages reads the destination's latest n outages, newest first, each with
+// its alerts and their attempts.
+func Outages(ctx context.Context, q *db.Queries, destination string, n int) ([]Outage, error) {
+	rows, err := q.OutageList(ctx, db.OutageListParams{Destination: destination, MaxRows: int32(n)})
+	if err != nil || len(rows) == 0 {
+		return nil, err
+	}
+	out := make([]Outage, len(rows))
+	byID := map[int64]*Outage{}
+	ids := make([]int64, len(rows))
+	for i, r := range rows {
+		out[i] = Outage{ID: r.ID, OpenedAt: r.OpenedAt, ClosedAt: r.ClosedAt, Reopened: int(r.Reopened), Reason: r.Reason,
+			OpenedBy: r.OpenedBy}
+		byID[r.ID], ids[i] = &out[i], r.ID
+	}
+	alerts, err := q.AlertListOfOutages(ctx, ids)
+	if err != nil {
+		return nil, fmt.Errorf("read the alerts of %s's outages: %w", destination, err)
+	}
+	alertIDs := make([]int64, len(alerts))
+	for i, a := range alerts {
+		alertIDs[i] = a.ID
+	}
+	attempts, err := q.AlertAttemptList(ctx, alertIDs)
+	if err != nil {
+		return nil, fmt.Errorf("read the attempts of %s's alerts: %w", destination, err)
+	}
+	tries := map[int64][]AlertAttempt{}
+	for _, t := range attempts {
+		at := AlertAttempt{At: t.At, OK: t.Ok, Error: t.Error}
+		if t.HttpStatus != nil {
+			at.HTTPStatus = int(*t.HttpStatus)
+		}
+		tries[t.AlertID] = append(tries[t.AlertID], at)
+	}
+	for _, a := range alerts {
+		o := byID[a.OutageID]
+		o.Alerts = append(o.Alerts, Alert{Channel: a.Channel, Kind: a.Kind, State: a.State, DueAt: a.DueAt, SentAt: a.SentAt,
+			Attempts: tries[a.ID]})
+	}
+	return out, nil
+}

@@ -291,6 +291,7 @@ type DestinationStatus struct {
 	Breaker                           ledger.Breaker
 	Parked                            int64 // the actions its breaker parks, of the reader's clients
 	Transitions                       []ledger.BreakerTransition
+	Outages                           []ledger.Outage // its latest outages with their alerts
 }
 
 // Destinations lists every configured destination with its status and held count.
@@ -360,5 +361,7 @@ func (r *Review) breakerDetail(ctx context.Context, q *db.Queries, s *Destinatio
 			return err
 		}
 	}
-	return nil
+	var err error
+	s.Outages, err = ledger.Outages(ctx, q, s.Name, 3)
+	return err
 }

@@ -1,0 +1,106 @@
+package web_test
+
+import (
+	"context"
+	"fmt"
+	"html"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/oncehook/oncehook/internal/ledger"
+)
+
+// TestBreakerByHandOnThePages: an admin opens the CRM's breaker by hand from
+// the destinations page through its confirmation step (what will happen, what
+// waits, why), the actions that come meanwhile wait parked, the page shows the
+// outage opened by the admin, and the admin closes it early through the same
+// step, which says how many of which client wait and releases them. An
+// operator gets neither the links nor the steps.
+func TestBreakerByHandOnThePages(t *testing.T) {
+	t.Parallel()
+	d := newDashboard(t)
+	admin, ops := d.person(), d.person()
+	admin.login(adminEmail)
+	ops.login(opsEmail)
+	const step = "/destinations/crm/breaker"
+
+	if pg := ops.get(step + "?state=open"); pg.status != http.StatusForbidden {
+		t.Fatalf("an operator's confirmation step: %d", pg.status)
+	}
+	if pg := ops.post("/destinations", step, url.Values{"state": {"open"}, "reason": {"x"}, "confirmed": {"1"}}); pg.status != http.StatusForbidden {
+		t.Fatalf("an operator opening the breaker: %d", pg.status)
+	}
+	if pg := ops.get("/destinations"); strings.Contains(pg.body, "Open breaker") {
+		t.Error("the operator's destinations page offers to open a breaker")
+	}
+	if pg := admin.get("/destinations"); !strings.Contains(pg.body, `href="/destinations/crm/breaker?state=open"`) {
+		t.Fatalf("the admin's destinations page has no link to open crm's breaker:\n%s", tailOf(pg.body, 2000))
+	}
+
+	pg := admin.get(step + "?state=open")
+	for _, want := range []string{"Open the breaker of crm", "Its due actions are parked", "No action waits for it.",
+		`name="reason"`, `name="until"`} {
+		if !strings.Contains(pg.body, want) {
+			t.Errorf("the opening step does not say %q", want)
+		}
+	}
+	until := time.Now().Add(time.Hour).UTC().Format("2006-01-02T15:04")
+	pg = admin.post(step+"?state=open", step, url.Values{"state": {"open"}, "reason": {"CRM maintenance"},
+		"until": {until}, "confirmed": {"1"}})
+	if pg.status != http.StatusSeeOther || pg.location != "/destinations#dest-crm" {
+		t.Fatalf("opening: %d to %q: %s", pg.status, pg.location, tailOf(pg.body, 500))
+	}
+	pg = admin.get("/destinations")
+	body := html.UnescapeString(pg.body)
+	for _, want := range []string{"is open by hand until", "opened by hand by " + adminEmail + ": CRM maintenance",
+		"Outages and alerts", "going on", "opened by " + adminEmail, "Close breaker…"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the destinations page does not say %q", want)
+		}
+	}
+
+	for i := range 3 {
+		d.checkout(fmt.Sprintf("evt_hold_%d", i), fmt.Sprintf("hold-%d", i), "")
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	parked := func() int {
+		var n int
+		if err := d.pool.QueryRow(context.Background(), `SELECT count(*) FROM actions WHERE destination = 'crm'
+			AND parked_at IS NOT NULL`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	for parked() < 3 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of 3 actions parked while the breaker is open by hand", parked())
+		}
+		time.Sleep(20 * time.Millisecond) // poll interval
+	}
+	if n := len(d.crm.Creates()); n != 0 {
+		t.Fatalf("the CRM received %d creates while its breaker was open by hand", n)
+	}
+
+	pg = admin.get(step + "?state=closed")
+	for _, want := range []string{"Close the breaker of crm", "Its parked actions are released", "acme: 3 actions"} {
+		if !strings.Contains(pg.body, want) {
+			t.Errorf("the closing step does not say %q:\n%s", want, tailOf(pg.body, 1500))
+		}
+	}
+	pg = admin.post(step+"?state=closed", step, url.Values{"state": {"closed"}, "reason": {"CRM back early"}, "confirmed": {"1"}})
+	if pg.status != http.StatusSeeOther {
+		t.Fatalf("closing: %d: %s", pg.status, tailOf(pg.body, 500))
+	}
+	if pg := admin.get("/destinations"); !strings.Contains(pg.body, "3 parked actions were released") {
+		t.Errorf("the destinations page does not say what the close released:\n%s", tailOf(pg.body, 1500))
+	}
+	for i := range 3 {
+		d.waitAction("open_opportunity", fmt.Sprintf("hold-%d", i), ledger.StateConfirmed)
+	}
+	if pg := admin.get("/destinations"); !strings.Contains(html.UnescapeString(pg.body), ", back ") {
+		t.Error("the outage is not shown over")
+	}
+}
