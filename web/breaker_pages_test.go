@@ -5,12 +5,15 @@ import (
 	"fmt"
 	"html"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/oncehook/oncehook/internal/alerts"
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/sandbox"
 )
 
 // TestBreakerByHandOnThePages: an admin opens the CRM's breaker by hand from
@@ -102,5 +105,68 @@ func TestBreakerByHandOnThePages(t *testing.T) {
 	}
 	if pg := admin.get("/destinations"); !strings.Contains(html.UnescapeString(pg.body), ", back ") {
 		t.Error("the outage is not shown over")
+	}
+}
+
+// TestTheDestinationsPageShowsFailedAlerts: while Slack answers 500 the
+// destinations page shows the outage's Slack alert failed, how often, why and
+// when it is tried next; once Slack is back, sent. No action or breaker waits
+// for it: the breaker opened and closed meanwhile.
+func TestTheDestinationsPageShowsFailedAlerts(t *testing.T) {
+	t.Parallel()
+	const hook = "/services/T0DASHBOARD/B0ALERTS01/abcdefghijklmnopqrstuvwx"
+	slack := sandbox.NewSlack(hook)
+	slack.Fail(true)
+	srv := httptest.NewServer(slack)
+	t.Cleanup(srv.Close)
+	cfgText := strings.Replace(dashConfig, "    owner: crm-admin@example.com\n", "    owner: crm-admin@example.com\n    alerts: [ops]\n", 1) +
+		"alerts: {quiet: 1s, channels: [{name: ops, kind: slack, url_env: SLACK_URL}]}\n"
+	d := newDashboardEnv(t, cfgText, map[string]string{"SLACK_URL": srv.URL + hook})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		alerts.New(alerts.Params{Pool: d.pool, Config: d.cfg, Poll: 20 * time.Millisecond,
+			Backoff: alerts.Backoff{First: 50 * time.Millisecond, Max: 200 * time.Millisecond, GiveUp: time.Hour}}).Run(ctx)
+		close(done)
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	admin := d.person()
+	admin.login(adminEmail)
+	const step = "/destinations/crm/breaker"
+	if pg := admin.post(step+"?state=open", step, url.Values{"state": {"open"}, "reason": {"failover drill"}, "confirmed": {"1"}}); pg.status != http.StatusSeeOther {
+		t.Fatalf("opening: %d", pg.status)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for slack.Refused() < 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("Slack refused %d alerts", slack.Refused())
+		}
+		time.Sleep(20 * time.Millisecond) // poll interval
+	}
+	if pg := admin.post(step+"?state=closed", step, url.Values{"state": {"closed"}, "reason": {"drill over"}, "confirmed": {"1"}}); pg.status != http.StatusSeeOther {
+		t.Fatalf("closing while Slack fails: %d", pg.status)
+	}
+	body := html.UnescapeString(admin.get("/destinations").body)
+	for _, want := range []string{"ops (down):", "failed ", "×, next try", "Slack answered HTTP 500: rollup_error"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the destinations page does not say %q while Slack fails:\n%s", want, tailOf(body, 2500))
+		}
+	}
+	slack.Fail(false)
+	for len(slack.Messages()) < 2 { // down, then recovered after the quiet second
+		if time.Now().After(deadline.Add(30 * time.Second)) {
+			t.Fatalf("Slack got %d messages once back, want 2", len(slack.Messages()))
+		}
+		time.Sleep(20 * time.Millisecond) // poll interval
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		body = html.UnescapeString(admin.get("/destinations").body)
+		if strings.Count(body, "sent ") >= 2 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond) // poll interval
+	}
+	if !strings.Contains(body, "ops (down): sent") || !strings.Contains(body, "ops (recovered): sent") {
+		t.Errorf("the destinations page does not show both alerts sent:\n%s", body[max(0, strings.Index(body, "Outages and alerts")):])
 	}
 }

@@ -131,6 +131,13 @@ var dashAfterConfig = strings.Replace(dashConfig, "    destination: mail\n    pa
 // two %s: the CRM's URL and the mail sink's address).
 func newDashboardConfig(t *testing.T, cfgText string) *dashboard {
 	t.Helper()
+	return newDashboardEnv(t, cfgText, nil)
+}
+
+// newDashboardEnv is newDashboardConfig with more environment variables for the
+// config to read (an alert channel's URL).
+func newDashboardEnv(t *testing.T, cfgText string, extraEnv map[string]string) *dashboard {
+	t.Helper()
 	d := &dashboard{t: t, logs: &lockedWriter{w: &strings.Builder{}}}
 	d.pool = dbtest.New(t)
 	d.crm = sandbox.NewCRM(sandbox.CRMParams{Token: dashCRMToken})
@@ -143,6 +150,9 @@ func newDashboardConfig(t *testing.T, cfgText string) *dashboard {
 	t.Cleanup(mail.Close)
 	d.mail = mail
 	env := map[string]string{"STRIPE_SECRET": dashStripeSecret, "CRM_TOKEN": dashCRMToken}
+	for k, v := range extraEnv {
+		env[k] = v
+	}
 	d.cfg, err = config.Parse("dashboard.yaml", []byte(fmt.Sprintf(cfgText, crmSrv.URL, mail.Addr())),
 		func(k string) string { return env[k] })
 	if err != nil {
