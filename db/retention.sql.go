@@ -111,40 +111,70 @@ func (q *Queries) ActionRowsLock(ctx context.Context, arg ActionRowsLockParams) 
 
 const actionRowsMove = `-- name: ActionRowsMove :execrows
 WITH kept AS (
-    SELECT unnest($5::text[]) AS client, unnest($6::bigint[]) AS id
+    SELECT unnest($3::text[]) AS client, unnest($4::bigint[]) AS id
 ), attempts_moved AS (
     UPDATE attempts t SET part_day = $1::date FROM kept
     WHERE t.client = kept.client AND t.action_id = kept.id AND t.part_day = $2::date
-      AND (NOT $3::boolean OR t.client = $4)
 ), audit_moved AS (
     UPDATE audit u SET part_day = $1::date FROM kept
     WHERE u.client = kept.client AND u.action_id = kept.id AND u.part_day = $2::date
-      AND (NOT $3::boolean OR u.client = $4)
 )
 UPDATE actions a SET rows_day = $1::date FROM kept
 WHERE a.client = kept.client AND a.id = kept.id AND a.rows_day = $2::date
-  AND (NOT $3::boolean OR a.client = $4)
 `
 
 type ActionRowsMoveParams struct {
 	ToDay   time.Time
 	FromDay time.Time
-	Sharded bool
-	Client  string
 	Clients []string
 	Ids     []int64
 }
 
 // Carries the actions ActionRowsLock locked (@clients, @ids) from day @from_day
-// into @to_day, with their attempts and audit.
+// into @to_day, with their attempts and audit (one Postgres; on Citus
+// ActionRowsMoveOfClient).
 func (q *Queries) ActionRowsMove(ctx context.Context, arg ActionRowsMoveParams) (int64, error) {
 	result, err := q.db.Exec(ctx, actionRowsMove,
 		arg.ToDay,
 		arg.FromDay,
-		arg.Sharded,
-		arg.Client,
 		arg.Clients,
 		arg.Ids,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const actionRowsMoveOfClient = `-- name: ActionRowsMoveOfClient :execrows
+WITH attempts_moved AS (
+    UPDATE attempts t SET part_day = $1::date
+    WHERE t.client = $2 AND t.action_id = ANY($3::bigint[]) AND t.part_day = $4::date
+), audit_moved AS (
+    UPDATE audit u SET part_day = $1::date
+    WHERE u.client = $2 AND u.action_id = ANY($3::bigint[]) AND u.part_day = $4::date
+)
+UPDATE actions a SET rows_day = $1::date
+WHERE a.client = $2 AND a.id = ANY($3::bigint[]) AND a.rows_day = $4::date
+`
+
+type ActionRowsMoveOfClientParams struct {
+	ToDay   time.Time
+	Client  string
+	Ids     []int64
+	FromDay time.Time
+}
+
+// ActionRowsMove on Citus: the actions ActionRowsLock locked of one @client
+// (@ids), each table by the client and the ids, so that the statement goes to
+// the client's shards alone (a list of pairs would be planned through the
+// coordinator).
+func (q *Queries) ActionRowsMoveOfClient(ctx context.Context, arg ActionRowsMoveOfClientParams) (int64, error) {
+	result, err := q.db.Exec(ctx, actionRowsMoveOfClient,
+		arg.ToDay,
+		arg.Client,
+		arg.Ids,
+		arg.FromDay,
 	)
 	if err != nil {
 		return 0, err

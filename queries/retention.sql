@@ -106,21 +106,34 @@ FOR UPDATE OF a SKIP LOCKED;
 
 -- name: ActionRowsMove :execrows
 -- Carries the actions ActionRowsLock locked (@clients, @ids) from day @from_day
--- into @to_day, with their attempts and audit.
+-- into @to_day, with their attempts and audit (one Postgres; on Citus
+-- ActionRowsMoveOfClient).
 WITH kept AS (
     SELECT unnest(@clients::text[]) AS client, unnest(@ids::bigint[]) AS id
 ), attempts_moved AS (
     UPDATE attempts t SET part_day = @to_day::date FROM kept
     WHERE t.client = kept.client AND t.action_id = kept.id AND t.part_day = @from_day::date
-      AND (NOT @sharded::boolean OR t.client = @client)
 ), audit_moved AS (
     UPDATE audit u SET part_day = @to_day::date FROM kept
     WHERE u.client = kept.client AND u.action_id = kept.id AND u.part_day = @from_day::date
-      AND (NOT @sharded::boolean OR u.client = @client)
 )
 UPDATE actions a SET rows_day = @to_day::date FROM kept
-WHERE a.client = kept.client AND a.id = kept.id AND a.rows_day = @from_day::date
-  AND (NOT @sharded::boolean OR a.client = @client);
+WHERE a.client = kept.client AND a.id = kept.id AND a.rows_day = @from_day::date;
+
+-- name: ActionRowsMoveOfClient :execrows
+-- ActionRowsMove on Citus: the actions ActionRowsLock locked of one @client
+-- (@ids), each table by the client and the ids, so that the statement goes to
+-- the client's shards alone (a list of pairs would be planned through the
+-- coordinator).
+WITH attempts_moved AS (
+    UPDATE attempts t SET part_day = @to_day::date
+    WHERE t.client = @client AND t.action_id = ANY(@ids::bigint[]) AND t.part_day = @from_day::date
+), audit_moved AS (
+    UPDATE audit u SET part_day = @to_day::date
+    WHERE u.client = @client AND u.action_id = ANY(@ids::bigint[]) AND u.part_day = @from_day::date
+)
+UPDATE actions a SET rows_day = @to_day::date
+WHERE a.client = @client AND a.id = ANY(@ids::bigint[]) AND a.rows_day = @from_day::date;
 
 -- name: ActionRowsLeft :one
 -- How many actions still have their rows in day @day.

@@ -464,6 +464,15 @@ func dropDatabase(ctx context.Context, admin *pgxpool.Pool, name string) error {
 			}
 			return nil
 		}
+		if strings.Contains(pgErr.Message, "prepared transactions") {
+			// A process the test killed mid-commit left a Citus transaction
+			// prepared on this node; the coordinator's recovery of it runs in the
+			// database being dropped, so it never comes: it is rolled back here.
+			if rerr := rollbackPrepared(ctx, admin, name); rerr != nil {
+				return fmt.Errorf("drop database %s: %w (and rolling back its prepared transactions: %v)", name, err, rerr)
+			}
+			continue
+		}
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("drop database %s: %w", name, err)
@@ -472,6 +481,38 @@ func dropDatabase(ctx context.Context, admin *pgxpool.Pool, name string) error {
 		wait = min(2*wait, time.Second)
 	}
 }
+
+// rollbackPrepared rolls back the transactions left prepared in database name
+// of admin's server, from a connection to that database (as ROLLBACK PREPARED
+// must be).
+func rollbackPrepared(ctx context.Context, admin *pgxpool.Pool, name string) error {
+	rows, err := admin.Query(ctx, "SELECT gid FROM pg_prepared_xacts WHERE database = $1", name)
+	if err != nil {
+		return err
+	}
+	gids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil || len(gids) == 0 {
+		return err
+	}
+	dsn, err := withDBName(admin.Config().ConnString(), name)
+	if err != nil {
+		return err
+	}
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	for _, gid := range gids {
+		if _, err := conn.Exec(ctx, "ROLLBACK PREPARED "+quoteLiteral(gid)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// quoteLiteral quotes s as an SQL string literal.
+func quoteLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 
 // withDBName returns dsn pointed at database name, in either DSN form.
 func withDBName(dsn, name string) (string, error) {

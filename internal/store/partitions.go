@@ -41,7 +41,8 @@ func (Sharded) CarryActionRows(ctx context.Context, b db.Beginner, q *db.Queries
 }
 
 // carryActionRows locks a batch of the actions lock names and moves their rows
-// into day to, in one transaction.
+// into day to, in one transaction: one statement for every client on one
+// Postgres, one routed to the client's shards on Citus.
 func carryActionRows(ctx context.Context, b db.Beginner, lock db.ActionRowsLockParams, to time.Time) (int64, error) {
 	var n int64
 	err := db.WithTx(ctx, b, func(q *db.Queries) error {
@@ -49,12 +50,16 @@ func carryActionRows(ctx context.Context, b db.Beginner, lock db.ActionRowsLockP
 		if err != nil || len(locked) == 0 {
 			return err
 		}
-		move := db.ActionRowsMoveParams{FromDay: lock.FromDay, ToDay: to, Sharded: lock.Sharded, Client: lock.Client,
-			Clients: make([]string, len(locked)), Ids: make([]int64, len(locked))}
+		clients, ids := make([]string, len(locked)), make([]int64, len(locked))
 		for i, a := range locked {
-			move.Clients[i], move.Ids[i] = a.Client, a.ID
+			clients[i], ids[i] = a.Client, a.ID
 		}
-		n, err = q.ActionRowsMove(ctx, move)
+		if lock.Sharded {
+			n, err = q.ActionRowsMoveOfClient(ctx, db.ActionRowsMoveOfClientParams{FromDay: lock.FromDay, ToDay: to,
+				Client: lock.Client, Ids: ids})
+			return err
+		}
+		n, err = q.ActionRowsMove(ctx, db.ActionRowsMoveParams{FromDay: lock.FromDay, ToDay: to, Clients: clients, Ids: ids})
 		return err
 	})
 	return n, err
