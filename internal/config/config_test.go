@@ -1222,7 +1222,13 @@ func TestParseConfigAlerts(t *testing.T) {
 		`n.yaml:2:`) || !strings.Contains(err.Error(), `destinations[0].alerts[0]: channel "m" sends mail, and notify.smtp is not set`) {
 		t.Errorf("a mail channel without notify.smtp: %v", err)
 	}
-	if cfg, err := noSMTP(""); err != nil || len(cfg.AlertChannelsOf("crm")) != 0 {
-		t.Errorf("an owner without notify.smtp: %v, channels %v, want none", err, cfg.AlertChannelsOf("crm"))
+	cfg, err = noSMTP("")
+	if err != nil || len(cfg.AlertChannelsOf("crm")) != 0 {
+		t.Fatalf("an owner without notify.smtp: %v, channels %v, want none", err, cfg.AlertChannelsOf("crm"))
+	}
+	b.Reset()
+	Describe(&b, cfg)
+	if !strings.Contains(b.String(), "outages alert no one (no alerts; mailing the owner needs notify.smtp)") {
+		t.Errorf("check does not say why an owner without notify.smtp hears nothing:\n%s", b.String())
 	}
 }

@@ -63,7 +63,11 @@ func Describe(w io.Writer, cfg *settings.Config) {
 // describeAlerts says where an outage of d is told.
 func describeAlerts(cfg *settings.Config, d settings.Destination) string {
 	names := cfg.AlertChannelsOf(d.Name)
-	if len(names) == 0 {
+	switch {
+	case len(names) > 0:
+	case d.Owner != "":
+		return "outages alert no one (no alerts; mailing the owner needs notify.smtp)"
+	default:
 		return "outages alert no one (no alerts and no owner)"
 	}
 	var where []string
