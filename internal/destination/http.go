@@ -341,14 +341,7 @@ func (h *HTTP) otherOperation(rec any, key string, listed bool) bool {
 // URL. Only 401 and 403 count as a refusal; the error of any other failure says what
 // went wrong.
 func (h *HTTP) Check(ctx context.Context) error {
-	method, target := http.MethodOptions, strings.ReplaceAll(h.d.Create.URL, "{ref}", connectionCheckRef)
-	var body []byte
-	switch {
-	case h.d.Check.URL != "":
-		method, target = h.d.Check.Method, h.d.Check.URL
-	case h.d.Lookup.URL != "":
-		method, target, body = h.d.Lookup.Method, h.lookupURL(connectionCheckRef), h.lookupBody(connectionCheckRef)
-	}
+	method, target, body := h.checkRequest()
 	status, _, err := h.send(ctx, method, target, body)
 	if err != nil {
 		return fmt.Errorf("the destination could not be reached: %s", h.scrub(err.Error()))
@@ -357,6 +350,34 @@ func (h *HTTP) Check(ctx context.Context) error {
 		return fmt.Errorf("the destination refused the credentials (HTTP %d)", status)
 	}
 	return nil
+}
+
+// checkRequest is the request Check and CheckHealth send: the check's, else the
+// lookup of a key that exists nowhere, else OPTIONS on the create URL.
+func (h *HTTP) checkRequest() (method, target string, body []byte) {
+	method, target = http.MethodOptions, strings.ReplaceAll(h.d.Create.URL, "{ref}", connectionCheckRef)
+	switch {
+	case h.d.Check.URL != "":
+		method, target = h.d.Check.Method, h.d.Check.URL
+	case h.d.Lookup.URL != "":
+		method, target, body = h.d.Lookup.Method, h.lookupURL(connectionCheckRef), h.lookupBody(connectionCheckRef)
+	}
+	return method, target, body
+}
+
+// CheckHealth sends Check's request and says whether the destination is up:
+// no answer, a 5xx or a 429 is unwell; any other answer (a refusal of the
+// credentials too: the destination answered) is well.
+func (h *HTTP) CheckHealth(ctx context.Context) (ledger.Health, string) {
+	method, target, body := h.checkRequest()
+	status, _, err := h.send(ctx, method, target, body)
+	switch {
+	case err != nil:
+		return ledger.Unwell, "no answer: " + h.scrub(err.Error())
+	case status >= 500 || status == http.StatusTooManyRequests:
+		return ledger.Unwell, fmt.Sprintf("answered HTTP %d", status)
+	}
+	return ledger.Well, fmt.Sprintf("answered HTTP %d", status)
 }
 
 func (h *HTTP) lookupURL(key string) string {

@@ -505,3 +505,43 @@ func TestHTTPDestinationTransportNeverRepeatsTheCreate(t *testing.T) {
 		t.Errorf("CRM received %d creates for opk_2, want 1", posts)
 	}
 }
+
+// TestHTTPDestinationCheckHealth: a breaker's check probe finds the destination
+// well only when it answered as one that is up: a 503 or a 429 passes Check (the
+// credentials are not refused) but is unwell, and so is no answer; a refusal of
+// the credentials is an answer of a destination that is up.
+func TestHTTPDestinationCheckHealth(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		setup func(t *testing.T, e *crmEnv)
+		want  ledger.Health
+		words string
+	}{
+		{name: "Up", want: ledger.Well, words: "answered HTTP 200"},
+		{name: "ServiceUnavailable", setup: func(t *testing.T, e *crmEnv) {
+			e.crm.Fail(sandbox.Fault{Method: http.MethodGet, Status: http.StatusServiceUnavailable})
+		}, want: ledger.Unwell, words: "answered HTTP 503"},
+		{name: "TooManyRequests", setup: func(t *testing.T, e *crmEnv) {
+			e.crm.Fail(sandbox.Fault{Method: http.MethodGet, Status: http.StatusTooManyRequests})
+		}, want: ledger.Unwell, words: "answered HTTP 429"},
+		{name: "CredentialsRefused", setup: func(t *testing.T, e *crmEnv) { e.crm.SetToken("rotated") },
+			want: ledger.Well, words: "answered HTTP 401"},
+		{name: "Unreachable", setup: func(t *testing.T, e *crmEnv) {
+			e.dest.Lookup.URL = "http://" + refusedAddr(t) + "/?ref={ref}"
+		}, want: ledger.Unwell, words: "no answer: "},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			e := newCRMEnv(t)
+			if tt.setup != nil {
+				tt.setup(t, e)
+			}
+			h, words := NewHTTP(e.dest, nil).CheckHealth(context.Background())
+			if h != tt.want || !strings.HasPrefix(words, tt.words) {
+				t.Errorf("CheckHealth() = %v %q, want %v %q", h, words, tt.want, tt.words)
+			}
+		})
+	}
+}

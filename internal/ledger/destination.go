@@ -54,6 +54,13 @@ type DestinationClient interface {
 	Capabilities() Capabilities
 }
 
+// HealthChecker is a destination that can say whether it is up, for a
+// breaker's probe when no action of it waits: Check proves only credentials
+// (a 503 is no refusal of them), while a probe must find the destination well.
+type HealthChecker interface {
+	CheckHealth(ctx context.Context) (Health, string)
+}
+
 // Capabilities tells the reconciler what a destination can answer.
 type Capabilities struct {
 	Lookup       bool          // a lookup by reference exists

@@ -307,6 +307,13 @@ func (b *breakers) probeOnce(ctx context.Context, name string) (h ledger.Health,
 		pf.work(ctx, ctx, c)
 		return h, answer, sent
 	}
+	// Nothing of it waits: its check request asks, and only an answer of a
+	// destination that is up closes the breaker (Check alone proves the
+	// credentials: a 503 would have passed).
+	if hc, ok := dest.(ledger.HealthChecker); ok {
+		h, words := hc.CheckHealth(ctx)
+		return h, "check: " + words, true
+	}
 	if err := dest.Check(ctx); err != nil {
 		return ledger.Unwell, "check: " + err.Error(), true
 	}
