@@ -114,22 +114,8 @@ func TestBreakerByHandOnThePages(t *testing.T) {
 // for it: the breaker opened and closed meanwhile.
 func TestTheDestinationsPageShowsFailedAlerts(t *testing.T) {
 	t.Parallel()
-	const hook = "/services/T0DASHBOARD/B0ALERTS01/abcdefghijklmnopqrstuvwx"
-	slack := sandbox.NewSlack(hook)
-	slack.Fail(true)
-	srv := httptest.NewServer(slack)
-	t.Cleanup(srv.Close)
-	cfgText := strings.Replace(dashConfig, "    owner: crm-admin@example.com\n", "    owner: crm-admin@example.com\n    alerts: [ops]\n", 1) +
-		"alerts: {quiet: 1s, channels: [{name: ops, kind: slack, url_env: SLACK_URL}]}\n"
-	d := newDashboardEnv(t, cfgText, map[string]string{"SLACK_URL": srv.URL + hook})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		alerts.New(alerts.Params{Pool: d.pool, Config: d.cfg, Poll: 20 * time.Millisecond,
-			Backoff: alerts.Backoff{First: 50 * time.Millisecond, Max: 200 * time.Millisecond, GiveUp: time.Hour}}).Run(ctx)
-		close(done)
-	}()
-	t.Cleanup(func() { cancel(); <-done })
+	d, slack := slackDashboard(t, "ops", "quiet: 1s, ", 20*time.Millisecond,
+		alerts.Backoff{First: 50 * time.Millisecond, Max: 200 * time.Millisecond, GiveUp: time.Hour})
 	admin := d.person()
 	admin.login(adminEmail)
 	const step = "/destinations/crm/breaker"
@@ -169,4 +155,29 @@ func TestTheDestinationsPageShowsFailedAlerts(t *testing.T) {
 	if !strings.Contains(body, "ops (down): sent") || !strings.Contains(body, "ops (recovered): sent") {
 		t.Errorf("the destinations page does not show both alerts sent:\n%s", body[max(0, strings.Index(body, "Outages and alerts")):])
 	}
+}
+
+// slackDashboard is a dashboard whose crm tells its outages on a Slack channel
+// named channel (alerts: {<quiet>channels: [...]}), and a sender of the alerts
+// polling every poll with backoff; the Slack webhook refuses until told
+// otherwise.
+func slackDashboard(t *testing.T, channel, quiet string, poll time.Duration, backoff alerts.Backoff) (*dashboard, *sandbox.Slack) {
+	t.Helper()
+	const hook = "/services/T0DASHBOARD/B0ALERTS01/abcdefghijklmnopqrstuvwx"
+	slack := sandbox.NewSlack(hook)
+	slack.Fail(true)
+	srv := httptest.NewServer(slack)
+	t.Cleanup(srv.Close)
+	cfgText := strings.Replace(dashConfig, "    owner: crm-admin@example.com\n",
+		"    owner: crm-admin@example.com\n    alerts: ["+channel+"]\n", 1) +
+		"alerts: {" + quiet + "channels: [{name: " + channel + ", kind: slack, url_env: SLACK_URL}]}\n"
+	d := newDashboardEnv(t, cfgText, map[string]string{"SLACK_URL": srv.URL + hook})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		alerts.New(alerts.Params{Pool: d.pool, Config: d.cfg, Poll: poll, Backoff: backoff}).Run(ctx)
+		close(done)
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	return d, slack
 }

@@ -3,7 +3,6 @@ package web_test
 import (
 	"context"
 	"fmt"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -12,7 +11,6 @@ import (
 
 	"github.com/oncehook/oncehook/internal/alerts"
 	"github.com/oncehook/oncehook/internal/ledger"
-	"github.com/oncehook/oncehook/internal/sandbox"
 	"github.com/oncehook/oncehook/internal/settings"
 )
 
@@ -23,22 +21,9 @@ import (
 // is docs/dashboard-destinations-outage.png.
 func TestDestinationsPageDuringAnOutage(t *testing.T) {
 	t.Parallel()
-	const hook = "/services/T0DASHBOARD/B0OUTAGE02/abcdefghijklmnopqrstuvwx"
-	slack := sandbox.NewSlack(hook)
-	slack.Fail(true)
-	srv := httptest.NewServer(slack)
-	t.Cleanup(srv.Close)
-	cfgText := strings.Replace(dashConfig, "    owner: crm-admin@example.com\n", "    owner: crm-admin@example.com\n    alerts: [ops-slack]\n", 1) +
-		"alerts: {channels: [{name: ops-slack, kind: slack, url_env: SLACK_URL}]}\n"
-	d := newDashboardEnv(t, cfgText, map[string]string{"SLACK_URL": srv.URL + hook})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		alerts.New(alerts.Params{Pool: d.pool, Config: d.cfg, Poll: 50 * time.Millisecond,
-			Backoff: alerts.Backoff{First: 200 * time.Millisecond, Max: time.Minute, GiveUp: time.Hour}}).Run(ctx)
-		close(done)
-	}()
-	t.Cleanup(func() { cancel(); <-done })
+	d, slack := slackDashboard(t, "ops-slack", "", 50*time.Millisecond,
+		alerts.Backoff{First: 200 * time.Millisecond, Max: time.Minute, GiveUp: time.Hour})
+	ctx := context.Background()
 	if ok, err := ledger.OpenBreaker(ctx, d.pool, "crm", "call answered 503 (Service Unavailable)",
 		settings.BreakerSettings{OpenFor: 10 * time.Minute, MaxOpenFor: 20 * time.Minute}, ledger.AlertPlanOf(d.cfg, "crm")); !ok || err != nil {
 		t.Fatalf("open: %v %v", ok, err)
