@@ -11,7 +11,7 @@ export PATH := $(BIN):$(PATH)
 # when the machine's Go is older (its go.env says GOTOOLCHAIN=local).
 export GOTOOLCHAIN := auto
 
-.PHONY: run test test-citus generate check-generated tools vet build bench chromium postgres image podman
+.PHONY: run test test-citus generate check-generated tools vet build bench bench-growth chromium postgres image podman
 
 ## run: the demo: embedded Postgres, example config, sandbox CRM and mail, demo traffic
 run: build postgres
@@ -84,6 +84,11 @@ vet:
 ## same private Postgres in the same run; prints one table, also in artifacts/bench.txt
 bench:
 	go run ./cmd/bench -out artifacts/bench.txt
+
+## bench-growth: the growth rows alone at 1,000, 1,000,000 and 10,000,000 actions (the
+## history filled in about a quarter of an hour on 2 cores; needs about 30 GB free under /tmp)
+bench-growth:
+	go run ./cmd/bench -growth-only -peer off -rows 10000000 -out artifacts/bench-growth.txt
 
 ## generate: regenerate sqlc queries and templ views from their sources
 generate: tools

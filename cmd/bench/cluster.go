@@ -69,7 +69,7 @@ func (b *bench) cluster(ctx context.Context) error {
 	if err := b.clusterEndToEnd(ctx); err != nil {
 		return err
 	}
-	if err := b.growthRows(ctx, "cluster growth", b.o.clusterRows, clusterGrowthBudget); err != nil {
+	if err := b.growthRows(ctx, "cluster growth", []int{1000, b.o.clusterRows}, clusterGrowthBudget); err != nil {
 		return err
 	}
 	if b.o.clusterRows != b.o.rows {

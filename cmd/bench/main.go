@@ -49,8 +49,11 @@ type options struct {
 	// leave the phase out); retentionOnly runs it alone.
 	retentionRows int
 	retentionOnly bool
-	verbose       bool
-	repoRoot      string
+	// growthOnly runs the growth phase alone, on a server with growthClients,
+	// at 1,000, a million and rows actions.
+	growthOnly bool
+	verbose    bool
+	repoRoot   string
 }
 
 func main() {
@@ -69,6 +72,7 @@ func main() {
 	flag.BoolVar(&o.outageOnly, "outage-only", false, "run the outage phase alone")
 	flag.IntVar(&o.retentionRows, "retention-rows", 1_000_000, "deliveries in the day one retention pass drops, against the row-by-row delete (0: leave the phase out)")
 	flag.BoolVar(&o.retentionOnly, "retention-only", false, "run the retention phase alone")
+	flag.BoolVar(&o.growthOnly, "growth-only", false, "run the growth phase alone, its server with four clients, at 1,000, 1,000,000 and -rows actions (make bench-growth: 10,000,000)")
 	flag.BoolVar(&o.keep, "keep", false, "keep the temporary directory (Postgres data, server log)")
 	flag.BoolVar(&o.verbose, "v", false, "log progress in detail")
 	flag.Parse()

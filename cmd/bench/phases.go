@@ -36,6 +36,7 @@ type bench struct {
 	clients []string
 
 	profileStarts atomic.Int64 // processes started with a CPU profile (-profiles)
+	earlierRSS    float64      // the peak RSS (MiB) of the server's processes stopped so far (whileStopped)
 }
 
 // fillRatios writes the ratios once the baseline is final.
@@ -130,6 +131,8 @@ func (b *bench) onePhase() func(context.Context) error {
 	switch {
 	case b.o.retentionOnly:
 		return b.retentionPass
+	case b.o.growthOnly:
+		phase = b.growthAlone
 	case b.o.outageOnly:
 		phase = b.outage
 	case b.o.cluster == "only":

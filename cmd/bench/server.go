@@ -207,12 +207,14 @@ type child struct {
 	cmd  *exec.Cmd
 	url  string
 	done chan error
+	// what started it, for a restart
+	config, addr, logName string
 }
 
 // startChild starts the server with config, listening on addr, its output in
 // the bench's directory under logName.
 func (b *bench) startChild(ctx context.Context, config, addr, logName string) (*child, error) {
-	logf, err := os.Create(filepath.Join(b.dir, logName))
+	logf, err := os.OpenFile(filepath.Join(b.dir, logName), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
 	}
@@ -224,7 +226,7 @@ func (b *bench) startChild(ctx context.Context, config, addr, logName string) (*
 		logf.Close()
 		return nil, fmt.Errorf("start server: %w", err)
 	}
-	c := &child{cmd: cmd, url: "http://" + addr, done: make(chan error, 1)}
+	c := &child{cmd: cmd, url: "http://" + addr, done: make(chan error, 1), config: config, addr: addr, logName: logName}
 	go func() { c.done <- cmd.Wait(); logf.Close() }()
 	if err := waitReady(ctx, c.url, c.done); err != nil {
 		c.stop()
@@ -239,6 +241,26 @@ func (c *child) pid() int {
 		return 0
 	}
 	return c.cmd.Process.Pid
+}
+
+// whileStopped stops the server, runs f, and starts the server again as it was
+// started; the stopped process's peak RSS is kept for the memory row.
+func (b *bench) whileStopped(ctx context.Context, f func() error) error {
+	c := b.srv
+	if mib, err := peakRSS(c.pid()); err == nil {
+		b.earlierRSS = max(b.earlierRSS, mib)
+	}
+	if err := c.stop(); err != nil {
+		b.t.note("the server's shutdown before a fill: %v", err)
+	}
+	b.srv = nil
+	ferr := f()
+	srv, err := b.startChild(ctx, c.config, c.addr, c.logName)
+	if err != nil {
+		return errors.Join(ferr, err)
+	}
+	b.srv = srv
+	return ferr
 }
 
 // stop asks the server to shut down as an operator would and waits for it.
