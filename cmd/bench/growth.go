@@ -89,7 +89,9 @@ func (b *bench) growthAlone(ctx context.Context) error {
 	if b.srv, err = b.startChild(ctx, config, addr, "growth-server.log"); err != nil {
 		return err
 	}
-	if err := b.growthRows(ctx, "growth", growthSizes(b.o.rows), 0); err != nil {
+	// Every size sampled for 5 s: a slow page at a million would take minutes
+	// 200 times.
+	if err := b.growthRows(ctx, "growth", growthSizes(b.o.rows), largeGrowthBudget); err != nil {
 		return err
 	}
 	return b.memory(ctx)
