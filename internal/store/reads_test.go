@@ -142,6 +142,40 @@ func TestSourceStatsFormsAgree(t *testing.T) {
 	}
 }
 
+// The sources' counts are planned for each call's sources: Postgres keeps no
+// prepared statement of DashboardSourceStats, whose generic plan reads every
+// event of every source.
+func TestSourceStatsPlannedPerCall(t *testing.T) {
+	t.Parallel()
+	dbtest.SinglePostgresOnly(t, "the single Postgres's form; on Citus every read across clients is planned per call")
+	_, dsn := dbtest.NewDSN(t)
+	ctx := context.Background()
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns = 1 // the statements' connection is the one asked
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	sources := []settings.Source{{Name: "acme-stripe", Client: "acme"}, {Name: "beta-shop", Client: "beta"}}
+	for range 6 { // past the fifth call, after which Postgres would consider a generic plan
+		if _, err := (store.Single{}).SourceStats(ctx, pool, sources, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var n int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_prepared_statements
+		WHERE statement LIKE '%name: ' || 'DashboardSourceStats%'`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 0 {
+		t.Errorf("DashboardSourceStats is prepared on the connection (%d statements): its generic plan may be kept", n)
+	}
+}
+
 func TestTrendQueuesFormsAgree(t *testing.T) {
 	t.Parallel()
 	pool, _, _ := readWorld(t)
