@@ -156,6 +156,66 @@ WHERE state IN ('pending', 'processing', 'retrying')
   AND (@all_clients::boolean OR client = ANY(@scope_clients::text[]))
 GROUP BY 1, 2, 3, 4;
 
+-- name: DashboardCausesCapped :many
+-- DashboardCauses on one Postgres without reading every waiting action: the
+-- groups (state, destination, reason_start) of the actions that wait for a
+-- person are found by a loose index scan of actions_cause_idx (one probe a
+-- group), and each is counted along it up to @counted actions of the reader's
+-- scope; capped says it may have more, and its count is then estimated by the caller
+-- from state_estimate (the planner's count of the state, as ActionCountByState)
+-- and weight (the share of actions whose reason starts so, from the planner's
+-- statistics of reason_start). oldest is the oldest of the rows counted;
+-- state_oldest the state's oldest in scope, read at the head of
+-- actions_waiting_idx. The workers' states are read whole, as DashboardCauses.
+WITH RECURSIVE g AS (
+    (SELECT a.state, a.destination, a.reason_start FROM actions a
+     WHERE a.state IN ('held', 'uncertain', 'failed')
+     ORDER BY a.state, a.destination, a.reason_start LIMIT 1)
+    UNION ALL
+    SELECT n.state, n.destination, n.reason_start FROM g CROSS JOIN LATERAL (
+        SELECT a.state, a.destination, a.reason_start FROM actions a
+        WHERE a.state IN ('held', 'uncertain', 'failed')
+          AND (a.state, a.destination, a.reason_start) > (g.state, g.destination, g.reason_start)
+        ORDER BY a.state, a.destination, a.reason_start LIMIT 1) n
+)
+SELECT g.state::text AS state, g.destination::text AS destination, g.reason_start::text AS reason_start,
+       false AS blocked, c.n::bigint AS n, c.oldest::timestamptz AS oldest,
+       c.unconfigured::bigint AS unconfigured, c.oldest_configured::timestamptz AS oldest_configured,
+       (c.n >= @counted::bigint)::boolean AS capped,
+       coalesce((SELECT st.most_common_freqs[array_position(st.most_common_vals::text::text[], g.reason_start)]
+                 FROM pg_catalog.pg_stats st
+                 WHERE st.schemaname = current_schema() AND st.tablename = 'actions' AND st.attname = 'reason_start'),
+                0)::float8 AS weight,
+       coalesce((SELECT (t.reltuples * st.most_common_freqs[array_position(st.most_common_vals::text::text[], g.state)])::bigint
+                 FROM pg_catalog.pg_class t
+                 JOIN pg_catalog.pg_stats st ON st.schemaname = current_schema() AND st.tablename = t.relname AND st.attname = 'state'
+                 WHERE t.oid = 'actions'::regclass), 0)::bigint AS state_estimate,
+       (SELECT w.state_since FROM actions w
+        WHERE w.state IN ('held', 'uncertain', 'failed') AND w.state >= g.state AND w.state <= g.state
+          AND (@all_clients::boolean OR w.client = ANY(@scope_clients::text[]))
+        ORDER BY w.state, w.state_since, w.id LIMIT 1)::timestamptz AS state_oldest
+FROM g CROSS JOIN LATERAL (
+    SELECT count(*) AS n, min(r.state_since) AS oldest,
+           count(*) FILTER (WHERE @split::boolean AND r.client <> ALL(@configured::text[])) AS unconfigured,
+           coalesce(min(r.state_since) FILTER (WHERE NOT @split OR r.client = ANY(@configured::text[])), min(r.state_since))
+               AS oldest_configured
+    FROM (SELECT a.client, a.state_since FROM actions a
+          WHERE a.state IN ('held', 'uncertain', 'failed')
+            AND a.state = g.state AND a.destination = g.destination AND a.reason_start = g.reason_start
+            AND (@all_clients::boolean OR a.client = ANY(@scope_clients::text[]))
+          LIMIT @counted::bigint) r) c
+WHERE c.n > 0
+UNION ALL
+SELECT state, destination, left(reason, @reason_bytes::integer)::text,
+       (state = 'pending' AND after_id IS NOT NULL
+        AND next_attempt_at = '9999-12-31 00:00:00+00'::timestamptz)::boolean,
+       count(*)::bigint, min(state_since)::timestamptz, 0::bigint, min(state_since)::timestamptz,
+       false, 0::float8, 0::bigint, min(state_since)::timestamptz
+FROM actions
+WHERE state IN ('pending', 'processing', 'retrying')
+  AND (@all_clients::boolean OR client = ANY(@scope_clients::text[]))
+GROUP BY 1, 2, 3, 4;
+
 -- name: DashboardCausesUnconfigured :many
 -- The actions that wait for a person of clients no longer in @configured, by
 -- client, state and destination: read only when DashboardCauses counted some.

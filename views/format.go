@@ -3,6 +3,7 @@ package views
 import (
 	"fmt"
 	"maps"
+	"math"
 	"net/url"
 	"slices"
 	"strconv"
@@ -37,6 +38,41 @@ func about(estimate bool) string {
 		return "about "
 	}
 	return ""
+}
+
+// countWords is a count as a person reads it: exact, "about 310k" for an
+// estimate (two figures, no more is known), or "1000+" for a lower bound.
+func countWords(n int64, about, more bool) string {
+	switch {
+	case more:
+		return itoa64(n) + "+"
+	case about:
+		return "about " + roundFigure(n)
+	}
+	return itoa64(n)
+}
+
+// roundFigure is n to two significant figures: 9400, 310k, 1.2M, 2B.
+func roundFigure(n int64) string {
+	if n < 10_000 {
+		return itoa64(n)
+	}
+	f, unit := float64(n), ""
+	switch {
+	case n >= 1_000_000_000:
+		f, unit = f/1e9, "B"
+	case n >= 1_000_000:
+		f, unit = f/1e6, "M"
+	default:
+		f, unit = f/1e3, "k"
+	}
+	switch {
+	case f >= 100:
+		return strconv.FormatFloat(math.Round(f/10)*10, 'f', 0, 64) + unit
+	case f >= 10:
+		return strconv.FormatFloat(math.Round(f), 'f', 0, 64) + unit
+	}
+	return strconv.FormatFloat(math.Round(f*10)/10, 'f', -1, 64) + unit
 }
 
 // bucketName is what one bar of a trend window covers.

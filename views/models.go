@@ -26,7 +26,7 @@ type Layout struct {
 	// Icon is the page icon's URL; NavCounts the open actions of each queue, by
 	// queue name, shown beside its link (absent when they could not be read).
 	Icon      string
-	NavCounts map[string]int64
+	NavCounts map[string]NavCount
 }
 
 // KeptForm is what a person typed into a form that arrived after their session
@@ -106,11 +106,18 @@ type RowAct struct {
 
 // QueueCard is one queue on the overview.
 type QueueCard struct {
-	Name   string
-	URL    string
-	Count  int64
-	Oldest Age // zero when empty
-	Causes []CauseRow
+	Name        string
+	URL         string
+	Count       int64
+	About, More bool // Count is an estimate; Count is a lower bound
+	Oldest      Age  // zero when empty
+	Causes      []CauseRow
+}
+
+// NavCount is how many actions wait in a queue, for the navigation.
+type NavCount struct {
+	N           int64
+	About, More bool // N is an estimate; N is a lower bound
 }
 
 // SourceRow is one source with its delivery counts.
@@ -273,13 +280,14 @@ type QueueTable struct {
 
 // CauseRow is a group of open actions held by the same thing, with its fix.
 type CauseRow struct {
-	Label  string
-	Count  int64
-	State  string
-	Fix    string
-	URL    string // the queue filtered to these actions
-	FixURL string // where the fix is done; "" when it is done on the actions themselves
-	Oldest Age
+	Label       string
+	Count       int64
+	About, More bool // Count is an estimate; Count is a lower bound
+	State       string
+	Fix         string
+	URL         string // the queue filtered to these actions
+	FixURL      string // where the fix is done; "" when it is done on the actions themselves
+	Oldest      Age
 }
 
 // TableSorts are the headings a table of actions sorts by; zero ones do not sort.

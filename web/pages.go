@@ -260,15 +260,15 @@ func (s *Server) waiting(c echo.Context) (review.Waiting, error) {
 
 // navCounts are the open actions of each queue, for the navigation; nil (no
 // counts shown) when they cannot be read: the page itself still renders.
-func (s *Server) navCounts(c echo.Context) map[string]int64 {
+func (s *Server) navCounts(c echo.Context) map[string]views.NavCount {
 	w, err := s.waiting(c)
 	if err != nil {
 		s.logger.WarnContext(c.Request().Context(), "count queues for the navigation", "err", err)
 		return nil
 	}
-	out := make(map[string]int64, len(w.Queues))
+	out := make(map[string]views.NavCount, len(w.Queues))
 	for _, q := range w.Queues {
-		out[q.Name] = q.Count
+		out[q.Name] = views.NavCount{N: q.Count, About: q.About, More: q.More}
 	}
 	return out
 }

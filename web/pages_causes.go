@@ -28,7 +28,7 @@ func (s *Server) causeRows(c echo.Context, queue, path string) ([]views.CauseRow
 		if len(ledger.QueueStates[k.Queue]) == 1 {
 			f.State = ""
 		}
-		r := views.CauseRow{Label: k.Label, Count: k.Count, State: k.State, Fix: k.Fix, URL: queueURL(p, f, ""),
+		r := views.CauseRow{Label: k.Label, Count: k.Count, About: k.About, More: k.More, State: k.State, Fix: k.Fix, URL: queueURL(p, f, ""),
 			Oldest: ageOf(now, k.Oldest)}
 		if k.State == ledger.StateHeld && k.Unconfigured == "" {
 			r.FixURL = "/destinations"

@@ -46,7 +46,7 @@ func (s *Server) overviewPage(c echo.Context) error {
 	}
 	now := s.now()
 	for _, q := range w.Queues {
-		card := views.QueueCard{Name: q.Name, URL: "/queue/" + q.Name, Count: q.Count}
+		card := views.QueueCard{Name: q.Name, URL: "/queue/" + q.Name, Count: q.Count, About: q.About, More: q.More}
 		for _, k := range causes {
 			if ledger.QueueOf(k.State) == q.Name {
 				card.Causes = append(card.Causes, k)

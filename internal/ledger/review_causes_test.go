@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/oncehook/oncehook/db/dbtest"
 	"github.com/oncehook/oncehook/internal/ledger"
@@ -126,4 +127,78 @@ FROM generate_series(1, $1 + 7) AS i`, review.FilterCountCap+5); err != nil {
 	if fmt.Sprint(counts) != fmt.Sprint(want) {
 		t.Errorf("counts %v, want %v", counts, want)
 	}
+}
+
+// TestWaitingEstimatesLargeGroups: past store.CausesCounted actions a group of
+// the queues is not read whole. For a reader of every client its count is the
+// planner's, shared among the large groups by how many reasons start as theirs
+// ("about"); for a reader of some clients, a lower bound ("1000+"); a small
+// group beside them stays exact, and a queue's oldest is exact either way. On
+// Citus each shard still groups its own rows whole.
+func TestWaitingEstimatesLargeGroups(t *testing.T) {
+	t.Parallel()
+	pool := dbtest.New(t)
+	ctx := context.Background()
+	rejected := string(ledger.ObsRejected)
+	if _, err := pool.Exec(ctx, `
+INSERT INTO actions (client, environment, source, name, business_key, key_parts, operation_key,
+    destination, params, params_sha256, state, reason, max_attempts, give_up_at, state_since)
+SELECT 'acme', 'live', 's', 'n', 'k' || i, '[]', 'op' || i, CASE WHEN i <= 3005 THEN 'crm' ELSE 'mail' END,
+       '{}', '\x00', CASE WHEN i <= 3010 THEN 'failed' ELSE 'confirmed' END,
+       CASE WHEN i <= 2400 THEN $1 || ': HTTP 422: amount must be positive'
+            WHEN i <= 3005 THEN $1 || ': HTTP 422: email is not a valid address'
+            WHEN i <= 3010 THEN $1 || ': 550 no such mailbox'
+            ELSE '2xx from destination: HTTP 201' END,
+       3, now() + interval '1 hour', timestamptz '2026-01-01' + make_interval(mins => i)
+FROM generate_series(1, 3100) AS i`, rejected); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `ANALYZE actions`); err != nil {
+		t.Fatal(err)
+	}
+	cfg := &settings.Config{Sources: []settings.Source{{Name: "shop", Client: "acme"}}}
+	rv := review.New(pool, cfg, nil)
+	check := func(who string, w review.Waiting, count int64, about, more bool, causes map[string]string) {
+		t.Helper()
+		for _, q := range w.Queues {
+			if q.Name != ledger.QueueFailed {
+				continue
+			}
+			if q.Count != count || q.About != about || q.More != more {
+				t.Errorf("%s: the failed queue counts %d (about %v, more %v), want %d (about %v, more %v)",
+					who, q.Count, q.About, q.More, count, about, more)
+			}
+			if want := time.Date(2026, 1, 1, 0, 1, 0, 0, time.UTC); !q.Oldest.Equal(want) {
+				t.Errorf("%s: the failed queue's oldest entered it at %s, want %s", who, q.Oldest, want)
+			}
+		}
+		got := map[string]string{}
+		for _, c := range w.Causes {
+			got[c.Label] = fmt.Sprintf("%d about=%v more=%v", c.Count, c.About, c.More)
+		}
+		for label, want := range causes {
+			if got[label] != want {
+				t.Errorf("%s: cause %q counts %q, want %q (all: %v)", who, label, got[label], want, got)
+			}
+		}
+	}
+	w, err := rv.Waiting(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dbtest.OnCitus() {
+		check("an admin", w, 3010, false, false, map[string]string{
+			"crm refused the request": "3005 about=false more=false", "mail refused the request": "5 about=false more=false"})
+		return
+	}
+	// ANALYZE read every row of so small a table: the estimates are the counts.
+	check("an admin", w, 3010, true, false, map[string]string{
+		"crm refused the request": "3005 about=true more=false", "mail refused the request": "5 about=false more=false"})
+	w, err = rv.For(ledger.Actor{Name: "op@example.com", Role: settings.RoleOperator, Clients: []string{"acme"}}).Waiting(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The amount's 2,400 counted to 1,000 and more, the email's 605 whole.
+	check("an operator of acme", w, 1610, false, true, map[string]string{
+		"crm refused the request": "1605 about=false more=true", "mail refused the request": "5 about=false more=false"})
 }

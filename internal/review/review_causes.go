@@ -10,6 +10,7 @@ import (
 
 	"github.com/oncehook/oncehook/db"
 	"github.com/oncehook/oncehook/internal/ledger"
+	"github.com/oncehook/oncehook/internal/store"
 )
 
 // Cause is a group of open actions held by the same thing, with what fixes it:
@@ -21,6 +22,8 @@ type Cause struct {
 	Label       string // what holds them, in words
 	Fix         string // what a person does about it, in a few words
 	Count       int64
+	// About: Count is an estimate; More: Count is a lower bound (store.CauseCount).
+	About, More bool
 	Oldest      time.Time // when the one waiting longest entered its state
 	Reason      string    // the start of their reasons, to filter the queue by; "" for none
 	Blocked     bool      // pending behind a predecessor that is not confirmed
@@ -58,7 +61,7 @@ func (r *Review) Waiting(ctx context.Context) (Waiting, error) {
 		return Waiting{}, err
 	}
 	split := slices.ContainsFunc(stored, func(c string) bool { return !slices.Contains(configured, c) && sc.Sees(c) })
-	rows, err := q.DashboardCauses(ctx, db.DashboardCausesParams{ReasonBytes: reasonStartBytes,
+	rows, err := r.store.Causes(ctx, r.pool, db.DashboardCausesParams{ReasonBytes: reasonStartBytes,
 		AllClients: sc.All, ScopeClients: sc.Clients, Split: split, Configured: configured})
 	if err != nil {
 		return Waiting{}, fmt.Errorf("group actions by cause: %w", err)
@@ -67,7 +70,7 @@ func (r *Review) Waiting(ctx context.Context) (Waiting, error) {
 	// read only when there are some: a config that names every client with
 	// actions (the usual case) costs no second read.
 	var gone []db.DashboardCausesUnconfiguredRow
-	if slices.ContainsFunc(rows, func(row db.DashboardCausesRow) bool {
+	if slices.ContainsFunc(rows, func(row store.CauseCount) bool {
 		return row.Unconfigured > 0 && waitsForUnconfigured(row.State)
 	}) {
 		if gone, err = q.DashboardCausesUnconfigured(ctx, db.DashboardCausesUnconfiguredParams{Configured: configured,
@@ -86,10 +89,10 @@ func (r *Review) Waiting(ctx context.Context) (Waiting, error) {
 // gone are the actions of clients no longer configured, which rows count
 // (their Unconfigured) and which are causes of their own. The actions a
 // breaker parks are one cause, in the outstanding queue, whatever their states.
-func (r *Review) causes(rows []db.DashboardCausesRow, gone []db.DashboardCausesUnconfiguredRow, breakers map[string]ledger.Breaker) []Cause {
+func (r *Review) causes(rows []store.CauseCount, gone []db.DashboardCausesUnconfiguredRow, breakers map[string]ledger.Breaker) []Cause {
 	var all []Cause
 	for _, row := range rows {
-		c := Cause{State: row.State, Destination: row.Destination, Count: row.N,
+		c := Cause{State: row.State, Destination: row.Destination, Count: row.N, About: row.About, More: row.More,
 			Oldest: row.Oldest, Reason: causeOf(ledger.Deref(row.ReasonStart)), Blocked: row.Blocked}
 		// (With the probe's action, and whatever was in flight when it opened.)
 		if b, ok := breakers[row.Destination]; ok && b.Parks() &&
@@ -129,6 +132,8 @@ func (r *Review) causes(rows []db.DashboardCausesRow, gone []db.DashboardCausesU
 				continue
 			}
 			group[i].Count += c.Count
+			group[i].About = group[i].About || c.About
+			group[i].More = group[i].More || c.More
 			if c.Oldest.Before(group[i].Oldest) {
 				group[i].Oldest = c.Oldest
 			}

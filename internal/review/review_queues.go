@@ -16,13 +16,16 @@ import (
 // QueueSummary is one review queue on the overview: how many actions wait in it and
 // since when the one waiting longest has been in its state.
 type QueueSummary struct {
-	Name   string
-	Count  int64
-	Oldest time.Time // zero when the queue is empty
+	Name  string
+	Count int64
+	// About: Count is an estimate; More: Count is a lower bound (a group of it
+	// holds more than store.CausesCounted actions).
+	About, More bool
+	Oldest      time.Time // zero when the queue is empty
 }
 
 // queueSummaries counts the open actions of every queue from their groups.
-func queueSummaries(rows []db.DashboardCausesRow) []QueueSummary {
+func queueSummaries(rows []store.CauseCount) []QueueSummary {
 	byQueue := map[string]*QueueSummary{}
 	out := make([]QueueSummary, len(ledger.Queues))
 	for i, q := range ledger.Queues {
@@ -35,8 +38,9 @@ func queueSummaries(rows []db.DashboardCausesRow) []QueueSummary {
 			continue
 		}
 		s.Count += row.N
-		if s.Oldest.IsZero() || row.Oldest.Before(s.Oldest) {
-			s.Oldest = row.Oldest
+		s.About, s.More = s.About || row.About, s.More || row.More
+		if s.Oldest.IsZero() || row.StateOldest.Before(s.Oldest) {
+			s.Oldest = row.StateOldest
 		}
 	}
 	return out

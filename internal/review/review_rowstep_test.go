@@ -11,6 +11,7 @@ import (
 	"github.com/oncehook/oncehook/db"
 	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/internal/settings"
+	"github.com/oncehook/oncehook/internal/store"
 )
 
 // longFailedStep is the paragraph every failed row used to show whatever held it.
@@ -94,8 +95,8 @@ func TestCausesSplitTheUnconfigured(t *testing.T) {
 	t.Parallel()
 	r := &Review{cfg: &settings.Config{Sources: []settings.Source{{Name: "s", Client: "acme"}}}}
 	t0 := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
-	rows := []db.DashboardCausesRow{{State: ledger.StateHeld, Destination: "crm", N: 5, Oldest: t0, Unconfigured: 2,
-		OldestConfigured: t0.Add(time.Hour)}}
+	rows := []store.CauseCount{{DashboardCausesRow: db.DashboardCausesRow{State: ledger.StateHeld, Destination: "crm", N: 5,
+		Oldest: t0, Unconfigured: 2, OldestConfigured: t0.Add(time.Hour)}, StateOldest: t0}}
 	gone := []db.DashboardCausesUnconfiguredRow{{Client: "beta", State: ledger.StateHeld, Destination: "crm", N: 2, Oldest: t0}}
 	var got []string
 	for _, c := range r.causes(rows, gone, nil) {

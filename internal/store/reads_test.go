@@ -142,6 +142,30 @@ func TestSourceStatsFormsAgree(t *testing.T) {
 	}
 }
 
+// Both forms group the open actions alike while no group is past
+// store.CausesCounted.
+func TestCausesFormsAgree(t *testing.T) {
+	t.Parallel()
+	pool, _, _ := readWorld(t)
+	ctx := context.Background()
+	got := each(t, func(s store.Store) ([]store.CauseCount, error) {
+		rows, err := s.Causes(ctx, pool, db.DashboardCausesParams{ReasonBytes: 80, AllClients: true, ScopeClients: []string{},
+			Configured: []string{"acme", "beta"}})
+		slices.SortFunc(rows, func(a, b store.CauseCount) int {
+			return strings.Compare(a.State+a.Destination+*a.ReasonStart, b.State+b.Destination+*b.ReasonStart)
+		})
+		return rows, err
+	})
+	if len(got) == 0 {
+		t.Error("no groups of open actions in the world")
+	}
+	for _, c := range got {
+		if c.About || c.More || c.StateOldest.IsZero() {
+			t.Errorf("group %+v: want an exact count and its state's oldest", c)
+		}
+	}
+}
+
 // The sources' counts are planned for each call's sources: Postgres keeps no
 // prepared statement of DashboardSourceStats, whose generic plan reads every
 // event of every source.

@@ -84,6 +84,10 @@ type Store interface {
 	// clients) by state, with the oldest of each; a count past 1,000 may be
 	// the planner's estimate, kept a while in est.
 	CountByState(ctx context.Context, pool *pgxpool.Pool, scope ledger.Scope, clients Clients, est *db.Estimates) ([]db.ActionCountByStateRow, error)
+	// Causes groups the open actions by state, destination and the start of
+	// their reason, with how many each group holds: past CausesCounted of a
+	// group, on one Postgres, an estimate or a lower bound (CauseCount).
+	Causes(ctx context.Context, pool *pgxpool.Pool, p db.DashboardCausesParams) ([]CauseCount, error)
 	// SourceStats counts what each of sources has delivered.
 	SourceStats(ctx context.Context, pool *pgxpool.Pool, sources []settings.Source, est *db.Estimates) ([]SourceCount, error)
 	// TrendQueues counts the actions that arrived in each queue, bucket by
@@ -236,6 +240,10 @@ func (ch *chosen) ListActions(ctx context.Context, pool *pgxpool.Pool, p db.Acti
 
 func (ch *chosen) CountByState(ctx context.Context, pool *pgxpool.Pool, scope ledger.Scope, clients Clients, est *db.Estimates) ([]db.ActionCountByStateRow, error) {
 	return ch.form(ctx).CountByState(ctx, pool, scope, clients, est)
+}
+
+func (ch *chosen) Causes(ctx context.Context, pool *pgxpool.Pool, p db.DashboardCausesParams) ([]CauseCount, error) {
+	return ch.form(ctx).Causes(ctx, pool, p)
 }
 
 func (ch *chosen) SourceStats(ctx context.Context, pool *pgxpool.Pool, sources []settings.Source, est *db.Estimates) ([]SourceCount, error) {
