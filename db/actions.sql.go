@@ -1392,7 +1392,8 @@ WHERE ($1::text = '' OR a.client = $1)
                                 'failed', 'confirmed', 'resolved', 'cancelled']
                      ELSE $2::text[] END) AS s(state)
     CROSS JOIN LATERAL (
-        SELECT b.client, b.id FROM actions b
+      SELECT w.client, w.id FROM (
+        SELECT b.client, b.id, b.reason FROM actions b
         WHERE b.state >= s.state AND b.state <= s.state
           AND ($3::text = '' OR b.source = $3)
           AND ($4::text = '' OR b.name = $4)
@@ -1415,52 +1416,56 @@ WHERE ($1::text = '' OR a.client = $1)
                                    WHERE ($1 = '' OR e.client = $1)
                                      AND e.client = ANY($10::text[]) AND e.source = ANY($11::text[])
                                      AND e.source_event_id = $9)))
-          AND ($12::text = '' OR b.reason ILIKE '%' || $12 || '%')
-          AND ($13::timestamptz IS NULL OR b.created_at >= $13)
-          AND ($14::timestamptz IS NULL OR b.created_at < $14)
-          AND ($15::integer = 0
+          AND ($12::timestamptz IS NULL OR b.created_at >= $12)
+          AND ($13::timestamptz IS NULL OR b.created_at < $13)
+          AND ($14::integer = 0
                OR EXISTS (SELECT 1 FROM attempts t WHERE ($1 = '' OR t.client = $1)
                           AND t.client = b.client AND t.action_id = b.id AND t.part_day = b.rows_day
-                          AND t.http_status = $15))
+                          AND t.http_status = $14))
           -- snoozed: '' every action, 'awake' those not snoozed at @snooze_now
           -- (the queues' default view), 'asleep' those snoozed then.
-          AND ($16::text = ''
-               OR ($16 = 'asleep') = EXISTS (SELECT 1 FROM snoozes z WHERE ($1 = '' OR z.client = $1)
-                          AND z.client = b.client AND z.action_id = b.id AND z.until > $17::timestamptz))
+          AND ($15::text = ''
+               OR ($15 = 'asleep') = EXISTS (SELECT 1 FROM snoozes z WHERE ($1 = '' OR z.client = $1)
+                          AND z.client = b.client AND z.action_id = b.id AND z.until > $16::timestamptz))
           -- parked: '' every action, 'out' those no open breaker parks (the
           -- queues' default view: they are one cause above the table), 'only'
           -- the parked ones (a person's act may close a parked action: it is
           -- then no longer parked, though parked_at is kept until the release).
           -- imported_only: only the actions imported from an earlier system.
-          AND (NOT $18::boolean OR b.imported_from <> '')
-          AND ($19::text = ''
-               OR ($19 = 'only') = (b.parked_at IS NOT NULL AND b.state IN ('pending', 'retrying', 'uncertain')))
+          AND (NOT $17::boolean OR b.imported_from <> '')
+          AND ($18::text = ''
+               OR ($18 = 'only') = (b.parked_at IS NOT NULL AND b.state IN ('pending', 'retrying', 'uncertain')))
           -- Sorted by waiting time, only open actions. When the caller lists only
           -- states that wait for a person (person_states), the condition is
           -- actions_waiting_idx's own, and Postgres walks it.
-          AND ($20::text NOT IN ('state_since', '-state_since')
-               OR b.state = ANY(CASE WHEN $21::boolean THEN ARRAY['held', 'uncertain', 'failed']
+          AND ($19::text NOT IN ('state_since', '-state_since')
+               OR b.state = ANY(CASE WHEN $20::boolean THEN ARRAY['held', 'uncertain', 'failed']
                                      ELSE ARRAY['pending', 'processing', 'retrying', 'held', 'uncertain', 'failed'] END))
-          AND CASE $20::text
-                  WHEN 'created' THEN b.id > coalesce($22::bigint, 0)
+          AND CASE $19::text
+                  WHEN 'created' THEN b.id > coalesce($21::bigint, 0)
                   WHEN 'state_since' THEN (b.state_since, b.id) >
-                      (coalesce($23::timestamptz, '-infinity'), coalesce($22::bigint, 0))
+                      (coalesce($22::timestamptz, '-infinity'), coalesce($21::bigint, 0))
                   WHEN '-state_since' THEN (b.state_since, b.id) <
-                      (coalesce($23::timestamptz, 'infinity'), coalesce($22::bigint, 9223372036854775807))
-                  ELSE b.id < coalesce($22::bigint, 9223372036854775807) END
+                      (coalesce($22::timestamptz, 'infinity'), coalesce($21::bigint, 9223372036854775807))
+                  ELSE b.id < coalesce($21::bigint, 9223372036854775807) END
         -- A walk backwards down an index goes down every column of it backwards.
-        ORDER BY CASE WHEN $20 IN ('created', '-state_since') THEN b.state END DESC,
-                 CASE WHEN $20 NOT IN ('created', '-state_since') THEN b.state END,
-                 CASE WHEN $20 = 'state_since' THEN b.state_since END,
-                 CASE WHEN $20 = '-state_since' THEN b.state_since END DESC,
-                 CASE WHEN $20 = 'created' OR $20 = 'state_since' THEN b.id END,
-                 CASE WHEN $20 NOT IN ('created', 'state_since') THEN b.id END DESC
-        LIMIT $24) p)
-ORDER BY CASE WHEN $20 = 'state_since' THEN a.state_since END,
-         CASE WHEN $20 = '-state_since' THEN a.state_since END DESC,
-         CASE WHEN $20 = 'created' OR $20 = 'state_since' THEN a.id END,
-         CASE WHEN $20 NOT IN ('created', 'state_since') THEN a.id END DESC
-LIMIT $25
+        ORDER BY CASE WHEN $19 IN ('created', '-state_since') THEN b.state END DESC,
+                 CASE WHEN $19 NOT IN ('created', '-state_since') THEN b.state END,
+                 CASE WHEN $19 = 'state_since' THEN b.state_since END,
+                 CASE WHEN $19 = '-state_since' THEN b.state_since END DESC,
+                 CASE WHEN $19 = 'created' OR $19 = 'state_since' THEN b.id END,
+                 CASE WHEN $19 NOT IN ('created', 'state_since') THEN b.id END DESC
+        -- A part of the reason is looked for among the first @reason_walk rows
+        -- of the walk: no index serves it, and a state without it would be read
+        -- whole (16 s at ten million actions).
+        LIMIT CASE WHEN $23::text = '' THEN $24::integer ELSE $25::integer END) w
+      WHERE ($23::text = '' OR w.reason ILIKE '%' || $23 || '%')
+      LIMIT $24) p)
+ORDER BY CASE WHEN $19 = 'state_since' THEN a.state_since END,
+         CASE WHEN $19 = '-state_since' THEN a.state_since END DESC,
+         CASE WHEN $19 = 'created' OR $19 = 'state_since' THEN a.id END,
+         CASE WHEN $19 NOT IN ('created', 'state_since') THEN a.id END DESC
+LIMIT $26
 `
 
 type ActionListParams struct {
@@ -1475,7 +1480,6 @@ type ActionListParams struct {
 	Q            string
 	Clients      []string
 	Sources      []string
-	Reason       string
 	Since        *time.Time
 	Until        *time.Time
 	HttpStatus   int32
@@ -1487,7 +1491,9 @@ type ActionListParams struct {
 	PersonStates bool
 	CursorID     *int64
 	CursorAt     *time.Time
+	Reason       string
 	StateRows    int32
+	ReasonWalk   int32
 	MaxRows      int32
 }
 
@@ -1505,7 +1511,8 @@ type ActionListParams struct {
 // is an index probe (clients and sources are the configured ones,
 // which lead the keys of operation keys and event ids). reason is a part of the
 // reason; since/until bound the creation time; http_status matches an attempt's
-// reply; snoozed keeps or leaves out the actions a person snoozed, parked those
+// reply (a part of the reason is looked for among each state's first
+// @reason_walk rows of the walk, see below); snoozed keeps or leaves out the actions a person snoozed, parked those
 // an open breaker parks. all_clients, else scope_clients, is what the reader may see (see
 // ledger's scope). Each state is walked on its own down actions_state_idx (state, id DESC)
 // or actions_owner_idx with an owner, for at most state_rows rows (max_rows in all), so a page costs
@@ -1533,7 +1540,6 @@ func (q *Queries) ActionList(ctx context.Context, arg ActionListParams) ([]Actio
 		arg.Q,
 		arg.Clients,
 		arg.Sources,
-		arg.Reason,
 		arg.Since,
 		arg.Until,
 		arg.HttpStatus,
@@ -1545,7 +1551,9 @@ func (q *Queries) ActionList(ctx context.Context, arg ActionListParams) ([]Actio
 		arg.PersonStates,
 		arg.CursorID,
 		arg.CursorAt,
+		arg.Reason,
 		arg.StateRows,
+		arg.ReasonWalk,
 		arg.MaxRows,
 	)
 	if err != nil {

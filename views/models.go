@@ -276,6 +276,9 @@ type QueueTable struct {
 	TotalAbout bool // Total is an estimate
 	TotalMore  bool // Total is a lower bound: a count stopped
 	Causes     []CauseRow
+	// ReasonWalk, when not 0: the filter's part of a reason was looked for
+	// among that many of each state's newest actions only.
+	ReasonWalk int
 }
 
 // CauseRow is a group of open actions held by the same thing, with its fix.

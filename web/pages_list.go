@@ -102,6 +102,9 @@ func (s *Server) queueTable(c echo.Context, path string, f views.Filter, states 
 	if page.NextCursor != "" {
 		table.NextURL = queueURL(path, f, page.NextCursor)
 	}
+	if page.ReasonWalked {
+		table.ReasonWalk = review.ReasonWalk
+	}
 	if cursor != "" {
 		table.FirstURL = queueURL(path, f, "")
 	}

@@ -14,6 +14,8 @@ import (
 
 	"github.com/oncehook/oncehook/db"
 	"github.com/oncehook/oncehook/db/dbtest"
+	"github.com/oncehook/oncehook/internal/review"
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
 // fillActions adds n actions from..to spread over every state, owner, source and
@@ -257,4 +259,58 @@ func countByState(ctx context.Context, q *db.Queries) ([]db.ActionCountByStateRo
 		return q.ActionCountByState(ctx)
 	}
 	return db.ActionCountByClient(ctx, q, []string{"c0", "c1"}, nil)
+}
+
+// TestReasonFilterReadsTheNewestOfEachState: a part of the reason is looked for
+// among each state's newest review.ReasonWalk actions under the rest of the
+// filter, and the page says so when a state holds more. An older action whose
+// reason matches is found once another filter narrows the walk to it.
+func TestReasonFilterReadsTheNewestOfEachState(t *testing.T) {
+	t.Parallel()
+	pool := dbtest.New(t)
+	ctx := context.Background()
+	n := review.ReasonWalk + 1000
+	if _, err := pool.Exec(ctx, `
+INSERT INTO actions (client, environment, source, name, business_key, key_parts, operation_key,
+    destination, params, params_sha256, state, reason, max_attempts, give_up_at)
+SELECT 'c0', 'live', CASE WHEN i = 1 THEN 'old-source' ELSE 's' END, 'n', 'enq_' || i, '[]', 'op_' || i, 'd', '{}', '\x00',
+       CASE WHEN i > $1 THEN 'failed' ELSE 'confirmed' END,
+       CASE WHEN i IN (1, $1 - 10) OR i > $1 THEN 'the destination refused it: 422 amount must be positive'
+            ELSE '2xx from destination: HTTP 201' END,
+       3, now() + interval '1 hour'
+FROM generate_series(1, $1 + 3) AS i`, n); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `ANALYZE actions`); err != nil {
+		t.Fatal(err)
+	}
+	rv := review.New(pool, &settings.Config{Sources: []settings.Source{{Name: "s", Client: "c0"}}}, nil)
+	keys := func(f review.ActionFilter) ([]string, bool) {
+		t.Helper()
+		page, err := rv.ListActions(ctx, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, a := range page.Actions {
+			out = append(out, a.BusinessKey)
+		}
+		slices.Sort(out)
+		return out, page.ReasonWalked
+	}
+	got, walked := keys(review.ActionFilter{Reason: "amount"})
+	want := []string{fmt.Sprintf("enq_%d", n-10), fmt.Sprintf("enq_%d", n+1), fmt.Sprintf("enq_%d", n+2), fmt.Sprintf("enq_%d", n+3)}
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("reason amount: %v, want %v (the oldest confirmed one lies past the walk)", got, want)
+	}
+	if !walked && !dbtest.OnCitus() { // on Citus the count past 1,000 is a shard's estimate
+		t.Error("the page does not say the walk stopped, though confirmed holds more than it reads")
+	}
+	if got, walked := keys(review.ActionFilter{Reason: "amount", States: []string{"failed"}}); len(got) != 3 || walked {
+		t.Errorf("reason amount among the failed: %v (walked past: %v), want the three, read whole", got, walked)
+	}
+	if got, _ := keys(review.ActionFilter{Reason: "amount", Source: "old-source"}); !slices.Equal(got, []string{"enq_1"}) {
+		t.Errorf("reason amount from old-source: %v, want enq_1, reached once the source narrows the walk", got)
+	}
 }

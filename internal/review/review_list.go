@@ -67,7 +67,18 @@ func SortsByWaiting(sort string) bool { return sort == SortWaitingLongest || sor
 type ActionPage struct {
 	Actions    []ledger.Action
 	NextCursor string
+	// ReasonWalked: the filter names a part of the reason and a state it
+	// covers holds more than ReasonWalk actions, so its older ones were not read
+	// for it (see ReasonWalk).
+	ReasonWalked bool
 }
+
+// ReasonWalk is how many actions of each state, newest first (or in the sort's
+// order) under the rest of the filter, a filter by a part of the reason reads:
+// no index serves a part of a reason, and a state that holds none would
+// otherwise be read whole (16 s at ten million actions). The list says so when
+// a state holds more.
+const ReasonWalk = 2000
 
 // ListActions returns one page of actions, by keyset pagination in f.Sort's order.
 func (r *Review) ListActions(ctx context.Context, f ActionFilter) (ActionPage, error) {
@@ -86,6 +97,11 @@ func (r *Review) ListActions(ctx context.Context, f ActionFilter) (ActionPage, e
 	page := ActionPage{Actions: as}
 	if len(as) == limit {
 		page.NextCursor = cursorAfter(as[len(as)-1], f.Sort)
+	}
+	if f.Reason != "" {
+		if page.ReasonWalked, err = r.walksPast(ctx, f.States, ReasonWalk); err != nil {
+			return ActionPage{}, err
+		}
 	}
 	return page, nil
 }
@@ -127,7 +143,7 @@ func (r *Review) selectActions(ctx context.Context, f ActionFilter, after keyset
 		Reason: f.Reason, Since: f.Since, Until: f.Until, HttpStatus: int32(f.HTTPStatus),
 		Snoozed: f.Snoozed, SnoozeNow: r.now(), Parked: f.Parked, ImportedOnly: f.Imported,
 		Sort: sort, PersonStates: SortsByWaiting(sort) && onlyPersonStates(f.States),
-		CursorID: after.id, CursorAt: after.at, StateRows: int32(perState), MaxRows: int32(limit),
+		CursorID: after.id, CursorAt: after.at, StateRows: int32(perState), MaxRows: int32(limit), ReasonWalk: ReasonWalk,
 	}, r.readClients)
 	if err != nil {
 		return nil, fmt.Errorf("list actions: %w", err)
@@ -267,6 +283,21 @@ type StateCount struct {
 	State  string
 	Count  int64
 	Oldest time.Time
+}
+
+// walksPast reports whether one of states (every state when none is named)
+// holds more than n actions of the reader's (past 1,000, the planner's count).
+func (r *Review) walksPast(ctx context.Context, states []string, n int64) (bool, error) {
+	counts, err := r.Summary(ctx)
+	if err != nil {
+		return false, err
+	}
+	for _, c := range counts {
+		if c.Count > n && (len(states) == 0 || slices.Contains(states, c.State)) {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // Summary counts the actions the reader sees by state (the store's
