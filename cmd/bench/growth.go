@@ -14,6 +14,9 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/oncehook/oncehook/internal/retention"
+	"github.com/oncehook/oncehook/internal/settings"
 )
 
 // growthTarget is a page or an API call the growth rows measure.
@@ -45,7 +48,8 @@ func growthTargets(token string, page *http.Client) []growthTarget {
 		{"queue page GET /queue/failed", "/queue/failed"},
 		{"all actions GET /actions (every state)", "/actions"},
 		{"queue page sorted by waiting GET /queue/failed?sort=state_since", "/queue/failed?sort=state_since"},
-		{"search GET /actions?q=... (one business key, every state)", "/actions?q=enq_g_500"},
+		{"search GET /actions?q=enq_g_500 (a business key and every key it begins: 11,111 at 10,000,000)", "/actions?q=enq_g_500"},
+		{"search by external ref GET /actions?q=opp_977 (one action)", "/actions?q=opp_977"},
 		{"search by owner GET /actions?q=crm-admin@example.com (a third of all)", "/actions?q=crm-admin%40example.com"},
 		{"search by event id GET /actions?q=evt_g_500", "/actions?q=evt_g_500"},
 		{"search by email GET /actions?q=buyer500@example.com (one buyer's, every 100,000th action)", "/actions?q=buyer500%40example.com"},
@@ -53,6 +57,7 @@ func growthTargets(token string, page *http.Client) []growthTarget {
 		{"mine GET /mine (signed in as sales-ops@example.com, a third of the open)", "/mine"},
 		{"reason filter in a queue GET /queue/failed?reason=amount", "/queue/failed?reason=amount"},
 		{"reason filter over every state GET /actions?reason=amount", "/actions?reason=amount"},
+		{"reason filter over every state, a part no reason has GET /actions?reason=nowhere", "/actions?reason=nowhere"},
 		{"trends GET /trends?window=day", "/trends?window=day"},
 		{"overview GET / (queues, sources, destinations)", "/"},
 		{"sources GET /sources", "/sources"},
@@ -91,11 +96,70 @@ func (b *bench) growthAlone(ctx context.Context) error {
 	}
 	// Every size sampled for 5 s: a slow page at a million would take minutes
 	// 200 times.
+	b.curve = true
 	if err := b.growthRows(ctx, "growth", growthSizes(b.o.rows), largeGrowthBudget); err != nil {
+		return err
+	}
+	if err := b.growthRetention(ctx, b.o.rows); err != nil {
 		return err
 	}
 	return b.memory(ctx)
 }
+
+// ingestAt measures the ingest (as the ingest row, new deliveries from the
+// bench's senders) with size actions stored, for the cost curve.
+func (b *bench) ingestAt(ctx context.Context, size int) error {
+	log.Printf("growth: ingest at %s actions, %d senders, %s", thousands(int64(size)), b.o.senders, b.o.seconds)
+	run, err := b.runIngest(ctx, fmt.Sprintf("gi%d", size))
+	if err != nil {
+		return err
+	}
+	r := run.r
+	if b.curveStart == 0 {
+		b.curveStart = r.rate()
+	}
+	b.t.add(row{figure: fmt.Sprintf("growth: ingest with %s actions stored: signed webhooks acknowledged; p50 / p99",
+		thousands(int64(size))), value: fmt.Sprintf("%s; %s / %s", perSec(r.rate()), ms(r.p50), ms(r.p99)),
+		ratio: fmt.Sprintf("%.2fx start", r.rate()/b.curveStart), target: "no slower than at the start; p99 <= 50 ms",
+		met: check(r.rate() >= 0.9*b.curveStart && r.p99 <= 50*time.Millisecond), cpu: run.use.String()})
+	return nil
+}
+
+// growthRetention measures one retention pass over the oldest day of the
+// history at rows actions: its final actions pruned, its days of bodies,
+// attempts and audit dropped (what an open action still needs carried forward).
+func (b *bench) growthRetention(ctx context.Context, rows int) error {
+	log.Printf("growth: one retention pass over the oldest day at %s actions", thousands(int64(rows)))
+	window := fillSpan - 24*time.Hour
+	cfg := &settings.Config{Retention: settings.Retention{Actions: window, DropBodiesAfter: window}}
+	t0 := time.Now()
+	r, err := retention.Prune(ctx, b.pg.pool, cfg, time.Now())
+	took := time.Since(t0)
+	if err != nil {
+		return fmt.Errorf("growth: the retention pass: %w", err)
+	}
+	if r.BodyDays < 1 || r.RowDays < 1 {
+		return fmt.Errorf("growth: the retention pass dropped no day (%+v)", r)
+	}
+	b.t.add(row{figure: fmt.Sprintf("growth: one retention pass at %s actions, over the history's oldest day", thousands(int64(rows))),
+		value: took.Round(time.Millisecond).String(), ratio: "-", target: "-", met: "-"})
+	b.t.note("growth: the retention pass pruned %d final actions, dropped %d days of bodies and %d of attempts and audit, "+
+		"carried %d bodies and %d actions' rows forward", r.Actions, r.BodyDays, r.RowDays, r.BodiesCarried, r.ActionsCarried)
+	return nil
+}
+
+// sizesWords lists sizes for a row's label.
+func sizesWords(sizes []int) string {
+	var w []string
+	for _, n := range sizes {
+		w = append(w, thousands(int64(n)))
+	}
+	return strings.Join(w, ", ")
+}
+
+// curveMid is the size half way to rows at which the growth phase alone
+// measures the ingest too, beside the start and rows (the cost curve).
+func curveMid(rows int) int { return rows / 2 }
 
 // growthSizes are the sizes the growth phase measures at: 1,000, a million and
 // rows, with a budget for each measurement past a million (at least 5 requests,
@@ -136,38 +200,57 @@ func (b *bench) growthRows(ctx context.Context, label string, sizes []int, budge
 	if page == nil {
 		b.t.note("growth: no /queue/failed page in this build; only the API was measured")
 	}
-	rows := sizes[len(sizes)-1]
+	rows, pages := sizes[len(sizes)-1], sizes
+	if b.curve { // the ingest is measured half way too
+		sizes = append(slices.Clone(sizes), curveMid(rows))
+		slices.Sort(sizes)
+		sizes = slices.Compact(sizes)
+	}
 	lat := make([][]time.Duration, len(targets)) // [target][size] p50
-	have, fill := 0, b.historyFill(rows)
+	have, fill, filling := 0, b.historyFill(rows), time.Duration(0)
 	for _, size := range sizes {
 		log.Printf("%s: %s actions", label, thousands(int64(size)))
 		// The server rests while its tables fill: with their indexes dropped, its
 		// own polling would scan them.
+		t0 := time.Now()
 		if err := b.whileStopped(ctx, func() error { return fill.fill(ctx, have+1, size) }); err != nil {
 			return err
 		}
+		filling += time.Since(t0)
 		have = size
-		bud := budget
-		if size > 1_000_000 && (bud == 0 || bud > largeGrowthBudget) {
-			bud = largeGrowthBudget
+		// The pages first, on the tables as the fill left them (vacuumed), then the
+		// ingest, whose new deliveries the next fill vacuums.
+		if slices.Contains(pages, size) {
+			bud := budget
+			if size > 1_000_000 && (bud == 0 || bud > largeGrowthBudget) {
+				bud = largeGrowthBudget
+			}
+			for i, t := range targets {
+				path, err := b.growthPath(ctx, t)
+				if err != nil {
+					return err
+				}
+				d, err := b.latency(ctx, t.client, path, t.header, t.lines, bud)
+				if err != nil {
+					return fmt.Errorf("%s: %s: %w", label, t.name, err)
+				}
+				lat[i] = append(lat[i], d)
+			}
 		}
-		for i, t := range targets {
-			path, err := b.growthPath(ctx, t)
-			if err != nil {
+		if b.curve && (size == sizes[0] || size == curveMid(rows) || size == rows) {
+			if err := b.ingestAt(ctx, size); err != nil {
 				return err
 			}
-			d, err := b.latency(ctx, t.client, path, t.header, t.lines, bud)
-			if err != nil {
-				return fmt.Errorf("%s: %s: %w", label, t.name, err)
-			}
-			lat[i] = append(lat[i], d)
 		}
 	}
+	b.t.add(row{figure: fmt.Sprintf("%s: the fill of %s actions with their events, bodies, attempts and audit, "+
+		"stopping at %s", label, thousands(int64(rows)), sizesWords(sizes[:len(sizes)-1])),
+		value: filling.Round(time.Second).String(), ratio: "-", target: "< 15m", met: check(filling < 15*time.Minute)})
 	for i, t := range targets {
-		small, large := lat[i][0], lat[i][len(sizes)-1]
+		small, large := lat[i][0], lat[i][len(pages)-1]
 		x := float64(large) / float64(small)
 		var at []string
-		for k, size := range sizes {
+		for k, size := range pages {
 			at = append(at, fmt.Sprintf("%s at %s", ms(lat[i][k]), thousands(int64(size))))
 		}
 		r := row{figure: label + ": " + t.name, value: strings.Join(at, "; "),

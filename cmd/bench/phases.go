@@ -37,6 +37,10 @@ type bench struct {
 
 	profileStarts atomic.Int64 // processes started with a CPU profile (-profiles)
 	earlierRSS    float64      // the peak RSS (MiB) of the server's processes stopped so far (whileStopped)
+	// curve: the growth phase measures the ingest at its start, half way and at
+	// its largest size (the cost curve); curveStart is the rate at the start.
+	curve      bool
+	curveStart float64
 }
 
 // fillRatios writes the ratios once the baseline is final.
