@@ -334,6 +334,41 @@ func (q *Queries) DashboardSourceStats(ctx context.Context, arg DashboardSourceS
 	return items, nil
 }
 
+const dashboardSourceStatsOne = `-- name: DashboardSourceStatsOne :one
+SELECT count(*)::bigint AS events, coalesce(sum(r.deliveries), 0)::bigint AS deliveries,
+       count(*) FILTER (WHERE r.conflict)::bigint AS conflicts,
+       coalesce(max(r.last_received_at), 'epoch')::timestamptz AS last_received_at -- (epoch: no events)
+FROM (SELECT e.deliveries, e.conflict, e.last_received_at FROM events e
+      WHERE e.source = $1
+      ORDER BY e.source, e.id DESC
+      LIMIT 10001) r
+`
+
+type DashboardSourceStatsOneRow struct {
+	Events         int64
+	Deliveries     int64
+	Conflicts      int64
+	LastReceivedAt time.Time
+}
+
+// DashboardSourceStats of one source, for one Postgres: its newest 10,001 events
+// counted along events_source_idx. Planned per call with the source a constant,
+// Postgres takes its share of the events from the statistics and walks the
+// index to the limit; the source of an unnest() it cannot see, and past a
+// million events, with a guess of 0.5% of them, it read every event of the
+// source and sorted them (2.7 s at a million events over four sources).
+func (q *Queries) DashboardSourceStatsOne(ctx context.Context, source string) (DashboardSourceStatsOneRow, error) {
+	row := q.db.QueryRow(ctx, dashboardSourceStatsOne, source)
+	var i DashboardSourceStatsOneRow
+	err := row.Scan(
+		&i.Events,
+		&i.Deliveries,
+		&i.Conflicts,
+		&i.LastReceivedAt,
+	)
+	return i, err
+}
+
 const dashboardTrendFailures = `-- name: DashboardTrendFailures :many
 SELECT a.destination,
        floor(extract(epoch FROM t.finished_at - $1::timestamptz) / $2::double precision)::integer AS bucket,
