@@ -284,7 +284,7 @@ CROSS JOIN LATERAL (
           WHERE e.source >= s.source AND e.source <= s.source
             AND ($2::text = '' OR e.client = $2)
           ORDER BY e.source, e.id DESC
-          LIMIT 10001) r) c
+          LIMIT 1001) r) c
 WHERE c.events > 0
 `
 
@@ -301,9 +301,9 @@ type DashboardSourceStatsRow struct {
 	LastReceivedAt time.Time
 }
 
-// Per source of sources: its newest 10,001 stored events counted exactly along
+// Per source of sources: its newest 1,001 stored events counted exactly along
 // events_source_idx (events, deliveries with repeats, conflicts, the last delivery
-// among them), so a million events cost what 10,000 do; a source with more is
+// among them), so a million events cost what 1,000 do; a source with more is
 // estimated by SourceEstimates (or on Citus db.EstimateEvents). No row for a
 // source without events. (The range on one value keeps Postgres on the index's
 // order; see ActionList.) On Citus it runs for each client with its sources
@@ -341,7 +341,7 @@ SELECT count(*)::bigint AS events, coalesce(sum(r.deliveries), 0)::bigint AS del
 FROM (SELECT e.deliveries, e.conflict, e.last_received_at FROM events e
       WHERE e.source = $1
       ORDER BY e.source, e.id DESC
-      LIMIT 10001) r
+      LIMIT 1001) r
 `
 
 type DashboardSourceStatsOneRow struct {
@@ -351,7 +351,7 @@ type DashboardSourceStatsOneRow struct {
 	LastReceivedAt time.Time
 }
 
-// DashboardSourceStats of one source, for one Postgres: its newest 10,001 events
+// DashboardSourceStats of one source, for one Postgres: its newest 1,001 events
 // counted along events_source_idx. Planned per call with the source a constant,
 // Postgres takes its share of the events from the statistics and walks the
 // index to the limit; the source of an unnest() it cannot see, and past a
@@ -555,7 +555,7 @@ type SourceEstimatesRow struct {
 }
 
 // The planner's count of the events of each of sources (autovacuum's ANALYZE
-// keeps it), for the sources DashboardSourceStats found more than 10,000 of.
+// keeps it), for the sources DashboardSourceStats found more than 1,000 of.
 func (q *Queries) SourceEstimates(ctx context.Context, sources []string) ([]SourceEstimatesRow, error) {
 	rows, err := q.db.Query(ctx, sourceEstimates, sources)
 	if err != nil {

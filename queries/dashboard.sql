@@ -1,7 +1,7 @@
 -- name: DashboardSourceStats :many
--- Per source of sources: its newest 10,001 stored events counted exactly along
+-- Per source of sources: its newest 1,001 stored events counted exactly along
 -- events_source_idx (events, deliveries with repeats, conflicts, the last delivery
--- among them), so a million events cost what 10,000 do; a source with more is
+-- among them), so a million events cost what 1,000 do; a source with more is
 -- estimated by SourceEstimates (or on Citus db.EstimateEvents). No row for a
 -- source without events. (The range on one value keeps Postgres on the index's
 -- order; see ActionList.) On Citus it runs for each client with its sources
@@ -16,11 +16,11 @@ CROSS JOIN LATERAL (
           WHERE e.source >= s.source AND e.source <= s.source
             AND (@client::text = '' OR e.client = @client)
           ORDER BY e.source, e.id DESC
-          LIMIT 10001) r) c
+          LIMIT 1001) r) c
 WHERE c.events > 0;
 
 -- name: DashboardSourceStatsOne :one
--- DashboardSourceStats of one source, for one Postgres: its newest 10,001 events
+-- DashboardSourceStats of one source, for one Postgres: its newest 1,001 events
 -- counted along events_source_idx. Planned per call with the source a constant,
 -- Postgres takes its share of the events from the statistics and walks the
 -- index to the limit; the source of an unnest() it cannot see, and past a
@@ -32,11 +32,11 @@ SELECT count(*)::bigint AS events, coalesce(sum(r.deliveries), 0)::bigint AS del
 FROM (SELECT e.deliveries, e.conflict, e.last_received_at FROM events e
       WHERE e.source = @source
       ORDER BY e.source, e.id DESC
-      LIMIT 10001) r;
+      LIMIT 1001) r;
 
 -- name: SourceEstimates :many
 -- The planner's count of the events of each of sources (autovacuum's ANALYZE
--- keeps it), for the sources DashboardSourceStats found more than 10,000 of.
+-- keeps it), for the sources DashboardSourceStats found more than 1,000 of.
 SELECT s.source::text AS source,
        coalesce((t.reltuples * st.most_common_freqs[array_position(st.most_common_vals::text::text[], s.source)])::bigint,
                 0)::bigint AS estimated

@@ -231,7 +231,7 @@ func Sources(l Layout, m SourcesPage) templ.Component {
 					return templ_7745c5c3_Err
 				}
 				if s.About {
-					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 19, "<small class=\"muted\" title=\"Counted among the source's newest 10,000 events\">(newest 10,000)</small>")
+					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 19, "<small class=\"muted\" title=\"Counted among the source's newest 1,000 events\">(newest 1,000)</small>")
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
@@ -401,14 +401,14 @@ func aboutCount(n int64, about bool) templ.Component {
 		ctx = templ.InitializeContext(ctx)
 		ctx = templ.ClearChildren(ctx)
 		if about {
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 36, "<span title=\"An estimate: past 10,000 events the figures are the planner's count of the source's events, and the newest 10,000 scaled up\">about ")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 36, "<span title=\"An estimate: past 1,000 events the figures are the planner's count of the source's events, and the newest 1,000 scaled up\">about ")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var21 string
 			templ_7745c5c3_Var21, templ_7745c5c3_Err = templ.JoinStringErrs(itoa64(n))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `sources.templ`, Line: 86, Col: 157}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `sources.templ`, Line: 86, Col: 155}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var21))
 			if templ_7745c5c3_Err != nil {

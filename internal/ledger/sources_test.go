@@ -10,15 +10,15 @@ import (
 )
 
 // TestSourceSummariesCountTheNewestAndEstimateTheRest: a source with a few events
-// is counted exactly; one with more than 10,000 gets the planner's count of its
-// events, its deliveries scaled from the newest 10,000's, and the duplicate rate,
+// is counted exactly; one with more than 1,000 gets the planner's count of its
+// events, its deliveries scaled from the newest 1,000's, and the duplicate rate,
 // conflicts and last delivery of those; a source without events has none.
 func TestSourceSummariesCountTheNewestAndEstimateTheRest(t *testing.T) {
 	t.Parallel()
 	pool := dbtest.New(t)
 	ctx := context.Background()
 	// big: 30,000 events, the oldest 20,000 delivered once, the newest 10,000 every
-	// other one twice, one conflict among them. small: 4 events, one repeated.
+	// other one twice, one conflict among the newest 1,000. small: 4 events, one repeated.
 	if _, err := pool.Exec(ctx, `
 INSERT INTO events (client, environment, source, source_event_id, type, body_sha256, deliveries, conflict,
     received_at, last_received_at)
@@ -48,12 +48,12 @@ ANALYZE events`); err != nil {
 	if !big.About || big.Events < 29700 || big.Events > 30300 {
 		t.Errorf("big: %d events (about: %v), want about 30,000", big.Events, big.About)
 	}
-	// The newest 10,001 (evt_20000..evt_30000): 5,000 repeated (the even ones past
-	// 20,000), so 15,001 deliveries, scaled by the estimate / 10,001.
-	if want := int64(float64(15001) * float64(big.Events) / 10001); big.Deliveries != want {
-		t.Errorf("big: %d deliveries, want %d (15,001 scaled by %d / 10,001)", big.Deliveries, want, big.Events)
+	// The newest 1,001 (evt_29000..evt_30000): 501 repeated (the even ones), so
+	// 1,502 deliveries, scaled by the estimate / 1,001.
+	if want := int64(float64(1502) * float64(big.Events) / 1001); big.Deliveries != want {
+		t.Errorf("big: %d deliveries, want %d (1,502 scaled by %d / 1,001)", big.Deliveries, want, big.Events)
 	}
-	if want := float64(5000) / 15001; big.DuplicateRate != want || big.Conflicts != 1 {
+	if want := float64(501) / 1502; big.DuplicateRate != want || big.Conflicts != 1 {
 		t.Errorf("big: duplicate rate %v and %d conflicts, want %v and 1", big.DuplicateRate, big.Conflicts, want)
 	}
 	if big.LastDelivery == nil || big.LastDelivery.UTC().Format("2006-01-02 15:04:05") != "2026-11-01 08:20:00" {
