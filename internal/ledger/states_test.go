@@ -51,6 +51,7 @@ var stateSetLiterals = map[string][]string{
 	"ActionList":                       {"all", "person", "due", "person", "open"},
 	"ActionCountByStateOfClient":       {"all"},
 	"DashboardCauses":                  {"person", "worker"},
+	"DashboardCausesCapped":            {"person", "person", "person", "person", "worker"},
 	"DashboardCausesUnconfigured":      {"unconfigured-wait"},
 	"ActionCountByState":               {"all"},
 	"DashboardTrendQueues":             {"person", "person", "worker"},
