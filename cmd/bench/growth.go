@@ -221,20 +221,8 @@ func (b *bench) growthRows(ctx context.Context, label string, sizes []int, budge
 		// The pages first, on the tables as the fill left them (vacuumed), then the
 		// ingest, whose new deliveries the next fill vacuums.
 		if slices.Contains(pages, size) {
-			bud := budget
-			if size > 1_000_000 && (bud == 0 || bud > largeGrowthBudget) {
-				bud = largeGrowthBudget
-			}
-			for i, t := range targets {
-				path, err := b.growthPath(ctx, t)
-				if err != nil {
-					return err
-				}
-				d, err := b.latency(ctx, t.client, path, t.header, t.lines, bud)
-				if err != nil {
-					return fmt.Errorf("%s: %s: %w", label, t.name, err)
-				}
-				lat[i] = append(lat[i], d)
+			if err := b.measurePages(ctx, label, targets, lat, size, budget); err != nil {
+				return err
 			}
 		}
 		if b.curve && (size == sizes[0] || size == curveMid(rows) || size == rows) {
@@ -246,6 +234,35 @@ func (b *bench) growthRows(ctx context.Context, label string, sizes []int, budge
 	b.t.add(row{figure: fmt.Sprintf("%s: the fill of %s actions with their events, bodies, attempts and audit, "+
 		"stopping at %s", label, thousands(int64(rows)), sizesWords(sizes[:len(sizes)-1])),
 		value: filling.Round(time.Second).String(), ratio: "-", target: "< 15m", met: check(filling < 15*time.Minute)})
+	b.addPageRows(label, targets, pages, lat, budget)
+	return nil
+}
+
+// measurePages adds to lat each target's p50 at size, sampled within budget
+// (at most largeGrowthBudget past a million actions).
+func (b *bench) measurePages(ctx context.Context, label string, targets []growthTarget, lat [][]time.Duration,
+	size int, budget time.Duration) error {
+	if size > 1_000_000 && (budget == 0 || budget > largeGrowthBudget) {
+		budget = largeGrowthBudget
+	}
+	for i, t := range targets {
+		path, err := b.growthPath(ctx, t)
+		if err != nil {
+			return err
+		}
+		d, err := b.latency(ctx, t.client, path, t.header, t.lines, budget)
+		if err != nil {
+			return fmt.Errorf("%s: %s: %w", label, t.name, err)
+		}
+		lat[i] = append(lat[i], d)
+	}
+	return nil
+}
+
+// addPageRows adds a row for each target with its p50 at each of pages, held to
+// 50 ms at the largest (and 2x the smallest on the single Postgres's default
+// run).
+func (b *bench) addPageRows(label string, targets []growthTarget, pages []int, lat [][]time.Duration, budget time.Duration) {
 	for i, t := range targets {
 		small, large := lat[i][0], lat[i][len(pages)-1]
 		x := float64(large) / float64(small)
@@ -267,7 +284,6 @@ func (b *bench) growthRows(ctx context.Context, label string, sizes []int, budge
 	b.t.note("%s: the history generated with INSERT ... SELECT generate_series, a client and 200,000 actions a statement, "+
 		"two at a time (fills of 100,000 or more on one Postgres with the secondary indexes, unique constraints and foreign "+
 		"keys dropped and built again after), then VACUUM ANALYZE", label)
-	return nil
 }
 
 // growthPath is t's path at the table's present size: with the cursor of the last
