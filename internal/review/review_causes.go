@@ -123,19 +123,10 @@ func (r *Review) causes(rows []store.CauseCount, gone []db.DashboardCausesUnconf
 				continue
 			}
 			c.Queue = q
-			i := slices.IndexFunc(group, func(o Cause) bool {
-				return o.State == c.State && o.Destination == c.Destination && o.Reason == c.Reason &&
-					o.Blocked == c.Blocked && o.Unconfigured == c.Unconfigured && (o.Breaker == nil) == (c.Breaker == nil)
-			})
-			if i < 0 {
+			if i := slices.IndexFunc(group, c.same); i >= 0 {
+				group[i].add(c)
+			} else {
 				group = append(group, c)
-				continue
-			}
-			group[i].Count += c.Count
-			group[i].About = group[i].About || c.About
-			group[i].More = group[i].More || c.More
-			if c.Oldest.Before(group[i].Oldest) {
-				group[i].Oldest = c.Oldest
 			}
 		}
 		slices.SortStableFunc(group, func(a, b Cause) int {
@@ -150,6 +141,21 @@ func (r *Review) causes(rows []store.CauseCount, gone []db.DashboardCausesUnconf
 		out = append(out, group...)
 	}
 	return out
+}
+
+// same reports whether o is the same cause as c: one row of the page.
+func (c Cause) same(o Cause) bool {
+	return o.State == c.State && o.Destination == c.Destination && o.Reason == c.Reason &&
+		o.Blocked == c.Blocked && o.Unconfigured == c.Unconfigured && (o.Breaker == nil) == (c.Breaker == nil)
+}
+
+// add counts o, the same cause, into c.
+func (c *Cause) add(o Cause) {
+	c.Count += o.Count
+	c.About, c.More = c.About || o.About, c.More || o.More
+	if o.Oldest.Before(c.Oldest) {
+		c.Oldest = o.Oldest
+	}
 }
 
 // causeWords names c and its fix as a person at the queue says them.
