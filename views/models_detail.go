@@ -33,6 +33,7 @@ type ActionPage struct {
 	Correct     CorrectForm
 	Correction  *OpenCorrection // a correction waiting for a decision; nil when none
 	Imported    *Imported       // it was imported from an earlier system; nil when oncehook made it
+	Erased      bool            // its params and key parts were erased on request (the audit trail says who and why)
 }
 
 // Imported says where an imported action came from (oncehook import).
@@ -202,6 +203,7 @@ type EventPage struct {
 	Headers       []Header
 	Payload       string
 	Pruned        bool
+	Erased        bool // its body and headers were erased on request
 	Deliveries    int32
 	Conflict      bool
 	Received      Stamp

@@ -43,7 +43,7 @@ var adminRoutes = map[string]bool{
 	"GET /events/replay": true, "POST /events/replay": true,
 	"POST /destinations/:name/reconnect": true, "GET /destinations/:name/oauth/callback": true,
 	"GET /destinations/:name/breaker": true, "POST /destinations/:name/breaker": true,
-	"POST /api/v1/destinations/:name/breaker": true,
+	"POST /api/v1/destinations/:name/breaker": true, "POST /api/v1/erase": true,
 	"GET /users": true, "POST /users": true, "POST /users/:id/role": true, "POST /users/:id/disabled": true,
 	"POST /api/v1/events/replay": true, "POST /api/v1/destinations/:name/reconnect": true,
 	"GET /tokens": true, "POST /tokens": true, "POST /tokens/:id/revoke": true,

@@ -314,3 +314,45 @@ func (s *Server) apiBreakerChange(c echo.Context) error {
 	return c.JSON(http.StatusOK, map[string]any{"name": res.Destination, "state": res.State, "until": res.Until,
 		"released": res.Released, "waiting": waiting})
 }
+
+// eraseBody is POST /api/v1/erase's body: an event's id, or a business key (and
+// optionally its client), and why.
+type eraseBody struct {
+	Event       string `json:"event"`
+	BusinessKey string `json:"business_key"`
+	Client      string `json:"client"`
+	Reason      string `json:"reason"`
+}
+
+// apiErase erases on request what an event or a business key holds of a person
+// (admins; see review.Erase).
+func (s *Server) apiErase(c echo.Context) error {
+	var body eraseBody
+	if err := c.Bind(&body); err != nil {
+		return ledger.Errorf(ledger.EINVALID, `The body must be a JSON object: {"event": "ID"} or {"business_key": "...", "client": "..." (optional)}, with "reason": "...".`)
+	}
+	req := review.EraseRequest{BusinessKey: body.BusinessKey, Client: body.Client, Reason: body.Reason}
+	if body.Event != "" {
+		n, err := strconv.ParseInt(body.Event, 10, 64)
+		if err != nil || n <= 0 {
+			return ledger.Errorf(ledger.EINVALID, "event is an event's id, as the API gives it (a string of digits), not %q.", body.Event)
+		}
+		req.EventID = n
+	}
+	out, err := s.review(c).Erase(c.Request().Context(), actorOf(c), req)
+	if err != nil {
+		return err
+	}
+	type itemJSON struct {
+		Client string `json:"client"`
+		ID     string `json:"id"`
+	}
+	items := func(in []review.ErasedItem) []itemJSON {
+		out := make([]itemJSON, len(in))
+		for i, x := range in {
+			out[i] = itemJSON{Client: x.Client, ID: id(x.ID)}
+		}
+		return out
+	}
+	return c.JSON(http.StatusOK, map[string]any{"events": items(out.Events), "actions": items(out.Actions)})
+}

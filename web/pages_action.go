@@ -35,6 +35,7 @@ func (s *Server) actionPage(c echo.Context) error {
 	m.Attempts = actionAttempts(d.Attempts)
 	m.Audit = auditLines(d.Audit)
 	m.Imported = imported(a, d.Audit)
+	m.Erased = erased(d.Audit)
 	title := fmt.Sprintf("%s %s", a.Name, a.BusinessKey)
 	return s.render(c, http.StatusOK, views.Action(live(c, s.layout(c, title, "")), m))
 }
@@ -177,6 +178,11 @@ func auditLines(audit []ledger.AuditEntry) []views.AuditLine {
 			Detail: detailWords(au.Detail)})
 	}
 	return out
+}
+
+// erased says whether an audit trail holds an erasure.
+func erased(audit []ledger.AuditEntry) bool {
+	return slices.ContainsFunc(audit, func(a ledger.AuditEntry) bool { return a.Act == review.ActErase })
 }
 
 // actionInfo is the action itself, with its step: the next attempt is shown only

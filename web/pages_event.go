@@ -28,7 +28,7 @@ func (s *Server) eventPage(c echo.Context) error {
 	e := d.Event
 	m := views.EventPage{ID: e.ID, URL: eventURL(e.Client, e.ID), Source: e.Source, SourceEventID: e.SourceEventID, Type: e.Type, Status: e.Status,
 		Reason: e.Reason, Deliveries: e.Deliveries, Conflict: e.Conflict, Received: stamp(e.ReceivedAt),
-		LastReceived: stamp(e.LastReceivedAt), Pruned: e.Body == nil,
+		LastReceived: stamp(e.LastReceivedAt), Pruned: e.Body == nil, Erased: erased(d.Audit),
 		Via: e.Via, CanReplay: e.Body != nil && e.Status != ledger.EventReceived && actorOf(c).MayAct(),
 		ListURL: eventsURL(views.EventFilter{Source: e.Source}, "")}
 	if m.Actions, err = s.actionRows(c, d.Actions); err != nil {

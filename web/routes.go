@@ -33,6 +33,7 @@ func (s *Server) routes(e *echo.Echo) {
 	api.GET("/destinations", s.apiDestinations)
 	api.POST("/destinations/:name/reconnect", s.apiReconnect)
 	api.POST("/destinations/:name/breaker", s.apiBreakerChange)
+	api.POST("/erase", s.apiErase)
 
 	s.pageRoutes(e)
 }

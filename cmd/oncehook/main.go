@@ -37,6 +37,7 @@ func commands() map[string]command {
 		"migrate": {summary: "apply database migrations and exit", usage: migrateUsage, run: runMigrate},
 		"citus":   {summary: "citus distribute: shard an existing database by client", usage: citusUsage, run: runCitus},
 		"prune":   {summary: "apply the retention windows now", usage: pruneUsage, run: runPrune},
+		"erase":   {summary: "erase an event's or a business key's data on request", usage: eraseUsage, run: runErase},
 		"export":  {summary: "export a client's ledger, to import it into another oncehook", usage: exportUsage, run: runExport},
 		"import":  {summary: "import what an earlier system performed, so it is not done again", usage: importUsage, run: runImport},
 		"check":   {summary: "validate a config and print its routing", usage: checkUsage, run: runCheck},

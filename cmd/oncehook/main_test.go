@@ -159,6 +159,13 @@ func TestServeOnEmbeddedPostgres(t *testing.T) {
 	t.Run("UserAddWithClients", func(t *testing.T) {
 		userAddScoped(t, env, dataDir, cfg)
 	})
+	t.Run("EraseAnEvent", func(t *testing.T) {
+		eventID := regexp.MustCompile(`"event_id":"(\d+)"`).FindStringSubmatch(string(reply))
+		if eventID == nil {
+			t.Fatalf("no event id in %s", reply)
+		}
+		eraseEvent(t, env, dataDir, cfg, eventID[1])
+	})
 
 	if err := serve.cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
@@ -339,6 +346,37 @@ func tokenLifecycle(t *testing.T, env []string, dataDir, cfg string, port int) {
 	}
 	if out := run("list"); !regexp.MustCompile(`(?m)^` + line[1] + `\s+ci-90\s+operator\s+acme\s+revoked`).MatchString(out) {
 		t.Errorf("token list after revoke:\n%s", out)
+	}
+}
+
+// eraseEvent erases the event the server stored (once its router has routed
+// it), refuses an erasure without a reason, and a second one.
+func eraseEvent(t *testing.T, env []string, dataDir, cfg, id string) {
+	erase := func(args ...string) (string, error) {
+		t.Helper()
+		p := start(t, env, append(append([]string{"erase"}, args...), "--config", cfg, "--data-dir", dataDir)...)
+		err := p.cmd.Wait()
+		return p.out.String(), err
+	}
+	if out, err := erase("--event", id); err == nil || !strings.Contains(out, "Say why") {
+		t.Errorf("an erasure without a reason: %v\n%s", err, out)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		out, err := erase("--event", id, "--reason", "request 9")
+		if err == nil {
+			if !strings.Contains(out, "erased 1 events and 0 actions") || !strings.Contains(out, "event "+id+" (client acme)") {
+				t.Errorf("erase printed:\n%s", out)
+			}
+			break
+		}
+		if !strings.Contains(out, "waits for the router") || time.Now().After(deadline) {
+			t.Fatalf("erase: %v\n%s", err, out)
+		}
+		time.Sleep(50 * time.Millisecond) // the server's router has yet to route it
+	}
+	if out, err := erase("--event", id, "--reason", "request 9"); err == nil || !strings.Contains(out, "was erased already") {
+		t.Errorf("a second erasure: %v\n%s", err, out)
 	}
 }
 
