@@ -13,9 +13,9 @@ import (
 const actionPruneClosed = `-- name: ActionPruneClosed :execrows
 WITH old AS (
     SELECT ac.client, ac.id, ac.rows_day FROM actions ac
-    WHERE ac.state IN ('confirmed', 'resolved', 'cancelled') AND ac.updated_at < $1
+    WHERE ac.client = $1 AND ac.state IN ('confirmed', 'resolved', 'cancelled') AND ac.updated_at < $2
     ORDER BY ac.updated_at
-    LIMIT $2
+    LIMIT $3
 ), attempts_gone AS (
     DELETE FROM attempts t USING old
     WHERE t.client = old.client AND t.action_id = old.id AND t.part_day = old.rows_day
@@ -27,15 +27,17 @@ DELETE FROM actions a USING old WHERE a.client = old.client AND a.id = old.id
 `
 
 type ActionPruneClosedParams struct {
+	Client string
 	Before time.Time
 	Batch  int32
 }
 
-// One small batch of closed actions past the ledger window; their attempts and
-// audit go with them, each action's from the partition of its rows_day, and
-// their links by the foreign key.
+// One small batch of a client's closed actions past its ledger window (the
+// shared one, or the client's own); their attempts and audit go with them,
+// each action's from the partition of its rows_day, and their links by the
+// foreign key. Read through actions_closed_idx, which leads with the client.
 func (q *Queries) ActionPruneClosed(ctx context.Context, arg ActionPruneClosedParams) (int64, error) {
-	result, err := q.db.Exec(ctx, actionPruneClosed, arg.Before, arg.Batch)
+	result, err := q.db.Exec(ctx, actionPruneClosed, arg.Client, arg.Before, arg.Batch)
 	if err != nil {
 		return 0, err
 	}
@@ -187,6 +189,12 @@ WITH kept AS (
     SELECT e.client, e.id FROM events e
     WHERE e.status = 'received' AND e.body_day = $2::date AND (NOT $4::boolean OR e.client = $5)
     UNION
+    SELECT b.client, b.event_id FROM event_bodies b
+    JOIN (SELECT unnest($6::text[]) AS client, unnest($7::timestamptz[]) AS since) k
+      ON k.client = b.client
+    JOIN events e ON e.client = b.client AND e.id = b.event_id AND e.received_at >= k.since
+    WHERE b.day = $2::date AND (NOT $4::boolean OR b.client = $5)
+    UNION
     SELECT e.client, e.id FROM actions a
     JOIN action_events ae ON ae.client = a.client AND ae.action_id = a.id
     JOIN events e ON e.client = ae.client AND e.id = ae.event_id
@@ -202,11 +210,13 @@ WHERE e.client = kept.client AND e.id = kept.id AND e.body_day = $2::date
 `
 
 type EventBodiesCarryParams struct {
-	ToDay   time.Time
-	FromDay time.Time
-	Batch   int32
-	Sharded bool
-	Client  string
+	ToDay       time.Time
+	FromDay     time.Time
+	Batch       int32
+	Sharded     bool
+	Client      string
+	KeepClients []string
+	KeepSince   []time.Time
 }
 
 // Carries forward into @to_day a batch of the bytes day @from_day holds that are
@@ -215,6 +225,11 @@ type EventBodiesCarryParams struct {
 // to an action that is not final (a retry or a correction may read them). The
 // rest go with the partition. Both are found from what is open (the received
 // events' partial index, the open actions' states), never by reading the day.
+// A client whose bodies window is longer than the shared one (@keep_clients,
+// each with the oldest delivery it keeps, @keep_since) keeps the day's bodies
+// its window still holds, counted from their receipt (a body carried forward
+// before is in a later day than it was written), read by the day's key, which
+// leads with the client.
 // On Citus (sharded) one client's a statement.
 func (q *Queries) EventBodiesCarry(ctx context.Context, arg EventBodiesCarryParams) (int64, error) {
 	result, err := q.db.Exec(ctx, eventBodiesCarry,
@@ -223,6 +238,8 @@ func (q *Queries) EventBodiesCarry(ctx context.Context, arg EventBodiesCarryPara
 		arg.Batch,
 		arg.Sharded,
 		arg.Client,
+		arg.KeepClients,
+		arg.KeepSince,
 	)
 	if err != nil {
 		return 0, err
@@ -249,6 +266,43 @@ type EventBodiesDropParams struct {
 // EventDropBodies for the bytes in event_bodies, row by row.
 func (q *Queries) EventBodiesDrop(ctx context.Context, arg EventBodiesDropParams) (int64, error) {
 	result, err := q.db.Exec(ctx, eventBodiesDrop, arg.Before, arg.Batch)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const eventBodiesDropOfClient = `-- name: EventBodiesDropOfClient :execrows
+WITH old AS (
+    SELECT b.client, b.event_id, b.day FROM event_bodies b
+    JOIN events e ON e.client = b.client AND e.id = b.event_id AND e.body_day = b.day
+    WHERE b.client = $1 AND b.day < $2::date AND e.client = $1 AND e.status <> 'received'
+      AND NOT EXISTS (
+          SELECT 1 FROM action_events ae
+          JOIN actions a ON a.client = ae.client AND a.id = ae.action_id
+          WHERE ae.client = $1 AND a.client = $1 AND ae.event_id = e.id
+            AND a.state IN ('pending', 'processing', 'retrying', 'held', 'uncertain', 'failed'))
+    LIMIT $3
+)
+DELETE FROM event_bodies b USING old
+WHERE b.client = $1 AND b.client = old.client AND b.event_id = old.event_id AND b.day = old.day
+`
+
+type EventBodiesDropOfClientParams struct {
+	Client    string
+	BeforeDay time.Time
+	Batch     int32
+}
+
+// One small batch of a client's event bodies written before @before_day, for a
+// client whose bodies window is shorter than the shared partitions' days: its
+// rows are deleted, the other clients' stay in the same days. Read by
+// event_bodies' key, which leads with the client, in the days before
+// @before_day alone. Bodies still needed stay, by the rule that carries them
+// forward (EventBodiesCarry): an event not routed yet, or linked to an action
+// that is not final.
+func (q *Queries) EventBodiesDropOfClient(ctx context.Context, arg EventBodiesDropOfClientParams) (int64, error) {
+	result, err := q.db.Exec(ctx, eventBodiesDropOfClient, arg.Client, arg.BeforeDay, arg.Batch)
 	if err != nil {
 		return 0, err
 	}

@@ -35,12 +35,13 @@ DELETE FROM event_bodies b USING old
 WHERE b.client = old.client AND b.event_id = old.event_id AND b.day = old.day;
 
 -- name: ActionPruneClosed :execrows
--- One small batch of closed actions past the ledger window; their attempts and
--- audit go with them, each action's from the partition of its rows_day, and
--- their links by the foreign key.
+-- One small batch of a client's closed actions past its ledger window (the
+-- shared one, or the client's own); their attempts and audit go with them,
+-- each action's from the partition of its rows_day, and their links by the
+-- foreign key. Read through actions_closed_idx, which leads with the client.
 WITH old AS (
     SELECT ac.client, ac.id, ac.rows_day FROM actions ac
-    WHERE ac.state IN ('confirmed', 'resolved', 'cancelled') AND ac.updated_at < @before
+    WHERE ac.client = @client AND ac.state IN ('confirmed', 'resolved', 'cancelled') AND ac.updated_at < @before
     ORDER BY ac.updated_at
     LIMIT @batch
 ), attempts_gone AS (
@@ -51,6 +52,28 @@ WITH old AS (
     WHERE u.client = old.client AND u.action_id = old.id AND u.part_day = old.rows_day
 )
 DELETE FROM actions a USING old WHERE a.client = old.client AND a.id = old.id;
+
+-- name: EventBodiesDropOfClient :execrows
+-- One small batch of a client's event bodies written before @before_day, for a
+-- client whose bodies window is shorter than the shared partitions' days: its
+-- rows are deleted, the other clients' stay in the same days. Read by
+-- event_bodies' key, which leads with the client, in the days before
+-- @before_day alone. Bodies still needed stay, by the rule that carries them
+-- forward (EventBodiesCarry): an event not routed yet, or linked to an action
+-- that is not final.
+WITH old AS (
+    SELECT b.client, b.event_id, b.day FROM event_bodies b
+    JOIN events e ON e.client = b.client AND e.id = b.event_id AND e.body_day = b.day
+    WHERE b.client = @client AND b.day < @before_day::date AND e.client = @client AND e.status <> 'received'
+      AND NOT EXISTS (
+          SELECT 1 FROM action_events ae
+          JOIN actions a ON a.client = ae.client AND a.id = ae.action_id
+          WHERE ae.client = @client AND a.client = @client AND ae.event_id = e.id
+            AND a.state IN ('pending', 'processing', 'retrying', 'held', 'uncertain', 'failed'))
+    LIMIT @batch
+)
+DELETE FROM event_bodies b USING old
+WHERE b.client = @client AND b.client = old.client AND b.event_id = old.event_id AND b.day = old.day;
 
 -- name: ResourcePrune :execrows
 WITH old AS (
@@ -69,10 +92,21 @@ WHERE r.client = old.client AND r.source = old.source AND r.resource = old.resou
 -- to an action that is not final (a retry or a correction may read them). The
 -- rest go with the partition. Both are found from what is open (the received
 -- events' partial index, the open actions' states), never by reading the day.
+-- A client whose bodies window is longer than the shared one (@keep_clients,
+-- each with the oldest delivery it keeps, @keep_since) keeps the day's bodies
+-- its window still holds, counted from their receipt (a body carried forward
+-- before is in a later day than it was written), read by the day's key, which
+-- leads with the client.
 -- On Citus (sharded) one client's a statement.
 WITH kept AS (
     SELECT e.client, e.id FROM events e
     WHERE e.status = 'received' AND e.body_day = @from_day::date AND (NOT @sharded::boolean OR e.client = @client)
+    UNION
+    SELECT b.client, b.event_id FROM event_bodies b
+    JOIN (SELECT unnest(@keep_clients::text[]) AS client, unnest(@keep_since::timestamptz[]) AS since) k
+      ON k.client = b.client
+    JOIN events e ON e.client = b.client AND e.id = b.event_id AND e.received_at >= k.since
+    WHERE b.day = @from_day::date AND (NOT @sharded::boolean OR b.client = @client)
     UNION
     SELECT e.client, e.id FROM actions a
     JOIN action_events ae ON ae.client = a.client AND ae.action_id = a.id

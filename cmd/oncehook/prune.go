@@ -20,8 +20,9 @@ const pruneUsage = `Usage: oncehook prune --config FILE [--data-dir DIR]
 
 Applies the retention windows now: delivery identities past each source's
 remember window, event bodies past retention.drop_bodies_after, closed actions
-past retention.actions (default 400 days). Deletes in small batches; the server
-also does this every retention.every (default 1h).
+past retention.actions (default 400 days), each client's past its own windows
+where clients: {NAME: {retention: ...}} gives it some. Deletes in small
+batches; the server also does this every retention.every (default 1h).
 `
 
 func runPrune(ctx context.Context, env *environment, args []string) error {
@@ -45,8 +46,8 @@ func runPrune(ctx context.Context, env *environment, args []string) error {
 			fmt.Fprintln(env.stdout, "another process is pruning right now; nothing done")
 			return nil
 		}
-		fmt.Fprintf(env.stdout, "pruned %d events, %d event bodies, %d closed actions, %d resources\n",
-			r.Events, r.BodiesDropped, r.Actions, r.Resources)
+		fmt.Fprintf(env.stdout, "pruned %d events, %d event bodies (%d of clients with a shorter window of their own), %d closed actions, %d resources\n",
+			r.Events, r.BodiesDropped+r.ClientBodies, r.ClientBodies, r.Actions, r.Resources)
 		fmt.Fprintf(env.stdout, "dropped %d days of event bodies (%d bodies still needed carried forward), "+
 			"%d days of attempts and audit (%d actions' rows carried forward); %d days kept for the next pass\n",
 			r.BodyDays, r.BodiesCarried, r.RowDays, r.ActionsCarried, r.DaysKept)
@@ -72,7 +73,7 @@ func pruneEvery(ctx context.Context, pool *pgxpool.Pool, cfg *settings.Config, l
 			continue
 		}
 		if !r.Skipped {
-			logger.Info("pruned", "events", r.Events, "bodies", r.BodiesDropped, "actions", r.Actions,
+			logger.Info("pruned", "events", r.Events, "bodies", r.BodiesDropped, "client_bodies", r.ClientBodies, "actions", r.Actions,
 				"body_days", r.BodyDays, "row_days", r.RowDays, "carried_actions", r.ActionsCarried, "days_kept", r.DaysKept)
 		}
 	}

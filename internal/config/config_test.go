@@ -659,7 +659,7 @@ func TestParseConfigErrors(t *testing.T) {
 		), []string{
 			"t.yaml:5:35: destinations[0].create.verb: unknown field (known: method, url, encoding, result_id)",
 			"t.yaml:6:5: destinations[0].retries: unknown field (known: name, type, timeout, owner, corrections, breaker, alerts, create, auth, idempotency, reference_field, lookup, result_id, check, errors, rate_limit_reset, limits, addr, from, username_env, password_env)",
-			"t.yaml:7:1: lisen: unknown field (known: listen, base_url, sources, destinations, actions, retention, notify, alerts, sessions, trusted_proxies, connections_per_address, sign_in)",
+			"t.yaml:7:1: lisen: unknown field (known: listen, base_url, sources, destinations, actions, retention, clients, notify, alerts, sessions, trusted_proxies, connections_per_address, sign_in)",
 		}},
 		{"RequiredFieldsAtTheirMapping", lines(
 			"sources:",
@@ -1230,5 +1230,42 @@ func TestParseConfigAlerts(t *testing.T) {
 	Describe(&b, cfg)
 	if !strings.Contains(b.String(), "outages alert no one (no alerts; mailing the owner needs notify.smtp)") {
 		t.Errorf("check does not say why an owner without notify.smtp hears nothing:\n%s", b.String())
+	}
+}
+
+// TestParseConfigClients: a client's own retention windows, and the mistakes a
+// clients section can hold, each at its line.
+func TestParseConfigClients(t *testing.T) {
+	t.Parallel()
+	env := envFrom(map[string]string{"S": "whsec_x"})
+	src := "sources: [{name: s, client: acme, provider: stripe, environment: test, secret_env: S}, " +
+		"{name: g, client: globex, provider: stripe, environment: test, secret_env: S}]"
+	cfg, err := Parse("c.yaml", lines(src, "retention: {actions: 2400h, drop_bodies_after: 240h}",
+		"clients:", "  globex: {retention: {actions: 72h, drop_bodies_after: 48h}}"), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]settings.ClientSettings{"globex": {Retention: settings.ClientRetention{
+		Actions: 72 * time.Hour, DropBodiesAfter: 48 * time.Hour}}}
+	if diff := cmp.Diff(want, cfg.PerClient); diff != "" {
+		t.Errorf("clients (-want +got):\n%s", diff)
+	}
+	if got := cfg.ActionsWindow("globex"); got != 72*time.Hour {
+		t.Errorf("globex keeps closed actions %s, want its own 72h", got)
+	}
+	if got := cfg.ActionsWindow("acme"); got != 2400*time.Hour {
+		t.Errorf("acme keeps closed actions %s, want the shared 2400h", got)
+	}
+	_, err = Parse("c.yaml", lines(src, "clients:", "  initech: {retention: {actions: 72h}}",
+		"  globex: {retention: {bodies: 1h, actions: -1h}}", "  acme: {}"), env)
+	for _, w := range []string{
+		`c.yaml:3:3: clients.initech: no source has the client "initech" (clients: acme, globex)`,
+		`c.yaml:4:24: clients.globex.retention.bodies: unknown field (known: actions, drop_bodies_after)`,
+		`c.yaml:4:36: clients.globex.retention.actions: "-1h" must be positive`,
+		`c.yaml:5:3: clients.acme: says nothing: give it retention: {actions: ..., drop_bodies_after: ...}`,
+	} {
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Errorf("want %q in:\n%v", w, err)
+		}
 	}
 }

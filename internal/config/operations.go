@@ -5,6 +5,8 @@ import (
 	"net/mail"
 	"net/netip"
 	"net/url"
+	"slices"
+	"strings"
 
 	"github.com/oncehook/oncehook/internal/settings"
 )
@@ -25,6 +27,30 @@ func (l *loader) retention(m fields) settings.Retention {
 		DropBodiesAfter: r.duration("drop_bodies_after", 0),
 		Every:           r.duration("every", settings.DefaultPruneEvery),
 	}
+}
+
+// clients reads each client's own settings: clients: {NAME: {retention:
+// {actions, drop_bodies_after}}}. Each name is a client of the sources.
+func (l *loader) clients(m fields, c *settings.Config) map[string]settings.ClientSettings {
+	cm := l.mapping("clients", m.vals["clients"])
+	if len(cm.keys) == 0 {
+		return nil
+	}
+	known := c.Clients()
+	out := map[string]settings.ClientSettings{}
+	for _, name := range cm.keys {
+		if !slices.Contains(known, name) {
+			l.errorf(cm.at(name), "no source has the client %q (clients: %s)", name, strings.Join(known, ", "))
+		}
+		one := l.mapping(cm.at(name), cm.vals[name], "retention")
+		r := one.sub("retention", "actions", "drop_bodies_after")
+		if !one.has("retention") {
+			l.errorf(cm.at(name), "says nothing: give it retention: {actions: ..., drop_bodies_after: ...}")
+		}
+		out[name] = settings.ClientSettings{Retention: settings.ClientRetention{
+			Actions: r.duration("actions", 0), DropBodiesAfter: r.duration("drop_bodies_after", 0)}}
+	}
+	return out
 }
 
 // alerts reads where the outages of destinations are told (settings.Alerts).

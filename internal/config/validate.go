@@ -100,7 +100,7 @@ func (l *loader) load(data []byte) *settings.Config {
 	if !ok {
 		return nil
 	}
-	m := l.mapping("", body, "listen", "base_url", "sources", "destinations", "actions", "retention", "notify", "alerts", "sessions",
+	m := l.mapping("", body, "listen", "base_url", "sources", "destinations", "actions", "retention", "clients", "notify", "alerts", "sessions",
 		"trusted_proxies", "connections_per_address", "sign_in")
 	c := &settings.Config{Path: l.file, Listen: m.hostPort("listen", settings.DefaultListen, false)}
 	c.BaseURL = m.url("base_url", false, false)
@@ -128,6 +128,7 @@ func (l *loader) load(data []byte) *settings.Config {
 		c.Actions = append(c.Actions, l.action(fmt.Sprintf("actions[%d]", i), n))
 	}
 	c.SignIn = l.signIn(m, c)
+	c.PerClient = l.clients(m, c)
 	l.check(c)
 	l.secretKeys(c)
 	return c

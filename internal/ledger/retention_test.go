@@ -2,13 +2,16 @@ package ledger_test
 
 import (
 	"context"
+	"net/http"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/oncehook/oncehook/internal/partitions"
 	"github.com/oncehook/oncehook/internal/retention"
 	"github.com/oncehook/oncehook/internal/sandbox"
+	"github.com/oncehook/oncehook/internal/sender"
 )
 
 func TestRetention(t *testing.T) {
@@ -187,5 +190,94 @@ func keepWhatOpenActionsNeed(t *testing.T) {
 	}
 	if n := w.count(`SELECT count(*) FROM actions`); n != 2 || len(w.crm.Records()) != records {
 		t.Errorf("%d actions and %d CRM records after the redelivery, want the 2 open ones and %d", n, len(w.crm.Records()), records)
+	}
+}
+
+// perClientConfig gives stripe-simple a client of its own, globex, and each
+// client a window of its own around the shared 10 days of bodies: globex's
+// bodies 2 days and its closed actions 3, acme's bodies 30 days.
+func perClientConfig(y string) string {
+	y = strings.Replace(y, "{name: stripe-simple, client: acme,", "{name: stripe-simple, client: globex,", 1)
+	return y + `
+retention: {drop_bodies_after: 240h}
+clients:
+  globex: {retention: {drop_bodies_after: 48h, actions: 72h}}
+  acme: {retention: {drop_bodies_after: 720h}}
+`
+}
+
+// TestRetentionPerClient: one pass applies each client's own windows. Four days
+// on, globex's body and closed action are past its shorter windows and go,
+// deleted row by row, while acme's, in the same day's partitions, stay.
+// Fifteen days on the shared window drops that day: acme's body, inside its
+// longer window, is carried forward first; forty-five days on, past its own
+// window too, it goes with its day.
+func TestRetentionPerClient(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, worldOptions{yaml: perClientConfig})
+	acme := checkout{eventID: "evt_acme", enquiry: "enq_acme"}
+	globex := checkout{eventID: "evt_globex", enquiry: "enq_globex"}
+	w.deliver(acme)
+	body := globex.body()
+	hdr, err := sender.Headers("stripe", stripeSecret, sender.Delivery{Body: body})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if status, out := w.request("POST", "/hooks/stripe-simple", hdr, body); status != http.StatusOK {
+		t.Fatalf("deliver to stripe-simple: %d %v", status, out)
+	}
+	w.waitFor("send_welcome_email", acme.enquiry, "confirmed")
+	w.waitFor("log_checkout", globex.enquiry, "confirmed")
+	w.stop()
+	ids := map[string]int{}
+	for _, c := range []checkout{acme, globex} {
+		ids[c.eventID] = w.count(`SELECT id FROM events WHERE source_event_id = $1`, c.eventID)
+	}
+	// bodyOf counts the bodies of c in every day (its identity may go by its
+	// source's own window, 30 days, and the bytes must not stay behind).
+	bodyOf := func(c checkout) int {
+		return w.count(`SELECT count(*) FROM event_bodies WHERE event_id = $1 AND body IS NOT NULL`, ids[c.eventID])
+	}
+	actionsOf := func(client string) int { return w.count(`SELECT count(*) FROM actions WHERE client = $1`, client) }
+	ctx := context.Background()
+
+	r, err := retention.Prune(ctx, w.pool, w.cfg, time.Now().AddDate(0, 0, 4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.ClientBodies != 1 || r.Actions != 1 || r.BodyDays != 0 {
+		t.Errorf("four days on: %+v; want globex's body and its action, no day dropped", r)
+	}
+	if a, g := bodyOf(acme), bodyOf(globex); a != 1 || g != 0 {
+		t.Errorf("four days on: acme's body %d, globex's %d; want acme's kept, globex's gone", a, g)
+	}
+	if a, g := actionsOf("acme"), actionsOf("globex"); a != 2 || g != 0 {
+		t.Errorf("four days on: %d actions of acme, %d of globex; want acme's 2 kept, globex's gone", a, g)
+	}
+	if n := w.count(`SELECT count(*) FROM events WHERE source_event_id = $1`, globex.eventID); n != 1 {
+		t.Errorf("globex's delivery identity: %d rows, want it kept (a redelivery is a duplicate)", n)
+	}
+
+	r, err = retention.Prune(ctx, w.pool, w.cfg, time.Now().AddDate(0, 0, 15))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.BodyDays == 0 || r.BodiesCarried != 1 {
+		t.Errorf("fifteen days on: %+v; want today's days of bodies dropped and acme's body carried", r)
+	}
+	if n := bodyOf(acme); n != 1 {
+		t.Errorf("fifteen days on: acme's body %d, want it kept by its 30 days", n)
+	}
+	if n := w.count(`SELECT count(*) FROM events WHERE source_event_id = $1 AND body_day = $2::date`, acme.eventID,
+		partitions.Day(time.Now().AddDate(0, 0, 15))); n != 1 {
+		t.Errorf("acme's body is not in the day of the pass that carried it")
+	}
+
+	r, err = retention.Prune(ctx, w.pool, w.cfg, time.Now().AddDate(0, 0, 45))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.BodiesCarried != 0 || bodyOf(acme) != 0 {
+		t.Errorf("forty-five days on: %+v, acme's body %d; want it gone with its day", r, bodyOf(acme))
 	}
 }

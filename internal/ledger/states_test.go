@@ -59,6 +59,8 @@ var stateSetLiterals = map[string][]string{
 	"NotifyCandidates":                 {"notify-at-once"},
 	"ActionPruneClosed":                {"closed"},
 	"EventBodiesCarry":                 {"open"},
+	"EventBodiesDropOfClient":          {"open"},
+	"00044_retention_per_client.sql":   {"closed", "closed"},
 	"ActionClientsWithWork":            {"lane"},
 	"00023_claims_by_client.sql":       {"due", "due"},
 	"00002_ledger.sql":                 {"all", "due"},

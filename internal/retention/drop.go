@@ -32,6 +32,19 @@ func bodiesWindow(cfg *settings.Config) time.Duration {
 	return w
 }
 
+// longerBodies are the clients whose bodies window is longer than the shared
+// days' (w), each with the oldest delivery it still keeps at now: the carry of
+// a day past w keeps their bodies its window holds.
+func longerBodies(cfg *settings.Config, w time.Duration, now time.Time) db.EventBodiesCarryParams {
+	var p db.EventBodiesCarryParams
+	for _, c := range cfg.Clients() {
+		if cw := cfg.ClientBodiesWindow(c); cw > w {
+			p.KeepClients, p.KeepSince = append(p.KeepClients, c), append(p.KeepSince, now.Add(-cw))
+		}
+	}
+	return p
+}
+
 // pastDay is the first day not wholly past window at now: a day before it ended
 // before now - window.
 func pastDay(now time.Time, window time.Duration) time.Time {
@@ -48,8 +61,11 @@ func dropDays(ctx context.Context, pool *pgxpool.Pool, s store.Store, q *db.Quer
 		if err != nil {
 			return fmt.Errorf("list the days of event bodies past %s: %w", w, err)
 		}
+		keep := longerBodies(cfg, w, now)
 		for _, d := range days {
-			n, err := carry(ctx, q, today, func() (int64, error) { return s.CarryBodies(ctx, q, d.Day, today, pruneBatch) })
+			p := keep
+			p.FromDay, p.ToDay, p.Batch = d.Day, today, pruneBatch
+			n, err := carry(ctx, q, today, func() (int64, error) { return s.CarryBodies(ctx, q, p) })
 			r.BodiesCarried += n
 			if err != nil {
 				return fmt.Errorf("carry forward the bodies of %s still needed: %w", d.Name, err)

@@ -28,11 +28,14 @@ type Config struct {
 	Destinations []Destination
 	Actions      []ActionRule
 	Retention    Retention
-	Notify       Notify
-	Alerts       Alerts
-	Sessions     Sessions
-	SignIn       SignIn
-	SecretKeys   SecretKeys `yaml:"-" json:"-"` // set when a destination uses oauth2
+	// PerClient holds what one client has of its own (yaml clients: {NAME: ...}),
+	// by client; a client without an entry has the shared settings.
+	PerClient  map[string]ClientSettings
+	Notify     Notify
+	Alerts     Alerts
+	Sessions   Sessions
+	SignIn     SignIn
+	SecretKeys SecretKeys `yaml:"-" json:"-"` // set when a destination uses oauth2
 	// TrustedProxies are the reverse proxies whose X-Forwarded-For names the
 	// client; a request from anywhere else is its peer's.
 	TrustedProxies []netip.Prefix

@@ -18,6 +18,34 @@ type Retention struct {
 	Every time.Duration
 }
 
+// ClientSettings are one client's own settings.
+type ClientSettings struct {
+	Retention ClientRetention
+}
+
+// ClientRetention overrides the shared retention windows for one client's
+// rows: 0 keeps the shared window. A shorter window is applied by deleting the
+// client's rows; a longer one carries them forward past the shared days'
+// partitions (docs/operations.md, "Retention per client").
+type ClientRetention struct {
+	Actions         time.Duration // closed actions, with their attempts and audit
+	DropBodiesAfter time.Duration // event bodies, counted from the day they were written
+}
+
+// ActionsWindow is how long client's closed actions are kept.
+func (c *Config) ActionsWindow(client string) time.Duration {
+	if w := c.PerClient[client].Retention.Actions; w > 0 {
+		return w
+	}
+	return c.Retention.Actions
+}
+
+// ClientBodiesWindow is how long client's event bodies are kept when the
+// client has a window of its own, and 0 when it has the shared one.
+func (c *Config) ClientBodiesWindow(client string) time.Duration {
+	return c.PerClient[client].Retention.DropBodiesAfter
+}
+
 // Sessions are the dashboard's sign-in sessions.
 type Sessions struct {
 	Idle     time.Duration // signed out after this long without a request; default 30m

@@ -15,15 +15,16 @@ import (
 // EventBodiesCarry, ActionRowsLock, ActionRowsMove and migration 00040).
 
 // CarryBodies is EventBodiesCarry over every client at once.
-func (Single) CarryBodies(ctx context.Context, q *db.Queries, from, to time.Time, batch int32) (int64, error) {
-	return q.EventBodiesCarry(ctx, db.EventBodiesCarryParams{FromDay: from, ToDay: to, Batch: batch})
+func (Single) CarryBodies(ctx context.Context, q *db.Queries, p db.EventBodiesCarryParams) (int64, error) {
+	p.Sharded, p.Client = false, ""
+	return q.EventBodiesCarry(ctx, p)
 }
 
 // CarryBodies is EventBodiesCarry one client a statement, on its shard.
-func (Sharded) CarryBodies(ctx context.Context, q *db.Queries, from, to time.Time, batch int32) (int64, error) {
+func (Sharded) CarryBodies(ctx context.Context, q *db.Queries, p db.EventBodiesCarryParams) (int64, error) {
 	return countEach(ctx, q.EventClientsWithRows, func(c string) (int64, error) {
-		return q.EventBodiesCarry(ctx, db.EventBodiesCarryParams{FromDay: from, ToDay: to, Batch: batch,
-			Sharded: true, Client: c})
+		p.Sharded, p.Client = true, c
+		return q.EventBodiesCarry(ctx, p)
 	})
 }
 

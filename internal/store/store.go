@@ -100,10 +100,11 @@ type Store interface {
 	StoredClients(ctx context.Context, q *db.Queries) ([]string, error)
 	// EventClients is every client with events stored.
 	EventClients(ctx context.Context, q *db.Queries) ([]string, error)
-	// CarryBodies carries forward into day to up to batch (a client, on Citus)
-	// of the bodies in day from that are still needed (EventBodiesCarry), and
-	// returns how many it carried.
-	CarryBodies(ctx context.Context, q *db.Queries, from, to time.Time, batch int32) (int64, error)
+	// CarryBodies carries forward into day p.ToDay up to p.Batch (a client, on
+	// Citus) of the bodies in day p.FromDay that are still needed or kept by a
+	// client's longer window (EventBodiesCarry), and returns how many it
+	// carried. p.Sharded and p.Client are the form's to set.
+	CarryBodies(ctx context.Context, q *db.Queries, p db.EventBodiesCarryParams) (int64, error)
 	// CarryActionRows carries forward into day to up to batch (a client, on
 	// Citus) of the actions whose rows are in day from, with their attempts and
 	// audit (ActionRowsLock, then ActionRowsMove, in a transaction of b's), and
@@ -266,8 +267,8 @@ func (ch *chosen) EventClients(ctx context.Context, q *db.Queries) ([]string, er
 	return ch.form(ctx).EventClients(ctx, q)
 }
 
-func (ch *chosen) CarryBodies(ctx context.Context, q *db.Queries, from, to time.Time, batch int32) (int64, error) {
-	return ch.form(ctx).CarryBodies(ctx, q, from, to, batch)
+func (ch *chosen) CarryBodies(ctx context.Context, q *db.Queries, p db.EventBodiesCarryParams) (int64, error) {
+	return ch.form(ctx).CarryBodies(ctx, q, p)
 }
 
 func (ch *chosen) CarryActionRows(ctx context.Context, b db.Beginner, q *db.Queries, from, to time.Time, batch int32) (int64, error) {
