@@ -560,6 +560,15 @@ RETURNING *;
 -- @client holds every table it reads to that client: on Citus a list across
 -- clients is this query run for each client (db.ActionListByClient), each then
 -- routed whole to that client's shard, where its walks run as on one Postgres.
+-- The actions a value of the params finds (param_hits) are read once, with
+-- their states, and each state's walk takes its own: read in each walk, an
+-- amount carried by 2,000 actions cost 2,000 reads of the table a state.
+WITH param_hits AS MATERIALIZED (
+    SELECT x.id, x.state FROM actions x
+    WHERE @q::text <> '' AND (@client = '' OR x.client = @client)
+      AND x.param_values @> jsonb_build_array(lower(@q))
+    LIMIT 5000
+)
 SELECT * FROM actions a
 WHERE (@client::text = '' OR a.client = @client)
   AND (a.client, a.id) IN (
@@ -582,10 +591,7 @@ WHERE (@client::text = '' OR a.client = @client)
                    LIKE replace(replace(replace(lower(@q), '\', '\\'), '%', '\%'), '_', '\_') || '%'
                OR (b.client = ANY(@clients::text[]) AND b.operation_key = @q)
                OR (b.external_ref = @q AND b.external_ref <> '') OR b.owner = @q
-               OR b.id = ANY(ARRAY(SELECT x.id FROM actions x
-                                   WHERE (@client = '' OR x.client = @client)
-                                     AND x.param_values @> jsonb_build_array(lower(@q))
-                                   LIMIT 5000))
+               OR b.id = ANY(ARRAY(SELECT h.id FROM param_hits h WHERE h.state = s.state))
                OR (b.state IN ('held', 'uncertain', 'failed')
                    AND b.reason ILIKE '%' || replace(replace(replace(@q, '\', '\\'), '%', '\%'), '_', '\_') || '%')
                OR b.id = ANY(ARRAY(SELECT ae.action_id FROM events e
