@@ -3,8 +3,6 @@ package web_test
 import (
 	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"strings"
 	"testing"
 
@@ -12,28 +10,12 @@ import (
 
 	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/internal/review"
-	"github.com/oncehook/oncehook/internal/sender"
 )
 
 // deliverType posts a signed Stripe event of typ, which no rule may know.
 func (d *dashboard) deliverType(eventID, typ string) {
 	d.t.Helper()
-	body := []byte(`{"id":"` + eventID + `","type":"` + typ + `","created":1700000000,"data":{"object":{"id":"in_1"}}}`)
-	hdr, err := sender.Headers("stripe", dashStripeSecret, sender.Delivery{Body: body})
-	if err != nil {
-		d.t.Fatal(err)
-	}
-	req, _ := http.NewRequest(http.MethodPost, d.url+"/hooks/stripe-live", strings.NewReader(string(body)))
-	req.Header = hdr
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		d.t.Fatal(err)
-	}
-	raw, _ := io.ReadAll(res.Body)
-	res.Body.Close()
-	if res.StatusCode != http.StatusOK {
-		d.t.Fatalf("deliver %s: %d %s", eventID, res.StatusCode, raw)
-	}
+	d.post([]byte(`{"id":"` + eventID + `","type":"` + typ + `","created":1700000000,"data":{"object":{"id":"in_1"}}}`))
 }
 
 // waitStatus polls until the event with the provider's id has status want.

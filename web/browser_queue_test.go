@@ -12,7 +12,6 @@ import (
 	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/internal/review"
 	"github.com/oncehook/oncehook/internal/sandbox"
-	"github.com/oncehook/oncehook/internal/sender"
 )
 
 // failedCheckouts makes n checkouts whose opportunity the CRM refuses (422), and
@@ -199,20 +198,7 @@ func TestBrowserSearchByWhatPeopleKnow(t *testing.T) {
 // accepted.
 func (d *dashboard) deliver(body string) {
 	d.t.Helper()
-	hdr, err := sender.Headers("stripe", dashStripeSecret, sender.Delivery{Body: []byte(body)})
-	if err != nil {
-		d.t.Fatal(err)
-	}
-	req, _ := http.NewRequest(http.MethodPost, d.url+"/hooks/stripe-live", strings.NewReader(body))
-	req.Header = hdr
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		d.t.Fatal(err)
-	}
-	res.Body.Close()
-	if res.StatusCode != http.StatusOK {
-		d.t.Fatalf("deliver: %d", res.StatusCode)
-	}
+	d.post([]byte(body))
 }
 
 // TestBrowserConflictFilterFindsChangedPayload: the demo's changed payload (the

@@ -1,7 +1,9 @@
 package web_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -191,11 +193,33 @@ func (d *dashboard) checkout(eventID, enquiry, note string) string {
 	body := []byte(`{"id":"` + eventID + `","type":"checkout.session.completed","created":1700000000,` +
 		`"data":{"object":{"id":"cs_` + eventID + `","amount_total":4200,"customer_details":{"email":"ada@example.com"},` +
 		`"metadata":{"enquiry_id":"` + enquiry + `","note":"` + note + `"}}}}`)
+	id, ok := d.post(body)["event_id"].(string)
+	if !ok {
+		d.t.Fatalf("deliver %s: no event id in the reply", eventID)
+	}
+	return id
+}
+
+// post sends body to the dashboard's Stripe source, signed as Stripe signs it,
+// fails the test unless it is acknowledged, and returns the ingest reply: the
+// one way the dashboard tests deliver a webhook.
+func (d *dashboard) post(body []byte) map[string]any {
+	d.t.Helper()
 	hdr, err := sender.Headers("stripe", dashStripeSecret, sender.Delivery{Body: body})
 	if err != nil {
 		d.t.Fatal(err)
 	}
-	req, _ := http.NewRequest(http.MethodPost, d.url+"/hooks/stripe-live", strings.NewReader(string(body)))
+	return d.call(http.MethodPost, "/hooks/stripe-live", hdr, body, http.StatusOK)
+}
+
+// call sends one request and fails the test unless it is answered want, with
+// JSON; the server's log tail goes with a failure.
+func (d *dashboard) call(method, path string, hdr http.Header, body []byte, want int) map[string]any {
+	d.t.Helper()
+	req, err := http.NewRequest(method, d.url+path, bytes.NewReader(body))
+	if err != nil {
+		d.t.Fatal(err)
+	}
 	req.Header = hdr
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -203,14 +227,14 @@ func (d *dashboard) checkout(eventID, enquiry, note string) string {
 	}
 	defer res.Body.Close()
 	raw, _ := io.ReadAll(res.Body)
-	if res.StatusCode != http.StatusOK {
-		d.t.Fatalf("deliver %s: %d %s", eventID, res.StatusCode, raw)
+	if res.StatusCode != want {
+		d.t.Fatalf("%s %s: %d, want %d: %s\nlogs:\n%s", method, path, res.StatusCode, want, raw, tailOf(d.logs.String(), 1500))
 	}
-	m := regexp.MustCompile(`"event_id":"(\d+)"`).FindStringSubmatch(string(raw))
-	if m == nil {
-		d.t.Fatalf("no event id in %s", raw)
+	var out map[string]any
+	if err := json.Unmarshal(raw, &out); err != nil {
+		d.t.Fatalf("%s %s: not JSON: %s", method, path, raw)
 	}
-	return m[1]
+	return out
 }
 
 // waitAction polls until the action named name for enquiry is in state want.

@@ -1,13 +1,11 @@
 package web_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -16,7 +14,6 @@ import (
 	"github.com/oncehook/oncehook/internal/accounts"
 	"github.com/oncehook/oncehook/internal/ledger"
 	"github.com/oncehook/oncehook/internal/sandbox"
-	"github.com/oncehook/oncehook/internal/sender"
 	"github.com/oncehook/oncehook/internal/settings"
 )
 
@@ -25,16 +22,6 @@ func eraseCheckout(eventID, enquiry, email, note string) []byte {
 	return []byte(`{"id":"` + eventID + `","type":"checkout.session.completed","created":1700000000,` +
 		`"data":{"object":{"id":"cs_` + eventID + `","amount_total":4200,"customer_details":{"email":"` + email + `"},` +
 		`"metadata":{"enquiry_id":"` + enquiry + `","note":"` + note + `"}}}}`)
-}
-
-// post sends body to the dashboard's Stripe source and returns the ingest reply.
-func (d *dashboard) post(body []byte) map[string]any {
-	d.t.Helper()
-	hdr, err := sender.Headers("stripe", dashStripeSecret, sender.Delivery{Body: body})
-	if err != nil {
-		d.t.Fatal(err)
-	}
-	return d.call(http.MethodPost, "/hooks/stripe-live", hdr, body, http.StatusOK)
 }
 
 // apiCall calls the JSON API with token and wants status; it returns the reply's text too.
@@ -48,29 +35,6 @@ func (d *dashboard) apiCall(token, method, path string, body any, want int) (map
 	out := d.call(method, "/api/v1"+path, hdr, b, want)
 	raw, _ := json.Marshal(out)
 	return out, string(raw)
-}
-
-func (d *dashboard) call(method, path string, hdr http.Header, body []byte, want int) map[string]any {
-	d.t.Helper()
-	req, err := http.NewRequest(method, d.url+path, bytes.NewReader(body))
-	if err != nil {
-		d.t.Fatal(err)
-	}
-	req.Header = hdr
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		d.t.Fatal(err)
-	}
-	defer res.Body.Close()
-	raw, _ := io.ReadAll(res.Body)
-	if res.StatusCode != want {
-		d.t.Fatalf("%s %s: %d, want %d: %s\nlogs:\n%s", method, path, res.StatusCode, want, raw, tailOf(d.logs.String(), 1500))
-	}
-	var out map[string]any
-	if err := json.Unmarshal(raw, &out); err != nil {
-		d.t.Fatalf("%s %s: not JSON: %s", method, path, raw)
-	}
-	return out
 }
 
 // TestEraseByBusinessKey: an admin erases a person's checkout by its business

@@ -52,10 +52,6 @@ type ErasedItem struct {
 // ActErase is the audit trails' name of an erasure.
 const ActErase = "erase"
 
-// erasable are the states an action is erased in: final, so nothing still to be
-// done (a call, a lookup, a person's correction) needs what erasure removes.
-var erasable = ledger.ClosedStates
-
 // Erase erases what req names (admins only), in one transaction: all of it or,
 // when any action named is not final, nothing, with the reason.
 func (r *Review) Erase(ctx context.Context, actor ledger.Actor, req EraseRequest) (Erased, error) {
@@ -68,7 +64,6 @@ func (r *Review) Erase(ctx context.Context, actor ledger.Actor, req EraseRequest
 	}
 	var out Erased
 	err = db.WithTx(ctx, r.pool, func(q *db.Queries) error {
-		out = Erased{}
 		for _, t := range targets {
 			if err := eraseClient(ctx, q, t, actor.Label(), req.Reason, &out); err != nil {
 				return err
@@ -220,7 +215,9 @@ func lockActionsToErase(ctx context.Context, q *db.Queries, client string, ids [
 		if slices.Contains(erased, a.ID) {
 			continue
 		}
-		if !slices.Contains(erasable, a.State) {
+		// Final only: nothing still to be done (a call, a lookup, a person's
+		// correction) may need what erasure removes.
+		if !slices.Contains(ledger.ClosedStates, a.State) {
 			return nil, ledger.Errorf(ledger.ECONFLICT, "Nothing was erased: action %d (%s) is %s, not final, and what it "+
 				"still has to do needs its params. Erase it once it is confirmed, resolved or cancelled.", a.ID, a.Name, a.State)
 		}
